@@ -1,0 +1,70 @@
+import { type Cluster, Redis, type RedisOptions, ReplyError } from "ioredis";
+import { StoreError } from "../errors.js";
+import { isNoScript, type LuaScript, type Store } from "../store.js";
+import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
+
+type Client = Redis | Cluster;
+
+/**
+ * The TCP store on ioredis: Redis, Valkey, ElastiCache, MemoryDB, and Redis Cluster (every key of
+ * a queue shares one hash tag, so a script's keys are always in one slot). ioredis's own resend of
+ * unanswered commands is off, so a claim is never sent twice; retry-safe scripts are retried here.
+ */
+export class TcpStore implements Store {
+  private constructor(
+    readonly client: Client,
+    private readonly retry: RetryPolicy,
+    private readonly owned: boolean,
+  ) {}
+
+  /** Connects to `url` (redis:// or rediss://). Commands fail fast while the server is down. */
+  static fromUrl(url: string, options: { retry?: RetryPolicy; redis?: RedisOptions } = {}): TcpStore {
+    const client = new Redis(url, {
+      maxRetriesPerRequest: 1,
+      autoResendUnfulfilledCommands: false,
+      connectTimeout: 5_000,
+      enableOfflineQueue: true,
+      retryStrategy: (times) => Math.min(times * 100, 2_000),
+      ...options.redis,
+    });
+    client.on("error", () => {
+      // Reported to the caller of each failed command; an unhandled 'error' event would crash.
+    });
+    return new TcpStore(client, options.retry ?? DEFAULT_RETRY, true);
+  }
+
+  /** Wraps a client the caller manages (e.g. an ioredis Cluster); close() leaves it open. */
+  static fromClient(client: Client, options: { retry?: RetryPolicy } = {}): TcpStore {
+    return new TcpStore(client, options.retry ?? DEFAULT_RETRY, false);
+  }
+
+  async evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return withRetry(
+      script,
+      this.retry,
+      (error) => error instanceof ReplyError,
+      async () => {
+        try {
+          return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
+        } catch (error) {
+          if (!isNoScript(error)) throw error;
+          return await this.client.eval(script.body, keys.length, ...keys, ...args);
+        }
+      },
+    ).catch((error: unknown) => {
+      throw storeError(script.name, error);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (!this.owned) return;
+    await this.client.quit().catch(() => this.client.disconnect());
+  }
+}
+
+/** Keeps Redis's own reply text (it names the error, never the arguments); scrubs nothing else in. */
+function storeError(operation: string, error: unknown): unknown {
+  if (error instanceof ReplyError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new StoreError(`${operation}: Redis unreachable over TCP (${message})`, undefined, { cause: error });
+}

@@ -1,0 +1,133 @@
+import type { ItemStatus } from "./errors.js";
+
+export type TaskState = "ready" | "scheduled" | "leased" | "done" | "failed";
+
+export const STATE_BY_LETTER: Record<string, TaskState> = {
+  R: "ready",
+  S: "scheduled",
+  L: "leased",
+  D: "done",
+  F: "failed",
+};
+
+/** A task to enqueue. */
+export interface TaskInput {
+  /** Caller-chosen id, `^[A-Za-z0-9_.-]{1,128}$`; enqueue is idempotent by it. */
+  id: string;
+  /** Task type, `^[A-Za-z0-9_.-]{1,64}$`: selects the handler and its policy. */
+  type: string;
+  /** Any JSON value; serialized size capped (default 256 KiB). Defaults to `{}`. */
+  payload?: unknown;
+  /** Integer from -1000 to 1000; lower runs sooner. Default 0. */
+  priority?: number;
+  /** Run no sooner than this many ms from `now`. */
+  delayMs?: number;
+  /** Run no sooner than this time (ms since epoch, or a Date). */
+  runAt?: number | Date;
+}
+
+export interface EnqueueResult {
+  id: string;
+  /** `duplicate`: the id was already known; nothing changed. */
+  status: "ok" | "duplicate";
+  state: TaskState;
+}
+
+/** Lease and retry policy of one task type, as the claim script needs it. */
+export interface LeasePolicy {
+  leaseMs: number;
+  maxAttempts: number;
+}
+
+export interface ClaimedTask {
+  id: string;
+  type: string;
+  /** The payload as JSON text. */
+  payload: string;
+  /** 1 on the first claim. */
+  attempt: number;
+  /** Fences settle/extend/release: only the holder of the current lease can use it. */
+  token: string;
+  rank: number;
+  priority: number;
+  leaseDeadlineMs: number;
+}
+
+export type SettleItem =
+  | { id: string; token: string; outcome: "ack" }
+  | { id: string; token: string; outcome: "retry"; retryAtMs: number; error: string }
+  | { id: string; token: string; outcome: "fail"; error: string };
+
+export interface SettleResult {
+  id: string;
+  status: ItemStatus;
+  /** The task's state after the call (undefined for an unknown id). */
+  state: TaskState | undefined;
+}
+
+export interface ExtendResult {
+  id: string;
+  status: ItemStatus;
+  /** The new lease deadline when status is "ok". */
+  leaseDeadlineMs: number | undefined;
+}
+
+export interface ItemResult {
+  id: string;
+  status: ItemStatus;
+}
+
+export interface ReclaimResult {
+  /** Back to READY with their original rank. */
+  reclaimed: string[];
+  /** To FAILED: their attempts were used up. */
+  failed: string[];
+  /** True when the batch was full: call again. */
+  more: boolean;
+}
+
+export interface QueueStats {
+  ready: number;
+  scheduled: number;
+  leased: number;
+  done: number;
+  failed: number;
+  /** How long the task at the head of the ready queue has waited. */
+  oldestReadyAgeMs: number;
+  /** How far past its deadline the most overdue lease is (0 if none). */
+  mostOverdueLeaseMs: number;
+  /** Scheduled tasks already due, waiting to be promoted. */
+  dueScheduled: number;
+}
+
+export interface TickResult extends QueueStats {
+  reclaimed: number;
+  reclaimFailed: number;
+  promoted: number;
+  doneTrimmed: number;
+  failedTrimmed: number;
+}
+
+export interface TaskInfo {
+  id: string;
+  state: TaskState;
+  type: string;
+  priority: number;
+  attempts: number;
+  /** 0 until the first claim records the type's policy. */
+  maxAttempts: number;
+  /** ready: since; scheduled: due at; leased: lease deadline; done/failed: finished at. */
+  atMs: number;
+  lastError: string;
+  /** JSON text; empty once DONE. */
+  payload: string;
+  rank: number;
+}
+
+export interface ListedTask {
+  id: string;
+  /** ready: rank; scheduled: due ms; leased: deadline ms; done/failed: finished ms. */
+  score: number;
+  type: string;
+  attempts: number;
+}

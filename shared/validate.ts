@@ -1,0 +1,109 @@
+import { LIMITS, NAME_PATTERN } from "./config.js";
+import { InvalidInputError } from "./errors.js";
+import type { LeasePolicy, TaskInput } from "./types.js";
+
+/** Shows a received value in an error message: short, and never more than 60 characters. */
+export function shown(value: unknown): string {
+  let text: string;
+  if (typeof value === "string") text = JSON.stringify(value);
+  else if (typeof value === "number" || typeof value === "boolean" || value == null) text = String(value);
+  else text = `a value of type ${Array.isArray(value) ? "array" : typeof value}`;
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+export function checkName(where: string, field: string, value: unknown, maxBytes: number): string {
+  if (typeof value !== "string" || value.length < 1 || value.length > maxBytes || !NAME_PATTERN.test(value)) {
+    throw new InvalidInputError(
+      `${where}: ${field} must be 1-${maxBytes} characters of A-Z a-z 0-9 _ . -, got ${shown(value)}`,
+    );
+  }
+  return value;
+}
+
+export function checkInteger(where: string, field: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidInputError(`${where}: ${field} must be an integer from ${min} to ${max}, got ${shown(value)}`);
+  }
+  return value;
+}
+
+export function checkBatch(where: string, items: unknown, max: number): void {
+  if (!Array.isArray(items) || items.length < 1 || items.length > max) {
+    const got = Array.isArray(items) ? `${items.length} items` : shown(items);
+    throw new InvalidInputError(`${where}: expected 1 to ${max} items, got ${got}`);
+  }
+}
+
+export function checkNow(where: string, now: unknown): number {
+  return checkInteger(where, "now (ms since epoch)", now, 0, 2 ** 52);
+}
+
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{" || c === "[") deepest = Math.max(deepest, ++depth);
+    else if (c === "}" || c === "]") depth--;
+  }
+  return deepest;
+}
+
+/** Serializes a payload; throws when it is not JSON, too large or nested too deep. */
+export function serializePayload(where: string, payload: unknown, maxBytes: number): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload === undefined ? {} : payload);
+  } catch (error) {
+    throw new InvalidInputError(`${where}: payload must be JSON-serializable (${(error as Error).message})`);
+  }
+  if (text === undefined) {
+    throw new InvalidInputError(`${where}: payload must be a JSON value, got ${shown(payload)}`);
+  }
+  const bytes = Buffer.byteLength(text);
+  if (bytes > maxBytes) {
+    throw new InvalidInputError(`${where}: payload is ${bytes} bytes as JSON; the cap is ${maxBytes} bytes`);
+  }
+  const depth = nestingDepth(text);
+  if (depth > LIMITS.payloadNestingMax) {
+    throw new InvalidInputError(
+      `${where}: payload nests ${depth} levels deep; at most ${LIMITS.payloadNestingMax} allowed`,
+    );
+  }
+  return text;
+}
+
+/** The due time of a task in ms, or throws naming the field. */
+export function dueTime(where: string, task: TaskInput, now: number): number {
+  if (task.delayMs !== undefined && task.runAt !== undefined) {
+    throw new InvalidInputError(`${where}: give either delayMs or runAt, not both`);
+  }
+  if (task.delayMs !== undefined) {
+    return now + checkInteger(where, "delayMs", task.delayMs, 0, LIMITS.maxDelayMs);
+  }
+  if (task.runAt !== undefined) {
+    const runAt = task.runAt instanceof Date ? task.runAt.getTime() : task.runAt;
+    if (typeof runAt !== "number" || !Number.isFinite(runAt) || Math.abs(runAt - now) > LIMITS.maxDelayMs) {
+      throw new InvalidInputError(
+        `${where}: runAt must be a time within 366 days of now (${new Date(now).toISOString()}), got ${shown(
+          task.runAt instanceof Date ? task.runAt.toString() : task.runAt,
+        )}`,
+      );
+    }
+    return Math.max(0, Math.round(runAt));
+  }
+  return now;
+}
+
+/** Validates a type's lease policy. */
+export function checkPolicy(where: string, policy: LeasePolicy): LeasePolicy {
+  return {
+    leaseMs: checkInteger(where, "leaseMs", policy.leaseMs, 1, LIMITS.leaseMaxMs),
+    maxAttempts: checkInteger(where, "maxAttempts", policy.maxAttempts, 1, LIMITS.maxAttemptsMax),
+  };
+}

@@ -1,0 +1,70 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** True when a Redis server answers PING at host:port within `timeoutMs`. */
+export function pingRedis(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once("error", () => done(false));
+    socket.connect(port, host, () => socket.write("PING\r\n"));
+    socket.once("data", (data) => done(data.toString().startsWith("+PONG")));
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export interface StartedRedis {
+  url: string;
+  port: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `redis-server` from PATH on a free loopback port, no persistence, in a temp dir. */
+export async function startRedisServer(extraArgs: string[] = [], port?: number): Promise<StartedRedis> {
+  const chosen = port ?? (await freePort());
+  const dir = mkdtempSync(join(tmpdir(), "leaseq-redis-"));
+  const child = spawn(
+    "redis-server",
+    ["--port", String(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...extraArgs],
+    { stdio: "ignore" },
+  );
+  const spawnError = new Promise<never>((_, reject) => child.once("error", reject));
+  for (let i = 0; i < 100; i++) {
+    if (await Promise.race([pingRedis("127.0.0.1", chosen, 200), spawnError])) {
+      return {
+        url: `redis://127.0.0.1:${chosen}`,
+        port: chosen,
+        process: child,
+        stop: async () => {
+          if (child.exitCode === null) {
+            const exited = new Promise((resolve) => child.once("exit", resolve));
+            child.kill("SIGTERM");
+            await exited;
+          }
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`redis-server did not answer on 127.0.0.1:${chosen}`);
+}

@@ -1,0 +1,46 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { inject } from "vitest";
+import { Queue, type QueueOptions } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
+
+export const redisUrl = (): string => inject("redisUrl");
+
+/** A queue name no other test uses. */
+export function uniqueQueueName(prefix = "t"): string {
+  return `${prefix}-${randomBytes(6).toString("hex")}`;
+}
+
+export interface Adapter {
+  name: string;
+  open(): Promise<Store>;
+}
+
+/** The adapters every queue test runs over. */
+export const adapters: Adapter[] = [{ name: "tcp", open: async () => TcpStore.fromUrl(redisUrl()) }];
+
+/** A plain client for assertions on raw keys. */
+export function rawClient(): Redis {
+  return new Redis(redisUrl());
+}
+
+/** Opens a store and a fresh queue; `close` closes the store. */
+export async function openQueue(adapter: Adapter, options: Partial<QueueOptions> = {}) {
+  const store = await adapter.open();
+  const queue = new Queue(store, { name: uniqueQueueName(), ...options });
+  return { store, queue, close: () => store.close() };
+}
+
+/** Every key of a queue with its type and content, to assert "nothing changed". */
+export async function snapshot(redis: Redis, queue: Queue): Promise<Record<string, unknown>> {
+  const result: Record<string, unknown> = {};
+  for (const [name, key] of Object.entries(queue.keys)) {
+    const type = await redis.type(key);
+    if (type === "zset") result[name] = await redis.zrange(key, 0, -1, "WITHSCORES");
+    else if (type === "hash") result[name] = await redis.hgetall(key);
+    else if (type === "string") result[name] = await redis.get(key);
+    else result[name] = type;
+  }
+  return result;
+}
