@@ -57,10 +57,11 @@ local function count_arg(name, value, max)
   return int_arg(name, value, 1, max)
 end
 
--- Number of repeated groups after `first` - 1 fixed arguments, each `size` long.
-local function groups(first, size, max)
+-- Number of repeated groups after `first` - 1 fixed arguments, each `size` long: at least `min`
+-- (default 1), at most `max`.
+local function groups(first, size, max, min)
   local rest = #ARGV - first + 1
-  if rest < size or rest % size ~= 0 then
+  if rest < size * (min or 1) or rest % size ~= 0 then
     bad('expected groups of ' .. size .. ' arguments from ARGV[' .. first .. '], got ' .. rest .. ' arguments')
   end
   local n = rest / size

@@ -22,7 +22,7 @@ return guard('claim', function()
   local default_lease = count_arg('defaultLeaseMs', ARGV[5], 86400000)
   local default_max = count_arg('defaultMaxAttempts', ARGV[6], 1000)
   local policies = {}
-  for i = 1, groups(7, 3, 1000) do
+  for i = 1, groups(7, 3, 1000, 0) do
     local base = 7 + (i - 1) * 3
     local task_type = name_arg('policy ' .. i .. ' type', ARGV[base], TYPE_MAX_BYTES)
     policies[task_type] = {

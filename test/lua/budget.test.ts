@@ -1,0 +1,72 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
+import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
+
+const NOW = 1_800_000_000_000;
+const TASKS = 2_000;
+const BATCH = 20;
+
+/** Stores to measure, each opened against the private server of this file. */
+const budgetStores: Array<{ name: string; open: (redisUrl: string) => Promise<Store> }> = [
+  { name: "tcp", open: async (url) => TcpStore.fromUrl(url) },
+];
+
+/** Sum of `calls` over every command in INFO commandstats (commands inside scripts included). */
+async function totalCommands(redis: Redis): Promise<number> {
+  const info = await redis.info("commandstats");
+  let total = 0;
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (match[1] !== "info") total += Number(match[2]);
+  }
+  return total;
+}
+
+// A private server: INFO commandstats counts every client, so a shared one would be noisy.
+let server: StartedRedis;
+let redis: Redis;
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = new Redis(server.url);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.stop();
+});
+
+describe.each(budgetStores)("Redis command budget over $name", ({ open }) => {
+  it(`runs enqueue, claim and ack of ${TASKS} tasks in batches of ${BATCH} in at most 1.0 command per task`, async () => {
+    const store = await open(server.url);
+    const queue = new Queue(store, { name: `budget-${Date.now()}` });
+    // Load the scripts first, as a warm Lambda has them: the budget is the steady state.
+    await queue.stats({ now: NOW });
+    await queue.enqueue([{ id: "warm", type: "t" }], { now: NOW });
+    await queue.ack(await queue.claim({ count: 1, now: NOW }), { now: NOW });
+
+    const before = await totalCommands(redis);
+    for (let start = 0; start < TASKS; start += BATCH) {
+      const tasks = Array.from({ length: BATCH }, (_, i) => ({
+        id: `task-${start + i}`,
+        type: "t",
+        payload: { n: start + i },
+      }));
+      await queue.enqueue(tasks, { now: NOW });
+    }
+    let acked = 0;
+    for (;;) {
+      const claimed = await queue.claim({ count: BATCH, now: NOW });
+      if (claimed.length === 0) break;
+      const results = await queue.ack(claimed, { now: NOW });
+      acked += results.filter((r) => r.status === "ok").length;
+    }
+    const used = (await totalCommands(redis)) - before;
+    await store.close();
+
+    const perTask = used / TASKS;
+    console.log(`command budget: ${used} Redis commands for ${TASKS} tasks = ${perTask.toFixed(3)} per task`);
+    expect(acked).toBe(TASKS);
+    expect(perTask).toBeLessThanOrEqual(1.0);
+  });
+});

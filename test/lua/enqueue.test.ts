@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InvalidInputError, ScriptArgumentError } from "../../shared/errors.js";
+import type { Queue } from "../../shared/queue.js";
+import { SCRIPTS } from "../../shared/scripts.js";
+import type { Store } from "../../shared/store.js";
+import { assertConsistent } from "../helpers/invariants.js";
+import { adapters, openQueue, rawClient, snapshot } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+
+describe.each(adapters)("enqueue over $name", (adapter) => {
+  const redis = rawClient();
+  let store: Store;
+  let queue: Queue;
+  let close: () => Promise<void>;
+  beforeAll(async () => {
+    ({ store, queue, close } = await openQueue(adapter));
+  });
+  afterAll(async () => {
+    await close();
+    redis.disconnect();
+  });
+
+  it("puts due tasks in READY and later ones in SCHEDULED, reporting each", async () => {
+    const results = await queue.enqueue(
+      [
+        { id: "now-1", type: "email", payload: { to: "a@example.com" } },
+        { id: "later-1", type: "email", delayMs: 60_000 },
+        { id: "at-1", type: "email", runAt: new Date(NOW + 5_000) },
+      ],
+      { now: NOW },
+    );
+    expect(results).toEqual([
+      { id: "now-1", status: "ok", state: "ready" },
+      { id: "later-1", status: "ok", state: "scheduled" },
+      { id: "at-1", status: "ok", state: "scheduled" },
+    ]);
+    expect(await redis.zscore(queue.keys.scheduled, "later-1")).toBe(String(NOW + 60_000));
+    const info = await queue.inspect("now-1");
+    expect(info).toMatchObject({
+      state: "ready",
+      type: "email",
+      priority: 0,
+      attempts: 0,
+      payload: '{"to":"a@example.com"}',
+    });
+    await assertConsistent(redis, queue);
+  });
+
+  it("reports a known id as a duplicate in any state, DONE included, and changes nothing", async () => {
+    await queue.enqueue([{ id: "dup", type: "t", payload: { v: 1 } }], { now: NOW });
+    const [claimed] = await queue.claim({ count: 1, now: NOW });
+    await queue.claim({ count: 10, now: NOW }); // lease everything else too
+    await queue.ack([claimed], { now: NOW });
+    expect((await queue.inspect(claimed.id))?.state).toBe("done");
+    const before = await snapshot(redis, queue);
+    const results = await queue.enqueue(
+      [
+        { id: claimed.id, type: "t", payload: { v: 2 } },
+        { id: "later-1", type: "other", priority: -5 },
+      ],
+      { now: NOW + 1 },
+    );
+    expect(results.map((r) => r.status)).toEqual(["duplicate", "duplicate"]);
+    expect(results[0].state).toBe("done");
+    expect(await snapshot(redis, queue)).toEqual(before);
+  });
+
+  it("enqueues an id repeated inside one batch once", async () => {
+    const results = await queue.enqueue(
+      [
+        { id: "twice", type: "t", payload: 1 },
+        { id: "twice", type: "t", payload: 2 },
+      ],
+      { now: NOW },
+    );
+    expect(results.map((r) => r.status)).toEqual(["ok", "duplicate"]);
+    expect((await queue.inspect("twice"))?.payload).toBe("1");
+  });
+
+  const NEVER = Number.NaN;
+  it.each([
+    [
+      "an id with a space",
+      { id: "a b", type: "t" },
+      /task 2: id must be 1-128 characters of A-Z a-z 0-9 _ \. -, got "a b"/,
+    ],
+    ["an id of 129 characters", { id: "x".repeat(129), type: "t" }, /id must be 1-128 characters/],
+    ["an id with a hash tag", { id: "{x}", type: "t" }, /id must be .* got "\{x\}"/],
+    ["a type with a colon", { id: "ok", type: "a:b" }, /type must be 1-64 characters .* got "a:b"/],
+    [
+      "a fractional priority",
+      { id: "ok", type: "t", priority: 1.5 },
+      /priority must be an integer from -1000 to 1000, got 1.5/,
+    ],
+    [
+      "priority NaN",
+      { id: "ok", type: "t", priority: NEVER },
+      /priority must be an integer from -1000 to 1000, got NaN/,
+    ],
+    ["priority out of range", { id: "ok", type: "t", priority: 1001 }, /priority .* got 1001/],
+    [
+      "a negative delay",
+      { id: "ok", type: "t", delayMs: -1 },
+      /delayMs must be an integer from 0 to 31622400000, got -1/,
+    ],
+    ["runAt NaN", { id: "ok", type: "t", runAt: NEVER }, /runAt must be a time within 366 days of now/],
+    [
+      "runAt far in the future",
+      { id: "ok", type: "t", runAt: NOW + 400 * 86_400_000 },
+      /runAt must be a time within 366 days/,
+    ],
+    ["both delayMs and runAt", { id: "ok", type: "t", delayMs: 1, runAt: NOW }, /either delayMs or runAt, not both/],
+    [
+      "a payload over the cap",
+      { id: "ok", type: "t", payload: "x".repeat(300 * 1024) },
+      /payload is 307202 bytes as JSON; the cap is 262144 bytes/,
+    ],
+    ["a BigInt payload", { id: "ok", type: "t", payload: { n: 1n } }, /payload must be JSON-serializable/],
+    [
+      "a payload nested 100 deep",
+      { id: "ok", type: "t", payload: JSON.parse(`${"[".repeat(100)}${"]".repeat(100)}`) },
+      /nests 100 levels deep; at most 64/,
+    ],
+  ])("rejects %s, naming the field, and writes nothing", async (_, task, message) => {
+    const before = await snapshot(redis, queue);
+    const good = { id: "good-in-same-batch", type: "t" };
+    const error = await queue.enqueue([good, task as never], { now: NOW }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).toMatch(/^enqueue: task 2/);
+    expect(await snapshot(redis, queue)).toEqual(before);
+  });
+
+  it.each([
+    ["an empty batch", []],
+    ["a batch of 1001", Array.from({ length: 1001 }, (_, i) => ({ id: `b${i}`, type: "t" }))],
+  ])("rejects %s", async (_, tasks) => {
+    await expect(queue.enqueue(tasks, { now: NOW })).rejects.toThrow(/enqueue: expected 1 to 1000 items, got/);
+  });
+
+  it("refuses malformed ARGV inside the script too, before any write", async () => {
+    const before = await snapshot(redis, queue);
+    const keys = [queue.keys.task, queue.keys.ready, queue.keys.scheduled, queue.keys.seq];
+    // The second task is bad: the first must not be written either.
+    const args = [String(NOW), "1000", "fine", "t", "0", "0", "{}", "bad id", "t", "0", "0", "{}"];
+    const error = await store.evalScript(SCRIPTS.enqueue, keys, args).catch((e: unknown) => e);
+    expect(String((error as Error).message)).toMatch(/LEASEQ_BAD_ARGUMENT enqueue: task 2 id must be 1-128 characters/);
+    expect(await snapshot(redis, queue)).toEqual(before);
+    await expect(
+      queue.claim({ count: 0, now: NOW }),
+      "the library maps codes to typed errors before sending",
+    ).rejects.toBeInstanceOf(InvalidInputError);
+    const viaScript = await store
+      .evalScript(
+        SCRIPTS.claim,
+        [queue.keys.task, queue.keys.ready, queue.keys.scheduled, queue.keys.leased, queue.keys.hold],
+        [String(NOW), "0", "0", "1", "1", "1"],
+      )
+      .catch((e: unknown) => e);
+    expect(String(viaScript)).toMatch(/count must be an integer from 1 to 1000, got "0"/);
+    expect(ScriptArgumentError).toBeDefined();
+  });
+});

@@ -1,0 +1,93 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { assertConsistent } from "../helpers/invariants.js";
+import { adapters, openQueue, rawClient } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+const SKEW = 2_000; // the default clock-skew margin of reclaim
+
+describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
+  const redis = rawClient();
+  const closers: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const close of closers) await close();
+    redis.disconnect();
+  });
+  async function leased(ids: string[], maxAttempts = 3) {
+    const opened = await openQueue(adapter, { defaultPolicy: { leaseMs: 1_000, maxAttempts } });
+    closers.push(opened.close);
+    await opened.queue.enqueue(
+      ids.map((id) => ({ id, type: "t" })),
+      { now: NOW },
+    );
+    return { queue: opened.queue, claimed: await opened.queue.claim({ count: ids.length, now: NOW }) };
+  }
+
+  it("extend pushes the deadline so reclaim leaves the task alone", async () => {
+    const { queue, claimed } = await leased(["long"]);
+    const [extended] = await queue.extend([{ ...claimed[0], leaseMs: 30_000 }], { now: NOW + 900 });
+    expect(extended).toEqual({ id: "long", status: "ok", leaseDeadlineMs: NOW + 30_900 });
+    expect((await queue.reclaim({ now: NOW + 10_000 })).reclaimed).toEqual([]);
+    expect((await queue.inspect("long"))?.state).toBe("leased");
+  });
+
+  it("release puts unstarted tasks back with their rank and their attempt returned", async () => {
+    const { queue, claimed } = await leased(["r1", "r2", "r3"]);
+    expect(await queue.release(claimed.slice(1), { now: NOW })).toEqual([
+      { id: "r2", status: "ok" },
+      { id: "r3", status: "ok" },
+    ]);
+    expect(await queue.release(claimed.slice(1, 2), { now: NOW })).toEqual([{ id: "r2", status: "stale_token" }]);
+    expect(await queue.inspect("r2")).toMatchObject({ state: "ready", attempts: 0 });
+    const again = await queue.claim({ count: 5, now: NOW });
+    expect(again.map((t) => [t.id, t.attempt])).toEqual([
+      ["r2", 1],
+      ["r3", 1],
+    ]);
+    await assertConsistent(redis, queue);
+  });
+
+  it("reclaim returns only expired leases (past the skew margin), keeping rank order", async () => {
+    const { queue, claimed } = await leased(["a", "b", "c", "d"]);
+    await queue.extend([{ ...claimed[1], leaseMs: 60_000 }], { now: NOW });
+    expect((await queue.reclaim({ now: NOW + 1_000 + SKEW })).reclaimed).toEqual([]);
+    const result = await queue.reclaim({ now: NOW + 1_001 + SKEW });
+    expect(result.reclaimed.sort()).toEqual(["a", "c", "d"]);
+    await queue.enqueue([{ id: "newer", type: "t", priority: 0 }], { now: NOW + 5_000 });
+    // Reclaimed tasks keep their original rank: they come before tasks enqueued after them.
+    expect((await queue.claim({ count: 10, now: NOW + 5_000 })).map((t) => t.id)).toEqual(["a", "c", "d", "newer"]);
+    await assertConsistent(redis, queue);
+  });
+
+  it("reclaim fails a task whose attempts are used up, with the reason", async () => {
+    const { queue } = await leased(["once"], 1);
+    const result = await queue.reclaim({ now: NOW + 60_000 });
+    expect(result).toEqual({ reclaimed: [], failed: ["once"], more: false });
+    expect(await queue.inspect("once")).toMatchObject({
+      state: "failed",
+      lastError: "lease expired after attempt 1 of 1",
+    });
+  });
+
+  it("reclaim moves at most `limit` per call and says when more remain", async () => {
+    const { queue } = await leased(["x1", "x2", "x3"]);
+    const first = await queue.reclaim({ now: NOW + 60_000, limit: 2 });
+    expect(first.reclaimed).toHaveLength(2);
+    expect(first.more).toBe(true);
+    const second = await queue.reclaim({ now: NOW + 60_000, limit: 2 });
+    expect(second).toMatchObject({ reclaimed: ["x3"], more: false });
+  });
+
+  it("several reclaimers at once move each expired id once, without extra attempts", async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `c${i}`);
+    const { queue } = await leased(ids);
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => queue.reclaim({ now: NOW + 60_000, limit: 50 })),
+    );
+    const moved = results.flatMap((r) => r.reclaimed);
+    expect(moved.length).toBe(200);
+    expect(new Set(moved).size).toBe(moved.length);
+    while ((await queue.reclaim({ now: NOW + 60_000 })).reclaimed.length > 0);
+    const tasks = await assertConsistent(redis, queue);
+    for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "R", attempts: 1 });
+  });
+});
