@@ -4,6 +4,7 @@ import { inject } from "vitest";
 import { Queue, type QueueOptions } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
+import { UpstashStore } from "../../shared/stores/upstash.js";
 
 export const redisUrl = (): string => inject("redisUrl");
 
@@ -17,8 +18,14 @@ export interface Adapter {
   open(): Promise<Store>;
 }
 
-/** The adapters every queue test runs over. */
-export const adapters: Adapter[] = [{ name: "tcp", open: async () => TcpStore.fromUrl(redisUrl()) }];
+/** The adapters every queue test runs over: TCP, and @upstash/redis through the local endpoint. */
+export const adapters: Adapter[] = [
+  { name: "tcp", open: async () => TcpStore.fromUrl(redisUrl()) },
+  {
+    name: "upstash",
+    open: async () => new UpstashStore({ url: inject("upstashUrl"), token: inject("upstashToken") }),
+  },
+];
 
 /** A plain client for assertions on raw keys. */
 export function rawClient(): Redis {

@@ -1,0 +1,124 @@
+import { errors, Redis } from "@upstash/redis";
+import { ConfigError, StoreError } from "../errors.js";
+import type { LuaScript, Store } from "../store.js";
+import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
+
+export interface UpstashStoreOptions {
+  /** The REST URL (UPSTASH_REDIS_REST_URL), https://… or, for the local endpoint, http://127.0.0.1:…. */
+  url: string;
+  /** The REST token (UPSTASH_REDIS_REST_TOKEN). Never appears in an error this store throws. */
+  token: string;
+  /** How long one HTTP request may take before it is abandoned, in ms. Default 5000. */
+  timeoutMs?: number;
+  /** Retries of retry-safe scripts after a transport failure (never `claim`). */
+  retry?: RetryPolicy;
+}
+
+/** Redis answered the script with an error; the message is Redis's error text ("ERR …", "NOSCRIPT …"). */
+export class RedisReplyError extends Error {
+  override readonly name = "RedisReplyError";
+}
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+/** Longer than any id, type or number leaseq sends: only payloads and error texts are longer. */
+const REDACT_ARGS_LONGER_THAN = 128;
+
+/**
+ * The Upstash store: @upstash/redis over REST, the default on Lambda. The client's own retries are
+ * off (by default it resends a request up to 5 times after a network error, which would run a
+ * claim twice); retry-safe scripts are retried here instead, like the TCP store does. Each request
+ * gets a fresh timeout signal: a shared one would stay aborted after the first timeout, and the
+ * client turns an abort of a non-function signal into a successful "Aborted" result.
+ */
+export class UpstashStore implements Store {
+  private readonly redis: Redis;
+  private readonly token: string;
+  private readonly timeoutMs: number;
+  private readonly retry: RetryPolicy;
+
+  /** Throws ConfigError listing every missing or malformed option. */
+  constructor(options: UpstashStoreOptions) {
+    const problems: string[] = [];
+    if (!/^https?:\/\/\S+$/.test(options.url ?? ""))
+      problems.push("url must be an http(s) URL (UPSTASH_REDIS_REST_URL)");
+    if (!options.token) problems.push("token must be a non-empty string (UPSTASH_REDIS_REST_TOKEN)");
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1) {
+      problems.push(`timeoutMs must be a positive integer (ms), got ${String(options.timeoutMs)}`);
+    }
+    if (problems.length > 0) throw new ConfigError(problems);
+    this.token = options.token;
+    this.timeoutMs = timeoutMs;
+    this.retry = options.retry ?? DEFAULT_RETRY;
+    this.redis = new Redis({
+      url: options.url,
+      token: options.token,
+      // Without it the client parses replies as JSON: the member "123" would come back as 123.
+      automaticDeserialization: false,
+      // Every script call is its own request, so a lost reply can be told apart per call.
+      enableAutoPipelining: false,
+      // `retry: false` still resends once in 1.39 (attempts = 1 means one retry): ask for zero.
+      retry: { retries: 0 },
+      signal: () => AbortSignal.timeout(timeoutMs),
+    });
+  }
+
+  /** Runs the script by SHA, then by body on NOSCRIPT; throws RedisReplyError or StoreError, scrubbed. */
+  async evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const secrets = [this.token, script.body, ...args.filter((arg) => arg.length > REDACT_ARGS_LONGER_THAN)];
+    const send = async (run: () => Promise<unknown>) => {
+      try {
+        return await run();
+      } catch (error) {
+        throw translate(script.name, error, secrets, this.timeoutMs);
+      }
+    };
+    return withRetry(
+      script,
+      this.retry,
+      (error) => error instanceof RedisReplyError,
+      async () => {
+        try {
+          return await send(() => this.redis.evalsha(script.sha, [...keys], [...args]));
+        } catch (error) {
+          if (!(error instanceof RedisReplyError && error.message.startsWith("NOSCRIPT"))) throw error;
+          return await send(() => this.redis.eval(script.body, [...keys], [...args]));
+        }
+      },
+    );
+  }
+
+  /** Nothing to close: requests go through fetch's shared keep-alive pool. */
+  async close(): Promise<void> {}
+}
+
+/**
+ * Turns what the client threw into an error safe to show. The client's text for an HTTP error is
+ * "<Redis error>, command was: <the whole command as JSON>" (script body and arguments, so task
+ * payloads); only the Redis part is kept, and it is scanned for the secrets anyway.
+ */
+function translate(operation: string, error: unknown, secrets: string[], timeoutMs: number): Error {
+  if (error instanceof errors.UpstashJSONParseError) {
+    // Its message quotes the start of the response body, which may hold task data: leave it out.
+    return new StoreError(`${operation}: Upstash answered a body that is not JSON`, undefined);
+  }
+  if (error instanceof errors.UpstashError) {
+    const text = redact(error.message.split(", command was: ")[0], secrets);
+    // An error Redis answered starts with its code (ERR, NOSCRIPT, WRONGTYPE, LEASEQ_BAD_ARGUMENT…);
+    // anything else is the REST layer's (a 5xx, a refused token): the request may not have run.
+    if (/^[A-Z][A-Z0-9_]*(\s|$)/.test(text)) return new RedisReplyError(text);
+    return new StoreError(`${operation}: Upstash refused the request (${text})`, undefined);
+  }
+  if (error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError")) {
+    return new StoreError(`${operation}: no answer from Upstash within ${timeoutMs} ms`, undefined);
+  }
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
+  const reason = cause ? `${cause.message}` : error instanceof Error ? error.message : String(error);
+  return new StoreError(`${operation}: Upstash unreachable (${redact(reason, secrets)})`, undefined);
+}
+
+function redact(text: string, secrets: string[]): string {
+  let result = text;
+  for (const secret of secrets) if (secret) result = result.split(secret).join("[redacted]");
+  return result;
+}
