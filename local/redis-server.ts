@@ -19,6 +19,7 @@ export function pingRedis(host: string, port: number, timeoutMs = 1_000): Promis
   });
 }
 
+/** A TCP port on 127.0.0.1 that nothing listened on a moment ago. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -37,7 +38,10 @@ export interface StartedRedis {
   stop(): Promise<void>;
 }
 
-/** Starts `redis-server` from PATH on a free loopback port, no persistence, in a temp dir. */
+/**
+ * Starts `redis-server` from PATH on a free loopback port, no persistence, in a temp dir that
+ * `stop()` removes. Rejects with the spawn error (code ENOENT when PATH has no redis-server).
+ */
 export async function startRedisServer(extraArgs: string[] = [], port?: number): Promise<StartedRedis> {
   const chosen = port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), "leaseq-redis-"));
@@ -47,6 +51,8 @@ export async function startRedisServer(extraArgs: string[] = [], port?: number):
     { stdio: "ignore" },
   );
   const spawnError = new Promise<never>((_, reject) => child.once("error", reject));
+  // Nothing else cleans the temp dir when the server never comes up.
+  spawnError.catch(() => rmSync(dir, { recursive: true, force: true }));
   for (let i = 0; i < 100; i++) {
     if (await Promise.race([pingRedis("127.0.0.1", chosen, 200), spawnError])) {
       return {
@@ -66,5 +72,6 @@ export async function startRedisServer(extraArgs: string[] = [], port?: number):
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   child.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
   throw new Error(`redis-server did not answer on 127.0.0.1:${chosen}`);
 }
