@@ -1,0 +1,277 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import { afterAll, describe, expect, it } from "vitest";
+import { PermanentError, type TaskRegistry } from "../../functions/task.js";
+import { createWorkerHandler } from "../../functions/worker.js";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { assertConsistent } from "../helpers/invariants.js";
+import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+
+const quick = { baseMs: 50, maxMs: 100 };
+
+describe.each(adapters)("worker over $name", (adapter) => {
+  const redis = rawClient();
+  const stores: Store[] = [];
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    redis.disconnect();
+  });
+
+  async function setup(registry: TaskRegistry, extraEnv: Record<string, string> = {}) {
+    const name = uniqueQueueName("w");
+    const store = await adapter.open();
+    stores.push(store);
+    const queue = new Queue(store, { name, clockSkewMs: 0 });
+    const handler = createWorkerHandler({
+      env: functionEnv(adapter, name, extraEnv),
+      registry,
+      logger: new Logger({ serviceName: "test-worker" }),
+    });
+    return { queue, handler };
+  }
+
+  it("enqueues the tasks of an SQS batch and runs them to DONE; a redelivery creates no duplicate", async () => {
+    const ran: string[] = [];
+    const { queue, handler } = await setup({
+      ordered: false,
+      types: { echo: { leaseMs: 5_000, maxAttempts: 3, backoff: quick, handler: (t) => void ran.push(t.id) } },
+    });
+    const record = sqsRecord(
+      {
+        tasks: [
+          { type: "echo", payload: { n: 1 } },
+          { type: "echo", priority: -1 },
+        ],
+      },
+      "msg-1",
+    );
+    const { result, lines } = await captureStdout(() => handler(sqsEvent(record, sqsRecord({})), lambdaContext()));
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(ran).toEqual(["msg-1-1", "msg-1-0"]);
+    expect((await queue.inspect("msg-1-0"))?.state).toBe("done");
+    const log = JSON.parse(lines.find((l) => l.includes("worker invocation")) ?? "{}");
+    expect(log).toMatchObject({ records: 2, enqueued: 2, claimed: 2, done: 2, retried: 0, failed: 0, released: 0 });
+
+    // SQS delivers the same message again: same derived ids, nothing new.
+    const again = await captureStdout(() => handler(sqsEvent(record), lambdaContext()));
+    expect(JSON.parse(again.lines.find((l) => l.includes("worker invocation")) ?? "{}")).toMatchObject({
+      enqueued: 0,
+      duplicates: 2,
+      claimed: 0,
+    });
+    expect(ran).toHaveLength(2);
+    expect(await redis.hlen(queue.keys.task)).toBe(2);
+  });
+
+  it("reports malformed records in batchItemFailures with the reason, and still runs the good ones", async () => {
+    const { queue, handler } = await setup({
+      ordered: false,
+      types: { echo: { leaseMs: 5_000, maxAttempts: 3, backoff: quick, handler: () => {} } },
+    });
+    const records = [
+      sqsRecord("not json {", "bad-json"),
+      sqsRecord({ tasks: "nope" }, "bad-shape"),
+      sqsRecord([1, 2], "bad-array"),
+      sqsRecord({ tasks: [{ type: "echo", priority: "high" }] }, "bad-priority"),
+      sqsRecord({ tasks: [{ type: "echo", priorty: 1 }] }, "bad-field"),
+      sqsRecord({ tasks: [{ id: "good", type: "echo", payload: { secret: "s3cr3t-payload" } }] }, "good"),
+    ];
+    const { result, lines } = await captureStdout(() => handler(sqsEvent(...records), lambdaContext()));
+    expect(result.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([
+      "bad-json",
+      "bad-shape",
+      "bad-array",
+      "bad-priority",
+      "bad-field",
+    ]);
+    expect((await queue.inspect("good"))?.state).toBe("done");
+    const log = JSON.parse(lines.find((l) => l.includes("worker invocation")) ?? "{}");
+    const reasons = Object.fromEntries(
+      log.rejected.map((r: { messageId: string; reason: string }) => [r.messageId, r.reason]),
+    );
+    expect(reasons["bad-json"]).toMatch(/body is not JSON/);
+    expect(reasons["bad-shape"]).toMatch(/"tasks" must be an array/);
+    expect(reasons["bad-priority"]).toMatch(/priority must be an integer from -1000 to 1000, got "high"/);
+    expect(reasons["bad-field"]).toMatch(/unknown field "priorty"/);
+    expect(lines.join("\n")).not.toContain("s3cr3t-payload");
+  });
+
+  it("retries a throwing handler with backoff and ends FAILED after its max attempts, error recorded", async () => {
+    const attempts: number[] = [];
+    const { queue, handler } = await setup({
+      ordered: false,
+      types: {
+        broken: {
+          leaseMs: 5_000,
+          maxAttempts: 3,
+          backoff: { baseMs: 200, maxMs: 400 },
+          handler: (t) => {
+            attempts.push(t.attempt);
+            throw new Error(`boom on attempt ${t.attempt}`);
+          },
+        },
+      },
+    });
+    const start = Date.now();
+    await captureStdout(() => handler(sqsEvent(sqsRecord({ tasks: [{ id: "b1", type: "broken" }] })), lambdaContext()));
+    const due = Number(await redis.zscore(queue.keys.scheduled, "b1"));
+    expect(due - start).toBeGreaterThanOrEqual(100); // equal jitter: at least half of 200 ms
+    expect(due - Date.now()).toBeLessThanOrEqual(200);
+    for (let i = 0; i < 40 && (await queue.inspect("b1"))?.state !== "failed"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await captureStdout(() => handler({ leaseq: "drain" }, lambdaContext()));
+    }
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(await queue.inspect("b1")).toMatchObject({
+      state: "failed",
+      attempts: 3,
+      lastError: "Error: boom on attempt 3",
+    });
+  });
+
+  it("fails a PermanentError at once, and a task of an undeclared type with the declared types", async () => {
+    const { queue, handler } = await setup({
+      ordered: false,
+      types: {
+        bad: {
+          leaseMs: 5_000,
+          maxAttempts: 5,
+          backoff: quick,
+          handler: () => {
+            throw new PermanentError("invalid address");
+          },
+        },
+      },
+    });
+    await captureStdout(() =>
+      handler(
+        sqsEvent(
+          sqsRecord({
+            tasks: [
+              { id: "p", type: "bad" },
+              { id: "u", type: "typo" },
+            ],
+          }),
+        ),
+        lambdaContext(),
+      ),
+    );
+    expect(await queue.inspect("p")).toMatchObject({
+      state: "failed",
+      attempts: 1,
+      lastError: "PermanentError: invalid address",
+    });
+    expect(await queue.inspect("u")).toMatchObject({
+      state: "failed",
+      lastError: 'no handler for task type "typo"; declared types: bad',
+    });
+  });
+
+  it("extends the lease of a handler that outlives it, so no reclaim takes the task", async () => {
+    let reclaimedMeanwhile: string[] = [];
+    const { queue, handler } = await setup({
+      ordered: false,
+      types: {
+        slow: {
+          leaseMs: 1_000,
+          maxAttempts: 1,
+          backoff: quick,
+          handler: async () => {
+            await new Promise((resolve) => setTimeout(resolve, 2_500));
+            reclaimedMeanwhile = (await queue.reclaim({ now: Date.now() })).reclaimed;
+          },
+        },
+      },
+    });
+    await captureStdout(() => handler(sqsEvent(sqsRecord({ tasks: [{ id: "s", type: "slow" }] })), lambdaContext()));
+    expect(reclaimedMeanwhile).toEqual([]);
+    expect(await queue.inspect("s")).toMatchObject({ state: "done", attempts: 1 });
+  });
+
+  it("stops draining when the invocation runs low on time and releases the unstarted tasks at once", async () => {
+    const ran: string[] = [];
+    const { queue, handler } = await setup(
+      {
+        ordered: false,
+        types: { echo: { leaseMs: 10_000, maxAttempts: 3, backoff: quick, handler: (t) => void ran.push(t.id) } },
+      },
+      { LEASEQ_CLAIM_BATCH: "5" },
+    );
+    await queue.enqueue(
+      ["t1", "t2", "t3", "t4", "t5", "t6"].map((id) => ({ id, type: "echo" })),
+      { now: Date.now() },
+    );
+    // 70 s left for the claim and the first task, then only 5 s: not enough for a 10 s lease.
+    let calls = 0;
+    const context = lambdaContext(() => (++calls <= 2 ? 70_000 : 5_000));
+    const { lines } = await captureStdout(() => handler({ leaseq: "drain" }, context));
+    expect(ran).toEqual(["t1"]);
+    expect(JSON.parse(lines.find((l) => l.includes("worker invocation")) ?? "{}")).toMatchObject({
+      claimed: 5,
+      done: 1,
+      released: 4,
+    });
+    for (const id of ["t2", "t3", "t4", "t5"])
+      expect(await queue.inspect(id)).toMatchObject({ state: "ready", attempts: 0 });
+    expect((await queue.inspect("t6"))?.state).toBe("ready");
+    await assertConsistent(redis, queue);
+  });
+
+  it("keeps strict completion order on an ordered queue under 5 concurrent invocations, a retry included", async () => {
+    const completed: string[] = [];
+    const failedOnce = new Set<string>();
+    const { queue, handler } = await setup(
+      {
+        ordered: true,
+        types: {
+          step: {
+            leaseMs: 5_000,
+            maxAttempts: 3,
+            backoff: { baseMs: 20, maxMs: 40 },
+            handler: async (t) => {
+              await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
+              if (t.id === "o-07" && !failedOnce.has(t.id)) {
+                failedOnce.add(t.id);
+                throw new Error("transient");
+              }
+              completed.push(t.id);
+            },
+          },
+        },
+      },
+      { LEASEQ_CLAIM_BATCH: "3" },
+    );
+    const ids = Array.from({ length: 20 }, (_, i) => `o-${String(i).padStart(2, "0")}`);
+    await queue.enqueue(
+      ids.map((id) => ({ id, type: "step" })),
+      { now: Date.now() },
+    );
+    for (let round = 0; round < 100 && completed.length < ids.length; round++) {
+      await captureStdout(() =>
+        Promise.all(Array.from({ length: 5 }, () => handler({ leaseq: "drain" }, lambdaContext()))),
+      );
+    }
+    expect(completed).toEqual(ids);
+  });
+
+  it("fails the whole invocation when Redis cannot be reached, so SQS retries the batch", async () => {
+    const handler = createWorkerHandler({
+      env:
+        adapter.name === "upstash"
+          ? {
+              LEASEQ_QUEUE: "x",
+              UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9",
+              UPSTASH_REDIS_REST_TOKEN: "t0ken-never-shown",
+            }
+          : { LEASEQ_QUEUE: "x", REDIS_URL: "redis://127.0.0.1:9" },
+      logger: new Logger({ serviceName: "test-worker" }),
+    });
+    const error = await handler(sqsEvent(sqsRecord({ tasks: [{ type: "echo" }] })), lambdaContext()).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/enqueue/);
+    expect((error as Error).message).not.toContain("t0ken-never-shown");
+  });
+});
