@@ -1,0 +1,152 @@
+import { fork } from "node:child_process";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Logger } from "@aws-lambda-powertools/logger";
+import { Metrics } from "@aws-lambda-powertools/metrics";
+import { afterAll, describe, expect, it } from "vitest";
+import { createReclaimerHandler } from "../../functions/reclaimer.js";
+import type { TaskRegistry } from "../../functions/task.js";
+import { createWorkerHandler } from "../../functions/worker.js";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { captureStdout, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
+import { assertConsistent } from "../helpers/invariants.js";
+import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+
+const registry: TaskRegistry = {
+  ordered: false,
+  types: { job: { leaseMs: 1_000, maxAttempts: 3, backoff: { baseMs: 50, maxMs: 100 }, handler: () => {} } },
+};
+const silent = () => new Logger({ serviceName: "test", logLevel: "SILENT" });
+
+/** A loopback HTTP server standing in for the Lambda API; records each Invoke request. */
+async function fakeLambdaApi() {
+  const calls: Array<{ url: string; headers: IncomingMessage["headers"]; body: string }> = [];
+  const server = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => {
+      body += chunk;
+    });
+    request.on("end", () => {
+      calls.push({ url: request.url ?? "", headers: request.headers, body });
+      response.writeHead(202, { "content-type": "application/json" }).end("");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, calls, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+describe.each(adapters)("reclaimer over $name", (adapter) => {
+  const redis = rawClient();
+  const stores: Store[] = [];
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    redis.disconnect();
+  });
+  async function queueNamed(name: string) {
+    const store = await adapter.open();
+    stores.push(store);
+    return new Queue(store, { name, clockSkewMs: 0 });
+  }
+
+  it("kicks the worker through the Lambda API with a drain event, and publishes the queue metrics as EMF", async () => {
+    const name = uniqueQueueName("r");
+    const queue = await queueNamed(name);
+    const api = await fakeLambdaApi();
+    try {
+      await queue.enqueue(
+        Array.from({ length: 5 }, (_, i) => ({ id: `k${i}`, type: "job" })),
+        { now: Date.now() - 1_000 },
+      );
+      const handler = createReclaimerHandler({
+        env: functionEnv(adapter, name, {
+          LEASEQ_WORKER_FUNCTION: "leaseq-worker-fn",
+          LEASEQ_LAMBDA_ENDPOINT: api.url,
+        }),
+        registry,
+        logger: silent(),
+        metrics: new Metrics({ namespace: "leaseq-test", serviceName: "reclaimer" }),
+      });
+      const { result, lines } = await captureStdout(() => handler(scheduledEvent(), lambdaContext()));
+      expect(result).toMatchObject({ ready: 5, kicks: 1 });
+      expect(api.calls).toHaveLength(1);
+      expect(api.calls[0].url).toBe("/2015-03-31/functions/leaseq-worker-fn/invocations");
+      expect(api.calls[0].headers["x-amz-invocation-type"]).toBe("Event");
+      expect(JSON.parse(api.calls[0].body)).toEqual({ leaseq: "drain" });
+
+      const emf = lines.map((line) => JSON.parse(line)).find((entry) => entry._aws?.CloudWatchMetrics);
+      expect(emf._aws.CloudWatchMetrics[0].Namespace).toBe("leaseq-test");
+      const names = emf._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name);
+      expect(names).toEqual(
+        expect.arrayContaining([
+          "ready",
+          "scheduled",
+          "leased",
+          "done",
+          "failed",
+          "oldestReadyAgeMs",
+          "mostOverdueLeaseMs",
+          "reclaimed",
+          "trimmed",
+        ]),
+      );
+      expect(emf).toMatchObject({ queue: name, ready: 5, leased: 0, reclaimed: 0 });
+      expect(emf.oldestReadyAgeMs).toBeGreaterThanOrEqual(1_000);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("does not kick when nothing is ready", async () => {
+    const name = uniqueQueueName("r");
+    await queueNamed(name);
+    const api = await fakeLambdaApi();
+    try {
+      const handler = createReclaimerHandler({
+        env: functionEnv(adapter, name, { LEASEQ_WORKER_FUNCTION: "w", LEASEQ_LAMBDA_ENDPOINT: api.url }),
+        registry,
+        logger: silent(),
+      });
+      const { result } = await captureStdout(() => handler(scheduledEvent(), lambdaContext()));
+      expect(result.kicks).toBe(0);
+      expect(api.calls).toHaveLength(0);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("returns the leases of a worker killed mid-batch, and a later invocation completes the tasks", async () => {
+    const name = uniqueQueueName("crash");
+    const queue = await queueNamed(name);
+    const ids = ["c1", "c2", "c3"];
+    await queue.enqueue(
+      ids.map((id) => ({ id, type: "job" })),
+      { now: Date.now() },
+    );
+    const child = fork(new URL("./fixtures/crashing-worker.ts", import.meta.url), {
+      env: { ...process.env, ...functionEnv(adapter, name) },
+      execArgv: ["--import", "tsx", "--import", "./bin/lua-loader.mjs"],
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
+    await new Promise((resolve, reject) => {
+      child.once("message", resolve);
+      child.once("exit", (code) => reject(new Error(`crashing worker exited early with ${code}`)));
+    });
+    child.removeAllListeners("exit");
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+    expect((await queue.stats({ now: Date.now() })).leased).toBe(3);
+
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // the 1 s leases run out
+    const reclaimer = createReclaimerHandler({ env: functionEnv(adapter, name), registry, logger: silent() });
+    const { result } = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
+    expect(result).toMatchObject({ reclaimed: 3, ready: 3, leased: 0 });
+
+    const worker = createWorkerHandler({ env: functionEnv(adapter, name), registry, logger: silent() });
+    await captureStdout(() => worker({ leaseq: "drain" }, lambdaContext()));
+    const tasks = await assertConsistent(redis, queue);
+    for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "D", attempts: 2 });
+  });
+});
