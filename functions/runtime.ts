@@ -2,7 +2,6 @@ import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-sec
 import { ConfigError } from "../shared/errors.js";
 import { Queue } from "../shared/queue.js";
 import type { Store } from "../shared/store.js";
-import { TcpStore } from "../shared/stores/tcp.js";
 import { UpstashStore } from "../shared/stores/upstash.js";
 import type { Connection, FunctionConfig } from "./config.js";
 import type { TaskRegistry } from "./task.js";
@@ -35,8 +34,11 @@ async function upstashFromSecret(secretArn: string): Promise<{ url: string; toke
 
 export async function openStore(connection: Connection): Promise<Store> {
   switch (connection.kind) {
-    case "tcp":
+    case "tcp": {
+      // Loaded on demand: the Lambda bundles split ioredis into a chunk that Upstash users never load.
+      const { TcpStore } = await import("../shared/stores/tcp.js");
       return TcpStore.fromUrl(connection.url);
+    }
     case "upstash":
       return new UpstashStore({ url: connection.url, token: connection.token });
     case "upstash-secret":

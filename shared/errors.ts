@@ -6,12 +6,14 @@ export class QueueError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    this.name = new.target.name;
   }
+  // Names are literals, not new.target.name: bundles are minified without keepNames.
+  override name = "QueueError";
 }
 
 /** Thrown before anything is sent to Redis when a call's input is malformed. */
 export class InvalidInputError extends QueueError {
+  override name = "InvalidInputError";
   constructor(message: string) {
     super("LEASEQ_INVALID_INPUT", message);
   }
@@ -19,6 +21,7 @@ export class InvalidInputError extends QueueError {
 
 /** Thrown when a script refused its arguments (LEASEQ_BAD_ARGUMENT); nothing was written. */
 export class ScriptArgumentError extends QueueError {
+  override name = "ScriptArgumentError";
   constructor(message: string) {
     super("LEASEQ_BAD_ARGUMENT", message);
   }
@@ -26,6 +29,7 @@ export class ScriptArgumentError extends QueueError {
 
 /** Thrown when Redis could not be reached or answered with an error; `redisCode` is its code. */
 export class StoreError extends QueueError {
+  override name = "StoreError";
   constructor(
     message: string,
     readonly redisCode: string | undefined,
@@ -37,6 +41,7 @@ export class StoreError extends QueueError {
 
 /** Thrown once, at start-up, listing every configuration problem found. */
 export class ConfigError extends QueueError {
+  override name = "ConfigError";
   constructor(readonly problems: string[]) {
     super("LEASEQ_CONFIG", `invalid configuration:\n- ${problems.join("\n- ")}`);
   }
