@@ -1,0 +1,52 @@
+import { execFileSync } from "node:child_process";
+import { statSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { captureStdout, functionEnv, lambdaContext, scheduledEvent, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { adapters, uniqueQueueName } from "../helpers/stores.js";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+type Handler = (event: unknown, context: unknown) => Promise<Record<string, unknown>>;
+
+beforeAll(() => {
+  // The same build as `npm run build`, so this test runs exactly what is deployed.
+  execFileSync("npx", ["tsx", "infra/build.ts"], { cwd: root, stdio: "ignore" });
+});
+
+describe.each(adapters)("the built bundles over $name", (adapter) => {
+  const stores: Store[] = [];
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+  });
+
+  it("run an SQS batch to DONE and a reclaimer pass from dist/", async () => {
+    const name = uniqueQueueName("bundle");
+    const saved = { ...process.env };
+    Object.assign(process.env, functionEnv(adapter, name));
+    try {
+      for (const bundle of ["worker", "reclaimer"]) {
+        expect(statSync(`${root}dist/${bundle}/index.mjs`).size).toBeGreaterThan(0);
+      }
+      // A query string gives each adapter its own module instance, hence its own cold start.
+      const worker: Handler = (await import(`${root}dist/worker/index.mjs?${adapter.name}`)).handler;
+      const reclaimer: Handler = (await import(`${root}dist/reclaimer/index.mjs?${adapter.name}`)).handler;
+      const event = sqsEvent(
+        sqsRecord({ tasks: [{ id: "b1", type: "echo", payload: { hello: "world" } }] }),
+        sqsRecord("oops"),
+      );
+      const { result } = await captureStdout(() => worker(event, lambdaContext()));
+      expect(result.batchItemFailures).toHaveLength(1);
+
+      const store = await adapter.open();
+      stores.push(store);
+      const queue = new Queue(store, { name });
+      expect(await queue.inspect("b1")).toMatchObject({ state: "done", attempts: 1 });
+      const summary = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
+      expect(summary.result).toMatchObject({ done: 1, ready: 0, leased: 0, kicks: 0 });
+    } finally {
+      process.env = saved;
+    }
+  });
+});
