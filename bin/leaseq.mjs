@@ -1,0 +1,9 @@
+#!/usr/bin/env node
+// The `leaseq` CLI: loads TypeScript through tsx and ../lua/*.lua as text (as `npm start` does),
+// then runs local/cli/main.ts.
+import { register } from "tsx/esm/api";
+
+register();
+await import("./lua-loader.mjs");
+const { main } = await import("../local/cli/main.ts");
+process.exitCode = await main(process.argv);

@@ -1,0 +1,30 @@
+import { InvalidArgumentError } from "commander";
+
+/** A commander argument parser for an integer from `min` to `max`. */
+export function integer(min: number, max: number): (text: string) => number {
+  return (text) => {
+    const value = Number(text);
+    if (text.trim() === "" || !Number.isInteger(value) || value < min || value > max) {
+      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}.`);
+    }
+    return value;
+  };
+}
+
+/** A commander argument parser for an ISO 8601 time, e.g. 2030-01-02T03:04:05Z; returns ms since epoch. */
+export function isoTime(text: string): number {
+  const ms = Date.parse(text);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(ms)) {
+    throw new InvalidArgumentError("expected an ISO 8601 time such as 2030-01-02T03:04:05Z.");
+  }
+  return ms;
+}
+
+/** Milliseconds as a short human duration: 850 ms, 12.3 s, 4.0 min, 2.5 h, 3.0 d. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+  if (ms < 86_400_000) return `${(ms / 3_600_000).toFixed(1)} h`;
+  return `${(ms / 86_400_000).toFixed(1)} d`;
+}

@@ -1,0 +1,101 @@
+import { Argument, type Command } from "commander";
+import { LIMITS } from "../../shared/config.js";
+import type { QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
+import { queueName, withQueue } from "./connect.js";
+import { OperationError } from "./errors.js";
+import { duration, integer } from "./parse.js";
+
+const STATES: TaskState[] = ["ready", "scheduled", "leased", "done", "failed"];
+
+/** Stats as aligned lines: one per state, with the ages operators alarm on. */
+export function formatStats(stats: QueueStats): string {
+  const row = (label: string, count: number, note = "") => `${label.padEnd(10)}${String(count).padStart(8)}${note}`;
+  return [
+    row("ready", stats.ready, stats.ready > 0 ? `   oldest waiting ${duration(stats.oldestReadyAgeMs)}` : ""),
+    row("scheduled", stats.scheduled, stats.dueScheduled > 0 ? `   ${stats.dueScheduled} due` : ""),
+    row(
+      "leased",
+      stats.leased,
+      stats.mostOverdueLeaseMs > 0 ? `   most overdue ${duration(stats.mostOverdueLeaseMs)}` : "",
+    ),
+    row("done", stats.done),
+    row("failed", stats.failed),
+  ].join("\n");
+}
+
+/** What a task's `atMs` means in each state. */
+const AT_LABEL: Record<TaskState, string> = {
+  ready: "ready since",
+  scheduled: "due at",
+  leased: "lease until",
+  done: "finished at",
+  failed: "failed at",
+};
+
+function formatTask(task: TaskInfo): string {
+  const lines = [
+    ["id", task.id],
+    ["state", task.state],
+    ["type", task.type],
+    ["priority", String(task.priority)],
+    ["attempts", task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : String(task.attempts)],
+    [AT_LABEL[task.state], new Date(task.atMs).toISOString()],
+  ];
+  if (task.lastError) lines.push(["last error", task.lastError]);
+  lines.push(["payload", task.payload === "" ? "(dropped when done)" : task.payload]);
+  return lines.map(([label, value]) => `${`${label}:`.padEnd(13)}${value}`).join("\n");
+}
+
+/** Registers `stats`, `inspect` and `list`: read-only commands. */
+export function readCommands(program: Command): void {
+  program
+    .command("stats")
+    .description("count the tasks in each state")
+    .option("--json", 'print {"queue", "ready", "scheduled", "leased", "done", "failed", ...} as JSON')
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const stats = await withQueue(command, (queue) => queue.stats({ now: Date.now() }));
+      if (options.json) console.log(JSON.stringify({ queue: queueName(command), ...stats }));
+      else console.log(formatStats(stats));
+    });
+
+  program
+    .command("inspect")
+    .description("show one task: state, type, attempts, last error, payload")
+    .argument("<id>", "task id")
+    .option("--json", "print the task as JSON (payload parsed)")
+    .action(async (id: string, options: { json?: boolean }, command: Command) => {
+      const task = await withQueue(command, (queue) => queue.inspect(id));
+      if (task === undefined) {
+        throw new OperationError(`inspect: no task with id "${id}" in queue "${queueName(command)}"`);
+      }
+      if (options.json) {
+        const payload = task.payload === "" ? null : JSON.parse(task.payload);
+        console.log(JSON.stringify({ ...task, payload, at: new Date(task.atMs).toISOString() }));
+      } else console.log(formatTask(task));
+    });
+
+  program
+    .command("list")
+    .description("list the tasks in one state, in that state's order")
+    .addArgument(new Argument("<state>", "task state").choices(STATES))
+    .option("--limit <n>", "most tasks to show", integer(1, LIMITS.batchMax), 100)
+    .option("--offset <n>", "tasks to skip first", integer(0, 1_000_000_000), 0)
+    .option("--json", "print the tasks as a JSON array")
+    .action(async (state: TaskState, options: { limit: number; offset: number; json?: boolean }, command: Command) => {
+      const tasks = await withQueue(command, (queue) => queue.list(state, options));
+      if (options.json) {
+        console.log(JSON.stringify(tasks));
+        return;
+      }
+      for (const task of tasks) {
+        // A ready task's score is its rank; the priority is its high part (see shared/queue.ts claim).
+        const when =
+          state === "ready"
+            ? `priority ${Math.floor(task.score / 2 ** 42) + LIMITS.priorityMin}`
+            : `${AT_LABEL[state]} ${new Date(task.score).toISOString()}`;
+        console.log(`${task.id}  ${task.type}  attempts ${task.attempts}  ${when}`);
+      }
+      if (tasks.length === 0)
+        console.error(`no ${state} tasks${options.offset > 0 ? ` after offset ${options.offset}` : ""}`);
+    });
+}

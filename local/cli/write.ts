@@ -1,0 +1,97 @@
+import type { Command } from "commander";
+import { DEFAULTS, LIMITS } from "../../shared/config.js";
+import type { Queue } from "../../shared/queue.js";
+import { queueName, withQueue } from "./connect.js";
+import { OperationError, UsageError } from "./errors.js";
+import { duration, integer } from "./parse.js";
+
+/** Registers `requeue` and `trim`: the commands that change tasks. */
+export function writeCommands(program: Command): void {
+  program
+    .command("requeue")
+    .description("send FAILED tasks back to READY with their original rank and fresh attempts")
+    .argument("[ids...]", "ids of failed tasks")
+    .option("--all-failed", "requeue every task that is FAILED when the command starts")
+    .action(async (ids: string[], options: { allFailed?: boolean }, command: Command) => {
+      if (options.allFailed && ids.length > 0) throw new UsageError("requeue: give task ids or --all-failed, not both");
+      if (!options.allFailed && ids.length === 0) throw new UsageError("requeue: give task ids or --all-failed");
+      if (options.allFailed) {
+        const count = await withQueue(command, requeueAllFailed);
+        console.log(`requeued ${count} failed task${count === 1 ? "" : "s"}`);
+        return;
+      }
+      const results = await withQueue(command, async (queue) => {
+        const all = [];
+        for (let start = 0; start < ids.length; start += LIMITS.batchMax) {
+          all.push(...(await queue.requeue(ids.slice(start, start + LIMITS.batchMax), { now: Date.now() })));
+        }
+        return all;
+      });
+      const requeued = results.filter((result) => result.status === "ok");
+      if (requeued.length > 0) console.log(`requeued ${requeued.map((result) => result.id).join(", ")}`);
+      const refused = results.filter((result) => result.status !== "ok");
+      if (refused.length > 0) {
+        const why = { unknown_id: "no such task", not_failed: "not FAILED" } as Record<string, string>;
+        const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
+        throw new OperationError(`requeue: not requeued in queue "${queueName(command)}": ${list}`);
+      }
+    });
+
+  program
+    .command("trim")
+    .description("delete DONE and FAILED tasks older than their retention")
+    .option(
+      "--done-retention-ms <ms>",
+      "keep DONE tasks this long",
+      integer(0, LIMITS.retentionMaxMs),
+      DEFAULTS.doneRetentionMs,
+    )
+    .option(
+      "--failed-retention-ms <ms>",
+      "keep FAILED tasks this long",
+      integer(0, LIMITS.retentionMaxMs),
+      DEFAULTS.failedRetentionMs,
+    )
+    .action(async (options: { doneRetentionMs: number; failedRetentionMs: number }, command: Command) => {
+      // Retention is a queue option, so the queue is opened with the retention asked for.
+      const trimmed = await withQueue(
+        command,
+        async (queue) => {
+          const total = { done: 0, failed: 0 };
+          const limit = DEFAULTS.maintenanceLimit;
+          for (;;) {
+            const pass = await queue.trim({ now: Date.now(), limit });
+            total.done += pass.done;
+            total.failed += pass.failed;
+            if (pass.done < limit && pass.failed < limit) return total;
+          }
+        },
+        options,
+      );
+      console.log(
+        `trimmed ${trimmed.done} done (older than ${duration(options.doneRetentionMs)}) and ${trimmed.failed} failed (older than ${duration(options.failedRetentionMs)})`,
+      );
+    });
+}
+
+/**
+ * Requeues the tasks FAILED at the start, page by page. It stops after that many, so tasks that
+ * fail again meanwhile are not chased forever.
+ */
+async function requeueAllFailed(queue: Queue): Promise<number> {
+  const failedAtStart = (await queue.stats({ now: Date.now() })).failed;
+  let requeued = 0;
+  while (requeued < failedAtStart) {
+    const page = await queue.list("failed", { limit: Math.min(LIMITS.batchMax, failedAtStart - requeued) });
+    if (page.length === 0) break;
+    const results = await queue.requeue(
+      page.map((task) => task.id),
+      { now: Date.now() },
+    );
+    const ok = results.filter((result) => result.status === "ok").length;
+    // A page none of which could be requeued was taken meanwhile (e.g. trimmed): nothing left to do.
+    if (ok === 0) break;
+    requeued += ok;
+  }
+  return requeued;
+}

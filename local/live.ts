@@ -1,0 +1,52 @@
+import { createLogUpdate } from "log-update";
+
+/** One redraw: the multi-line view for a terminal, and the single line printed otherwise. */
+export interface Frame {
+  block: string;
+  line: string;
+}
+
+/** Where a live view goes: redrawn in place on a terminal, appended as plain lines elsewhere. */
+export interface LiveOutput {
+  readonly interactive: boolean;
+  update(frame: Frame): void;
+  /** Prints a message above the view (a terminal) or as its own line. */
+  note(text: string): void;
+  /** Leaves the last frame on screen and restores the cursor. */
+  done(): void;
+}
+
+/**
+ * A live output on `stream`. Piped or redirected output gets plain lines, because cursor
+ * movement would litter a log file or a CI transcript with escape codes.
+ */
+export function liveOutput(stream: NodeJS.WriteStream, interactive = stream.isTTY === true): LiveOutput {
+  if (!interactive) {
+    return {
+      interactive,
+      update: (frame) => stream.write(`${frame.line}\n`),
+      note: (text) => stream.write(`${text}\n`),
+      done: () => {},
+    };
+  }
+  const draw = createLogUpdate(stream);
+  return {
+    interactive,
+    update: (frame) => draw(frame.block),
+    note: (text) => draw.persist(text),
+    done: () => draw.done(),
+  };
+}
+
+/** Tasks per second finished between two samples of a running total. */
+export class Throughput {
+  private last: { count: number; atMs: number } | undefined;
+
+  /** The rate since the previous sample; 0 on the first one, and never negative (trims lower counts). */
+  sample(count: number, atMs: number): number {
+    const previous = this.last;
+    this.last = { count, atMs };
+    if (previous === undefined || atMs <= previous.atMs) return 0;
+    return (Math.max(0, count - previous.count) * 1000) / (atMs - previous.atMs);
+  }
+}

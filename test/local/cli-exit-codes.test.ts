@@ -1,0 +1,96 @@
+import { describe, expect, inject, it } from "vitest";
+import { freePort } from "../helpers/redis-server.js";
+import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { runCli } from "./cli-run.js";
+
+const COMMANDS = ["enqueue", "stats", "inspect", "list", "requeue", "trim", "watch"];
+
+describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
+  const env = () => ({ REDIS_URL: redisUrl(), LEASEQ_QUEUE: uniqueQueueName("cli") });
+
+  it("prints help and exits 0 for the program and every command", async () => {
+    const top = await runCli(["--help"], {});
+    expect(top.code).toBe(0);
+    for (const command of COMMANDS) expect(top.stdout).toContain(`  ${command} `);
+    expect(top.stdout).toContain("Exit codes: 0 ok, 1 the operation failed, 2 usage error");
+    for (const command of COMMANDS) {
+      const run = await runCli([command, "--help"], {});
+      expect(run, command).toMatchObject({ code: 0, stderr: "" });
+      expect(run.stdout).toMatch(new RegExp(`^Usage: leaseq ${command} `));
+    }
+  });
+
+  it.each([
+    [["frob"], "error: unknown command 'frob'"],
+    [["stats", "--jsn"], "error: unknown option '--jsn'"],
+    [["inspect"], "error: missing required argument 'id'"],
+    [["list", "waiting"], "Allowed choices are ready, scheduled, leased, done, failed."],
+    [["list", "ready", "--limit", "0"], "expected an integer from 1 to 1000."],
+    [["enqueue", "--type", "x", "--priority", "high"], "expected an integer from -1000 to 1000."],
+    [["enqueue", "--type", "x", "--run-at", "tomorrow"], "expected an ISO 8601 time"],
+    [["enqueue", "--type", "x", "--delay-ms", "5", "--run-at", "2030-01-01T00:00:00Z"], "cannot be used with option"],
+    [["enqueue", "--type", "x", "--stdin"], "cannot be used with option"],
+    [["enqueue"], "enqueue: give --type TYPE for one task, or --stdin to read JSON lines"],
+    [["enqueue", "--type", "x", "--payload", "{oops"], "enqueue: --payload is not valid JSON"],
+    [
+      ["enqueue", "--type", "x", "--payload", "@/nonexistent/p.json"],
+      "cannot read payload file /nonexistent/p.json (ENOENT)",
+    ],
+    [["enqueue", "--type", "bad type"], 'type must be 1-64 characters of A-Z a-z 0-9 _ . -, got "bad type"'],
+    [["requeue"], "requeue: give task ids or --all-failed"],
+    [["requeue", "a", "--all-failed"], "requeue: give task ids or --all-failed, not both"],
+    [["--queue", "no spaces", "stats"], 'queue name must be 1-64 characters of A-Z a-z 0-9 _ . -, got "no spaces"'],
+  ])("exits 2 on the usage error %j", async (args, message) => {
+    const run = await runCli(args, env());
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain(message);
+  });
+
+  it("exits 2 naming the variables when no queue or no Redis is configured", async () => {
+    const noQueue = await runCli(["stats"], { REDIS_URL: redisUrl() });
+    expect(noQueue).toMatchObject({
+      code: 2,
+      stderr: "leaseq: no queue given: pass --queue NAME or set LEASEQ_QUEUE\n",
+    });
+    const noRedis = await runCli(["stats", "--json"], { LEASEQ_QUEUE: "q" });
+    expect(noRedis.code).toBe(2);
+    expect(noRedis.stderr).toContain(
+      "set REDIS_URL (e.g. redis://127.0.0.1:6379), or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN",
+    );
+    const halfUpstash = await runCli(["stats"], { LEASEQ_QUEUE: "q", UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1" });
+    expect(halfUpstash).toMatchObject({ code: 2 });
+    expect(halfUpstash.stderr).toContain("UPSTASH_REDIS_REST_TOKEN is not set");
+  });
+
+  it("--queue wins over LEASEQ_QUEUE", async () => {
+    const name = uniqueQueueName("cli");
+    const run = await runCli(["--queue", name, "stats", "--json"], env());
+    expect(JSON.parse(run.stdout).queue).toBe(name);
+  });
+
+  it("exits 1 when Redis cannot be reached, saying where, never printing the password", async () => {
+    const port = await freePort();
+    const run = await runCli(["stats"], { REDIS_URL: `redis://:s3cr3t-pw@127.0.0.1:${port}`, LEASEQ_QUEUE: "q" });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`is Redis at redis://127.0.0.1:${port} running and reachable?`);
+    expect(run.stderr).not.toContain("s3cr3t-pw");
+  });
+
+  it("works over the Upstash REST endpoint, and a wrong token exits 1 without printing it", async () => {
+    const upstash = { UPSTASH_REDIS_REST_URL: inject("upstashUrl"), LEASEQ_QUEUE: uniqueQueueName("cli") };
+    const ok = await runCli(["enqueue", "--type", "x", "--id", "u1"], {
+      ...upstash,
+      UPSTASH_REDIS_REST_TOKEN: inject("upstashToken"),
+    });
+    expect(ok).toMatchObject({ code: 0, stdout: "enqueued u1 (ready)\n" });
+    const stats = await runCli(["stats", "--json"], { ...upstash, UPSTASH_REDIS_REST_TOKEN: inject("upstashToken") });
+    expect(JSON.parse(stats.stdout)).toMatchObject({ ready: 1 });
+    const wrong = "wrong-token-0123456789";
+    const denied = await runCli(["stats"], { ...upstash, UPSTASH_REDIS_REST_TOKEN: wrong });
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toMatch(/^leaseq: stats: /);
+    expect(denied.stderr + denied.stdout).not.toContain(wrong);
+    expect(denied.stderr).not.toContain(inject("upstashToken"));
+  });
+});

@@ -1,0 +1,35 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the real `leaseq` binary (`node bin/leaseq.mjs ...args`) with exactly `env` plus PATH, so
+ * no REDIS_URL or LEASEQ_QUEUE leaks in from the test process.
+ */
+export function runCli(args: string[], env: Record<string, string>, input?: string): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["bin/leaseq.mjs", ...args], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? "", ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? "");
+  });
+}

@@ -1,0 +1,212 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { Queue } from "../../shared/queue.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
+import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { runCli } from "./cli-run.js";
+
+const store = TcpStore.fromUrl(redisUrl());
+afterAll(() => store.close());
+
+/** A fresh queue, the env that points the CLI at it, and a library handle to arrange and check. */
+function fresh() {
+  const name = uniqueQueueName("cli");
+  const env = { REDIS_URL: redisUrl(), LEASEQ_QUEUE: name };
+  const queue = new Queue(store, { name });
+  const cli = (args: string[], input?: string) => runCli(args, env, input);
+  return { name, env, queue, cli };
+}
+
+/** Enqueues, claims and fails `ids`, so they are FAILED. */
+async function failTasks(queue: Queue, ids: string[]) {
+  const now = Date.now();
+  await queue.enqueue(
+    ids.map((id) => ({ id, type: "job" })),
+    { now },
+  );
+  const claimed = await queue.claim({ count: ids.length, now });
+  await queue.settle(
+    claimed.map(({ id, token }) => ({ id, token, outcome: "fail" as const, error: "boom" })),
+    { now },
+  );
+}
+
+// Each test spawns the real binary a few times (about a second each): sequential, with room to spare.
+describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
+  it("enqueue adds one task with its type, payload and priority; the same id again is a duplicate", async () => {
+    const { cli, queue } = fresh();
+    const first = await cli([
+      "enqueue",
+      "--type",
+      "email",
+      "--id",
+      "t1",
+      "--payload",
+      '{"to":"a@x"}',
+      "--priority",
+      "-5",
+    ]);
+    expect(first).toMatchObject({ code: 0, stdout: "enqueued t1 (ready)\n" });
+    expect(await queue.inspect("t1")).toMatchObject({
+      state: "ready",
+      type: "email",
+      priority: -5,
+      payload: '{"to":"a@x"}',
+    });
+    const again = await cli(["enqueue", "--type", "email", "--id", "t1"]);
+    expect(again).toMatchObject({ code: 0, stdout: "duplicate t1: already known (ready); nothing changed\n" });
+  });
+
+  it("enqueue reads --payload @file, schedules --delay-ms and --run-at, and generates ids", async () => {
+    const { cli, queue } = fresh();
+    const file = join(mkdtempSync(join(tmpdir(), "leaseq-cli-")), "payload.json");
+    writeFileSync(file, '{"report":42}');
+    const before = Date.now();
+    expect(
+      (await cli(["enqueue", "--type", "r", "--id", "f", "--payload", `@${file}`, "--delay-ms", "60000"])).code,
+    ).toBe(0);
+    const delayed = await queue.inspect("f");
+    expect(delayed).toMatchObject({ state: "scheduled", payload: '{"report":42}' });
+    expect(delayed?.atMs).toBeGreaterThanOrEqual(before + 60_000);
+    const runAt = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await cli(["enqueue", "--type", "r", "--id", "at", "--run-at", runAt])).code).toBe(0);
+    expect(await queue.inspect("at")).toMatchObject({ state: "scheduled", atMs: Date.parse(runAt) });
+    const generated = await cli(["enqueue", "--type", "r", "--json"]);
+    const result = JSON.parse(generated.stdout);
+    expect(result).toMatchObject({ status: "ok", state: "ready" });
+    expect(await queue.inspect(result.id)).toMatchObject({ type: "r", payload: "{}" });
+  });
+
+  it("enqueue --stdin takes JSON lines in batches of at most 1000", async () => {
+    const { cli, queue } = fresh();
+    const lines = Array.from({ length: 2500 }, (_, i) =>
+      JSON.stringify({ id: `b${i}`, type: "bulk", priority: i % 3 }),
+    );
+    lines.splice(10, 0, "", '{"type":"bulk","payload":{"n":1},"delayMs":60000}');
+    const run = await cli(["enqueue", "--stdin", "--json"], `${lines.join("\n")}\n`);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ tasks: 2501, added: 2501, duplicates: 0 });
+    expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 2500, scheduled: 1 });
+    const again = await cli(["enqueue", "--stdin"], lines.slice(0, 3).join("\n"));
+    expect(again).toMatchObject({ code: 0, stdout: "enqueued 0 of 3 tasks (3 duplicates)\n" });
+  });
+
+  it("enqueue --stdin sends nothing when any line is malformed, and names the line", async () => {
+    const { cli, queue } = fresh();
+    const input = ['{"type":"a","id":"ok1"}', '{"type":"a","priorty":1}'].join("\n");
+    const run = await cli(["enqueue", "--stdin"], input);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      'line 2: unknown field "priorty"; allowed: id, type, payload, priority, delayMs, runAt',
+    );
+    const badPriority = await cli(["enqueue", "--stdin"], '{"type":"a"}\n{"type":"a","priority":5000}\n');
+    expect(badPriority.code).toBe(2);
+    expect(badPriority.stderr).toContain("line 2: priority must be an integer from -1000 to 1000, got 5000");
+    expect(await queue.inspect("ok1")).toBeUndefined();
+    expect((await queue.stats({ now: Date.now() })).ready).toBe(0);
+  });
+
+  it("stats prints the count of each state, as text and as JSON", async () => {
+    const { cli, queue, name } = fresh();
+    await queue.enqueue(
+      [
+        { id: "a", type: "x" },
+        { id: "b", type: "x" },
+        { id: "c", type: "x", delayMs: 60_000 },
+      ],
+      { now: Date.now() },
+    );
+    await failTasks(queue, ["f"]);
+    const json = await cli(["stats", "--json"]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      queue: name,
+      ready: 2,
+      scheduled: 1,
+      leased: 0,
+      done: 0,
+      failed: 1,
+    });
+    const text = await cli(["stats"]);
+    expect(text.stdout).toMatch(/^ready\s+2 {3}oldest waiting .+\nscheduled\s+1\nleased\s+0\ndone\s+0\nfailed\s+1\n$/);
+  });
+
+  it("inspect shows one task; an unknown id fails with exit 1", async () => {
+    const { cli, name } = fresh();
+    await cli(["enqueue", "--type", "mail", "--id", "i1", "--payload", '{"a":[1,2]}']);
+    const json = await cli(["inspect", "i1", "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: "i1", state: "ready", type: "mail", payload: { a: [1, 2] } });
+    const text = await cli(["inspect", "i1"]);
+    expect(text.stdout).toContain("state:       ready\n");
+    expect(text.stdout).toContain('payload:     {"a":[1,2]}');
+    const missing = await cli(["inspect", "nope"]);
+    expect(missing).toMatchObject({ code: 1, stdout: "" });
+    expect(missing.stderr).toBe(`leaseq: inspect: no task with id "nope" in queue "${name}"\n`);
+  });
+
+  it("list shows the tasks of a state in rank order, up to --limit", async () => {
+    const { cli, queue } = fresh();
+    await queue.enqueue(
+      [
+        { id: "low", type: "x", priority: 5 },
+        { id: "high", type: "x", priority: -5 },
+        { id: "mid", type: "x" },
+      ],
+      { now: Date.now() },
+    );
+    const run = await cli(["list", "ready", "--limit", "2"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n").filter(Boolean)).toEqual([
+      "high  x  attempts 0  priority -5",
+      "mid  x  attempts 0  priority 0",
+    ]);
+    const json = await cli(["list", "ready", "--offset", "2", "--json"]);
+    expect(JSON.parse(json.stdout).map((task: { id: string }) => task.id)).toEqual(["low"]);
+    expect((await cli(["list", "failed"])).stderr).toBe("no failed tasks\n");
+  });
+
+  it("requeue sends failed tasks back to READY; a task that is not FAILED exits 1", async () => {
+    const { cli, queue } = fresh();
+    await failTasks(queue, ["f1", "f2", "f3", "f4"]);
+    expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: "requeued f1\n" });
+    expect((await queue.inspect("f1"))?.state).toBe("ready");
+    const refused = await cli(["requeue", "f1", "f2", "ghost"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe("requeued f2\n");
+    expect(refused.stderr).toContain("f1 (not FAILED), ghost (no such task)");
+    expect(await cli(["requeue", "--all-failed"])).toMatchObject({ code: 0, stdout: "requeued 2 failed tasks\n" });
+    expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 4, failed: 0 });
+  });
+
+  it("trim deletes DONE and FAILED tasks older than the retention given", async () => {
+    const { cli, queue } = fresh();
+    await failTasks(queue, ["old-f"]);
+    await queue.enqueue([{ id: "d", type: "x" }], { now: Date.now() });
+    const [claimed] = await queue.claim({ count: 1, now: Date.now() });
+    await queue.ack([claimed], { now: Date.now() });
+    const keep = await cli(["trim"]);
+    expect(keep).toMatchObject({
+      code: 0,
+      stdout: "trimmed 0 done (older than 1.0 d) and 0 failed (older than 7.0 d)\n",
+    });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const trimmed = await cli(["trim", "--done-retention-ms", "1", "--failed-retention-ms", "1"]);
+    expect(trimmed.stdout).toBe("trimmed 1 done (older than 1 ms) and 1 failed (older than 1 ms)\n");
+    expect(await queue.stats({ now: Date.now() })).toMatchObject({ done: 0, failed: 0 });
+  });
+
+  it("watch prints one plain line per refresh when stdout is not a terminal", async () => {
+    const { cli, queue } = fresh();
+    await queue.enqueue([{ id: "w", type: "x" }], { now: Date.now() });
+    const run = await cli(["watch", "--count", "3", "--interval-ms", "100"]);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.split("\n").filter(Boolean);
+    expect(lines).toHaveLength(3);
+    for (const line of lines) {
+      expect(line).toMatch(/^\S+Z ready=1 scheduled=0 leased=0 done=0 failed=0 finished\/s=\d+\.\d$/);
+    }
+    expect(run.stdout).not.toContain("\u001b[");
+  });
+});
