@@ -1,0 +1,196 @@
+// The Upstash adapter (shared/stores/upstash.ts) over the local endpoint, in front of a private
+// redis-server: SCRIPT FLUSH and INFO commandstats must not touch the shared test server.
+import { inspect } from "node:util";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
+import { ConfigError, ScriptArgumentError, StoreError, toQueueError } from "../../shared/errors.js";
+import { Queue } from "../../shared/queue.js";
+import { SCRIPTS } from "../../shared/scripts.js";
+import { UpstashStore } from "../../shared/stores/upstash.js";
+import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
+import { uniqueQueueName } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+const NO_BACKOFF = { retries: 2, backoffMs: () => 0 };
+
+let server: StartedRedis;
+let redis: Redis;
+let endpoint: UpstashEndpoint;
+const stores: UpstashStore[] = [];
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = new Redis(server.url);
+  endpoint = await startUpstashEndpoint({ redisUrl: server.url });
+});
+afterAll(async () => {
+  await endpoint.close();
+  redis.disconnect();
+  await server.stop();
+});
+afterEach(async () => {
+  endpoint.faults.clear();
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+});
+
+function openQueue(options: { timeoutMs?: number } = {}) {
+  const store = new UpstashStore({ url: endpoint.url, token: endpoint.token, retry: NO_BACKOFF, ...options });
+  stores.push(store);
+  return { store, queue: new Queue(store, { name: uniqueQueueName("upstash") }) };
+}
+
+/** Calls of `command` since the server started, from INFO commandstats. */
+async function calls(command: string): Promise<number> {
+  const info = await redis.info("commandstats");
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(info)?.[1] ?? 0);
+}
+
+const isScript = (name: keyof typeof SCRIPTS) => (command: readonly string[]) => command[1] === SCRIPTS[name].sha;
+
+describe("UpstashStore", () => {
+  it("validates its options, reporting every problem at once", () => {
+    expect(() => new UpstashStore({ url: "redis://x", token: "", timeoutMs: 0 })).toThrow(ConfigError);
+    const error = (() => {
+      try {
+        new UpstashStore({ url: "redis://x", token: "", timeoutMs: 0 });
+      } catch (e) {
+        return e as ConfigError;
+      }
+    })();
+    expect(error?.problems).toHaveLength(3);
+  });
+
+  it("falls back to EVAL on NOSCRIPT, then runs by SHA again", async () => {
+    const { queue } = openQueue();
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    await redis.script("FLUSH");
+    const [evalBefore, evalshaBefore] = [await calls("eval"), await calls("evalsha")];
+    await queue.enqueue([{ id: "b", type: "t" }], { now: NOW }); // NOSCRIPT, then EVAL loads it
+    await queue.enqueue([{ id: "c", type: "t" }], { now: NOW }); // by SHA again
+    expect((await calls("eval")) - evalBefore).toBe(1);
+    expect((await calls("evalsha")) - evalshaBefore).toBe(2);
+    expect((await queue.stats({ now: NOW })).ready).toBe(3);
+  });
+
+  it("keeps the Redis error code and never echoes the token, the script body or a payload", async () => {
+    const { queue } = openQueue();
+    const payload = { secret: "PAYLOAD-4f1c-do-not-leak" };
+    await redis.set(queue.keys.task, "not a hash"); // every script then fails inside Redis
+    await redis.script("FLUSH"); // so the failing call is an EVAL carrying the whole body
+    const error = await queue.enqueue([{ id: "x", type: "t", payload }], { now: NOW }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    // The script's guard re-raises Redis's error, so Redis reports it as ERR (over TCP too).
+    expect((error as StoreError).redisCode).toBe("ERR");
+    expect((error as StoreError).message).toMatch(/^enqueue: ERR user_script:\d+: WRONGTYPE Operation against a key/);
+    const everything = `${inspect(error, { depth: 10 })} ${JSON.stringify(error)} ${String(error)}`;
+    expect(everything).not.toContain(payload.secret);
+    expect(everything).not.toContain(endpoint.token);
+    expect(everything).not.toContain("RANK_SEQ_SPAN"); // a line of the Lua prelude
+    expect(everything).not.toContain("command was");
+  });
+
+  it("turns a script's LEASEQ_BAD_ARGUMENT into ScriptArgumentError", async () => {
+    const { store, queue } = openQueue();
+    const keys = [queue.keys.task, queue.keys.ready, queue.keys.scheduled, queue.keys.leased, queue.keys.hold];
+    const error = await store.evalScript(SCRIPTS.claim, keys, ["soon", "1", "0", "10", "1000", "3"]).catch((e) => e);
+    const mapped = toQueueError("claim", error);
+    expect(mapped).toBeInstanceOf(ScriptArgumentError);
+    expect(mapped.message).toMatch(/^claim: now must be an integer/);
+  });
+
+  it("does not retry a claim answered with a 5xx: its tasks stay ready", async () => {
+    const { queue } = openQueue();
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    const fault = endpoint.faults.add({ match: isScript("claim"), action: { kind: "status", status: 503 } });
+    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(StoreError);
+    expect(fault).toMatchObject({ seen: 1, fired: 1 });
+    expect((await queue.inspect("a"))?.state).toBe("ready");
+  });
+
+  it("does not retry a claim whose reply was lost: the lease stands until reclaim", async () => {
+    const { queue } = openQueue();
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    const fault = endpoint.faults.add({ match: isScript("claim"), action: { kind: "drop" } });
+    const error = await queue.claim({ count: 1, now: NOW }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toMatch(/^claim: Upstash unreachable/);
+    expect(fault.seen).toBe(1);
+    expect((await queue.inspect("a"))?.state).toBe("leased");
+  });
+
+  it("does not retry a claim that timed out", async () => {
+    const { queue } = openQueue({ timeoutMs: 200 });
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    const fault = endpoint.faults.add({ match: isScript("claim"), action: { kind: "delay", ms: 500 } });
+    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(/^claim: no answer from Upstash within 200 ms/);
+    expect(fault.seen).toBe(1);
+  });
+
+  it("retries retry-safe scripts after a 5xx, a lost reply or a timeout", async () => {
+    const { queue } = openQueue({ timeoutMs: 200 });
+    const enqueue5xx = endpoint.faults.add({ match: isScript("enqueue"), action: { kind: "status", status: 502 } });
+    expect(await queue.enqueue([{ id: "a", type: "t" }], { now: NOW })).toEqual([
+      { id: "a", status: "ok", state: "ready" },
+    ]);
+    expect(enqueue5xx).toMatchObject({ seen: 2, fired: 1 });
+
+    // The first enqueue ran and its reply was lost: the retry finds the id and says so.
+    const enqueueDrop = endpoint.faults.add({ match: isScript("enqueue"), action: { kind: "drop" } });
+    expect(await queue.enqueue([{ id: "b", type: "t" }], { now: NOW })).toEqual([
+      { id: "b", status: "duplicate", state: "ready" },
+    ]);
+    expect(enqueueDrop.seen).toBe(2);
+
+    const statsSlow = endpoint.faults.add({ match: isScript("stats"), action: { kind: "delay", ms: 500 } });
+    expect((await queue.stats({ now: NOW })).ready).toBe(2);
+    expect(statsSlow.seen).toBe(2);
+  });
+
+  it("gives up on a retry-safe script after the policy's retries", async () => {
+    const { queue } = openQueue();
+    const fault = endpoint.faults.add({ match: isScript("stats"), times: 10, action: { kind: "status", status: 503 } });
+    await expect(queue.stats({ now: NOW })).rejects.toThrow(/^stats: Upstash refused the request \(injected fault/);
+    expect(fault.seen).toBe(1 + NO_BACKOFF.retries);
+  });
+
+  it("never retries an error Redis answered", async () => {
+    const { queue } = openQueue();
+    await redis.set(queue.keys.ready, "not a sorted set");
+    const fault = endpoint.faults.add({ match: isScript("stats"), times: 10, action: { kind: "delay", ms: 0 } });
+    await expect(queue.stats({ now: NOW })).rejects.toThrow(/WRONGTYPE/);
+    expect(fault.seen).toBe(1);
+  });
+
+  it("keeps the command budget: at most 1.0 Redis command per task for enqueue, claim and ack", async () => {
+    const { queue } = openQueue();
+    await queue.enqueue([{ id: "warm", type: "t" }], { now: NOW });
+    await queue.ack(await queue.claim({ count: 1, now: NOW }), { now: NOW });
+    const tasks = 1_000;
+    const batch = 20;
+    const before = await totalCommands();
+    for (let start = 0; start < tasks; start += batch) {
+      const items = Array.from({ length: batch }, (_, i) => ({ id: `t-${start + i}`, type: "t", payload: { i } }));
+      await queue.enqueue(items, { now: NOW });
+    }
+    let acked = 0;
+    for (;;) {
+      const claimed = await queue.claim({ count: batch, now: NOW });
+      if (claimed.length === 0) break;
+      acked += (await queue.ack(claimed, { now: NOW })).filter((result) => result.status === "ok").length;
+    }
+    const perTask = ((await totalCommands()) - before) / tasks;
+    console.log(`command budget over upstash: ${perTask.toFixed(3)} Redis commands per task`);
+    expect(acked).toBe(tasks);
+    expect(perTask).toBeLessThanOrEqual(1.0);
+  });
+});
+
+/** Every command the private server ran (inside scripts included), but INFO itself. */
+async function totalCommands(): Promise<number> {
+  const info = await redis.info("commandstats");
+  let total = 0;
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
+    if (match[1] !== "info") total += Number(match[2]);
+  return total;
+}
