@@ -27,8 +27,9 @@ const REDACT_ARGS_LONGER_THAN = 128;
  * The Upstash store: @upstash/redis over REST, the default on Lambda. The client's own retries are
  * off (by default it resends a request up to 5 times after a network error, which would run a
  * claim twice); retry-safe scripts are retried here instead, like the TCP store does. Each request
- * gets a fresh timeout signal: a shared one would stay aborted after the first timeout, and the
- * client turns an abort of a non-function signal into a successful "Aborted" result.
+ * gets a fresh timeout signal (the function form): a shared signal would stay aborted after the
+ * first timeout, and the client turns an abort of a non-function signal into a *successful* reply
+ * (null for a timeout), where the function form makes the call throw.
  */
 export class UpstashStore implements Store {
   private readonly redis: Redis;
