@@ -92,6 +92,8 @@ function parseReply(buffer: Buffer, offset: number): [Reply, number] {
   }
 }
 
+const CONNECT_TIMEOUT_MS = 5_000;
+
 interface Pending {
   resolve: (reply: Reply) => void;
   reject: (error: Error) => void;
@@ -112,10 +114,15 @@ export class RespConnection {
   /** Connects, then AUTH and SELECT as the target asks; rejects if any of it fails. */
   static async open(target: RedisTarget): Promise<RespConnection> {
     const socket = connect({ host: target.host, port: target.port, noDelay: true });
+    // A silent host would otherwise leave the request hanging until the client gives up.
+    socket.setTimeout(CONNECT_TIMEOUT_MS, () =>
+      socket.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`)),
+    );
     await new Promise<void>((resolve, reject) => {
       socket.once("connect", resolve);
       socket.once("error", reject);
     });
+    socket.setTimeout(0);
     const connection = new RespConnection(socket);
     const setup: string[][] = [];
     if (target.password !== undefined) {

@@ -108,7 +108,7 @@ function translate(operation: string, error: unknown, secrets: string[], timeout
     // An error Redis answered starts with its code (ERR, NOSCRIPT, WRONGTYPE, LEASEQ_BAD_ARGUMENT…);
     // anything else is the REST layer's (a 5xx, a refused token): the request may not have run.
     if (/^[A-Z][A-Z0-9_]*(\s|$)/.test(text)) return new RedisReplyError(text);
-    return new StoreError(`${operation}: Upstash refused the request (${text})`, undefined);
+    return new StoreError(`${operation}: the Upstash REST API failed the request (${text})`, undefined);
   }
   if (error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError")) {
     return new StoreError(`${operation}: no answer from Upstash within ${timeoutMs} ms`, undefined);

@@ -3,6 +3,7 @@
 import { networkInterfaces } from "node:os";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
+import { freePort } from "../helpers/redis-server.js";
 import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const MAX_BODY_BYTES = 4096;
@@ -174,6 +175,21 @@ describe("local Upstash endpoint: requests", () => {
     expect(increments.every(({ status }) => status === 200)).toBe(true);
     expect((await post("/", ["GET", k])).text).toBe('{"result":"40"}');
     expect((await blocked).text).toBe('{"result":null}');
+  });
+
+  it("answers 500 {error} when Redis cannot be reached", async () => {
+    const dead = await startUpstashEndpoint({ redisUrl: `redis://127.0.0.1:${await freePort()}` });
+    try {
+      const response = await fetch(dead.url, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${dead.token}` },
+        body: JSON.stringify(["PING"]),
+      });
+      expect(response.status).toBe(500);
+      expect(await response.json()).toEqual({ error: expect.stringMatching(/ECONNREFUSED/) });
+    } finally {
+      await dead.close();
+    }
   });
 
   it("listens on 127.0.0.1 only", async () => {

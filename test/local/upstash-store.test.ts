@@ -150,7 +150,9 @@ describe("UpstashStore", () => {
   it("gives up on a retry-safe script after the policy's retries", async () => {
     const { queue } = openQueue();
     const fault = endpoint.faults.add({ match: isScript("stats"), times: 10, action: { kind: "status", status: 503 } });
-    await expect(queue.stats({ now: NOW })).rejects.toThrow(/^stats: Upstash refused the request \(injected fault/);
+    await expect(queue.stats({ now: NOW })).rejects.toThrow(
+      /^stats: the Upstash REST API failed the request \(injected fault: HTTP 503\)$/,
+    );
     expect(fault.seen).toBe(1 + NO_BACKOFF.retries);
   });
 
