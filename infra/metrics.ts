@@ -1,0 +1,49 @@
+import type { Duration } from "aws-cdk-lib";
+import { Metric } from "aws-cdk-lib/aws-cloudwatch";
+
+/** The metrics the reclaimer publishes (EMF via Powertools Metrics), one data point per run. */
+export type QueueMetricName =
+  | "ready"
+  | "scheduled"
+  | "leased"
+  | "done"
+  | "failed"
+  | "oldestReadyAgeMs"
+  | "mostOverdueLeaseMs"
+  | "reclaimed"
+  | "trimmed";
+
+/**
+ * Powertools service names of the two functions. Powertools Metrics always adds a `service`
+ * dimension next to the reclaimer's `queue` dimension, and CloudWatch matches a metric on its
+ * exact dimension set: an alarm naming only `queue` would watch a metric nobody publishes. The
+ * reclaimer names its service "leaseq-reclaimer" (functions/reclaimer.ts); the construct sets the
+ * same in POWERTOOLS_SERVICE_NAME, so both agree whichever one Powertools reads.
+ */
+export const SERVICE_NAMES = { worker: "leaseq-worker", reclaimer: "leaseq-reclaimer" } as const;
+
+/** Builds metrics of one queue with the dimension set the reclaimer publishes. */
+export class QueueMetrics {
+  constructor(
+    private readonly namespace: string,
+    private readonly queueName: string,
+  ) {}
+
+  /** The dimensions on every metric of this queue. */
+  get dimensions(): Record<string, string> {
+    return { service: SERVICE_NAMES.reclaimer, queue: this.queueName };
+  }
+
+  /** A queue metric; gauges (depths, ages) read as Maximum, counters (reclaimed, trimmed) as Sum. */
+  metric(name: QueueMetricName, period: Duration, label?: string): Metric {
+    const counter = name === "reclaimed" || name === "trimmed";
+    return new Metric({
+      namespace: this.namespace,
+      metricName: name,
+      dimensionsMap: this.dimensions,
+      statistic: counter ? "Sum" : "Maximum",
+      period,
+      label: label ?? name,
+    });
+  }
+}

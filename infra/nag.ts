@@ -1,0 +1,25 @@
+import { Secret } from "aws-cdk-lib/aws-secretsmanager";
+import { NagSuppressions } from "cdk-nag";
+import type { LeaseQueue } from "./lease-queue.js";
+
+/** Why the runtime stays Node.js 22 although cdk-nag knows a newer one. */
+const RUNTIME_REASON =
+  "Node.js 22 is the runtime leaseq targets and tests: the bundles are built with esbuild target node22 (infra/bundling.ts) and Node.js 22 is a supported LTS Lambda runtime; moving to a newer one is a deliberate, tested change, not an automatic one.";
+
+/** Why the created Upstash secret has no rotation schedule. */
+const ROTATION_REASON =
+  "The secret holds an Upstash REST token that only Upstash can issue: rotation is a reset in the Upstash console followed by `aws secretsmanager put-secret-value`; no rotation Lambda can mint a token, and the functions re-read the secret on every cold start.";
+
+/**
+ * Suppresses the cdk-nag AwsSolutions findings leaseq accepts, each with its reason. Kept out of
+ * the construct so using LeaseQueue does not require cdk-nag; call it when you run AwsSolutionsChecks.
+ */
+export function suppressNagFindings(leaseQueue: LeaseQueue): void {
+  for (const fn of [leaseQueue.worker, leaseQueue.reclaimer]) {
+    NagSuppressions.addResourceSuppressions(fn, [{ id: "AwsSolutions-L1", reason: RUNTIME_REASON }]);
+  }
+  // Only a created secret is a resource of this stack; an imported one is the user's to rotate.
+  if (leaseQueue.secret instanceof Secret) {
+    NagSuppressions.addResourceSuppressions(leaseQueue.secret, [{ id: "AwsSolutions-SMG4", reason: ROTATION_REASON }]);
+  }
+}

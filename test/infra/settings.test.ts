@@ -1,0 +1,159 @@
+import { App, Duration, Stack } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import { Topic } from "aws-cdk-lib/aws-sns";
+import { describe, expect, it } from "vitest";
+import { propsFromContext } from "../../infra/context.js";
+import { LeaseQueue } from "../../infra/lease-queue.js";
+import { type LeaseQueueProps, LeaseQueuePropsError, resolveSettings } from "../../infra/settings.js";
+import { LeaseqStack } from "../../infra/stack.js";
+import { SKIP_BUNDLING } from "./synth.js";
+
+/** The problems resolveSettings reports for `props`, or [] when it accepts them. */
+function problems(props: LeaseQueueProps): string[] {
+  try {
+    resolveSettings(props);
+    return [];
+  } catch (error) {
+    if (error instanceof LeaseQueuePropsError) return error.problems;
+    throw error;
+  }
+}
+
+describe("prop validation", () => {
+  it("accepts the defaults and the AWS limits' edges", () => {
+    expect(problems({})).toEqual([]);
+    expect(
+      problems({
+        batchSize: 10_000,
+        maxBatchingWindow: Duration.seconds(300),
+        maxConcurrency: 1000,
+        maxReceiveCount: 1,
+        workerTimeout: Duration.seconds(900),
+        reclaimSchedule: Duration.minutes(60),
+        taskLeasesMs: { big: 895_000 },
+      }),
+    ).toEqual([]);
+  });
+
+  it("reports every problem in one error naming the prop, the allowed range and the value given", () => {
+    const build = () =>
+      new LeaseQueue(new Stack(new App({ context: SKIP_BUNDLING }), "Bad"), "Queue", {
+        queueName: "orders:eu",
+        batchSize: 11,
+        maxConcurrency: 1,
+        maxReceiveCount: 0,
+        reclaimSchedule: Duration.seconds(30),
+        dashboardName: "my dashboard",
+      });
+    expect(build).toThrow(LeaseQueuePropsError);
+    expect(build).toThrow(
+      [
+        "LeaseQueue: 6 invalid prop(s):",
+        '  - queueName must be 1-64 characters of A-Z a-z 0-9 _ . -, got "orders:eu"',
+        "  - batchSize must be an integer from 1 to 10 (up to 10000 needs maxBatchingWindow ≥ 1 s), got 11",
+        "  - reclaimSchedule must be whole minutes from 1 to 60 (EventBridge rates are at least 1 minute), got 30 seconds",
+        '  - dashboardName must be 1-255 characters of A-Z a-z 0-9 _ -, got "my dashboard"',
+        "  - maxConcurrency must be an integer from 2 to 1000, got 1",
+        "  - maxReceiveCount must be an integer from 1 to 1000, got 0",
+      ].join("\n"),
+    );
+  });
+
+  it("requires every task type's lease, and the default lease, to fit the worker timeout", () => {
+    expect(
+      problems({
+        workerTimeout: Duration.seconds(60),
+        taskLeasesMs: { ok: 30_000, slow: 120_000 },
+        defaultLeaseMs: 60_000,
+      }),
+    ).toEqual([
+      "taskLeasesMs.slow must be an integer from 1 to 55000 ms (workerTimeout 1 minute minus a 5000 ms margin), got 120000",
+      "defaultLeaseMs must be an integer from 1 to 55000 ms (workerTimeout 1 minute minus a 5000 ms margin), got 60000",
+    ]);
+    expect(problems({ taskLeasesMs: { "bad type": 1000 } })).toEqual([
+      'taskLeasesMs key must be a task type of 1-64 characters of A-Z a-z 0-9 _ . -, got "bad type"',
+    ]);
+  });
+
+  it("checks timeouts, memory, batching window and schedule against the AWS limits", () => {
+    expect(
+      problems({
+        workerTimeout: Duration.minutes(16),
+        reclaimerTimeout: Duration.millis(1500),
+        workerMemoryMb: 64,
+        reclaimerMemoryMb: 20_000,
+        maxBatchingWindow: Duration.minutes(6),
+        reclaimSchedule: Duration.minutes(90),
+        claimBatchSize: 0,
+      }),
+    ).toEqual([
+      "workerTimeout must be whole seconds from 1 s to 900 s, got 16 minutes",
+      "reclaimerTimeout must be whole seconds from 1 s to 900 s, got 1 second 500 millis",
+      "maxBatchingWindow must be whole seconds from 0 s to 300 s, got 6 minutes",
+      "reclaimSchedule must be whole minutes from 1 to 60 (EventBridge rates are at least 1 minute), got 1 hour 30 minutes",
+      "workerMemoryMb must be an integer from 128 to 10240 MB, got 64",
+      "reclaimerMemoryMb must be an integer from 128 to 10240 MB, got 20000",
+      "claimBatchSize must be an integer from 1 to 100, got 0",
+    ]);
+  });
+
+  it("checks the secret ARN, the alarm settings and the metrics namespace", () => {
+    const stack = new Stack();
+    expect(
+      problems({
+        upstashSecretArn: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq",
+        alarmEmail: "oncall",
+        alarmTopic: Topic.fromTopicArn(stack, "T", "arn:aws:sns:eu-west-1:123456789012:t"),
+        metricsNamespace: "AWS/Lambda",
+        oldestReadyAgeAlarmMs: 10,
+        leaseOverdueAlarmMs: 1.5,
+      }),
+    ).toEqual([
+      'upstashSecretArn must be a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>), got "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq"',
+      'alarmEmail must be an email address, got "oncall"',
+      'alarmEmail and alarmTopic are exclusive: give one or neither, got both (alarmEmail "oncall")',
+      'metricsNamespace must not start with "AWS/" (reserved), got "AWS/Lambda"',
+      "oldestReadyAgeAlarmMs must be an integer from 1000 to 86400000 ms, got 10",
+      "leaseOverdueAlarmMs must be an integer from 1000 to 86400000 ms, got 1.5",
+    ]);
+  });
+});
+
+describe("context (cdk deploy -c key=value)", () => {
+  it("reaches the construct, numbers converted from strings", () => {
+    const app = new App({
+      context: {
+        ...SKIP_BUNDLING,
+        queueName: "orders",
+        batchSize: "5",
+        maxConcurrency: "4",
+        maxReceiveCount: "2",
+        workerTimeoutSeconds: "120",
+        reclaimScheduleMinutes: "2",
+        alarmEmail: "oncall@example.com",
+      },
+    });
+    const stack = new LeaseqStack(app, "Context", { leaseQueue: propsFromContext(app.node) });
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      BatchSize: 5,
+      ScalingConfig: { MaximumConcurrency: 4 },
+    });
+    template.hasResourceProperties("AWS::SQS::Queue", { VisibilityTimeout: 720 });
+    template.hasResourceProperties("AWS::Events::Rule", { ScheduleExpression: "rate(2 minutes)" });
+    template.hasResourceProperties("AWS::SNS::Subscription", { Endpoint: "oncall@example.com" });
+    expect(stack.leaseQueue.settings).toMatchObject({ queueName: "orders", maxReceiveCount: 2 });
+  });
+
+  it("reports a value that is not a number with the context key's prop", () => {
+    const app = new App({ context: { ...SKIP_BUNDLING, batchSize: "ten" } });
+    expect(() => new LeaseqStack(app, "Context", { leaseQueue: propsFromContext(app.node) })).toThrow(
+      "batchSize must be an integer from 1 to 10 (up to 10000 needs maxBatchingWindow ≥ 1 s), got NaN",
+    );
+  });
+
+  it("synthesizes an environment-agnostic stack: no account or region needed", () => {
+    const stack = new LeaseqStack(new App({ context: SKIP_BUNDLING }), "Agnostic");
+    expect(stack.environment).toBe("aws://unknown-account/unknown-region");
+  });
+});

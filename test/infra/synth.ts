@@ -1,0 +1,31 @@
+import { App, type StackProps } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import { vi } from "vitest";
+import type { LeaseQueueProps } from "../../infra/settings.js";
+import { LeaseqStack } from "../../infra/stack.js";
+
+// Every infra test file imports this module. The first synth in a worker loads aws-cdk-lib, which
+// takes over 10 s on a busy 2-CPU machine; the shared 30 s default timeout is too tight for that.
+vi.setConfig({ testTimeout: 120_000 });
+
+/** App context that skips asset bundling: template tests need no esbuild run and no functions/ code. */
+export const SKIP_BUNDLING = { "aws:cdk:bundling-stacks": [] };
+
+/** Synthesizes the reference stack with `leaseQueue` props, bundling skipped. */
+export function synth(
+  leaseQueue: LeaseQueueProps = {},
+  context: Record<string, unknown> = {},
+  stackProps: StackProps = {},
+) {
+  const app = new App({ context: { ...SKIP_BUNDLING, ...context } });
+  const stack = new LeaseqStack(app, "Test", { ...stackProps, leaseQueue });
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+/** The single resource of `type` in `template`, or throws when there are none or several. */
+export function onlyResource(template: Template, type: string, props: Record<string, unknown> = {}) {
+  const found = Object.entries(template.findResources(type, props));
+  if (found.length !== 1) throw new Error(`expected one ${type}, found ${found.length}`);
+  const [logicalId, resource] = found[0];
+  return { logicalId, properties: resource.Properties as Record<string, unknown> };
+}
