@@ -1,0 +1,188 @@
+// A small pure model of one leaseq queue (not ordered), written from DESIGN.md and the script
+// headers in lua/, for the model-based suite: the real queue and this model take the same
+// commands, and their states must agree after every step.
+
+export type Letter = "R" | "S" | "L" | "D" | "F";
+
+/** A task as the model keeps it: the same fields as a task record (test/helpers/invariants.ts). */
+export interface ModelTask {
+  state: Letter;
+  type: string;
+  rank: number;
+  attempts: number;
+  claims: number;
+  maxAttempts: number;
+  at: number;
+  error: string;
+  payload: string;
+}
+
+export interface ModelOptions {
+  policies: Record<string, { leaseMs: number; maxAttempts: number }>;
+  defaultPolicy: { leaseMs: number; maxAttempts: number };
+  doneRetentionMs: number;
+  failedRetentionMs: number;
+}
+
+const SEQ_SPAN = 2 ** 42;
+const STATUS = { ok: "ok", stale: "stale_token", done: "already_done", unknown: "unknown_id" } as const;
+const STATE_NAME: Record<Letter, string> = { R: "ready", S: "scheduled", L: "leased", D: "done", F: "failed" };
+
+export const stateName = (letter: Letter | undefined) => (letter ? STATE_NAME[letter] : undefined);
+
+export class QueueModel {
+  readonly tasks = new Map<string, ModelTask>();
+  seq = 0;
+
+  constructor(readonly options: ModelOptions) {}
+
+  token(task: ModelTask): string {
+    return `${task.rank % SEQ_SPAN}.${task.claims}`;
+  }
+
+  enqueue(items: Array<{ id: string; type: string; priority: number; runAtMs: number; payload: string }>, now: number) {
+    const firstOf = new Map<string, number>();
+    return items.map((item, index) => {
+      const existing = this.tasks.get(item.id);
+      if (existing && firstOf.get(item.id) !== index) return { status: "duplicate", state: stateName(existing.state) };
+      firstOf.set(item.id, index);
+      const rank = (item.priority + 1000) * SEQ_SPAN + ++this.seq;
+      const scheduled = item.runAtMs > now;
+      this.tasks.set(item.id, {
+        state: scheduled ? "S" : "R",
+        type: item.type,
+        rank,
+        attempts: 0,
+        claims: 0,
+        maxAttempts: 0,
+        at: scheduled ? item.runAtMs : now,
+        error: "",
+        payload: item.payload,
+      });
+      return { status: "ok", state: scheduled ? "scheduled" : "ready" };
+    });
+  }
+
+  /** Promotes due scheduled tasks, then leases the `count` lowest ranks. */
+  claim(count: number, now: number) {
+    for (const task of this.tasks.values()) {
+      if (task.state === "S" && task.at <= now) {
+        task.state = "R";
+        task.at = now;
+      }
+    }
+    const ready = [...this.tasks].filter(([, t]) => t.state === "R").sort(([, a], [, b]) => a.rank - b.rank);
+    return ready.slice(0, count).map(([id, task]) => {
+      const policy = this.options.policies[task.type] ?? this.options.defaultPolicy;
+      task.state = "L";
+      task.attempts++;
+      task.claims++;
+      task.maxAttempts = policy.maxAttempts;
+      task.at = now + policy.leaseMs;
+      return { id, attempt: task.attempts, token: this.token(task), rank: task.rank, leaseDeadlineMs: task.at };
+    });
+  }
+
+  /** The fence every settle/extend/release applies: the status, and the task when it may proceed. */
+  private fenced(id: string, token: string): { status: string; task?: ModelTask } {
+    const task = this.tasks.get(id);
+    if (!task) return { status: STATUS.unknown };
+    if (task.state === "D") return { status: STATUS.done };
+    if (task.state !== "L" || this.token(task) !== token) return { status: STATUS.stale };
+    return { status: STATUS.ok, task };
+  }
+
+  settle(
+    items: Array<{ id: string; token: string; outcome: "ack" | "retry" | "fail"; retryAtMs?: number; error?: string }>,
+    now: number,
+  ) {
+    return items.map((item) => {
+      const { status, task } = this.fenced(item.id, item.token);
+      if (task) {
+        task.at = now;
+        if (item.outcome === "ack") {
+          task.state = "D";
+          task.error = "";
+          task.payload = "";
+        } else {
+          task.error = item.error ?? "";
+          const retryAt = item.retryAtMs ?? 0;
+          if (item.outcome === "fail" || task.attempts >= task.maxAttempts) task.state = "F";
+          else if (retryAt > now) {
+            task.state = "S";
+            task.at = retryAt;
+          } else task.state = "R";
+        }
+      }
+      return { status, state: stateName(this.tasks.get(item.id)?.state) };
+    });
+  }
+
+  extend(items: Array<{ id: string; token: string; leaseMs: number }>, now: number) {
+    return items.map((item) => {
+      const { status, task } = this.fenced(item.id, item.token);
+      if (task) task.at = now + item.leaseMs;
+      return { status, leaseDeadlineMs: task ? task.at : undefined };
+    });
+  }
+
+  release(items: Array<{ id: string; token: string }>, now: number) {
+    return items.map((item) => {
+      const { status, task } = this.fenced(item.id, item.token);
+      if (task) {
+        task.state = "R";
+        task.at = now;
+        task.attempts--;
+      }
+      return { status };
+    });
+  }
+
+  /** Expired leases (deadline < now - skew) back to READY, or FAILED when out of attempts. */
+  reclaim(now: number, skewMs: number) {
+    const reclaimed: string[] = [];
+    const failed: string[] = [];
+    for (const [id, task] of this.tasks) {
+      if (task.state !== "L" || task.at >= now - skewMs) continue;
+      if (task.attempts >= task.maxAttempts) {
+        task.state = "F";
+        task.error = `lease expired after attempt ${task.attempts} of ${task.maxAttempts}`;
+        failed.push(id);
+      } else {
+        task.state = "R";
+        reclaimed.push(id);
+      }
+      task.at = now;
+    }
+    return { reclaimed, failed };
+  }
+
+  requeue(ids: string[], now: number) {
+    return ids.map((id) => {
+      const task = this.tasks.get(id);
+      if (!task) return { status: STATUS.unknown };
+      if (task.state === "D") return { status: STATUS.done };
+      if (task.state !== "F") return { status: "not_failed" };
+      task.state = "R";
+      task.at = now;
+      task.attempts = 0;
+      return { status: STATUS.ok };
+    });
+  }
+
+  /** Deletes DONE/FAILED tasks finished before now - retention. */
+  trim(now: number) {
+    let done = 0;
+    let failed = 0;
+    for (const [id, task] of this.tasks) {
+      if (task.state === "D" && task.at < now - this.options.doneRetentionMs) {
+        this.tasks.delete(id);
+        done++;
+      } else if (task.state === "F" && task.at < now - this.options.failedRetentionMs) {
+        this.tasks.delete(id);
+        failed++;
+      }
+    }
+    return { done, failed };
+  }
+}
