@@ -22,14 +22,18 @@ local function bad(message)
   error({ leaseq = message })
 end
 
--- Runs an operation; a validation failure becomes an error reply, other errors pass through.
+-- Runs an operation; a validation failure becomes an error reply, and an error Redis raised keeps
+-- its code (WRONGTYPE, OOM, ...) instead of being wrapped as "ERR user_script:N: ...".
 local function guard(operation, body)
   local ok, result = pcall(body)
   if ok then return result end
   if type(result) == 'table' and result.leaseq then
     return redis.error_reply('LEASEQ_BAD_ARGUMENT ' .. operation .. ': ' .. result.leaseq)
   end
-  error(result)
+  if type(result) == 'string' and string.find(result, '^%u[%u_]+ ') then
+    return redis.error_reply(result)
+  end
+  error(result, 0)
 end
 
 local function fmt(n)

@@ -76,7 +76,7 @@ export function itemStatus(operation: string, code: unknown): ItemStatus {
 export function toQueueError(operation: string, error: unknown): QueueError {
   if (error instanceof QueueError) return error;
   const text = redisErrorText(error);
-  const badArgument = /LEASEQ_BAD_ARGUMENT (.*)/s.exec(text);
+  const badArgument = /^LEASEQ_BAD_ARGUMENT (.*)/s.exec(text);
   if (badArgument) return new ScriptArgumentError(badArgument[1].replace(/\s*script: .*$/s, ""));
   const redisCode = /^([A-Z][A-Z_]+)\s/.exec(text)?.[1];
   return new StoreError(`${operation}: ${text}`, redisCode, { cause: error });

@@ -1,8 +1,10 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
+import { UpstashStore } from "../../shared/stores/upstash.js";
 import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
 
 const NOW = 1_800_000_000_000;
@@ -12,6 +14,10 @@ const BATCH = 20;
 /** Stores to measure, each opened against the private server of this file. */
 const budgetStores: Array<{ name: string; open: (redisUrl: string) => Promise<Store> }> = [
   { name: "tcp", open: async (url) => TcpStore.fromUrl(url) },
+  {
+    name: "upstash",
+    open: async () => new UpstashStore({ url: endpoint.url, token: endpoint.token }),
+  },
 ];
 
 /** Sum of `calls` over every command in INFO commandstats (commands inside scripts included). */
@@ -26,17 +32,20 @@ async function totalCommands(redis: Redis): Promise<number> {
 
 // A private server: INFO commandstats counts every client, so a shared one would be noisy.
 let server: StartedRedis;
+let endpoint: UpstashEndpoint;
 let redis: Redis;
 beforeAll(async () => {
   server = await startRedisServer();
+  endpoint = await startUpstashEndpoint({ redisUrl: server.url });
   redis = new Redis(server.url);
 });
 afterAll(async () => {
   redis.disconnect();
+  await endpoint.close();
   await server.stop();
 });
 
-describe.each(budgetStores)("Redis command budget over $name", ({ open }) => {
+describe.each(budgetStores)("Redis command budget over $name", ({ name, open }) => {
   it(`runs enqueue, claim and ack of ${TASKS} tasks in batches of ${BATCH} in at most 1.0 command per task`, async () => {
     const store = await open(server.url);
     const queue = new Queue(store, { name: `budget-${Date.now()}` });
@@ -65,7 +74,9 @@ describe.each(budgetStores)("Redis command budget over $name", ({ open }) => {
     await store.close();
 
     const perTask = used / TASKS;
-    console.log(`command budget: ${used} Redis commands for ${TASKS} tasks = ${perTask.toFixed(3)} per task`);
+    console.log(
+      `command budget over ${name}: ${used} Redis commands for ${TASKS} tasks = ${perTask.toFixed(3)} per task`,
+    );
     expect(acked).toBe(TASKS);
     expect(perTask).toBeLessThanOrEqual(1.0);
   });
