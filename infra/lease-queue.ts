@@ -11,7 +11,7 @@ import { EmailSubscription } from "aws-cdk-lib/aws-sns-subscriptions";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { BUNDLE_FILE, functionCode } from "./bundling.js";
-import { QueueMetrics, SERVICE_NAMES } from "./metrics.js";
+import { METRICS_NAMESPACE, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
 import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
 import { type LeaseQueueProps, type LeaseQueueSettings, resolveSettings } from "./settings.js";
 
@@ -70,7 +70,7 @@ export class LeaseQueue extends Construct {
     const environment: Record<string, string> = {
       LEASEQ_QUEUE: settings.queueName,
       UPSTASH_SECRET_ARN: this.secret.secretArn,
-      POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
     };
     if (settings.claimBatchSize !== undefined) environment.LEASEQ_CLAIM_BATCH = String(settings.claimBatchSize);
 
@@ -127,7 +127,7 @@ export class LeaseQueue extends Construct {
       this.alarmTopic = topic;
     }
 
-    this.metrics = new QueueMetrics(settings.metricsNamespace, settings.queueName);
+    this.metrics = new QueueMetrics(settings.queueName);
     this.monitoring = new LeaseQueueMonitoring(this, "Monitoring", {
       settings,
       metrics: this.metrics,

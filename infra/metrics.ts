@@ -22,12 +22,16 @@ export type QueueMetricName =
  */
 export const SERVICE_NAMES = { worker: "leaseq-worker", reclaimer: "leaseq-reclaimer" } as const;
 
-/** Builds metrics of one queue with the dimension set the reclaimer publishes. */
+/**
+ * The reclaimer's CloudWatch namespace. Not a prop: functions/reclaimer.ts names it in its Metrics
+ * constructor, which Powertools prefers over POWERTOOLS_METRICS_NAMESPACE, so another value here
+ * would leave every queue alarm watching an empty metric.
+ */
+export const METRICS_NAMESPACE = "leaseq";
+
+/** Builds metrics of one queue with the namespace and dimension set the reclaimer publishes. */
 export class QueueMetrics {
-  constructor(
-    private readonly namespace: string,
-    private readonly queueName: string,
-  ) {}
+  constructor(private readonly queueName: string) {}
 
   /** The dimensions on every metric of this queue. */
   get dimensions(): Record<string, string> {
@@ -38,7 +42,7 @@ export class QueueMetrics {
   metric(name: QueueMetricName, period: Duration, label?: string): Metric {
     const counter = name === "reclaimed" || name === "trimmed";
     return new Metric({
-      namespace: this.namespace,
+      namespace: METRICS_NAMESPACE,
       metricName: name,
       dimensionsMap: this.dimensions,
       statistic: counter ? "Sum" : "Maximum",

@@ -24,7 +24,6 @@ export interface LeaseQueueSettings {
   logRetention: RetentionDays;
   alarmEmail: string | undefined;
   alarmTopic: ITopic | undefined;
-  metricsNamespace: string;
   dashboardName: string | undefined;
   oldestReadyAgeAlarmMs: number;
   leaseOverdueAlarmMs: number;
@@ -53,7 +52,6 @@ export class LeaseQueuePropsError extends Error {
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 const SECRET_ARN_PATTERN =
   /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
-const NAMESPACE_PATTERN = /^[A-Za-z0-9._/#-][A-Za-z0-9._/#:-]{0,254}$/;
 const DASHBOARD_NAME_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -164,14 +162,6 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
       `alarmEmail and alarmTopic are exclusive: give one or neither, got both (alarmEmail ${shown(props.alarmEmail)})`,
     );
   }
-  const metricsNamespace = name(
-    "metricsNamespace",
-    props.metricsNamespace ?? D.metricsNamespace,
-    NAMESPACE_PATTERN,
-    "1-255 characters of A-Z a-z 0-9 . _ / # : - not starting with ':'",
-  );
-  if (/^AWS\//.test(metricsNamespace))
-    problems.push(`metricsNamespace must not start with "AWS/" (reserved), got ${shown(metricsNamespace)}`);
   if (props.dashboardName !== undefined)
     name("dashboardName", props.dashboardName, DASHBOARD_NAME_PATTERN, "1-255 characters of A-Z a-z 0-9 _ -");
 
@@ -195,7 +185,6 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     logRetention: props.logRetention ?? D.logRetention,
     alarmEmail: props.alarmEmail,
     alarmTopic: props.alarmTopic,
-    metricsNamespace,
     dashboardName: props.dashboardName,
     oldestReadyAgeAlarmMs: integer(
       "oldestReadyAgeAlarmMs",

@@ -97,14 +97,13 @@ describe("prop validation", () => {
     ]);
   });
 
-  it("checks the secret ARN, the alarm settings and the metrics namespace", () => {
+  it("checks the secret ARN and the alarm settings", () => {
     const stack = new Stack();
     expect(
       problems({
         upstashSecretArn: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq",
         alarmEmail: "oncall",
         alarmTopic: Topic.fromTopicArn(stack, "T", "arn:aws:sns:eu-west-1:123456789012:t"),
-        metricsNamespace: "AWS/Lambda",
         oldestReadyAgeAlarmMs: 10,
         leaseOverdueAlarmMs: 1.5,
       }),
@@ -112,7 +111,6 @@ describe("prop validation", () => {
       'upstashSecretArn must be a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>), got "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq"',
       'alarmEmail must be an email address, got "oncall"',
       'alarmEmail and alarmTopic are exclusive: give one or neither, got both (alarmEmail "oncall")',
-      'metricsNamespace must not start with "AWS/" (reserved), got "AWS/Lambda"',
       "oldestReadyAgeAlarmMs must be an integer from 1000 to 86400000 ms, got 10",
       "leaseOverdueAlarmMs must be an integer from 1000 to 86400000 ms, got 1.5",
     ]);

@@ -1,0 +1,199 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { App } from "aws-cdk-lib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPO_ROOT } from "../../infra/bundling.js";
+import { LeaseqStack } from "../../infra/stack.js";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { captureStdout, functionEnv, lambdaContext, scheduledEvent, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { adapters, uniqueQueueName } from "../helpers/stores.js";
+
+type Handler = (event: unknown, context: unknown) => Promise<Record<string, unknown>>;
+interface AlarmMetric {
+  Namespace: string;
+  MetricName: string;
+  Dimensions: Array<{ Name: string; Value: string }>;
+}
+/** The parts of template resources this test reads. */
+interface Resource {
+  Type: string;
+  Properties: {
+    Description?: string;
+    Handler?: string;
+    Code?: { S3Key: string };
+    Environment?: { Variables: Record<string, unknown> };
+    Metrics?: Array<{ MetricStat?: { Metric: AlarmMetric } }>;
+  };
+}
+
+/** Stands in for the Lambda API (the reclaimer's kick); records each Invoke request. */
+async function fakeLambdaApi() {
+  const calls: Array<{ url: string; headers: IncomingMessage["headers"]; body: string }> = [];
+  const server = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => {
+      body += chunk;
+    });
+    request.on("end", () => {
+      calls.push({ url: request.url ?? "", headers: request.headers, body });
+      response.writeHead(202, { "content-type": "application/json" }).end("");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, calls, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+/**
+ * Synthesizes the reference stack with real bundling into a cloud assembly under cdk.out/ (inside
+ * the repository, so the bundles' external @aws-sdk/* imports resolve from node_modules as they
+ * would from the Lambda runtime), and returns each function's asset directory and environment.
+ */
+function synthesize(queueName: string) {
+  const outdir = join(REPO_ROOT, "cdk.out", `test-assets-${randomBytes(4).toString("hex")}`);
+  const app = new App({ outdir });
+  const stack = new LeaseqStack(app, "Assets", { leaseQueue: { queueName } });
+  const assembly = app.synth();
+  const artifact = assembly.getStackByName(stack.stackName);
+  const resources = Object.values(artifact.template.Resources as Record<string, Resource>);
+  // The assets manifest maps each uploaded object key to the staged directory it is zipped from.
+  const manifest = JSON.parse(readFileSync(join(assembly.directory, `${stack.artifactId}.assets.json`), "utf8"));
+  const directoryOfKey = new Map<string, string>();
+  for (const file of Object.values(manifest.files) as Array<{ source: { path: string }; destinations: object }>) {
+    for (const destination of Object.values(file.destinations) as Array<{ objectKey: string }>) {
+      directoryOfKey.set(destination.objectKey, join(assembly.directory, file.source.path));
+    }
+  }
+  const lambda = (role: string) => {
+    const fn = resources.find(
+      (r) => r.Type === "AWS::Lambda::Function" && r.Properties.Description?.startsWith(`leaseq ${role}`),
+    )?.Properties;
+    const directory = directoryOfKey.get(fn?.Code?.S3Key ?? "");
+    if (!fn || !directory) throw new Error(`no ${role} function with a staged asset in the cloud assembly`);
+    return { directory, handler: fn.Handler, env: fn.Environment?.Variables ?? {} };
+  };
+  // The metric an alarm watches, to compare with what the reclaimer publishes.
+  const alarmMetric = resources
+    .filter((r) => r.Type === "AWS::CloudWatch::Alarm")
+    .map((r) => r.Properties.Metrics?.[0]?.MetricStat?.Metric)
+    .find((metric) => metric?.MetricName === "oldestReadyAgeMs");
+  if (!alarmMetric) throw new Error("no alarm on oldestReadyAgeMs in the template");
+  return { outdir, worker: lambda("worker"), reclaimer: lambda("reclaimer"), alarmMetric };
+}
+
+/**
+ * The deployed environment, with only what cannot exist outside AWS replaced: the secret ARN by
+ * the test Redis connection, and the worker's function name (a CloudFormation Ref) by a fixed one.
+ */
+function deployedEnv(
+  template: Record<string, unknown>,
+  connection: Record<string, string>,
+  lambdaApi: string,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(template)) {
+    if (name === "UPSTASH_SECRET_ARN") continue;
+    env[name] = name === "LEASEQ_WORKER_FUNCTION" ? "leaseq-worker-under-test" : String(value);
+  }
+  expect(Object.values(env).every((value) => !value.includes("[object"))).toBe(true);
+  return { ...env, ...connection, LEASEQ_LAMBDA_ENDPOINT: lambdaApi, AWS_REGION: "us-east-1" };
+}
+
+describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
+  const queueName = uniqueQueueName("cdk");
+  let assets: ReturnType<typeof synthesize>;
+  const stores: Store[] = [];
+  beforeAll(() => {
+    assets = synthesize(queueName);
+  });
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    if (assets) rmSync(assets.outdir, { recursive: true, force: true });
+  });
+
+  it("contain the Lua scripts and the index.handler the template names", () => {
+    // A line of the claim script that a template literal keeps verbatim (no backtick, no backslash).
+    const claimLine = readFileSync(join(REPO_ROOT, "lua/claim.lua"), "utf8")
+      .split("\n")
+      .find((line) => line.startsWith("-- KEYS[1]") && !/[`\\]/.test(line));
+    expect(claimLine).toBeDefined();
+    for (const fn of [assets.worker, assets.reclaimer]) {
+      expect(fn.handler).toBe("index.handler");
+      const bundle = readFileSync(join(fn.directory, "index.mjs"), "utf8");
+      expect(bundle.includes(claimLine ?? "-"), `${fn.directory}/index.mjs lacks lua/claim.lua`).toBe(true);
+    }
+    expect(assets.worker.directory).not.toBe(assets.reclaimer.directory);
+  });
+
+  it("take an SQS task list to DONE, publish the metrics the alarms watch, and kick the worker", async () => {
+    const api = await fakeLambdaApi();
+    const saved = { ...process.env };
+    // Only the connection from the test helper: LEASEQ_QUEUE and the rest come from the template.
+    const { LEASEQ_QUEUE: _, ...connection } = functionEnv(adapter, queueName);
+    try {
+      const workerEnv = deployedEnv(assets.worker.env, connection, api.url);
+      const reclaimerEnv = deployedEnv(assets.reclaimer.env, connection, api.url);
+      expect(workerEnv.LEASEQ_QUEUE).toBe(queueName);
+      Object.assign(process.env, workerEnv, reclaimerEnv);
+      // The query string gives each adapter its own module instance, hence its own cold start.
+      const load = async (directory: string): Promise<Handler> =>
+        (await import(`${pathToFileURL(join(directory, "index.mjs")).href}?${adapter.name}`)).handler;
+      const worker = await load(assets.worker.directory);
+      const reclaimer = await load(assets.reclaimer.directory);
+
+      const store = await adapter.open();
+      stores.push(store);
+      const queue = new Queue(store, { name: queueName });
+
+      // 1. SQS delivers a task list and a malformed record: the tasks end DONE, the record fails alone.
+      const good = sqsRecord({ tasks: [{ id: "a1", type: "echo", payload: { n: 1 } }, { type: "echo" }] }, "m-good");
+      const { result } = await captureStdout(() =>
+        worker(sqsEvent(good, sqsRecord("not json", "m-bad")), lambdaContext()),
+      );
+      expect(result.batchItemFailures).toEqual([{ itemIdentifier: "m-bad" }]);
+      for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
+
+      // 2. Tasks wait in READY: the reclaimer publishes EMF matching the alarms and kicks the worker.
+      await queue.enqueue(
+        [
+          { id: "k1", type: "echo" },
+          { id: "k2", type: "echo" },
+        ],
+        { now: Date.now() - 1_000 },
+      );
+      const tick = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
+      expect(tick.result).toMatchObject({ ready: 2, done: 2, kicks: 1 });
+      const emf = tick.lines.map((line) => JSON.parse(line)).find((entry) => entry._aws?.CloudWatchMetrics);
+      const directive = emf._aws.CloudWatchMetrics[0];
+      expect(directive.Namespace).toBe(assets.alarmMetric.Namespace);
+      expect([...directive.Dimensions[0]].sort()).toEqual(assets.alarmMetric.Dimensions.map((d) => d.Name).sort());
+      for (const { Name, Value } of assets.alarmMetric.Dimensions) expect(emf[Name]).toBe(Value);
+      expect(directive.Metrics.map((m: { Name: string }) => m.Name).sort()).toEqual([
+        "done",
+        "failed",
+        "leased",
+        "mostOverdueLeaseMs",
+        "oldestReadyAgeMs",
+        "ready",
+        "reclaimed",
+        "scheduled",
+        "trimmed",
+      ]);
+      expect(api.calls).toHaveLength(1);
+      expect(api.calls[0].url).toContain("/functions/leaseq-worker-under-test/invocations");
+      expect(api.calls[0].headers["x-amz-invocation-type"]).toBe("Event");
+
+      // 3. The kick's drain event runs the worker, which takes the waiting tasks to DONE.
+      await captureStdout(() => worker(JSON.parse(api.calls[0].body), lambdaContext()));
+      for (const id of ["k1", "k2"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
+    } finally {
+      process.env = saved;
+      await api.close();
+    }
+  });
+});
