@@ -1,0 +1,358 @@
+// Faults through the local Upstash endpoint (issue 8, item 3). A private endpoint instance (the
+// shared one stays clean for the other suites) in front of the test Redis drops replies after
+// Redis applied a claim, an ack or an enqueue, answers 5xx (before or after applying), answers
+// late, and goes away altogether. Expect: nothing lost, never two live leases, a repeated ack
+// answers "already done", and a claim whose reply was lost comes back through the reclaimer.
+import { Logger } from "@aws-lambda-powertools/logger";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createReclaimerHandler } from "../../functions/reclaimer.js";
+import type { TaskRegistry } from "../../functions/task.js";
+import { createWorkerHandler } from "../../functions/worker.js";
+import { type FaultAction, startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
+import { StoreError } from "../../shared/errors.js";
+import { Queue } from "../../shared/queue.js";
+import { SCRIPTS } from "../../shared/scripts.js";
+import { UpstashStore } from "../../shared/stores/upstash.js";
+import { captureStdout, lambdaContext, scheduledEvent } from "../helpers/events.js";
+import { assertConsistent } from "../helpers/invariants.js";
+import { rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
+
+const NOW = 1_800_000_000_000;
+const LEASE_MS = 1_000;
+const TIMEOUT_MS = 250;
+const NO_BACKOFF = { retries: 2, backoffMs: () => 0 };
+
+let endpoint: UpstashEndpoint;
+const redis = rawClient();
+const injected: Record<string, number> = {};
+beforeAll(async () => {
+  endpoint = await startUpstashEndpoint({ redisUrl: redisUrl(), poolSize: 16 });
+});
+afterEach(() => endpoint.faults.clear());
+afterAll(async () => {
+  await endpoint.close();
+  redis.disconnect();
+  report("faults", { faultsInjected: Object.values(injected).reduce((a, b) => a + b, 0), byKind: injected });
+});
+
+/** Arms a fault on the next `times` calls of `script`, counting what fires for the figures. */
+function fault(script: keyof typeof SCRIPTS, action: FaultAction, times = 1) {
+  const armed = endpoint.faults.add({ match: (command) => command[1] === SCRIPTS[script].sha, times, action });
+  return {
+    armed,
+    count() {
+      const kind = action.kind === "status" ? `status-${action.status}${action.apply ? "-applied" : ""}` : action.kind;
+      injected[kind] = (injected[kind] ?? 0) + armed.fired;
+    },
+  };
+}
+
+function openQueue(options: { retries?: number; name?: string } = {}) {
+  const store = new UpstashStore({
+    url: endpoint.url,
+    token: endpoint.token,
+    timeoutMs: TIMEOUT_MS,
+    retry: { ...NO_BACKOFF, retries: options.retries ?? NO_BACKOFF.retries },
+  });
+  const queue = new Queue(store, {
+    name: options.name ?? uniqueQueueName("faults"),
+    defaultPolicy: { leaseMs: LEASE_MS, maxAttempts: 5 },
+    clockSkewMs: 0,
+  });
+  return queue;
+}
+
+describe("faults through the local Upstash endpoint", () => {
+  it("a claim whose reply was lost is not retried; the reclaimer brings the task back under a new token", async () => {
+    const queue = openQueue();
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    const drop = fault("claim", { kind: "drop" });
+    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(/^claim: Upstash unreachable/);
+    drop.count();
+    expect(drop.armed.seen).toBe(1); // not sent twice
+    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.claim({ count: 1, now: NOW + 10 })).toEqual([]); // nobody else gets it while leased
+    expect((await queue.reclaim({ now: NOW + LEASE_MS })).reclaimed).toEqual([]); // not before the deadline
+    expect((await queue.reclaim({ now: NOW + LEASE_MS + 1 })).reclaimed).toEqual(["a"]);
+    const [again] = await queue.claim({ count: 1, now: NOW + LEASE_MS + 2 });
+    expect(again).toMatchObject({ id: "a", attempt: 2 });
+    expect(await queue.ack([again], { now: NOW + LEASE_MS + 3 })).toEqual([{ id: "a", status: "ok", state: "done" }]);
+    await assertConsistent(redis, queue);
+  });
+
+  it("an ack whose reply was lost is retried and answers already done, as does any later repeat", async () => {
+    const queue = openQueue();
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    const [task] = await queue.claim({ count: 1, now: NOW });
+    const drop = fault("settle", { kind: "drop" });
+    expect(await queue.ack([task], { now: NOW + 1 })).toEqual([{ id: "a", status: "already_done", state: "done" }]);
+    drop.count();
+    expect(drop.armed.seen).toBe(2);
+    expect(await queue.ack([task], { now: NOW + 2 })).toEqual([{ id: "a", status: "already_done", state: "done" }]);
+    // Without retries the caller sees the error, and its own repeat answers already done.
+    const once = openQueue({ retries: 0, name: queue.name });
+    await queue.enqueue([{ id: "b", type: "t" }], { now: NOW });
+    const [b] = await queue.claim({ count: 1, now: NOW });
+    const dropB = fault("settle", { kind: "drop" });
+    await expect(once.ack([b], { now: NOW + 1 })).rejects.toThrow(StoreError);
+    dropB.count();
+    expect(await once.ack([b], { now: NOW + 2 })).toEqual([{ id: "b", status: "already_done", state: "done" }]);
+    expect(await queue.claim({ count: 10, now: NOW + 10 * LEASE_MS })).toEqual([]); // no redelivery after an ack
+    await assertConsistent(redis, queue);
+  });
+
+  it("an enqueue whose reply was lost is retried and reports a duplicate; the task exists once", async () => {
+    const queue = openQueue();
+    const drop = fault("enqueue", { kind: "drop" });
+    expect(await queue.enqueue([{ id: "a", type: "t", payload: { n: 1 } }], { now: NOW })).toEqual([
+      { id: "a", status: "duplicate", state: "ready" },
+    ]);
+    drop.count();
+    expect(await redis.hlen(queue.keys.task)).toBe(1);
+    expect(await redis.get(queue.keys.seq)).toBe("1");
+    await assertConsistent(redis, queue);
+  });
+
+  it("5xx answers: retried when nothing ran; a claim is never retried; a 5xx after the write is still safe", async () => {
+    const queue = openQueue();
+    const enqueue503 = fault("enqueue", { kind: "status", status: 503 });
+    expect((await queue.enqueue([{ id: "a", type: "t" }], { now: NOW }))[0].status).toBe("ok");
+    enqueue503.count();
+    const claim502 = fault("claim", { kind: "status", status: 502 });
+    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(
+      /^claim: the Upstash REST API failed the request/,
+    );
+    claim502.count();
+    expect(await queue.inspect("a")).toMatchObject({ state: "ready", attempts: 0 });
+    // A 500 after Redis ran the claim: the lease stands; the reclaimer returns it.
+    const claim500 = fault("claim", { kind: "status", status: 500, apply: true });
+    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(StoreError);
+    claim500.count();
+    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect((await queue.reclaim({ now: NOW + LEASE_MS + 1 })).reclaimed).toEqual(["a"]);
+    const [task] = await queue.claim({ count: 1, now: NOW + LEASE_MS + 2 });
+    const settle500 = fault("settle", { kind: "status", status: 500, apply: true });
+    expect(await queue.ack([task], { now: NOW + LEASE_MS + 3 })).toEqual([
+      { id: "a", status: "already_done", state: "done" },
+    ]);
+    settle500.count();
+    await assertConsistent(redis, queue);
+  });
+
+  it("slow replies: a late claim's lease is reclaimed; a late ack is retried and answers already done", async () => {
+    const queue = openQueue();
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    const slowClaim = fault("claim", { kind: "delay", ms: TIMEOUT_MS + 200 });
+    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(/no answer from Upstash within 250 ms/);
+    slowClaim.count();
+    expect((await queue.reclaim({ now: NOW + LEASE_MS + 1 })).reclaimed).toEqual(["a"]);
+    const [task] = await queue.claim({ count: 1, now: NOW + LEASE_MS + 2 });
+    const slowSettle = fault("settle", { kind: "delay", ms: TIMEOUT_MS + 200 });
+    expect(await queue.ack([task], { now: NOW + LEASE_MS + 3 })).toEqual([
+      { id: "a", status: "already_done", state: "done" },
+    ]);
+    slowSettle.count();
+    // A reply slower than usual but within the timeout is simply a slow reply.
+    const slowStats = fault("stats", { kind: "delay", ms: 50 });
+    expect(await queue.stats({ now: NOW })).toMatchObject({ done: 1, leased: 0 });
+    slowStats.count();
+    await sleep(250); // let the late replies land before the next test clears the faults
+  });
+
+  it("connection resets: the endpoint goes away mid-run, calls fail with a clear error, and work resumes when it returns", async () => {
+    const own = await startUpstashEndpoint({ redisUrl: redisUrl() });
+    const port = Number(new URL(own.url).port);
+    const store = new UpstashStore({ url: own.url, token: own.token, timeoutMs: TIMEOUT_MS, retry: NO_BACKOFF });
+    const queue = new Queue(store, { name: uniqueQueueName("reset"), clockSkewMs: 0 });
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    await own.close();
+    const error = await queue.claim({ count: 1, now: NOW }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).toMatch(/^claim: Upstash unreachable \(/);
+    expect((error as Error).message).not.toContain(own.token);
+    await expect(queue.enqueue([{ id: "b", type: "t" }], { now: NOW })).rejects.toThrow(
+      /^enqueue: Upstash unreachable/,
+    );
+    injected["endpoint-down"] = (injected["endpoint-down"] ?? 0) + 2;
+    const back = await startUpstashEndpoint({ redisUrl: redisUrl(), port, token: own.token });
+    try {
+      expect(await queue.enqueue([{ id: "b", type: "t" }], { now: NOW })).toEqual([
+        { id: "b", status: "ok", state: "ready" },
+      ]);
+      const claimed = await queue.claim({ count: 2, now: NOW });
+      expect(claimed.map((t) => t.id)).toEqual(["a", "b"]);
+      expect((await queue.ack(claimed, { now: NOW })).map((r) => r.status)).toEqual(["ok", "ok"]);
+    } finally {
+      await back.close();
+    }
+  });
+
+  it("the worker and reclaimer Lambdas ride through lost replies: the task ends DONE, the token never logged", async () => {
+    const name = uniqueQueueName("faults-fn");
+    const env = {
+      LEASEQ_QUEUE: name,
+      UPSTASH_REDIS_REST_URL: endpoint.url,
+      UPSTASH_REDIS_REST_TOKEN: endpoint.token,
+      LEASEQ_CLOCK_SKEW_MS: "0",
+    };
+    const runs: string[] = [];
+    const registry: TaskRegistry = {
+      ordered: false,
+      types: {
+        job: {
+          leaseMs: 1_000,
+          maxAttempts: 3,
+          backoff: { baseMs: 10, maxMs: 20 },
+          handler: (t) => void runs.push(t.id),
+        },
+      },
+    };
+    const silent = new Logger({ serviceName: "faults" });
+    const worker = createWorkerHandler({ env, registry, logger: silent });
+    const reclaimer = createReclaimerHandler({ env, registry, logger: silent });
+    const queue = openQueue({ name });
+    await queue.enqueue([{ id: "a", type: "job" }], { now: Date.now() });
+    const dropClaim = fault("claim", { kind: "drop" });
+    const first = await captureStdout(() => worker({ leaseq: "drain" }, lambdaContext()).catch((e: unknown) => e));
+    dropClaim.count();
+    expect(first.result).toBeInstanceOf(StoreError); // the invocation fails; SQS or the next kick retries
+    expect(runs).toEqual([]);
+    await sleep(LEASE_MS + 50);
+    const reclaimed = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
+    expect(reclaimed.result).toMatchObject({ reclaimed: 1, ready: 1 });
+    const dropSettle = fault("settle", { kind: "drop" });
+    const second = await captureStdout(() => worker({ leaseq: "drain" }, lambdaContext()));
+    dropSettle.count();
+    expect(runs).toEqual(["a"]);
+    expect(JSON.parse(second.lines.find((l) => l.includes("worker invocation")) ?? "{}")).toMatchObject({
+      claimed: 1,
+      done: 1,
+      lost: 0,
+    });
+    expect(await queue.inspect("a")).toMatchObject({ state: "done", attempts: 2 });
+    const everything = [...first.lines, ...reclaimed.lines, ...second.lines, String(first.result)].join("\n");
+    expect(everything).not.toContain(endpoint.token);
+  });
+
+  const TASKS = scale(150, 3_000);
+  it(
+    `a random mix of faults on every script over ${TASKS} tasks loses nothing and never grants two live leases`,
+    async () => {
+      const seed = chaosSeed();
+      const rng = random(seed);
+      const queue = openQueue();
+      const actions: Array<[string, FaultAction, number]> = [
+        ["drop", { kind: "drop" }, 0.08],
+        ["status-503", { kind: "status", status: 503 }, 0.06],
+        ["status-500-applied", { kind: "status", status: 500, apply: true }, 0.05],
+        ["delay-timeout", { kind: "delay", ms: TIMEOUT_MS + 100 }, 0.02],
+        ["delay-slow", { kind: "delay", ms: 30 }, 0.05],
+      ];
+      const rules = actions.map(([kind, action, chance]) => ({
+        kind,
+        armed: endpoint.faults.add({
+          match: (command) => command[0].toUpperCase().startsWith("EVAL") && rng() < chance,
+          times: 1_000_000,
+          action,
+        }),
+      }));
+
+      const ids = Array.from({ length: TASKS }, (_, i) => `s${i}`);
+      const acknowledged = new Set<string>();
+      const executions = new Map<string, number>();
+      /** Leases we hold: token and deadline by id; a task may be held twice only if the older lease expired. */
+      const held = new Map<string, Array<{ token: string; deadline: number }>>();
+      const acked = new Set<string>();
+      /** Acked by us: "ok", or "already done" after an ack of ours whose reply was lost. */
+      const finished = new Set<string>();
+      let now = NOW;
+      let lostClaims = 0;
+      let alreadyDone = 0;
+      let staleSettles = 0;
+      let errors = 0;
+      for (
+        let round = 0;
+        round < 20 * TASKS && (acknowledged.size < ids.length || finished.size < ids.length);
+        round++
+      ) {
+        now += 100;
+        const pending = ids.filter((id) => !acknowledged.has(id)).slice(0, 5);
+        if (pending.length > 0) {
+          const results = await queue
+            .enqueue(
+              pending.map((id) => ({ id, type: "t", payload: { id } })),
+              { now },
+            )
+            .catch(() => {
+              errors++;
+              return [];
+            });
+          for (const result of results) acknowledged.add(result.id);
+        }
+        const claimed = await queue.claim({ count: 3, now }).catch(() => {
+          lostClaims++; // it may have leased tasks nobody runs: the reclaimer must bring them back
+          return [];
+        });
+        for (const task of claimed) {
+          const leases = held.get(task.id) ?? [];
+          for (const older of leases) expect(older.deadline, `two live leases on ${task.id}`).toBeLessThan(now);
+          leases.push({ token: task.token, deadline: task.leaseDeadlineMs });
+          held.set(task.id, leases);
+          executions.set(task.id, (executions.get(task.id) ?? 0) + 1);
+        }
+        // Settle everything we hold (retrying earlier failures with the same token).
+        const items = [...held].flatMap(([id, leases]) => leases.map((lease) => ({ id, token: lease.token })));
+        if (items.length > 0) {
+          const results = await queue.ack(items, { now }).catch(() => {
+            errors++;
+            return undefined;
+          });
+          for (const [i, result] of (results ?? []).entries()) {
+            const leases = held.get(result.id) ?? [];
+            held.set(
+              result.id,
+              leases.filter((lease) => lease.token !== items[i].token),
+            );
+            if (result.status === "ok") {
+              expect(acked.has(result.id), `${result.id} acked twice`).toBe(false);
+              acked.add(result.id);
+              finished.add(result.id);
+            } else if (result.status === "already_done") {
+              alreadyDone++;
+              finished.add(result.id);
+            } else staleSettles++; // the lease was reclaimed while the ack was lost: the task runs again
+          }
+        }
+        if (rng() < 0.3) await queue.reclaim({ now }).catch(() => errors++);
+        if (round % 50 === 0) await assertConsistent(redis, queue);
+      }
+      const fired = Object.fromEntries(rules.map((rule) => [rule.kind, rule.armed.fired]));
+      endpoint.faults.clear();
+      for (const [kind, n] of Object.entries(fired)) injected[kind] = (injected[kind] ?? 0) + n;
+      await sleep(TIMEOUT_MS + 200); // late replies land
+
+      const records = await assertConsistent(redis, queue);
+      const lost = ids.filter((id) => records.get(id)?.state !== "D");
+      const duplicates = [...executions.values()].reduce((sum, n) => sum + n - 1, 0);
+      report("faults-soak", {
+        seed,
+        tasks: ids.length,
+        faultsInjected: Object.values(fired).reduce((a, b) => a + b, 0),
+        byKind: fired,
+        failedCalls: errors + lostClaims,
+        lostClaimReplies: lostClaims,
+        alreadyDoneAnswers: alreadyDone,
+        staleSettles,
+        duplicates,
+        lost: lost.length,
+      });
+      expect(lost, `lost (seed ${seed})`).toEqual([]);
+      expect(records.size).toBe(ids.length);
+      expect(finished.size).toBe(ids.length);
+      // A task runs again only when an ack was lost long enough for its lease to be reclaimed.
+      expect(duplicates).toBeLessThanOrEqual(staleSettles);
+    },
+    scale(60_000, 900_000),
+  );
+});
