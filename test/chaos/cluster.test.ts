@@ -1,0 +1,165 @@
+// Redis Cluster (issue 8, item 6): a local 3-master cluster started here runs the queue over the
+// TCP adapter (an ioredis Cluster client), with queues whose hash tags hash to slots on each of
+// the three masters. Every script runs on each queue, so a key outside the queue's slot would
+// fail with CROSSSLOT; then a mixed workload with crashes drains on all queues at once.
+import { Cluster, Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Queue } from "../../shared/queue.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
+import { assertConsistent } from "../helpers/invariants.js";
+import { uniqueQueueName } from "../helpers/stores.js";
+import { report, scale } from "./helpers/chaos.js";
+import { clusterUnavailable, type LocalCluster, startCluster } from "./helpers/cluster.js";
+
+const NOW = 1_800_000_000_000;
+const QUEUES_PER_NODE = 2;
+const unavailable = clusterUnavailable();
+
+describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skipped: ${unavailable})` : ""}`, () => {
+  let cluster: LocalCluster;
+  let client: Cluster;
+  let store: TcpStore;
+  const nodes = new Map<number, Redis>();
+  /** Queues with the port of the master that owns their slot. */
+  const queues: Array<{ queue: Queue; owner: number }> = [];
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    client = new Cluster(
+      cluster.ports.map((port) => ({ host: "127.0.0.1", port })),
+      { redisOptions: { maxRetriesPerRequest: 1 } },
+    );
+    store = TcpStore.fromClient(client);
+    for (const port of cluster.ports) nodes.set(port, new Redis(port, "127.0.0.1"));
+    // Draw queue names until each master owns QUEUES_PER_NODE of them.
+    const perNode = new Map<number, number>();
+    for (let i = 0; i < 1000 && queues.length < 3 * QUEUES_PER_NODE; i++) {
+      const queue = new Queue(store, {
+        name: uniqueQueueName("cluster"),
+        defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 },
+        clockSkewMs: 0,
+        doneRetentionMs: 10_000,
+        failedRetentionMs: 10_000,
+      });
+      const slot = Number(await client.cluster("KEYSLOT", queue.keys.task));
+      const owner = cluster.ownerOf(slot);
+      if ((perNode.get(owner) ?? 0) >= QUEUES_PER_NODE) continue;
+      perNode.set(owner, (perNode.get(owner) ?? 0) + 1);
+      queues.push({ queue, owner });
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const node of nodes.values()) node.disconnect();
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  it("spreads the queues over the three masters, each queue's keys on its own master only", async () => {
+    expect(queues).toHaveLength(3 * QUEUES_PER_NODE);
+    expect(new Set(queues.map((q) => q.owner)).size).toBe(3);
+    for (const { queue } of queues) {
+      const slots = new Set(
+        await Promise.all(Object.values(queue.keys).map((key) => client.cluster("KEYSLOT", key) as Promise<number>)),
+      );
+      expect(slots.size, `keys of ${queue.name} in one slot`).toBe(1);
+    }
+  });
+
+  it("runs every script on every queue (no CROSSSLOT), and the keys land on the owning master", async () => {
+    for (const { queue, owner } of queues) {
+      const at = (ms: number) => NOW + ms;
+      expect(
+        await queue.enqueue(
+          [
+            { id: "a", type: "t", priority: 1 },
+            { id: "b", type: "t" },
+            { id: "c", type: "t", delayMs: 500 },
+          ],
+          { now: at(0) },
+        ),
+      ).toHaveLength(3);
+      const [b, a] = await queue.claim({ count: 2, now: at(0) });
+      expect([b.id, a.id]).toEqual(["b", "a"]);
+      expect((await queue.extend([{ id: b.id, token: b.token, leaseMs: 5_000 }], { now: at(1) }))[0].status).toBe("ok");
+      expect((await queue.release([a], { now: at(2) }))[0].status).toBe("ok");
+      expect(await queue.settle([{ ...b, outcome: "fail", error: "poison" }], { now: at(3) })).toEqual([
+        { id: "b", status: "ok", state: "failed" },
+      ]);
+      expect((await queue.requeue(["b"], { now: at(4) }))[0].status).toBe("ok");
+      expect(await queue.promote({ now: at(600) })).toBe(1);
+      const all = await queue.claim({ count: 10, now: at(600) });
+      expect(all.map((t) => t.id)).toEqual(["b", "c", "a"]);
+      await queue.ack(all.slice(0, 2), { now: at(601) });
+      expect((await queue.reclaim({ now: at(2_000) })).reclaimed).toEqual(["a"]);
+      expect((await queue.tick({ now: at(2_001) })).ready).toBe(1);
+      expect((await queue.stats({ now: at(2_001) })).done).toBe(2);
+      expect(await queue.inspect("a")).toMatchObject({ state: "ready", attempts: 1 });
+      expect((await queue.list("done")).map((t) => t.id).sort()).toEqual(["b", "c"]);
+      expect(await queue.trim({ now: at(20_000) })).toEqual({ done: 2, failed: 0 });
+      for (const [port, node] of nodes) {
+        // KEYS lists only the node's own keys (a key command on another node would answer MOVED).
+        const local = await node.keys(`leaseq:{${queue.name}}:*`);
+        expect(local.length > 0, `${queue.name} has keys on ${port}`).toBe(port === owner);
+      }
+      await assertConsistent(nodes.get(owner) as Redis, queue);
+    }
+  });
+
+  const TASKS = scale(150, 2_000);
+  it(
+    `drains ${TASKS} tasks per queue on all queues at once, with crashes and retries, losing nothing`,
+    async () => {
+      const results = await Promise.all(
+        queues.map(async ({ queue, owner }, index) => {
+          let seed = 1_000 + index;
+          const next = () => {
+            seed = (seed * 1_103_515_245 + 12_345) & 0x7fffffff;
+            return seed / 0x7fffffff;
+          };
+          const ids = Array.from({ length: TASKS }, (_, i) => `w${i}`);
+          for (let i = 0; i < ids.length; i += 500) {
+            await queue.enqueue(
+              ids.slice(i, i + 500).map((id) => ({ id, type: "t", priority: Math.floor(next() * 5) })),
+              { now: NOW + 100_000 },
+            );
+          }
+          let now = NOW + 100_000;
+          for (let round = 0; round < 20 * TASKS; round++) {
+            now += 300;
+            const claimed = await queue.claim({ count: 10, now });
+            if (claimed.length > 0 && next() < 0.1) continue; // a crashed worker: reclaim returns its batch
+            if (claimed.length > 0) {
+              await queue.settle(
+                claimed.map((task) =>
+                  next() < 0.85
+                    ? { ...task, outcome: "ack" as const }
+                    : { ...task, outcome: "retry" as const, retryAtMs: now + 500, error: "flaky" },
+                ),
+                { now },
+              );
+            }
+            await queue.tick({ now });
+            const stats = await queue.stats({ now });
+            if (stats.ready + stats.scheduled + stats.leased === 0) break;
+          }
+          const records = await assertConsistent(nodes.get(owner) as Redis, queue);
+          const unfinished = ids.filter((id) => !["D", "F"].includes(records.get(id)?.state ?? ""));
+          return {
+            owner,
+            unfinished: unfinished.length,
+            done: [...records.values()].filter((r) => r.state === "D").length,
+          };
+        }),
+      );
+      for (const result of results) expect(result.unfinished).toBe(0);
+      report("cluster", {
+        masters: 3,
+        queues: queues.length,
+        tasks: TASKS * queues.length,
+        lost: results.reduce((sum, r) => sum + r.unfinished, 0),
+      });
+    },
+    scale(60_000, 600_000),
+  );
+});
