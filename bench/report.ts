@@ -1,0 +1,295 @@
+import type { BacklogResult, LatencyPoint } from "./backlog.js";
+import type { BundleResult } from "./bundles.js";
+import type { IdleResult } from "./idle.js";
+import type { MachineInfo } from "./machine.js";
+import type { BenchSettings } from "./settings.js";
+import { round, type Spread, spread } from "./stats.js";
+import { bytes, num, table, withSpread } from "./table.js";
+import type { ThroughputResult } from "./throughput.js";
+
+export const HEADLINE_BATCH = 20;
+
+export interface Measurements {
+  settings: BenchSettings;
+  machine: MachineInfo;
+  loadAverageAtEnd: number[];
+  durationSeconds: number;
+  throughput: ThroughputResult[];
+  upstash: { available: true } | { available: false; reason: string };
+  backlog: BacklogResult[];
+  idle: { leaseq: IdleResult; bullmq: IdleResult };
+  bundles: BundleResult[];
+  payloadBytes: number;
+}
+
+export interface Target {
+  name: string;
+  target: string;
+  measured: string;
+  met: boolean;
+}
+
+function find(results: ThroughputResult[], system: string, batchSize: number, consumers?: number) {
+  return results.find(
+    (r) => r.system === system && r.batchSize === batchSize && (consumers === undefined || r.consumers === consumers),
+  );
+}
+
+function latencyAt(backlog: BacklogResult | undefined, waiting: number): LatencyPoint | undefined {
+  return backlog?.latency.find((point) => point.waiting === waiting);
+}
+
+function largest(backlog: BacklogResult | undefined): LatencyPoint | undefined {
+  return backlog?.latency.at(-1);
+}
+
+function r(value: number | undefined): number | null {
+  return value === undefined || Number.isNaN(value) ? null : round(value);
+}
+
+/** Throughput of leaseq over that of BullMQ, per round (rounds ran interleaved, so pairs are fair). */
+function pairedRatio(a: Spread | undefined, b: Spread | undefined): Spread | undefined {
+  if (!a || !b || a.rounds.length !== b.rounds.length) return undefined;
+  return spread(a.rounds.map((value, i) => value / b.rounds[i]));
+}
+
+export function targets(m: Measurements): Target[] {
+  const leaseq = find(m.throughput, "leaseq", HEADLINE_BATCH);
+  const bull = find(m.throughput, "bullmq", 1, 50);
+  const backlog = m.backlog.find((b) => b.system === "leaseq");
+  const ratio = pairedRatio(leaseq?.tasksPerSec, bull?.tasksPerSec);
+  const small = latencyAt(backlog, 1_000)?.p99Ms.median ?? Number.NaN;
+  const big = largest(backlog);
+  const growth = (big?.p99Ms.median ?? Number.NaN) / small;
+  return [
+    {
+      name: `throughput vs BullMQ (leaseq batch ${HEADLINE_BATCH} / BullMQ concurrency 50)`,
+      target: "≥ 6×",
+      measured: `${num(ratio?.median)}× (rounds ${num(ratio?.min)}–${num(ratio?.max)})`,
+      met: (ratio?.median ?? 0) >= 6,
+    },
+    {
+      name: `Redis commands per task (batch ${HEADLINE_BATCH})`,
+      target: "≤ 1.0",
+      measured: num(leaseq?.commandsPerTask.median),
+      met: (leaseq?.commandsPerTask.median ?? Number.POSITIVE_INFINITY) <= 1.0,
+    },
+    {
+      name: "bytes per waiting task",
+      target: "≤ 200",
+      measured: num(backlog?.bytesPerTask),
+      met: (backlog?.bytesPerTask ?? Number.POSITIVE_INFINITY) <= 200,
+    },
+    {
+      name: `claim p99 at ${num(big?.waiting)} / at 1,000 waiting`,
+      target: "≤ 1.5×",
+      measured: `${num(growth)}× (${num(big?.p99Ms.median)} ms / ${num(small)} ms)`,
+      met: growth <= 1.5,
+    },
+    {
+      name: "idle Redis commands per minute",
+      target: "≤ 10",
+      measured: num(m.idle.leaseq.commandsPerMinute),
+      met: m.idle.leaseq.commandsPerMinute <= 10,
+    },
+  ];
+}
+
+function systemFigures(m: Measurements, system: "leaseq" | "naive" | "bullmq") {
+  const headline = system === "bullmq" ? find(m.throughput, system, 1, 50) : find(m.throughput, system, HEADLINE_BATCH);
+  const backlog = m.backlog.find((b) => b.system === system);
+  const big = largest(backlog);
+  const figures: Record<string, unknown> = {
+    tasksPerSec: r(headline?.tasksPerSec.median),
+    tasksPerSecMin: r(headline?.tasksPerSec.min),
+    tasksPerSecMax: r(headline?.tasksPerSec.max),
+    commandsPerTask: r(headline?.commandsPerTask.median),
+    bytesPerTask: r(backlog?.bytesPerTask),
+    claimP50MsAt1k: r(latencyAt(backlog, 1_000)?.p50Ms.median),
+    claimP99MsAt1k: r(latencyAt(backlog, 1_000)?.p99Ms.median),
+    claimP50MsAt100k: r(latencyAt(backlog, 100_000)?.p50Ms.median),
+    claimP99MsAt100k: r(latencyAt(backlog, 100_000)?.p99Ms.median),
+    // In quick mode the largest level is below a million: the figure is kept, and says so.
+    claimP50MsAt1M: r(big?.p50Ms.median),
+    claimP99MsAt1M: r(big?.p99Ms.median),
+    claimAt1MActualWaiting: big?.waiting ?? null,
+    bytesPerTaskByKey: Object.fromEntries(Object.entries(backlog?.bytesPerTaskByKey ?? {}).map(([k, v]) => [k, r(v)])),
+    idleCommandsPerMinute: system === "naive" ? null : r(m.idle[system].commandsPerMinute),
+  };
+  if (system === "bullmq") {
+    figures.tasksPerSecConcurrency1 = r(find(m.throughput, system, 1, 1)?.tasksPerSec.median);
+    figures.note =
+      "throughput at worker concurrency 50 (no batch claim in BullMQ); its 'claim of 20' is 20 consecutive " +
+      "job fetches (moveToActive); defaults otherwise (completed jobs kept, events stream on)";
+  } else {
+    figures.byBatchSize = Object.fromEntries(
+      m.settings.batchSizes.map((size) => {
+        const result = find(m.throughput, system, size);
+        return [
+          size,
+          { tasksPerSec: r(result?.tasksPerSec.median), commandsPerTask: r(result?.commandsPerTask.median) },
+        ];
+      }),
+    );
+  }
+  if (system === "naive")
+    figures.note = "no reclaimer exists in that design: idle cost not applicable (and lost tasks stay lost)";
+  return figures;
+}
+
+/** The figures for bench/results.json: the shape issue 7 asks for, then everything measured. */
+export function resultsJson(m: Measurements): Record<string, unknown> {
+  const upstash = m.settings.batchSizes.map((size) => find(m.throughput, "leaseq-upstash", size));
+  const bull = find(m.throughput, "bullmq", 1, 50);
+  return {
+    leaseq: systemFigures(m, "leaseq"),
+    leaseqUpstash: m.upstash.available
+      ? {
+          tasksPerSec: r(upstash[m.settings.batchSizes.indexOf(HEADLINE_BATCH)]?.tasksPerSec.median),
+          commandsPerTask: r(upstash[m.settings.batchSizes.indexOf(HEADLINE_BATCH)]?.commandsPerTask.median),
+          byBatchSize: Object.fromEntries(
+            m.settings.batchSizes.map((size, i) => [
+              size,
+              {
+                tasksPerSec: r(upstash[i]?.tasksPerSec.median),
+                commandsPerTask: r(upstash[i]?.commandsPerTask.median),
+              },
+            ]),
+          ),
+        }
+      : { unavailable: m.upstash.reason },
+    bullmq: systemFigures(m, "bullmq"),
+    naive: systemFigures(m, "naive"),
+    batchSize: HEADLINE_BATCH,
+    quick: m.settings.quick,
+    throughputRatioVsBullmq: pairedRatio(find(m.throughput, "leaseq", HEADLINE_BATCH)?.tasksPerSec, bull?.tasksPerSec),
+    targets: targets(m),
+    notes: notes(m),
+    machine: { ...m.machine, loadAverageAtEnd: m.loadAverageAtEnd },
+    durationSeconds: round(m.durationSeconds),
+    payloadBytes: m.payloadBytes,
+    settings: m.settings,
+    throughput: m.throughput,
+    backlog: m.backlog,
+    idle: m.idle,
+    bundles: m.bundles,
+  };
+}
+
+function notes(m: Measurements): string[] {
+  const list = [
+    `Same ${m.settings.throughputTasks} tasks per throughput round for every system: type "email", priorities 0-3 mixed, ` +
+      `a ${m.payloadBytes}-byte JSON payload; producers enqueue batches of 100 (BullMQ: addBulk of 100).`,
+    `Throughput = tasks / (enqueue time + drain time); ${m.settings.consumers} consumers for leaseq and the naive design; ` +
+      `median of ${m.settings.rounds} interleaved rounds after a warm-up round, (min–max) shows the noise.`,
+    "Commands per task: INFO commandstats deltas over a whole round, commands inside scripts included.",
+  ];
+  const largestLevel = m.settings.latencyLevels.at(-1) ?? 0;
+  if (largestLevel < 1_000_000) {
+    list.push(
+      `QUICK MODE: the "1M" claim latency point is measured at ${num(largestLevel)} waiting tasks, not 1,000,000 ` +
+        `(claimP99MsAt1M holds that figure; claimAt1MActualWaiting says where it was taken).`,
+    );
+  }
+  const bullLevels = m.settings.bullmqLatencyLevels;
+  if ((bullLevels.at(-1) ?? 0) < largestLevel) {
+    list.push(`BullMQ claim latency measured only up to ${num(bullLevels.at(-1))} waiting in this mode.`);
+  }
+  list.push(
+    "Claim latency: client-side round trip of one claim of 20 (BullMQ: 20 consecutive job fetches); each level is " +
+      `its own queue and samples interleave across levels; p99 is the median of ${m.settings.latencyRounds} rounds of ` +
+      `${m.settings.latencySamplesPerRound} samples, (min–max) over rounds.`,
+  );
+  if (!m.upstash.available) list.push(`leaseq over the local Upstash endpoint not measured: ${m.upstash.reason}.`);
+  return list;
+}
+
+/** The tables printed at the end of a run (and pasted into the README). */
+export function render(m: Measurements): string {
+  const out: string[] = [];
+  out.push(
+    `Machine: ${m.machine.cpuModel}, ${m.machine.cores} cores, ${m.machine.memoryGiB} GiB; Node ${m.machine.node}; ` +
+      `Redis ${m.machine.redis}; BullMQ ${m.machine.bullmq}; load average ${m.machine.loadAverageAtStart.join(" ")} at start, ` +
+      `${m.loadAverageAtEnd.join(" ")} at end. ${m.settings.quick ? "QUICK run" : "Full run"}, ${Math.round(m.durationSeconds)} s.`,
+  );
+  out.push("", "Throughput (tasks/s end to end: median (min–max) of rounds) and Redis commands per task:", "");
+  out.push(
+    table(
+      [
+        "system",
+        "claim batch",
+        "consumers",
+        "tasks/s",
+        "enqueue tasks/s",
+        "drain tasks/s",
+        "commands/task",
+        "Redis CPU µs/task",
+        "client CPU µs/task",
+      ],
+      m.throughput.map((t) => [
+        t.system,
+        t.system === "bullmq" ? "1 (fetch)" : String(t.batchSize),
+        t.system === "bullmq" ? `concurrency ${t.consumers}` : String(t.consumers),
+        withSpread(t.tasksPerSec),
+        num(t.enqueueTasksPerSec.median),
+        num(t.drainTasksPerSec.median),
+        num(t.commandsPerTask.median),
+        num(t.redisCpuUsPerTask.median),
+        num(t.clientCpuUsPerTask.median),
+      ]),
+    ),
+  );
+  const levels = [...new Set(m.backlog.flatMap((b) => b.latency.map((p) => p.waiting)))].sort((a, b) => a - b);
+  out.push(
+    "",
+    `Memory per waiting task (${num(m.settings.memoryTasks)} waiting) and claim latency of 20 tasks, ms p50 / p99:`,
+    "",
+  );
+  out.push(
+    table(
+      ["system", "bytes/task", "by structure", ...levels.map((level) => `${num(level)} waiting`)],
+      m.backlog.map((b) => [
+        b.system,
+        num(b.bytesPerTask),
+        Object.entries(b.bytesPerTaskByKey)
+          .map(([name, value]) => `${name} ${num(value)}`)
+          .join(", ") || "-",
+        ...levels.map((level) => {
+          const point = latencyAt(b, level);
+          return point ? `${num(point.p50Ms.median)} / ${withSpread(point.p99Ms)}` : "not run";
+        }),
+      ]),
+    ),
+  );
+  out.push("", "Idle cost (Redis commands per minute, empty queue):", "");
+  out.push(
+    table(
+      ["system", "commands/min", "how"],
+      [
+        ["leaseq", num(m.idle.leaseq.commandsPerMinute), m.idle.leaseq.method],
+        ["bullmq", num(m.idle.bullmq.commandsPerMinute), m.idle.bullmq.method],
+        ["naive", "n/a", "no reclaimer in that design"],
+      ],
+    ),
+  );
+  out.push("", "Lambda bundles (import() in a fresh Node process, median (min–max) ms):", "");
+  out.push(
+    table(
+      ["bundle", "size", "gzip", "import ms"],
+      m.bundles.map((b) =>
+        b.built
+          ? [b.path, bytes(b.bytes), bytes(b.gzipBytes), b.error ? `fails: ${b.error}` : withSpread(b.importMs)]
+          : [b.path, "not built", "", ""],
+      ),
+    ),
+  );
+  out.push("", "Targets (issue 7):", "");
+  out.push(
+    table(
+      ["target", "wanted", "measured", "met"],
+      targets(m).map((t) => [t.name, t.target, t.measured, t.met ? "yes" : "NO"]),
+    ),
+  );
+  for (const note of notes(m)) out.push(`- ${note}`);
+  return out.join("\n");
+}

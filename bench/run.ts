@@ -1,0 +1,153 @@
+// The benchmark: leaseq against BullMQ and the naive ZPOPMIN design, side by side in one run, on a
+// redis-server of its own. `npm run bench` (full, a few minutes) or `npm run bench -- --quick`.
+import { writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { TcpStore } from "../shared/stores/tcp.js";
+import { type BacklogCase, type BacklogResult, runBacklog } from "./backlog.js";
+import { bullmqBacklog, bullmqContender } from "./bullmq.js";
+import { measureBundles } from "./bundles.js";
+import { bullmqIdle, leaseqIdle } from "./idle.js";
+import { leaseqBacklog, leaseqContender } from "./leaseq.js";
+import { machineInfo } from "./machine.js";
+import { naiveBacklog, naiveContender } from "./naive.js";
+import { flush, redisVersion, startBenchRedis } from "./redis.js";
+import { type Measurements, render, resultsJson } from "./report.js";
+import { benchSettings } from "./settings.js";
+import { runThroughput, type ThroughputCase } from "./throughput.js";
+import { type LocalUpstash, startLocalUpstash } from "./upstash.js";
+import { makeTask, payloadText } from "./workload.js";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const quick = process.argv.includes("--quick");
+const outPath = resolve(root, "bench/results.json");
+const settings = benchSettings(quick);
+const log = (line: string) => console.log(line);
+const startedAt = performance.now();
+
+const redis = await startBenchRedis();
+let upstash: LocalUpstash | undefined;
+try {
+  const machine = machineInfo(await redisVersion(redis.admin));
+  log(`leaseq benchmark (${quick ? "quick" : "full"}) on its own redis-server ${redis.url}`);
+  // Runs alongside everything else, on a server of its own: an idle worker costs no CPU.
+  const bullIdle = bullmqIdle(settings.idleWindowMs);
+
+  const started = await startLocalUpstash(root, redis.url);
+  if ("url" in started) upstash = started;
+  const cases: ThroughputCase[] = [];
+  for (const batchSize of settings.batchSizes) {
+    cases.push({
+      key: `leaseq tcp b${batchSize}`,
+      system: "leaseq",
+      batchSize,
+      consumers: settings.consumers,
+      open: (queueName) =>
+        leaseqContender({
+          openStore: () => TcpStore.fromUrl(redis.url),
+          queueName,
+          batchSize,
+          consumers: settings.consumers,
+        }),
+    });
+  }
+  if (upstash) {
+    const local = upstash;
+    for (const batchSize of settings.batchSizes) {
+      cases.push({
+        key: `leaseq upstash b${batchSize}`,
+        system: "leaseq-upstash",
+        batchSize,
+        consumers: settings.consumers,
+        open: (queueName) =>
+          leaseqContender({ openStore: () => local.openStore(), queueName, batchSize, consumers: settings.consumers }),
+      });
+    }
+  }
+  for (const batchSize of settings.batchSizes) {
+    cases.push({
+      key: `naive b${batchSize}`,
+      system: "naive",
+      batchSize,
+      consumers: settings.consumers,
+      open: (queueName) => naiveContender({ url: redis.url, queueName, batchSize, consumers: settings.consumers }),
+    });
+  }
+  for (const concurrency of settings.bullmqConcurrencies) {
+    cases.push({
+      key: `bullmq c${concurrency}`,
+      system: "bullmq",
+      batchSize: 1,
+      consumers: concurrency,
+      open: (queueName) => bullmqContender({ host: redis.host, port: redis.port, queueName, concurrency }),
+    });
+  }
+
+  log(`\nThroughput: ${settings.throughputTasks} tasks per round, ${settings.rounds} rounds`);
+  const throughput = await runThroughput(redis, cases, {
+    tasks: settings.throughputTasks,
+    warmupTasks: settings.warmupTasks,
+    rounds: settings.rounds,
+    log,
+  });
+
+  log("\nMemory and claim latency");
+  const backlogCases: BacklogCase[] = [
+    {
+      system: "leaseq",
+      levels: settings.latencyLevels,
+      open: (queueName) => leaseqBacklog({ openStore: () => TcpStore.fromUrl(redis.url), queueName }),
+    },
+    {
+      system: "naive",
+      levels: settings.latencyLevels,
+      open: (queueName) => naiveBacklog({ url: redis.url, queueName }),
+    },
+    {
+      system: "bullmq",
+      levels: settings.bullmqLatencyLevels,
+      open: (queueName) => bullmqBacklog({ host: redis.host, port: redis.port, queueName }),
+    },
+  ];
+  const backlog: BacklogResult[] = [];
+  for (const item of backlogCases) {
+    backlog.push(
+      await runBacklog(redis, item, {
+        memoryTasks: settings.memoryTasks,
+        samplesPerRound: settings.latencySamplesPerRound,
+        rounds: settings.latencyRounds,
+        warmupSamples: settings.latencyWarmupSamples,
+        log,
+      }),
+    );
+  }
+
+  log("\nIdle cost and bundles");
+  const leaseqIdleResult = await leaseqIdle(redis);
+  await flush(redis);
+  const bundles = await measureBundles(root, settings.importRuns);
+  log(`  waiting for the BullMQ idle window (${settings.idleWindowMs / 1000} s from the start)`);
+  const bullIdleResult = await bullIdle;
+
+  const measurements: Measurements = {
+    settings,
+    machine,
+    loadAverageAtEnd: loadavg().map((v) => Number(v.toFixed(2))),
+    durationSeconds: (performance.now() - startedAt) / 1000,
+    throughput,
+    upstash: upstash
+      ? { available: true }
+      : { available: false, reason: "unavailable" in started ? started.unavailable : "" },
+    backlog,
+    idle: { leaseq: leaseqIdleResult, bullmq: bullIdleResult },
+    bundles,
+    payloadBytes: Buffer.byteLength(payloadText(makeTask(0))),
+  };
+  log(`\n${render(measurements)}`);
+  writeFileSync(outPath, `${JSON.stringify(resultsJson(measurements), null, 2)}\n`);
+  log(`\nWrote ${outPath}`);
+} finally {
+  await upstash?.close();
+  await redis.stop();
+}

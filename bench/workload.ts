@@ -1,0 +1,63 @@
+/**
+ * The tasks every system gets: the same ids, type, priorities and payload bytes, so no system is
+ * measured on lighter work. Priorities are mixed (four levels); BullMQ counts priority 1 as the
+ * most urgent, so it gets the same order shifted by one.
+ */
+export interface BenchTask {
+  id: string;
+  type: string;
+  /** 0..3, lower runs sooner (leaseq's and the naive design's convention). */
+  priority: number;
+  payload: { to: string; template: string; locale: string };
+}
+
+export const TASK_TYPE = "email";
+export const PRIORITY_LEVELS = 4;
+/** Arrival positions per priority level in the naive design's score, as in leaseq's rank. */
+const SEQUENCE_SPAN = 2 ** 42;
+
+export function taskId(index: number): string {
+  return `task-${String(index).padStart(7, "0")}`;
+}
+
+/** The index a `taskId` was made from. */
+export function taskIndex(id: string): number {
+  return Number(id.slice(5));
+}
+
+export function taskPriority(index: number): number {
+  return index % PRIORITY_LEVELS;
+}
+
+export function makeTask(index: number): BenchTask {
+  return {
+    id: taskId(index),
+    type: TASK_TYPE,
+    priority: taskPriority(index),
+    payload: { to: `user-${String(index).padStart(7, "0")}@example.com`, template: "welcome", locale: "en" },
+  };
+}
+
+/** Tasks `from` .. `to - 1`. */
+export function makeTasks(from: number, to: number): BenchTask[] {
+  const tasks: BenchTask[] = [];
+  for (let i = from; i < to; i++) tasks.push(makeTask(i));
+  return tasks;
+}
+
+/** The serialized payload, identical in every system (JSON text, same byte length for every task). */
+export function payloadText(task: BenchTask): string {
+  return JSON.stringify(task.payload);
+}
+
+/** The naive design's score: priority first, then arrival, like leaseq's rank. */
+export function naiveScore(index: number): number {
+  return taskPriority(index) * SEQUENCE_SPAN + index;
+}
+
+/** Splits `items` into consecutive chunks of `size`. */
+export function chunks<T>(items: readonly T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
+  return result;
+}

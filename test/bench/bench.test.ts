@@ -1,0 +1,127 @@
+// The benchmark's code paths, tiny, against a redis-server of this file's own (INFO commandstats
+// counts every client, so the shared test server would make the counts meaningless).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runBacklog } from "../../bench/backlog.js";
+import { bullmqContender } from "../../bench/bullmq.js";
+import { leaseqBacklog, leaseqContender } from "../../bench/leaseq.js";
+import { naiveBacklog, naiveContender, naiveKeys } from "../../bench/naive.js";
+import { type BenchRedis, countCommands, startBenchRedis } from "../../bench/redis.js";
+import { percentile, spread } from "../../bench/stats.js";
+import { throughputRound } from "../../bench/throughput.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
+
+let redis: BenchRedis;
+beforeAll(async () => {
+  redis = await startBenchRedis();
+});
+afterAll(async () => {
+  await redis?.stop();
+});
+
+const quiet = () => undefined;
+
+describe("command counter", () => {
+  it("counts exactly the commands of the work, its own INFO left out", async () => {
+    const counted = await countCommands(redis.admin, async () => {
+      await redis.admin.set("a", "1");
+      await redis.admin.set("b", "2");
+      await redis.admin.eval("redis.call('GET', 'a'); return redis.call('GET', 'b')", 0);
+    });
+    expect(counted.byCommand).toEqual({ set: 2, eval: 1, get: 2 });
+    expect(counted.total).toBe(5);
+  });
+});
+
+describe("throughput rounds", () => {
+  it("naive design: every task acked with one MULTI ZREM SADD EXEC; the claim script pops in batches", async () => {
+    const round = await throughputRound(
+      redis,
+      {
+        key: "naive b5",
+        system: "naive",
+        batchSize: 5,
+        consumers: 2,
+        open: (queueName) => naiveContender({ url: redis.url, queueName, batchSize: 5, consumers: 2 }),
+      },
+      60,
+    );
+    expect(round.byCommand).toMatchObject({ multi: 60, zrem: 60, sadd: 60, exec: 60, zpopmin: 12 + 2 });
+    // 12 full claims of 5, then one empty claim per consumer ends its loop (ioredis sends a
+    // connection's first call of a script as EVAL).
+    expect((round.byCommand.evalsha ?? 0) + (round.byCommand.eval ?? 0)).toBe(14);
+    expect(round.tasksPerSec).toBeGreaterThan(0);
+  });
+
+  it("leaseq: all tasks acked, a batch of 20 costs well under one command per task", async () => {
+    const item = {
+      key: "leaseq b20",
+      system: "leaseq" as const,
+      batchSize: 20,
+      consumers: 2,
+      open: (queueName: string) =>
+        leaseqContender({ openStore: () => TcpStore.fromUrl(redis.url), queueName, batchSize: 20, consumers: 2 }),
+    };
+    await throughputRound(redis, item, 20); // loads the scripts, as the warm-up round does
+    const round = await throughputRound(redis, item, 100);
+    // 1 enqueue of 100, 5 claims of 20 + 2 empty ones, 5 settles.
+    expect(round.byCommand.evalsha).toBe(1 + 7 + 5);
+    expect(round.commandsPerTask).toBeLessThan(1);
+    expect(round.redisCpuUsPerTask).toBeGreaterThanOrEqual(0);
+  });
+
+  it("BullMQ: every job completes through a real Worker", async () => {
+    const round = await throughputRound(
+      redis,
+      {
+        key: "bullmq c5",
+        system: "bullmq",
+        batchSize: 1,
+        consumers: 5,
+        open: (queueName) => bullmqContender({ host: redis.host, port: redis.port, queueName, concurrency: 5 }),
+      },
+      30,
+    );
+    expect(round.commandsPerTask).toBeGreaterThan(5);
+  });
+});
+
+describe("backlog", () => {
+  it("a naive claim sample puts its tasks back, so the backlog stays put", async () => {
+    const backlog = await naiveBacklog({ url: redis.url, queueName: "keep" });
+    try {
+      const { makeTasks } = await import("../../bench/workload.js");
+      await backlog.load(makeTasks(0, 50));
+      const ms = await backlog.claimSample(20);
+      expect(ms).toBeGreaterThan(0);
+      expect(await redis.admin.zcard(naiveKeys("keep").queue)).toBe(50);
+      expect(await redis.admin.zcard(naiveKeys("keep").processing)).toBe(0);
+    } finally {
+      await backlog.close();
+    }
+  });
+
+  it("leaseq: memory per task and claim latency at each level", async () => {
+    const result = await runBacklog(
+      redis,
+      {
+        system: "leaseq",
+        levels: [100, 500],
+        open: (queueName) => leaseqBacklog({ openStore: () => TcpStore.fromUrl(redis.url), queueName }),
+      },
+      { memoryTasks: 500, samplesPerRound: 5, rounds: 2, warmupSamples: 1, log: quiet },
+    );
+    expect(result.bytesPerTask).toBeGreaterThan(50);
+    expect(Object.keys(result.bytesPerTaskByKey)).toEqual(["task hash", "ready zset"]);
+    expect(result.latency.map((point) => point.waiting)).toEqual([100, 500]);
+    expect(result.latency[0].p99Ms.rounds).toHaveLength(2);
+  });
+});
+
+describe("statistics", () => {
+  it("nearest-rank percentiles and spread", () => {
+    const values = Array.from({ length: 100 }, (_, i) => 100 - i);
+    expect(percentile(values, 50)).toBe(50);
+    expect(percentile(values, 99)).toBe(99);
+    expect(spread([2, 4, 3])).toMatchObject({ median: 3, min: 2, max: 4, spreadPct: (2 / 3) * 100 });
+  });
+});
