@@ -1,0 +1,512 @@
+// The hostile input table of the hostile-input suite: each row is one call a careless or hostile
+// caller could make, and the error it must get. Every payload carries SECRET, which must never
+// appear in an error or a log line.
+import { Queue, type QueueOptions } from "../../../shared/queue.js";
+import type { Store } from "../../../shared/store.js";
+import type { TaskInput } from "../../../shared/types.js";
+
+export const SECRET = "PAYLOAD-SECRET-7d1e0c";
+const NOW = 1_800_000_000_000;
+const DAY_MS = 24 * 3600 * 1000;
+
+export interface Context {
+  queue: Queue;
+  store: Store;
+  /** A leased task of the queue and its token. */
+  leased: { id: string; token: string };
+}
+
+export interface Row {
+  what: string;
+  call: (context: Context) => unknown;
+  error: RegExp;
+}
+
+/** Ids and types no caller should be able to store: key syntax, separators, control and non-ASCII characters, sizes. */
+export const HOSTILE_NAMES: unknown[] = [
+  "a{b}",
+  "{queue}",
+  "a}b",
+  "a:b",
+  "a b",
+  " ",
+  "a\nb",
+  "a\r\nb",
+  "a\tb",
+  "a\u0000b",
+  "a|b", // the task record's field separator
+  "a*b",
+  "a%b",
+  "../etc/passwd",
+  "é",
+  "日本語",
+  "💥",
+  "a\u200bb", // zero-width space
+  "",
+  "x".repeat(129),
+  null,
+  undefined,
+  42,
+  {},
+  ["a"],
+];
+
+const payload = (extra: object = {}) => ({ secret: SECRET, ...extra });
+const task = (fields: Partial<TaskInput> & Record<string, unknown>): TaskInput =>
+  ({ id: "ok-id", type: "t", payload: payload(), ...fields }) as TaskInput;
+const enqueue = (fields: Partial<TaskInput> & Record<string, unknown>) => (c: Context) =>
+  c.queue.enqueue([task(fields)], { now: NOW });
+
+function nested(depth: number): unknown {
+  let value: unknown = SECRET;
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
+function circular(): unknown {
+  const value: Record<string, unknown> = { secret: SECRET };
+  value.self = value;
+  return value;
+}
+
+const newQueue = (store: Store, options: Partial<QueueOptions>) => new Queue(store, { name: "q", ...options });
+
+export function rows(): Row[] {
+  const list: Row[] = [];
+  for (const name of HOSTILE_NAMES) {
+    const shown = JSON.stringify(name) ?? String(name);
+    list.push({
+      what: `enqueue id ${shown}`,
+      call: enqueue({ id: name as string }),
+      error: /enqueue: task 1: id must be/,
+    });
+    list.push({
+      what: `enqueue type ${shown}`,
+      call: enqueue({ type: name as string }),
+      error: /enqueue: task 1 \(id ok-id\): type must be/,
+    });
+    list.push({
+      what: `settle id ${shown}`,
+      call: (c) => c.queue.settle([{ id: name as string, token: c.leased.token, outcome: "ack" }], { now: NOW }),
+      error: /settle: item 1: id must be/,
+    });
+    list.push({
+      what: `inspect id ${shown}`,
+      call: (c) => c.queue.inspect(name as string),
+      error: /inspect: id must be/,
+    });
+    list.push({
+      what: `requeue id ${shown}`,
+      call: (c) => c.queue.requeue([name as string], { now: NOW }),
+      error: /requeue: id 1: id must be/,
+    });
+  }
+  list.push({ what: "type of 65 characters", call: enqueue({ type: "t".repeat(65) }), error: /type must be 1-64/ });
+
+  // Payloads.
+  const cap = 256 * 1024;
+  list.push(
+    {
+      what: "payload one byte over the 256 KiB cap",
+      call: enqueue({ payload: "x".repeat(cap - 1) }), // 2 quotes + cap - 1 = cap + 1 bytes
+      error: /payload is 262145 bytes as JSON; the cap is 262144 bytes/,
+    },
+    {
+      what: "payload of 5 MiB",
+      call: enqueue({ payload: { secret: SECRET, blob: "y".repeat(5 * 1024 * 1024) } }),
+      error: /the cap is 262144 bytes/,
+    },
+    {
+      what: "payload over a queue's own smaller cap",
+      call: (c) =>
+        newQueue(c.store, { maxPayloadBytes: 64 }).enqueue([task({ payload: payload({ pad: "z".repeat(64) }) })], {
+          now: NOW,
+        }),
+      error: /the cap is 64 bytes/,
+    },
+    {
+      what: "payload with a cycle",
+      call: enqueue({ payload: circular() }),
+      error: /payload must be JSON-serializable/,
+    },
+    {
+      what: "payload with a BigInt",
+      call: enqueue({ payload: { secret: SECRET, n: 10n } }),
+      error: /payload must be JSON-serializable/,
+    },
+    {
+      what: "payload that is a function",
+      call: enqueue({ payload: () => SECRET }),
+      error: /payload must be a JSON value/,
+    },
+    {
+      what: "payload that is a symbol",
+      call: enqueue({ payload: Symbol(SECRET) }),
+      error: /payload must be a JSON value/,
+    },
+    {
+      what: "payload whose toJSON throws",
+      call: enqueue({
+        payload: {
+          toJSON() {
+            throw new Error("cannot serialize");
+          },
+        },
+      }),
+      error: /payload must be JSON-serializable \(cannot serialize\)/,
+    },
+    {
+      what: "payload nested 65 deep",
+      call: enqueue({ payload: nested(65) }),
+      error: /payload nests 65 levels deep; at most 64/,
+    },
+    {
+      what: "payload nested 100000 deep",
+      call: enqueue({ payload: nested(100_000) }),
+      error: /payload (must be JSON-serializable|nests 100000 levels deep)/,
+    },
+  );
+
+  // Priorities.
+  for (const priority of [
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    Number.NEGATIVE_INFINITY,
+    1001,
+    -1001,
+    1.5,
+    2 ** 53,
+    "1",
+    true,
+  ]) {
+    list.push({
+      what: `priority ${String(priority)}`,
+      call: enqueue({ priority: priority as number }),
+      error: /priority must be an integer from -1000 to 1000, got/,
+    });
+  }
+
+  // Due times.
+  for (const delayMs of [Number.NaN, -1, Number.POSITIVE_INFINITY, 366 * DAY_MS + 1, 1.5, "10"]) {
+    list.push({
+      what: `delayMs ${String(delayMs)}`,
+      call: enqueue({ delayMs: delayMs as number }),
+      error: /delayMs must be an integer from 0 to 31622400000, got/,
+    });
+  }
+  for (const [label, runAt] of [
+    ["NaN", Number.NaN],
+    ["Infinity", Number.POSITIVE_INFINITY],
+    ["far past (epoch 0)", 0],
+    ["far past (-1)", -1],
+    ["far past (367 days ago)", NOW - 367 * DAY_MS],
+    ["far future (367 days ahead)", NOW + 367 * DAY_MS],
+    ["far future (year 275760)", 8.64e15],
+    ["an invalid Date", new Date("not a date")],
+    ["a string", "tomorrow"],
+  ] as const) {
+    list.push({
+      what: `runAt ${label}`,
+      call: enqueue({ runAt: runAt as number }),
+      error: /runAt must be a time within 366 days of now/,
+    });
+  }
+  list.push({
+    what: "both delayMs and runAt",
+    call: enqueue({ delayMs: 5, runAt: NOW + 5 }),
+    error: /give either delayMs or runAt, not both/,
+  });
+  for (const now of [Number.NaN, -1, 2 ** 53, "now", undefined, 1.5]) {
+    list.push({
+      what: `now ${String(now)}`,
+      call: (c) => c.queue.claim({ count: 1, now: now as number }),
+      error: /claim: now \(ms since epoch\) must be an integer/,
+    });
+  }
+
+  // Batches.
+  const many = (n: number) => Array.from({ length: n }, (_, i) => task({ id: `m${i}` }));
+  for (const [label, tasks] of [
+    ["0 tasks", []],
+    ["1001 tasks", many(1001)],
+    ["null", null],
+    ["an object", { tasks: many(2) }],
+    ["a string", "tasks"],
+  ] as const) {
+    list.push({
+      what: `enqueue batch of ${label}`,
+      call: (c) => c.queue.enqueue(tasks as unknown as TaskInput[], { now: NOW }),
+      error: /enqueue: expected 1 to 1000 items, got/,
+    });
+  }
+  list.push(
+    {
+      what: "enqueue batch holding null",
+      call: (c) => c.queue.enqueue([null as unknown as TaskInput], { now: NOW }),
+      error: /task 1 must be an object, got null/,
+    },
+    {
+      what: "settle batch of 0",
+      call: (c) => c.queue.settle([], { now: NOW }),
+      error: /settle: expected 1 to 1000 items, got 0 items/,
+    },
+    {
+      what: "settle batch of 1001",
+      call: (c) =>
+        c.queue.ack(
+          Array.from({ length: 1001 }, () => c.leased),
+          { now: NOW },
+        ),
+      error: /settle: expected 1 to 1000 items, got 1001 items/,
+    },
+    {
+      what: "extend batch of 0",
+      call: (c) => c.queue.extend([], { now: NOW }),
+      error: /extend: expected 1 to 1000 items/,
+    },
+    {
+      what: "release batch of 0",
+      call: (c) => c.queue.release([], { now: NOW }),
+      error: /release: expected 1 to 1000 items/,
+    },
+    {
+      what: "requeue batch of 1001",
+      call: (c) =>
+        c.queue.requeue(
+          Array.from({ length: 1001 }, (_, i) => `r${i}`),
+          { now: NOW },
+        ),
+      error: /requeue: expected 1 to 1000 items, got 1001 items/,
+    },
+  );
+  for (const count of [0, 1001, Number.NaN, 1.5, "5", -1]) {
+    list.push({
+      what: `claim count ${String(count)}`,
+      call: (c) => c.queue.claim({ count: count as number, now: NOW }),
+      error: /claim: count must be an integer from 1 to 1000, got/,
+    });
+  }
+
+  // Settle, extend and release items.
+  list.push(
+    {
+      what: 'settle outcome "done"',
+      call: (c) => c.queue.settle([{ ...c.leased, outcome: "done" as "ack" }], { now: NOW }),
+      error: /outcome must be "ack", "retry" or "fail", got "done"/,
+    },
+    {
+      what: "settle token 42",
+      call: (c) => c.queue.settle([{ id: c.leased.id, token: 42 as unknown as string, outcome: "ack" }], { now: NOW }),
+      error: /token must be a string, got 42/,
+    },
+    {
+      what: "settle retryAtMs NaN",
+      call: (c) =>
+        c.queue.settle([{ ...c.leased, outcome: "retry", retryAtMs: Number.NaN, error: SECRET }], { now: NOW }),
+      error: /retryAtMs must be an integer/,
+    },
+    {
+      what: "extend leaseMs 0",
+      call: (c) => c.queue.extend([{ ...c.leased, leaseMs: 0 }], { now: NOW }),
+      error: /leaseMs must be an integer from 1 to 86400000, got 0/,
+    },
+    {
+      what: "extend leaseMs NaN",
+      call: (c) => c.queue.extend([{ ...c.leased, leaseMs: Number.NaN }], { now: NOW }),
+      error: /leaseMs must be an integer/,
+    },
+    {
+      what: "extend leaseMs over 24 h",
+      call: (c) => c.queue.extend([{ ...c.leased, leaseMs: DAY_MS + 1 }], { now: NOW }),
+      error: /leaseMs must be an integer from 1 to 86400000/,
+    },
+    {
+      what: "extend empty token",
+      call: (c) => c.queue.extend([{ id: c.leased.id, token: "", leaseMs: 1_000 }], { now: NOW }),
+      error: /token must be the string a claim returned/,
+    },
+    {
+      what: "release token of 65 characters",
+      call: (c) => c.queue.release([{ id: c.leased.id, token: "1".repeat(65) }], { now: NOW }),
+      error: /token must be the string a claim returned/,
+    },
+    {
+      what: "release token that is an object",
+      call: (c) => c.queue.release([{ id: c.leased.id, token: {} as string }], { now: NOW }),
+      error: /token must be the string a claim returned, got a value of type object/,
+    },
+    {
+      what: 'list state "all"',
+      call: (c) => c.queue.list("all" as "ready"),
+      error: /list: state must be one of ready, scheduled, leased, done, failed, got "all"/,
+    },
+    {
+      what: "list limit 0",
+      call: (c) => c.queue.list("ready", { limit: 0 }),
+      error: /list: limit must be an integer from 1 to 1000, got 0/,
+    },
+    {
+      what: "reclaim limit 0",
+      call: (c) => c.queue.reclaim({ now: NOW, limit: 0 }),
+      error: /reclaim: limit must be an integer from 1 to 10000/,
+    },
+    {
+      what: "trim limit 10001",
+      call: (c) => c.queue.trim({ now: NOW, limit: 10_001 }),
+      error: /trim: limit must be an integer from 1 to 10000/,
+    },
+  );
+
+  // Queue options.
+  for (const name of ["a{b}", "", "x".repeat(65), "a b", "é", "a\nb"]) {
+    list.push({
+      what: `queue name ${JSON.stringify(name)}`,
+      call: (c) => newQueue(c.store, { name }),
+      error: /queue name must be 1-64 characters of A-Z a-z 0-9 _ \. -, got/,
+    });
+  }
+  list.push(
+    {
+      what: 'policy type "a{b}"',
+      call: (c) => newQueue(c.store, { policies: { "a{b}": { leaseMs: 1_000, maxAttempts: 1 } } }),
+      error: /new Queue: policy type must be 1-64 characters/,
+    },
+    {
+      what: "policy leaseMs 0",
+      call: (c) => newQueue(c.store, { policies: { t: { leaseMs: 0, maxAttempts: 1 } } }),
+      error: /policy "t": leaseMs must be an integer from 1 to 86400000, got 0/,
+    },
+    {
+      what: "policy maxAttempts NaN",
+      call: (c) => newQueue(c.store, { defaultPolicy: { leaseMs: 1_000, maxAttempts: Number.NaN } }),
+      error: /defaultPolicy: maxAttempts must be an integer from 1 to 1000, got NaN/,
+    },
+    {
+      what: "maxPayloadBytes 0",
+      call: (c) => newQueue(c.store, { maxPayloadBytes: 0 }),
+      error: /maxPayloadBytes must be an integer/,
+    },
+    {
+      what: "clockSkewMs -1",
+      call: (c) => newQueue(c.store, { clockSkewMs: -1 }),
+      error: /clockSkewMs must be an integer from 0 to 3600000/,
+    },
+  );
+  return list;
+}
+
+/** Raw script calls with ARGV the TypeScript layer would never send: the scripts' own second line of defence. */
+export interface RawRow {
+  what: string;
+  script: "enqueue" | "claim" | "settle" | "extend" | "release" | "reclaim" | "trim" | "requeue" | "inspect";
+  args: (token: string) => string[];
+  error: RegExp;
+}
+
+const ok = ["ok-id", "t", "0", String(NOW), JSON.stringify(payload())];
+export const RAW_ROWS: RawRow[] = [
+  ...["a{b}", "a|b", "a b", "a\nb", "é", "💥", "", "x".repeat(129)].map(
+    (id): RawRow => ({
+      what: `enqueue id ${JSON.stringify(id)}`,
+      script: "enqueue",
+      args: () => [String(NOW), "262144", id, ...ok.slice(1)],
+      error: /^enqueue: task 1 id must be 1-128 characters/,
+    }),
+  ),
+  ...["nan", "inf", "-inf", "1e400", "0x7fffffffffffffff", "1.5", "", "1001", "-1001"].map(
+    (priority): RawRow => ({
+      what: `enqueue priority "${priority}"`,
+      script: "enqueue",
+      args: () => [String(NOW), "262144", "ok-id", "t", priority, String(NOW), JSON.stringify(payload())],
+      error: /^enqueue: task 1 priority must be an integer from -1000 to 1000/,
+    }),
+  ),
+  {
+    what: "enqueue runAtMs -1",
+    script: "enqueue",
+    args: () => [String(NOW), "262144", "ok-id", "t", "0", "-1", "{}"],
+    error: /runAtMs must be an integer/,
+  },
+  {
+    what: "enqueue payload over the script's cap",
+    script: "enqueue",
+    args: () => [String(NOW), "16", "ok-id", "t", "0", String(NOW), JSON.stringify(payload())],
+    error: /^enqueue: task 1 payload is \d+ bytes; the cap is 16$/,
+  },
+  {
+    what: "enqueue with a short group",
+    script: "enqueue",
+    args: () => [String(NOW), "262144", "ok-id", "t", "0", String(NOW)],
+    error: /expected groups of 5 arguments from ARGV\[3\], got 4 arguments/,
+  },
+  {
+    what: "enqueue with a valid task then a bad one (no partial write)",
+    script: "enqueue",
+    args: () => [String(NOW), "262144", ...ok, "bad{id}", ...ok.slice(1)],
+    error: /task 2 id must be/,
+  },
+  {
+    what: 'claim now "soon"',
+    script: "claim",
+    args: () => ["soon", "1", "0", "10", "1000", "3"],
+    error: /^claim: now must be/,
+  },
+  {
+    what: "claim count 0",
+    script: "claim",
+    args: () => [String(NOW), "0", "0", "10", "1000", "3"],
+    error: /count must be/,
+  },
+  {
+    what: "claim ordered 2",
+    script: "claim",
+    args: () => [String(NOW), "1", "2", "10", "1000", "3"],
+    error: /ordered must be/,
+  },
+  {
+    what: 'claim policy type "a|b"',
+    script: "claim",
+    args: () => [String(NOW), "1", "0", "10", "1000", "3", "a|b", "1000", "3"],
+    error: /policy 1 type must be/,
+  },
+  {
+    what: 'settle outcome "done"',
+    script: "settle",
+    args: (token) => [String(NOW), "2048", "0", "held", token, "done", "0", ""],
+    error: /item 1 outcome must be "ack", "retry" or "fail", got "done"/,
+  },
+  {
+    what: 'settle id "a|b"',
+    script: "settle",
+    args: (token) => [String(NOW), "2048", "0", "a|b", token, "ack", "0", ""],
+    error: /item 1 id must be/,
+  },
+  {
+    what: "settle a good item then a bad one (no partial write)",
+    script: "settle",
+    args: (token) => [String(NOW), "2048", "0", "held", token, "ack", "0", "", "held", token, "ack", "x", ""],
+    error: /item 2 retryAtMs must be an integer/,
+  },
+  {
+    what: "extend leaseMs 0",
+    script: "extend",
+    args: (token) => [String(NOW), "held", token, "0"],
+    error: /item 1 leaseMs must be an integer from 1 to 86400000/,
+  },
+  {
+    what: "release with an odd group",
+    script: "release",
+    args: () => [String(NOW), "held"],
+    error: /expected groups of 2/,
+  },
+  { what: "reclaim limit 0", script: "reclaim", args: () => [String(NOW), "0", "0"], error: /limit must be/ },
+  { what: "reclaim skew -1", script: "reclaim", args: () => [String(NOW), "-1", "10"], error: /skewMs must be/ },
+  {
+    what: "trim retention -1",
+    script: "trim",
+    args: () => [String(NOW), "-1", "0", "10"],
+    error: /doneRetentionMs must be/,
+  },
+  { what: 'requeue id ""', script: "requeue", args: () => [String(NOW), ""], error: /id 1 must be/ },
+  { what: "inspect id with a newline", script: "inspect", args: () => ["a\nb"], error: /id must be/ },
+];
