@@ -145,6 +145,32 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
     for (const record of records.values()) expect(record).toMatchObject({ state: "R", attempts: 1 });
   });
 
+  it("20 clients enqueueing the same ids at once create each task once; all but one hear duplicate", async () => {
+    const name = uniqueQueueName("dup-enqueue");
+    const producers = await clients(20, name);
+    const ids = Array.from({ length: scale(100, 1_000) }, (_, i) => `e${i}`);
+    const results = await Promise.all(
+      producers.map((producer, index) =>
+        // Each producer sends the ids in its own order, in batches of 50.
+        Promise.all(
+          Array.from({ length: Math.ceil(ids.length / 50) }, (_, b) => {
+            const order = index % 2 === 0 ? ids : [...ids].reverse();
+            return producer.enqueue(
+              order.slice(b * 50, b * 50 + 50).map((id) => ({ id, type: "t", payload: { by: index } })),
+              { now: NOW },
+            );
+          }),
+        ),
+      ),
+    );
+    const created = results.flat(2).filter((r) => r.status === "ok");
+    expect(created.map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(results.flat(2).filter((r) => r.status === "duplicate")).toHaveLength(19 * ids.length);
+    expect(await redis.hlen(producers[0].keys.task)).toBe(ids.length);
+    expect(Number(await redis.get(producers[0].keys.seq))).toBe(ids.length);
+    await assertConsistent(redis, producers[0]);
+  });
+
   const WORKER_TASKS = scale(600, 10_000);
   it(
     `20 workers at once get disjoint claims and finish each of ${WORKER_TASKS} tasks once`,
