@@ -1,5 +1,6 @@
 // `npm run build`: bundles the two Lambda functions into dist/<name>/ (index.mjs plus chunks) with
 // the same esbuild options the CDK assets use (infra/bundling.ts), and prints each file's size.
+// `tsx infra/build.ts <entry> <outdir>` builds one function into outdir: what the CDK assets run.
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { build, type Metafile } from "esbuild";
@@ -17,6 +18,12 @@ function loadedAtStart(outputs: Metafile["outputs"], entry: string): Set<string>
   };
   visit(entry);
   return loaded;
+}
+
+const [oneEntry, oneOutdir] = process.argv.slice(2);
+if (oneEntry && oneOutdir) {
+  await build(bundleOptions(oneEntry, oneOutdir));
+  process.exit(0);
 }
 
 for (const [name, entry] of Object.entries(FUNCTION_ENTRIES)) {

@@ -117,10 +117,12 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
   });
 
   it("contain the Lua scripts and the index.handler the template names", () => {
-    // A line of the claim script that a template literal keeps verbatim (no backtick, no backslash).
+    // A code line of the claim script (bundles drop Lua comments and indentation) that a template
+    // literal keeps verbatim (no backtick, no backslash).
     const claimLine = readFileSync(join(REPO_ROOT, "lua/claim.lua"), "utf8")
       .split("\n")
-      .find((line) => line.startsWith("-- KEYS[1]") && !/[`\\]/.test(line));
+      .map((line) => line.trim())
+      .find((line) => line.startsWith("local promote_limit") && !/[`\\]/.test(line));
     expect(claimLine).toBeDefined();
     for (const fn of [assets.worker, assets.reclaimer]) {
       expect(fn.handler).toBe("index.handler");
