@@ -76,7 +76,7 @@ export function functionEnv(
 export async function captureStdout<T>(fn: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
   const chunks: string[] = [];
   const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+  process.stdout.write = ((chunk: string | Uint8Array, ..._rest: unknown[]) => {
     chunks.push(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString());
     return true;
   }) as typeof process.stdout.write;
