@@ -74,7 +74,7 @@ export function readConfig(env: Env): FunctionConfig {
   const config = {
     queue,
     connection: connection as Connection,
-    claimBatch: integer("LEASEQ_CLAIM_BATCH", 10, 1, 100),
+    claimBatch: integer("LEASEQ_CLAIM_BATCH", 20, 1, 100),
     workerFunction: env.LEASEQ_WORKER_FUNCTION || undefined,
     maxKicks: integer("LEASEQ_MAX_KICKS", 4, 0, 100),
     kickAfterMs: integer("LEASEQ_KICK_AFTER_MS", 0, 0, 3_600_000),

@@ -26,7 +26,7 @@ export interface LeaseQueueProps {
   readonly maxConcurrency?: number;
   /** Receives of one SQS message before it moves to the dead-letter queue, 1-1000. Default 5. */
   readonly maxReceiveCount?: number;
-  /** Tasks one worker claim leases (`LEASEQ_CLAIM_BATCH`), 1-100. Default: the functions' own (10). */
+  /** Tasks one worker claim leases (`LEASEQ_CLAIM_BATCH`), 1-100. Default: the functions' own (20). */
   readonly claimBatchSize?: number;
   /** How often the reclaimer runs: whole minutes, 1-60. Default 1 minute. */
   readonly reclaimSchedule?: Duration;
