@@ -20,7 +20,7 @@ export interface LiveOutput {
  * A live output on `stream`. Piped or redirected output gets plain lines, because cursor
  * movement would litter a log file or a CI transcript with escape codes.
  */
-export function liveOutput(stream: NodeJS.WriteStream, interactive = stream.isTTY === true): LiveOutput {
+export function liveOutput(stream: NodeJS.WriteStream, interactive = isTerminal(stream)): LiveOutput {
   if (!interactive) {
     return {
       interactive,
@@ -36,6 +36,14 @@ export function liveOutput(stream: NodeJS.WriteStream, interactive = stream.isTT
     note: (text) => draw.persist(text),
     done: () => draw.done(),
   };
+}
+
+/**
+ * A terminal a view can be redrawn on. A pseudo-terminal that reports 0 rows (e.g. `script`
+ * without a controlling terminal) would get no output at all from log-update: plain lines there.
+ */
+export function isTerminal(stream: NodeJS.WriteStream): boolean {
+  return stream.isTTY === true && (stream.rows ?? 24) > 0 && (stream.columns ?? 80) > 0;
 }
 
 /** Tasks per second finished between two samples of a running total. */

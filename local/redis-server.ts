@@ -40,15 +40,22 @@ export interface StartedRedis {
 
 /**
  * Starts `redis-server` from PATH on a free loopback port, no persistence, in a temp dir that
- * `stop()` removes. Rejects with the spawn error (code ENOENT when PATH has no redis-server).
+ * `stop()` removes. `detached` puts it in its own process group (see the spawn call); `env` (its
+ * PATH) is where redis-server is looked up. Rejects with the spawn error (code ENOENT when PATH has no redis-server).
  */
-export async function startRedisServer(extraArgs: string[] = [], port?: number): Promise<StartedRedis> {
+export async function startRedisServer(
+  extraArgs: string[] = [],
+  port?: number,
+  options: { detached?: boolean; env?: NodeJS.ProcessEnv } = {},
+): Promise<StartedRedis> {
   const chosen = port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), "leaseq-redis-"));
   const child = spawn(
     "redis-server",
     ["--port", String(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...extraArgs],
-    { stdio: "ignore" },
+    // detached: its own process group, so a terminal's Ctrl-C reaches only the parent, which
+    // then stops it last, after the workers have released their tasks.
+    { stdio: "ignore", detached: options.detached ?? false, env: options.env ?? process.env },
   );
   const spawnError = new Promise<never>((_, reject) => child.once("error", reject));
   // Nothing else cleans the temp dir when the server never comes up.

@@ -1,0 +1,20 @@
+// A worker that dies mid-batch, for the demo: it claims a batch like a worker, reports what it
+// holds on stdout as one JSON line, then waits for the SIGKILL the local stack sends it. Nothing
+// releases its leases: only the reclaimer can bring the tasks back.
+// Use: node --import tsx --import ./bin/lua-loader.mjs local/crash-worker.ts QUEUE COUNT LEASE_MS
+import { Queue } from "../shared/queue.js";
+import { openStore } from "./cli/connect.js";
+
+const [queueName, count, leaseMs] = process.argv.slice(2);
+const { store } = await openStore();
+const queue = new Queue(store, {
+  name: queueName,
+  // One short lease for whatever it claims, so the demo does not wait out a type's full lease.
+  defaultPolicy: { leaseMs: Number(leaseMs), maxAttempts: 5 },
+});
+const claimed = await queue.claim({ count: Number(count), now: Date.now() });
+process.stdout.write(
+  `${JSON.stringify({ pid: process.pid, claimed: claimed.map(({ id, token }) => ({ id, token })) })}\n`,
+);
+// Keep the process (and its connection) alive until it is killed.
+setInterval(() => {}, 60_000);

@@ -1,0 +1,179 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { QueueStats } from "../shared/types.js";
+import { redact } from "./cli/errors.js";
+import { type CrashReport, crashMidBatch } from "./crash.js";
+import { type DemoWorkload, demoWorkload, sendWorkload } from "./demo.js";
+import { liveOutput, Throughput } from "./live.js";
+import type { Stack } from "./stack.js";
+import { type DemoSummary, finishedTasks, formatSummary, summarize } from "./summary.js";
+import { renderView } from "./view.js";
+
+export interface DemoRunOptions {
+  queue: string;
+  startedAt: number;
+  demo: boolean;
+  tasks: number;
+  crashTasks: number;
+  crashLeaseMs: number;
+  slowMs: number;
+  viewIntervalMs: number;
+  exitWhenDrained: boolean;
+  timeoutMs: number;
+  out: NodeJS.WriteStream;
+  interactive: boolean;
+}
+
+/** How a run ended: the JSON summary, its text form, and the exit code. */
+export interface RunResult {
+  json: DemoSummary;
+  text: string;
+  exitCode: number;
+}
+
+export interface DemoRun {
+  /** Ends the run (Ctrl-C): the stack stops cleanly and `finished` resolves with the summary. */
+  stop(): void;
+  finished: Promise<RunResult>;
+}
+
+/**
+ * Runs the stack with the demo (unless `demo` is false) and the live view until stopped, or,
+ * with `exitWhenDrained`, until every demo task is DONE or FAILED (exit 0) or `timeoutMs` passes
+ * (exit 1). Then it stops the stack in order: no new work, running invocations release what they
+ * have not started, the crashed worker's leases are released, and only then Redis goes away.
+ */
+export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
+  const stopper = new AbortController();
+  const finished = (async (): Promise<RunResult> => {
+    const output = liveOutput(options.out, options.interactive);
+    // Node prints warnings (e.g. the AWS SDK's Node version notice) straight to stderr, which
+    // would tear the redrawn view; show them above it instead.
+    const defaultWarningPrinters = process.listeners("warning");
+    process.removeAllListeners("warning");
+    const onWarning = (warning: Error) => output.note(`warning: ${warning.message}`);
+    process.on("warning", onWarning);
+    let workload: DemoWorkload | undefined;
+    let crash: { report: CrashReport; ids: string[] } | undefined;
+    let messages = 0;
+    let drained = false;
+    let failure: unknown;
+    try {
+      if (options.demo) {
+        const prefix = Date.now().toString(36);
+        const ids = Array.from({ length: options.crashTasks }, (_, n) => `${prefix}-crash-${n + 1}`);
+        const report = await crashMidBatch(stack.queue, ids, options.crashLeaseMs, {
+          UPSTASH_REDIS_REST_URL: stack.endpoint.url,
+          UPSTASH_REDIS_REST_TOKEN: stack.endpoint.token,
+        });
+        crash = { report, ids };
+        output.note(
+          `crash: a worker (pid ${report.pid}) claimed ${report.claimed.length} tasks and was killed with SIGKILL; the reclaimer recovers them once their ${options.crashLeaseMs} ms leases expire`,
+        );
+        workload = demoWorkload(options.tasks - options.crashTasks, prefix, options.slowMs);
+      }
+      stack.run();
+      if (workload) messages = sendWorkload(stack.sqs, workload.tasks);
+      const total = (workload?.tasks.length ?? 0) + (crash?.ids.length ?? 0);
+      const throughput = new Throughput();
+      for (;;) {
+        const now = Date.now();
+        const stats = await stack.queue.stats({ now });
+        const finishedCount = stats.done + stats.failed;
+        output.update(
+          renderView({
+            queue: options.queue,
+            elapsedMs: now - options.startedAt,
+            stats,
+            tasksPerSecond: throughput.sample(finishedCount, now),
+            demo: workload ? { total, finished: Math.min(finishedCount, total) } : undefined,
+            crash: crash ? { pid: crash.report.pid, claimed: crash.report.claimed.length } : undefined,
+            sqs: stack.sqs.stats(now),
+            stack: stack.counts,
+            drains: stack.lambdaApi.invocations()["leaseq-worker"] ?? 0,
+          }),
+        );
+        if (options.exitWhenDrained && (await isDrained(stack, stats, workload, crash?.ids))) {
+          drained = true;
+          break;
+        }
+        if (options.exitWhenDrained && now - options.startedAt > options.timeoutMs) {
+          output.note(`not drained after ${options.timeoutMs} ms: giving up`);
+          break;
+        }
+        const slept = await sleep(options.viewIntervalMs, true, { signal: stopper.signal }).catch(() => false);
+        if (!slept) break;
+      }
+    } catch (error) {
+      failure = error;
+    } finally {
+      output.done();
+      process.off("warning", onWarning);
+      for (const printer of defaultWarningPrinters) process.on("warning", printer);
+    }
+    await stack.stopWork();
+    if (crash) {
+      // Token-fenced: a no-op for leases the reclaimer already took back, a release for the rest.
+      await stack.queue.release(crash.report.claimed, { now: Date.now() }).catch(() => {});
+    }
+    const result = await buildResult(stack, options, { workload, crash, messages, drained, failure });
+    await stack.close();
+    return result;
+  })();
+  return { stop: () => stopper.abort(), finished };
+}
+
+async function isDrained(
+  stack: Stack,
+  stats: QueueStats,
+  workload: DemoWorkload | undefined,
+  crashIds: string[] | undefined,
+): Promise<boolean> {
+  if (stats.ready + stats.scheduled + stats.leased > 0) return false;
+  if (!workload) return true;
+  const ids = [...workload.tasks.map((task) => task.id), ...(crashIds ?? [])];
+  if (stats.done + stats.failed < ids.length) return false;
+  // Counts can include tasks from an earlier run on a reused --queue: check every id.
+  const finished = await finishedTasks(stack.queue);
+  return ids.every((id) => finished.has(id));
+}
+
+async function buildResult(
+  stack: Stack,
+  options: DemoRunOptions,
+  run: {
+    workload: DemoWorkload | undefined;
+    crash: { report: CrashReport; ids: string[] } | undefined;
+    messages: number;
+    drained: boolean;
+    failure: unknown;
+  },
+): Promise<RunResult> {
+  const sqs = stack.sqs.stats();
+  const stats = await stack.queue.stats({ now: Date.now() });
+  const json = summarize({
+    queue: options.queue,
+    drained: run.drained,
+    ids: [...(run.workload?.tasks.map((task) => task.id) ?? []), ...(run.crash?.ids ?? [])],
+    finished: await finishedTasks(stack.queue),
+    reclaimed: stack.counts.reclaimed,
+    durationMs: Date.now() - options.startedAt,
+    poison: run.workload ? await stack.queue.inspect(run.workload.poisonId) : undefined,
+    poisonId: run.workload?.poisonId,
+    crash: run.crash ? { pid: run.crash.report.pid, ids: run.crash.ids } : undefined,
+    sqs: {
+      messages: run.messages,
+      invocations: sqs.invocations,
+      redelivered: sqs.redelivered,
+      deadLettered: sqs.deadLettered,
+    },
+    kicks: stack.lambdaApi.invocations()["leaseq-worker"] ?? 0,
+    reclaimerRuns: stack.counts.reclaimerRuns,
+  });
+  const lines = [
+    formatSummary(json),
+    `  left in the queue: ${stats.ready} ready, ${stats.scheduled} scheduled, ${stats.leased} leased`,
+  ];
+  if (run.failure) lines.push(`npm start: ${redact((run.failure as Error).message ?? String(run.failure))}`);
+  const ok = run.failure === undefined && (!options.exitWhenDrained || (run.drained && json.lost === 0));
+  return { json, text: lines.join("\n"), exitCode: ok ? 0 : 1 };
+}

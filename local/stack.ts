@@ -1,0 +1,153 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import type { LogLevel } from "@aws-lambda-powertools/logger/types";
+import { Metrics } from "@aws-lambda-powertools/metrics";
+import type { SQSEvent } from "aws-lambda";
+import { createReclaimerHandler, type ReclaimerSummary } from "../functions/reclaimer.js";
+import { createWorkerHandler } from "../functions/worker.js";
+import { Queue } from "../shared/queue.js";
+import { TcpStore } from "../shared/stores/tcp.js";
+import { type LocalLambdaApi, startLambdaApi } from "./lambda-api.js";
+import { lambdaContext } from "./lambda-context.js";
+import { type LocalRedis, resolveRedis } from "./redis.js";
+import { LocalSqs } from "./sqs.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "./upstash-endpoint/index.js";
+
+/** How the local stack runs; every field has a default suited to a laptop demo. */
+export interface StackOptions {
+  queue: string;
+  /** How often the reclaimer runs (EventBridge's rate(1 minute) on AWS). */
+  reclaimIntervalMs: number;
+  /** The worker's Lambda timeout: drain only claims while a whole lease still fits in it. */
+  workerTimeoutMs: number;
+  visibilityTimeoutMs: number;
+  maxReceiveCount: number;
+  /** Concurrent SQS-triggered worker invocations. */
+  concurrency: number;
+  /** Powertools log level of both functions; "SILENT" keeps their JSON logs out of the live view. */
+  logLevel: LogLevel;
+}
+
+/** Totals the live view and the summary show. */
+export interface StackCounts {
+  reclaimerRuns: number;
+  reclaimed: number;
+  reclaimFailed: number;
+  reclaimerErrors: number;
+  lastReclaimerError: string | undefined;
+}
+
+/** A running local stack: Redis, the Upstash endpoint, SQS and Lambda stand-ins, both functions. */
+export interface Stack {
+  redis: LocalRedis;
+  endpoint: UpstashEndpoint;
+  lambdaApi: LocalLambdaApi;
+  sqs: LocalSqs;
+  /** A TCP handle on the queue for the live view and the demo's bookkeeping (not the functions' path). */
+  queue: Queue;
+  counts: StackCounts;
+  /** Starts the SQS pollers and the reclaimer timer. */
+  run(): void;
+  /**
+   * Stops feeding work and waits for the running invocations, which now see no time left: they
+   * start no new task and release the tasks they claimed but had not started.
+   */
+  stopWork(): Promise<void>;
+  /** Closes the store and the endpoint, and stops a redis-server this process started. */
+  close(): Promise<void>;
+}
+
+export const WORKER_FUNCTION = "leaseq-worker";
+
+/**
+ * Starts the stack as on AWS, in one process: the functions use the same @upstash/redis path as
+ * in Lambda, through the local Upstash-compatible endpoint in front of a real Redis.
+ */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const redis = await resolveRedis();
+  const cleanups: Array<() => Promise<void>> = [() => redis.stop()];
+  try {
+    const endpoint = await startUpstashEndpoint({ redisUrl: redis.url });
+    cleanups.unshift(() => endpoint.close());
+    let shuttingDown = false;
+    const context = () => lambdaContext(WORKER_FUNCTION, options.workerTimeoutMs, () => shuttingDown);
+    // The functions' configuration, as the CDK stack sets it, pointed at the local stand-ins.
+    const lambdaApi = await startLambdaApi({ [WORKER_FUNCTION]: (event) => worker(event as SQSEvent, context()) });
+    // Closing twice is harmless: stopWork() closes it first when the stack ran.
+    cleanups.unshift(() => lambdaApi.close().catch(() => {}));
+    const env = {
+      LEASEQ_QUEUE: options.queue,
+      UPSTASH_REDIS_REST_URL: endpoint.url,
+      UPSTASH_REDIS_REST_TOKEN: endpoint.token,
+      LEASEQ_WORKER_FUNCTION: WORKER_FUNCTION,
+      LEASEQ_LAMBDA_ENDPOINT: lambdaApi.url,
+    };
+    const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
+    const worker = createWorkerHandler({ env, logger: logger("leaseq-worker") });
+    // No CloudWatch here: the EMF lines the reclaimer prints would only garble the live view.
+    process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
+    const reclaimer = createReclaimerHandler({
+      env,
+      logger: logger("leaseq-reclaimer"),
+      metrics: new Metrics({ namespace: "leaseq", serviceName: "leaseq-reclaimer" }),
+    });
+    const sqs = new LocalSqs((event) => worker(event, context()), {
+      visibilityTimeoutMs: options.visibilityTimeoutMs,
+      maxReceiveCount: options.maxReceiveCount,
+      concurrency: options.concurrency,
+    });
+    const store = TcpStore.fromUrl(redis.url);
+    cleanups.unshift(() => store.close());
+    const queue = new Queue(store, { name: options.queue });
+
+    const counts: StackCounts = {
+      reclaimerRuns: 0,
+      reclaimed: 0,
+      reclaimFailed: 0,
+      reclaimerErrors: 0,
+      lastReclaimerError: undefined,
+    };
+    let timer: NodeJS.Timeout | undefined;
+    let reclaiming: Promise<void> = Promise.resolve();
+    const runReclaimer = async () => {
+      try {
+        const summary: ReclaimerSummary = await reclaimer({}, context());
+        counts.reclaimerRuns++;
+        counts.reclaimed += summary.reclaimed;
+        counts.reclaimFailed += summary.reclaimFailed;
+      } catch (error) {
+        // As a failed scheduled run on AWS: counted and shown; the next run tries again.
+        counts.reclaimerErrors++;
+        counts.lastReclaimerError = (error as Error).message;
+      }
+    };
+
+    return {
+      redis,
+      endpoint,
+      lambdaApi,
+      sqs,
+      queue,
+      counts,
+      run() {
+        sqs.start();
+        timer = setInterval(() => {
+          // One run at a time, as one scheduled Lambda whose runs do not overlap.
+          reclaiming = reclaiming.then(runReclaimer);
+        }, options.reclaimIntervalMs);
+      },
+      async stopWork() {
+        clearInterval(timer);
+        shuttingDown = true;
+        await reclaiming;
+        await sqs.stop();
+        await lambdaApi.close();
+      },
+      async close() {
+        for (const cleanup of cleanups) await cleanup();
+      },
+    };
+  } catch (error) {
+    for (const cleanup of cleanups) await cleanup().catch(() => {});
+    throw error;
+  }
+}

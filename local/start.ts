@@ -1,0 +1,140 @@
+// `npm start`: the whole system on this machine, no AWS account needed. See README "Local stack".
+import { Command, Option } from "commander";
+import { redact } from "./cli/errors.js";
+import { integer } from "./cli/parse.js";
+import { isTerminal } from "./live.js";
+import { NoRedisError } from "./redis.js";
+import { type DemoRun, runDemo } from "./run-demo.js";
+import { startStack } from "./stack.js";
+
+const LOG_LEVELS = ["SILENT", "CRITICAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"] as const;
+
+function defaultQueueName(): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `demo-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
+}
+
+const program = new Command("npm start --")
+  .description(
+    "Run leaseq locally: Redis, the Upstash endpoint, SQS and Lambda stand-ins, the worker, the reclaimer, a demo.",
+  )
+  .option("--no-demo", "start the stack without the demo workload")
+  .option("--exit-when-drained", "exit once every demo task is DONE or FAILED, printing a summary")
+  .option("--json", "print the summary as one JSON object on the last line of stdout (the view goes to stderr)")
+  .option("--queue <name>", "queue name (default: a fresh demo-<time> name, so runs never collide)")
+  .option("--tasks <n>", "demo tasks", integer(20, 100_000), 300)
+  .option("--crash-tasks <n>", "tasks the crashed worker holds", integer(1, 100), 8)
+  .option(
+    "--crash-lease-ms <ms>",
+    "lease of the crashed worker's claim: how soon the reclaimer may recover it",
+    integer(100, 600_000),
+    5_000,
+  )
+  .option(
+    "--slow-ms <ms>",
+    "how long each slow task works (its lease is 2 s, so the worker extends it)",
+    integer(0, 60_000),
+    3_000,
+  )
+  .option(
+    "--reclaim-interval-ms <ms>",
+    "how often the reclaimer runs (rate(1 minute) on AWS)",
+    integer(100, 3_600_000),
+    3_000,
+  )
+  .option("--view-interval-ms <ms>", "how often the live view refreshes", integer(100, 60_000), 1_000)
+  .option("--visibility-timeout-ms <ms>", "SQS visibility timeout", integer(100, 43_200_000), 30_000)
+  .option("--concurrency <n>", "concurrent SQS-triggered worker invocations", integer(1, 100), 4)
+  .option(
+    "--timeout-ms <ms>",
+    "with --exit-when-drained: give up (exit 1) after this long",
+    integer(1_000, 86_400_000),
+    300_000,
+  )
+  .addOption(
+    new Option("--log-level <level>", "the functions' log level (their JSON logs go to stdout)")
+      .choices(LOG_LEVELS)
+      .default("SILENT"),
+  )
+  .addHelpText(
+    "after",
+    `
+Redis: REDIS_URL if set; else 127.0.0.1:6379 (LEASEQ_DEFAULT_REDIS_PORT) if a server answers; else a
+redis-server from PATH on a free port, stopped on exit.`,
+  );
+
+async function main(): Promise<number> {
+  program.exitOverride();
+  try {
+    program.parse(process.argv);
+  } catch (error) {
+    return (error as { exitCode?: number }).exitCode === 0 ? 0 : 2;
+  }
+  const options = program.opts();
+  const startedAt = Date.now();
+  const queue = (options.queue as string | undefined) ?? defaultQueueName();
+  let stack: Awaited<ReturnType<typeof startStack>>;
+  try {
+    stack = await startStack({
+      queue,
+      reclaimIntervalMs: options.reclaimIntervalMs,
+      workerTimeoutMs: 300_000,
+      visibilityTimeoutMs: options.visibilityTimeoutMs,
+      maxReceiveCount: 5,
+      concurrency: options.concurrency,
+      logLevel: options.logLevel,
+    });
+  } catch (error) {
+    process.stderr.write(`${error instanceof NoRedisError ? error.message : `npm start: ${redact(String(error))}`}\n`);
+    return 1;
+  }
+  const out = options.json ? process.stderr : process.stdout;
+  const redisNote = {
+    env: "from REDIS_URL",
+    default: "already running",
+    started: "started for this run, stopped on exit",
+  };
+  out.write(
+    [
+      `Redis ${redact(stack.redis.url)} (${redisNote[stack.redis.source]}); Upstash-compatible endpoint ${stack.endpoint.url}`,
+      `Try: REDIS_URL=${redact(stack.redis.url)} LEASEQ_QUEUE=${queue} npx leaseq stats`,
+      "",
+    ].join("\n"),
+  );
+
+  const run: DemoRun = runDemo(stack, {
+    queue,
+    startedAt,
+    demo: options.demo,
+    tasks: options.tasks,
+    crashTasks: options.crashTasks,
+    crashLeaseMs: options.crashLeaseMs,
+    slowMs: options.slowMs,
+    viewIntervalMs: options.viewIntervalMs,
+    exitWhenDrained: Boolean(options.exitWhenDrained),
+    timeoutMs: options.timeoutMs,
+    out,
+    // Logs interleaved with cursor movement would garble the view: with logs on, print plain lines.
+    interactive: isTerminal(out) && options.logLevel === "SILENT",
+  });
+  let interrupted = false;
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      if (interrupted) {
+        // A second Ctrl-C: stop waiting for running tasks; still stop a redis-server we started.
+        process.stderr.write("\nforced stop\n");
+        void stack.redis.stop().finally(() => process.exit(130));
+        return;
+      }
+      interrupted = true;
+      process.stderr.write("\nstopping: no new claims, releasing claimed tasks… (Ctrl-C again to force)\n");
+      run.stop();
+    });
+  }
+  const summary = await run.finished;
+  if (options.json) process.stdout.write(`${JSON.stringify(summary.json)}\n`);
+  else if (summary.text) process.stdout.write(`${summary.text}\n`);
+  return summary.exitCode;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,70 @@
+import type { QueueStats } from "../shared/types.js";
+import type { Frame } from "./live.js";
+import type { SqsCounts } from "./sqs.js";
+import type { StackCounts } from "./stack.js";
+
+/** Everything one redraw of the local stack's live view shows. */
+export interface ViewSnapshot {
+  queue: string;
+  elapsedMs: number;
+  stats: QueueStats;
+  /** Tasks finished (DONE or FAILED) per second since the previous redraw. */
+  tasksPerSecond: number;
+  /** Demo tasks and how many of them are finished; undefined with --no-demo. */
+  demo: { total: number; finished: number } | undefined;
+  crash: { pid: number; claimed: number } | undefined;
+  sqs: SqsCounts;
+  stack: StackCounts;
+  drains: number;
+}
+
+const BAR_WIDTH = 30;
+
+function bar(part: number, whole: number): string {
+  const filled = whole > 0 ? Math.round((Math.min(part, whole) / whole) * BAR_WIDTH) : 0;
+  return `${"█".repeat(filled)}${"░".repeat(BAR_WIDTH - filled)}`;
+}
+
+/** The live view: a block redrawn in place on a terminal, and the one line printed otherwise. */
+export function renderView(view: ViewSnapshot): Frame {
+  const { stats, sqs, stack } = view;
+  const seconds = (view.elapsedMs / 1000).toFixed(1);
+  const rate = view.tasksPerSecond.toFixed(1);
+  const count = (label: string, value: number) => `  ${label.padEnd(10)}${String(value).padStart(6)}`;
+  const lines = [
+    `leaseq local stack · queue ${view.queue} · ${seconds} s`,
+    "",
+    count("ready", stats.ready),
+    count("scheduled", stats.scheduled),
+    count("leased", stats.leased),
+    count("done", stats.done),
+    count("failed", stats.failed),
+    "",
+    `  throughput ${rate} tasks/s`,
+  ];
+  if (view.demo) {
+    lines.push(
+      `  demo      ${bar(view.demo.finished, view.demo.total)} ${view.demo.finished}/${view.demo.total} finished`,
+    );
+  }
+  lines.push(
+    `  worker    ${sqs.invocations} SQS invocations, ${view.drains} drain kicks · SQS ${sqs.visible} waiting, ${sqs.inFlight} in flight, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered`,
+    `  reclaimer ${stack.reclaimerRuns} runs, ${stack.reclaimed} leases reclaimed${stack.reclaimerErrors > 0 ? `, ${stack.reclaimerErrors} failed runs (${stack.lastReclaimerError})` : ""}`,
+  );
+  if (view.crash) {
+    const state =
+      stack.reclaimed >= view.crash.claimed ? "its leases were reclaimed" : "waiting for its leases to expire";
+    lines.push(`  crash     worker pid ${view.crash.pid} killed holding ${view.crash.claimed} tasks: ${state}`);
+  }
+  lines.push("", "Ctrl-C stops (claimed tasks are released first)");
+  const line = [
+    `[${seconds}s]`,
+    `ready=${stats.ready} scheduled=${stats.scheduled} leased=${stats.leased} done=${stats.done} failed=${stats.failed}`,
+    `tasks/s=${rate}`,
+    view.demo ? `finished=${view.demo.finished}/${view.demo.total}` : "",
+    `sqs_invocations=${sqs.invocations} kicks=${view.drains} reclaimed=${stack.reclaimed} dead_lettered=${sqs.deadLettered}`,
+  ]
+    .filter(Boolean)
+    .join(" ");
+  return { block: lines.join("\n"), line };
+}

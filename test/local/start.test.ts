@@ -1,0 +1,141 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { Queue } from "../../shared/queue.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
+import { freePort, pingRedis } from "../helpers/redis-server.js";
+import { redisUrl } from "../helpers/stores.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Spawns `command`, calling `onStdout` with everything printed so far on each chunk. */
+function run(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  onStdout?: (text: string, kill: (signal: NodeJS.Signals) => void) => void,
+): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+      onStdout?.(stdout, (signal) => child.kill(signal));
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const store = TcpStore.fromUrl(redisUrl());
+afterAll(() => store.close());
+
+describe("npm start", () => {
+  it("runs the demo to the end: every task terminal, none lost, poison FAILED, the crash recovered", {
+    timeout: 90_000,
+  }, async () => {
+    const startedAt = Date.now();
+    const result = await run(
+      "npm",
+      [
+        "start",
+        "--",
+        "--exit-when-drained",
+        "--json",
+        // Short timings so the crashed batch is reclaimed within seconds; still longer than the
+        // slow type's 2 s lease, so the worker must extend it.
+        "--reclaim-interval-ms=300",
+        "--crash-lease-ms=500",
+        "--slow-ms=2500",
+        "--timeout-ms=60000",
+      ],
+      { ...process.env, REDIS_URL: redisUrl() },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trim().split("\n");
+    const summary = JSON.parse(lines[lines.length - 1]);
+    expect(summary).toMatchObject({ drained: true, enqueued: 300, lost: 0 });
+    expect(summary.done + summary.failed).toBe(300);
+    expect(summary.poison).toMatchObject({ state: "failed", attempts: 3 });
+    expect(summary.poison.lastError).toContain("poison: cannot be processed");
+    expect(summary.crash).toMatchObject({ claimed: 8, recovered: 8 });
+    expect(summary.reclaimed).toBeGreaterThanOrEqual(8);
+    expect(summary.retried).toBeGreaterThan(0);
+    expect(summary.durationMs).toBeLessThan(Date.now() - startedAt);
+    // The live view went to stderr as plain lines (not a terminal), never escape codes.
+    expect(result.stderr).toMatch(/\[\d+\.\ds\] ready=\d+ scheduled=\d+ leased=\d+ done=\d+ failed=\d+ tasks\/s=/);
+    expect(result.stderr).not.toContain("\u001b[");
+
+    // What Redis holds agrees with the summary.
+    const queue = new Queue(store, { name: summary.queue });
+    expect(await queue.stats({ now: Date.now() })).toMatchObject({
+      ready: 0,
+      scheduled: 0,
+      leased: 0,
+      done: summary.done,
+      failed: summary.failed,
+    });
+    const done = await queue.list("done", { limit: 1000 });
+    const crashed = done.filter((task) => task.id.includes("-crash-"));
+    expect(crashed).toHaveLength(8);
+    // Claimed once by the worker that died, once more after the reclaim.
+    for (const task of crashed) expect(task.attempts).toBe(2);
+    const slow = done.filter((task) => task.type === "slow");
+    expect(slow).toHaveLength(2);
+    // Done on the first attempt: the lease was extended, not lost.
+    for (const task of slow) expect(task.attempts).toBe(1);
+    const flaky = done.filter((task) => task.type === "flaky");
+    expect(flaky.length).toBeGreaterThan(0);
+    for (const task of flaky) expect(task.attempts).toBeGreaterThanOrEqual(2);
+  });
+
+  it("on Ctrl-C releases claimed tasks and stops the redis-server it started", { timeout: 90_000 }, async () => {
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      LEASEQ_DEFAULT_REDIS_PORT: String(await freePort()),
+    };
+    delete env.REDIS_URL;
+    let interrupted = false;
+    const result = await run(
+      process.execPath,
+      // A long crash lease: those tasks are still leased at Ctrl-C, and slow tasks are running.
+      [
+        "--import",
+        "tsx",
+        "--import",
+        "./bin/lua-loader.mjs",
+        "local/start.ts",
+        "--crash-lease-ms=60000",
+        "--slow-ms=4000",
+        "--view-interval-ms=200",
+      ],
+      env,
+      (stdout, kill) => {
+        if (!interrupted && /done=[1-9]\d* failed=\d+/.test(stdout)) {
+          interrupted = true;
+          kill("SIGINT");
+        }
+      },
+    );
+    expect(interrupted).toBe(true);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain("stopping: no new claims, releasing claimed tasks");
+    // Tasks were leased when Ctrl-C came (at least the crashed worker's), none are after.
+    const leasedBefore = [...result.stdout.matchAll(/ leased=(\d+) /g)].map((match) => Number(match[1]));
+    expect(leasedBefore.at(-1)).toBeGreaterThan(0);
+    expect(result.stdout).toMatch(/left in the queue: \d+ ready, \d+ scheduled, 0 leased/);
+    const port = /Redis redis:\/\/127\.0\.0\.1:(\d+) \(started for this run/.exec(result.stdout)?.[1];
+    expect(port).toBeDefined();
+    expect(await pingRedis("127.0.0.1", Number(port))).toBe(false);
+  });
+});
