@@ -104,6 +104,8 @@ function systemFigures(m: Measurements, system: "leaseq" | "naive" | "bullmq") {
     tasksPerSecMin: r(headline?.tasksPerSec.min),
     tasksPerSecMax: r(headline?.tasksPerSec.max),
     commandsPerTask: r(headline?.commandsPerTask.median),
+    redisCpuUsPerTask: r(headline?.redisCpuUsPerTask.median),
+    clientCpuUsPerTask: r(headline?.clientCpuUsPerTask.median),
     bytesPerTask: r(backlog?.bytesPerTask),
     claimP50MsAt1k: r(latencyAt(backlog, 1_000)?.p50Ms.median),
     claimP99MsAt1k: r(latencyAt(backlog, 1_000)?.p99Ms.median),
@@ -183,6 +185,8 @@ function notes(m: Measurements): string[] {
     `Throughput = tasks / (enqueue time + drain time); ${m.settings.consumers} consumers for leaseq and the naive design; ` +
       `median of ${m.settings.rounds} interleaved rounds after a warm-up round, (min–max) shows the noise.`,
     "Commands per task: INFO commandstats deltas over a whole round, commands inside scripts included.",
+    "CPU µs/task: redis-server's used_cpu_user+sys and this process's CPU over a round, divided by the tasks " +
+      "(the local Upstash endpoint runs in a process of its own and is counted in neither).",
   ];
   const largestLevel = m.settings.latencyLevels.at(-1) ?? 0;
   if (largestLevel < 1_000_000) {

@@ -42,8 +42,8 @@ export function benchSettings(quick: boolean): BenchSettings {
       }
     : {
         quick,
-        throughputTasks: 20_000,
-        warmupTasks: 2_000,
+        throughputTasks: 10_000,
+        warmupTasks: 1_000,
         rounds: 5,
         consumers: 4,
         batchSizes: [1, 20, 100],
