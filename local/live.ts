@@ -46,15 +46,21 @@ export function isTerminal(stream: NodeJS.WriteStream): boolean {
   return stream.isTTY === true && (stream.rows ?? 24) > 0 && (stream.columns ?? 80) > 0;
 }
 
-/** Tasks per second finished between two samples of a running total. */
+/**
+ * Tasks per second finished over a sliding window of samples of a running total. Workers settle
+ * whole batches at once, so a rate between two adjacent redraws would jump between 0 and bursts.
+ */
 export class Throughput {
-  private last: { count: number; atMs: number } | undefined;
+  private readonly samples: Array<{ count: number; atMs: number }> = [];
 
-  /** The rate since the previous sample; 0 on the first one, and never negative (trims lower counts). */
+  constructor(private readonly windowMs = 5_000) {}
+
+  /** The rate over the window ending at this sample; 0 on the first one, never negative (trims lower counts). */
   sample(count: number, atMs: number): number {
-    const previous = this.last;
-    this.last = { count, atMs };
-    if (previous === undefined || atMs <= previous.atMs) return 0;
-    return (Math.max(0, count - previous.count) * 1000) / (atMs - previous.atMs);
+    this.samples.push({ count, atMs });
+    while (this.samples.length > 2 && atMs - this.samples[1].atMs >= this.windowMs) this.samples.shift();
+    const oldest = this.samples[0];
+    if (atMs <= oldest.atMs) return 0;
+    return (Math.max(0, count - oldest.count) * 1000) / (atMs - oldest.atMs);
   }
 }

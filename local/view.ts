@@ -8,7 +8,7 @@ export interface ViewSnapshot {
   queue: string;
   elapsedMs: number;
   stats: QueueStats;
-  /** Tasks finished (DONE or FAILED) per second since the previous redraw. */
+  /** Tasks finished (DONE or FAILED) per second over the last few seconds. */
   tasksPerSecond: number;
   /** Demo tasks and how many of them are finished; undefined with --no-demo. */
   demo: { total: number; finished: number } | undefined;
@@ -40,7 +40,7 @@ export function renderView(view: ViewSnapshot): Frame {
     count("done", stats.done),
     count("failed", stats.failed),
     "",
-    `  throughput ${rate} tasks/s`,
+    `  throughput ${rate} tasks/s (last 5 s)`,
   ];
   if (view.demo) {
     lines.push(
