@@ -4,7 +4,7 @@ import { redact } from "./cli/errors.js";
 import { type CrashReport, crashMidBatch } from "./crash.js";
 import { type DemoWorkload, demoWorkload, sendWorkload } from "./demo.js";
 import { liveOutput, Throughput } from "./live.js";
-import type { Stack } from "./stack.js";
+import { type Stack, WORKER_FUNCTION } from "./stack.js";
 import { type DemoSummary, finishedTasks, formatSummary, summarize } from "./summary.js";
 import { renderView } from "./view.js";
 
@@ -89,7 +89,7 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
             crash: crash ? { pid: crash.report.pid, claimed: crash.report.claimed.length } : undefined,
             sqs: stack.sqs.stats(now),
             stack: stack.counts,
-            drains: stack.lambdaApi.invocations()["leaseq-worker"] ?? 0,
+            drains: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
           }),
         );
         if (options.exitWhenDrained && (await isDrained(stack, stats, workload, crash?.ids))) {
@@ -166,7 +166,7 @@ async function buildResult(
       redelivered: sqs.redelivered,
       deadLettered: sqs.deadLettered,
     },
-    kicks: stack.lambdaApi.invocations()["leaseq-worker"] ?? 0,
+    kicks: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
     reclaimerRuns: stack.counts.reclaimerRuns,
   });
   const lines = [

@@ -56,6 +56,10 @@ export interface Stack {
   close(): Promise<void>;
 }
 
+/** The reclaimer's Lambda timeout in the stack's defaults. */
+const RECLAIMER_TIMEOUT_MS = 60_000;
+
+/** The worker's function name, as the reclaimer kicks it (LEASEQ_WORKER_FUNCTION). */
 export const WORKER_FUNCTION = "leaseq-worker";
 
 /**
@@ -70,10 +74,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     cleanups.unshift(() => endpoint.close());
     let shuttingDown = false;
     const context = () => lambdaContext(WORKER_FUNCTION, options.workerTimeoutMs, () => shuttingDown);
-    // The functions' configuration, as the CDK stack sets it, pointed at the local stand-ins.
     const lambdaApi = await startLambdaApi({ [WORKER_FUNCTION]: (event) => worker(event as SQSEvent, context()) });
     // Closing twice is harmless: stopWork() closes it first when the stack ran.
     cleanups.unshift(() => lambdaApi.close().catch(() => {}));
+    // The functions' configuration, as the CDK stack sets it, pointed at the local stand-ins.
     const env = {
       LEASEQ_QUEUE: options.queue,
       UPSTASH_REDIS_REST_URL: endpoint.url,
@@ -107,10 +111,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       lastReclaimerError: undefined,
     };
     let timer: NodeJS.Timeout | undefined;
-    let reclaiming: Promise<void> = Promise.resolve();
+    let reclaiming: Promise<void> | undefined;
     const runReclaimer = async () => {
       try {
-        const summary: ReclaimerSummary = await reclaimer({}, context());
+        const budget = lambdaContext("leaseq-reclaimer", RECLAIMER_TIMEOUT_MS, () => shuttingDown);
+        const summary: ReclaimerSummary = await reclaimer({}, budget);
         counts.reclaimerRuns++;
         counts.reclaimed += summary.reclaimed;
         counts.reclaimFailed += summary.reclaimFailed;
@@ -131,8 +136,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       run() {
         sqs.start();
         timer = setInterval(() => {
-          // One run at a time, as one scheduled Lambda whose runs do not overlap.
-          reclaiming = reclaiming.then(runReclaimer);
+          // A run still going when the next is due: skip it rather than let runs pile up.
+          reclaiming ??= runReclaimer().finally(() => {
+            reclaiming = undefined;
+          });
         }, options.reclaimIntervalMs);
       },
       async stopWork() {

@@ -5,7 +5,7 @@ import { integer } from "./cli/parse.js";
 import { isTerminal } from "./live.js";
 import { NoRedisError } from "./redis.js";
 import { type DemoRun, runDemo } from "./run-demo.js";
-import { startStack } from "./stack.js";
+import { type Stack, startStack } from "./stack.js";
 
 const LOG_LEVELS = ["SILENT", "CRITICAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"] as const;
 
@@ -73,7 +73,25 @@ async function main(): Promise<number> {
   const options = program.opts();
   const startedAt = Date.now();
   const queue = (options.queue as string | undefined) ?? defaultQueueName();
-  let stack: Awaited<ReturnType<typeof startStack>>;
+  // Listen before anything starts: a Ctrl-C during start-up must still stop a redis-server we
+  // started (it sits in its own process group, so the terminal's Ctrl-C does not reach it).
+  let stop: () => void = () => {};
+  let interrupted = false;
+  let started: Stack | undefined;
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      if (interrupted) {
+        // A second Ctrl-C: stop waiting for running tasks; still stop a redis-server we started.
+        process.stderr.write("\nforced stop\n");
+        void (started?.redis.stop() ?? Promise.resolve()).finally(() => process.exit(130));
+        return;
+      }
+      interrupted = true;
+      process.stderr.write("\nstopping: no new claims, releasing claimed tasks… (Ctrl-C again to force)\n");
+      stop();
+    });
+  }
+  let stack: Stack;
   try {
     stack = await startStack({
       queue,
@@ -88,6 +106,7 @@ async function main(): Promise<number> {
     process.stderr.write(`${error instanceof NoRedisError ? error.message : `npm start: ${redact(String(error))}`}\n`);
     return 1;
   }
+  started = stack;
   const out = options.json ? process.stderr : process.stdout;
   const redisNote = {
     env: "from REDIS_URL",
@@ -117,21 +136,17 @@ async function main(): Promise<number> {
     // Logs interleaved with cursor movement would garble the view: with logs on, print plain lines.
     interactive: isTerminal(out) && options.logLevel === "SILENT",
   });
-  let interrupted = false;
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.on(signal, () => {
-      if (interrupted) {
-        // A second Ctrl-C: stop waiting for running tasks; still stop a redis-server we started.
-        process.stderr.write("\nforced stop\n");
-        void stack.redis.stop().finally(() => process.exit(130));
-        return;
-      }
-      interrupted = true;
-      process.stderr.write("\nstopping: no new claims, releasing claimed tasks… (Ctrl-C again to force)\n");
-      run.stop();
-    });
+  stop = run.stop;
+  if (interrupted) run.stop();
+  let summary: Awaited<DemoRun["finished"]>;
+  try {
+    summary = await run.finished;
+  } catch (error) {
+    // Stopping failed half-way (e.g. Redis went away): still stop a redis-server we started.
+    process.stderr.write(`npm start: ${redact((error as Error).message ?? String(error))}\n`);
+    await stack.close().catch(() => {});
+    return 1;
   }
-  const summary = await run.finished;
   if (options.json) process.stdout.write(`${JSON.stringify(summary.json)}\n`);
   else if (summary.text) process.stdout.write(`${summary.text}\n`);
   return summary.exitCode;

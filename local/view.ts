@@ -49,7 +49,7 @@ export function renderView(view: ViewSnapshot): Frame {
   }
   lines.push(
     `  worker    ${sqs.invocations} SQS invocations, ${view.drains} drain kicks · SQS ${sqs.visible} waiting, ${sqs.inFlight} in flight, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered`,
-    `  reclaimer ${stack.reclaimerRuns} runs, ${stack.reclaimed} leases reclaimed${stack.reclaimerErrors > 0 ? `, ${stack.reclaimerErrors} failed runs (${stack.lastReclaimerError})` : ""}`,
+    `  reclaimer ${stack.reclaimerRuns} runs, ${stack.reclaimed} leases reclaimed${stack.reclaimFailed > 0 ? `, ${stack.reclaimFailed} expired with no attempts left (FAILED)` : ""}${stack.reclaimerErrors > 0 ? `, ${stack.reclaimerErrors} failed runs (${stack.lastReclaimerError})` : ""}`,
   );
   if (view.crash) {
     const state =
