@@ -124,6 +124,64 @@ describe("Redis restart", () => {
     report("restart-volatile", { tasksBefore: 20, tasksAfter: 0, msToFailWhileDown: failures });
   }, 30_000);
 
+  /** Starts a server, opens both sides on it, and freezes the server with SIGSTOP (it keeps its sockets open). */
+  async function frozen(upstashTimeoutMs: number) {
+    const server = await startRedisServer();
+    const endpoint = await startUpstashEndpoint({ redisUrl: server.url });
+    const tcp = TcpStore.fromUrl(server.url);
+    const upstash = new UpstashStore({ url: endpoint.url, token: endpoint.token, timeoutMs: upstashTimeoutMs });
+    const options = { name: uniqueQueueName("frozen") };
+    const queues = { tcp: new Queue(tcp, options), upstash: new Queue(upstash, options) };
+    await queues.tcp.stats({ now: NOW }); // connected
+    server.process.kill("SIGSTOP");
+    return {
+      queues,
+      thaw: async () => {
+        server.process.kill("SIGCONT");
+        await tcp.close();
+        await endpoint.close();
+        await server.stop();
+      },
+    };
+  }
+
+  /** What a call does within `ms`: resolves, rejects (with the error), or is still waiting. */
+  const within = (ms: number, call: Promise<unknown>) =>
+    Promise.race([
+      call.then(
+        () => ({ outcome: "resolved" as const }),
+        (error: unknown) => ({ outcome: "rejected" as const, error }),
+      ),
+      sleep(ms).then(() => ({ outcome: "still waiting" as const })),
+    ]);
+
+  it("a Redis that stops answering (SIGSTOP, sockets open): the Upstash path fails with a clear timeout", async () => {
+    const { queues, thaw } = await frozen(1_000);
+    try {
+      const result = await within(8_000, queues.upstash.claim({ count: 1, now: NOW }));
+      expect(result.outcome).toBe("rejected");
+      expect(String((result as { error?: unknown }).error)).toMatch(/claim: no answer from Upstash within 1000 ms/);
+    } finally {
+      await thaw();
+    }
+  }, 30_000);
+
+  // BUG (reported to the lead): TcpStore.fromUrl sets no command timeout, so when Redis stops
+  // answering without closing the connection (a frozen or partitioned server: no RST), every call
+  // waits forever instead of failing with a StoreError; a worker Lambda then hangs until its own
+  // timeout. The Upstash store gives up after timeoutMs (test above). Expected: a StoreError within
+  // a bounded time (e.g. the 5 s the Upstash store uses). Actual: the call is still pending after 8 s.
+  it.fails("a Redis that stops answering (SIGSTOP, sockets open): the TCP path fails with a clear error in bounded time", async () => {
+    const { queues, thaw } = await frozen(1_000);
+    try {
+      const result = await within(8_000, queues.tcp.stats({ now: NOW }));
+      expect(result.outcome).toBe("rejected");
+      expect((result as { error?: unknown }).error).toBeInstanceOf(StoreError);
+    } finally {
+      await thaw();
+    }
+  }, 30_000);
+
   const OPERATIONS = scale(300, 3_000);
   it(
     `with AOF (appendfsync always): a SIGKILL mid-run loses no acknowledged enqueue or ack (${OPERATIONS} rounds)`,
