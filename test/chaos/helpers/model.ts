@@ -22,6 +22,8 @@ export interface ModelOptions {
   defaultPolicy: { leaseMs: number; maxAttempts: number };
   doneRetentionMs: number;
   failedRetentionMs: number;
+  /** Strict order: no claim while a task is leased or the hold time is ahead. */
+  ordered?: boolean;
 }
 
 const SEQ_SPAN = 2 ** 42;
@@ -33,6 +35,8 @@ export const stateName = (letter: Letter | undefined) => (letter ? STATE_NAME[le
 export class QueueModel {
   readonly tasks = new Map<string, ModelTask>();
   seq = 0;
+  /** Ordered queues: no claim before this time (ms), set by a retry. The model ignores the key's expiry. */
+  hold: number | undefined;
 
   constructor(readonly options: ModelOptions) {}
 
@@ -63,13 +67,17 @@ export class QueueModel {
     });
   }
 
-  /** Promotes due scheduled tasks, then leases the `count` lowest ranks. */
+  /** Promotes due scheduled tasks, then leases the `count` lowest ranks (unless an ordered queue's gate is closed). */
   claim(count: number, now: number) {
     for (const task of this.tasks.values()) {
       if (task.state === "S" && task.at <= now) {
         task.state = "R";
         task.at = now;
       }
+    }
+    if (this.options.ordered) {
+      if ([...this.tasks.values()].some((task) => task.state === "L")) return [];
+      if (this.hold !== undefined && this.hold > now) return [];
     }
     const ready = [...this.tasks].filter(([, t]) => t.state === "R").sort(([, a], [, b]) => a.rank - b.rank);
     return ready.slice(0, count).map(([id, task]) => {
@@ -96,7 +104,8 @@ export class QueueModel {
     items: Array<{ id: string; token: string; outcome: "ack" | "retry" | "fail"; retryAtMs?: number; error?: string }>,
     now: number,
   ) {
-    return items.map((item) => {
+    let hold: number | undefined;
+    const results = items.map((item) => {
       const { status, task } = this.fenced(item.id, item.token);
       if (task) {
         task.at = now;
@@ -108,14 +117,20 @@ export class QueueModel {
           task.error = item.error ?? "";
           const retryAt = item.retryAtMs ?? 0;
           if (item.outcome === "fail" || task.attempts >= task.maxAttempts) task.state = "F";
-          else if (retryAt > now) {
+          else if (retryAt > now && !this.options.ordered) {
             task.state = "S";
             task.at = retryAt;
-          } else task.state = "R";
+          } else {
+            // An ordered queue keeps the task at the head (READY, rank kept) and holds every claim.
+            task.state = "R";
+            if (this.options.ordered && retryAt > now) hold = Math.max(hold ?? 0, retryAt);
+          }
         }
       }
       return { status, state: stateName(this.tasks.get(item.id)?.state) };
     });
+    if (hold !== undefined) this.hold = hold;
+    return results;
   }
 
   extend(items: Array<{ id: string; token: string; leaseMs: number }>, now: number) {
