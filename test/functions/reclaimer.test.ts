@@ -1,6 +1,4 @@
 import { fork } from "node:child_process";
-import { createServer, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { afterAll, describe, expect, it } from "vitest";
@@ -11,6 +9,7 @@ import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { captureStdout, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
+import { recordingLambdaApi } from "../helpers/lambda-api.js";
 import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
 
 const registry: TaskRegistry = {
@@ -18,24 +17,6 @@ const registry: TaskRegistry = {
   types: { job: { leaseMs: 1_000, maxAttempts: 3, backoff: { baseMs: 50, maxMs: 100 }, handler: () => {} } },
 };
 const silent = () => new Logger({ serviceName: "test", logLevel: "SILENT" });
-
-/** A loopback HTTP server standing in for the Lambda API; records each Invoke request. */
-async function fakeLambdaApi() {
-  const calls: Array<{ url: string; headers: IncomingMessage["headers"]; body: string }> = [];
-  const server = createServer((request, response) => {
-    let body = "";
-    request.on("data", (chunk) => {
-      body += chunk;
-    });
-    request.on("end", () => {
-      calls.push({ url: request.url ?? "", headers: request.headers, body });
-      response.writeHead(202, { "content-type": "application/json" }).end("");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, calls, close: () => new Promise((resolve) => server.close(resolve)) };
-}
 
 describe.each(adapters)("reclaimer over $name", (adapter) => {
   const redis = rawClient();
@@ -53,7 +34,7 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
   it("kicks the worker through the Lambda API with a drain event, and publishes the queue metrics as EMF", async () => {
     const name = uniqueQueueName("r");
     const queue = await queueNamed(name);
-    const api = await fakeLambdaApi();
+    const api = await recordingLambdaApi();
     try {
       await queue.enqueue(
         Array.from({ length: 5 }, (_, i) => ({ id: `k${i}`, type: "job" })),
@@ -101,7 +82,7 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
   it("does not kick when nothing is ready", async () => {
     const name = uniqueQueueName("r");
     await queueNamed(name);
-    const api = await fakeLambdaApi();
+    const api = await recordingLambdaApi();
     try {
       const handler = createReclaimerHandler({
         env: functionEnv(adapter, name, { LEASEQ_WORKER_FUNCTION: "w", LEASEQ_LAMBDA_ENDPOINT: api.url }),

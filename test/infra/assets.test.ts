@@ -1,7 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
-import { createServer, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { App } from "aws-cdk-lib";
@@ -11,6 +9,7 @@ import { LeaseqStack } from "../../infra/stack.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { captureStdout, functionEnv, lambdaContext, scheduledEvent, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { recordingLambdaApi } from "../helpers/lambda-api.js";
 import { adapters, uniqueQueueName } from "../helpers/stores.js";
 
 type Handler = (event: unknown, context: unknown) => Promise<Record<string, unknown>>;
@@ -29,24 +28,6 @@ interface Resource {
     Environment?: { Variables: Record<string, unknown> };
     Metrics?: Array<{ MetricStat?: { Metric: AlarmMetric } }>;
   };
-}
-
-/** Stands in for the Lambda API (the reclaimer's kick); records each Invoke request. */
-async function fakeLambdaApi() {
-  const calls: Array<{ url: string; headers: IncomingMessage["headers"]; body: string }> = [];
-  const server = createServer((request, response) => {
-    let body = "";
-    request.on("data", (chunk) => {
-      body += chunk;
-    });
-    request.on("end", () => {
-      calls.push({ url: request.url ?? "", headers: request.headers, body });
-      response.writeHead(202, { "content-type": "application/json" }).end("");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, calls, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
 /**
@@ -133,7 +114,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
   });
 
   it("take an SQS task list to DONE, publish the metrics the alarms watch, and kick the worker", async () => {
-    const api = await fakeLambdaApi();
+    const api = await recordingLambdaApi();
     const saved = { ...process.env };
     // Only the connection from the test helper: LEASEQ_QUEUE and the rest come from the template.
     const { LEASEQ_QUEUE: _, ...connection } = functionEnv(adapter, queueName);
