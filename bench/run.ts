@@ -8,7 +8,7 @@ import { TcpStore } from "../shared/stores/tcp.js";
 import { type BacklogCase, type BacklogResult, runBacklog } from "./backlog.js";
 import { bullmqBacklog, bullmqContender } from "./bullmq.js";
 import { measureBundles } from "./bundles.js";
-import { bullmqIdle, leaseqIdle } from "./idle.js";
+import { bullmqIdle, type IdleResult, leaseqIdle } from "./idle.js";
 import { leaseqBacklog, leaseqContender } from "./leaseq.js";
 import { machineInfo } from "./machine.js";
 import { naiveBacklog, naiveContender } from "./naive.js";
@@ -28,11 +28,12 @@ const startedAt = performance.now();
 
 const redis = await startBenchRedis();
 let upstash: LocalUpstash | undefined;
+let bullIdle: Promise<IdleResult> | undefined;
 try {
   const machine = machineInfo(await redisVersion(redis.admin));
   log(`leaseq benchmark (${quick ? "quick" : "full"}) on its own redis-server ${redis.url}`);
   // Runs alongside everything else, on a server of its own: an idle worker costs no CPU.
-  const bullIdle = bullmqIdle(settings.idleWindowMs);
+  bullIdle = bullmqIdle(settings.idleWindowMs);
 
   const started = await startLocalUpstash(root, redis.url);
   if ("url" in started) upstash = started;
@@ -148,6 +149,8 @@ try {
   writeFileSync(outPath, `${JSON.stringify(resultsJson(measurements), null, 2)}\n`);
   log(`\nWrote ${outPath}`);
 } finally {
+  // Lets the idle measurement stop its own redis-server even when a step above failed.
+  await bullIdle?.catch(() => undefined);
   await upstash?.close();
   await redis.stop();
 }
