@@ -75,32 +75,42 @@ local function groups(first, size, max, min)
   return n
 end
 
+-- Reads a record. The payload is not copied out until payload_of() asks for it (an ack drops it),
+-- and the rank keeps the text it was stored as, so writing it back needs no formatting.
 local function parse(record)
   local state, task_type, rank, attempts, claims, max_attempts, at, error_bytes, body =
     string.match(record, '^(%u)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|()')
-  error_bytes = tonumber(error_bytes)
+  local payload_at = body + error_bytes
   return {
     state = state,
     type = task_type,
+    rank_text = rank,
     rank = tonumber(rank),
     attempts = tonumber(attempts),
     claims = tonumber(claims),
     max_attempts = tonumber(max_attempts),
     at = tonumber(at),
-    error = string.sub(record, body, body + error_bytes - 1),
-    payload = string.sub(record, body + error_bytes),
+    error = string.sub(record, body, payload_at - 1),
+    record = record,
+    payload_at = payload_at,
   }
 end
 
+local function payload_of(task)
+  if task.payload == nil then task.payload = string.sub(task.record, task.payload_at) end
+  return task.payload
+end
+
+-- Numbers below 10^14 (times in ms, counts) print exactly with `..`; the rank (up to 2^53) does not,
+-- so it is formatted once, when the task is created.
 local function serialize(task)
-  return table.concat({
-    task.state, task.type, fmt(task.rank), task.attempts, task.claims, task.max_attempts,
-    fmt(task.at), #task.error, '',
-  }, '|') .. task.error .. task.payload
+  return task.state .. '|' .. task.type .. '|' .. (task.rank_text or fmt(task.rank)) .. '|' .. task.attempts ..
+    '|' .. task.claims .. '|' .. task.max_attempts .. '|' .. task.at .. '|' .. #task.error .. '|' ..
+    task.error .. payload_of(task)
 end
 
 local function token_of(task)
-  return fmt(task.rank % RANK_SEQ_SPAN) .. '.' .. task.claims
+  return (task.rank % RANK_SEQ_SPAN) .. '.' .. task.claims
 end
 
 -- Loads the records of `ids` with one HMGET; missing ids map to nil.
@@ -125,10 +135,11 @@ local function write_task(writes, id, task)
   records[#records + 1] = serialize(task)
 end
 
+-- Scores go as Lua numbers: Redis prints them with %.17g, exact for integers below 2^53.
 local function zadd(writes, key, score, id)
   local list = writes.zadd[key]
   if not list then list = {}; writes.zadd[key] = list end
-  list[#list + 1] = fmt(score)
+  list[#list + 1] = score
   list[#list + 1] = id
 end
 

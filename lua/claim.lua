@@ -59,7 +59,7 @@ return guard('claim', function()
       local n = #result
       result[n + 1] = id
       result[n + 2] = task.type
-      result[n + 3] = task.payload
+      result[n + 3] = payload_of(task)
       result[n + 4] = task.attempts
       result[n + 5] = token_of(task)
       result[n + 6] = task.rank

@@ -13,6 +13,6 @@ return guard('inspect', function()
   local task = parse(record)
   return {
     task.state, task.type, math.floor(task.rank / RANK_SEQ_SPAN) + PRIORITY_MIN, task.attempts,
-    task.max_attempts, task.at, task.error, task.payload, task.rank,
+    task.max_attempts, task.at, task.error, payload_of(task), task.rank,
   }
 end)
