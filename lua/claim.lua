@@ -2,7 +2,8 @@
 --
 -- KEYS[1] task hash      KEYS[2] ready zset (rank)       KEYS[3] scheduled zset (due ms)
 -- KEYS[4] leased zset (lease deadline ms)                KEYS[5] hold string (ordered queues:
---         no claim before this time, ms, set when a task of the queue is retried)
+--         no claim before this time, ms, set when a task of the queue is retried; compared
+--         with `now`, never expired by Redis's clock)
 -- ARGV[1] now               ms since epoch
 -- ARGV[2] count             1..1000, the most tasks to lease
 -- ARGV[3] ordered           1 = strict order: claim nothing while any task is leased or held

@@ -3,8 +3,9 @@
 -- KEYS[1] task hash   KEYS[2] failed zset   KEYS[3] ready zset (rank)
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] ids, 1..1000 of them
--- Returns: per id, 1 each: status 0 ok, 2 already done, 3 unknown id, 4 not failed (the task is
---   READY, SCHEDULED or LEASED; nothing changed). The last error stays visible to inspect.
+-- Returns: per id, 1 each: status 0 ok (also for an id requeued already and not claimed since),
+--   2 already done, 3 unknown id, 4 not failed (the task is READY, SCHEDULED or LEASED; nothing
+--   changed). The last error stays visible to inspect.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
 return guard('requeue', function()
   local now = int_arg('now', ARGV[1], 0, 2 ^ 52)
@@ -20,6 +21,10 @@ return guard('requeue', function()
       status = 3
     elseif task.state == 'D' then
       status = 2
+    elseif task.state == 'R' and task.attempts == 0 and task.error ~= '' then
+      -- Only a requeue leaves a READY task with no attempts and an error: a repeated requeue (a
+      -- retry after a lost reply) answers ok and changes nothing.
+      status = 0
     elseif task.state ~= 'F' then
       status = 4
     else

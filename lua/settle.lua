@@ -10,7 +10,8 @@
 --          retryAtMs (retry only: when to run again; <= now means ready now), error text
 -- Returns: per item, 2 each: status, state after the call
 --   status 0 ok             state D done, S scheduled or R ready (retry), F failed (fail, or
---                            retry with no attempts left)
+--                            retry with no attempts left); also for a retry or fail repeated with
+--                            the same token (no claim since), which changes nothing
 --   status 1 stale token    the task is not leased under this token; nothing changed
 --   status 2 already done   the task is DONE; nothing changed (a repeated ack)
 --   status 3 unknown id     no such task (never enqueued, or trimmed)
@@ -41,6 +42,7 @@ return guard('settle', function()
 
   local tasks = load_tasks(KEYS[1], ids)
   local result, writes, hold = {}, new_writes(), nil
+  local replayed = { retry = { S = true, R = true, F = true }, fail = { F = true } }
   for _, item in ipairs(items) do
     local task = tasks[item.id]
     local status = 0
@@ -48,6 +50,10 @@ return guard('settle', function()
       status = 3
     elseif task.state == 'D' then
       status = 2
+    elseif token_of(task) == item.token and item.outcome ~= 'ack' and replayed[item.outcome][task.state] then
+      -- The same retry or fail ran already (a retry after a lost reply), and no claim came since:
+      -- answer what it did. An ack is never answered this way: a DONE task says already_done.
+      status = 0
     elseif task.state ~= 'L' or token_of(task) ~= item.token then
       status = 1
     else
@@ -76,6 +82,7 @@ return guard('settle', function()
     result[#result + 1] = task and task.state or ''
   end
   apply(writes, KEYS[1])
-  if hold then redis.call('SET', KEYS[7], fmt(hold), 'PX', math.max(1, hold - now)) end
+  -- No expiry: the hold is compared with the callers' `now`, never with Redis's clock.
+  if hold then redis.call('SET', KEYS[7], fmt(hold)) end
   return result
 end)

@@ -17,12 +17,21 @@ export class TcpStore implements Store {
     private readonly owned: boolean,
   ) {}
 
-  /** Connects to `url` (redis:// or rediss://). Commands fail fast while the server is down. */
-  static fromUrl(url: string, options: { retry?: RetryPolicy; redis?: RedisOptions } = {}): TcpStore {
+  /**
+   * Connects to `url` (redis:// or rediss://). Commands fail fast while the server is down, and
+   * after `timeoutMs` (default 5000) when it stops answering with the connection still open.
+   */
+  static fromUrl(
+    url: string,
+    options: { timeoutMs?: number; retry?: RetryPolicy; redis?: RedisOptions } = {},
+  ): TcpStore {
     const client = new Redis(url, {
       maxRetriesPerRequest: 1,
       autoResendUnfulfilledCommands: false,
       connectTimeout: 5_000,
+      // A server that stops answering without closing the connection must not hang a Lambda until
+      // its own timeout: fail the call (a claim that timed out is not retried; see LuaScript).
+      commandTimeout: options.timeoutMs ?? 5_000,
       enableOfflineQueue: true,
       retryStrategy: (times) => Math.min(times * 100, 2_000),
       ...options.redis,
@@ -66,5 +75,14 @@ export class TcpStore implements Store {
 function storeError(operation: string, error: unknown): unknown {
   if (error instanceof ReplyError) return error;
   const message = error instanceof Error ? error.message : String(error);
+  if (message === "Command timed out") {
+    return new StoreError(
+      `${operation}: no answer from Redis over TCP in time (it may be frozen or unreachable)`,
+      undefined,
+      {
+        cause: error,
+      },
+    );
+  }
   return new StoreError(`${operation}: Redis unreachable over TCP (${message})`, undefined, { cause: error });
 }

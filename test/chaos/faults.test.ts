@@ -114,14 +114,10 @@ describe("faults through the local Upstash endpoint", () => {
     await assertConsistent(redis, queue);
   });
 
-  // FINDING (reported to the lead): retry-safe means "running twice changes nothing twice", but the
-  // answer of the second run is what the caller sees. After a lost reply the store's retry of a
-  // settle with outcome retry/fail answers "stale_token" (the first run already moved the task),
-  // so the worker counts that task as `lost` although it was retried or failed as asked; a retried
-  // requeue answers "not_failed" for the task it just requeued (the CLI then exits 1). Nothing is
-  // lost or duplicated: only the answer is wrong. Expected: status "ok" with the state after the
-  // first run. Actual: "stale_token" (settle) and "not_failed" (requeue).
-  it.fails("a settle (fail or retry) or a requeue whose reply was lost answers what its first run did", async () => {
+  // Found by this suite, now fixed: retry-safe means "running twice changes nothing twice", but the
+  // caller sees the second run's answer. A settle (retry/fail) or requeue replayed after a lost reply
+  // once answered "stale_token" / "not_failed"; it now answers "ok" with the state the first run made.
+  it("a settle (fail or retry) or a requeue whose reply was lost answers what its first run did", async () => {
     const queue = openQueue();
     await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
     const [task] = await queue.claim({ count: 1, now: NOW });

@@ -61,17 +61,13 @@ describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
   );
 });
 
-// FINDING (reported to the lead): an ordered queue's retry hold is a key with a TTL (`SET hold
-// <retryAt> PX <retryAt - now>`, lua/settle.lua), so it disappears by Redis's own clock, not by
-// the `now` callers pass. A claim whose `now` is still before the retry time claims the task once
-// the TTL ran out in real time. DESIGN.md §3 has time come only from `now` ("tests time-travel by
-// passing now"); with synced clocks it behaves the same, but time travel (and a client whose clock
-// lags Redis's) sees the gate open early. Expected: no claim before retryAt by the caller's `now`.
-// Actual: after 300 ms of real time, a claim at a `now` 1 ms before the retry time gets the task.
+// Found by this suite, now fixed: an ordered queue's retry hold was a key with a TTL, so it expired by
+// Redis's clock rather than by the `now` callers pass (DESIGN.md §3), opening the gate early under
+// time travel or a lagging client clock. The hold is now compared with `now` only.
 describe("ordered queue hold and the caller's clock", () => {
   const redis = rawClient();
   afterAll(() => redis.disconnect());
-  it.fails("keeps the gate closed until retryAt by the caller's now, whatever Redis's clock says", async () => {
+  it("keeps the gate closed until retryAt by the caller's now, whatever Redis's clock says", async () => {
     const { queue, close } = await openQueue(adapters[0], { ordered: true, clockSkewMs: 0 });
     try {
       await queue.enqueue([{ id: "a", type: "t" }], { now: START });

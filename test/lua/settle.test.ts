@@ -104,6 +104,32 @@ describe.each(adapters)("settle over $name", (adapter) => {
     expect(await queue.inspect("fatal")).toMatchObject({ attempts: 1, lastError: "bad payload" });
   });
 
+  it("answers a repeated retry or fail with the same token ok, changing nothing; a repeated ack stays already_done", async () => {
+    const { queue, claimed } = await leased(["rr", "ff"]);
+    const items = [
+      { ...claimed[0], outcome: "retry" as const, retryAtMs: NOW + 500, error: "later" },
+      { ...claimed[1], outcome: "fail" as const, error: "poison" },
+    ];
+    expect((await queue.settle(items, { now: NOW })).map((r) => [r.status, r.state])).toEqual([
+      ["ok", "scheduled"],
+      ["ok", "failed"],
+    ]);
+    const before = await snapshot(redis, queue);
+    expect((await queue.settle(items, { now: NOW + 1 })).map((r) => [r.status, r.state])).toEqual([
+      ["ok", "scheduled"],
+      ["ok", "failed"],
+    ]);
+    expect(await snapshot(redis, queue)).toEqual(before);
+    // A fail replayed onto a task that was retried is not what happened: stale.
+    expect((await queue.settle([{ ...claimed[0], outcome: "fail", error: "x" }], { now: NOW + 2 }))[0].status).toBe(
+      "stale_token",
+    );
+    // Once claimed again, the old token is stale for every outcome.
+    const [again] = await queue.claim({ count: 1, now: NOW + 500 });
+    expect(again.id).toBe("rr");
+    expect((await queue.settle([items[0]], { now: NOW + 501 }))[0].status).toBe("stale_token");
+  });
+
   it("caps the error text at 2048 bytes", async () => {
     const { queue, claimed } = await leased(["long"]);
     await queue.settle([{ ...claimed[0], outcome: "fail", error: "é".repeat(5000) }], { now: NOW });
