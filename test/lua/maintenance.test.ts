@@ -112,6 +112,8 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
       lastError: "boom",
       payload: '{"id":"f"}',
     });
+    // A repeated requeue (a retry after a lost reply) answers ok and changes nothing.
+    expect(await queue.requeue(["f"], { now: NOW + 1 })).toEqual([{ id: "f", status: "ok" }]);
     const [again] = await queue.claim({ count: 1, now: NOW + 2 });
     expect(again).toMatchObject({ id: "f", attempt: 1 });
     await assertConsistent(redis, queue);
