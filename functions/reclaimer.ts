@@ -6,13 +6,15 @@ import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import type { TaskRegistry } from "./task.js";
-import defaultRegistry from "./task-types.js";
 
+// The reclaimer never claims, so it needs no task types (and its bundle carries no handlers).
+const NO_TYPES: TaskRegistry = { ordered: false, types: {} };
 const LIMIT = 1000; // tasks per reclaim/promote/trim call
 const TASKS_PER_KICK = 500; // backlog one drain invocation is expected to take on
 
 export interface ReclaimerOptions {
   env?: Record<string, string | undefined>;
+  /** Unused by reclaim, promote, trim and stats (they read each task's policy from its record). */
   registry?: TaskRegistry;
   logger?: Logger;
   metrics?: Metrics;
@@ -48,7 +50,7 @@ export function createReclaimerHandler(options: ReclaimerOptions = {}) {
     const startedAt = Date.now();
     runtime ??= (async () => {
       const config = readConfig(options.env ?? process.env);
-      return { ...(await createRuntime(config, options.registry ?? defaultRegistry)), lambda: lambdaClient(config) };
+      return { ...(await createRuntime(config, options.registry ?? NO_TYPES)), lambda: lambdaClient(config) };
     })();
     const { queue, config, lambda } = await runtime.catch((error: unknown) => {
       runtime = undefined;

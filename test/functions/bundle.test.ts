@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
@@ -13,6 +13,18 @@ type Handler = (event: unknown, context: unknown) => Promise<Record<string, unkn
 beforeAll(() => {
   // The same build as `npm run build`, so this test runs exactly what is deployed.
   execFileSync("npx", ["tsx", "infra/build.ts"], { cwd: root, stdio: "ignore" });
+});
+
+it("keeps what each function loads at a cold start under 150 KB minified (ioredis is an on-demand chunk)", () => {
+  for (const bundle of ["worker", "reclaimer"]) {
+    const dir = `${root}dist/${bundle}/`;
+    const chunks = readdirSync(`${dir}chunks`).filter((file) => !file.startsWith("tcp-"));
+    const bytes = [`${dir}index.mjs`, ...chunks.map((file) => `${dir}chunks/${file}`)].reduce(
+      (sum, file) => sum + statSync(file).size,
+      0,
+    );
+    expect(bytes / 1024, `${bundle} bundle KB`).toBeLessThan(150);
+  }
 });
 
 describe.each(adapters)("the built bundles over $name", (adapter) => {
