@@ -1,4 +1,5 @@
 import type { TaskInput } from "../shared/types.js";
+import { seededRandom } from "./random.js";
 import type { LocalSqs } from "./sqs.js";
 
 /** The demo workload: every task it sends, and the ids worth following. */
@@ -9,18 +10,6 @@ export interface DemoWorkload {
   flakyIds: string[];
 }
 
-/** A small seeded generator (mulberry32), so every run of the demo has the same mix. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * `count` tasks across the example types of functions/task-types.ts: mostly `echo` with
  * priorities from -3 to 3, a tenth delayed by up to 4 s, a tenth `flaky` (fails once or twice,
@@ -28,7 +17,7 @@ function seeded(seed: number): () => number {
  * one `poison` that fails every attempt and must end FAILED. Ids start with `prefix`.
  */
 export function demoWorkload(count: number, prefix: string, slowMs: number): DemoWorkload {
-  const random = seeded(42);
+  const random = seededRandom(42);
   const id = (n: number, type: string) => `${prefix}-${String(n).padStart(4, "0")}-${type}`;
   const tasks: TaskInput[] = [];
   const poisonId = id(0, "poison");

@@ -8,7 +8,8 @@
 --   state        R ready, S scheduled, L leased, D done, F failed
 --   rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
 --   attempts     claims that counted (release gives one back)
---   claims       every claim ever made (never decreases): the lease token is "<seq>.<claims>"
+--   claims       the lease generation: +1 at every claim, and at every reclaim and release, which
+--                revoke the lease; never decreases. The lease token is "<seq>.<claims>"
 --   maxAttempts  the type's policy, recorded at claim (0 before the first claim)
 --   atMs         R: ready since, S: due at, L: lease deadline, D/F: finished at (ms since epoch)
 
@@ -188,6 +189,7 @@ local function reclaim_expired(keys, now, skew, limit)
     zrem(writes, keys.leased, id)
     local task = tasks[id]
     if task then
+      task.claims = task.claims + 1 -- revokes the token: a late settle of this lease is stale
       if task.attempts >= task.max_attempts then
         task.state = 'F'
         task.error = 'lease expired after attempt ' .. task.attempts .. ' of ' .. task.max_attempts

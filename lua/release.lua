@@ -27,7 +27,8 @@ return guard('release', function()
     elseif task.state ~= 'L' or token_of(task) ~= item.token then
       status = 1
     else
-      task.state, task.at, task.attempts = 'R', now, task.attempts - 1
+      -- The attempt is given back; the lease generation moves on, so the token is stale from now.
+      task.state, task.at, task.attempts, task.claims = 'R', now, task.attempts - 1, task.claims + 1
       zrem(writes, KEYS[2], item.id)
       zadd(writes, KEYS[3], task.rank, item.id)
       write_task(writes, item.id, task)

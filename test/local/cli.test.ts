@@ -172,12 +172,15 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     await failTasks(queue, ["f1", "f2", "f3", "f4"]);
     expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: "requeued f1\n" });
     expect((await queue.inspect("f1"))?.state).toBe("ready");
-    const refused = await cli(["requeue", "f1", "f2", "ghost"]);
+    // Requeueing f1 again (say, a retry after a lost reply) is harmless and answers ok.
+    expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: "requeued f1\n" });
+    await queue.enqueue([{ id: "r1", type: "t" }], { now: Date.now() });
+    const refused = await cli(["requeue", "r1", "f2", "ghost"]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe("requeued f2\n");
-    expect(refused.stderr).toContain("f1 (not FAILED), ghost (no such task)");
+    expect(refused.stderr).toContain("r1 (not FAILED), ghost (no such task)");
     expect(await cli(["requeue", "--all-failed"])).toMatchObject({ code: 0, stdout: "requeued 2 failed tasks\n" });
-    expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 4, failed: 0 });
+    expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 5, failed: 0 }); // f1-f4 and r1
   });
 
   it("trim deletes DONE and FAILED tasks older than the retention given", async () => {

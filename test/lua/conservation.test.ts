@@ -1,17 +1,9 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { seededRandom } from "../../local/random.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, openQueue, rawClient } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
-
-/** A small deterministic PRNG, so a failure replays. */
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state * 1_103_515_245 + 12_345) & 0x7fffffff;
-    return state / 0x7fffffff;
-  };
-}
 
 describe.each(adapters)("conservation over $name", (adapter) => {
   const redis = rawClient();
@@ -24,7 +16,7 @@ describe.each(adapters)("conservation over $name", (adapter) => {
   it("drains a mixed workload with crashes and retries to DONE or FAILED, losing nothing", async () => {
     const { queue, close } = await openQueue(adapter, { defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 } });
     closers.push(close);
-    const next = random(42);
+    const next = seededRandom(42);
     const ids = Array.from({ length: 300 }, (_, i) => `w${i}`);
     await queue.enqueue(
       ids.map((id) => ({

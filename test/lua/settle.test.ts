@@ -124,6 +124,13 @@ describe.each(adapters)("settle over $name", (adapter) => {
     expect((await queue.settle([{ ...claimed[0], outcome: "fail", error: "x" }], { now: NOW + 2 }))[0].status).toBe(
       "stale_token",
     );
+    // A reclaim revokes the token too: a late retry of an expired lease is stale, not a replay.
+    const { queue: other, claimed: late } = await leased(["late"]);
+    expect((await other.reclaim({ now: NOW + 60_000 })).reclaimed).toEqual(["late"]);
+    const [lateRetry] = await other.settle([{ ...late[0], outcome: "retry", retryAtMs: NOW, error: "x" }], {
+      now: NOW + 60_001,
+    });
+    expect(lateRetry).toEqual({ id: "late", status: "stale_token", state: "ready" });
     // Once claimed again, the old token is stale for every outcome.
     const [again] = await queue.claim({ count: 1, now: NOW + 500 });
     expect(again.id).toBe("rr");

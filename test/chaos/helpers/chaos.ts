@@ -1,6 +1,7 @@
 // Shared by the chaos suites: the small/full switch, a seeded PRNG, and the figures each suite
 // prints (the README's Reliability section quotes those of a full run).
 import { appendFileSync } from "node:fs";
+import { seededRandom } from "../../../local/random.js";
 
 /** `LEASEQ_CHAOS=full` (npm run test:chaos) runs the big versions; `npm test` runs the small ones. */
 export const FULL = process.env.LEASEQ_CHAOS === "full";
@@ -16,17 +17,8 @@ export function chaosSeed(): number {
   return Number.isInteger(given) && given > 0 ? given : 1 + Math.floor(Math.random() * 2 ** 31);
 }
 
-/** A small deterministic PRNG (mulberry32), so the random choices of a run replay from its seed. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+/** A small deterministic PRNG, so the random choices of a run replay from its seed. */
+export const random = seededRandom;
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -1,21 +1,12 @@
+import type { RawTask } from "../../helpers/invariants.js";
 // A small pure model of one leaseq queue (not ordered), written from DESIGN.md and the script
 // headers in lua/, for the model-based suite: the real queue and this model take the same
 // commands, and their states must agree after every step.
 
 export type Letter = "R" | "S" | "L" | "D" | "F";
 
-/** A task as the model keeps it: the same fields as a task record (test/helpers/invariants.ts). */
-export interface ModelTask {
-  state: Letter;
-  type: string;
-  rank: number;
-  attempts: number;
-  claims: number;
-  maxAttempts: number;
-  at: number;
-  error: string;
-  payload: string;
-}
+/** A task as the model keeps it: the fields of a task record (test/helpers/invariants.ts). */
+export type ModelTask = Omit<RawTask, "state"> & { state: Letter };
 
 export interface ModelOptions {
   policies: Record<string, { leaseMs: number; maxAttempts: number }>;
@@ -92,10 +83,14 @@ export class QueueModel {
   }
 
   /** The fence every settle/extend/release applies: the status, and the task when it may proceed. */
-  private fenced(id: string, token: string): { status: string; task?: ModelTask } {
+  private fenced(id: string, token: string, replayOf?: "retry" | "fail"): { status: string; task?: ModelTask } {
     const task = this.tasks.get(id);
     if (!task) return { status: STATUS.unknown };
     if (task.state === "D") return { status: STATUS.done };
+    // A retry or fail repeated with the token of the lease it settled (reclaim and release revoke
+    // tokens) answers ok and changes nothing.
+    const replayStates = replayOf === "retry" ? "SRF" : replayOf === "fail" ? "F" : "";
+    if (this.token(task) === token && replayStates.includes(task.state)) return { status: STATUS.ok };
     if (task.state !== "L" || this.token(task) !== token) return { status: STATUS.stale };
     return { status: STATUS.ok, task };
   }
@@ -106,7 +101,7 @@ export class QueueModel {
   ) {
     let hold: number | undefined;
     const results = items.map((item) => {
-      const { status, task } = this.fenced(item.id, item.token);
+      const { status, task } = this.fenced(item.id, item.token, item.outcome === "ack" ? undefined : item.outcome);
       if (task) {
         task.at = now;
         if (item.outcome === "ack") {
@@ -148,6 +143,7 @@ export class QueueModel {
         task.state = "R";
         task.at = now;
         task.attempts--;
+        task.claims++; // a release revokes the token
       }
       return { status };
     });
@@ -159,6 +155,7 @@ export class QueueModel {
     const failed: string[] = [];
     for (const [id, task] of this.tasks) {
       if (task.state !== "L" || task.at >= now - skewMs) continue;
+      task.claims++; // a reclaim revokes the token
       if (task.attempts >= task.maxAttempts) {
         task.state = "F";
         task.error = `lease expired after attempt ${task.attempts} of ${task.maxAttempts}`;
@@ -177,6 +174,8 @@ export class QueueModel {
       const task = this.tasks.get(id);
       if (!task) return { status: STATUS.unknown };
       if (task.state === "D") return { status: STATUS.done };
+      // Only a requeue leaves a READY task with no attempts and an error: a repeat answers ok.
+      if (task.state === "R" && task.attempts === 0 && task.error !== "") return { status: STATUS.ok };
       if (task.state !== "F") return { status: "not_failed" };
       task.state = "R";
       task.at = now;
