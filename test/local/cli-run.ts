@@ -14,12 +14,13 @@ export interface CliRun {
  * no REDIS_URL or LEASEQ_QUEUE leaks in from the test process.
  */
 export function runCli(args: string[], env: Record<string, string>, input?: string): Promise<CliRun> {
+  return runNode(["bin/leaseq.mjs", ...args], { PATH: process.env.PATH ?? "", ...env }, input);
+}
+
+/** Runs `node ...argv` from the repository root with exactly `env`; collects its output and exit code. */
+export function runNode(argv: string[], env: Record<string, string | undefined>, input?: string): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["bin/leaseq.mjs", ...args], {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? "", ...env },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const child = spawn(process.execPath, argv, { cwd: root, env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk) => {

@@ -1,14 +1,11 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { NoRedisError, resolveRedis } from "../../local/redis.js";
 import { freePort, pingRedis } from "../helpers/redis-server.js";
 import { redisUrl } from "../helpers/stores.js";
-
-const root = fileURLToPath(new URL("../..", import.meta.url));
+import { runNode } from "./cli-run.js";
 
 describe("npm start finds or starts Redis", () => {
   it("uses REDIS_URL when it is set", async () => {
@@ -49,23 +46,10 @@ describe("npm start finds or starts Redis", () => {
     // A PATH holding nothing at all: node is spawned by its absolute path.
     const emptyPath = mkdtempSync(join(tmpdir(), "leaseq-no-redis-"));
     const deadPort = await freePort();
-    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(
-        process.execPath,
-        ["--import", "tsx", "--import", "./bin/lua-loader.mjs", "local/start.ts", "--exit-when-drained"],
-        { cwd: root, env: { PATH: emptyPath, HOME: process.env.HOME, LEASEQ_DEFAULT_REDIS_PORT: String(deadPort) } },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-      });
-      child.once("error", reject);
-      child.once("close", (code) => resolve({ code, stdout, stderr }));
-    });
+    const result = await runNode(
+      ["--import", "tsx", "--import", "./bin/lua-loader.mjs", "local/start.ts", "--exit-when-drained"],
+      { PATH: emptyPath, HOME: process.env.HOME, LEASEQ_DEFAULT_REDIS_PORT: String(deadPort) },
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain(
