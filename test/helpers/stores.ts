@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
-import { inject } from "vitest";
+import { afterAll, inject } from "vitest";
 import { Queue, type QueueOptions } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
@@ -50,4 +50,23 @@ export async function snapshot(redis: Redis, queue: Queue): Promise<Record<strin
     else result[name] = type;
   }
   return result;
+}
+
+/**
+ * For one describe block: `fresh(options)` opens a queue on `adapter` (over `defaults`), `redis` is a
+ * raw client for assertions; both are closed after the block.
+ */
+export function queueFixture(adapter: Adapter, defaults: Partial<QueueOptions> = {}) {
+  const redis = rawClient();
+  const closers: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const close of closers) await close();
+    redis.disconnect();
+  });
+  const fresh = async (options: Partial<QueueOptions> = {}): Promise<Queue> => {
+    const opened = await openQueue(adapter, { ...defaults, ...options });
+    closers.push(opened.close);
+    return opened.queue;
+  };
+  return { redis, fresh };
 }

@@ -1,21 +1,11 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, openQueue, rawClient } from "../helpers/stores.js";
+import { adapters, queueFixture } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 
 describe.each(adapters)("claim over $name", (adapter) => {
-  const redis = rawClient();
-  const closers: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const close of closers) await close();
-    redis.disconnect();
-  });
-  async function fresh(options = {}) {
-    const opened = await openQueue(adapter, options);
-    closers.push(opened.close);
-    return opened.queue;
-  }
+  const { redis, fresh } = queueFixture(adapter);
 
   it("returns tasks in rank order: lower priority first, FIFO within a priority", async () => {
     const queue = await fresh();

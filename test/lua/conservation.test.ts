@@ -1,21 +1,15 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../local/random.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, openQueue, rawClient } from "../helpers/stores.js";
+import { adapters, queueFixture } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 
 describe.each(adapters)("conservation over $name", (adapter) => {
-  const redis = rawClient();
-  const closers: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const close of closers) await close();
-    redis.disconnect();
-  });
+  const { redis, fresh } = queueFixture(adapter);
 
   it("drains a mixed workload with crashes and retries to DONE or FAILED, losing nothing", async () => {
-    const { queue, close } = await openQueue(adapter, { defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 } });
-    closers.push(close);
+    const queue = await fresh({ defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 } });
     const next = seededRandom(42);
     const ids = Array.from({ length: 300 }, (_, i) => `w${i}`);
     await queue.enqueue(

@@ -1,25 +1,19 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, openQueue, rawClient } from "../helpers/stores.js";
+import { adapters, queueFixture } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 const SKEW = 2_000; // the default clock-skew margin of reclaim
 
 describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
-  const redis = rawClient();
-  const closers: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const close of closers) await close();
-    redis.disconnect();
-  });
+  const { redis, fresh } = queueFixture(adapter);
   async function leased(ids: string[], maxAttempts = 3) {
-    const opened = await openQueue(adapter, { defaultPolicy: { leaseMs: 1_000, maxAttempts } });
-    closers.push(opened.close);
-    await opened.queue.enqueue(
+    const queue = await fresh({ defaultPolicy: { leaseMs: 1_000, maxAttempts } });
+    await queue.enqueue(
       ids.map((id) => ({ id, type: "t" })),
       { now: NOW },
     );
-    return { queue: opened.queue, claimed: await opened.queue.claim({ count: ids.length, now: NOW }) };
+    return { queue, claimed: await queue.claim({ count: ids.length, now: NOW }) };
   }
 
   it("extend pushes the deadline so reclaim leaves the task alone", async () => {

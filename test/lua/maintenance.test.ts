@@ -1,23 +1,13 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { InvalidInputError } from "../../shared/errors.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, openQueue, rawClient } from "../helpers/stores.js";
+import { adapters, queueFixture } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 const DAY = 86_400_000;
 
 describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name", (adapter) => {
-  const redis = rawClient();
-  const closers: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const close of closers) await close();
-    redis.disconnect();
-  });
-  async function fresh(options = {}) {
-    const opened = await openQueue(adapter, { defaultPolicy: { leaseMs: 1_000, maxAttempts: 1 }, ...options });
-    closers.push(opened.close);
-    return opened.queue;
-  }
+  const { redis, fresh } = queueFixture(adapter, { defaultPolicy: { leaseMs: 1_000, maxAttempts: 1 } });
 
   it("stats counts each state and reports the head's wait and the most overdue lease", async () => {
     const queue = await fresh();

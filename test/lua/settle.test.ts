@@ -1,21 +1,14 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { InvalidInputError } from "../../shared/errors.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, openQueue, rawClient, snapshot } from "../helpers/stores.js";
+import { adapters, queueFixture, snapshot } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 
 describe.each(adapters)("settle over $name", (adapter) => {
-  const redis = rawClient();
-  const closers: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const close of closers) await close();
-    redis.disconnect();
-  });
+  const { redis, fresh } = queueFixture(adapter, { defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 } });
   async function leased(ids: string[], options = {}) {
-    const opened = await openQueue(adapter, { defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 }, ...options });
-    closers.push(opened.close);
-    const queue = opened.queue;
+    const queue = await fresh(options);
     await queue.enqueue(
       ids.map((id) => ({ id, type: "t", payload: { id } })),
       { now: NOW },
