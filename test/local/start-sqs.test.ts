@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { describe, expect, it } from "vitest";
-import { LocalSqs } from "../../local/sqs.js";
+import { LocalSqs, SqsError } from "../../local/sqs.js";
 
 const until = async (condition: () => boolean, timeoutMs = 5_000) => {
   const deadline = Date.now() + timeoutMs;
@@ -87,7 +87,7 @@ describe("the local SQS stand-in", () => {
       },
       { concurrency: 1, pollMs: 5, queueName: "q1" },
     );
-    const id = sqs.send('{"tasks":[]}', 1_700_000_000_000);
+    const id = sqs.send('{"tasks":[]}', { now: 1_700_000_000_000 });
     sqs.start();
     await until(() => record !== undefined);
     await sqs.stop();
@@ -99,5 +99,123 @@ describe("the local SQS stand-in", () => {
       md5OfBody: createHash("md5").update('{"tasks":[]}').digest("hex"),
       attributes: { ApproximateReceiveCount: "1", SentTimestamp: "1700000000000" },
     });
+  });
+
+  it("passes message attributes into records in Lambda's shape, with their MD5", async () => {
+    let record: SQSEvent["Records"][number] | undefined;
+    const sqs = new LocalSqs(
+      async (event) => {
+        record = event.Records[0];
+      },
+      { concurrency: 1, pollMs: 5 },
+    );
+    sqs.send("x", {
+      messageAttributes: {
+        reason: { DataType: "String", StringValue: "invalid" },
+        tries: { DataType: "Number", StringValue: "3" },
+        blob: { DataType: "Binary", BinaryValue: Buffer.from([1, 2, 3]) },
+      },
+    });
+    sqs.start();
+    await until(() => record !== undefined);
+    await sqs.stop();
+    expect(record?.messageAttributes).toEqual({
+      reason: { stringValue: "invalid", stringListValues: [], binaryListValues: [], dataType: "String" },
+      tries: { stringValue: "3", stringListValues: [], binaryListValues: [], dataType: "Number" },
+      blob: { binaryValue: "AQID", stringListValues: [], binaryListValues: [], dataType: "Binary" },
+    });
+    expect(record?.md5OfMessageAttributes).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it("holds a message sent with delaySeconds back until it is due", async () => {
+    const delivered: Array<{ body: string; atMs: number }> = [];
+    const sqs = new LocalSqs(
+      async (event) => {
+        for (const record of event.Records) delivered.push({ body: record.body, atMs: Date.now() });
+      },
+      { concurrency: 1, pollMs: 5 },
+    );
+    const sentAt = Date.now();
+    sqs.send("later", { delaySeconds: 1 });
+    sqs.send("now");
+    sqs.start();
+    await until(() => delivered.length === 1);
+    expect(sqs.stats()).toMatchObject({ delayed: 1, visible: 0 });
+    await until(() => delivered.length === 2);
+    await sqs.stop();
+    expect(delivered.map((entry) => entry.body)).toEqual(["now", "later"]);
+    expect(delivered[1].atMs - sentAt).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it("a batchItemFailures naming a message not in the batch fails the whole batch, as Lambda does", async () => {
+    let calls = 0;
+    const sqs = new LocalSqs(
+      async () => {
+        calls++;
+        return { batchItemFailures: calls === 1 ? [{ itemIdentifier: "not-in-this-batch" }] : [] };
+      },
+      { visibilityTimeoutMs: 20, concurrency: 1, pollMs: 5 },
+    );
+    sqs.send("a");
+    sqs.send("b");
+    sqs.start();
+    await until(() => sqs.stats().deleted === 2);
+    await sqs.stop();
+    expect(calls).toBe(2);
+    expect(sqs.stats().redelivered).toBe(2);
+  });
+
+  it("dead letters keep their attributes and say they were moved by the redrive policy", async () => {
+    const sqs = new LocalSqs(
+      async () => {
+        throw new Error("always");
+      },
+      { visibilityTimeoutMs: 10, maxReceiveCount: 1, concurrency: 1, pollMs: 5, queueName: "jobs" },
+    );
+    const id = sqs.send("poison", { messageAttributes: { kind: { DataType: "String", StringValue: "p" } } });
+    sqs.start();
+    await until(() => sqs.deadLetters.length === 1);
+    await sqs.stop();
+    expect(sqs.deadLetters[0]).toMatchObject({
+      messageId: id,
+      body: "poison",
+      receiveCount: 1,
+      deadLetteredBy: "redrive",
+      sourceArn: "arn:aws:sqs:local:000000000000:jobs",
+      messageAttributes: { kind: { DataType: "String", StringValue: "p" } },
+    });
+    expect(sqs.deadLetterQueue.arn).toBe("arn:aws:sqs:local:000000000000:jobs-dlq");
+  });
+
+  it("send() checks a message as SendMessage does", () => {
+    const sqs = new LocalSqs(async () => undefined);
+    const error = (run: () => unknown) => {
+      try {
+        run();
+      } catch (thrown) {
+        return thrown;
+      }
+      throw new Error("did not throw");
+    };
+    expect(error(() => sqs.send("x".repeat(262_145)))).toMatchObject({ name: "InvalidParameterValue" });
+    expect(error(() => sqs.send("x", { delaySeconds: 901 }))).toBeInstanceOf(SqsError);
+    expect(
+      error(() => sqs.send("x", { messageAttributes: { "AWS.reserved": { DataType: "String", StringValue: "v" } } })),
+    ).toMatchObject({ name: "InvalidParameterValue" });
+    expect(error(() => sqs.send("nul \u0000 byte"))).toMatchObject({ name: "InvalidMessageContents" });
+    expect(sqs.stats().visible).toBe(0);
+  });
+
+  it("has queue URLs once listening, and none after close()", async () => {
+    const sqs = new LocalSqs(async () => undefined, { queueName: "q2" });
+    expect(() => sqs.queueUrl).toThrow(/listen/);
+    const { url } = await sqs.listen();
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(await sqs.listen()).toEqual({ url });
+    expect(sqs.endpoint).toBe(url);
+    expect(sqs.queueUrl).toBe(`${url}/000000000000/q2`);
+    expect(sqs.deadLetterQueueUrl).toBe(`${url}/000000000000/q2-dlq`);
+    await sqs.close();
+    expect(() => sqs.deadLetterQueueUrl).toThrow(/listen/);
   });
 });

@@ -1,0 +1,186 @@
+import { SqsBroker } from "./broker.js";
+import { EventSourceMapping, type SqsHandler } from "./mapping.js";
+import type { SqsAttributes } from "./message.js";
+import { MoveTasks } from "./moves.js";
+import type { SqsQueue, StoredMessage } from "./queue.js";
+import { type SqsServer, startSqsServer } from "./server.js";
+
+/** Settings of the SQS stand-in; the defaults mirror the stack's event source mapping, scaled for a laptop. */
+export interface LocalSqsOptions {
+  /** Records per handler invocation, as the event source mapping's batchSize. Default 10. */
+  batchSize?: number;
+  /** The source queue's visibility timeout. Default 30 s. */
+  visibilityTimeoutMs?: number;
+  /** The redrive policy's maxReceiveCount: receives before a message moves to the dead-letter queue. Default 5. */
+  maxReceiveCount?: number;
+  /** Concurrent handler invocations, as the mapping's maximumConcurrency. Default 4. */
+  concurrency?: number;
+  /** Longest idle wait of a poller between receives. Default 25 ms. */
+  pollMs?: number;
+  /** The source queue's name. Default `leaseq-local`. */
+  queueName?: string;
+  /** The dead-letter queue's name. Default `<queueName>-dlq`. */
+  deadLetterQueueName?: string;
+  /** The source queue's DelaySeconds. Default 0. */
+  delaySeconds?: number;
+}
+
+/** Options of the in-process `send`, as SendMessage's. */
+export interface LocalSendOptions {
+  delaySeconds?: number;
+  messageAttributes?: SqsAttributes;
+  /** The send time (SentTimestamp); default now. */
+  now?: number;
+}
+
+/** What happened so far, for the live view and the summary. */
+export interface SqsCounts {
+  /** Messages of the source queue available now. */
+  visible: number;
+  /** Handler invocations running now. */
+  inFlight: number;
+  /** Messages of the source queue received and not yet deleted or visible again. */
+  notVisible: number;
+  /** Messages of the source queue still in their DelaySeconds. */
+  delayed: number;
+  deleted: number;
+  /** Receives after the first: records reported in batchItemFailures, of a batch that threw, or timed out. */
+  redelivered: number;
+  /** Messages in the dead-letter queue now, moved there by the redrive policy or sent there. */
+  deadLettered: number;
+  invocations: number;
+}
+
+/** One message, as the in-process view shows it. */
+export interface LocalMessage {
+  messageId: string;
+  body: string;
+  sentMs: number;
+  receiveCount: number;
+  firstReceivedMs: number | undefined;
+  /** Hidden from receives until this time (a delay, or the visibility timeout after a receive). */
+  visibleAtMs: number;
+  messageAttributes: SqsAttributes;
+}
+
+/** A message of the dead-letter queue and how it got there. */
+export interface DeadLetter extends LocalMessage {
+  /** `redrive`: received maxReceiveCount times; `sent`: sent to the DLQ (e.g. a worker's permanent failure). */
+  deadLetteredBy: "redrive" | "sent";
+  /** The queue the redrive policy moved it from. */
+  sourceArn?: string;
+}
+
+function view(message: StoredMessage): LocalMessage {
+  return {
+    messageId: message.messageId,
+    body: message.body,
+    sentMs: message.sentMs,
+    receiveCount: message.receiveCount,
+    firstReceivedMs: message.firstReceivedMs,
+    visibleAtMs: message.availableAtMs,
+    messageAttributes: message.attributes,
+  };
+}
+
+/**
+ * The local stand-in for the stack's SQS: a source queue with a redrive policy to `<name>-dlq`, its
+ * Lambda event source mapping in process (`start`/`stop`), and, after `listen()`, an SQS
+ * JSON-protocol endpoint on 127.0.0.1 that real @aws-sdk/client-sqs clients use unchanged. Messages
+ * sent in process and over HTTP land in the same queues.
+ */
+export class LocalSqs {
+  readonly broker = new SqsBroker();
+  readonly moves = new MoveTasks(this.broker);
+  /** The source queue the mapping polls. */
+  readonly queue: SqsQueue;
+  readonly deadLetterQueue: SqsQueue;
+  private readonly mapping: EventSourceMapping;
+  private server: SqsServer | undefined;
+
+  constructor(handler: SqsHandler, options: LocalSqsOptions = {}) {
+    const name = options.queueName ?? "leaseq-local";
+    this.deadLetterQueue = this.broker.createQueue(options.deadLetterQueueName ?? `${name}-dlq`);
+    this.queue = this.broker.createQueue(name, {
+      visibilityTimeoutMs: options.visibilityTimeoutMs ?? 30_000,
+      delaySeconds: options.delaySeconds ?? 0,
+      redrivePolicy: { deadLetterTargetArn: this.deadLetterQueue.arn, maxReceiveCount: options.maxReceiveCount ?? 5 },
+    });
+    this.mapping = new EventSourceMapping(this.queue, handler, {
+      batchSize: options.batchSize ?? 10,
+      concurrency: options.concurrency ?? 4,
+      pollMs: options.pollMs ?? 25,
+    });
+  }
+
+  /** The SQS endpoint for `new SQSClient({ endpoint })`; throws before `listen()`. */
+  get endpoint(): string {
+    if (this.server === undefined) throw new Error("the SQS stand-in has no endpoint until listen() resolves");
+    return this.server.url;
+  }
+
+  /** The source queue's URL; throws before `listen()`. */
+  get queueUrl(): string {
+    return this.broker.urlOf(this.queue);
+  }
+
+  /** The dead-letter queue's URL; throws before `listen()`. */
+  get deadLetterQueueUrl(): string {
+    return this.broker.urlOf(this.deadLetterQueue);
+  }
+
+  /** Sends to the source queue, as SendMessage (same validation; throws its SqsError); returns the message id. */
+  send(body: string, options: LocalSendOptions = {}): string {
+    return this.queue.send(body, options.messageAttributes, options.delaySeconds, options.now).messageId;
+  }
+
+  /** Starts the mapping's pollers: `concurrency` loops, each invoking the handler with one batch at a time. */
+  start(): void {
+    this.mapping.start();
+  }
+
+  /** Stops the pollers and waits for the invocations in flight to finish. */
+  async stop(): Promise<void> {
+    await this.mapping.stop();
+  }
+
+  /** Counts for the live view and the summary. */
+  stats(now = Date.now()): SqsCounts {
+    const counts = this.queue.counts(now);
+    return {
+      visible: counts.visible,
+      inFlight: this.mapping.counts.inFlight,
+      notVisible: counts.notVisible,
+      delayed: counts.delayed,
+      deleted: this.queue.totals.deleted,
+      redelivered: this.queue.totals.redelivered,
+      deadLettered: this.deadLetterQueue.size,
+      invocations: this.mapping.counts.invocations,
+    };
+  }
+
+  /** The dead-letter queue's messages, oldest first, with their attributes and how they got there. */
+  get deadLetters(): DeadLetter[] {
+    return this.deadLetterQueue.all().map((message) => ({
+      ...view(message),
+      deadLetteredBy: message.arrival === "redrive" ? "redrive" : "sent",
+      ...(message.sourceArn !== undefined && { sourceArn: message.sourceArn }),
+    }));
+  }
+
+  /** Starts the HTTP endpoint on 127.0.0.1 (`port` 0: a free one); again, returns the running one. */
+  async listen(port = 0): Promise<{ url: string }> {
+    this.server ??= await startSqsServer(this.broker, this.moves, port);
+    this.broker.setOrigin(this.server.url);
+    return { url: this.server.url };
+  }
+
+  /** Stops the pollers and the endpoint; pending long polls answer with no messages. */
+  async close(): Promise<void> {
+    await this.stop();
+    const server = this.server;
+    this.server = undefined;
+    this.broker.setOrigin(undefined);
+    await server?.close();
+  }
+}

@@ -1,0 +1,245 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { sqsErrors } from "./errors.js";
+import { MAX_MESSAGE_BYTES, md5OfBody, type SqsAttributes, validateMessage } from "./message.js";
+
+/** How a message got into its queue: sent, moved there by a redrive policy, or by a message move task. */
+export type Arrival = "send" | "redrive" | "move";
+
+/** One message as a queue keeps it. */
+export interface StoredMessage {
+  messageId: string;
+  body: string;
+  attributes: SqsAttributes;
+  md5OfBody: string;
+  sentMs: number;
+  /** Hidden until then: the delay of a message never received, else the visibility timeout of its last receive. */
+  availableAtMs: number;
+  receiveCount: number;
+  firstReceivedMs: number | undefined;
+  arrival: Arrival;
+  /** The queue a redrive policy moved it from (the DeadLetterQueueSourceArn system attribute). */
+  sourceArn?: string;
+}
+
+/** A message handed out by a receive, with the receipt handle of that receive. */
+export interface Received {
+  message: StoredMessage;
+  receiptHandle: string;
+}
+
+/** The RedrivePolicy of a source queue. */
+export interface RedrivePolicy {
+  deadLetterTargetArn: string;
+  maxReceiveCount: number;
+}
+
+/** A queue's settings; the defaults are SQS's. */
+export interface QueueSettings {
+  /** Default 30 s; milliseconds, so tests can run with short timeouts. */
+  visibilityTimeoutMs?: number;
+  /** The queue's DelaySeconds. Default 0. */
+  delaySeconds?: number;
+  maxMessageBytes?: number;
+  /** The ReceiveMessageWaitTimeSeconds used when a receive names no WaitTimeSeconds. Default 0. */
+  receiveWaitSeconds?: number;
+  redrivePolicy?: RedrivePolicy;
+}
+
+/** Per-queue totals since it was created. */
+export interface QueueTotals {
+  sent: number;
+  deleted: number;
+  /** Receives of a message after its first. */
+  redelivered: number;
+  /** Messages this queue's redrive policy moved to its dead-letter queue. */
+  redriven: number;
+}
+
+const HANDLE_TAG = "leaseq-local-sqs";
+
+/**
+ * One standard queue: messages in send order, each hidden while delayed or in flight; a receive
+ * takes the available ones, and moves those already received maxReceiveCount times to the
+ * dead-letter queue instead, as SQS's redrive policy does. Long polls wait on `waitForMessages`.
+ */
+export class SqsQueue {
+  readonly settings: Required<Omit<QueueSettings, "redrivePolicy">> & { redrivePolicy?: RedrivePolicy };
+  readonly totals: QueueTotals = { sent: 0, deleted: 0, redelivered: 0, redriven: 0 };
+  readonly createdMs = Date.now();
+  lastPurgeMs: number | undefined;
+  // A Map keeps insertion (send) order and deletes in O(1).
+  private readonly messages = new Map<string, StoredMessage>();
+  private readonly waiters = new Set<() => void>();
+
+  constructor(
+    readonly name: string,
+    readonly arn: string,
+    settings: QueueSettings,
+    /** Finds the dead-letter queue of the redrive policy by ARN. */
+    private readonly resolve: (arn: string) => SqsQueue | undefined,
+  ) {
+    this.settings = {
+      visibilityTimeoutMs: 30_000,
+      delaySeconds: 0,
+      maxMessageBytes: MAX_MESSAGE_BYTES,
+      receiveWaitSeconds: 0,
+      ...settings,
+    };
+  }
+
+  /** SendMessage: validates as SQS does (throws its SqsError) and stores the message. */
+  send(body: string, attributes: SqsAttributes = {}, delaySeconds?: number, now = Date.now()): StoredMessage {
+    const delay = delaySeconds ?? this.settings.delaySeconds;
+    validateMessage(body, attributes, delay, this.settings.maxMessageBytes);
+    this.totals.sent++;
+    return this.accept({
+      messageId: randomUUID(),
+      body,
+      attributes,
+      md5OfBody: md5OfBody(body),
+      sentMs: now,
+      availableAtMs: now + delay * 1000,
+      receiveCount: 0,
+      firstReceivedMs: undefined,
+      arrival: "send",
+    });
+  }
+
+  /** Stores a message as it is (a redrive or a move task brings it) and wakes long polls. */
+  accept(message: StoredMessage): StoredMessage {
+    this.messages.set(message.messageId, message);
+    this.notify();
+    return message;
+  }
+
+  /** Takes up to `max` available messages, hiding each for `visibilityTimeoutMs`. */
+  receive(max: number, visibilityTimeoutMs = this.settings.visibilityTimeoutMs, now = Date.now()): Received[] {
+    const received: Received[] = [];
+    const policy = this.settings.redrivePolicy;
+    const deadLetterQueue = policy && this.resolve(policy.deadLetterTargetArn);
+    for (const message of this.messages.values()) {
+      if (received.length >= max) break;
+      if (message.availableAtMs > now) continue;
+      if (policy && deadLetterQueue && message.receiveCount >= policy.maxReceiveCount) {
+        // As SQS: moved on the receive attempt after the last allowed one, keeping id and receive count.
+        this.messages.delete(message.messageId);
+        this.totals.redriven++;
+        deadLetterQueue.accept({ ...message, arrival: "redrive", sourceArn: this.arn, availableAtMs: now });
+        continue;
+      }
+      message.receiveCount++;
+      message.firstReceivedMs ??= now;
+      if (message.receiveCount > 1) this.totals.redelivered++;
+      message.availableAtMs = now + visibilityTimeoutMs;
+      received.push({ message, receiptHandle: this.handle(message) });
+    }
+    return received;
+  }
+
+  /**
+   * DeleteMessage. A handle of an earlier receive (the message was received again since) succeeds
+   * without deleting, as the SQS API reference documents; so does a handle of a deleted message.
+   */
+  delete(receiptHandle: string): boolean {
+    const message = this.find(receiptHandle);
+    if (message === undefined || this.handleCount(receiptHandle) !== message.receiveCount) return false;
+    this.messages.delete(message.messageId);
+    this.totals.deleted++;
+    return true;
+  }
+
+  /** ChangeMessageVisibility: counts from now; 0 makes the message available at once. */
+  changeVisibility(receiptHandle: string, timeoutSeconds: number, now = Date.now()): void {
+    const message = this.find(receiptHandle);
+    if (message === undefined || this.handleCount(receiptHandle) !== message.receiveCount) {
+      throw sqsErrors.receiptHandleExpired(receiptHandle);
+    }
+    if (message.availableAtMs <= now) throw sqsErrors.messageNotInflight();
+    message.availableAtMs = now + timeoutSeconds * 1000;
+    this.notify();
+  }
+
+  /** PurgeQueue: drops every message. */
+  purge(): void {
+    this.messages.clear();
+  }
+
+  /** All messages, in send order (snapshots are the caller's to take). */
+  all(): StoredMessage[] {
+    return [...this.messages.values()];
+  }
+
+  /** How many messages the queue holds, in any state. */
+  get size(): number {
+    return this.messages.size;
+  }
+
+  /** Removes one message by id (a move task taking it elsewhere). */
+  remove(messageId: string): void {
+    this.messages.delete(messageId);
+  }
+
+  /** The ApproximateNumberOfMessages* attributes. */
+  counts(now = Date.now()): { visible: number; notVisible: number; delayed: number } {
+    const counts = { visible: 0, notVisible: 0, delayed: 0 };
+    for (const message of this.messages.values()) {
+      if (message.availableAtMs <= now) counts.visible++;
+      else if (message.receiveCount === 0) counts.delayed++;
+      else counts.notVisible++;
+    }
+    return counts;
+  }
+
+  /**
+   * Resolves when a message may have become available: one arrived or changed visibility, the
+   * earliest hidden one is due, `untilMs` passed, or `signal` aborted. Callers receive again after.
+   */
+  async waitForMessages(untilMs: number, signal?: AbortSignal): Promise<void> {
+    const now = Date.now();
+    let wakeAtMs = untilMs;
+    for (const message of this.messages.values()) {
+      if (message.availableAtMs > now) wakeAtMs = Math.min(wakeAtMs, message.availableAtMs);
+    }
+    if (wakeAtMs <= now || signal?.aborted) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, wakeAtMs - now);
+      this.waiters.add(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  /** Checks a receipt handle is one of this queue's (else ReceiptHandleIsInvalid); undefined once deleted. */
+  find(receiptHandle: string): StoredMessage | undefined {
+    const [tag, queue, messageId] = this.decode(receiptHandle);
+    if (tag !== HANDLE_TAG || queue !== this.name || Number.isNaN(this.handleCount(receiptHandle))) {
+      throw sqsErrors.receiptHandleIsInvalid(receiptHandle);
+    }
+    return this.messages.get(messageId);
+  }
+
+  private notify(): void {
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  // The handle names the queue, the message and which receive it came from, so no table of
+  // handles has to be kept; the random tail makes every handle differ, as SQS's do.
+  private handle(message: StoredMessage): string {
+    const parts = [HANDLE_TAG, this.name, message.messageId, message.receiveCount, randomBytes(6).toString("hex")];
+    return Buffer.from(parts.join("\n")).toString("base64url");
+  }
+
+  private decode(receiptHandle: string): string[] {
+    return Buffer.from(receiptHandle, "base64url").toString("utf8").split("\n");
+  }
+
+  private handleCount(receiptHandle: string): number {
+    const parts = this.decode(receiptHandle);
+    return parts.length === 5 && /^\d+$/.test(parts[3]) ? Number(parts[3]) : Number.NaN;
+  }
+}
