@@ -1,16 +1,18 @@
-import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
 export default defineConfig({
-  plugins: [
-    {
-      // Lua scripts load as text, as the esbuild ".lua": "text" loader does in the bundles.
-      name: "lua-as-text",
-      load(id) {
-        if (id.endsWith(".lua")) return `export default ${JSON.stringify(readFileSync(id, "utf8"))};`;
-      },
-    },
-  ],
+  resolve: {
+    // The package's own names, as tsconfig.json "paths" maps them: the reference deployment and the
+    // demo import leaseq as a user does.
+    alias: [
+      { find: /^leaseq$/, replacement: source("./shared/index.ts") },
+      { find: /^leaseq\/lambda$/, replacement: source("./functions/index.ts") },
+      { find: /^leaseq\/cdk$/, replacement: source("./infra/index.ts") },
+    ],
+  },
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/helpers/global-setup.ts"],

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import {
   type Backlog,
@@ -8,7 +9,9 @@ import {
   LOAD_IN_FLIGHT,
   timed,
 } from "./contender.js";
-import claimScript from "./naive-claim.lua";
+
+const claimScript = readFileSync(new URL("./naive-claim.lua", import.meta.url), "utf8");
+
 import { type BenchTask, chunks, naiveScore, payloadText, taskIndex } from "./workload.js";
 
 type NaiveClient = Redis & {

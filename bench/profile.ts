@@ -1,6 +1,6 @@
 // Where leaseq's Redis time goes: runs the batch-20 workload on a redis-server of its own with
 // SLOWLOG recording every command (threshold 0), then splits server time by script and by the
-// commands run inside them. Usage: node --import tsx --import ./bin/lua-loader.mjs bench/profile.ts [tasks]
+// commands run inside them. Usage: node --import tsx bench/profile.ts [tasks]
 import { TcpStore } from "../shared/stores/tcp.js";
 import { leaseqContender } from "./leaseq.js";
 import { flush, startBenchRedis } from "./redis.js";

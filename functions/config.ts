@@ -1,10 +1,6 @@
+import { LIMITS, NAME_PATTERN } from "../shared/config.js";
+import { type Connection, connectionFromEnv } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
-
-/** Where the functions find Redis. */
-export type Connection =
-  | { kind: "upstash-secret"; secretArn: string }
-  | { kind: "upstash"; url: string; token: string }
-  | { kind: "tcp"; url: string };
 
 /** The functions' configuration, read once per cold start from the environment. */
 export interface FunctionConfig {
@@ -26,6 +22,14 @@ export interface FunctionConfig {
   clockSkewMs: number;
   doneRetentionMs: number | undefined;
   failedRetentionMs: number | undefined;
+  /** The worker's Lambda timeout (LEASEQ_WORKER_TIMEOUT_MS, set by the construct): every lease must fit it. */
+  workerTimeoutMs: number | undefined;
+  /** The task policies the construct deployed with (LEASEQ_TASKS): the worker's own must match. */
+  deployedTasks: string | undefined;
+  /** Where the worker sends permanently invalid input at once (LEASEQ_DLQ_URL, set by the construct). */
+  deadLetterQueueUrl: string | undefined;
+  /** SQS endpoint override, for the local stack and tests (LEASEQ_SQS_ENDPOINT). */
+  sqsEndpoint: string | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -47,31 +51,20 @@ export function readConfig(env: Env): FunctionConfig {
     env[name] ? integer(name, 0, min, max) : undefined;
 
   const queue = env.LEASEQ_QUEUE ?? "";
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(queue)) {
-    problems.push(`LEASEQ_QUEUE must be 1-64 characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(queue)}`);
-  }
-
-  let connection: Connection | undefined;
-  if (env.UPSTASH_SECRET_ARN) {
-    if (!/^arn:aws[a-z-]*:secretsmanager:/.test(env.UPSTASH_SECRET_ARN)) {
-      problems.push("UPSTASH_SECRET_ARN must be a Secrets Manager secret ARN (arn:aws:secretsmanager:...)");
-    }
-    connection = { kind: "upstash-secret", secretArn: env.UPSTASH_SECRET_ARN };
-  } else if (env.UPSTASH_REDIS_REST_URL || env.UPSTASH_REDIS_REST_TOKEN) {
-    if (!env.UPSTASH_REDIS_REST_URL?.startsWith("http")) problems.push("UPSTASH_REDIS_REST_URL must be an http(s) URL");
-    if (!env.UPSTASH_REDIS_REST_TOKEN)
-      problems.push("UPSTASH_REDIS_REST_TOKEN must be set with UPSTASH_REDIS_REST_URL");
-    connection = { kind: "upstash", url: env.UPSTASH_REDIS_REST_URL ?? "", token: env.UPSTASH_REDIS_REST_TOKEN ?? "" };
-  } else if (env.REDIS_URL) {
-    if (!/^rediss?:\/\//.test(env.REDIS_URL)) problems.push("REDIS_URL must start with redis:// or rediss://");
-    connection = { kind: "tcp", url: env.REDIS_URL };
-  } else {
+  if (queue.length > LIMITS.queueNameMaxBytes || !NAME_PATTERN.test(queue)) {
     problems.push(
-      "no Redis configured: set UPSTASH_SECRET_ARN (on AWS), or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, or REDIS_URL",
+      `LEASEQ_QUEUE must be 1-${LIMITS.queueNameMaxBytes} characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(queue)}`,
     );
   }
+  let connection: Connection | undefined;
+  try {
+    connection = connectionFromEnv(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.problems);
+  }
 
-  const config = {
+  const config: FunctionConfig = {
     queue,
     connection: connection as Connection,
     claimBatch: integer("LEASEQ_CLAIM_BATCH", 20, 1, 100),
@@ -81,8 +74,12 @@ export function readConfig(env: Env): FunctionConfig {
     lambdaEndpoint: env.LEASEQ_LAMBDA_ENDPOINT || undefined,
     safetyMarginMs: integer("LEASEQ_SAFETY_MARGIN_MS", 1_000, 0, 60_000),
     clockSkewMs: integer("LEASEQ_CLOCK_SKEW_MS", 2_000, 0, 3_600_000),
-    doneRetentionMs: optionalInteger("LEASEQ_DONE_RETENTION_MS", 0, 366 * 86_400_000),
-    failedRetentionMs: optionalInteger("LEASEQ_FAILED_RETENTION_MS", 0, 366 * 86_400_000),
+    doneRetentionMs: optionalInteger("LEASEQ_DONE_RETENTION_MS", 0, LIMITS.retentionMaxMs),
+    failedRetentionMs: optionalInteger("LEASEQ_FAILED_RETENTION_MS", 0, LIMITS.retentionMaxMs),
+    workerTimeoutMs: optionalInteger("LEASEQ_WORKER_TIMEOUT_MS", 1_000, 900_000),
+    deployedTasks: env.LEASEQ_TASKS || undefined,
+    deadLetterQueueUrl: env.LEASEQ_DLQ_URL || undefined,
+    sqsEndpoint: env.LEASEQ_SQS_ENDPOINT || undefined,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -5,25 +5,30 @@ import type { Context } from "aws-lambda";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
 import { createRuntime, type Runtime } from "./runtime.js";
-import type { TaskRegistry } from "./task.js";
 
-// The reclaimer never claims, so it needs no task types (and its bundle carries no handlers).
-const NO_TYPES: TaskRegistry = { ordered: false, types: {} };
 const LIMIT = 1000; // tasks per reclaim/promote/trim call
 const TASKS_PER_KICK = 500; // backlog one drain invocation is expected to take on
 
 export interface ReclaimerOptions {
+  /** Environment to read the configuration from. Default: process.env. */
   env?: Record<string, string | undefined>;
-  /** Unused by reclaim, promote, trim and stats (they read each task's policy from its record). */
-  registry?: TaskRegistry;
   logger?: Logger;
   metrics?: Metrics;
 }
 
 export interface ReclaimerSummary extends TickResult {
   trimmed: number;
+  /** Drain kicks the Lambda API accepted. */
   kicks: number;
+  /** Drain kicks it refused or that never arrived (logged with the answer; the run still succeeds). */
+  failedKicks: number;
 }
+
+/** The reclaimer's Lambda handler, for the EventBridge schedule. */
+export type ReclaimerHandler = (
+  event: unknown,
+  context: Pick<Context, "getRemainingTimeInMillis">,
+) => Promise<ReclaimerSummary>;
 
 function lambdaClient(config: FunctionConfig): LambdaClient {
   if (!config.lambdaEndpoint) return new LambdaClient({});
@@ -41,16 +46,17 @@ function lambdaClient(config: FunctionConfig): LambdaClient {
  * metrics in CloudWatch EMF, and kicks the worker when ready tasks are waiting. Overlapping runs
  * are harmless: every step is one atomic script.
  */
-export function createReclaimerHandler(options: ReclaimerOptions = {}) {
+export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandler {
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-reclaimer" });
   const metrics = options.metrics ?? new Metrics({ namespace: "leaseq", serviceName: "leaseq-reclaimer" });
   let runtime: Promise<Runtime & { lambda: LambdaClient }> | undefined;
 
-  return async (_event: unknown, context: Pick<Context, "getRemainingTimeInMillis">): Promise<ReclaimerSummary> => {
+  return async (_event, context) => {
     const startedAt = Date.now();
     runtime ??= (async () => {
       const config = readConfig(options.env ?? process.env);
-      return { ...(await createRuntime(config, options.registry ?? NO_TYPES)), lambda: lambdaClient(config) };
+      // The reclaimer never claims: it needs no task types (and its bundle carries no handlers).
+      return { ...(await createRuntime(config, undefined)), lambda: lambdaClient(config) };
     })();
     const { queue, config, lambda } = await runtime.catch((error: unknown) => {
       runtime = undefined;
@@ -72,18 +78,31 @@ export function createReclaimerHandler(options: ReclaimerOptions = {}) {
         (n) => n >= LIMIT,
       );
     }
-    const summary: ReclaimerSummary = { ...totals, ...statsOf(tick), kicks: 0 };
+    const summary: ReclaimerSummary = { ...totals, ...statsOf(tick), kicks: 0, failedKicks: 0 };
 
     if (config.workerFunction && summary.ready > 0 && summary.oldestReadyAgeMs >= config.kickAfterMs) {
-      summary.kicks = Math.min(config.maxKicks, Math.ceil(summary.ready / TASKS_PER_KICK));
+      const wanted = Math.min(config.maxKicks, Math.ceil(summary.ready / TASKS_PER_KICK));
       const payload = new TextEncoder().encode(JSON.stringify({ leaseq: "drain" }));
-      await Promise.all(
-        Array.from({ length: summary.kicks }, () =>
+      const sent = await Promise.allSettled(
+        Array.from({ length: wanted }, () =>
           lambda.send(
             new InvokeCommand({ FunctionName: config.workerFunction, InvocationType: "Event", Payload: payload }),
           ),
         ),
       );
+      // A refused kick (throttled, a 5xx) only delays the drain to the next run; the metrics below
+      // must still be published, so it is logged, never thrown. Only a Redis failure fails a run.
+      for (const outcome of sent) {
+        if (outcome.status === "fulfilled") summary.kicks++;
+        else {
+          summary.failedKicks++;
+          logger.warn("drain kick failed", {
+            queue: config.queue,
+            function: config.workerFunction,
+            error: kickError(outcome.reason),
+          });
+        }
+      }
     }
 
     metrics.addDimension("queue", config.queue);
@@ -103,5 +122,8 @@ function statsOf(tick: TickResult) {
   return { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled };
 }
 
-/** The Lambda entry point, for the EventBridge schedule. */
-export const handler = createReclaimerHandler();
+/** What the Lambda API answered a failed kick, without request details. */
+function kickError(error: unknown): Record<string, unknown> {
+  const details = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  return { name: details?.name, message: details?.message, httpStatusCode: details?.$metadata?.httpStatusCode };
+}

@@ -1,21 +1,22 @@
-import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { LIMITS } from "../shared/config.js";
+import { type Connection, openStore } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
 import { Queue } from "../shared/queue.js";
 import type { Store } from "../shared/store.js";
-import { UpstashStore } from "../shared/stores/upstash.js";
-import type { Connection, FunctionConfig } from "./config.js";
-import type { TaskRegistry } from "./task.js";
+import type { FunctionConfig } from "./config.js";
+import type { TaskDeclaration } from "./tasks.js";
 
 /** What a function needs after its cold start: the queue, and the config it came from. */
 export interface Runtime {
   config: FunctionConfig;
   queue: Queue;
   store: Store;
-  registry: TaskRegistry;
 }
 
 /** Reads `{"url", "token"}` (or the UPSTASH_REDIS_REST_* names) from the secret. Never logs it. */
-async function upstashFromSecret(secretArn: string): Promise<{ url: string; token: string }> {
+export async function readUpstashSecret(secretArn: string): Promise<{ url: string; token: string }> {
+  // Loaded when a secret is read: the CLI and TCP deployments never load this client.
+  const { GetSecretValueCommand, SecretsManagerClient } = await import("@aws-sdk/client-secrets-manager");
   const client = new SecretsManagerClient({});
   const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
   let parsed: Record<string, unknown> = {};
@@ -32,35 +33,30 @@ async function upstashFromSecret(secretArn: string): Promise<{ url: string; toke
   return { url, token };
 }
 
-export async function openStore(connection: Connection): Promise<Store> {
-  switch (connection.kind) {
-    case "tcp": {
-      // Loaded on demand: the Lambda bundles split ioredis into a chunk that Upstash users never load.
-      const { TcpStore } = await import("../shared/stores/tcp.js");
-      return TcpStore.fromUrl(connection.url);
-    }
-    case "upstash":
-      return new UpstashStore({ url: connection.url, token: connection.token });
-    case "upstash-secret":
-      return new UpstashStore(await upstashFromSecret(connection.secretArn));
-  }
+/** Opens a store under the one connection rule, reading a secret through Secrets Manager. */
+export function openConnection(connection: Connection): Promise<Store> {
+  return openStore(connection, readUpstashSecret);
 }
 
-/** Builds the runtime: the store and a Queue carrying each task type's lease policy. */
-export async function createRuntime(config: FunctionConfig, registry: TaskRegistry): Promise<Runtime> {
-  const store = await openStore(config.connection);
+/** Builds the runtime: the store and a Queue carrying each declared task type's lease policy. */
+export async function createRuntime(config: FunctionConfig, tasks: TaskDeclaration | undefined): Promise<Runtime> {
+  const store = await openConnection(config.connection);
+  const types = Object.entries(tasks?.types ?? {});
+  const policies: Record<string, { leaseMs: number; maxAttempts: number }> = Object.fromEntries(
+    types.map(([name, type]) => [name, { leaseMs: type.leaseMs, maxAttempts: type.maxAttempts }]),
+  );
+  // Types accepted but run elsewhere get a lease no invocation can fit, so this worker never claims them.
+  for (const name of tasks?.acceptTypes ?? []) policies[name] = { leaseMs: LIMITS.leaseMaxMs, maxAttempts: 1 };
+  // An undeclared type's task is failed at once ("no handler"): its lease only has to fit.
+  const shortestLeaseMs = Math.min(...types.map(([, type]) => type.leaseMs));
   const queue = new Queue(store, {
     name: config.queue,
-    ordered: registry.ordered,
-    policies: Object.fromEntries(
-      Object.entries(registry.types).map(([name, type]) => [
-        name,
-        { leaseMs: type.leaseMs, maxAttempts: type.maxAttempts },
-      ]),
-    ),
+    ordered: tasks?.ordered ?? false,
+    policies,
+    defaultPolicy: types.length > 0 ? { leaseMs: shortestLeaseMs, maxAttempts: 1 } : undefined,
     clockSkewMs: config.clockSkewMs,
     doneRetentionMs: config.doneRetentionMs,
     failedRetentionMs: config.failedRetentionMs,
   });
-  return { config, queue, store, registry };
+  return { config, queue, store };
 }

@@ -1,19 +1,29 @@
 import type { SQSRecord } from "aws-lambda";
 import type { TaskInput } from "../shared/types.js";
+import { MAX_TASKS_PER_MESSAGE, TASK_MESSAGE_FIELDS } from "./messages.js";
+
+/** A task of a record that cannot be enqueued, and why (never its payload). */
+export interface RejectedTask {
+  index: number;
+  task: unknown;
+  reason: string;
+}
 
 /** What one SQS record asks for. */
 export type RecordIntent =
-  | { kind: "enqueue"; tasks: TaskInput[] }
+  | { kind: "enqueue"; tasks: Array<{ index: number; task: TaskInput }>; rejected: RejectedTask[] }
   | { kind: "wake" }
   | { kind: "reject"; reason: string };
 
-const TASK_FIELDS = ["id", "type", "payload", "priority", "delayMs", "runAt"];
-const MAX_TASKS_PER_RECORD = 1000;
+const WAKE_HINT = 'a wake-up is exactly {} or {"leaseq": "wake"}';
+const FIELDS = TASK_MESSAGE_FIELDS as readonly string[];
 
 /**
- * Reads a record body: `{"tasks": [...]}` enqueues, any other JSON object wakes the worker.
- * A task without an id gets `<messageId>-<index>`, so a redelivered message never duplicates it.
- * Reasons name the field at fault and never echo the body.
+ * Reads a record body: `{"tasks": [...]}` enqueues, `{}` or `{"leaseq": "wake"}` wakes the worker,
+ * anything else is rejected with its reason: a misspelled field is never taken for a wake-up. Tasks
+ * are checked one by one, so one malformed task rejects only itself. A task without an id gets
+ * `<messageId>-<index>`, so a redelivered message never duplicates it. Reasons name the field at
+ * fault and never echo the body.
  */
 export function readRecord(record: SQSRecord): RecordIntent {
   let body: unknown;
@@ -23,38 +33,64 @@ export function readRecord(record: SQSRecord): RecordIntent {
     return { kind: "reject", reason: `body is not JSON (${record.body.length} characters)` };
   }
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    return { kind: "reject", reason: 'body must be a JSON object: {"tasks": [...]} or a wake-up such as {}' };
+    const got = body === null ? "null" : Array.isArray(body) ? "an array" : `a ${typeof body}`;
+    return { kind: "reject", reason: `body must be a JSON object {"tasks": [...]} (or ${WAKE_HINT}), got ${got}` };
   }
-  if (!("tasks" in body)) return { kind: "wake" };
+  const keys = Object.keys(body);
+  if (keys.length === 0) return { kind: "wake" };
+  if (keys.length === 1 && keys[0] === "leaseq") {
+    const value = (body as { leaseq: unknown }).leaseq;
+    if (value === "wake") return { kind: "wake" };
+    return {
+      kind: "reject",
+      reason: `"leaseq" must be "wake" (${WAKE_HINT}), got ${JSON.stringify(value)?.slice(0, 40)}`,
+    };
+  }
+  const unknown = keys.filter((key) => key !== "tasks");
+  if (unknown.length > 0 || !keys.includes("tasks")) {
+    const named = unknown.map((key) => JSON.stringify(key.slice(0, 40))).join(", ");
+    return {
+      kind: "reject",
+      reason: `unknown top-level field${unknown.length === 1 ? "" : "s"} ${named}: the body is {"tasks": [...]}, or ${WAKE_HINT}`,
+    };
+  }
   const tasks = (body as { tasks: unknown }).tasks;
-  if (!Array.isArray(tasks) || tasks.length === 0 || tasks.length > MAX_TASKS_PER_RECORD) {
-    return { kind: "reject", reason: `"tasks" must be an array of 1 to ${MAX_TASKS_PER_RECORD} tasks` };
+  if (!Array.isArray(tasks) || tasks.length === 0 || tasks.length > MAX_TASKS_PER_MESSAGE) {
+    const got = Array.isArray(tasks) ? `${tasks.length} tasks` : typeof tasks;
+    return { kind: "reject", reason: `"tasks" must be an array of 1 to ${MAX_TASKS_PER_MESSAGE} tasks, got ${got}` };
   }
-  const inputs: TaskInput[] = [];
+  const accepted: Array<{ index: number; task: TaskInput }> = [];
+  const rejected: RejectedTask[] = [];
   for (const [index, task] of tasks.entries()) {
-    if (task === null || typeof task !== "object" || Array.isArray(task)) {
-      return { kind: "reject", reason: `tasks[${index}] must be an object with at least "type"` };
-    }
-    const unknown = Object.keys(task).filter((key) => !TASK_FIELDS.includes(key));
-    if (unknown.length > 0) {
-      return {
-        kind: "reject",
-        reason: `tasks[${index}] has unknown field ${JSON.stringify(unknown[0].slice(0, 40))}; allowed: ${TASK_FIELDS.join(", ")}`,
-      };
+    const reason = shapeProblem(task, index);
+    if (reason) {
+      rejected.push({ index, task, reason });
+      continue;
     }
     const { id, runAt, ...rest } = task as TaskInput & { runAt?: unknown };
     let runAtMs: number | undefined;
     if (runAt !== undefined) {
       runAtMs = typeof runAt === "string" ? Date.parse(runAt) : (runAt as number);
       if (typeof runAtMs !== "number" || Number.isNaN(runAtMs)) {
-        return { kind: "reject", reason: `tasks[${index}].runAt must be an ISO 8601 time or ms since epoch` };
+        rejected.push({ index, task, reason: `tasks[${index}].runAt must be an ISO 8601 time or ms since epoch` });
+        continue;
       }
     }
-    inputs.push({
-      ...rest,
-      id: id ?? `${record.messageId}-${index}`,
-      ...(runAtMs === undefined ? {} : { runAt: runAtMs }),
+    accepted.push({
+      index,
+      task: { ...rest, id: id ?? `${record.messageId}-${index}`, ...(runAtMs === undefined ? {} : { runAt: runAtMs }) },
     });
   }
-  return { kind: "enqueue", tasks: inputs };
+  return { kind: "enqueue", tasks: accepted, rejected };
+}
+
+function shapeProblem(task: unknown, index: number): string | undefined {
+  if (task === null || typeof task !== "object" || Array.isArray(task)) {
+    return `tasks[${index}] must be an object with at least "type"`;
+  }
+  const unknown = Object.keys(task).filter((key) => !FIELDS.includes(key));
+  if (unknown.length > 0) {
+    return `tasks[${index}] has unknown field ${JSON.stringify(unknown[0].slice(0, 40))}; allowed: ${FIELDS.join(", ")}`;
+  }
+  return undefined;
 }

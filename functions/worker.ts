@@ -1,12 +1,12 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
-import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
+import { ConfigError } from "../shared/errors.js";
 import { readConfig } from "./config.js";
+import { sqsDeadLetterSender } from "./dead-letter.js";
 import { drain } from "./drain.js";
+import { ingest } from "./ingest.js";
 import { createRuntime, type Runtime } from "./runtime.js";
-import { readRecord } from "./sqs.js";
-import type { TaskRegistry } from "./task.js";
-import defaultRegistry from "./task-types.js";
+import { defineTasks, policyMismatches, type TaskDeclaration, type TaskDefinitions, timeoutProblems } from "./tasks.js";
 
 /** The reclaimer's direct invocation: drain the queue, no records. */
 export interface DrainEvent {
@@ -14,61 +14,60 @@ export interface DrainEvent {
 }
 
 export interface WorkerOptions {
+  /** The task types this worker runs: `defineTasks(...)`'s result, or the same object undeclared. */
+  tasks: TaskDeclaration | TaskDefinitions;
+  /** Environment to read the configuration from. Default: process.env. */
   env?: Record<string, string | undefined>;
-  registry?: TaskRegistry;
   logger?: Logger;
 }
+
+/** The worker's Lambda handler: SQS events (task lists and wake-ups) and the reclaimer's drain kicks. */
+export type WorkerHandler = (
+  event: SQSEvent | DrainEvent,
+  context: Pick<Context, "getRemainingTimeInMillis">,
+) => Promise<SQSBatchResponse>;
 
 function isSqsEvent(event: unknown): event is SQSEvent {
   return Array.isArray((event as SQSEvent | undefined)?.Records);
 }
 
 /**
- * Builds a worker handler. Configuration is read and Redis connected once, at the first
- * invocation (a cold start); a failed start is retried on the next invocation.
+ * Builds the worker's Lambda handler for `tasks`. Configuration is read and Redis connected once,
+ * at the first invocation (a cold start): a declaration that does not match what the LeaseQueue
+ * construct deployed (LEASEQ_TASKS) or a lease that cannot fit the worker timeout is one ConfigError
+ * listing every problem. A failed start is retried on the next invocation.
  */
-export function createWorkerHandler(options: WorkerOptions = {}) {
+export function createWorker(options: WorkerOptions): WorkerHandler {
+  const tasks = defineTasks(options.tasks);
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-worker" });
-  const registry = options.registry ?? defaultRegistry;
-  let runtime: Promise<Runtime> | undefined;
+  let runtime: Promise<Runtime & { deadLetters: ReturnType<typeof sqsDeadLetterSender> | undefined }> | undefined;
 
-  return async (
-    event: SQSEvent | DrainEvent,
-    context: Pick<Context, "getRemainingTimeInMillis">,
-  ): Promise<SQSBatchResponse> => {
+  const start = async () => {
+    const config = readConfig(options.env ?? process.env);
+    const problems = [
+      ...(config.deployedTasks === undefined ? [] : policyMismatches(tasks, config.deployedTasks)),
+      ...(config.workerTimeoutMs === undefined ? [] : timeoutProblems(tasks, config.workerTimeoutMs)),
+    ];
+    if (problems.length > 0) throw new ConfigError(problems);
+    const deadLetters = config.deadLetterQueueUrl
+      ? sqsDeadLetterSender(config.deadLetterQueueUrl, config.sqsEndpoint)
+      : undefined;
+    return { ...(await createRuntime(config, tasks)), deadLetters };
+  };
+
+  return async (event, context) => {
     const startedAt = Date.now();
-    runtime ??= (async () => createRuntime(readConfig(options.env ?? process.env), registry))();
-    const { queue, config } = await runtime.catch((error: unknown) => {
+    runtime ??= start();
+    const { queue, config, deadLetters } = await runtime.catch((error: unknown) => {
       runtime = undefined;
       throw error;
     });
 
-    const failures: SQSBatchResponse["batchItemFailures"] = [];
-    const rejected: Array<{ messageId: string; reason: string }> = [];
-    let enqueued = 0;
-    let duplicates = 0;
     const records = isSqsEvent(event) ? event.Records : [];
-    for (const record of records) {
-      const intent = readRecord(record);
-      if (intent.kind === "wake") continue;
-      if (intent.kind === "enqueue") {
-        try {
-          const results = await queue.enqueue(intent.tasks, { now: Date.now() });
-          enqueued += results.filter((r) => r.status === "ok").length;
-          duplicates += results.filter((r) => r.status === "duplicate").length;
-          continue;
-        } catch (error) {
-          // Bad task fields fail this record only; Redis errors fail the invocation (SQS retries all).
-          if (!(error instanceof InvalidInputError || error instanceof ScriptArgumentError)) throw error;
-          rejected.push({ messageId: record.messageId, reason: error.message });
-        }
-      } else rejected.push({ messageId: record.messageId, reason: intent.reason });
-      failures.push({ itemIdentifier: record.messageId });
-    }
-
+    const ingested = await ingest(records, { queue, tasks, deadLetters, now: Date.now });
     const counts = await drain({
       queue,
-      registry,
+      tasks,
       claimBatch: config.claimBatch,
       remainingMs: () => context.getRemainingTimeInMillis(),
       safetyMarginMs: config.safetyMarginMs,
@@ -77,15 +76,12 @@ export function createWorkerHandler(options: WorkerOptions = {}) {
       queue: config.queue,
       trigger: isSqsEvent(event) ? "sqs" : "drain",
       records: records.length,
-      enqueued,
-      duplicates,
-      rejected,
+      enqueued: ingested.enqueued,
+      duplicates: ingested.duplicates,
+      rejected: ingested.rejected,
       ...counts,
       durationMs: Date.now() - startedAt,
     });
-    return { batchItemFailures: failures };
+    return { batchItemFailures: ingested.failures };
   };
 }
-
-/** The Lambda entry point: SQS events and the reclaimer's `{"leaseq":"drain"}`. */
-export const handler = createWorkerHandler();

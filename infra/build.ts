@@ -1,11 +1,15 @@
-// `npm run build`: bundles the two Lambda functions into dist/<name>/ (index.mjs plus chunks) with
-// the same esbuild options the CDK assets use (infra/bundling.ts), and prints each file's size.
-// `tsx infra/build.ts <entry> <outdir>` builds one function into outdir: what the CDK assets run.
+// `npm run build:lambda`: bundles the reference deployment's two functions into dist/lambda/<name>/
+// (index.mjs plus chunks) with the options the LeaseQueue construct uses (infra/bundling.ts), and
+// prints each file's size: what a cold start loads.
 import { rmSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { build, type Metafile } from "esbuild";
-import { BUNDLE_FILE, bundleOptions, FUNCTION_ENTRIES, REPO_ROOT } from "./bundling.js";
+import { BUNDLE_FILE, bundleOptions, DEFAULT_RECLAIMER_ENTRY } from "leaseq/cdk";
+import { REFERENCE_WORKER_ENTRY } from "./stack.js";
 
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+const ENTRIES = { worker: REFERENCE_WORKER_ENTRY, reclaimer: DEFAULT_RECLAIMER_ENTRY };
 const kilobytes = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
 /** Output files a cold start loads: the entry and what it imports statically, transitively. */
@@ -20,14 +24,8 @@ function loadedAtStart(outputs: Metafile["outputs"], entry: string): Set<string>
   return loaded;
 }
 
-const [oneEntry, oneOutdir] = process.argv.slice(2);
-if (oneEntry && oneOutdir) {
-  await build(bundleOptions(oneEntry, oneOutdir));
-  process.exit(0);
-}
-
-for (const [name, entry] of Object.entries(FUNCTION_ENTRIES)) {
-  const outdir = join(REPO_ROOT, "dist", name);
+for (const [name, entry] of Object.entries(ENTRIES)) {
+  const outdir = join(ROOT, "dist", "lambda", name);
   // A stale chunk from an earlier build would otherwise ship with the next asset.
   rmSync(outdir, { recursive: true, force: true });
   const { metafile } = await build({ ...bundleOptions(entry, outdir), metafile: true });
@@ -35,9 +33,13 @@ for (const [name, entry] of Object.entries(FUNCTION_ENTRIES)) {
   const index = paths.find((path) => path.endsWith(`/${BUNDLE_FILE}`)) ?? "";
   const atStart = loadedAtStart(metafile.outputs, index);
   const startBytes = [...atStart].reduce((sum, path) => sum + metafile.outputs[path].bytes, 0);
-  console.log(`dist/${name}/  ${kilobytes(startBytes)} minified loaded at cold start  (from ${entry})`);
+  console.log(
+    `dist/lambda/${name}/  ${kilobytes(startBytes)} minified loaded at cold start  (from ${entry.slice(ROOT.length + 1)})`,
+  );
   for (const path of paths) {
     const when = atStart.has(path) ? "at cold start" : "on demand (dynamic import)";
-    console.log(`  ${path.slice(path.indexOf(`dist/${name}/`))}  ${kilobytes(metafile.outputs[path].bytes)}  ${when}`);
+    console.log(
+      `  ${path.slice(path.indexOf(`dist/lambda/${name}/`))}  ${kilobytes(metafile.outputs[path].bytes)}  ${when}`,
+    );
   }
 }

@@ -1,22 +1,41 @@
-import { execFileSync } from "node:child_process";
-import { readFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AssetHashType, DockerImage, type ILocalBundling } from "aws-cdk-lib";
 import { Code } from "aws-cdk-lib/aws-lambda";
-import type { BuildOptions, Plugin } from "esbuild";
-
-/** The repository root: entries and `node_modules` resolve from here whatever the caller's cwd. */
-export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-
-/** The two Lambda entry points, relative to the repository root. */
-export const FUNCTION_ENTRIES = {
-  worker: "functions/worker.ts",
-  reclaimer: "functions/reclaimer.ts",
-} as const;
+import type { BuildOptions } from "esbuild";
 
 /** The file every bundle is written to; the Lambda handler is `index.handler`. */
 export const BUNDLE_FILE = "index.mjs";
+
+/**
+ * A module next to this one: the compiled `.js` when leaseq is installed as a package, the `.ts`
+ * source when it runs from its repository.
+ */
+function sibling(relativeWithoutExtension: string): string {
+  const compiled = fileURLToPath(new URL(`${relativeWithoutExtension}.js`, import.meta.url));
+  return existsSync(compiled) ? compiled : compiled.replace(/\.js$/, ".ts");
+}
+
+/** leaseq's own reclaimer entry: it needs no task types, so every queue can use it. */
+export const DEFAULT_RECLAIMER_ENTRY = sibling("../functions/handlers/reclaimer");
+
+/**
+ * Resolves an entry prop to an absolute path (a relative one is taken from the directory `cdk` runs
+ * the app in) and records a problem when no such file exists.
+ */
+export function entryFile(prop: string, entry: string | undefined, problems: string[]): string {
+  if (typeof entry !== "string" || entry === "") {
+    problems.push(
+      `${prop} is required: the path of your worker entry file (it exports handler = createWorker({ tasks }))`,
+    );
+    return "";
+  }
+  const path = isAbsolute(entry) ? entry : resolve(process.cwd(), entry);
+  if (!existsSync(path)) problems.push(`${prop}: no file at ${path} (given ${JSON.stringify(entry)})`);
+  return path;
+}
 
 /**
  * The ONE definition of the esbuild options for a function bundle: `npm run build` and the CDK
@@ -25,8 +44,8 @@ export const BUNDLE_FILE = "index.mjs";
  */
 export function bundleOptions(entry: string, outdir: string): BuildOptions {
   return {
-    absWorkingDir: REPO_ROOT,
-    entryPoints: { index: resolve(REPO_ROOT, entry) },
+    absWorkingDir: dirname(entry),
+    entryPoints: { index: entry },
     outdir,
     outExtension: { ".js": ".mjs" },
     bundle: true,
@@ -52,64 +71,41 @@ export function bundleOptions(entry: string, outdir: string): BuildOptions {
     // No source map: an inline one would double the bundle, an external one is unused unless
     // NODE_OPTIONS=--enable-source-maps, which slows every cold start.
     sourcemap: false,
-    // Lua scripts are imported as text by shared/scripts.ts and inlined into the bundle, their
-    // comment lines and indentation dropped (a third of their size; the headers stay in lua/).
-    loader: { ".lua": "text" },
-    plugins: [compactLua],
     // The AWS SDK v3 ships with the Node.js 22 Lambda runtime; bundling it would add ~1 MB.
     external: ["@aws-sdk/*"],
     logLevel: "warning",
   };
 }
 
+/** esbuild, resolved from where npm installed leaseq (its dependency), whatever the app's cwd. */
+function esbuild(): typeof import("esbuild") {
+  return createRequire(import.meta.url)("esbuild");
+}
+
 /**
- * Lambda code for one function, bundled in-process with the local esbuild and the options above.
- * Why not NodejsFunction: it shells out to the esbuild CLI and maps its own props to flags, which
- * would be a second definition of the options. Why local: there is no Docker daemon here (and CI
- * needs none); the Docker image below is a required placeholder that is never pulled, because
- * `tryBundle` always succeeds or throws. The asset hash is the bundle's output hash, so a change in
- * shared/ or lua/ (outside the entry's folder) still yields a new asset.
+ * Lambda code for one entry, bundled in-process by esbuild with the options above. Why not
+ * NodejsFunction: it shells out to an esbuild CLI it looks for in the app's own node_modules and maps
+ * its own props to flags, a second definition of the options. Why local: there may be no Docker daemon
+ * (CI here has none); the Docker image below is a required placeholder that is never pulled, because
+ * `tryBundle` always succeeds or throws. The asset hash is the bundle's output hash, so a change
+ * anywhere the entry imports yields a new asset.
  */
 export function functionCode(entry: string): Code {
   const local: ILocalBundling = {
     tryBundle(outputDir: string): boolean {
-      // tryBundle must be synchronous and esbuild's sync API takes no plugins, so the same build as
-      // `npm run build` runs in a child process.
-      execFileSync(
-        process.execPath,
-        [join(REPO_ROOT, "node_modules/tsx/dist/cli.mjs"), "infra/build.ts", entry, outputDir],
-        {
-          cwd: REPO_ROOT,
-          stdio: ["ignore", "ignore", "inherit"],
-        },
-      );
+      esbuild().buildSync(bundleOptions(entry, outputDir));
       return true;
     },
   };
-  return Code.fromAsset(join(REPO_ROOT, "functions"), {
+  return Code.fromAsset(dirname(entry), {
     assetHashType: AssetHashType.OUTPUT,
     bundling: {
       image: DockerImage.fromRegistry("leaseq-local-esbuild-only"),
       local,
       // Never reaches Docker. CDK caches staged assets by source path and the JSON of these bundling
       // options, in which `local` (a function) serializes to nothing: without a per-entry value
-      // here, the reclaimer would silently reuse the worker's bundle.
-      environment: { LEASEQ_ESBUILD_OPTIONS: JSON.stringify(bundleOptions(entry, ".")) },
+      // here, two functions from one folder would silently share one bundle.
+      environment: { LEASEQ_ENTRY: entry },
     },
   });
 }
-
-/** Lua loaded as text without full-line comments, indentation or blank lines. */
-const compactLua: Plugin = {
-  name: "compact-lua",
-  setup(build) {
-    build.onLoad({ filter: /\.lua$/ }, async (args) => ({
-      contents: (await readFile(args.path, "utf8"))
-        .split("\n")
-        .map((line) => line.trim())
-        .filter((line) => line !== "" && !line.startsWith("--"))
-        .join("\n"),
-      loader: "text",
-    }));
-  },
-};

@@ -1,12 +1,12 @@
 import { Duration } from "aws-cdk-lib";
 import type { Node } from "constructs";
-import type { LeaseQueueProps } from "./settings.js";
+import type { LeaseQueueProps } from "leaseq/cdk";
 
 /**
  * LeaseQueue props from `cdk deploy -c key=value`. Every value arrives as a string; numbers are
  * converted here and checked by the construct, which names the prop and the value given.
  */
-export function propsFromContext(node: Node): LeaseQueueProps {
+export function propsFromContext(node: Node): Partial<LeaseQueueProps> {
   const text = (key: string): string | undefined => {
     const value = node.tryGetContext(key);
     return value === undefined || value === "" ? undefined : String(value);

@@ -10,6 +10,7 @@ import { type ITopic, Topic } from "aws-cdk-lib/aws-sns";
 import { EmailSubscription } from "aws-cdk-lib/aws-sns-subscriptions";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { policyText } from "../functions/tasks.js";
 import { BUNDLE_FILE, functionCode } from "./bundling.js";
 import { METRICS_NAMESPACE, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
 import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
@@ -39,7 +40,7 @@ export class LeaseQueue extends Construct {
   /** The topic alarm actions go to, when `alarmEmail` or `alarmTopic` was given. */
   readonly alarmTopic: ITopic | undefined;
 
-  constructor(scope: Construct, id: string, props: LeaseQueueProps = {}) {
+  constructor(scope: Construct, id: string, props: LeaseQueueProps) {
     super(scope, id);
     const settings = resolveSettings(props);
     this.settings = settings;
@@ -78,8 +79,20 @@ export class LeaseQueue extends Construct {
       description: `leaseq worker for queue "${settings.queueName}": ingests SQS task lists and drains the queue`,
       timeout: settings.workerTimeout,
       memorySize: settings.workerMemoryMb,
-      environment: { ...environment, POWERTOOLS_SERVICE_NAME: SERVICE_NAMES.worker },
+      environment: {
+        ...environment,
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAMES.worker,
+        // The worker checks its own task declaration against these at cold start.
+        LEASEQ_TASKS: policyText(settings.tasks),
+        LEASEQ_WORKER_TIMEOUT_MS: String(settings.workerTimeout.toMilliseconds()),
+        // Permanently invalid input goes here at once, not after maxReceiveCount receives.
+        LEASEQ_DLQ_URL: this.deadLetterQueue.queueUrl,
+      },
     });
+    // Exactly SendMessage: grantSendMessages would add GetQueueAttributes and GetQueueUrl, unused here.
+    this.worker.addToRolePolicy(
+      new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.deadLetterQueue.queueArn] }),
+    );
     this.reclaimer = this.makeFunction("Reclaimer", settings.reclaimerEntry, {
       description: `leaseq reclaimer for queue "${settings.queueName}": reclaims expired leases, publishes metrics, kicks the worker`,
       timeout: settings.reclaimerTimeout,

@@ -1,6 +1,6 @@
 import { Secret } from "aws-cdk-lib/aws-secretsmanager";
 import { NagSuppressions } from "cdk-nag";
-import type { LeaseQueue } from "./lease-queue.js";
+import type { LeaseQueue } from "leaseq/cdk";
 
 /** Why the runtime stays Node.js 22 although cdk-nag knows a newer one. */
 const RUNTIME_REASON =

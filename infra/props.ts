@@ -1,15 +1,23 @@
 import type { Duration } from "aws-cdk-lib";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
+import type { TaskDeclaration, TaskDefinitions } from "../functions/tasks.js";
 
-/** What a `LeaseQueue` can be told; every prop is optional and its default is in the README table. */
+/** What a `LeaseQueue` can be told: `tasks` and `workerEntry`, the rest optional with the defaults in docs/deploy.md. */
 export interface LeaseQueueProps {
   /** The leaseq queue name: the Redis hash tag and the `queue` metric dimension. `^[A-Za-z0-9_.-]{1,64}$`. Default "default". */
   readonly queueName?: string;
-  /** Lease of each task type the worker runs, in ms; each must fit the worker timeout. Default {}. */
-  readonly taskLeasesMs?: Record<string, number>;
-  /** Lease of task types not in `taskLeasesMs`, in ms (the library's default). Default 60000. */
-  readonly defaultLeaseMs?: number;
+  /**
+   * The task types the worker runs: the `defineTasks(...)` result your worker entry passes to
+   * `createWorker`. Their policies are checked against the worker timeout at synth and handed to the
+   * worker, which refuses to start if its own declaration differs. Required.
+   */
+  readonly tasks: TaskDeclaration | TaskDefinitions;
+  /**
+   * Your worker entry file (it exports `handler = createWorker({ tasks })`): an absolute path, or one
+   * relative to the directory `cdk` runs in (your CDK app's). Bundled with esbuild. Required.
+   */
+  readonly workerEntry: string;
   /** Worker timeout, 1-900 s; the SQS visibility timeout is 6 times this. Default 5 minutes. */
   readonly workerTimeout?: Duration;
   /** Worker memory in MB, 128-10240. Default 256. */
@@ -44,16 +52,13 @@ export interface LeaseQueueProps {
   readonly oldestReadyAgeAlarmMs?: number;
   /** Alarm when a lease is overdue by more than this, in ms, 1000-86400000. Default 2 reclaim periods. */
   readonly leaseOverdueAlarmMs?: number;
-  /** Worker entry file, relative to the repository root. Default "functions/worker.ts". */
-  readonly workerEntry?: string;
-  /** Reclaimer entry file, relative to the repository root. Default "functions/reclaimer.ts". */
+  /** A reclaimer entry of your own (absolute, or relative to the CDK app's directory). Default: leaseq's. */
   readonly reclaimerEntry?: string;
 }
 
 /** Defaults of every prop, as listed in the README's default settings table. */
 export const LEASE_QUEUE_DEFAULTS = {
   queueName: "default",
-  defaultLeaseMs: 60_000,
   workerTimeoutSeconds: 300,
   workerMemoryMb: 256,
   reclaimerTimeoutSeconds: 60,
@@ -65,6 +70,4 @@ export const LEASE_QUEUE_DEFAULTS = {
   reclaimScheduleMinutes: 1,
   logRetention: RetentionDays.ONE_MONTH,
   oldestReadyAgeAlarmMs: 300_000,
-  workerEntry: "functions/worker.ts",
-  reclaimerEntry: "functions/reclaimer.ts",
 } as const;

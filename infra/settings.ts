@@ -1,6 +1,10 @@
 import { Duration, Token } from "aws-cdk-lib";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
+import { defineTasks, policyText, type TaskDeclaration, timeoutProblems } from "../functions/tasks.js";
+import { LIMITS } from "../shared/config.js";
+import { ConfigError } from "../shared/errors.js";
+import { DEFAULT_RECLAIMER_ENTRY, entryFile } from "./bundling.js";
 import { LEASE_QUEUE_DEFAULTS, type LeaseQueueProps } from "./props.js";
 
 export type { LeaseQueueProps } from "./props.js";
@@ -8,6 +12,8 @@ export type { LeaseQueueProps } from "./props.js";
 /** The props with every default applied, after validation. */
 export interface LeaseQueueSettings {
   queueName: string;
+  tasks: TaskDeclaration;
+  /** The longest declared lease, ms. */
   maxLeaseMs: number;
   workerTimeout: Duration;
   workerMemoryMb: number;
@@ -27,18 +33,13 @@ export interface LeaseQueueSettings {
   dashboardName: string | undefined;
   oldestReadyAgeAlarmMs: number;
   leaseOverdueAlarmMs: number;
+  /** Absolute paths of the files bundled into the two functions. */
   workerEntry: string;
   reclaimerEntry: string;
 }
 
 /** SQS visibility timeout = this × worker timeout, as AWS advises for Lambda event sources. */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
-
-/**
- * Time a worker needs besides running a task: ingesting the SQS batch, the claim and the settle
- * round trips. A lease longer than the worker timeout minus this could outlive the invocation.
- */
-export const LEASE_MARGIN_MS = 5_000;
 
 /** Thrown at synth when props are invalid; lists every problem found, not just the first. */
 export class LeaseQueuePropsError extends Error {
@@ -48,8 +49,10 @@ export class LeaseQueuePropsError extends Error {
   }
 }
 
-/** Queue names and task types: the library's charset and length (shared/config.ts; not imported, infra stays free of runtime code). */
-const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Queue names: the library's rule (shared/config.ts), the one declaration every consumer takes. */
+const NAME_PATTERN = new RegExp(`^[A-Za-z0-9_.-]{1,${LIMITS.queueNameMaxBytes}}$`);
+/** Room for LEASEQ_TASKS in the worker's 4 KB of environment, beside the other variables. */
+const MAX_POLICY_TEXT_CHARS = 3_000;
 const SECRET_ARN_PATTERN =
   /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
 const DASHBOARD_NAME_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
@@ -128,24 +131,28 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     );
   }
 
-  // Every lease, the default one included, must end before the worker's invocation does.
-  const leaseMaxMs = workerTimeout.toMilliseconds() - LEASE_MARGIN_MS;
-  const leaseRule = `(workerTimeout ${workerTimeout.toHumanString()} minus a ${LEASE_MARGIN_MS} ms margin)`;
-  const leases = { ...props.taskLeasesMs };
-  const defaultLeaseMs = props.defaultLeaseMs ?? D.defaultLeaseMs;
-  for (const [type, leaseMs] of Object.entries(leases)) {
-    name("taskLeasesMs key", type, NAME_PATTERN, "a task type of 1-64 characters of A-Z a-z 0-9 _ . -");
-    if (!Number.isInteger(leaseMs) || leaseMs < 1 || leaseMs > leaseMaxMs) {
-      problems.push(
-        `taskLeasesMs.${type} must be an integer from 1 to ${leaseMaxMs} ms ${leaseRule}, got ${shown(leaseMs)}`,
-      );
+  // The one task declaration: every lease must end before the worker's invocation does.
+  let tasks = props.tasks as TaskDeclaration;
+  if (tasks === undefined) problems.push("tasks is required: the defineTasks(...) result your worker entry runs");
+  else
+    try {
+      tasks = defineTasks(props.tasks);
+      problems.push(...timeoutProblems(tasks, workerTimeout.toMilliseconds()));
+      const policies = policyText(tasks).length;
+      if (policies > MAX_POLICY_TEXT_CHARS) {
+        problems.push(
+          `tasks: the policies are ${policies} characters as LEASEQ_TASKS, more than ${MAX_POLICY_TEXT_CHARS} (Lambda holds 4 KB of environment in all): split the types across queues`,
+        );
+      }
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems.map((problem) => `tasks: ${problem}`));
     }
-  }
-  if (!Number.isInteger(defaultLeaseMs) || defaultLeaseMs < 1 || defaultLeaseMs > leaseMaxMs) {
-    problems.push(
-      `defaultLeaseMs must be an integer from 1 to ${leaseMaxMs} ms ${leaseRule}, got ${shown(defaultLeaseMs)}`,
-    );
-  }
+  const workerEntry = entryFile("workerEntry", props.workerEntry, problems);
+  const reclaimerEntry =
+    props.reclaimerEntry === undefined
+      ? DEFAULT_RECLAIMER_ENTRY
+      : entryFile("reclaimerEntry", props.reclaimerEntry, problems);
 
   const upstashSecretArn = props.upstashSecretArn;
   if (upstashSecretArn !== undefined) {
@@ -167,7 +174,8 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
 
   const settings: LeaseQueueSettings = {
     queueName,
-    maxLeaseMs: Math.max(defaultLeaseMs, ...Object.values(leases)),
+    tasks,
+    maxLeaseMs: Math.max(0, ...Object.values(tasks?.types ?? {}).map((type) => type.leaseMs)),
     workerTimeout,
     workerMemoryMb: integer("workerMemoryMb", props.workerMemoryMb ?? D.workerMemoryMb, 128, 10_240, " MB"),
     reclaimerTimeout,
@@ -200,8 +208,8 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
       86_400_000,
       " ms",
     ),
-    workerEntry: props.workerEntry ?? D.workerEntry,
-    reclaimerEntry: props.reclaimerEntry ?? D.reclaimerEntry,
+    workerEntry,
+    reclaimerEntry,
   };
   if (problems.length > 0) throw new LeaseQueuePropsError(problems);
   return settings;

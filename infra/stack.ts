@@ -1,26 +1,21 @@
+import { fileURLToPath } from "node:url";
 import { CfnOutput, Stack, type StackProps } from "aws-cdk-lib";
 import type { Construct } from "constructs";
-import { TASK_POLICIES } from "../functions/policies.js";
-import { LeaseQueue } from "./lease-queue.js";
-import type { LeaseQueueProps } from "./settings.js";
+import { LeaseQueue, type LeaseQueueProps } from "leaseq/cdk";
+import tasks from "../functions/demo/tasks.js";
 
-/**
- * Lease of each task type the worker runs, in ms, from the task declarations in functions/
- * (pure data plus handlers, no imports from shared/): the construct checks each against the worker
- * timeout at synth, so a type whose lease outlives the invocation fails `cdk synth`, not production.
- */
-export const REFERENCE_TASK_LEASES_MS: Record<string, number> = Object.fromEntries(
-  Object.entries(TASK_POLICIES).map(([type, policy]) => [type, policy.leaseMs]),
-);
+/** The reference deployment's worker entry: the demo task types, as a user's own entry would be. */
+export const REFERENCE_WORKER_ENTRY = fileURLToPath(new URL("../functions/demo/worker.ts", import.meta.url));
 
 /** The reference deployment: one LeaseQueue and the outputs a user needs after `cdk deploy`. */
 export class LeaseqStack extends Stack {
   readonly leaseQueue: LeaseQueue;
 
-  constructor(scope: Construct, id: string, props: StackProps & { leaseQueue?: LeaseQueueProps } = {}) {
+  constructor(scope: Construct, id: string, props: StackProps & { leaseQueue?: Partial<LeaseQueueProps> } = {}) {
     super(scope, id, props);
     this.leaseQueue = new LeaseQueue(this, "LeaseQueue", {
-      taskLeasesMs: REFERENCE_TASK_LEASES_MS,
+      tasks,
+      workerEntry: REFERENCE_WORKER_ENTRY,
       ...props.leaseQueue,
     });
     const { queue, worker, reclaimer, monitoring, secret } = this.leaseQueue;

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Queue } from "../shared/queue.js";
+import { nodeArgsFor } from "./node-module.js";
 
 /** What the crashed worker held when it was killed. */
 export interface CrashReport {
@@ -28,16 +29,7 @@ export async function crashMidBatch(
   );
   const child = spawn(
     process.execPath,
-    [
-      "--import",
-      "tsx",
-      "--import",
-      "./bin/lua-loader.mjs",
-      "local/crash-worker.ts",
-      queue.name,
-      String(ids.length),
-      String(leaseMs),
-    ],
+    [...nodeArgsFor("./crash-worker", import.meta.url), queue.name, String(ids.length), String(leaseMs)],
     { cwd: root, env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

@@ -12,7 +12,7 @@ export interface DemoRunOptions {
   queue: string;
   startedAt: number;
   demo: boolean;
-  tasks: number;
+  demoTasks: number;
   crashTasks: number;
   crashLeaseMs: number;
   slowMs: number;
@@ -69,7 +69,7 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
         output.note(
           `crash: a worker (pid ${report.pid}) claimed ${report.claimed.length} tasks and was killed with SIGKILL; the reclaimer recovers them once their ${options.crashLeaseMs} ms leases expire`,
         );
-        workload = demoWorkload(options.tasks - options.crashTasks, prefix, options.slowMs);
+        workload = demoWorkload(options.demoTasks - options.crashTasks, prefix, options.slowMs);
       }
       stack.run();
       if (workload) messages = sendWorkload(stack.sqs, workload.tasks);

@@ -2,8 +2,9 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import type { LogLevel } from "@aws-lambda-powertools/logger/types";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import type { SQSEvent } from "aws-lambda";
-import { createReclaimerHandler, type ReclaimerSummary } from "../functions/reclaimer.js";
-import { createWorkerHandler } from "../functions/worker.js";
+import { createReclaimer, type ReclaimerSummary } from "../functions/reclaimer.js";
+import type { TaskDeclaration } from "../functions/tasks.js";
+import { createWorker } from "../functions/worker.js";
 import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { type LocalLambdaApi, startLambdaApi } from "./lambda-api.js";
@@ -15,6 +16,8 @@ import { startUpstashEndpoint, type UpstashEndpoint } from "./upstash-endpoint/i
 /** How the local stack runs; every field has a default suited to a laptop demo. */
 export interface StackOptions {
   queue: string;
+  /** The task types the local worker runs: the demo's, or the user's module (`--tasks`). */
+  tasks: TaskDeclaration;
   /** How often the reclaimer runs (EventBridge's rate(1 minute) on AWS). */
   reclaimIntervalMs: number;
   /** The worker's Lambda timeout: drain only claims while a whole lease still fits in it. */
@@ -86,10 +89,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       LEASEQ_LAMBDA_ENDPOINT: lambdaApi.url,
     };
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
-    const worker = createWorkerHandler({ env, logger: logger("leaseq-worker") });
+    const worker = createWorker({ env, tasks: options.tasks, logger: logger("leaseq-worker") });
     // No CloudWatch here: the EMF lines the reclaimer prints would only garble the live view.
     process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
-    const reclaimer = createReclaimerHandler({
+    const reclaimer = createReclaimer({
       env,
       logger: logger("leaseq-reclaimer"),
       metrics: new Metrics({ namespace: "leaseq", serviceName: "leaseq-reclaimer" }),

@@ -10,11 +10,17 @@
 -- ARGV[4] promoteLimit      1..10000, the most due scheduled tasks to promote first
 -- ARGV[5] defaultLeaseMs    1..86400000, lease of types missing from the table
 -- ARGV[6] defaultMaxAttempts 1..1000
--- ARGV[7..] per-type policy, 3 each: type, leaseMs, maxAttempts
+-- ARGV[7] maxLeaseMs        1..86400000: lease only tasks whose lease is at most this (the time the
+--         caller has left); longer ones stay READY. An ordered queue stops at the first such task.
+-- ARGV[8..] per-type policy, 3 each: type, leaseMs, maxAttempts
 -- Returns: per leased task, 7 each, in rank order:
 --   id, type, payload, attempt (1 = first), lease token, rank, lease deadline (ms)
---   An empty array when nothing is ready (or the ordered gate is closed).
+--   An empty array when nothing is ready (or the ordered gate is closed, or nothing fits).
+--   When every lease fits maxLeaseMs, the tasks are popped with one ZPOPMIN; otherwise the first
+--   SCAN_LIMIT ready tasks are read and the fitting ones taken, so the work stays bounded.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+local SCAN_LIMIT = 1000 -- ready tasks read at most when not every lease fits
+
 return guard('claim', function()
   local now = int_arg('now', ARGV[1], 0, 2 ^ 52)
   local count = count_arg('count', ARGV[2], 1000)
@@ -22,14 +28,21 @@ return guard('claim', function()
   local promote_limit = count_arg('promoteLimit', ARGV[4], 10000)
   local default_lease = count_arg('defaultLeaseMs', ARGV[5], 86400000)
   local default_max = count_arg('defaultMaxAttempts', ARGV[6], 1000)
+  local max_lease = count_arg('maxLeaseMs', ARGV[7], 86400000)
   local policies = {}
-  for i = 1, groups(7, 3, 1000, 0) do
-    local base = 7 + (i - 1) * 3
+  local all_fit = default_lease <= max_lease
+  for i = 1, groups(8, 3, 1000, 0) do
+    local base = 8 + (i - 1) * 3
     local task_type = name_arg('policy ' .. i .. ' type', ARGV[base], TYPE_MAX_BYTES)
     policies[task_type] = {
       lease = count_arg('policy ' .. i .. ' leaseMs', ARGV[base + 1], 86400000),
       max = count_arg('policy ' .. i .. ' maxAttempts', ARGV[base + 2], 1000),
     }
+    if policies[task_type].lease > max_lease then all_fit = false end
+  end
+  local function lease_of(task)
+    local policy = policies[task.type]
+    return policy and policy.lease or default_lease
   end
 
   promote_due(KEYS[1], KEYS[3], KEYS[2], now, promote_limit)
@@ -39,11 +52,29 @@ return guard('claim', function()
     if hold and hold > now then return {} end
   end
 
-  local popped = redis.call('ZPOPMIN', KEYS[2], count)
-  if #popped == 0 then return {} end
-  local ids = {}
-  for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
-  local tasks = load_tasks(KEYS[1], ids)
+  local ids, tasks = {}, nil
+  if all_fit then
+    local popped = redis.call('ZPOPMIN', KEYS[2], count)
+    if #popped == 0 then return {} end
+    for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
+    tasks = load_tasks(KEYS[1], ids)
+  else
+    -- Near the end of an invocation: take only what can finish in the time left.
+    local heads = redis.call('ZRANGE', KEYS[2], 0, SCAN_LIMIT - 1)
+    if #heads == 0 then return {} end
+    tasks = load_tasks(KEYS[1], heads)
+    for _, id in ipairs(heads) do
+      local task = tasks[id]
+      if task and lease_of(task) <= max_lease then
+        ids[#ids + 1] = id
+        if #ids == count then break end
+      elseif ordered then
+        break
+      end
+    end
+    if #ids == 0 then return {} end
+    redis.call('ZREM', KEYS[2], unpack(ids))
+  end
 
   local result, writes = {}, new_writes()
   for _, id in ipairs(ids) do
@@ -54,7 +85,7 @@ return guard('claim', function()
       task.attempts = task.attempts + 1
       task.claims = task.claims + 1
       task.max_attempts = policy and policy.max or default_max
-      task.at = now + (policy and policy.lease or default_lease)
+      task.at = now + lease_of(task)
       zadd(writes, KEYS[4], task.at, id)
       write_task(writes, id, task)
       local n = #result

@@ -39,6 +39,14 @@ export class StoreError extends QueueError {
   }
 }
 
+/** Thrown when Upstash refused the REST token (HTTP 401): the credentials are wrong, not the network. */
+export class CredentialsError extends QueueError {
+  override name = "CredentialsError";
+  constructor(message: string) {
+    super("LEASEQ_CREDENTIALS", message);
+  }
+}
+
 /** Thrown once, at start-up, listing every configuration problem found. */
 export class ConfigError extends QueueError {
   override name = "ConfigError";

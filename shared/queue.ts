@@ -127,20 +127,7 @@ export class Queue {
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
     const args = [String(now), String(this.maxPayloadBytes)];
-    tasks.forEach((task, index) => {
-      const label = `${where}: task ${index + 1}`;
-      if (task === null || typeof task !== "object")
-        throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
-      const id = checkName(label, "id", task.id, LIMITS.idMaxBytes);
-      const at = `${label} (id ${id})`;
-      args.push(
-        id,
-        checkName(at, "type", task.type, LIMITS.typeMaxBytes),
-        String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
-        String(dueTime(at, task, now)),
-        serializePayload(at, task.payload, this.maxPayloadBytes),
-      );
-    });
+    for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
     const reply = await this.run(
       "enqueue",
       [this.keys.task, this.keys.ready, this.keys.scheduled, this.keys.seq],
@@ -154,12 +141,51 @@ export class Queue {
   }
 
   /**
-   * Promotes due scheduled tasks, then leases up to `count` ready tasks in rank order, each for
-   * its type's lease. Returns [] when nothing is ready or an ordered queue's gate is closed.
+   * Checks tasks as enqueue would, without sending anything: per task, undefined when it would be
+   * accepted, else the message of the InvalidInputError enqueue would throw for it.
    */
-  async claim(options: { count: number; now: number }): Promise<ClaimedTask[]> {
+  checkTasks(tasks: readonly TaskInput[], options: { now: number }): Array<string | undefined> {
+    const now = checkNow("checkTasks", options.now);
+    return tasks.map((task, index) => {
+      try {
+        this.taskArgs(`task ${index + 1}`, task, now);
+        return undefined;
+      } catch (error) {
+        if (error instanceof InvalidInputError) return error.message;
+        throw error;
+      }
+    });
+  }
+
+  private taskArgs(label: string, task: TaskInput, now: number): string[] {
+    if (task === null || typeof task !== "object")
+      throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
+    const id = checkName(label, "id", task.id, LIMITS.idMaxBytes);
+    const at = `${label} (id ${id})`;
+    return [
+      id,
+      checkName(at, "type", task.type, LIMITS.typeMaxBytes),
+      String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
+      String(dueTime(at, task, now)),
+      serializePayload(at, task.payload, this.maxPayloadBytes),
+    ];
+  }
+
+  /**
+   * Promotes due scheduled tasks, then leases up to `count` ready tasks in rank order, each for
+   * its type's lease. With `maxLeaseMs` (the time the caller has left), only tasks whose lease fits
+   * are taken; the others stay READY. Returns [] when nothing is ready or an ordered queue's gate is closed.
+   */
+  async claim(options: { count: number; now: number; maxLeaseMs?: number }): Promise<ClaimedTask[]> {
     const now = checkNow("claim", options.now);
     const count = checkInteger("claim", "count", options.count, 1, LIMITS.claimMax);
+    const maxLeaseMs = checkInteger(
+      "claim",
+      "maxLeaseMs",
+      options.maxLeaseMs ?? LIMITS.leaseMaxMs,
+      1,
+      LIMITS.leaseMaxMs,
+    );
     const reply = await this.run(
       "claim",
       [this.keys.task, this.keys.ready, this.keys.scheduled, this.keys.leased, this.keys.hold],
@@ -170,6 +196,7 @@ export class Queue {
         String(DEFAULTS.promoteLimit),
         String(this.defaultPolicy.leaseMs),
         String(this.defaultPolicy.maxAttempts),
+        String(maxLeaseMs),
         ...this.policyArgs,
       ],
     );

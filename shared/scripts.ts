@@ -1,40 +1,29 @@
-// The only importer of ../lua/*.lua. Bundlers inline them as text (esbuild loader ".lua": "text");
-// vitest and tsx load them through the same text loader (see vitest.config.ts and bin/lua-loader.mjs).
-import lib from "../lua/_lib.lua";
-import claim from "../lua/claim.lua";
-import enqueue from "../lua/enqueue.lua";
-import extend from "../lua/extend.lua";
-import inspect from "../lua/inspect.lua";
-import list from "../lua/list.lua";
-import promote from "../lua/promote.lua";
-import reclaim from "../lua/reclaim.lua";
-import release from "../lua/release.lua";
-import requeue from "../lua/requeue.lua";
-import settle from "../lua/settle.lua";
-import stats from "../lua/stats.lua";
-import tick from "../lua/tick.lua";
-import trim from "../lua/trim.lua";
+// The only user of the Lua sources: shared/scripts.generated.ts carries lua/*.lua as text (see
+// bin/generate-lua.ts), so the library loads the same way under Node, tsx, vitest and bundlers.
+import { LUA_SOURCES } from "./scripts.generated.js";
 import { type LuaScript, luaScript } from "./store.js";
 
-function withLib(name: string, body: string, retrySafe = true): LuaScript {
-  return luaScript(name, `${lib}\n${body}`, retrySafe);
+type ScriptSource = Exclude<keyof typeof LUA_SOURCES, "lib">;
+
+function withLib(name: ScriptSource, retrySafe = true): LuaScript {
+  return luaScript(name, `${LUA_SOURCES.lib}\n${LUA_SOURCES[name]}`, retrySafe);
 }
 
 /** Every operation script, the shared prelude prepended. */
 export const SCRIPTS = {
-  enqueue: withLib("enqueue", enqueue),
-  claim: withLib("claim", claim, false),
-  settle: withLib("settle", settle),
-  extend: withLib("extend", extend),
-  release: withLib("release", release),
-  reclaim: withLib("reclaim", reclaim),
-  promote: withLib("promote", promote),
-  trim: withLib("trim", trim),
-  stats: withLib("stats", stats),
-  tick: withLib("tick", tick),
-  inspect: withLib("inspect", inspect),
-  requeue: withLib("requeue", requeue),
-  list: withLib("list", list),
+  enqueue: withLib("enqueue"),
+  claim: withLib("claim", false),
+  settle: withLib("settle"),
+  extend: withLib("extend"),
+  release: withLib("release"),
+  reclaim: withLib("reclaim"),
+  promote: withLib("promote"),
+  trim: withLib("trim"),
+  stats: withLib("stats"),
+  tick: withLib("tick"),
+  inspect: withLib("inspect"),
+  requeue: withLib("requeue"),
+  list: withLib("list"),
 } as const satisfies Record<string, LuaScript>;
 
 export type ScriptName = keyof typeof SCRIPTS;

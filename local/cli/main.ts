@@ -10,13 +10,16 @@ export function buildProgram(): Command {
   const program = new Command("leaseq")
     .description("Operate a leaseq queue: enqueue, inspect, requeue and watch tasks.")
     .option("--queue <name>", "queue name (default: $LEASEQ_QUEUE)")
+    .option("--verbose", "say which backend (Redis or Upstash, where) the command connected to")
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText(
       "after",
       `
-Connection (from the environment; secrets never come from flags, so they stay out of shell history):
-  REDIS_URL                  redis://host:port or rediss://... (TCP), or else
+Connection (from the environment, exactly one of these; secrets never come from flags, so they stay
+out of shell history; setting more than one is an error):
+  REDIS_URL                  redis://host:port or rediss://... (TCP)
   UPSTASH_REDIS_REST_URL     with UPSTASH_REDIS_REST_TOKEN (Upstash REST)
+  UPSTASH_SECRET_ARN         a Secrets Manager secret holding {"url", "token"} (AWS credentials needed)
   LEASEQ_QUEUE               the queue, unless --queue is given
 
 Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
@@ -27,6 +30,14 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
   readCommands(program);
   writeCommands(program);
   watchCommand(program);
+  // Listed for --help; main() hands `leaseq dev ...` to the local stack's own parser before commander.
+  program
+    .command("dev")
+    .description(
+      "run the local stack (Redis, Upstash endpoint, SQS and Lambda stand-ins) with your tasks: leaseq dev --tasks ./src/tasks.ts (leaseq dev --help)",
+    )
+    .allowUnknownOption()
+    .allowExcessArguments();
   for (const command of program.commands) command.exitOverride().showHelpAfterError("(run with --help for usage)");
   return program;
 }
@@ -36,6 +47,10 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
  * Errors go to stderr, with secrets from the environment redacted.
  */
 export async function main(argv: string[] = process.argv): Promise<number> {
+  if (argv[2] === "dev") {
+    const { runDev } = await import("../dev.js");
+    return runDev(argv.slice(3), "leaseq dev", "npx leaseq");
+  }
   try {
     await buildProgram().parseAsync(argv);
     return 0;

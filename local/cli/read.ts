@@ -51,11 +51,14 @@ export function readCommands(program: Command): void {
   program
     .command("stats")
     .description("count the tasks in each state")
-    .option("--json", 'print {"queue", "ready", "scheduled", "leased", "done", "failed", ...} as JSON')
+    .option("--json", 'print {"queue", "backend", "ready", "scheduled", "leased", "done", "failed", ...} as JSON')
     .action(async (options: { json?: boolean }, command: Command) => {
-      const stats = await withQueue(command, (queue) => queue.stats({ now: Date.now() }));
-      if (options.json) console.log(JSON.stringify({ queue: queueName(command), ...stats }));
-      else console.log(formatStats(stats));
+      const [stats, backend] = await withQueue(
+        command,
+        async (queue, where) => [await queue.stats({ now: Date.now() }), where] as const,
+      );
+      if (options.json) console.log(JSON.stringify({ queue: queueName(command), backend, ...stats }));
+      else console.log(`queue "${queueName(command)}" on ${backend}\n${formatStats(stats)}`);
     });
 
   program

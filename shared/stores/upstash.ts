@@ -1,5 +1,5 @@
 import { errors, Redis } from "@upstash/redis";
-import { ConfigError, StoreError } from "../errors.js";
+import { ConfigError, CredentialsError, StoreError } from "../errors.js";
 import type { LuaScript, Store } from "../store.js";
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
 
@@ -77,7 +77,8 @@ export class UpstashStore implements Store {
     return withRetry(
       script,
       this.retry,
-      (error) => error instanceof RedisReplyError,
+      // A Redis error reply or a refused token would only repeat.
+      (error) => error instanceof RedisReplyError || error instanceof CredentialsError,
       async () => {
         try {
           return await send(() => this.redis.evalsha(script.sha, [...keys], [...args]));
@@ -108,6 +109,12 @@ function translate(operation: string, error: unknown, secrets: string[], timeout
     // An error Redis answered starts with its code (ERR, NOSCRIPT, WRONGTYPE, LEASEQ_BAD_ARGUMENT…);
     // anything else is the REST layer's (a 5xx, a refused token): the request may not have run.
     if (/^[A-Z][A-Z0-9_]*(\s|$)/.test(text)) return new RedisReplyError(text);
+    // Upstash answers a wrong or missing token with HTTP 401 "Unauthorized"; the client keeps only that text.
+    if (/^Unauthorized\b/.test(text)) {
+      return new CredentialsError(
+        `${operation}: Upstash rejected the REST token (401 Unauthorized): check UPSTASH_REDIS_REST_TOKEN (the REST token, not the Redis password)`,
+      );
+    }
     return new StoreError(`${operation}: the Upstash REST API failed the request (${text})`, undefined);
   }
   if (error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError")) {

@@ -3,9 +3,9 @@
 // racing on the queue API, and with that many Lambda handler instances invoked at once.
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, describe, expect, it } from "vitest";
-import { createReclaimerHandler } from "../../functions/reclaimer.js";
-import type { TaskRegistry } from "../../functions/task.js";
-import { createWorkerHandler } from "../../functions/worker.js";
+import { createReclaimer } from "../../functions/reclaimer.js";
+import type { TaskDefinitions } from "../../functions/tasks.js";
+import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
@@ -126,17 +126,10 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
     );
     expect(await claimAll(queue, Date.now())).toHaveLength(tasks);
     await sleep(LEASE_MS + 50);
-    const registry: TaskRegistry = {
-      ordered: false,
-      types: { t: { leaseMs: LEASE_MS, maxAttempts: 2, backoff: { baseMs: 10, maxMs: 20 }, handler: () => {} } },
-    };
     const { result } = await captureStdout(() =>
       Promise.all(
         Array.from({ length: 10 }, () =>
-          createReclaimerHandler({ env: functionEnv(adapter, name), registry, logger: silent() })(
-            scheduledEvent(),
-            lambdaContext(),
-          ),
+          createReclaimer({ env: functionEnv(adapter, name), logger: silent() })(scheduledEvent(), lambdaContext()),
         ),
       ),
     );
@@ -216,7 +209,7 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
       const [queue] = await clients(1, name);
       const tasks = scale(300, 2_000);
       const runs = new Map<string, number>();
-      const registry: TaskRegistry = {
+      const registry: TaskDefinitions = {
         ordered: false,
         types: {
           t: {
@@ -239,7 +232,7 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
       await captureStdout(() =>
         Promise.all(
           Array.from({ length: 20 }, () =>
-            createWorkerHandler({ env: functionEnv(adapter, name), registry, logger: silent() })(
+            createWorker({ env: functionEnv(adapter, name), tasks: registry, logger: silent() })(
               { leaseq: "drain" },
               lambdaContext(),
             ),
@@ -267,7 +260,7 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
       let mostAtOnce = 0;
       const flaky = new Set<string>();
       const failedOnce = new Set<string>();
-      const registry: TaskRegistry = {
+      const registry: TaskDefinitions = {
         ordered: true,
         types: {
           step: {
@@ -305,9 +298,9 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
         .map((task) => task.id);
 
       const handlers = Array.from({ length: 10 }, () =>
-        createWorkerHandler({
+        createWorker({
           env: functionEnv(adapter, name, { LEASEQ_CLAIM_BATCH: "3" }),
-          registry,
+          tasks: registry,
           logger: silent(),
         }),
       );

@@ -5,9 +5,9 @@
 // answers "already done", and a claim whose reply was lost comes back through the reclaimer.
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createReclaimerHandler } from "../../functions/reclaimer.js";
-import type { TaskRegistry } from "../../functions/task.js";
-import { createWorkerHandler } from "../../functions/worker.js";
+import { createReclaimer } from "../../functions/reclaimer.js";
+import type { TaskDefinitions } from "../../functions/tasks.js";
+import { createWorker } from "../../functions/worker.js";
 import { type FaultAction, startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
 import { StoreError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
@@ -218,7 +218,7 @@ describe("faults through the local Upstash endpoint", () => {
       LEASEQ_CLOCK_SKEW_MS: "0",
     };
     const runs: string[] = [];
-    const registry: TaskRegistry = {
+    const registry: TaskDefinitions = {
       ordered: false,
       types: {
         job: {
@@ -230,8 +230,8 @@ describe("faults through the local Upstash endpoint", () => {
       },
     };
     const silent = new Logger({ serviceName: "faults" });
-    const worker = createWorkerHandler({ env, registry, logger: silent });
-    const reclaimer = createReclaimerHandler({ env, registry, logger: silent });
+    const worker = createWorker({ env, tasks: registry, logger: silent });
+    const reclaimer = createReclaimer({ env, logger: silent });
     const queue = openQueue({ name });
     await queue.enqueue([{ id: "a", type: "job" }], { now: Date.now() });
     const dropClaim = fault("claim", { kind: "drop" });

@@ -6,7 +6,7 @@
 import { inspect as show } from "node:util";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createWorkerHandler } from "../../functions/worker.js";
+import { createWorker } from "../../functions/worker.js";
 import { InvalidInputError, ScriptArgumentError, StoreError, toQueueError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
@@ -155,8 +155,9 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
         /task 2: id must be/,
       ],
     ];
-    const handler = createWorkerHandler({
+    const handler = createWorker({
       env: functionEnv(adapter, name),
+      tasks: { types: { echo: { handler: () => {} } } },
       logger: new Logger({ serviceName: "hostile" }),
     });
     const records = bodies.map(([messageId, body]) => sqsRecord(body, messageId));

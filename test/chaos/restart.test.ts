@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { createWorkerHandler } from "../../functions/worker.js";
+import { createWorker } from "../../functions/worker.js";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
 import { StoreError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
@@ -103,8 +103,9 @@ describe("Redis restart", () => {
       expect(failures[side.name], `${side.name} fails fast`).toBeLessThan(5_000);
     }
     // The worker Lambda fails the whole invocation, so SQS keeps the batch and retries it.
-    const worker = createWorkerHandler({
+    const worker = createWorker({
       env: { LEASEQ_QUEUE: name, UPSTASH_REDIS_REST_URL: endpoint.url, UPSTASH_REDIS_REST_TOKEN: endpoint.token },
+      tasks: { types: { echo: { handler: () => {} } } },
       logger: new Logger({ serviceName: "restart", logLevel: "SILENT" }),
     });
     const batch = sqsEvent(sqsRecord({ tasks: [{ id: "from-sqs", type: "echo" }] }, "m-1"));

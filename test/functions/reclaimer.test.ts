@@ -2,17 +2,17 @@ import { fork } from "node:child_process";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { afterAll, describe, expect, it } from "vitest";
-import { createReclaimerHandler } from "../../functions/reclaimer.js";
-import type { TaskRegistry } from "../../functions/task.js";
-import { createWorkerHandler } from "../../functions/worker.js";
+import { createReclaimer } from "../../functions/reclaimer.js";
+import type { TaskDefinitions } from "../../functions/tasks.js";
+import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
-import { captureStdout, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
+import { captureStdout, envWithoutConnection, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { recordingLambdaApi } from "../helpers/lambda-api.js";
 import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
 
-const registry: TaskRegistry = {
+const registry: TaskDefinitions = {
   ordered: false,
   types: { job: { leaseMs: 1_000, maxAttempts: 3, backoff: { baseMs: 50, maxMs: 100 }, handler: () => {} } },
 };
@@ -40,12 +40,11 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
         Array.from({ length: 5 }, (_, i) => ({ id: `k${i}`, type: "job" })),
         { now: Date.now() - 1_000 },
       );
-      const handler = createReclaimerHandler({
+      const handler = createReclaimer({
         env: functionEnv(adapter, name, {
           LEASEQ_WORKER_FUNCTION: "leaseq-worker-fn",
           LEASEQ_LAMBDA_ENDPOINT: api.url,
         }),
-        registry,
         logger: silent(),
         metrics: new Metrics({ namespace: "leaseq-test", serviceName: "reclaimer" }),
       });
@@ -84,9 +83,8 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
     await queueNamed(name);
     const api = await recordingLambdaApi();
     try {
-      const handler = createReclaimerHandler({
+      const handler = createReclaimer({
         env: functionEnv(adapter, name, { LEASEQ_WORKER_FUNCTION: "w", LEASEQ_LAMBDA_ENDPOINT: api.url }),
-        registry,
         logger: silent(),
       });
       const { result } = await captureStdout(() => handler(scheduledEvent(), lambdaContext()));
@@ -106,8 +104,8 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
       { now: Date.now() },
     );
     const child = fork(new URL("./fixtures/crashing-worker.ts", import.meta.url), {
-      env: { ...process.env, ...functionEnv(adapter, name) },
-      execArgv: ["--import", "tsx", "--import", "./bin/lua-loader.mjs"],
+      env: { ...envWithoutConnection(), ...functionEnv(adapter, name) },
+      execArgv: ["--import", "tsx"],
       stdio: ["ignore", "ignore", "inherit", "ipc"],
     });
     await new Promise((resolve, reject) => {
@@ -121,11 +119,11 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
     expect((await queue.stats({ now: Date.now() })).leased).toBe(3);
 
     await new Promise((resolve) => setTimeout(resolve, 1_100)); // the 1 s leases run out
-    const reclaimer = createReclaimerHandler({ env: functionEnv(adapter, name), registry, logger: silent() });
+    const reclaimer = createReclaimer({ env: functionEnv(adapter, name), logger: silent() });
     const { result } = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
     expect(result).toMatchObject({ reclaimed: 3, ready: 3, leased: 0 });
 
-    const worker = createWorkerHandler({ env: functionEnv(adapter, name), registry, logger: silent() });
+    const worker = createWorker({ env: functionEnv(adapter, name), tasks: registry, logger: silent() });
     await captureStdout(() => worker({ leaseq: "drain" }, lambdaContext()));
     const tasks = await assertConsistent(redis, queue);
     for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "D", attempts: 2 });

@@ -72,6 +72,17 @@ export function functionEnv(
   return { LEASEQ_QUEUE: queue, LEASEQ_CLOCK_SKEW_MS: "0", ...connection, ...extra };
 }
 
+/**
+ * This process's environment without any Redis connection variable: a child given it plus
+ * functionEnv() sees exactly one connection, as the connection rule requires.
+ */
+export function envWithoutConnection(): Record<string, string | undefined> {
+  const env = { ...process.env };
+  for (const name of ["REDIS_URL", "UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "UPSTASH_SECRET_ARN"])
+    delete env[name];
+  return env;
+}
+
 /** Runs `fn` and returns what it wrote to stdout (Powertools logs and EMF go there). */
 export async function captureStdout<T>(fn: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
   const chunks: string[] = [];

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../../infra/bundling.js";
+import { REPO_ROOT } from "../helpers/paths.js";
 // Imported for its raised test timeout, as in every infra test file (a cold cdk synth takes seconds).
 import "./synth.js";
 

@@ -4,12 +4,21 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { App } from "aws-cdk-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../../infra/bundling.js";
 import { LeaseqStack } from "../../infra/stack.js";
+import { LocalSqs } from "../../local/sqs.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
-import { captureStdout, functionEnv, lambdaContext, scheduledEvent, sqsEvent, sqsRecord } from "../helpers/events.js";
+import {
+  captureStdout,
+  envWithoutConnection,
+  functionEnv,
+  lambdaContext,
+  scheduledEvent,
+  sqsEvent,
+  sqsRecord,
+} from "../helpers/events.js";
 import { recordingLambdaApi } from "../helpers/lambda-api.js";
+import { REPO_ROOT } from "../helpers/paths.js";
 import { adapters, uniqueQueueName } from "../helpers/stores.js";
 
 type Handler = (event: unknown, context: unknown) => Promise<Record<string, unknown>>;
@@ -69,20 +78,31 @@ function synthesize(queueName: string) {
 
 /**
  * The deployed environment, with only what cannot exist outside AWS replaced: the secret ARN by
- * the test Redis connection, and the worker's function name (a CloudFormation Ref) by a fixed one.
+ * the test Redis connection, the worker's function name (a CloudFormation Ref) by a fixed one, and
+ * the dead-letter queue's URL (a Ref) by the SQS stand-in's.
  */
 function deployedEnv(
   template: Record<string, unknown>,
   connection: Record<string, string>,
-  lambdaApi: string,
+  stand: { lambdaApi: string; sqs: LocalSqs },
 ): Record<string, string> {
   const env: Record<string, string> = {};
+  const replaced: Record<string, string> = {
+    LEASEQ_WORKER_FUNCTION: "leaseq-worker-under-test",
+    LEASEQ_DLQ_URL: stand.sqs.deadLetterQueueUrl,
+  };
   for (const [name, value] of Object.entries(template)) {
     if (name === "UPSTASH_SECRET_ARN") continue;
-    env[name] = name === "LEASEQ_WORKER_FUNCTION" ? "leaseq-worker-under-test" : String(value);
+    env[name] = replaced[name] ?? String(value);
   }
   expect(Object.values(env).every((value) => !value.includes("[object"))).toBe(true);
-  return { ...env, ...connection, LEASEQ_LAMBDA_ENDPOINT: lambdaApi, AWS_REGION: "us-east-1" };
+  return {
+    ...env,
+    ...connection,
+    LEASEQ_LAMBDA_ENDPOINT: stand.lambdaApi,
+    LEASEQ_SQS_ENDPOINT: stand.sqs.endpoint,
+    AWS_REGION: "us-east-1",
+  };
 }
 
 describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
@@ -115,14 +135,16 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
 
   it("take an SQS task list to DONE, publish the metrics the alarms watch, and kick the worker", async () => {
     const api = await recordingLambdaApi();
+    const sqs = new LocalSqs(async () => undefined);
+    await sqs.listen();
     const saved = { ...process.env };
     // Only the connection from the test helper: LEASEQ_QUEUE and the rest come from the template.
     const { LEASEQ_QUEUE: _, ...connection } = functionEnv(adapter, queueName);
     try {
-      const workerEnv = deployedEnv(assets.worker.env, connection, api.url);
-      const reclaimerEnv = deployedEnv(assets.reclaimer.env, connection, api.url);
+      const workerEnv = deployedEnv(assets.worker.env, connection, { lambdaApi: api.url, sqs });
+      const reclaimerEnv = deployedEnv(assets.reclaimer.env, connection, { lambdaApi: api.url, sqs });
       expect(workerEnv.LEASEQ_QUEUE).toBe(queueName);
-      Object.assign(process.env, workerEnv, reclaimerEnv);
+      process.env = { ...envWithoutConnection(), ...workerEnv, ...reclaimerEnv };
       // The query string gives each adapter its own module instance, hence its own cold start.
       const load = async (directory: string): Promise<Handler> =>
         (await import(`${pathToFileURL(join(directory, "index.mjs")).href}?${adapter.name}`)).handler;
@@ -133,13 +155,17 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       stores.push(store);
       const queue = new Queue(store, { name: queueName });
 
-      // 1. SQS delivers a task list and a malformed record: the tasks end DONE, the record fails alone.
+      // 1. SQS delivers a task list and a malformed record: the tasks end DONE, the record goes to
+      // the dead-letter queue at once (the worker may send there), with its reason.
       const good = sqsRecord({ tasks: [{ id: "a1", type: "echo", payload: { n: 1 } }, { type: "echo" }] }, "m-good");
       const { result } = await captureStdout(() =>
         worker(sqsEvent(good, sqsRecord("not json", "m-bad")), lambdaContext()),
       );
-      expect(result.batchItemFailures).toEqual([{ itemIdentifier: "m-bad" }]);
+      expect(result.batchItemFailures).toEqual([]);
       for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
+      expect(
+        sqs.deadLetters.map((letter) => [letter.body, letter.messageAttributes.LeaseqReason?.StringValue]),
+      ).toEqual([["not json", "body is not JSON (8 characters)"]]);
 
       // 2. Tasks wait in READY: the reclaimer publishes EMF matching the alarms and kicks the worker.
       await queue.enqueue(
@@ -177,6 +203,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
     } finally {
       process.env = saved;
       await api.close();
+      await sqs.close();
     }
   });
 });

@@ -53,18 +53,34 @@ describe("worker function", () => {
     expect(mapping.properties.MaximumBatchingWindowInSeconds).toBeUndefined();
   });
 
-  it("gets the queue name, the secret ARN and the metrics settings, and nothing else", () => {
+  it("gets the queue name, the secret ARN, its task policies and timeout, the DLQ and the metrics settings, and nothing else", () => {
     const { template } = synth({ queueName: "orders", claimBatchSize: 20 });
     const secret = onlyResource(template, "AWS::SecretsManager::Secret");
+    const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
     expect(worker(template).properties.Environment).toEqual({
       Variables: {
         LEASEQ_QUEUE: "orders",
         UPSTASH_SECRET_ARN: { Ref: secret.logicalId },
         LEASEQ_CLAIM_BATCH: "20",
+        LEASEQ_TASKS:
+          "parallel;echo:30000:3:1000:60000,flaky:30000:5:1000:30000,poison:30000:3:500:5000,slow:2000:3:1000:30000;",
+        LEASEQ_WORKER_TIMEOUT_MS: "300000",
+        LEASEQ_DLQ_URL: { Ref: dlq.logicalId },
         POWERTOOLS_SERVICE_NAME: "leaseq-worker",
         POWERTOOLS_METRICS_NAMESPACE: "leaseq",
       },
     });
+  });
+
+  it("may send to the dead-letter queue, and to nothing else", () => {
+    const { template } = synth();
+    const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
+    const sends = statements(template).filter((statement) =>
+      [statement.Action].flat().some((action) => String(action).startsWith("sqs:Send")),
+    );
+    expect(sends).toEqual([
+      expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [dlq.logicalId, "Arn"] } }),
+    ]);
   });
 });
 

@@ -3,7 +3,7 @@ import { Match, Template } from "aws-cdk-lib/assertions";
 import { Topic } from "aws-cdk-lib/aws-sns";
 import { describe, expect, it } from "vitest";
 import { LeaseQueue } from "../../infra/lease-queue.js";
-import { onlyResource, SKIP_BUNDLING, synth } from "./synth.js";
+import { onlyResource, REQUIRED_PROPS, SKIP_BUNDLING, synth } from "./synth.js";
 
 /** The alarm whose description contains `words`. */
 function alarm(template: Template, words: string) {
@@ -125,7 +125,7 @@ describe("alarms", () => {
   it("notify an existing topic when alarmTopic is given", () => {
     const stack = new Stack(new App({ context: SKIP_BUNDLING }), "Existing");
     const arn = "arn:aws:sns:eu-west-1:123456789012:oncall";
-    new LeaseQueue(stack, "Queue", { alarmTopic: Topic.fromTopicArn(stack, "Oncall", arn) });
+    new LeaseQueue(stack, "Queue", { ...REQUIRED_PROPS, alarmTopic: Topic.fromTopicArn(stack, "Oncall", arn) });
     const template = Template.fromStack(stack);
     template.resourceCountIs("AWS::SNS::Topic", 0);
     template.allResourcesProperties("AWS::CloudWatch::Alarm", { AlarmActions: [arn], OKActions: [arn] });

@@ -8,7 +8,7 @@ import { LeaseqStack } from "../../infra/stack.js";
 import { SKIP_BUNDLING } from "./synth.js";
 
 /** The reference stack checked by cdk-nag AwsSolutions, as infra/app.ts does it. */
-function checked(props: LeaseQueueProps, suppress = true): Stack {
+function checked(props: Partial<LeaseQueueProps>, suppress = true): Stack {
   const app = new App({ context: SKIP_BUNDLING });
   const stack = new LeaseqStack(app, "Nag", { leaseQueue: props });
   if (suppress) suppressNagFindings(stack.leaseQueue);

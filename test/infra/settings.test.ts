@@ -2,16 +2,17 @@ import { App, Duration, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { Topic } from "aws-cdk-lib/aws-sns";
 import { describe, expect, it } from "vitest";
+import { defineTasks } from "../../functions/tasks.js";
 import { propsFromContext } from "../../infra/context.js";
 import { LeaseQueue } from "../../infra/lease-queue.js";
 import { type LeaseQueueProps, LeaseQueuePropsError, resolveSettings } from "../../infra/settings.js";
 import { LeaseqStack } from "../../infra/stack.js";
-import { SKIP_BUNDLING } from "./synth.js";
+import { REQUIRED_PROPS, SKIP_BUNDLING } from "./synth.js";
 
 /** The problems resolveSettings reports for `props`, or [] when it accepts them. */
-function problems(props: LeaseQueueProps): string[] {
+function problems(props: Partial<LeaseQueueProps>): string[] {
   try {
-    resolveSettings(props);
+    resolveSettings({ ...REQUIRED_PROPS, ...props });
     return [];
   } catch (error) {
     if (error instanceof LeaseQueuePropsError) return error.problems;
@@ -30,7 +31,7 @@ describe("prop validation", () => {
         maxReceiveCount: 1,
         workerTimeout: Duration.seconds(900),
         reclaimSchedule: Duration.minutes(60),
-        taskLeasesMs: { big: 895_000 },
+        tasks: defineTasks({ types: { big: { leaseMs: 895_000, handler: () => {} } } }),
       }),
     ).toEqual([]);
   });
@@ -38,6 +39,7 @@ describe("prop validation", () => {
   it("reports every problem in one error naming the prop, the allowed range and the value given", () => {
     const build = () =>
       new LeaseQueue(new Stack(new App({ context: SKIP_BUNDLING }), "Bad"), "Queue", {
+        ...REQUIRED_PROPS,
         queueName: "orders:eu",
         batchSize: 11,
         maxConcurrency: 1,
@@ -59,19 +61,46 @@ describe("prop validation", () => {
     );
   });
 
-  it("requires every task type's lease, and the default lease, to fit the worker timeout", () => {
+  it("requires every declared lease to fit the worker timeout minus the margin, listing each type", () => {
+    const handler = () => {};
     expect(
       problems({
         workerTimeout: Duration.seconds(60),
-        taskLeasesMs: { ok: 30_000, slow: 120_000 },
-        defaultLeaseMs: 60_000,
+        tasks: defineTasks({
+          types: { ok: { leaseMs: 30_000, handler }, slow: { leaseMs: 120_000, handler }, usual: { handler } },
+        }),
       }),
     ).toEqual([
-      "taskLeasesMs.slow must be an integer from 1 to 55000 ms (workerTimeout 1 minute minus a 5000 ms margin), got 120000",
-      "defaultLeaseMs must be an integer from 1 to 55000 ms (workerTimeout 1 minute minus a 5000 ms margin), got 60000",
+      'task type "slow": leaseMs 120000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
+      'task type "usual": leaseMs 60000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
     ]);
-    expect(problems({ taskLeasesMs: { "bad type": 1000 } })).toEqual([
-      'taskLeasesMs key must be a task type of 1-64 characters of A-Z a-z 0-9 _ . -, got "bad type"',
+    // A 280 s lease fits a 300 s worker (the default timeout).
+    expect(problems({ tasks: defineTasks({ types: { long: { leaseMs: 280_000, handler } } }) })).toEqual([]);
+  });
+
+  it("reports a task declaration's own problems, a missing entry file and missing required props", () => {
+    expect(
+      problems({
+        tasks: { types: { "bad type": { leaseMs: 10, handler: () => {} } } },
+        workerEntry: "no/such/worker.ts",
+      }),
+    ).toEqual([
+      'tasks: task type name "bad type" must be 1-64 characters of A-Z a-z 0-9 _ . -',
+      'tasks: task type "bad type": leaseMs must be an integer from 1000 to 86400000 ms, got 10',
+      expect.stringMatching(/^workerEntry: no file at .*no\/such\/worker\.ts \(given "no\/such\/worker\.ts"\)$/),
+    ]);
+    expect(
+      (() => {
+        try {
+          resolveSettings({} as LeaseQueueProps);
+          return [];
+        } catch (error) {
+          return (error as LeaseQueuePropsError).problems;
+        }
+      })(),
+    ).toEqual([
+      "tasks is required: the defineTasks(...) result your worker entry runs",
+      "workerEntry is required: the path of your worker entry file (it exports handler = createWorker({ tasks }))",
     ]);
   });
 

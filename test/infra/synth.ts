@@ -1,8 +1,9 @@
 import { App, type StackProps } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { vi } from "vitest";
+import { defineTasks } from "../../functions/tasks.js";
 import type { LeaseQueueProps } from "../../infra/settings.js";
-import { LeaseqStack } from "../../infra/stack.js";
+import { LeaseqStack, REFERENCE_WORKER_ENTRY } from "../../infra/stack.js";
 
 // Every infra test file imports this module. The first synth in a worker loads aws-cdk-lib, which
 // takes over 10 s on a busy 2-CPU machine; the shared 30 s default timeout is too tight for that.
@@ -13,7 +14,7 @@ export const SKIP_BUNDLING = { "aws:cdk:bundling-stacks": [] };
 
 /** Synthesizes the reference stack with `leaseQueue` props, bundling skipped. */
 export function synth(
-  leaseQueue: LeaseQueueProps = {},
+  leaseQueue: Partial<LeaseQueueProps> = {},
   context: Record<string, unknown> = {},
   stackProps: StackProps = {},
 ) {
@@ -29,3 +30,9 @@ export function onlyResource(template: Template, type: string, props: Record<str
   const [logicalId, resource] = found[0];
   return { logicalId, properties: resource.Properties as Record<string, unknown> };
 }
+
+/** The props every LeaseQueue needs: one task type and the reference worker entry. */
+export const REQUIRED_PROPS: Pick<LeaseQueueProps, "tasks" | "workerEntry"> = {
+  tasks: defineTasks({ types: { echo: { leaseMs: 30_000, handler: () => {} } } }),
+  workerEntry: REFERENCE_WORKER_ENTRY,
+};

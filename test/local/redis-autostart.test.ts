@@ -46,10 +46,11 @@ describe("npm start finds or starts Redis", () => {
     // A PATH holding nothing at all: node is spawned by its absolute path.
     const emptyPath = mkdtempSync(join(tmpdir(), "leaseq-no-redis-"));
     const deadPort = await freePort();
-    const result = await runNode(
-      ["--import", "tsx", "--import", "./bin/lua-loader.mjs", "local/start.ts", "--exit-when-drained"],
-      { PATH: emptyPath, HOME: process.env.HOME, LEASEQ_DEFAULT_REDIS_PORT: String(deadPort) },
-    );
+    const result = await runNode(["--import", "tsx", "local/start.ts", "--exit-when-drained"], {
+      PATH: emptyPath,
+      HOME: process.env.HOME,
+      LEASEQ_DEFAULT_REDIS_PORT: String(deadPort),
+    });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain(

@@ -4,6 +4,7 @@
 // moments, restarting each one it kills. It records every execution a worker reports and every
 // kill, so the test can trace each duplicate execution to a kill.
 import { type ChildProcess, fork } from "node:child_process";
+import { envWithoutConnection } from "../../helpers/events.js";
 import type { ChildMessage, ParentMessage } from "../fixtures/chaos-child.js";
 
 const FIXTURE = new URL("../fixtures/chaos-child.ts", import.meta.url);
@@ -126,8 +127,8 @@ export class Supervisor {
   private spawn(role: Incarnation["role"]): void {
     const id = ++this.spawned;
     const child = fork(FIXTURE, [role], {
-      env: { ...process.env, ...this.options.env, LEASEQ_CLAIM_BATCH: "5" },
-      execArgv: ["--import", "tsx", "--import", "./bin/lua-loader.mjs"],
+      env: { ...envWithoutConnection(), ...this.options.env, LEASEQ_CLAIM_BATCH: "5" },
+      execArgv: ["--import", "tsx"],
       stdio: ["ignore", "ignore", "inherit", "ipc"],
     });
     const incarnation: Incarnation = {

@@ -1,4 +1,4 @@
-import { defineTasks, PermanentError } from "./task.js";
+import { defineTasks, PermanentError } from "leaseq/lambda";
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -10,8 +10,9 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /**
- * The task types of the reference deployment. Add your own here: a name, a handler and its
- * policy. The worker runs them; the CDK stack checks every lease fits the worker timeout.
+ * The task types of the reference deployment and of `npm start`'s demo, declared as a user of the
+ * package declares theirs: a name, a handler and its policy. The worker runs them; the construct
+ * checks every lease fits the worker timeout. Your own types live in your repository, not here.
  */
 export default defineTasks({
   ordered: false,

@@ -1,0 +1,190 @@
+import type { ClaimedTask, SettleItem } from "../shared/types.js";
+import type { DrainCounts, DrainOptions } from "./drain.js";
+import { backoffDelayMs, type DeclaredTaskType, PermanentError } from "./tasks.js";
+
+type BatchOptions = DrainOptions & { now: () => number; flushAfterMs: number };
+
+/** Why a handler stopped early; `budget` means the invocation is about to end. */
+class Stop extends Error {
+  constructor(
+    readonly reason: "lost" | "budget",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Runs one claimed batch in rank order. While it runs, a heartbeat extends the leases of every task
+ * not yet settled, and finished tasks are settled in small coalesced calls (with the heartbeat, or
+ * once the oldest finished one has waited `flushAfterMs`), so a crash late in the batch re-runs only
+ * what had not finished: batch-mates are never failed by association. Tasks the time budget cuts off
+ * are released (attempt given back), never retried. Every Redis call of the batch runs in one chain,
+ * so a flush and a heartbeat never overlap.
+ */
+export class BatchRun {
+  /** Leased by this batch and not settled yet: what the heartbeat extends. */
+  private readonly held = new Map<string, ClaimedTask>();
+  private readonly finished: SettleItem[] = [];
+  private firstFinishedAt = 0;
+  private readonly lost = new Set<string>();
+  private readonly running = new Map<string, AbortController>();
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly batch: ClaimedTask[],
+    private readonly options: BatchOptions,
+    private readonly counts: DrainCounts,
+  ) {
+    for (const task of batch) this.held.set(task.id, task);
+  }
+
+  async run(): Promise<void> {
+    const { tasks, now } = this.options;
+    const leases = this.batch.map((task) => this.leaseOf(task));
+    const timer = setInterval(() => void this.serial(() => this.heartbeat()), Math.max(250, Math.min(...leases) / 3));
+    try {
+      for (const [index, task] of this.batch.entries()) {
+        if (this.lost.has(task.id)) continue;
+        if (this.options.remainingMs() - this.options.safetyMarginMs < this.leaseOf(task)) {
+          await this.releaseFrom(index);
+          break;
+        }
+        const outcome = await this.runTask(task, tasks.types[task.type]);
+        if (outcome === "lost") continue;
+        if (outcome === "budget") {
+          await this.releaseFrom(index);
+          break;
+        }
+        this.finish(outcome);
+        if (tasks.ordered && outcome.outcome !== "ack") {
+          // Strict order: nothing after a failure may complete before it does.
+          await this.serial(() => this.flush());
+          await this.releaseFrom(index + 1);
+          break;
+        }
+        if (now() - this.firstFinishedAt >= this.options.flushAfterMs) await this.serial(() => this.flush());
+      }
+    } finally {
+      clearInterval(timer);
+      await this.serial(() => this.flush());
+    }
+    this.counts.lost += this.lost.size;
+  }
+
+  private leaseOf(task: ClaimedTask): number {
+    return this.options.tasks.types[task.type]?.leaseMs ?? task.leaseDeadlineMs - this.options.now();
+  }
+
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(work, work);
+    this.chain = next.catch(() => {});
+    return next;
+  }
+
+  private finish(item: SettleItem): void {
+    if (this.finished.length === 0) this.firstFinishedAt = this.options.now();
+    this.finished.push(item);
+  }
+
+  private async runTask(
+    task: ClaimedTask,
+    type: DeclaredTaskType | undefined,
+  ): Promise<SettleItem | "lost" | "budget"> {
+    const base = { id: task.id, token: task.token };
+    if (type === undefined) {
+      const known = Object.keys(this.options.tasks.types).join(", ");
+      return { ...base, outcome: "fail", error: `no handler for task type "${task.type}"; declared types: ${known}` };
+    }
+    const controller = new AbortController();
+    this.running.set(task.id, controller);
+    // The invocation ends before the handler would: stop it while there is time to release it.
+    const deadline = setTimeout(
+      () => controller.abort(new Stop("budget", "the invocation is about to time out")),
+      Math.max(0, this.options.remainingMs() - this.options.safetyMarginMs),
+    );
+    try {
+      await type.handler({
+        id: task.id,
+        type: task.type,
+        payload: JSON.parse(task.payload),
+        attempt: task.attempt,
+        maxAttempts: type.maxAttempts,
+        leaseDeadlineMs: task.leaseDeadlineMs,
+        signal: controller.signal,
+      });
+      if (this.lost.has(task.id)) return "lost";
+      return { ...base, outcome: "ack" };
+    } catch (error) {
+      if (this.lost.has(task.id)) return "lost";
+      const stop = controller.signal.reason;
+      if (controller.signal.aborted && stop instanceof Stop && stop.reason === "budget") return "budget";
+      const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      if (error instanceof PermanentError) return { ...base, outcome: "fail", error: text };
+      const retryAtMs = this.options.now() + backoffDelayMs(type.backoff, task.attempt);
+      return { ...base, outcome: "retry", retryAtMs, error: text };
+    } finally {
+      clearTimeout(deadline);
+      this.running.delete(task.id);
+    }
+  }
+
+  /** Settles the finished tasks in one call. */
+  private async flush(): Promise<void> {
+    const items = this.finished.splice(0).filter((item) => !this.lost.has(item.id));
+    if (items.length === 0) return;
+    let results: Awaited<ReturnType<BatchOptions["queue"]["settle"]>>;
+    try {
+      results = await this.options.queue.settle(items, { now: this.options.now() });
+    } catch (error) {
+      // Kept for the next flush: the heartbeat keeps their leases alive meanwhile.
+      this.finished.unshift(...items);
+      throw error;
+    }
+    for (const result of results) {
+      this.held.delete(result.id);
+      if (result.status === "ok" || result.status === "already_done") {
+        if (result.state === "done") this.counts.done++;
+        else if (result.state === "failed") this.counts.failed++;
+        else this.counts.retried++;
+      } else this.lost.add(result.id);
+    }
+  }
+
+  /** Extends every lease still held; a lease the reclaimer took is lost and its handler stopped. */
+  private async heartbeat(): Promise<void> {
+    await this.flush().catch(() => {});
+    const items = [...this.held.values()]
+      .filter((task) => !this.lost.has(task.id))
+      .map((task) => ({ id: task.id, token: task.token, leaseMs: this.leaseOf(task) }));
+    if (items.length === 0) return;
+    try {
+      for (const result of await this.options.queue.extend(items, { now: this.options.now() })) {
+        const task = this.held.get(result.id);
+        if (task && result.status === "ok" && result.leaseDeadlineMs) task.leaseDeadlineMs = result.leaseDeadlineMs;
+        else if (task) this.markLost(result.id);
+      }
+    } catch {
+      // Redis unreachable for now: stop a handler only once its lease is about to run out.
+      const now = this.options.now();
+      for (const task of this.held.values()) {
+        if (task.leaseDeadlineMs - now < this.options.safetyMarginMs) this.markLost(task.id);
+      }
+    }
+  }
+
+  private markLost(id: string): void {
+    this.held.delete(id);
+    this.lost.add(id);
+    this.running.get(id)?.abort(new Stop("lost", `lease of task ${id} was lost`));
+  }
+
+  /** Gives back the tasks from `index` on that are still held: READY again, rank kept, attempt returned. */
+  private async releaseFrom(index: number): Promise<void> {
+    const tasks = this.batch.slice(index).filter((task) => this.held.has(task.id) && !this.lost.has(task.id));
+    if (tasks.length === 0) return;
+    for (const task of tasks) this.held.delete(task.id);
+    const results = await this.serial(() => this.options.queue.release(tasks, { now: this.options.now() }));
+    this.counts.released += results.filter((result) => result.status === "ok").length;
+  }
+}

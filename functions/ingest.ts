@@ -1,0 +1,109 @@
+import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
+import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
+import type { Queue } from "../shared/queue.js";
+import type { DeadLetterSender } from "./dead-letter.js";
+import { type RejectedTask, readRecord } from "./sqs.js";
+import type { TaskDeclaration } from "./tasks.js";
+
+/** What one ingest of an SQS batch did, for the invocation log and the batch response. */
+export interface IngestResult {
+  enqueued: number;
+  duplicates: number;
+  /** Records or tasks rejected as permanently invalid, with why (never a payload). */
+  rejected: Array<{ messageId: string; reason: string; deadLettered: boolean }>;
+  /** Records SQS must deliver again: their invalid input could not reach the dead-letter queue. */
+  failures: SQSBatchResponse["batchItemFailures"];
+}
+
+export interface IngestOptions {
+  queue: Queue;
+  tasks: TaskDeclaration;
+  /** Where permanently invalid input goes at once; without it, such records fail until SQS's redrive. */
+  deadLetters: DeadLetterSender | undefined;
+  now: () => number;
+}
+
+/**
+ * Enqueues the valid tasks of each record and sends what can never be valid to the dead-letter
+ * queue at once (validation is deterministic: a retry would only fail again). Within a record the
+ * valid tasks are enqueued and only the invalid ones dead-lettered, with the original message id and
+ * their indexes; a redelivery then enqueues nothing twice (ids are derived from the message id).
+ * A Redis failure is thrown, so the whole batch fails and SQS redelivers it.
+ */
+export async function ingest(records: SQSRecord[], options: IngestOptions): Promise<IngestResult> {
+  const result: IngestResult = { enqueued: 0, duplicates: 0, rejected: [], failures: [] };
+  const runnable = new Set([...Object.keys(options.tasks.types), ...options.tasks.acceptTypes]);
+  const declared = [...runnable].join(", ");
+
+  const deadLetter = async (record: SQSRecord, reason: string, invalid?: RejectedTask[]) => {
+    let deadLettered = false;
+    if (options.deadLetters) {
+      const body = invalid ? JSON.stringify({ tasks: invalid.map((item) => item.task) }) : record.body;
+      try {
+        await options.deadLetters.send({ record, body, reason, taskIndexes: invalid?.map((item) => item.index) });
+        deadLettered = true;
+      } catch (error) {
+        reason = `${reason} (not dead-lettered: ${(error as Error).message}; SQS will deliver it again)`;
+      }
+    }
+    result.rejected.push({ messageId: record.messageId, reason, deadLettered });
+    if (!deadLettered) result.failures.push({ itemIdentifier: record.messageId });
+  };
+
+  for (const record of records) {
+    const intent = readRecord(record);
+    if (intent.kind === "wake") continue;
+    if (intent.kind === "reject") {
+      await deadLetter(record, intent.reason);
+      continue;
+    }
+    const invalid = [...intent.rejected];
+    const candidates = intent.tasks.filter(({ index, task }) => {
+      if (typeof task.type === "string" && !runnable.has(task.type)) {
+        invalid.push({
+          index,
+          task,
+          reason: `tasks[${index}]: task type ${JSON.stringify(task.type.slice(0, 64))} is not declared by this worker; declared: ${declared}`,
+        });
+        return false;
+      }
+      return true;
+    });
+    const checks = options.queue.checkTasks(
+      candidates.map((candidate) => candidate.task),
+      { now: options.now() },
+    );
+    const valid = candidates.filter((candidate, i) => {
+      const problem = checks[i];
+      if (problem)
+        invalid.push({
+          index: candidate.index,
+          task: candidate.task,
+          reason: problem.replace(/^task \d+/, `tasks[${candidate.index}]`),
+        });
+      return !problem;
+    });
+    if (valid.length > 0) {
+      try {
+        const results = await options.queue.enqueue(
+          valid.map((item) => item.task),
+          { now: options.now() },
+        );
+        result.enqueued += results.filter((r) => r.status === "ok").length;
+        result.duplicates += results.filter((r) => r.status === "duplicate").length;
+      } catch (error) {
+        // Checked above, so only a bound the script knows and TypeScript does not can land here.
+        if (!(error instanceof InvalidInputError || error instanceof ScriptArgumentError)) throw error;
+        await deadLetter(record, error.message);
+        continue;
+      }
+    }
+    if (invalid.length > 0) {
+      invalid.sort((a, b) => a.index - b.index);
+      const reason = invalid.map((item) => item.reason).join("; ");
+      // A message with no valid task is dead-lettered as it was sent; otherwise only its invalid tasks.
+      await deadLetter(record, reason, valid.length === 0 ? undefined : invalid);
+    }
+  }
+  return result;
+}

@@ -1,0 +1,144 @@
+import { randomUUID } from "node:crypto";
+import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  MAX_MESSAGE_BYTES,
+  MAX_TASKS_PER_MESSAGE,
+  type TaskMessage,
+  type TaskMessageBody,
+  type WakeMessageBody,
+} from "./messages.js";
+
+export interface ProducerOptions {
+  /** The LeaseQueue's SQS queue URL (the construct's `queue.queueUrl`). */
+  queueUrl: string;
+  /** Your SQS client; default: `new SQSClient({})`, built once. */
+  client?: SQSClient;
+}
+
+/** What a send did: the ids of the tasks (generated where none was given) and the SQS messages used. */
+export interface SendResult {
+  ids: string[];
+  messages: number;
+}
+
+/** Thrown when SQS refused some messages; `ids` are the tasks that were not sent (safe to send again). */
+export class SendError extends Error {
+  override name = "SendError";
+  constructor(
+    message: string,
+    readonly ids: string[],
+  ) {
+    super(message);
+  }
+}
+
+const ENTRIES_PER_BATCH = 10;
+
+/**
+ * A producer for a LeaseQueue: sends tasks as the documented SQS body `{"tasks": [...]}`, split so
+ * each message stays under 256 KiB and 1000 tasks, ten messages per SendMessageBatch. Tasks without
+ * an id get a random one first, so sending again after a failure never enqueues a task twice.
+ */
+export function createProducer(options: ProducerOptions) {
+  const client = options.client ?? new SQSClient({});
+  return {
+    /** Sends `tasks`; throws SendError naming the ids SQS refused (the others are in). */
+    async send(tasks: readonly TaskMessage[]): Promise<SendResult> {
+      const withIds = tasks.map((task) => (task.id === undefined ? { ...task, id: randomUUID() } : task));
+      const bodies = splitIntoBodies(withIds);
+      const refused: string[] = [];
+      const reasons = new Set<string>();
+      for (let start = 0; start < bodies.length; start += ENTRIES_PER_BATCH) {
+        for (const batch of batchesUnderLimit(bodies.slice(start, start + ENTRIES_PER_BATCH))) {
+          const entries: SendMessageBatchRequestEntry[] = batch.map((body, i) => ({
+            Id: String(i),
+            MessageBody: body.text,
+          }));
+          const reply = await client.send(
+            new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: entries }),
+          );
+          for (const failed of reply.Failed ?? []) {
+            refused.push(...batch[Number(failed.Id)].ids);
+            reasons.add(`${failed.Code}: ${failed.Message}`);
+          }
+        }
+      }
+      if (refused.length > 0) {
+        throw new SendError(
+          `SQS refused ${refused.length} of ${withIds.length} tasks (${[...reasons].join("; ")})`,
+          refused,
+        );
+      }
+      return { ids: withIds.map((task) => task.id as string), messages: bodies.length };
+    },
+    /** Sends one wake-up message: the worker drains what is READY. `delaySeconds` ≤ 900. */
+    async wake(delaySeconds = 0): Promise<void> {
+      const body: WakeMessageBody = { leaseq: "wake" };
+      await client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: options.queueUrl,
+          Entries: [{ Id: "0", MessageBody: JSON.stringify(body), DelaySeconds: delaySeconds }],
+        }),
+      );
+    },
+  };
+}
+
+export type Producer = ReturnType<typeof createProducer>;
+
+interface Body {
+  text: string;
+  ids: string[];
+}
+
+/** Packs tasks into message bodies of at most MAX_MESSAGE_BYTES and MAX_TASKS_PER_MESSAGE tasks, in order. */
+export function splitIntoBodies(tasks: readonly TaskMessage[]): Body[] {
+  const bodies: Body[] = [];
+  const envelope = Buffer.byteLength(JSON.stringify({ tasks: [] } satisfies TaskMessageBody));
+  let current: string[] = [];
+  let ids: string[] = [];
+  let bytes = envelope;
+  const close = () => {
+    if (current.length === 0) return;
+    bodies.push({ text: `{"tasks":[${current.join(",")}]}`, ids });
+    current = [];
+    ids = [];
+    bytes = envelope;
+  };
+  for (const task of tasks) {
+    const text = JSON.stringify(task);
+    const size = Buffer.byteLength(text);
+    if (envelope + size > MAX_MESSAGE_BYTES) {
+      throw new SendError(
+        `task ${task.id} is ${size} bytes as JSON; one SQS message takes ${MAX_MESSAGE_BYTES - envelope}`,
+        [String(task.id)],
+      );
+    }
+    const separator = current.length > 0 ? 1 : 0;
+    if (bytes + separator + size > MAX_MESSAGE_BYTES || current.length === MAX_TASKS_PER_MESSAGE) close();
+    bytes += (current.length > 0 ? 1 : 0) + size;
+    current.push(text);
+    ids.push(String(task.id));
+  }
+  close();
+  return bodies;
+}
+
+/** Splits up to ten bodies into SendMessageBatch calls whose total stays under the request limit. */
+function batchesUnderLimit(bodies: Body[]): Body[][] {
+  const batches: Body[][] = [];
+  let current: Body[] = [];
+  let bytes = 0;
+  for (const body of bodies) {
+    const size = Buffer.byteLength(body.text);
+    if (current.length > 0 && bytes + size > MAX_MESSAGE_BYTES) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(body);
+    bytes += size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}

@@ -1,0 +1,239 @@
+import { LIMITS, NAME_PATTERN } from "../shared/config.js";
+import { ConfigError } from "../shared/errors.js";
+
+/** What a handler receives for one task. */
+export interface Task<Payload = unknown> {
+  id: string;
+  type: string;
+  payload: Payload;
+  /** 1 on the first run. */
+  attempt: number;
+  maxAttempts: number;
+  /** When the current lease ends, unless the worker extends it (it does while the handler runs). */
+  leaseDeadlineMs: number;
+  /**
+   * Fires when the handler must stop: its lease was lost (another worker may run the task now),
+   * or the invocation is about to time out. Pass it to fetch() and friends.
+   */
+  signal: AbortSignal;
+}
+
+/** Return to succeed, throw to retry (with backoff), throw PermanentError to fail at once. */
+export type TaskHandler<Payload = unknown> = (task: Task<Payload>) => Promise<void> | void;
+
+/** Exponential backoff with jitter between retries: min(maxMs, baseMs × 2^(attempt−1)), half of it random. */
+export interface Backoff {
+  baseMs: number;
+  maxMs: number;
+}
+
+/**
+ * One task type as you declare it: the handler and, next to it, its policy. Return to succeed,
+ * throw to retry with backoff, throw PermanentError to fail at once.
+ */
+export interface TaskTypeOptions<Payload = unknown> {
+  // A method, so a handler may narrow its payload type: `handler(task: Task<{ to: string }>)`.
+  handler(task: Task<Payload>): Promise<void> | void;
+  /** How long one run may hold the task before the reclaimer may give it to another worker, ms. Default 60000. */
+  leaseMs?: number;
+  /** Runs before the task is FAILED, 1-1000. Default 5. */
+  maxAttempts?: number;
+  /** Delay between retries. Default { baseMs: 1000, maxMs: 300000 }. */
+  backoff?: Partial<Backoff>;
+}
+
+/** What `defineTasks` takes: the task types of one queue. */
+export interface TaskDefinitions {
+  /** Strict completion order for the whole queue (see docs/design.md "Ordered queues"). Default false. */
+  ordered?: boolean;
+  types: Record<string, TaskTypeOptions>;
+  /**
+   * Types this deployment ingests from SQS although it has no handler for them (another consumer of
+   * the same Redis queue runs them). Any other undeclared type is rejected at ingest.
+   */
+  acceptTypes?: string[];
+}
+
+/** A task type with every default applied. */
+export interface DeclaredTaskType {
+  handler(task: Task): Promise<void> | void;
+  leaseMs: number;
+  maxAttempts: number;
+  backoff: Backoff;
+}
+
+/** The one declaration of a queue's task types, shared by the worker and the LeaseQueue construct. */
+export interface TaskDeclaration {
+  readonly ordered: boolean;
+  readonly types: Readonly<Record<string, DeclaredTaskType>>;
+  readonly acceptTypes: readonly string[];
+}
+
+export const TASK_DEFAULTS = {
+  leaseMs: 60_000,
+  maxAttempts: 5,
+  backoff: { baseMs: 1_000, maxMs: 300_000 },
+} as const;
+
+/**
+ * Time a worker needs besides running a task: ingesting the SQS batch, the claim and settle round
+ * trips. A lease must end this long before the worker timeout, or it could outlive the invocation.
+ */
+export const LEASE_MARGIN_MS = 5_000;
+
+const DECLARED = Symbol.for("leaseq.taskDeclaration");
+
+/** Thrown by a handler for a failure that no retry can fix: the task goes to FAILED at once. */
+export class PermanentError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PermanentError";
+  }
+}
+
+/**
+ * Declares the task types of a queue, applying the defaults. Throws one ConfigError listing every
+ * problem (a bad name, a policy out of range). Import the result in your worker entry
+ * (`createWorker({ tasks })`) and in your CDK app (`new LeaseQueue(..., { tasks })`).
+ */
+export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): TaskDeclaration {
+  if ((definitions as { [DECLARED]?: true })[DECLARED]) return definitions as TaskDeclaration;
+  const problems: string[] = [];
+  const types: Record<string, DeclaredTaskType> = {};
+  const given = definitions?.types;
+  if (given === null || typeof given !== "object") {
+    throw new ConfigError([
+      "defineTasks: types must be an object of task types, e.g. { types: { email: { handler } } }",
+    ]);
+  }
+  if (Object.keys(given).length === 0) problems.push("defineTasks: declare at least one task type");
+  for (const [name, options] of Object.entries(given)) {
+    const where = `task type "${name}"`;
+    if (!validName(name)) {
+      problems.push(
+        `task type name ${JSON.stringify(name)} must be 1-${LIMITS.typeMaxBytes} characters of A-Z a-z 0-9 _ . -`,
+      );
+    }
+    if (typeof options?.handler !== "function") problems.push(`${where}: handler must be a function`);
+    const declared: DeclaredTaskType = {
+      handler: options?.handler,
+      leaseMs: options?.leaseMs ?? TASK_DEFAULTS.leaseMs,
+      maxAttempts: options?.maxAttempts ?? TASK_DEFAULTS.maxAttempts,
+      backoff: {
+        baseMs: options?.backoff?.baseMs ?? TASK_DEFAULTS.backoff.baseMs,
+        maxMs: options?.backoff?.maxMs ?? Math.max(TASK_DEFAULTS.backoff.maxMs, options?.backoff?.baseMs ?? 0),
+      },
+    };
+    problems.push(...policyProblems(where, declared));
+    types[name] = declared;
+  }
+  const acceptTypes = definitions.acceptTypes ?? [];
+  if (!Array.isArray(acceptTypes)) problems.push("acceptTypes must be an array of task type names");
+  else {
+    for (const name of acceptTypes) {
+      if (!validName(name)) problems.push(`acceptTypes: ${JSON.stringify(name)} is not a valid task type name`);
+      else if (name in types) problems.push(`acceptTypes: "${name}" is declared in types already`);
+    }
+  }
+  if (definitions.ordered !== undefined && typeof definitions.ordered !== "boolean") {
+    problems.push(`ordered must be true or false, got ${JSON.stringify(definitions.ordered)}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const declaration = { ordered: definitions.ordered ?? false, types, acceptTypes: [...acceptTypes] };
+  Object.defineProperty(declaration, DECLARED, { value: true });
+  return Object.freeze(declaration);
+}
+
+function validName(name: unknown): boolean {
+  return typeof name === "string" && name.length <= LIMITS.typeMaxBytes && NAME_PATTERN.test(name);
+}
+
+function policyProblems(where: string, type: DeclaredTaskType): string[] {
+  const problems: string[] = [];
+  const check = (field: string, value: unknown, min: number, max: number, unit = "") => {
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${where}: ${field} must be an integer from ${min} to ${max}${unit}, got ${JSON.stringify(value)}`);
+    }
+  };
+  check("leaseMs", type.leaseMs, 1_000, LIMITS.leaseMaxMs, " ms");
+  check("maxAttempts", type.maxAttempts, 1, LIMITS.maxAttemptsMax);
+  check("backoff.baseMs", type.backoff.baseMs, 0, LIMITS.maxDelayMs, " ms");
+  check("backoff.maxMs", type.backoff.maxMs, type.backoff.baseMs, LIMITS.maxDelayMs, " ms");
+  return problems;
+}
+
+/**
+ * Problems of a declaration on a worker whose invocations last `workerTimeoutMs`: every lease must
+ * end LEASE_MARGIN_MS before the timeout. The construct reports these at synth, the worker at cold start.
+ */
+export function timeoutProblems(declaration: TaskDeclaration, workerTimeoutMs: number): string[] {
+  const leaseMaxMs = workerTimeoutMs - LEASE_MARGIN_MS;
+  return Object.entries(declaration.types)
+    .filter(([, type]) => type.leaseMs > leaseMaxMs)
+    .map(
+      ([name, type]) =>
+        `task type "${name}": leaseMs ${type.leaseMs} cannot fit the worker timeout of ${workerTimeoutMs / 1000} s minus the ${LEASE_MARGIN_MS} ms margin (at most ${leaseMaxMs} ms); shorten the lease or raise workerTimeout`,
+    );
+}
+
+/**
+ * The policies of a declaration as compact, canonical text (types sorted): what the construct puts
+ * in the worker's environment (LEASEQ_TASKS) and the worker compares with its own at cold start.
+ */
+export function policyText(declaration: TaskDeclaration): string {
+  const types = Object.keys(declaration.types)
+    .sort()
+    .map((name) => {
+      const type = declaration.types[name];
+      return [name, type.leaseMs, type.maxAttempts, type.backoff.baseMs, type.backoff.maxMs].join(":");
+    });
+  const accepted = [...declaration.acceptTypes].sort();
+  return [declaration.ordered ? "ordered" : "parallel", types.join(","), accepted.join(",")].join(";");
+}
+
+/** Differences between a declaration and the policy text the construct deployed with it. */
+export function policyMismatches(declaration: TaskDeclaration, deployed: string): string[] {
+  const mine = policyText(declaration);
+  if (mine === deployed) return [];
+  const parse = (text: string) => {
+    const [order = "", types = "", accepted = ""] = text.split(";");
+    const byName = new Map(
+      types
+        .split(",")
+        .filter(Boolean)
+        .map((entry) => [entry.split(":")[0], entry] as const),
+    );
+    return { order, byName, accepted };
+  };
+  const a = parse(mine);
+  const b = parse(deployed);
+  const problems: string[] = [];
+  if (a.order !== b.order)
+    problems.push(`the worker declares a ${a.order} queue, the construct was given a ${b.order} one`);
+  for (const [name, entry] of a.byName) {
+    const other = b.byName.get(name);
+    if (other === undefined)
+      problems.push(`task type "${name}" is declared in the worker but not in the construct's tasks`);
+    else if (other !== entry)
+      problems.push(`task type "${name}": the worker declares ${describe(entry)}, the construct ${describe(other)}`);
+  }
+  for (const name of b.byName.keys()) {
+    if (!a.byName.has(name))
+      problems.push(`task type "${name}" is in the construct's tasks but not declared in the worker`);
+  }
+  if (a.accepted !== b.accepted) {
+    problems.push(`acceptTypes differ: the worker has [${a.accepted}], the construct [${b.accepted}]`);
+  }
+  return problems;
+}
+
+function describe(entry: string): string {
+  const [, leaseMs, maxAttempts, baseMs, maxMs] = entry.split(":");
+  return `leaseMs ${leaseMs}, maxAttempts ${maxAttempts}, backoff ${baseMs}-${maxMs} ms`;
+}
+
+/** The delay before retry number `attempt` (1-based), with "equal jitter": half fixed, half random. */
+export function backoffDelayMs(backoff: Backoff, attempt: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}

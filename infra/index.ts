@@ -1,0 +1,8 @@
+// `leaseq/cdk`: the LeaseQueue construct. aws-cdk-lib and constructs are peer dependencies of this
+// entry only; esbuild (a dependency of leaseq) bundles your worker entry at synth.
+export { BUNDLE_FILE, bundleOptions, DEFAULT_RECLAIMER_ENTRY } from "./bundling.js";
+export { LeaseQueue, type LeaseQueueProps } from "./lease-queue.js";
+export { METRICS_NAMESPACE, type QueueMetricName, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
+export { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
+export { LEASE_QUEUE_DEFAULTS } from "./props.js";
+export { LeaseQueuePropsError, type LeaseQueueSettings, VISIBILITY_TIMEOUT_FACTOR } from "./settings.js";

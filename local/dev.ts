@@ -1,0 +1,182 @@
+// `npm start` and `leaseq dev`: the whole system on this machine, no AWS account needed, running the
+// demo's task types or your own (`--tasks ./src/tasks.ts`). See docs/local.md.
+import { Command, Option } from "commander";
+import type { TaskDeclaration } from "../functions/tasks.js";
+import { redact } from "./cli/errors.js";
+import { integer } from "./cli/parse.js";
+import { isTerminal } from "./live.js";
+import { NoRedisError } from "./redis.js";
+import { type DemoRun, runDemo } from "./run-demo.js";
+import { type Stack, startStack } from "./stack.js";
+
+const LOG_LEVELS = ["SILENT", "CRITICAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"] as const;
+
+function defaultQueueName(): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `demo-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
+}
+
+function buildProgram(name: string): Command {
+  return new Command(name)
+    .description(
+      "Run leaseq locally: Redis, the Upstash endpoint, SQS and Lambda stand-ins, the worker, the reclaimer, and a demo (or your tasks).",
+    )
+    .option(
+      "--tasks <module>",
+      "run your task types: a module whose default (or `tasks`) export is a defineTasks(...) result; no demo then",
+    )
+    .option("--no-demo", "start the stack without the demo workload")
+    .option("--exit-when-drained", "exit once every demo task is DONE or FAILED, printing a summary")
+    .option("--json", "print the summary as one JSON object on the last line of stdout (the view goes to stderr)")
+    .option("--queue <name>", "queue name (default: a fresh demo-<time> name, so runs never collide)")
+    .option("--demo-tasks <n>", "demo tasks", integer(20, 100_000), 300)
+    .option("--crash-tasks <n>", "tasks the crashed worker holds", integer(1, 100), 8)
+    .option(
+      "--crash-lease-ms <ms>",
+      "lease of the crashed worker's claim: how soon the reclaimer may recover it",
+      integer(100, 600_000),
+      5_000,
+    )
+    .option(
+      "--slow-ms <ms>",
+      "how long each slow task works (its lease is 2 s, so the worker extends it)",
+      integer(0, 60_000),
+      3_000,
+    )
+    .option(
+      "--reclaim-interval-ms <ms>",
+      "how often the reclaimer runs (rate(1 minute) on AWS)",
+      integer(100, 3_600_000),
+      3_000,
+    )
+    .option("--view-interval-ms <ms>", "how often the live view refreshes", integer(100, 60_000), 1_000)
+    .option("--visibility-timeout-ms <ms>", "SQS visibility timeout", integer(100, 43_200_000), 30_000)
+    .option("--concurrency <n>", "concurrent SQS-triggered worker invocations", integer(1, 100), 4)
+    .option(
+      "--timeout-ms <ms>",
+      "with --exit-when-drained: give up (exit 1) after this long",
+      integer(1_000, 86_400_000),
+      300_000,
+    )
+    .addOption(
+      new Option("--log-level <level>", "the functions' log level (their JSON logs go to stdout)")
+        .choices(LOG_LEVELS)
+        .default("SILENT"),
+    )
+    .addHelpText(
+      "after",
+      `
+Redis: REDIS_URL if set; else 127.0.0.1:6379 (LEASEQ_DEFAULT_REDIS_PORT) if a server answers; else a
+redis-server from PATH on a free port, stopped on exit.`,
+    );
+}
+
+/** Loads the task types to run: the user's module, or the demo's. */
+async function taskTypes(module: string | undefined): Promise<TaskDeclaration> {
+  if (module) return (await import("./tasks-module.js")).loadTasksModule(module);
+  return (await import("../functions/demo/tasks.js")).default;
+}
+
+/**
+ * Runs the local stack on `args` (the words after `npm start --` or `leaseq dev`); resolves to the
+ * exit code. `cliHint` is how a user runs the CLI from here, shown in the start-up lines.
+ */
+export async function runDev(args: string[], name: string, cliHint: string): Promise<number> {
+  const program = buildProgram(name);
+  program.exitOverride();
+  try {
+    program.parse(args, { from: "user" });
+  } catch (error) {
+    return (error as { exitCode?: number }).exitCode === 0 ? 0 : 2;
+  }
+  const options = program.opts();
+  const startedAt = Date.now();
+  const queue = (options.queue as string | undefined) ?? defaultQueueName();
+  // Listen before anything starts: a Ctrl-C during start-up must still stop a redis-server we
+  // started (it sits in its own process group, so the terminal's Ctrl-C does not reach it).
+  let stop: () => void = () => {};
+  let interrupted = false;
+  let started: Stack | undefined;
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      if (interrupted) {
+        // A second Ctrl-C: stop waiting for running tasks; still stop a redis-server we started.
+        process.stderr.write("\nforced stop\n");
+        void (started?.redis.stop() ?? Promise.resolve()).finally(() => process.exit(130));
+        return;
+      }
+      interrupted = true;
+      process.stderr.write("\nstopping: no new claims, releasing claimed tasks… (Ctrl-C again to force)\n");
+      stop();
+    });
+  }
+  let tasks: TaskDeclaration;
+  try {
+    tasks = await taskTypes(options.tasks);
+  } catch (error) {
+    process.stderr.write(`${name}: ${redact((error as Error).message)}\n`);
+    return 2;
+  }
+  // The demo's workload is made of the demo's types: with your own tasks, you send the work.
+  const demo = options.tasks === undefined && options.demo;
+  let stack: Stack;
+  try {
+    stack = await startStack({
+      queue,
+      tasks,
+      reclaimIntervalMs: options.reclaimIntervalMs,
+      workerTimeoutMs: 300_000,
+      visibilityTimeoutMs: options.visibilityTimeoutMs,
+      maxReceiveCount: 5,
+      concurrency: options.concurrency,
+      logLevel: options.logLevel,
+    });
+  } catch (error) {
+    process.stderr.write(`${error instanceof NoRedisError ? error.message : `${name}: ${redact(String(error))}`}\n`);
+    return 1;
+  }
+  started = stack;
+  const out = options.json ? process.stderr : process.stdout;
+  const redisNote = {
+    env: "from REDIS_URL",
+    default: "already running",
+    started: "started for this run, stopped on exit",
+  };
+  out.write(
+    [
+      `Redis ${redact(stack.redis.url)} (${redisNote[stack.redis.source]}); Upstash-compatible endpoint ${stack.endpoint.url}`,
+      `Try: REDIS_URL=${redact(stack.redis.url)} LEASEQ_QUEUE=${queue} ${cliHint} stats`,
+      "",
+    ].join("\n"),
+  );
+
+  const run: DemoRun = runDemo(stack, {
+    queue,
+    startedAt,
+    demo,
+    demoTasks: options.demoTasks,
+    crashTasks: options.crashTasks,
+    crashLeaseMs: options.crashLeaseMs,
+    slowMs: options.slowMs,
+    viewIntervalMs: options.viewIntervalMs,
+    exitWhenDrained: Boolean(options.exitWhenDrained),
+    timeoutMs: options.timeoutMs,
+    out,
+    // Logs interleaved with cursor movement would garble the view: with logs on, print plain lines.
+    interactive: isTerminal(out) && options.logLevel === "SILENT",
+  });
+  stop = run.stop;
+  if (interrupted) run.stop();
+  let summary: Awaited<DemoRun["finished"]>;
+  try {
+    summary = await run.finished;
+  } catch (error) {
+    // Stopping failed half-way (e.g. Redis went away): still stop a redis-server we started.
+    process.stderr.write(`${name}: ${redact((error as Error).message ?? String(error))}\n`);
+    await stack.close().catch(() => {});
+    return 1;
+  }
+  if (options.json) process.stdout.write(`${JSON.stringify(summary.json)}\n`);
+  else if (summary.text) process.stdout.write(`${summary.text}\n`);
+  return summary.exitCode;
+}

@@ -1,0 +1,112 @@
+import { ConfigError } from "./errors.js";
+import type { Store } from "./store.js";
+import { UpstashStore } from "./stores/upstash.js";
+
+/**
+ * Where leaseq finds Redis. The one connection rule, shared by the Lambda functions, the CLI and the
+ * local stack: exactly one of these is configured, never a silent pick among several.
+ */
+export type Connection =
+  | { kind: "upstash-secret"; secretArn: string }
+  | { kind: "upstash"; url: string; token: string }
+  | { kind: "tcp"; url: string };
+
+/** The environment variables of each connection kind, in the order the rule lists them. */
+export const CONNECTION_VARIABLES = {
+  "upstash-secret": ["UPSTASH_SECRET_ARN"],
+  upstash: ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN"],
+  tcp: ["REDIS_URL"],
+} as const;
+
+const RULE =
+  "set exactly one of: UPSTASH_SECRET_ARN (a Secrets Manager secret holding the Upstash URL and token; on AWS), " +
+  "UPSTASH_REDIS_REST_URL with UPSTASH_REDIS_REST_TOKEN (Upstash REST), or REDIS_URL (redis:// or rediss://)";
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Reads the connection from `env`. Throws ConfigError when none is set, when more than one kind is
+ * set (naming every variable that was), or when the one set is malformed. Never echoes a secret.
+ */
+export function connectionFromEnv(env: Env): Connection {
+  const set = (name: string) => env[name] !== undefined && env[name] !== "";
+  const kinds = (Object.keys(CONNECTION_VARIABLES) as Array<keyof typeof CONNECTION_VARIABLES>).filter((kind) =>
+    CONNECTION_VARIABLES[kind].some(set),
+  );
+  if (kinds.length === 0) throw new ConfigError([`no Redis configured: ${RULE}`]);
+  if (kinds.length > 1) {
+    const given = kinds.flatMap((kind) => CONNECTION_VARIABLES[kind].filter(set));
+    throw new ConfigError([`more than one Redis connection is configured (${given.join(", ")} are set): ${RULE}`]);
+  }
+  const problems: string[] = [];
+  let connection: Connection;
+  switch (kinds[0]) {
+    case "upstash-secret": {
+      const secretArn = env.UPSTASH_SECRET_ARN ?? "";
+      if (!/^arn:aws[a-z-]*:secretsmanager:/.test(secretArn)) {
+        problems.push("UPSTASH_SECRET_ARN must be a Secrets Manager secret ARN (arn:aws:secretsmanager:...)");
+      }
+      connection = { kind: "upstash-secret", secretArn };
+      break;
+    }
+    case "upstash": {
+      const url = env.UPSTASH_REDIS_REST_URL ?? "";
+      const token = env.UPSTASH_REDIS_REST_TOKEN ?? "";
+      if (!url) problems.push("UPSTASH_REDIS_REST_URL must be set with UPSTASH_REDIS_REST_TOKEN");
+      else if (!/^https?:\/\/\S+$/.test(url)) problems.push("UPSTASH_REDIS_REST_URL must be an http(s) URL");
+      if (!token) problems.push("UPSTASH_REDIS_REST_TOKEN must be set with UPSTASH_REDIS_REST_URL");
+      connection = { kind: "upstash", url, token };
+      break;
+    }
+    default: {
+      const url = env.REDIS_URL ?? "";
+      if (!/^rediss?:\/\/\S+$/.test(url)) problems.push("REDIS_URL must start with redis:// or rediss://");
+      connection = { kind: "tcp", url };
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return connection;
+}
+
+/** Where a connection points, for messages and `leaseq stats`: never a token or password. */
+export function describeConnection(connection: Connection): string {
+  switch (connection.kind) {
+    case "upstash-secret":
+      return `Upstash (credentials from secret ${connection.secretArn})`;
+    case "upstash":
+      return `Upstash at ${originOf(connection.url)}`;
+    case "tcp":
+      return `Redis at ${originOf(connection.url)}`;
+  }
+}
+
+function originOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}`;
+  } catch {
+    return "(a malformed URL)";
+  }
+}
+
+/**
+ * Opens a store for `connection`. A secret is read by `readSecret` (leaseq/lambda passes one that
+ * uses Secrets Manager; the library itself has no AWS SDK). The TCP client (ioredis) loads on demand,
+ * so an Upstash deployment, the default on Lambda, never parses it on a cold start.
+ */
+export async function openStore(
+  connection: Connection,
+  readSecret?: (secretArn: string) => Promise<{ url: string; token: string }>,
+): Promise<Store> {
+  switch (connection.kind) {
+    case "tcp": {
+      const { TcpStore } = await import("./stores/tcp.js");
+      return TcpStore.fromUrl(connection.url);
+    }
+    case "upstash":
+      return new UpstashStore({ url: connection.url, token: connection.token });
+    case "upstash-secret":
+      if (!readSecret) throw new ConfigError(["UPSTASH_SECRET_ARN is set, but nothing here can read secrets"]);
+      return new UpstashStore(await readSecret(connection.secretArn));
+  }
+}

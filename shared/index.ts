@@ -1,0 +1,26 @@
+// `leaseq`: the queue library. No AWS SDK, no CDK, no logging: it returns or throws.
+export { DEFAULTS, LIMITS } from "./config.js";
+export {
+  CONNECTION_VARIABLES,
+  type Connection,
+  connectionFromEnv,
+  describeConnection,
+  openStore,
+} from "./connection.js";
+export {
+  ConfigError,
+  CredentialsError,
+  InvalidInputError,
+  ITEM_STATUS,
+  type ItemStatus,
+  QueueError,
+  ScriptArgumentError,
+  StoreError,
+} from "./errors.js";
+export { type QueueKeys, queueKeys } from "./keys.js";
+export { Queue, type QueueOptions } from "./queue.js";
+export type { LuaScript, Store } from "./store.js";
+export type { RetryPolicy } from "./stores/retry.js";
+export { TcpStore } from "./stores/tcp.js";
+export { RedisReplyError, UpstashStore, type UpstashStoreOptions } from "./stores/upstash.js";
+export type * from "./types.js";

@@ -1,4 +1,0 @@
-declare module "*.lua" {
-  const source: string;
-  export default source;
-}
