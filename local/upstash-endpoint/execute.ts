@@ -1,83 +1,76 @@
 import type { Outcome } from "./json.js";
 import type { ConnectionPool } from "./pool.js";
+import { refusal } from "./refusals.js";
 import { type Reply, RespError } from "./resp.js";
+import type { Prepared, ScriptRewriter } from "./scripts.js";
+
+/** What the run functions need: the pool, the script rewriter, and the request's abort signal. */
+export interface Runner {
+  pool: ConnectionPool;
+  scripts: ScriptRewriter;
+  /** Aborts when the HTTP client goes away; its connection is then closed (see ConnectionPool.use). */
+  signal?: AbortSignal;
+}
+
+/** A command refused here, or as it goes to Redis. */
+type Step = { refused: string } | Prepared;
+
+function prepare(runner: Runner, command: string[]): Step {
+  const refused = refusal(command);
+  return refused ? { refused } : runner.scripts.prepare(command);
+}
+
+function outcome(step: Prepared, reply: Reply): Outcome {
+  if (reply instanceof RespError) return { error: reply.message };
+  return { result: step.reply ? step.reply(reply) : reply };
+}
+
+/** Runs one command. Rejects only when Redis cannot be reached or the client went away. */
+export async function runCommand(runner: Runner, command: string[]): Promise<Outcome> {
+  const step = prepare(runner, command);
+  if ("refused" in step) return { error: step.refused };
+  const reply = await runner.pool.use((connection) => connection.send(step.args), runner.signal);
+  return outcome(step, reply);
+}
 
 /**
- * Commands refused before they reach Redis. Connections are shared between requests, so nothing
- * may change a connection's state (database, protocol, subscriptions, client-side transaction),
- * and reply-suppressing modes would desynchronise it. Upstash's REST API refuses these too;
- * transactions go through /multi-exec instead.
+ * Runs commands in order on one connection, not atomically; each has its own outcome. A refused
+ * command answers its error in place; a pipeline of nothing but refused commands borrows no
+ * connection at all.
  */
-const REFUSED = new Set([
-  "AUTH",
-  "CLIENT",
-  "DISCARD",
-  "EXEC",
-  "HELLO",
-  "MONITOR",
-  "MULTI",
-  "PSUBSCRIBE",
-  "PSYNC",
-  "PUNSUBSCRIBE",
-  "QUIT",
-  "RESET",
-  "SELECT",
-  "SSUBSCRIBE",
-  "SUBSCRIBE",
-  "SUNSUBSCRIBE",
-  "SYNC",
-  "UNSUBSCRIBE",
-  "UNWATCH",
-  "WATCH",
-]);
-
-/** The error text for a command this endpoint refuses, or undefined when it may run. */
-export function refusal(command: readonly string[]): string | undefined {
-  const name = command[0].toUpperCase();
-  if (!REFUSED.has(name)) return undefined;
-  return `ERR ${name} is not supported by the leaseq local Upstash endpoint (connections are pooled; use /multi-exec for transactions)`;
-}
-
-function outcome(reply: Reply): Outcome {
-  return reply instanceof RespError ? { error: reply.message } : { result: reply };
-}
-
-/** Runs one command. Rejects only when Redis cannot be reached. */
-export async function runCommand(pool: ConnectionPool, command: string[]): Promise<Outcome> {
-  const refused = refusal(command);
-  if (refused) return { error: refused };
-  return outcome(await pool.use((connection) => connection.send(command)));
-}
-
-/** Runs commands in order on one connection, not atomically; each has its own outcome. */
-export async function runPipeline(pool: ConnectionPool, commands: string[][]): Promise<Outcome[]> {
-  return pool.use(async (connection) => {
-    const replies = commands.map((command) => {
-      const refused = refusal(command);
-      return refused ? Promise.resolve(new RespError(refused)) : connection.send(command);
-    });
-    return (await Promise.all(replies)).map(outcome);
-  });
+export async function runPipeline(runner: Runner, commands: string[][]): Promise<Outcome[]> {
+  const steps = commands.map((command) => prepare(runner, command));
+  const answer = (step: Step, reply: Reply | undefined): Outcome =>
+    "refused" in step ? { error: step.refused } : outcome(step, reply as Reply);
+  if (steps.every((step) => "refused" in step)) return steps.map((step) => answer(step, undefined));
+  return runner.pool.use(async (connection) => {
+    // Promise.all, so one broken connection is one rejection rather than several unhandled ones.
+    const replies = await Promise.all(
+      steps.map((step) => ("refused" in step ? undefined : connection.send(step.args))),
+    );
+    return steps.map((step, index) => answer(step, replies[index]));
+  }, runner.signal);
 }
 
 /**
  * Runs commands as one MULTI…EXEC on a connection no other request uses meanwhile. Resolves to
  * one outcome per command (runtime errors included), or to `{error}` when Redis discarded the
- * whole transaction (a command it could not queue) or a command is refused.
+ * whole transaction (a command it could not queue) or a command is refused (then no connection
+ * is borrowed).
  */
-export async function runTransaction(
-  pool: ConnectionPool,
-  commands: string[][],
-): Promise<Outcome[] | { error: string }> {
+export async function runTransaction(runner: Runner, commands: string[][]): Promise<Outcome[] | { error: string }> {
+  const steps: Prepared[] = [];
   for (const command of commands) {
-    const refused = refusal(command);
-    if (refused) return { error: refused };
+    const step = prepare(runner, command);
+    if ("refused" in step) return { error: step.refused };
+    steps.push(step);
   }
-  return pool.use(async (connection) => {
-    const queued = [["MULTI"], ...commands].map((command) => connection.send(command));
-    const exec = connection.send(["EXEC"]);
-    const queueReplies = await Promise.all(queued);
-    const reply = await exec;
+  return runner.pool.use(async (connection) => {
+    const sent = [["MULTI"], ...steps.map((step) => step.args), ["EXEC"]].map((args) => connection.send(args));
+    // Awaited together: a connection closed mid-transaction must not leave EXEC's rejection unhandled.
+    const replies = await Promise.all(sent);
+    const queueReplies = replies.slice(0, -1);
+    const reply = replies[replies.length - 1];
     if (reply instanceof RespError) {
       // EXECABORT only says "previous errors"; name the command Redis refused to queue.
       const index = queueReplies.findIndex((queueReply) => queueReply instanceof RespError);
@@ -85,6 +78,6 @@ export async function runTransaction(
       return { error: cause ? `${reply.message} (command ${index - 1}: ${cause.message})` : reply.message };
     }
     if (!Array.isArray(reply)) return { error: "EXECABORT the transaction was not executed" };
-    return reply.map(outcome);
-  });
+    return reply.map((item, index) => outcome(steps[index], item));
+  }, runner.signal);
 }

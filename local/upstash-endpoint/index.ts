@@ -4,11 +4,13 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { runCommand, runPipeline, runTransaction } from "./execute.js";
+import { type Runner, runCommand, runPipeline, runTransaction } from "./execute.js";
 import { Faults } from "./faults.js";
-import { BadRequestError, type Outcome, outcomeJson, parseJsonKeepingNumbers, toCommand, toCommands } from "./json.js";
+import { BadRequestError, type Outcome, parseJsonKeepingNumbers, toCommand, toCommands } from "./json.js";
 import { ConnectionPool } from "./pool.js";
+import { outcomeBody } from "./reply-body.js";
 import { parseRedisUrl } from "./resp.js";
+import { ScriptRewriter } from "./scripts.js";
 
 export { type ArmedFault, type FaultAction, type FaultRule, Faults } from "./faults.js";
 
@@ -44,12 +46,21 @@ export async function startUpstashEndpoint(options: UpstashEndpointOptions): Pro
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const faults = options.faults ?? new Faults();
   const pool = new ConnectionPool(parseRedisUrl(options.redisUrl), options.poolSize ?? 8);
-  const context: Context = { token: Buffer.from(`Bearer ${token}`), maxBodyBytes, faults, pool };
+  const scripts = new ScriptRewriter();
+  const context: Context = { token: Buffer.from(`Bearer ${token}`), maxBodyBytes, faults, pool, scripts };
 
   const server = createServer((request, response) => {
-    handle(context, request, response).catch((error: unknown) => {
+    // Aborts when the client goes away before its answer is written, so the request's Redis
+    // connection is closed and replaced, and a request still queued for one leaves the queue.
+    const left = new AbortController();
+    response.once("close", () => {
+      if (!response.writableFinished) left.abort(new Error("the HTTP client closed the connection"));
+    });
+    handle(context, request, response, left.signal).catch((error: unknown) => {
       // Redis unreachable (or a bug): the client gets a 500 it can retry, never a hung request.
-      if (!response.headersSent) send(response, 500, errorJson(`endpoint error: ${(error as Error).message}`));
+      if (!response.headersSent && !left.signal.aborted) {
+        send(response, 500, errorJson(`endpoint error: ${(error as Error).message}`));
+      }
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -75,12 +86,18 @@ interface Context {
   maxBodyBytes: number;
   faults: Faults;
   pool: ConnectionPool;
+  scripts: ScriptRewriter;
 }
 
 type Route = "command" | "pipeline" | "multi-exec";
 const ROUTES: Record<string, Route> = { "/": "command", "/pipeline": "pipeline", "/multi-exec": "multi-exec" };
 
-async function handle(context: Context, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function handle(
+  context: Context,
+  request: IncomingMessage,
+  response: ServerResponse,
+  signal: AbortSignal,
+): Promise<void> {
   if (!authorized(context.token, request.headers.authorization)) {
     request.resume();
     return send(response, 401, errorJson("Unauthorized: send the header Authorization: Bearer <token>"));
@@ -114,7 +131,9 @@ async function handle(context: Context, request: IncomingMessage, response: Serv
   const injected = errorJson(`injected fault: HTTP ${fault?.kind === "status" ? fault.status : ""}`);
   if (fault?.kind === "status" && !fault.apply) return send(response, fault.status, injected);
   const base64 = String(request.headers["upstash-encoding"]).toLowerCase() === "base64";
-  const [status, json] = await execute(context.pool, route, commands, base64);
+  const runner: Runner = { pool: context.pool, scripts: context.scripts, signal };
+  const [status, json] = await execute(runner, route, commands, base64);
+  if (signal.aborted) return; // nobody to answer
   if (fault?.kind === "drop") {
     response.socket?.destroy();
     return;
@@ -124,20 +143,15 @@ async function handle(context: Context, request: IncomingMessage, response: Serv
   send(response, status, json);
 }
 
-async function execute(
-  pool: ConnectionPool,
-  route: Route,
-  commands: string[][],
-  base64: boolean,
-): Promise<[number, string]> {
+async function execute(runner: Runner, route: Route, commands: string[][], base64: boolean): Promise<[number, Buffer]> {
   if (route === "command") {
-    const outcome: Outcome = await runCommand(pool, commands[0]);
+    const outcome: Outcome = await runCommand(runner, commands[0]);
     // A failed single command is HTTP 400, which @upstash/redis turns into a thrown UpstashError.
-    return ["error" in outcome ? 400 : 200, outcomeJson(outcome, base64)];
+    return ["error" in outcome ? 400 : 200, await outcomeBody(outcome, base64)];
   }
-  const outcomes = route === "pipeline" ? await runPipeline(pool, commands) : await runTransaction(pool, commands);
-  if (!Array.isArray(outcomes)) return [400, outcomeJson(outcomes, base64)];
-  return [200, `[${outcomes.map((outcome) => outcomeJson(outcome, base64)).join(",")}]`];
+  const outcomes = route === "pipeline" ? await runPipeline(runner, commands) : await runTransaction(runner, commands);
+  if (!Array.isArray(outcomes)) return [400, await outcomeBody(outcomes, base64)];
+  return [200, await outcomeBody(outcomes, base64)];
 }
 
 function authorized(expected: Buffer, header: string | undefined): boolean {
@@ -164,6 +178,6 @@ function errorJson(message: string): string {
   return JSON.stringify({ error: message });
 }
 
-function send(response: ServerResponse, status: number, json: string): void {
+function send(response: ServerResponse, status: number, json: string | Buffer): void {
   response.writeHead(status, { "Content-Type": "application/json" }).end(json);
 }

@@ -1,6 +1,6 @@
 // JSON in and out of the endpoint, without rounding integers through a JS double. Redis integers
 // are 64-bit; JSON.parse and JSON.stringify would turn 9007199254740993 into 9007199254740992.
-import { type Reply, RespError, RespInteger } from "./resp.js";
+import type { Reply } from "./resp.js";
 
 /** A request body the endpoint refuses (answered with HTTP 400 `{error}`). */
 export class BadRequestError extends Error {}
@@ -59,26 +59,6 @@ export function toCommands(value: unknown): string[][] {
     throw new BadRequestError('the body must be a non-empty JSON array of commands like [["SET","k","v"],["GET","k"]]');
   }
   return value.map((command, index) => toCommand(command, `command ${index}`));
-}
-
-/**
- * A reply as JSON text. Strings are UTF-8 text, or base64 of their bytes when `base64` is set (at
- * every depth); integers are written as Redis sent them; nil is null. An error nested in an array
- * (a script can return one) becomes its message, as text.
- */
-export function replyJson(reply: Reply, base64: boolean): string {
-  if (reply === null) return "null";
-  if (reply instanceof RespInteger) return reply.digits;
-  if (Array.isArray(reply)) return `[${reply.map((item) => replyJson(item, base64)).join(",")}]`;
-  const bytes = reply instanceof RespError ? Buffer.from(reply.message, "utf8") : reply;
-  return base64 ? `"${bytes.toString("base64")}"` : JSON.stringify(bytes.toString("utf8"));
-}
-
-/** `{"result": …}` or `{"error": …}`; errors are never base64-encoded (the client reads them as text). */
-export function outcomeJson(outcome: Outcome, base64: boolean): string {
-  return "error" in outcome
-    ? `{"error":${JSON.stringify(outcome.error)}}`
-    : `{"result":${replyJson(outcome.result, base64)}}`;
 }
 
 /** What one command produced. */

@@ -3,19 +3,9 @@
 // integer replies as their digits (a JS number would round anything above 2^53), bulk strings as
 // bytes, and no per-command reshaping (ioredis turns HGETALL into an object, for one).
 import { connect, type Socket } from "node:net";
+import { type Reply, RespError, RespParser } from "./resp-parser.js";
 
-/** An integer reply, kept as the decimal digits Redis sent so 64-bit values stay exact. */
-export class RespInteger {
-  constructor(readonly digits: string) {}
-}
-
-/** An error reply (top level, or an element of an EXEC or script reply). */
-export class RespError {
-  constructor(readonly message: string) {}
-}
-
-/** A decoded reply: bytes for simple and bulk strings, null for nil. */
-export type Reply = Buffer | RespInteger | RespError | null | Reply[];
+export { type Bytes, type Reply, RespError, RespInteger } from "./resp-parser.js";
 
 /** Where a RespConnection connects: host, port, and the AUTH/SELECT a redis:// URL asks for. */
 export interface RedisTarget {
@@ -51,48 +41,9 @@ function encodeCommand(args: readonly (string | Buffer)[]): Buffer {
   return Buffer.concat(parts);
 }
 
-/** Thrown while parsing when the buffer does not yet hold a whole reply. */
-const INCOMPLETE = Symbol("incomplete");
-
-/** Reads one reply at `offset`; returns it and the offset after it, or throws INCOMPLETE. */
-function parseReply(buffer: Buffer, offset: number): [Reply, number] {
-  const lineEnd = buffer.indexOf("\r\n", offset);
-  if (lineEnd < 0) throw INCOMPLETE;
-  const line = buffer.toString("utf8", offset + 1, lineEnd);
-  const next = lineEnd + 2;
-  switch (buffer[offset]) {
-    case 0x2b: // '+'
-      return [buffer.subarray(offset + 1, lineEnd), next];
-    case 0x2d: // '-'
-      return [new RespError(line), next];
-    case 0x3a: // ':'
-      return [new RespInteger(line), next];
-    case 0x24: {
-      // '$'
-      const length = Number(line);
-      if (length < 0) return [null, next];
-      if (buffer.length < next + length + 2) throw INCOMPLETE;
-      return [Buffer.from(buffer.subarray(next, next + length)), next + length + 2];
-    }
-    case 0x2a: {
-      // '*'
-      const count = Number(line);
-      if (count < 0) return [null, next];
-      const items: Reply[] = [];
-      let position = next;
-      for (let i = 0; i < count; i++) {
-        const [item, after] = parseReply(buffer, position);
-        items.push(item);
-        position = after;
-      }
-      return [items, position];
-    }
-    default:
-      throw new Error(`unexpected RESP type byte 0x${buffer[offset]?.toString(16)}`);
-  }
-}
-
 const CONNECT_TIMEOUT_MS = 5_000;
+/** How long parsing one connection's replies may hold the event loop in one turn, in ms. */
+const SLICE_MS = 5;
 
 interface Pending {
   resolve: (reply: Reply) => void;
@@ -101,9 +52,11 @@ interface Pending {
 
 /** One connection to Redis. Once broken (`closed`), every pending and later command fails. */
 export class RespConnection {
-  private buffer: Buffer = Buffer.alloc(0);
+  private readonly parser = new RespParser((reply) => this.pending.shift()?.resolve(reply));
   private readonly pending: Pending[] = [];
   closed = false;
+  /** When the parsing in this event-loop turn began; undefined outside a turn with data. */
+  private sliceStarted: number | undefined;
 
   private constructor(private readonly socket: Socket) {
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
@@ -148,29 +101,37 @@ export class RespConnection {
     });
   }
 
+  /** Fails every pending command and drops the socket; Redis discards what it still sends. */
   close(): void {
     this.fail(new Error("connection to Redis closed"));
     this.socket.destroy();
   }
 
+  /**
+   * libuv reads a busy socket up to 32 times (2 MB) before the event loop moves on, and parsing
+   * that much of a large reply takes ~100 ms, which every other request would wait for. So once
+   * parsing has held the loop for SLICE_MS in one turn, the socket pauses until the next turn.
+   */
   private onData(chunk: Buffer): void {
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-    let offset = 0;
-    while (offset < this.buffer.length) {
-      let parsed: [Reply, number];
-      try {
-        parsed = parseReply(this.buffer, offset);
-      } catch (error) {
-        if (error === INCOMPLETE) break;
-        this.fail(error as Error);
-        this.socket.destroy();
-        return;
-      }
-      offset = parsed[1];
-      this.pending.shift()?.resolve(parsed[0]);
+    if (this.sliceStarted === undefined) {
+      this.sliceStarted = performance.now();
+      setImmediate(this.endSlice);
     }
-    this.buffer = this.buffer.subarray(offset);
+    try {
+      this.parser.push(chunk);
+    } catch (error) {
+      // Past a malformed byte no later reply can be matched to its command.
+      this.fail(error as Error);
+      this.socket.destroy();
+      return;
+    }
+    if (performance.now() - this.sliceStarted >= SLICE_MS) this.socket.pause();
   }
+
+  private readonly endSlice = () => {
+    this.sliceStarted = undefined;
+    if (!this.closed && this.socket.isPaused()) this.socket.resume();
+  };
 
   private fail(error: Error): void {
     this.closed = true;
