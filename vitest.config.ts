@@ -16,6 +16,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/helpers/global-setup.ts"],
+    setupFiles: ["test/helpers/cleanup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

@@ -11,7 +11,7 @@ export interface DemoWorkload {
 }
 
 /**
- * `count` tasks across the example types of functions/task-types.ts: mostly `echo` with
+ * `count` tasks across the example types of functions/demo/tasks.ts: mostly `echo` with
  * priorities from -3 to 3, a tenth delayed by up to 4 s, a tenth `flaky` (fails once or twice,
  * then succeeds on retry), two `slow` ones that outlive their 2 s lease unless it is extended, and
  * one `poison` that fails every attempt and must end FAILED. Ids start with `prefix`.
@@ -45,13 +45,19 @@ export function demoWorkload(count: number, prefix: string, slowMs: number): Dem
   return { tasks, poisonId, slowIds, flakyIds };
 }
 
-/** Sends the tasks as producers do on AWS: SQS messages of `{"tasks": [...]}`, then one wake-up. */
-export function sendWorkload(sqs: LocalSqs, tasks: TaskInput[], tasksPerMessage = 25): number {
+/**
+ * Sends the tasks as producers do on AWS: SQS messages of `{"tasks": [...]}`, then one wake-up,
+ * plus two messages no worker can take, which go to the dead-letter queue at once with their
+ * reason: an envelope typo (`"task"`) and a task type the worker does not declare.
+ */
+export function sendWorkload(sqs: LocalSqs, tasks: TaskInput[], prefix: string, tasksPerMessage = 25): number {
   let messages = 0;
   for (let start = 0; start < tasks.length; start += tasksPerMessage) {
     sqs.send(JSON.stringify({ tasks: tasks.slice(start, start + tasksPerMessage) }));
     messages++;
   }
+  sqs.send(JSON.stringify({ task: [{ id: `${prefix}-typo-envelope`, type: "echo" }] }));
+  sqs.send(JSON.stringify({ tasks: [{ id: `${prefix}-typo-type`, type: "ecko" }] }));
   sqs.send("{}");
-  return messages + 1;
+  return messages + 3;
 }

@@ -145,6 +145,7 @@ export async function runDev(args: string[], name: string, cliHint: string): Pro
   out.write(
     [
       `Redis ${redact(stack.redis.url)} (${redisNote[stack.redis.source]}); Upstash-compatible endpoint ${stack.endpoint.url}`,
+      `SQS endpoint ${stack.sqs.endpoint}: queue ${stack.sqs.queueUrl}, dead letters ${stack.sqs.deadLetterQueueUrl}`,
       `Try: REDIS_URL=${redact(stack.redis.url)} LEASEQ_QUEUE=${queue} ${cliHint} stats`,
       "",
     ].join("\n"),

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { QueueStats } from "../shared/types.js";
+import { DEAD_LETTER_ATTRIBUTES } from "../functions/dead-letter.js";
 import { redact } from "./cli/errors.js";
 import { type CrashReport, crashMidBatch } from "./crash.js";
 import { type DemoWorkload, demoWorkload, sendWorkload } from "./demo.js";
@@ -53,13 +54,14 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
     const onWarning = (warning: Error) => output.note(`warning: ${warning.message}`);
     process.on("warning", onWarning);
     let workload: DemoWorkload | undefined;
+    let prefix = "";
     let crash: { report: CrashReport; ids: string[] } | undefined;
     let messages = 0;
     let drained = false;
     let failure: unknown;
     try {
       if (options.demo) {
-        const prefix = Date.now().toString(36);
+        prefix = Date.now().toString(36);
         const ids = Array.from({ length: options.crashTasks }, (_, n) => `${prefix}-crash-${n + 1}`);
         const report = await crashMidBatch(stack.queue, ids, options.crashLeaseMs, {
           UPSTASH_REDIS_REST_URL: stack.endpoint.url,
@@ -72,7 +74,7 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
         workload = demoWorkload(options.demoTasks - options.crashTasks, prefix, options.slowMs);
       }
       stack.run();
-      if (workload) messages = sendWorkload(stack.sqs, workload.tasks);
+      if (workload) messages = sendWorkload(stack.sqs, workload.tasks, prefix);
       const total = (workload?.tasks.length ?? 0) + (crash?.ids.length ?? 0);
       const throughput = new Throughput();
       for (;;) {
@@ -165,6 +167,7 @@ async function buildResult(
       invocations: sqs.invocations,
       redelivered: sqs.redelivered,
       deadLettered: sqs.deadLettered,
+      deadLetters: deadLetterReasons(stack),
     },
     kicks: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
     reclaimerRuns: stack.counts.reclaimerRuns,
@@ -176,4 +179,17 @@ async function buildResult(
   if (run.failure) lines.push(`npm start: ${redact((run.failure as Error).message ?? String(run.failure))}`);
   const ok = run.failure === undefined && (!options.exitWhenDrained || (run.drained && json.lost === 0));
   return { json, text: lines.join("\n"), exitCode: ok ? 0 : 1 };
+}
+
+/** The dead-letter queue's messages grouped by why they are there. */
+function deadLetterReasons(stack: Stack): Array<{ reason: string; messages: number }> {
+  const counts = new Map<string, number>();
+  for (const letter of stack.sqs.deadLetters) {
+    const reason =
+      letter.deadLetteredBy === "redrive"
+        ? `received ${letter.receiveCount} times without success (redrive policy)`
+        : (letter.messageAttributes[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue ?? "(no reason given)");
+    counts.set(reason, (counts.get(reason) ?? 0) + 1);
+  }
+  return [...counts].map(([reason, messages]) => ({ reason, messages }));
 }

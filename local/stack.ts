@@ -80,13 +80,25 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const lambdaApi = await startLambdaApi({ [WORKER_FUNCTION]: (event) => worker(event as SQSEvent, context()) });
     // Closing twice is harmless: stopWork() closes it first when the stack ran.
     cleanups.unshift(() => lambdaApi.close().catch(() => {}));
-    // The functions' configuration, as the CDK stack sets it, pointed at the local stand-ins.
+    // SQS as on AWS: a queue with a dead-letter queue behind its redrive policy, reachable over the
+    // SQS JSON protocol, so a producer using @aws-sdk/client-sqs with `endpoint` set reaches it.
+    const sqs = new LocalSqs((event) => worker(event, context()), {
+      visibilityTimeoutMs: options.visibilityTimeoutMs,
+      maxReceiveCount: options.maxReceiveCount,
+      concurrency: options.concurrency,
+    });
+    await sqs.listen();
+    cleanups.unshift(() => sqs.close());
+    // The functions' configuration, as the CDK construct sets it, pointed at the local stand-ins.
     const env = {
       LEASEQ_QUEUE: options.queue,
       UPSTASH_REDIS_REST_URL: endpoint.url,
       UPSTASH_REDIS_REST_TOKEN: endpoint.token,
       LEASEQ_WORKER_FUNCTION: WORKER_FUNCTION,
       LEASEQ_LAMBDA_ENDPOINT: lambdaApi.url,
+      LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
+      LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+      LEASEQ_WORKER_TIMEOUT_MS: String(options.workerTimeoutMs),
     };
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
     const worker = createWorker({ env, tasks: options.tasks, logger: logger("leaseq-worker") });
@@ -96,11 +108,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       env,
       logger: logger("leaseq-reclaimer"),
       metrics: new Metrics({ namespace: "leaseq", serviceName: "leaseq-reclaimer" }),
-    });
-    const sqs = new LocalSqs((event) => worker(event, context()), {
-      visibilityTimeoutMs: options.visibilityTimeoutMs,
-      maxReceiveCount: options.maxReceiveCount,
-      concurrency: options.concurrency,
     });
     const store = TcpStore.fromUrl(redis.url);
     cleanups.unshift(() => store.close());

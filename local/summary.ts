@@ -35,7 +35,14 @@ export interface DemoSummary {
   poison?: { id: string; state: string; attempts: number; lastError: string };
   /** The crashed worker and its tasks, absent with --no-demo. */
   crash?: { pid: number; claimed: number; recovered: number };
-  sqs: { messages: number; invocations: number; redelivered: number; deadLettered: number };
+  sqs: {
+    messages: number;
+    invocations: number;
+    redelivered: number;
+    deadLettered: number;
+    /** What is in the dead-letter queue and why: the worker's reason, or the redrive policy. */
+    deadLetters: Array<{ reason: string; messages: number }>;
+  };
   kicks: number;
   reclaimerRuns: number;
 }
@@ -120,5 +127,6 @@ export function formatSummary(summary: DemoSummary): string {
   lines.push(
     `  SQS: ${sqs.messages} messages, ${sqs.invocations} worker invocations, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered; ${summary.kicks} drain kicks`,
   );
+  for (const letter of sqs.deadLetters) lines.push(`    dead letter ×${letter.messages}: ${letter.reason}`);
   return lines.join("\n");
 }

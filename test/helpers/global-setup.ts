@@ -1,5 +1,8 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
+import { deleteMatching } from "./redis-keys.js";
 import { pingRedis, type StartedRedis, startRedisServer } from "./redis-server.js";
 
 declare module "vitest" {
@@ -8,8 +11,13 @@ declare module "vitest" {
     /** The local Upstash-compatible endpoint in front of `redisUrl`. */
     upstashUrl: string;
     upstashToken: string;
+    /** Every queue name of this run starts with it (test/helpers/stores.ts uniqueQueueName). */
+    runPrefix: string;
   }
 }
+
+const runPrefix = `t${randomBytes(3).toString("hex")}`;
+let redisUrl = "";
 
 let started: StartedRedis | undefined;
 let endpoint: UpstashEndpoint | undefined;
@@ -25,7 +33,9 @@ export async function setup(project: TestProject): Promise<void> {
     }
   }
   process.env.REDIS_URL = url;
+  redisUrl = url;
   project.provide("redisUrl", url);
+  project.provide("runPrefix", runPrefix);
   // One endpoint for the whole run, so every queue test also runs over @upstash/redis.
   endpoint = await startUpstashEndpoint({ redisUrl: url, poolSize: 16 });
   project.provide("upstashUrl", endpoint.url);
@@ -33,6 +43,16 @@ export async function setup(project: TestProject): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
+  // What a crashed or interrupted test file left behind: every queue of this run shares the prefix.
+  if (redisUrl) {
+    const redis = new Redis(redisUrl);
+    try {
+      const left = await deleteMatching(redis, `leaseq:{${runPrefix}-*`);
+      if (left > 0) console.warn(`[cleanup] deleted ${left} keys a test left under leaseq:{${runPrefix}-*`);
+    } finally {
+      redis.disconnect();
+    }
+  }
   await endpoint?.close();
   await started?.stop();
 }

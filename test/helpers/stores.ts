@@ -5,12 +5,41 @@ import { Queue, type QueueOptions } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
+import { deleteMatching } from "./redis-keys.js";
 
 export const redisUrl = (): string => inject("redisUrl");
 
-/** A queue name no other test uses. */
+const created = new Set<string>();
+
+/**
+ * A queue name no other test uses, under this run's prefix. The test file's queues are deleted
+ * when it ends (test/helpers/cleanup.ts), and the global teardown deletes whatever a crashed file
+ * left under the prefix: `npm test` leaves no key behind.
+ */
 export function uniqueQueueName(prefix = "t"): string {
-  return `${prefix}-${randomBytes(6).toString("hex")}`;
+  const name = `${inject("runPrefix")}-${prefix}-${randomBytes(5).toString("hex")}`;
+  created.add(name);
+  return name;
+}
+
+/** The names uniqueQueueName gave out in this file that are not deleted yet. */
+export function takeCreatedQueues(): string[] {
+  const names = [...created];
+  created.clear();
+  return names;
+}
+
+/** Deletes every key of each named queue (all of them share the `{queue}` hash tag). */
+export async function deleteQueues(names: readonly string[], url: string = redisUrl()): Promise<number> {
+  if (names.length === 0) return 0;
+  const redis = new Redis(url);
+  try {
+    let deleted = 0;
+    for (const name of names) deleted += await deleteMatching(redis, `leaseq:{${name}}:*`);
+    return deleted;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 export interface Adapter {

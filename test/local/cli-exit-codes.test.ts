@@ -56,11 +56,38 @@ describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
     const noRedis = await runCli(["stats", "--json"], { LEASEQ_QUEUE: "q" });
     expect(noRedis.code).toBe(2);
     expect(noRedis.stderr).toContain(
-      "set REDIS_URL (e.g. redis://127.0.0.1:6379), or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN",
+      "no Redis configured: set exactly one of: UPSTASH_SECRET_ARN (a Secrets Manager secret holding the Upstash URL and token; on AWS), UPSTASH_REDIS_REST_URL with UPSTASH_REDIS_REST_TOKEN (Upstash REST), or REDIS_URL (redis:// or rediss://)",
     );
     const halfUpstash = await runCli(["stats"], { LEASEQ_QUEUE: "q", UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1" });
     expect(halfUpstash).toMatchObject({ code: 2 });
-    expect(halfUpstash.stderr).toContain("UPSTASH_REDIS_REST_TOKEN is not set");
+    expect(halfUpstash.stderr).toContain("UPSTASH_REDIS_REST_TOKEN must be set with UPSTASH_REDIS_REST_URL");
+  });
+
+  it("exits 2 naming every variable when more than one connection is set, whatever their order", async () => {
+    const run = await runCli(["stats"], {
+      LEASEQ_QUEUE: "q",
+      REDIS_URL: redisUrl(),
+      UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1",
+      UPSTASH_REDIS_REST_TOKEN: "t0ken-never-shown",
+      UPSTASH_SECRET_ARN: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq-AbC123",
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      "more than one Redis connection is configured (UPSTASH_SECRET_ARN, UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, REDIS_URL are set)",
+    );
+    expect(run.stderr).not.toContain("t0ken-never-shown");
+  });
+
+  it("says a rejected Upstash token is a rejected token (exit 1), not that Upstash is unreachable", async () => {
+    const run = await runCli(["stats"], {
+      LEASEQ_QUEUE: "q",
+      UPSTASH_REDIS_REST_URL: inject("upstashUrl"),
+      UPSTASH_REDIS_REST_TOKEN: "wrong-t0ken",
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("Upstash rejected the REST token (401 Unauthorized): check UPSTASH_REDIS_REST_TOKEN");
+    expect(run.stderr).not.toMatch(/running and reachable/);
+    expect(run.stderr).not.toContain("wrong-t0ken");
   });
 
   it("--queue wins over LEASEQ_QUEUE", async () => {

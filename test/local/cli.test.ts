@@ -123,6 +123,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({
       queue: name,
+      backend: `Redis at ${redisUrl().replace(/\/+$/, "")}`,
       ready: 2,
       scheduled: 1,
       leased: 0,
@@ -130,7 +131,11 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       failed: 1,
     });
     const text = await cli(["stats"]);
-    expect(text.stdout).toMatch(/^ready\s+2 {3}oldest waiting .+\nscheduled\s+1\nleased\s+0\ndone\s+0\nfailed\s+1\n$/);
+    expect(text.stdout).toMatch(
+      /^queue "[^"]+" on Redis at redis:\/\/[^\n]+\nready\s+2 {3}oldest waiting .+\nscheduled\s+1\nleased\s+0\ndone\s+0\nfailed\s+1\n$/,
+    );
+    const verbose = await cli(["--verbose", "inspect", "a"]);
+    expect(verbose.stderr).toBe(`leaseq: queue "${name}" on Redis at ${redisUrl().replace(/\/+$/, "")}\n`);
   });
 
   it("inspect shows one task; an unknown id fails with exit 1", async () => {
