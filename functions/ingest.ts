@@ -58,30 +58,19 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
       continue;
     }
     const invalid = [...intent.rejected];
-    const candidates = intent.tasks.filter(({ index, task }) => {
-      if (typeof task.type === "string" && !runnable.has(task.type)) {
-        invalid.push({
-          index,
-          task,
-          reason: `tasks[${index}]: task type ${JSON.stringify(task.type.slice(0, 64))} is not declared by this worker; declared: ${declared}`,
-        });
-        return false;
-      }
-      return true;
-    });
     const checks = options.queue.checkTasks(
-      candidates.map((candidate) => candidate.task),
+      intent.tasks.map((candidate) => candidate.task),
       { now: options.now() },
     );
-    const valid = candidates.filter((candidate, i) => {
-      const problem = checks[i];
-      if (problem)
-        invalid.push({
-          index: candidate.index,
-          task: candidate.task,
-          reason: problem.replace(/^task \d+/, `tasks[${candidate.index}]`),
-        });
-      return !problem;
+    const valid = intent.tasks.filter(({ index, task }, i) => {
+      // Well-formed first (the message names the field), then a type this worker runs.
+      const problem =
+        checks[i]?.replace(/^task \d+/, `tasks[${index}]`) ??
+        (runnable.has(task.type)
+          ? undefined
+          : `tasks[${index}]: task type ${JSON.stringify(task.type)} is not declared by this worker; declared: ${declared}`);
+      if (problem) invalid.push({ index, task, reason: problem });
+      return problem === undefined;
     });
     if (valid.length > 0) {
       try {

@@ -41,10 +41,8 @@ export function readRecord(record: SQSRecord): RecordIntent {
   if (keys.length === 1 && keys[0] === "leaseq") {
     const value = (body as { leaseq: unknown }).leaseq;
     if (value === "wake") return { kind: "wake" };
-    return {
-      kind: "reject",
-      reason: `"leaseq" must be "wake" (${WAKE_HINT}), got ${JSON.stringify(value)?.slice(0, 40)}`,
-    };
+    // The value is not echoed: a misplaced payload must not reach the logs.
+    return { kind: "reject", reason: `"leaseq" must be "wake" (${WAKE_HINT}), got a ${typeof value}` };
   }
   const unknown = keys.filter((key) => key !== "tasks");
   if (unknown.length > 0 || !keys.includes("tasks")) {

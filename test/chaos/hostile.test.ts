@@ -7,7 +7,12 @@ import { inspect as show } from "node:util";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createWorker } from "../../functions/worker.js";
-import { InvalidInputError, ScriptArgumentError, StoreError, toQueueError } from "../../shared/errors.js";
+import {
+  CredentialsError,
+  InvalidInputError,
+  ScriptArgumentError,
+  toQueueError,
+} from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import type { Store } from "../../shared/store.js";
@@ -121,6 +126,8 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
         /unknown field "k{40}"/,
       ],
       ["bad-id", { tasks: [{ id: "a{b}", type: "echo", payload: SECRET }] }, /id must be 1-128 characters/],
+      ["envelope-typo", { task: [{ type: "echo", payload: SECRET }] }, /unknown top-level field "task"/],
+      ["not-a-wake-up", { leaseq: SECRET }, /"leaseq" must be "wake"/],
       ["bad-type", { tasks: [{ type: "a b", payload: SECRET }] }, /type must be 1-64 characters/],
       ["bad-priority", { tasks: [{ type: "echo", priority: 1e9, payload: SECRET }] }, /priority must be an integer/],
       [
@@ -145,14 +152,14 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
         /nests 70 levels deep/,
       ],
       [
-        "one-bad-task-of-two",
+        "two-bad-tasks",
         {
           tasks: [
-            { id: "good-one", type: "echo", payload: SECRET },
-            { id: "bad id", type: "echo" },
+            { id: "bad id", type: "echo", payload: SECRET },
+            { type: "unknown-type", payload: SECRET },
           ],
         },
-        /task 2: id must be/,
+        /^tasks\[0\]: id must be 1-128 characters.*; tasks\[1\]: task type "unknown-type" is not declared by this worker; declared: echo$/,
       ],
     ];
     const handler = createWorker({
@@ -211,7 +218,7 @@ describe("the local Upstash endpoint without the token", () => {
     tried["endpoint-without-token"] = attempts.length * 4;
   });
 
-  it("a store with a wrong token gets a StoreError that names neither token, and writes nothing", async () => {
+  it("a store with a wrong token gets a CredentialsError that names neither token, and writes nothing", async () => {
     const wrong = "wrong-token-3f9a";
     const store = new UpstashStore({
       url: inject("upstashUrl"),
@@ -222,8 +229,8 @@ describe("the local Upstash endpoint without the token", () => {
     const error = await queue
       .enqueue([{ id: "a", type: "t", payload: { secret: SECRET } }], { now: NOW })
       .catch((e) => e);
-    expect(error).toBeInstanceOf(StoreError);
-    expect(error.message).toMatch(/^enqueue: the Upstash REST API failed the request \(Unauthorized/);
+    expect(error).toBeInstanceOf(CredentialsError);
+    expect(error.message).toMatch(/^enqueue: Upstash rejected the REST token \(401 Unauthorized\)/);
     assertNoLeak(everything(error), "wrong token");
     expect(everything(error)).not.toContain(wrong);
     expect(await redis.exists(queue.keys.task)).toBe(0);

@@ -448,25 +448,25 @@ export const RAW_ROWS: RawRow[] = [
   {
     what: 'claim now "soon"',
     script: "claim",
-    args: () => ["soon", "1", "0", "10", "1000", "3"],
+    args: () => ["soon", "1", "0", "10", "1000", "3", "1000"],
     error: /^claim: now must be/,
   },
   {
     what: "claim count 0",
     script: "claim",
-    args: () => [String(NOW), "0", "0", "10", "1000", "3"],
+    args: () => [String(NOW), "0", "0", "10", "1000", "3", "1000"],
     error: /count must be/,
   },
   {
     what: "claim ordered 2",
     script: "claim",
-    args: () => [String(NOW), "1", "2", "10", "1000", "3"],
+    args: () => [String(NOW), "1", "2", "10", "1000", "3", "1000"],
     error: /ordered must be/,
   },
   {
     what: 'claim policy type "a|b"',
     script: "claim",
-    args: () => [String(NOW), "1", "0", "10", "1000", "3", "a|b", "1000", "3"],
+    args: () => [String(NOW), "1", "0", "10", "1000", "3", "1000", "a|b", "1000", "3"],
     error: /policy 1 type must be/,
   },
   {

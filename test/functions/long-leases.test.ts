@@ -1,0 +1,169 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import { afterAll, describe, expect, it } from "vitest";
+import { defineTasks, policyText } from "../../functions/tasks.js";
+import { createWorker } from "../../functions/worker.js";
+import { ConfigError } from "../../shared/errors.js";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { adapters, uniqueQueueName } from "../helpers/stores.js";
+
+// INFO: the tests read the "worker invocation" line (captureStdout keeps it off the test output).
+const silent = () => new Logger({ serviceName: "long-leases" });
+const invocationLog = (lines: string[]) => JSON.parse(lines.find((line) => line.includes("worker invocation")) ?? "{}");
+
+describe.each(adapters)("leases as long as the invocation allows, over $name", (adapter) => {
+  const stores: Store[] = [];
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+  });
+  const queueNamed = async (name: string) => {
+    const store = await adapter.open();
+    stores.push(store);
+    return new Queue(store, { name });
+  };
+
+  it("claims and runs a type whose lease is 280 s on a 300 s worker", async () => {
+    const name = uniqueQueueName("long");
+    const ran: number[] = [];
+    const tasks = defineTasks({
+      types: { report: { leaseMs: 280_000, handler: (task) => void ran.push(task.leaseDeadlineMs - Date.now()) } },
+    });
+    const worker = createWorker({
+      tasks,
+      env: functionEnv(adapter, name, { LEASEQ_WORKER_TIMEOUT_MS: "300000", LEASEQ_TASKS: policyText(tasks) }),
+      logger: silent(),
+    });
+    const startedAt = Date.now();
+    const context = lambdaContext(() => 300_000 - (Date.now() - startedAt));
+    const { lines } = await captureStdout(() =>
+      worker(sqsEvent(sqsRecord({ tasks: [{ id: "r1", type: "report" }] })), context),
+    );
+    expect(invocationLog(lines)).toMatchObject({ enqueued: 1, claimed: 1, done: 1, released: 0 });
+    expect(ran).toHaveLength(1);
+    expect(ran[0]).toBeGreaterThan(275_000); // it ran under its own 280 s lease
+    expect((await (await queueNamed(name)).inspect("r1"))?.state).toBe("done");
+  });
+
+  it("judges the time left per type: a long type waits while short ones run, and a claim is never empty while they are READY", async () => {
+    const name = uniqueQueueName("window");
+    const queue = await queueNamed(name);
+    const ran: string[] = [];
+    const handler = (task: { id: string }) => void ran.push(task.id);
+    const worker = createWorker({
+      tasks: { types: { report: { leaseMs: 280_000, handler }, email: { leaseMs: 30_000, handler } } },
+      env: functionEnv(adapter, name),
+      logger: silent(),
+    });
+    // The long task is at the head of the queue; the invocation has 100 s left, too few for it.
+    await queue.enqueue(
+      [
+        { id: "long", type: "report", priority: -5 },
+        ...Array.from({ length: 5 }, (_, i) => ({ id: `short-${i}`, type: "email" })),
+      ],
+      { now: Date.now() },
+    );
+    const { lines } = await captureStdout(() =>
+      worker(
+        { leaseq: "drain" },
+        lambdaContext(() => 100_000),
+      ),
+    );
+    expect(ran).toEqual(["short-0", "short-1", "short-2", "short-3", "short-4"]);
+    expect(invocationLog(lines)).toMatchObject({ claimed: 5, done: 5, released: 0 });
+    expect(await queue.inspect("long")).toMatchObject({ state: "ready", attempts: 0 });
+
+    // A fresh invocation with its whole 300 s ahead takes it.
+    await captureStdout(() =>
+      worker(
+        { leaseq: "drain" },
+        lambdaContext(() => 299_000),
+      ),
+    );
+    expect(ran.at(-1)).toBe("long");
+    expect(await queue.inspect("long")).toMatchObject({ state: "done", attempts: 1 });
+  });
+
+  it("stops draining only when no declared lease fits: no hidden 60 s floor on a short worker", async () => {
+    const name = uniqueQueueName("short-worker");
+    const queue = await queueNamed(name);
+    const ran: string[] = [];
+    const worker = createWorker({
+      tasks: { types: { ping: { leaseMs: 10_000, handler: (task) => void ran.push(task.id) } } },
+      env: functionEnv(adapter, name, { LEASEQ_WORKER_TIMEOUT_MS: "40000" }),
+      logger: silent(),
+    });
+    await queue.enqueue([{ id: "p1", type: "ping" }], { now: Date.now() });
+    await captureStdout(() =>
+      worker(
+        { leaseq: "drain" },
+        lambdaContext(() => 39_000),
+      ),
+    );
+    expect(ran).toEqual(["p1"]);
+    await queue.enqueue([{ id: "p2", type: "ping" }], { now: Date.now() });
+    // 10.5 s left: the 10 s lease plus the 1 s margin does not fit, so nothing is claimed.
+    await captureStdout(() =>
+      worker(
+        { leaseq: "drain" },
+        lambdaContext(() => 10_500),
+      ),
+    );
+    expect(await queue.inspect("p2")).toMatchObject({ state: "ready", attempts: 0 });
+  });
+
+  it("refuses to start, listing every problem, when a lease cannot fit the timeout or the declaration differs from the deployed one", async () => {
+    const name = uniqueQueueName("cold");
+    const handler = () => {};
+    const deployed = defineTasks({ types: { a: { leaseMs: 30_000, handler }, gone: { handler } } });
+    const worker = createWorker({
+      tasks: { types: { a: { leaseMs: 60_000, handler }, b: { leaseMs: 120_000, handler } } },
+      env: functionEnv(adapter, name, { LEASEQ_WORKER_TIMEOUT_MS: "60000", LEASEQ_TASKS: policyText(deployed) }),
+      logger: silent(),
+    });
+    const error = await worker({ leaseq: "drain" }, lambdaContext()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      'task type "a": the worker declares leaseMs 60000, maxAttempts 5, backoff 1000-300000 ms, the construct leaseMs 30000, maxAttempts 5, backoff 1000-300000 ms',
+      'task type "b" is declared in the worker but not in the construct\'s tasks',
+      'task type "gone" is in the construct\'s tasks but not declared in the worker',
+      'task type "a": leaseMs 60000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
+      'task type "b": leaseMs 120000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
+    ]);
+  });
+});
+
+describe("defineTasks", () => {
+  it("applies the defaults and reports every problem of a declaration in one error", () => {
+    const declared = defineTasks({ types: { email: { handler: () => {} } } });
+    expect(declared.types.email).toMatchObject({
+      leaseMs: 60_000,
+      maxAttempts: 5,
+      backoff: { baseMs: 1_000, maxMs: 300_000 },
+    });
+    expect(declared.ordered).toBe(false);
+    const bad = () =>
+      defineTasks({
+        types: {
+          "no spaces": { handler: () => {} },
+          quick: { leaseMs: 999, maxAttempts: 0, handler: () => {} },
+          lazy: { backoff: { baseMs: 5_000, maxMs: 10 }, handler: "not a function" as unknown as () => void },
+        },
+        acceptTypes: ["quick", "other one"],
+      });
+    expect(bad).toThrow(ConfigError);
+    try {
+      bad();
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual([
+        'task type name "no spaces" must be 1-64 characters of A-Z a-z 0-9 _ . -',
+        'task type "quick": leaseMs must be an integer from 1000 to 86400000 ms, got 999',
+        'task type "quick": maxAttempts must be an integer from 1 to 1000, got 0',
+        'task type "lazy": handler must be a function',
+        'task type "lazy": backoff.maxMs must be an integer from 5000 to 31622400000 ms, got 10',
+        'acceptTypes: "quick" is declared in types already',
+        'acceptTypes: "other one" is not a valid task type name',
+      ]);
+    }
+  });
+});
