@@ -18,6 +18,8 @@ export interface FunctionConfig {
   lambdaEndpoint: string | undefined;
   /** Time the worker keeps free at the end of an invocation (LEASEQ_SAFETY_MARGIN_MS). */
   safetyMarginMs: number;
+  /** Finished tasks are settled once the first of them has waited this long (LEASEQ_FLUSH_AFTER_MS, default 1000). */
+  flushAfterMs: number;
   /** Reclaim only leases expired by more than this (LEASEQ_CLOCK_SKEW_MS, default 2000). */
   clockSkewMs: number;
   doneRetentionMs: number | undefined;
@@ -73,6 +75,7 @@ export function readConfig(env: Env): FunctionConfig {
     kickAfterMs: integer("LEASEQ_KICK_AFTER_MS", 0, 0, 3_600_000),
     lambdaEndpoint: env.LEASEQ_LAMBDA_ENDPOINT || undefined,
     safetyMarginMs: integer("LEASEQ_SAFETY_MARGIN_MS", 1_000, 0, 60_000),
+    flushAfterMs: integer("LEASEQ_FLUSH_AFTER_MS", 1_000, 0, 60_000),
     clockSkewMs: integer("LEASEQ_CLOCK_SKEW_MS", 2_000, 0, 3_600_000),
     doneRetentionMs: optionalInteger("LEASEQ_DONE_RETENTION_MS", 0, LIMITS.retentionMaxMs),
     failedRetentionMs: optionalInteger("LEASEQ_FAILED_RETENTION_MS", 0, LIMITS.retentionMaxMs),

@@ -71,6 +71,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       claimBatch: config.claimBatch,
       remainingMs: () => context.getRemainingTimeInMillis(),
       safetyMarginMs: config.safetyMarginMs,
+      flushAfterMs: config.flushAfterMs,
     });
     logger.info("worker invocation", {
       queue: config.queue,

@@ -178,13 +178,15 @@ end
 
 -- Returns up to `limit` leases that expired before now - skew: to READY with their rank, or to
 -- FAILED ("lease expired") when their attempts are used up. Atomic, so concurrent reclaimers each
--- see only what the others left.
+-- see only what the others left. A task back in READY is marked solo (keys.solo): its lease may have
+-- expired because it crashed its worker, so the next claim hands it out alone, never with batch-mates.
 local function reclaim_expired(keys, now, skew, limit)
   local expired = redis.call('ZRANGEBYSCORE', keys.leased, '-inf', '(' .. fmt(now - skew), 'LIMIT', 0, limit)
   local result = {}
   if #expired == 0 then return result end
   local tasks = load_tasks(keys.task, expired)
   local writes = new_writes()
+  local solo = {}
   for _, id in ipairs(expired) do
     zrem(writes, keys.leased, id)
     local task = tasks[id]
@@ -197,6 +199,7 @@ local function reclaim_expired(keys, now, skew, limit)
       else
         task.state = 'R'
         zadd(writes, keys.ready, task.rank, id)
+        solo[#solo + 1] = id
       end
       task.at = now
       write_task(writes, id, task)
@@ -205,6 +208,7 @@ local function reclaim_expired(keys, now, skew, limit)
     end
   end
   apply(writes, keys.task)
+  if #solo > 0 then redis.call('SADD', keys.solo, unpack(solo)) end
   return result
 end
 

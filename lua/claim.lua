@@ -4,6 +4,8 @@
 -- KEYS[4] leased zset (lease deadline ms)                KEYS[5] hold string (ordered queues:
 --         no claim before this time, ms, set when a task of the queue is retried; compared
 --         with `now`, never expired by Redis's clock)
+-- KEYS[6] solo set        ids a reclaim returned: each is leased alone, in a batch of its own (it
+--         may be what crashed its last worker), and leaves the set when it is
 -- ARGV[1] now               ms since epoch
 -- ARGV[2] count             1..1000, the most tasks to lease
 -- ARGV[3] ordered           1 = strict order: claim nothing while any task is leased or held
@@ -74,6 +76,29 @@ return guard('claim', function()
     end
     if #ids == 0 then return {} end
     redis.call('ZREM', KEYS[2], unpack(ids))
+  end
+
+  -- A reclaimed task goes alone: the batch is cut before it, or is just it when it comes first.
+  if redis.call('SCARD', KEYS[6]) > 0 then
+    local flags = redis.call('SMISMEMBER', KEYS[6], unpack(ids))
+    local cut = nil
+    if flags[1] == 1 then
+      cut = 2
+      redis.call('SREM', KEYS[6], ids[1])
+    else
+      for i = 2, #ids do
+        if flags[i] == 1 then cut = i; break end
+      end
+    end
+    if cut and cut <= #ids then
+      local back = {}
+      for i = cut, #ids do
+        local task = tasks[ids[i]]
+        if task then back[#back + 1] = task.rank; back[#back + 1] = ids[i] end
+        ids[i] = nil
+      end
+      if #back > 0 then redis.call('ZADD', KEYS[2], unpack(back)) end
+    end
   end
 
   local result, writes = {}, new_writes()

@@ -2,7 +2,7 @@
 -- then read the stats. An idle queue costs 6 commands (this EVALSHA and 5 ZCARD).
 --
 -- KEYS[1] task hash   KEYS[2] ready   KEYS[3] scheduled   KEYS[4] leased   KEYS[5] done
--- KEYS[6] failed
+-- KEYS[6] failed   KEYS[7] solo set (see reclaim)
 -- ARGV[1] now                ms since epoch
 -- ARGV[2] skewMs             0..3600000, as in reclaim
 -- ARGV[3] limit              1..10000, the most tasks each step moves or deletes
@@ -18,7 +18,10 @@ return guard('tick', function()
   local limit = count_arg('limit', ARGV[3], 10000)
   local done_retention = int_arg('doneRetentionMs', ARGV[4], 0, 31622400000)
   local failed_retention = int_arg('failedRetentionMs', ARGV[5], 0, 31622400000)
-  local keys = { task = KEYS[1], ready = KEYS[2], scheduled = KEYS[3], leased = KEYS[4], done = KEYS[5], failed = KEYS[6] }
+  local keys = {
+    task = KEYS[1], ready = KEYS[2], scheduled = KEYS[3], leased = KEYS[4], done = KEYS[5], failed = KEYS[6],
+    solo = KEYS[7],
+  }
 
   local counts = {}
   for _, name in ipairs({ 'leased', 'scheduled', 'done', 'failed' }) do

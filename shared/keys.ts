@@ -11,6 +11,8 @@ export interface QueueKeys {
   failed: string;
   seq: string;
   hold: string;
+  /** Ids a reclaim returned to READY: the next claim hands each out alone. */
+  solo: string;
 }
 
 /** Key names of `queue`; throws InvalidInputError when the name is not a valid queue name. */
@@ -35,5 +37,6 @@ export function queueKeys(queue: string, prefix = "leaseq"): QueueKeys {
     failed: `${base}failed`,
     seq: `${base}seq`,
     hold: `${base}hold`,
+    solo: `${base}solo`,
   };
 }

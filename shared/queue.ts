@@ -188,7 +188,7 @@ export class Queue {
     );
     const reply = await this.run(
       "claim",
-      [this.keys.task, this.keys.ready, this.keys.scheduled, this.keys.leased, this.keys.hold],
+      [this.keys.task, this.keys.ready, this.keys.scheduled, this.keys.leased, this.keys.hold, this.keys.solo],
       [
         String(now),
         String(count),
@@ -316,7 +316,7 @@ export class Queue {
     const limit = checkInteger("reclaim", "limit", options.limit ?? DEFAULTS.maintenanceLimit, 1, 10_000);
     const reply = await this.run(
       "reclaim",
-      [this.keys.task, this.keys.leased, this.keys.ready, this.keys.failed],
+      [this.keys.task, this.keys.leased, this.keys.ready, this.keys.failed, this.keys.solo],
       [String(now), String(this.clockSkewMs), String(limit)],
     );
     const result: ReclaimResult = { reclaimed: [], failed: [], more: reply.length / 2 >= limit };
@@ -360,7 +360,7 @@ export class Queue {
   async tick(options: { now: number; limit?: number }): Promise<TickResult> {
     const now = checkNow("tick", options.now);
     const limit = checkInteger("tick", "limit", options.limit ?? DEFAULTS.maintenanceLimit, 1, 10_000);
-    const reply = await this.run("tick", this.stateKeys(), [
+    const reply = await this.run("tick", [...this.stateKeys(), this.keys.solo], [
       String(now),
       String(this.clockSkewMs),
       String(limit),

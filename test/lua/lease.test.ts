@@ -47,8 +47,32 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     const result = await queue.reclaim({ now: NOW + 1_001 + SKEW });
     expect(result.reclaimed.sort()).toEqual(["a", "c", "d"]);
     await queue.enqueue([{ id: "newer", type: "t", priority: 0 }], { now: NOW + 5_000 });
-    // Reclaimed tasks keep their original rank: they come before tasks enqueued after them.
-    expect((await queue.claim({ count: 10, now: NOW + 5_000 })).map((t) => t.id)).toEqual(["a", "c", "d", "newer"]);
+    // Reclaimed tasks keep their original rank: they come before tasks enqueued after them, each in a
+    // batch of its own (any of them may have crashed its worker).
+    const batches: string[][] = [];
+    for (let i = 0; i < 4; i++) batches.push((await queue.claim({ count: 10, now: NOW + 5_000 })).map((t) => t.id));
+    expect(batches).toEqual([["a"], ["c"], ["d"], ["newer"]]);
+    await assertConsistent(redis, queue);
+  });
+
+  it("hands a reclaimed task out alone, cutting the batch before it, and forgets it once claimed", async () => {
+    const { queue, claimed } = await leased(["m1", "crasher", "m3"]);
+    await queue.ack([claimed[0], claimed[2]], { now: NOW });
+    expect((await queue.reclaim({ now: NOW + 60_000 })).reclaimed).toEqual(["crasher"]);
+    await queue.enqueue(
+      [
+        { id: "before", type: "t", priority: -10 },
+        { id: "after1", type: "t" },
+        { id: "after2", type: "t" },
+      ],
+      { now: NOW + 60_000 },
+    );
+    const claim = async () => (await queue.claim({ count: 10, now: NOW + 60_001 })).map((t) => t.id);
+    // "before" ranks ahead of it: the batch stops where the reclaimed task would join it.
+    expect(await claim()).toEqual(["before"]);
+    expect(await claim()).toEqual(["crasher"]);
+    expect(await claim()).toEqual(["after1", "after2"]);
+    expect(await redis.exists(queue.keys.solo)).toBe(0);
     await assertConsistent(redis, queue);
   });
 

@@ -28,6 +28,8 @@ export class QueueModel {
   seq = 0;
   /** Ordered queues: no claim before this time (ms), set by a retry. The model ignores the key's expiry. */
   hold: number | undefined;
+  /** Ids a reclaim returned to READY: the next claim hands each out alone. */
+  readonly solo = new Set<string>();
 
   constructor(readonly options: ModelOptions) {}
 
@@ -71,7 +73,14 @@ export class QueueModel {
       if (this.hold !== undefined && this.hold > now) return [];
     }
     const ready = [...this.tasks].filter(([, t]) => t.state === "R").sort(([, a], [, b]) => a.rank - b.rank);
-    return ready.slice(0, count).map(([id, task]) => {
+    let batch = ready.slice(0, count);
+    // A reclaimed task goes alone: the batch is just it when it comes first, else cut before it.
+    const firstSolo = batch.findIndex(([id]) => this.solo.has(id));
+    if (firstSolo === 0) {
+      batch = batch.slice(0, 1);
+      this.solo.delete(batch[0][0]);
+    } else if (firstSolo > 0) batch = batch.slice(0, firstSolo);
+    return batch.map(([id, task]) => {
       const policy = this.options.policies[task.type] ?? this.options.defaultPolicy;
       task.state = "L";
       task.attempts++;
@@ -163,6 +172,7 @@ export class QueueModel {
       } else {
         task.state = "R";
         reclaimed.push(id);
+        this.solo.add(id);
       }
       task.at = now;
     }
