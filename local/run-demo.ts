@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { QueueStats } from "../shared/types.js";
 import { DEAD_LETTER_ATTRIBUTES } from "../functions/dead-letter.js";
+import type { QueueStats } from "../shared/types.js";
 import { redact } from "./cli/errors.js";
 import { type CrashReport, crashMidBatch } from "./crash.js";
 import { type DemoWorkload, demoWorkload, sendWorkload } from "./demo.js";

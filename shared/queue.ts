@@ -360,13 +360,17 @@ export class Queue {
   async tick(options: { now: number; limit?: number }): Promise<TickResult> {
     const now = checkNow("tick", options.now);
     const limit = checkInteger("tick", "limit", options.limit ?? DEFAULTS.maintenanceLimit, 1, 10_000);
-    const reply = await this.run("tick", [...this.stateKeys(), this.keys.solo], [
-      String(now),
-      String(this.clockSkewMs),
-      String(limit),
-      String(this.doneRetentionMs),
-      String(this.failedRetentionMs),
-    ]);
+    const reply = await this.run(
+      "tick",
+      [...this.stateKeys(), this.keys.solo],
+      [
+        String(now),
+        String(this.clockSkewMs),
+        String(limit),
+        String(this.doneRetentionMs),
+        String(this.failedRetentionMs),
+      ],
+    );
     return {
       reclaimed: Number(reply[0]),
       reclaimFailed: Number(reply[1]),

@@ -7,12 +7,7 @@ import { inspect as show } from "node:util";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createWorker } from "../../functions/worker.js";
-import {
-  CredentialsError,
-  InvalidInputError,
-  ScriptArgumentError,
-  toQueueError,
-} from "../../shared/errors.js";
+import { CredentialsError, InvalidInputError, ScriptArgumentError, toQueueError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import type { Store } from "../../shared/store.js";
