@@ -62,14 +62,14 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
       intent.tasks.map((candidate) => candidate.task),
       { now: options.now() },
     );
-    const valid = intent.tasks.filter(({ index, task }, i) => {
+    const valid = intent.tasks.filter(({ index, task, sent }, i) => {
       // Well-formed first (the message names the field), then a type this worker runs.
       const problem =
         checks[i]?.replace(/^task \d+/, `tasks[${index}]`) ??
         (runnable.has(task.type)
           ? undefined
           : `tasks[${index}]: task type ${JSON.stringify(task.type)} is not declared by this worker; declared: ${declared}`);
-      if (problem) invalid.push({ index, task, reason: problem });
+      if (problem) invalid.push({ index, task: sent, reason: problem });
       return problem === undefined;
     });
     if (valid.length > 0) {

@@ -9,9 +9,16 @@ export interface RejectedTask {
   reason: string;
 }
 
+/** A task of a record in the shape enqueue takes (id derived when missing), and as it was sent. */
+export interface AcceptedTask {
+  index: number;
+  task: TaskInput;
+  sent: unknown;
+}
+
 /** What one SQS record asks for. */
 export type RecordIntent =
-  | { kind: "enqueue"; tasks: Array<{ index: number; task: TaskInput }>; rejected: RejectedTask[] }
+  | { kind: "enqueue"; tasks: AcceptedTask[]; rejected: RejectedTask[] }
   | { kind: "wake" }
   | { kind: "reject"; reason: string };
 
@@ -57,7 +64,7 @@ export function readRecord(record: SQSRecord): RecordIntent {
     const got = Array.isArray(tasks) ? `${tasks.length} tasks` : typeof tasks;
     return { kind: "reject", reason: `"tasks" must be an array of 1 to ${MAX_TASKS_PER_MESSAGE} tasks, got ${got}` };
   }
-  const accepted: Array<{ index: number; task: TaskInput }> = [];
+  const accepted: AcceptedTask[] = [];
   const rejected: RejectedTask[] = [];
   for (const [index, task] of tasks.entries()) {
     const reason = shapeProblem(task, index);
@@ -76,6 +83,7 @@ export function readRecord(record: SQSRecord): RecordIntent {
     }
     accepted.push({
       index,
+      sent: task,
       task: { ...rest, id: id ?? `${record.messageId}-${index}`, ...(runAtMs === undefined ? {} : { runAt: runAtMs }) },
     });
   }

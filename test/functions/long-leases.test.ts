@@ -84,6 +84,49 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
     expect(await queue.inspect("long")).toMatchObject({ state: "done", attempts: 1 });
   });
 
+  it("releases a task the time budget cuts off (attempt given back, no error), and the ones after it", async () => {
+    const name = uniqueQueueName("budget");
+    const queue = await queueNamed(name);
+    const started: string[] = [];
+    const worker = createWorker({
+      tasks: {
+        types: {
+          work: {
+            leaseMs: 1_000,
+            handler: (task) =>
+              new Promise<void>((resolve, reject) => {
+                started.push(task.id);
+                const timer = setTimeout(resolve, 10_000);
+                task.signal.addEventListener("abort", () => {
+                  clearTimeout(timer);
+                  reject(task.signal.reason);
+                });
+              }),
+          },
+        },
+      },
+      env: functionEnv(adapter, name),
+      logger: silent(),
+    });
+    await queue.enqueue(
+      ["w1", "w2", "w3"].map((id) => ({ id, type: "work" })),
+      { now: Date.now() },
+    );
+    // 2.5 s left: w1 fits its 1 s lease plus the 1 s margin, but not its 10 s of work.
+    const startedAt = Date.now();
+    const { lines } = await captureStdout(() =>
+      worker(
+        { leaseq: "drain" },
+        lambdaContext(() => 2_500 - (Date.now() - startedAt)),
+      ),
+    );
+    expect(started).toEqual(["w1"]);
+    expect(invocationLog(lines)).toMatchObject({ claimed: 3, released: 3, retried: 0, failed: 0, done: 0 });
+    for (const id of ["w1", "w2", "w3"]) {
+      expect(await queue.inspect(id), id).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
+    }
+  });
+
   it("stops draining only when no declared lease fits: no hidden 60 s floor on a short worker", async () => {
     const name = uniqueQueueName("short-worker");
     const queue = await queueNamed(name);

@@ -78,6 +78,42 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
     }
   });
 
+  it.each([429, 500])(
+    "logs a kick the Lambda API refuses (%i) and still publishes its metrics; the run succeeds",
+    async (status) => {
+      const name = uniqueQueueName("r");
+      const queue = await queueNamed(name);
+      const api = await recordingLambdaApi(status);
+      try {
+        await queue.enqueue([{ id: "k", type: "job" }], { now: Date.now() - 1_000 });
+        const handler = createReclaimer({
+          env: functionEnv(adapter, name, {
+            LEASEQ_WORKER_FUNCTION: "leaseq-worker-fn",
+            LEASEQ_LAMBDA_ENDPOINT: api.url,
+          }),
+          logger: new Logger({ serviceName: "reclaimer-test" }),
+          metrics: new Metrics({ namespace: "leaseq-test", serviceName: "reclaimer" }),
+        });
+        const { result, lines } = await captureStdout(() => handler(scheduledEvent(), lambdaContext()), {
+          stderr: true,
+        });
+        expect(result).toMatchObject({ ready: 1, kicks: 0, failedKicks: 1 });
+        expect(api.calls.length).toBeGreaterThanOrEqual(1); // the SDK's own retries may resend it
+        // stderr may also carry Node's own warnings (the AWS SDK's Node version notice): JSON lines only.
+        const entries = lines.filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
+        expect(entries.find((entry) => entry._aws?.CloudWatchMetrics)).toMatchObject({ queue: name, ready: 1 });
+        expect(entries.find((entry) => entry.message === "drain kick failed")).toMatchObject({
+          level: "WARN",
+          function: "leaseq-worker-fn",
+          error: { httpStatusCode: status },
+        });
+        expect(entries.find((entry) => entry.message === "reclaimer run")).toMatchObject({ kicks: 0, failedKicks: 1 });
+      } finally {
+        await api.close();
+      }
+    },
+  );
+
   it("does not kick when nothing is ready", async () => {
     const name = uniqueQueueName("r");
     await queueNamed(name);

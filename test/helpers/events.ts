@@ -84,17 +84,26 @@ export function envWithoutConnection(): Record<string, string | undefined> {
 }
 
 /** Runs `fn` and returns what it wrote to stdout (Powertools logs and EMF go there). */
-export async function captureStdout<T>(fn: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
+export async function captureStdout<T>(
+  fn: () => Promise<T>,
+  options: { stderr?: boolean } = {},
+): Promise<{ result: T; lines: string[] }> {
   const chunks: string[] = [];
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array, ..._rest: unknown[]) => {
-    chunks.push(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString());
-    return true;
-  }) as typeof process.stdout.write;
+  // Powertools writes WARN and ERROR lines to stderr: `stderr: true` collects those too.
+  const streams = options.stderr ? [process.stdout, process.stderr] : [process.stdout];
+  const writes = streams.map((stream) => stream.write.bind(stream));
+  for (const stream of streams) {
+    stream.write = ((chunk: string | Uint8Array, ..._rest: unknown[]) => {
+      chunks.push(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString());
+      return true;
+    }) as typeof stream.write;
+  }
   try {
     const result = await fn();
     return { result, lines: chunks.join("").split("\n").filter(Boolean) };
   } finally {
-    process.stdout.write = write;
+    streams.forEach((stream, i) => {
+      stream.write = writes[i];
+    });
   }
 }

@@ -1,0 +1,169 @@
+// Strict ingestion: what is not a valid task list or a wake-up goes to the dead-letter queue at
+// once with its reason (the worker sends it there); within a message only the invalid tasks do.
+import { Logger } from "@aws-lambda-powertools/logger";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createWorker } from "../../functions/worker.js";
+import { LocalSqs } from "../../local/sqs.js";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+
+const SECRET = "s3cr3t-payload-never-logged";
+const echo = { types: { echo: { leaseMs: 5_000, handler: () => {} }, email: { leaseMs: 5_000, handler: () => {} } } };
+
+describe.each(adapters)("ingest over $name", (adapter) => {
+  const redis = rawClient();
+  const stores: Store[] = [];
+  let sqs: LocalSqs;
+  beforeAll(async () => {
+    sqs = new LocalSqs(async () => undefined);
+    await sqs.listen();
+  });
+  afterAll(async () => {
+    await sqs.close();
+    for (const store of stores) await store.close();
+    redis.disconnect();
+  });
+
+  async function setup(extraEnv: Record<string, string> = {}) {
+    const name = uniqueQueueName("ingest");
+    const store = await adapter.open();
+    stores.push(store);
+    const worker = createWorker({
+      tasks: echo,
+      env: functionEnv(adapter, name, {
+        LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
+        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+        ...extraEnv,
+      }),
+      logger: new Logger({ serviceName: "ingest" }),
+    });
+    const run = async (...records: ReturnType<typeof sqsRecord>[]) => {
+      const before = sqs.deadLetters.length;
+      const { result, lines } = await captureStdout(() => worker(sqsEvent(...records), lambdaContext()));
+      const log = JSON.parse(lines.find((line) => line.includes("worker invocation")) ?? "{}");
+      return { result, log, lines, letters: sqs.deadLetters.slice(before) };
+    };
+    return { queue: new Queue(store, { name }), run };
+  }
+
+  const reasonOf = (letter: LocalSqs["deadLetters"][number]) => letter.messageAttributes.LeaseqReason?.StringValue;
+
+  it("dead-letters every body that is neither a task list nor a wake-up, with its reason, and enqueues nothing", async () => {
+    const { queue, run } = await setup();
+    const bodies: Array<[string, unknown, string]> = [
+      ["typo-task", { task: [{ type: "echo", payload: SECRET }] }, 'unknown top-level field "task"'],
+      ["typo-Tasks", { Tasks: [{ type: "echo", payload: SECRET }] }, 'unknown top-level field "Tasks"'],
+      [
+        "extra-field",
+        { tasks: [{ type: "echo" }], priority: 1 },
+        'unknown top-level field "priority": the body is {"tasks": [...]}, or a wake-up is exactly {} or {"leaseq": "wake"}',
+      ],
+      ["bad-wake", { leaseq: "drain" }, '"leaseq" must be "wake"'],
+      ["array", [{ type: "echo" }], "body must be a JSON object"],
+      ["number", 42, "body must be a JSON object"],
+      ["string", JSON.stringify(SECRET), "body must be a JSON object"],
+      ["not-json", `{"tasks": [${SECRET}`, "body is not JSON"],
+    ];
+    const { result, log, lines, letters } = await run(...bodies.map(([id, body]) => sqsRecord(body, id)));
+    expect(result.batchItemFailures).toEqual([]);
+    expect(letters.map((letter) => letter.messageAttributes.LeaseqSourceMessageId?.StringValue)).toEqual(
+      bodies.map(([id]) => id),
+    );
+    for (const [i, [, body, reason]] of bodies.entries()) {
+      expect(reasonOf(letters[i])).toContain(reason);
+      // Dead-lettered as sent, so nothing is lost and it can be fixed and redriven.
+      expect(letters[i].body).toBe(typeof body === "string" ? body : JSON.stringify(body));
+      expect(letters[i].deadLetteredBy).toBe("sent");
+    }
+    expect(log).toMatchObject({ enqueued: 0, claimed: 0 });
+    expect(log.rejected).toHaveLength(bodies.length);
+    expect(lines.join("\n")).not.toContain(SECRET);
+    expect(await redis.exists(queue.keys.task)).toBe(0);
+  });
+
+  it('takes exactly {} and {"leaseq": "wake"} as wake-ups: nothing enqueued, nothing dead-lettered', async () => {
+    const { queue, run } = await setup();
+    await queue.enqueue([{ id: "waiting", type: "echo" }], { now: Date.now() });
+    const { result, letters, log } = await run(sqsRecord({}), sqsRecord({ leaseq: "wake" }));
+    expect(result.batchItemFailures).toEqual([]);
+    expect(letters).toEqual([]);
+    expect(log).toMatchObject({ enqueued: 0, claimed: 1, done: 1 });
+  });
+
+  it("rejects a misspelled task field and a type the worker does not declare, listing what is allowed", async () => {
+    const { queue, run } = await setup();
+    const { letters, result } = await run(
+      sqsRecord({ tasks: [{ type: "echo", paylod: { to: SECRET } }] }, "typo-field"),
+      sqsRecord({ tasks: [{ type: "sms", payload: SECRET }] }, "unknown-type"),
+    );
+    expect(result.batchItemFailures).toEqual([]);
+    expect(letters.map(reasonOf)).toEqual([
+      'tasks[0] has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt',
+      'tasks[0]: task type "sms" is not declared by this worker; declared: echo, email',
+    ]);
+    expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 0, done: 0, failed: 0 });
+  });
+
+  it("enqueues the 997 valid tasks of a 1,000-task message once and dead-letters the 3 invalid ones with their indexes", async () => {
+    const { queue, run } = await setup();
+    const tasks: unknown[] = Array.from({ length: 1000 }, (_, i) => ({
+      type: "echo",
+      payload: { n: i, secret: SECRET },
+    }));
+    tasks[10] = { type: "echo", priority: "high" };
+    tasks[500] = { type: "fax" };
+    tasks[999] = { id: "bad id", type: "echo" };
+    const record = sqsRecord({ tasks }, "big-message");
+    const first = await run(record);
+    expect(first.result.batchItemFailures).toEqual([]);
+    expect(first.log).toMatchObject({ enqueued: 997, duplicates: 0 });
+    expect(first.letters).toHaveLength(1);
+    const [letter] = first.letters;
+    expect(JSON.parse(letter.body)).toEqual({ tasks: [tasks[10], tasks[500], tasks[999]] });
+    expect(letter.messageAttributes.LeaseqTaskIndexes?.StringValue).toBe("10,500,999");
+    expect(letter.messageAttributes.LeaseqSourceMessageId?.StringValue).toBe("big-message");
+    expect(reasonOf(letter)).toBe(
+      [
+        'tasks[10] (id big-message-10): priority must be an integer from -1000 to 1000, got "high"',
+        'tasks[500]: task type "fax" is not declared by this worker; declared: echo, email',
+        'tasks[999]: id must be 1-128 characters of A-Z a-z 0-9 _ . -, got "bad id"',
+      ].join("; "),
+    );
+    expect(first.lines.join("\n")).not.toContain(SECRET);
+    expect(await queue.stats({ now: Date.now() })).toMatchObject({ done: 997, ready: 0, failed: 0 });
+
+    // SQS delivers the same message again: the valid ones are known already, nothing runs twice.
+    const again = await run(record);
+    expect(again.log).toMatchObject({ enqueued: 0, duplicates: 997, claimed: 0 });
+    expect(await redis.hlen(queue.keys.task)).toBe(997);
+  });
+
+  it("reports a record in batchItemFailures when the dead-letter queue cannot take it, so it is never lost", async () => {
+    const { run } = await setup({ LEASEQ_DLQ_URL: `${sqs.endpoint}/000000000000/no-such-queue` });
+    const { result, log } = await run(sqsRecord({ task: [] }, "typo"));
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: "typo" }]);
+    expect(log.rejected[0].reason).toMatch(/not dead-lettered: .*SQS will deliver it again/);
+  });
+
+  it("fails the whole batch when Redis cannot be reached, so SQS delivers every record again", async () => {
+    const down =
+      adapter.name === "upstash"
+        ? { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9", UPSTASH_REDIS_REST_TOKEN: "t" }
+        : { REDIS_URL: "redis://127.0.0.1:9" };
+    const worker = createWorker({
+      tasks: echo,
+      env: {
+        LEASEQ_QUEUE: uniqueQueueName("down"),
+        ...down,
+        LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
+        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+      },
+      logger: new Logger({ serviceName: "ingest", logLevel: "SILENT" }),
+    });
+    await expect(worker(sqsEvent(sqsRecord({ tasks: [{ type: "echo" }] })), lambdaContext())).rejects.toThrow(
+      /enqueue: .*(unreachable|Redis)/,
+    );
+  });
+});
