@@ -1,3 +1,5 @@
+import { CONNECTION_VARIABLES, connectionFromEnv } from "../shared/connection.js";
+import { ConfigError } from "../shared/errors.js";
 import { pingRedis, startRedisServer } from "./redis-server.js";
 
 /** Where the local stack's Redis came from, and how to let go of it. */
@@ -35,6 +37,22 @@ export function defaultRedisPort(env: NodeJS.ProcessEnv = process.env): number {
  */
 export async function resolveRedis(env: NodeJS.ProcessEnv = process.env): Promise<LocalRedis> {
   const none = async () => {};
+  // The one connection rule: several credential sets are an error here as in the functions and the
+  // CLI. An Upstash one alone is refused too: the stack serves its own Upstash-compatible endpoint in
+  // front of a Redis it reaches over TCP.
+  const upstash = [...CONNECTION_VARIABLES.upstash, ...CONNECTION_VARIABLES["upstash-secret"]].filter(
+    (name) => env[name],
+  );
+  if (upstash.length > 0) {
+    try {
+      connectionFromEnv(env);
+    } catch (error) {
+      if (error instanceof ConfigError && env.REDIS_URL) throw new NoRedisError(error.problems.join("; "));
+    }
+    throw new NoRedisError(
+      `${upstash.join(", ")} ${upstash.length === 1 ? "is" : "are"} set, but the local stack runs its own Upstash-compatible endpoint in front of a Redis it reaches over TCP: unset ${upstash.length === 1 ? "it" : "them"}, and set REDIS_URL if you want a Redis of your own`,
+    );
+  }
   if (env.REDIS_URL) return { url: env.REDIS_URL, source: "env", stop: none };
   const port = defaultRedisPort(env);
   if (await pingRedis("127.0.0.1", port)) return { url: `redis://127.0.0.1:${port}`, source: "default", stop: none };

@@ -432,6 +432,21 @@ export class Queue {
     return tasks;
   }
 
+  /**
+   * Deletes the whole queue: every task in every state and every key of it. Irreversible, so the
+   * caller repeats the queue's name as `confirm`; returns how many keys existed. Throws
+   * InvalidInputError before anything is sent when `confirm` is not the name.
+   */
+  async drop(options: { confirm: string }): Promise<number> {
+    if (options?.confirm !== this.name) {
+      throw new InvalidInputError(
+        `drop: confirm must repeat the queue name "${this.name}" exactly, got ${shown(options?.confirm)}`,
+      );
+    }
+    const [deleted] = await this.run("drop", Object.values(this.keys), [options.confirm, this.name]);
+    return Number(deleted);
+  }
+
   private stateKeys(): string[] {
     const k = this.keys;
     return [k.task, k.ready, k.scheduled, k.leased, k.done, k.failed];

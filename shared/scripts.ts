@@ -24,6 +24,7 @@ export const SCRIPTS = {
   inspect: withLib("inspect"),
   requeue: withLib("requeue"),
   list: withLib("list"),
+  drop: withLib("drop"),
 } as const satisfies Record<string, LuaScript>;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -38,6 +38,22 @@ export function writeCommands(program: Command): void {
     });
 
   program
+    .command("delete-queue")
+    .description("delete the whole queue: every task in every state, and every key of it (irreversible)")
+    .option("--yes", "confirm: without it nothing is deleted")
+    .addHelpText("after", "\nExample:\n  leaseq --queue emails-staging delete-queue --yes")
+    .action(async (options: { yes?: boolean }, command: Command) => {
+      const name = queueName(command);
+      if (!options.yes) {
+        throw new UsageError(
+          `delete-queue deletes every task of queue "${name}" in every state and cannot be undone; run it again with --yes`,
+        );
+      }
+      const keys = await withQueue(command, (queue) => queue.drop({ confirm: name }));
+      console.log(`deleted queue "${name}": ${keys} key${keys === 1 ? "" : "s"}`);
+    });
+
+  program
     .command("trim")
     .description("delete DONE and FAILED tasks older than their retention")
     .option(

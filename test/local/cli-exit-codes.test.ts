@@ -3,7 +3,7 @@ import { freePort } from "../helpers/redis-server.js";
 import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import { runCli } from "./cli-run.js";
 
-const COMMANDS = ["enqueue", "stats", "inspect", "list", "requeue", "trim", "watch"];
+const COMMANDS = ["enqueue", "stats", "inspect", "list", "requeue", "trim", "watch", "delete-queue", "dev"];
 
 describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
   const env = () => ({ REDIS_URL: redisUrl(), LEASEQ_QUEUE: uniqueQueueName("cli") });
@@ -38,6 +38,7 @@ describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
     ],
     [["enqueue", "--type", "bad type"], 'type must be 1-64 characters of A-Z a-z 0-9 _ . -, got "bad type"'],
     [["requeue"], "requeue: give task ids or --all-failed"],
+    [["delete-queue"], "cannot be undone; run it again with --yes"],
     [["requeue", "a", "--all-failed"], "requeue: give task ids or --all-failed, not both"],
     [["--queue", "no spaces", "stats"], 'queue name must be 1-64 characters of A-Z a-z 0-9 _ . -, got "no spaces"'],
   ])("exits 2 on the usage error %j", async (args, message) => {

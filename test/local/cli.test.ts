@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
-import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import { runCli } from "./cli-run.js";
 
 const store = TcpStore.fromUrl(redisUrl());
@@ -186,6 +186,30 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(refused.stderr).toContain("r1 (not FAILED), ghost (no such task)");
     expect(await cli(["requeue", "--all-failed"])).toMatchObject({ code: 0, stdout: "requeued 2 failed tasks\n" });
     expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 5, failed: 0 }); // f1-f4 and r1
+  });
+
+  it("delete-queue --yes deletes every key of the queue, in every state, and nothing of another queue", async () => {
+    const { cli, queue, name } = fresh();
+    const other = fresh();
+    await queue.enqueue(
+      [
+        { id: "r", type: "x" },
+        { id: "s", type: "x", delayMs: 60_000 },
+      ],
+      { now: Date.now() },
+    );
+    await failTasks(queue, ["f"]);
+    await other.queue.enqueue([{ id: "keep", type: "x" }], { now: Date.now() });
+    const raw = rawClient();
+    try {
+      expect(await raw.exists(queue.keys.task, queue.keys.ready, queue.keys.failed)).toBe(3);
+      const run = await cli(["delete-queue", "--yes"]);
+      expect(run).toMatchObject({ code: 0, stdout: `deleted queue "${name}": 5 keys\n` });
+      expect(await raw.exists(...Object.values(queue.keys))).toBe(0);
+      expect(await other.queue.inspect("keep")).toMatchObject({ state: "ready" });
+    } finally {
+      raw.disconnect();
+    }
   });
 
   it("trim deletes DONE and FAILED tasks older than the retention given", async () => {

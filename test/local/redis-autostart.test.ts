@@ -34,6 +34,23 @@ describe("npm start finds or starts Redis", () => {
     expect(await pingRedis("127.0.0.1", port)).toBe(false);
   });
 
+  it("applies the one connection rule: several credential sets, or Upstash ones alone, are refused naming them", async () => {
+    await expect(
+      resolveRedis({
+        REDIS_URL: "redis://127.0.0.1:6379",
+        UPSTASH_REDIS_REST_URL: "https://x.upstash.io",
+        UPSTASH_REDIS_REST_TOKEN: "t",
+      }),
+    ).rejects.toThrow(
+      "more than one Redis connection is configured (UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, REDIS_URL are set)",
+    );
+    await expect(
+      resolveRedis({ UPSTASH_SECRET_ARN: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:x-AbC123" }),
+    ).rejects.toThrow(
+      "UPSTASH_SECRET_ARN is set, but the local stack runs its own Upstash-compatible endpoint in front of a Redis it reaches over TCP",
+    );
+  });
+
   it("rejects a LEASEQ_DEFAULT_REDIS_PORT that is not a port", async () => {
     await expect(resolveRedis({ LEASEQ_DEFAULT_REDIS_PORT: "http" })).rejects.toThrow(
       'LEASEQ_DEFAULT_REDIS_PORT must be a port from 1 to 65535, got "http"',

@@ -1,0 +1,12 @@
+-- drop: delete a whole queue, every key of it: tasks in every state, counters, marks. Irreversible.
+--
+-- KEYS[1..] every key of the queue (shared/keys.ts queueKeys, all of them; one hash tag)
+-- ARGV[1] confirm   the queue's name, repeated: a guard against dropping the wrong queue by mistake
+-- ARGV[2] name      the name the keys were built from (the caller's)
+-- Returns: the number of keys that existed and were deleted (UNLINK: Redis frees big hashes in the
+--   background, so a queue of millions of tasks does not block the server).
+-- Errors: LEASEQ_BAD_ARGUMENT when confirm differs from name; nothing is deleted then.
+return guard('drop', function()
+  if ARGV[1] ~= ARGV[2] then bad('confirm must repeat the queue name exactly') end
+  return redis.call('UNLINK', unpack(KEYS))
+end)
