@@ -18,8 +18,12 @@ export class LeaseqStack extends Stack {
       workerEntry: REFERENCE_WORKER_ENTRY,
       ...props.leaseQueue,
     });
-    const { queue, worker, reclaimer, monitoring, secret } = this.leaseQueue;
+    const { queue, deadLetterQueue, worker, reclaimer, monitoring, secret } = this.leaseQueue;
     new CfnOutput(this, "QueueUrl", { value: queue.queueUrl, description: 'SQS queue: send {"tasks":[...]} here' });
+    new CfnOutput(this, "DeadLetterQueueUrl", {
+      value: deadLetterQueue.queueUrl,
+      description: "Invalid input and messages out of receives: leaseq dlq show / redrive",
+    });
     new CfnOutput(this, "WorkerFunctionName", { value: worker.functionName });
     new CfnOutput(this, "ReclaimerFunctionName", { value: reclaimer.functionName });
     new CfnOutput(this, "DashboardName", { value: monitoring.dashboard.dashboardName });

@@ -53,7 +53,10 @@ function moveTaskToWire(task: MoveTask): Input {
   };
 }
 
-/** GetQueueUrl, ListQueues, GetQueueAttributes, PurgeQueue, StartMessageMoveTask, ListMessageMoveTasks. */
+/**
+ * GetQueueUrl, ListQueues, GetQueueAttributes, ListDeadLetterSourceQueues, PurgeQueue,
+ * StartMessageMoveTask, ListMessageMoveTasks.
+ */
 export const queueOperations: Record<string, Operation> = {
   GetQueueUrl: (input, { broker }) => {
     const queue = broker.byName(requireString(input, "QueueName"), optionalString(input, "QueueOwnerAWSAccountId"));
@@ -84,6 +87,11 @@ export const queueOperations: Record<string, Operation> = {
       if (value !== undefined) attributes[name] = value;
     }
     return Object.keys(attributes).length > 0 ? { Attributes: attributes } : {};
+  },
+
+  ListDeadLetterSourceQueues: (input, { broker }) => {
+    const queue = broker.byUrl(requireString(input, "QueueUrl"));
+    return { queueUrls: broker.sourcesOf(queue).map((source) => broker.urlOf(source)) };
   },
 
   PurgeQueue: (input, { broker }) => {

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sqsDeadLetterSender } from "../../functions/dead-letter.js";
+import { LocalSqs } from "../../local/sqs.js";
+import { sqsRecord } from "../helpers/events.js";
+import { runCli } from "./cli-run.js";
+
+describe("leaseq dlq, through @aws-sdk/client-sqs against the SQS stand-in", { timeout: 60_000 }, () => {
+  let sqs: LocalSqs;
+  const env = () => ({ LEASEQ_SQS_ENDPOINT: sqs.endpoint, LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl });
+  beforeAll(async () => {
+    sqs = new LocalSqs(async () => undefined);
+    await sqs.listen();
+    // What the worker sends for a record it can never enqueue.
+    const sender = sqsDeadLetterSender(sqs.deadLetterQueueUrl, sqs.endpoint);
+    await sender.send({
+      record: sqsRecord('{"task": []}', "source-1"),
+      body: '{"task": []}',
+      reason: 'unknown top-level field "task"',
+    });
+    await sender.send({
+      record: sqsRecord({ tasks: [{ type: "ok" }, { type: "fax" }] }, "source-2"),
+      body: JSON.stringify({ tasks: [{ type: "fax" }] }),
+      reason: 'tasks[1]: task type "fax" is not declared by this worker; declared: ok',
+      taskIndexes: [1],
+    });
+  });
+  afterAll(async () => {
+    await sqs.close();
+  });
+
+  it("show lists each dead letter with its reason, source message and task indexes, and leaves them there", async () => {
+    const run = await runCli(["dlq", "show", "--json", "--body"], env());
+    expect(run.code, run.stderr).toBe(0);
+    const rows = run.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line))
+      .sort((a, b) => a.sourceMessageId.localeCompare(b.sourceMessageId));
+    expect(rows).toEqual([
+      expect.objectContaining({
+        reason: 'unknown top-level field "task"',
+        sourceMessageId: "source-1",
+        body: '{"task": []}',
+      }),
+      expect.objectContaining({
+        reason: 'tasks[1]: task type "fax" is not declared by this worker; declared: ok',
+        sourceMessageId: "source-2",
+        taskIndexes: "1",
+        body: '{"tasks":[{"type":"fax"}]}',
+      }),
+    ]);
+    expect(sqs.deadLetters).toHaveLength(2); // still there
+    const text = await runCli(["dlq", "show"], env());
+    expect(text.stdout).toContain('  unknown top-level field "task"');
+  });
+
+  it("redrive moves every dead letter back to the queue it feeds", async () => {
+    const run = await runCli(["dlq", "redrive", "--wait"], env());
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain(`redriving ${sqs.deadLetterQueueUrl} to ${sqs.queueUrl}`);
+    expect(run.stdout).toContain("COMPLETED: 2 messages moved");
+    expect(sqs.deadLetters).toHaveLength(0);
+    expect(sqs.stats().visible).toBe(2);
+    const empty = await runCli(["dlq", "show"], env());
+    expect(empty).toMatchObject({ code: 0, stdout: "" });
+    expect(empty.stderr).toContain("the dead-letter queue is empty\n");
+  });
+
+  it("exits 2 when no dead-letter queue is named", async () => {
+    const run = await runCli(["dlq", "show"], { LEASEQ_SQS_ENDPOINT: sqs.endpoint });
+    expect(run).toMatchObject({
+      code: 2,
+      stderr: "leaseq: no dead-letter queue given: pass --dlq-url URL or set LEASEQ_DLQ_URL\n",
+    });
+  });
+});
