@@ -43,12 +43,14 @@ export async function setup(project: TestProject): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
-  // What a crashed or interrupted test file left behind: every queue of this run shares the prefix.
+  // What a crashed or interrupted test file left behind: every queue of this run shares the prefix,
+  // and so do the plain keys of the protocol tests (e.g. compat:<prefix>-...).
   if (redisUrl) {
     const redis = new Redis(redisUrl);
     try {
-      const left = await deleteMatching(redis, `leaseq:{${runPrefix}-*`);
-      if (left > 0) console.warn(`[cleanup] deleted ${left} keys a test left under leaseq:{${runPrefix}-*`);
+      const queues = await deleteMatching(redis, `leaseq:{${runPrefix}-*`);
+      if (queues > 0) console.warn(`[cleanup] deleted ${queues} keys a test left under leaseq:{${runPrefix}-*`);
+      await deleteMatching(redis, `*${runPrefix}-*`);
     } finally {
       redis.disconnect();
     }

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { freePort, pingRedis } from "../helpers/redis-server.js";
-import { redisUrl } from "../helpers/stores.js";
+import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -58,6 +58,8 @@ describe("npm start", () => {
         "--crash-lease-ms=500",
         "--slow-ms=2500",
         "--timeout-ms=60000",
+        // A name of this run, so the test's cleanup deletes the queue from the shared Redis.
+        `--queue=${uniqueQueueName("start")}`,
       ],
       { ...process.env, REDIS_URL: redisUrl() },
     );
