@@ -9,8 +9,8 @@ import { type Spread, spread } from "./stats.js";
 const run = promisify(execFile);
 
 export const BUNDLES = {
-  worker: "dist/worker/index.mjs",
-  reclaimer: "dist/reclaimer/index.mjs",
+  worker: "dist/lambda/worker/index.mjs",
+  reclaimer: "dist/lambda/reclaimer/index.mjs",
 } as const;
 
 export type BundleResult =

@@ -56,7 +56,7 @@ export interface LeaseQueueProps {
   readonly reclaimerEntry?: string;
 }
 
-/** Defaults of every prop, as listed in the README's default settings table. */
+/** Defaults of every prop, as listed in docs/deploy.md "Construct settings". */
 export const LEASE_QUEUE_DEFAULTS = {
   queueName: "default",
   workerTimeoutSeconds: 300,

@@ -1,4 +1,4 @@
-/** Limits and defaults of a queue. Every default here is listed in the README's "Default settings". */
+/** Limits and defaults of a queue. Every default here is listed in docs/design.md "Default settings". */
 export const LIMITS = {
   idMaxBytes: 128,
   typeMaxBytes: 64,

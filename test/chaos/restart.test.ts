@@ -1,5 +1,5 @@
 // Redis restarted mid-run (issue 8, item 5), on servers this file starts. Without persistence a
-// restart loses every task (the README says so); with AOF and `appendfsync always` Redis writes
+// restart loses every task (docs/reliability.md says so); with AOF and `appendfsync always` Redis writes
 // each script's effects to disk before it answers, so nothing acknowledged is lost even to a
 // SIGKILL. While Redis is down, calls fail fast with a clear StoreError; they work again once it
 // is back, over TCP and through the Upstash endpoint alike.

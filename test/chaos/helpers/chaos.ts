@@ -1,5 +1,5 @@
 // Shared by the chaos suites: the small/full switch, a seeded PRNG, and the figures each suite
-// prints (the README's Reliability section quotes those of a full run).
+// prints (docs/reliability.md quotes those of a full run).
 import { appendFileSync } from "node:fs";
 import { seededRandom } from "../../../local/random.js";
 
