@@ -11,9 +11,9 @@ import { type Stack, startStack } from "./stack.js";
 
 const LOG_LEVELS = ["SILENT", "CRITICAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"] as const;
 
-function defaultQueueName(): string {
+function defaultQueueName(prefix: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-  return `demo-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
+  return `${prefix}-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
 function buildProgram(name: string): Command {
@@ -28,7 +28,10 @@ function buildProgram(name: string): Command {
     .option("--no-demo", "start the stack without the demo workload")
     .option("--exit-when-drained", "exit once every demo task is DONE or FAILED, printing a summary")
     .option("--json", "print the summary as one JSON object on the last line of stdout (the view goes to stderr)")
-    .option("--queue <name>", "queue name (default: a fresh demo-<time> name, so runs never collide)")
+    .option(
+      "--queue <name>",
+      "queue name (default: a fresh demo-<time>, or dev-<time> with --tasks: runs never collide)",
+    )
     .option("--demo-tasks <n>", "demo tasks", integer(20, 100_000), 300)
     .option("--crash-tasks <n>", "tasks the crashed worker holds", integer(1, 100), 8)
     .option(
@@ -91,7 +94,7 @@ export async function runDev(args: string[], name: string, cliHint: string): Pro
   }
   const options = program.opts();
   const startedAt = Date.now();
-  const queue = (options.queue as string | undefined) ?? defaultQueueName();
+  const queue = (options.queue as string | undefined) ?? defaultQueueName(options.tasks ? "dev" : "demo");
   // Listen before anything starts: a Ctrl-C during start-up must still stop a redis-server we
   // started (it sits in its own process group, so the terminal's Ctrl-C does not reach it).
   let stop: () => void = () => {};

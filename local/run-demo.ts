@@ -172,10 +172,16 @@ async function buildResult(
     kicks: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
     reclaimerRuns: stack.counts.reclaimerRuns,
   });
-  const lines = [
-    formatSummary(json),
-    `  left in the queue: ${stats.ready} ready, ${stats.scheduled} scheduled, ${stats.leased} leased`,
-  ];
+  const left = `  left in the queue: ${stats.ready} ready, ${stats.scheduled} scheduled, ${stats.leased} leased`;
+  // Without the demo (your own tasks) the demo's counts mean nothing: say what the queue holds.
+  const lines = run.workload
+    ? [formatSummary(json), left]
+    : [
+        `Stopped after ${(json.durationMs / 1000).toFixed(1)} s: queue ${options.queue} holds ${stats.done} done and ${stats.failed} failed tasks.`,
+        left,
+        `  SQS: ${json.sqs.invocations} worker invocations, ${json.sqs.redelivered} redelivered, ${json.sqs.deadLettered} dead-lettered; ${json.kicks} drain kicks`,
+        ...json.sqs.deadLetters.map((letter) => `    dead letter ×${letter.messages}: ${letter.reason}`),
+      ];
   if (run.failure) lines.push(`npm start: ${redact((run.failure as Error).message ?? String(run.failure))}`);
   const ok = run.failure === undefined && (!options.exitWhenDrained || (run.drained && json.lost === 0));
   return { json, text: lines.join("\n"), exitCode: ok ? 0 : 1 };
