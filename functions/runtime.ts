@@ -2,6 +2,7 @@ import { LIMITS } from "../shared/config.js";
 import { type Connection, openStore } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
 import { Queue } from "../shared/queue.js";
+import type { QueueSettings } from "../shared/settings.js";
 import type { Store } from "../shared/store.js";
 import type { FunctionConfig } from "./config.js";
 import type { TaskDeclaration } from "./tasks.js";
@@ -38,25 +39,40 @@ export function openConnection(connection: Connection): Promise<Store> {
   return openStore(connection, readUpstashSecret);
 }
 
-/** Builds the runtime: the store and a Queue carrying each declared task type's lease policy. */
-export async function createRuntime(config: FunctionConfig, tasks: TaskDeclaration | undefined): Promise<Runtime> {
-  const store = await openConnection(config.connection);
-  const types = Object.entries(tasks?.types ?? {});
+/**
+ * The queue settings a worker declares: its task policies (types it only accepts get a lease no
+ * invocation can fit, so it never claims them; a type nobody declared is failed at once, so its
+ * lease only has to fit), the order, and the skew and retention from the environment. The worker
+ * writes them into the queue's config at its cold start; the local stack writes the same before
+ * its demo starts.
+ */
+export function queueSettings(config: FunctionConfig, tasks: TaskDeclaration): QueueSettings {
+  const types = Object.entries(tasks.types);
   const policies: Record<string, { leaseMs: number; maxAttempts: number }> = Object.fromEntries(
     types.map(([name, type]) => [name, { leaseMs: type.leaseMs, maxAttempts: type.maxAttempts }]),
   );
-  // Types accepted but run elsewhere get a lease no invocation can fit, so this worker never claims them.
-  for (const name of tasks?.acceptTypes ?? []) policies[name] = { leaseMs: LIMITS.leaseMaxMs, maxAttempts: 1 };
-  // An undeclared type's task is failed at once ("no handler"): its lease only has to fit.
+  for (const name of tasks.acceptTypes) policies[name] = { leaseMs: LIMITS.leaseMaxMs, maxAttempts: 1 };
   const shortestLeaseMs = Math.min(...types.map(([, type]) => type.leaseMs));
-  const queue = new Queue(store, {
-    name: config.queue,
-    ordered: tasks?.ordered ?? false,
+  return {
+    ordered: tasks.ordered,
     policies,
     defaultPolicy: types.length > 0 ? { leaseMs: shortestLeaseMs, maxAttempts: 1 } : undefined,
     clockSkewMs: config.clockSkewMs,
     doneRetentionMs: config.doneRetentionMs,
     failedRetentionMs: config.failedRetentionMs,
+  };
+}
+
+/**
+ * Builds the runtime: the store and the Queue. With `tasks` (the worker) the queue's config is
+ * written from them, idempotently; without (the reclaimer) the queue's config is only read.
+ */
+export async function createRuntime(config: FunctionConfig, tasks: TaskDeclaration | undefined): Promise<Runtime> {
+  const store = await openConnection(config.connection);
+  const queue = new Queue(store, {
+    name: config.queue,
+    settings: tasks ? queueSettings(config, tasks) : undefined,
   });
+  if (tasks) await queue.configure();
   return { config, queue, store };
 }

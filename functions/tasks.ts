@@ -81,6 +81,9 @@ export const TASK_DEFAULTS = {
  */
 export const LEASE_MARGIN_MS = 5_000;
 
+/** The longest wait between two runs of a task: 366 days. */
+const BACKOFF_MAX_MS = 366 * 24 * 3600 * 1000;
+
 const DECLARED = Symbol.for("leaseq.taskDeclaration");
 
 /** Thrown by a handler for a failure that no retry can fix: the task goes to FAILED at once. */
@@ -157,8 +160,8 @@ function policyProblems(where: string, type: DeclaredTaskType): string[] {
   };
   check("leaseMs", type.leaseMs, 1_000, LIMITS.leaseMaxMs, " ms");
   check("maxAttempts", type.maxAttempts, 1, LIMITS.maxAttemptsMax);
-  check("backoff.baseMs", type.backoff.baseMs, 0, LIMITS.maxDelayMs, " ms");
-  check("backoff.maxMs", type.backoff.maxMs, type.backoff.baseMs, LIMITS.maxDelayMs, " ms");
+  check("backoff.baseMs", type.backoff.baseMs, 0, BACKOFF_MAX_MS, " ms");
+  check("backoff.maxMs", type.backoff.maxMs, type.backoff.baseMs, BACKOFF_MAX_MS, " ms");
   return problems;
 }
 

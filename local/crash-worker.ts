@@ -7,12 +7,10 @@ import { openStore } from "./cli/connect.js";
 
 const [queueName, count, leaseMs] = process.argv.slice(2);
 const { store } = await openStore();
-const queue = new Queue(store, {
-  name: queueName,
-  // One short lease for whatever it claims, so the demo does not wait out a type's full lease.
-  defaultPolicy: { leaseMs: Number(leaseMs), maxAttempts: 5 },
-});
-const claimed = await queue.claim({ count: Number(count), now: Date.now() });
+const queue = new Queue(store, { name: queueName });
+// The leases follow the queue's config (the stack's worker wrote it); the claim takes only what
+// fits `leaseMs`, the crash demo's short lease type.
+const claimed = await queue.claim({ count: Number(count), now: Date.now(), maxLeaseMs: Number(leaseMs) });
 process.stdout.write(
   `${JSON.stringify({ pid: process.pid, claimed: claimed.map(({ id, token }) => ({ id, token })) })}\n`,
 );

@@ -24,7 +24,7 @@ export async function crashMidBatch(
   env: Record<string, string>,
 ): Promise<CrashReport> {
   await queue.enqueue(
-    ids.map((id, n) => ({ id, type: "echo", payload: { crash: n }, priority: -1000 })),
+    ids.map((id, n) => ({ id, type: "crash", payload: { crash: n }, priority: -1000 })),
     { now: Date.now() },
   );
   const child = spawn(

@@ -37,7 +37,7 @@ function buildProgram(name: string): Command {
     .option(
       "--crash-lease-ms <ms>",
       "lease of the crashed worker's claim: how soon the reclaimer may recover it",
-      integer(100, 600_000),
+      integer(1_000, 600_000),
       5_000,
     )
     .option(
@@ -75,9 +75,9 @@ redis-server from PATH on a free port, stopped on exit.`,
 }
 
 /** Loads the task types to run: the user's module, or the demo's. */
-async function taskTypes(module: string | undefined): Promise<TaskDeclaration> {
+async function taskTypes(module: string | undefined, crashLeaseMs: number): Promise<TaskDeclaration> {
   if (module) return (await import("./tasks-module.js")).loadTasksModule(module);
-  return (await import("../functions/demo/tasks.js")).default;
+  return (await import("../functions/demo/tasks.js")).demoTasks({ crashLeaseMs });
 }
 
 /**
@@ -115,7 +115,7 @@ export async function runDev(args: string[], name: string, cliHint: string): Pro
   }
   let tasks: TaskDeclaration;
   try {
-    tasks = await taskTypes(options.tasks);
+    tasks = await taskTypes(options.tasks, options.crashLeaseMs);
   } catch (error) {
     process.stderr.write(`${name}: ${redact((error as Error).message)}\n`);
     return 2;

@@ -2,7 +2,9 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import type { LogLevel } from "@aws-lambda-powertools/logger/types";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import type { SQSEvent } from "aws-lambda";
+import { readConfig } from "../functions/config.js";
 import { createReclaimer, type ReclaimerSummary } from "../functions/reclaimer.js";
+import { queueSettings } from "../functions/runtime.js";
 import type { TaskDeclaration } from "../functions/tasks.js";
 import { createWorker } from "../functions/worker.js";
 import { Queue } from "../shared/queue.js";
@@ -111,7 +113,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     });
     const store = TcpStore.fromUrl(redis.url);
     cleanups.unshift(() => store.close());
-    const queue = new Queue(store, { name: options.queue });
+    // The queue's config, as the worker writes it at its cold start (the same settings, so the
+    // same revision): before anything claims, so the crash demo's short lease is already in force.
+    const queue = new Queue(store, { name: options.queue, settings: queueSettings(readConfig(env), options.tasks) });
+    await queue.configure();
 
     const counts: StackCounts = {
       reclaimerRuns: 0,

@@ -1,35 +1,51 @@
--- _lib.lua: helpers shared by every leaseq script. shared/scripts.ts prepends this file to each
--- operation script before it is sent, so each EVAL body is self-contained.
+-- _lib.lua: helpers shared by every leaseq script. bin/generate-lua.ts prepends the constants of
+-- shared/config.ts (FORMAT_VERSION, ID_MAX_BYTES, TIME_MAX_MS, ...) and this file to each operation
+-- script, so each EVAL body is self-contained and every bound is the one TypeScript checks.
 --
--- The task record. Every task is one field of the queue's task hash (KEYS "task"), its value a
--- string "state|type|rank|attempts|claims|maxAttempts|atMs|errorBytes|" followed by the last error
--- (errorBytes long) and then the payload (the rest). One field per task keeps a batch of N tasks to
--- one HMGET and one HSET, and costs less memory than several hashes.
---   state        R ready, S scheduled, L leased, D done, F failed
---   rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
---   attempts     claims that counted (release gives one back)
---   claims       the lease generation: +1 at every claim, and at every reclaim and release, which
---                revoke the lease; never decreases. The lease token is "<seq>.<claims>"
---   maxAttempts  the type's policy, recorded at claim (0 before the first claim)
---   atMs         R: ready since, S: due at, L: lease deadline, D/F: finished at (ms since epoch)
+-- Storage format v1 (docs/storage.md). Every key of the queue comes in KEYS, in the order of
+-- shared/keys.ts: task, config, ready, scheduled, leased, done, failed, corrupt, seq.
+--   task hash, field <id>     the body, written once at enqueue and dropped at ack:
+--                             "1|<enqueuedAtMs>|<type>|<group>|<payload>"
+--   task hash, field <id>:s   the state, small, rewritten at every move (absent while a task is
+--                             READY and was never claimed):
+--                             "<L>|<attempts>|<gen>|<maxAttempts>|<atMs>|<flags>|<rank>|<type>|<group>|<claim>|<error>"
+--     L            R ready, S scheduled, L leased, D done, F failed
+--     attempts     claims that counted (a release gives one back)
+--     gen          the lease generation: +1 at every claim, reclaim and release; the token is "<seq>.<gen>"
+--     maxAttempts  the type's policy, recorded at claim (0 before the first claim)
+--     atMs         R ready since, S due at, L lease deadline, D/F finished at
+--     flags        "s": returned by a reclaim, so the next claim hands it out alone
+--     rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
+--     claim        the claim id that leased it (L only): a repeated claim returns the same batch
+--   task hash, field <id>:x   why the task was quarantined (ids in the corrupt set only)
+--   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold
+-- A record written by format v0 ("R|type|rank|attempts|claims|max|atMs|errorBytes|error+payload" in
+-- field <id>) is read and rewritten as v1 by whichever script meets it first.
 
 local RANK_SEQ_SPAN = 4398046511104 -- 2^42 arrival sequence numbers per priority level
-local PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
-local ID_MAX_BYTES, TYPE_MAX_BYTES = 128, 64
 local NAME_PATTERN = '^[%w_%.%-]+$'
 
--- Raised by the validators; guard() turns it into a LEASEQ_BAD_ARGUMENT error reply.
+local function keys_of(list)
+  return {
+    task = list[1], config = list[2], ready = list[3], scheduled = list[4], leased = list[5],
+    done = list[6], failed = list[7], corrupt = list[8], seq = list[9],
+  }
+end
+local K = keys_of(KEYS)
+
+-- Raised by the validators; guard() turns it into an error reply with its code.
 local function bad(message)
-  error({ leaseq = message })
+  error({ code = 'LEASEQ_BAD_ARGUMENT', message = message })
 end
 
 -- Runs an operation; a validation failure becomes an error reply, and an error Redis raised keeps
--- its code (WRONGTYPE, OOM, ...) instead of being wrapped as "ERR user_script:N: ...".
+-- its code (WRONGTYPE, OOM, ...) instead of being wrapped as "ERR user_script:N: ...". Every script
+-- validates before its first write, so an error reply means nothing was written.
 local function guard(operation, body)
   local ok, result = pcall(body)
   if ok then return result end
-  if type(result) == 'table' and result.leaseq then
-    return redis.error_reply('LEASEQ_BAD_ARGUMENT ' .. operation .. ': ' .. result.leaseq)
+  if type(result) == 'table' and result.code then
+    return redis.error_reply(result.code .. ' ' .. operation .. ': ' .. result.message)
   end
   if type(result) == 'string' and string.find(result, '^%u[%u_]+ ') then
     return redis.error_reply(result)
@@ -37,29 +53,35 @@ local function guard(operation, body)
   error(result, 0)
 end
 
+-- Integers print exactly: %.0f of a double below 2^53 is the integer itself (`..` would print %.14g).
 local function fmt(n)
   return string.format('%.0f', n)
+end
+
+local function is_int(n, low, high)
+  return n ~= nil and n == n and n == math.floor(n) and n >= low and n <= high
 end
 
 -- An integer within [low, high]; names the argument and echoes the value when it is not.
 local function int_arg(name, value, low, high)
   local n = tonumber(value)
-  if n == nil or n ~= n or n ~= math.floor(n) or n < low or n > high then
+  if not is_int(n, low, high) then
     bad(name .. ' must be an integer from ' .. fmt(low) .. ' to ' .. fmt(high) .. ', got "' ..
       string.sub(tostring(value), 1, 40) .. '"')
   end
   return n
 end
 
-local function name_arg(name, value, max_bytes)
-  if type(value) ~= 'string' or #value < 1 or #value > max_bytes or not string.find(value, NAME_PATTERN) then
-    bad(name .. ' must be 1-' .. max_bytes .. ' characters of A-Z a-z 0-9 _ . -')
-  end
-  return value
+local function time_arg(name, value)
+  return int_arg(name, value, 0, TIME_MAX_MS)
 end
 
-local function count_arg(name, value, max)
-  return int_arg(name, value, 1, max)
+local function name_arg(name, value, max_bytes, optional)
+  if type(value) ~= 'string' or (value == '' and optional) then return value end
+  if #value < 1 or #value > max_bytes or not string.find(value, NAME_PATTERN) then
+    bad(name .. ' must be ' .. (optional and '0' or '1') .. '-' .. max_bytes .. ' characters of A-Z a-z 0-9 _ . -')
+  end
+  return value
 end
 
 -- Number of repeated groups after `first` - 1 fixed arguments, each `size` long: at least `min`
@@ -70,70 +92,203 @@ local function groups(first, size, max, min)
     bad('expected groups of ' .. size .. ' arguments from ARGV[' .. first .. '], got ' .. rest .. ' arguments')
   end
   local n = rest / size
-  if n > max then
-    bad('at most ' .. max .. ' items per call, got ' .. n)
-  end
+  if n > max then bad('at most ' .. max .. ' items per call, got ' .. n) end
   return n
 end
 
--- Reads a record. The payload is not copied out until payload_of() asks for it (an ack drops it),
--- and the rank keeps the text it was stored as, so writing it back needs no formatting.
-local function parse(record)
-  local state, task_type, rank, attempts, claims, max_attempts, at, error_bytes, body =
-    string.match(record, '^(%u)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|()')
-  local payload_at = body + error_bytes
-  return {
-    state = state,
-    type = task_type,
-    rank_text = rank,
-    rank = tonumber(rank),
-    attempts = tonumber(attempts),
-    claims = tonumber(claims),
-    max_attempts = tonumber(max_attempts),
-    at = tonumber(at),
-    error = string.sub(record, body, payload_at - 1),
-    record = record,
-    payload_at = payload_at,
+--------------------------------------------------------------------------------------------------
+-- The queue's config (configure.lua writes it; every other script only reads it).
+
+local function check_version(version)
+  if version and version ~= tostring(FORMAT_VERSION) then
+    error({ code = 'LEASEQ_FORMAT', message = 'the queue is stored in format v' .. string.sub(version, 1, 10) ..
+      ', and these scripts read and write format v' .. FORMAT_VERSION ..
+      ': run the leaseq release that matches the queue (docs/storage.md)' })
+  end
+end
+
+-- The whole config as a table (HGETALL: a handful of fields), the format version checked.
+local function read_config()
+  local flat = redis.call('HGETALL', K.config)
+  local config = {}
+  for i = 1, #flat, 2 do config[flat[i]] = flat[i + 1] end
+  check_version(config.v)
+  return config
+end
+
+-- Some fields only (HMGET), the format version checked.
+local function read_config_fields(names)
+  local fields = { 'v' }
+  for i, name in ipairs(names) do fields[i + 1] = name end
+  local values = redis.call('HMGET', K.config, unpack(fields))
+  check_version(values[1])
+  local config = { v = values[1] or nil }
+  for i, name in ipairs(names) do config[name] = values[i + 1] or nil end
+  return config
+end
+
+local function config_int(config, field, default)
+  local n = tonumber(config[field])
+  if n == nil then return default end
+  return n
+end
+
+-- A type's lease and attempts: its own policy "p:<type>" = "<leaseMs>,<maxAttempts>", else the
+-- queue's default policy "d", else the library defaults.
+local function policy_of(config, task_type)
+  local text = config['p:' .. task_type] or config.d
+  if text then
+    local lease, max = string.match(text, '^(%d+),(%d+)$')
+    if lease then return tonumber(lease), tonumber(max) end
+  end
+  return DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
+end
+
+--------------------------------------------------------------------------------------------------
+-- Records.
+
+local STATE_PATTERN = '^([RSLDF])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
+local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|()'
+local V0_PATTERN = '^([RSLDF])|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|()'
+
+-- A state text as a table, or nil and the reason it cannot be read. Never raises.
+local function parse_state(text)
+  local letter, attempts, gen, max, at, flags, rank, task_type, group, claim, error_at = string.match(text, STATE_PATTERN)
+  if not letter then return nil, 'unreadable state record' end
+  local state = {
+    letter = letter, attempts = tonumber(attempts), gen = tonumber(gen), max = tonumber(max), at = tonumber(at),
+    flags = flags, rank_text = rank, rank = tonumber(rank), type = task_type, group = group, claim = claim,
+    error = string.sub(text, error_at),
   }
+  if not (is_int(state.rank, 0, 9007199254740991) and is_int(state.at, 0, TIME_MAX_MS + LEASE_MAX_MS) and
+      is_int(state.attempts, 0, ATTEMPTS_MAX) and is_int(state.max, 0, ATTEMPTS_MAX) and
+      is_int(state.gen, 0, 9007199254740991)) then
+    return nil, 'state record with a number out of range'
+  end
+  return state
 end
 
-local function payload_of(task)
-  if task.payload == nil then task.payload = string.sub(task.record, task.payload_at) end
-  return task.payload
+local function state_text(state)
+  return state.letter .. '|' .. fmt(state.attempts) .. '|' .. fmt(state.gen) .. '|' .. fmt(state.max) .. '|' ..
+    fmt(state.at) .. '|' .. state.flags .. '|' .. (state.rank_text or fmt(state.rank)) .. '|' .. state.type .. '|' ..
+    state.group .. '|' .. state.claim .. '|' .. state.error
 end
 
--- Numbers below 10^14 (times in ms, counts) print exactly with `..`; the rank (up to 2^53) does not,
--- so it is formatted once, when the task is created.
-local function serialize(task)
-  return task.state .. '|' .. task.type .. '|' .. (task.rank_text or fmt(task.rank)) .. '|' .. task.attempts ..
-    '|' .. task.claims .. '|' .. task.max_attempts .. '|' .. task.at .. '|' .. #task.error .. '|' ..
-    task.error .. payload_of(task)
+-- The prefix of a body: { enqueued, type, group, payload_at }, or nil and why. Never raises; reads
+-- only the prefix, however long the payload.
+local function parse_body(text)
+  local enqueued, task_type, group, payload_at = string.match(text, BODY_PATTERN)
+  if not enqueued then return nil, 'unreadable body record' end
+  enqueued = tonumber(enqueued)
+  if not is_int(enqueued, 0, TIME_MAX_MS) then return nil, 'body record with a time out of range' end
+  return { enqueued = enqueued, type = task_type, group = group, payload_at = payload_at }
 end
 
-local function token_of(task)
-  return (task.rank % RANK_SEQ_SPAN) .. '.' .. task.claims
+local function token_of(state)
+  return fmt(state.rank % RANK_SEQ_SPAN) .. '.' .. fmt(state.gen)
 end
 
--- Loads the records of `ids` with one HMGET; missing ids map to nil.
-local function load_tasks(task_key, ids)
+-- A record of format v0 as a v1 state and body, or nil. The upgrade is written by the caller.
+local function upgrade_v0(text)
+  local letter, task_type, rank, attempts, claims, max, at, error_bytes, body_at = string.match(text, V0_PATTERN)
+  if not letter or not string.find(task_type, NAME_PATTERN) then return nil end
+  local payload_at = body_at + tonumber(error_bytes)
+  local state = {
+    letter = letter, attempts = tonumber(attempts), gen = tonumber(claims), max = tonumber(max),
+    at = math.max(0, tonumber(at)), flags = '', rank_text = rank, rank = tonumber(rank), type = task_type,
+    group = '', claim = '', error = string.sub(text, body_at, payload_at - 1),
+  }
+  if not (is_int(state.rank, 0, 9007199254740991) and is_int(state.attempts, 0, ATTEMPTS_MAX)) then return nil end
+  local body = nil
+  if letter ~= 'D' then body = '1|' .. fmt(math.min(state.at, TIME_MAX_MS)) .. '|' .. task_type .. '||' .. string.sub(text, payload_at) end
+  return state, body
+end
+
+-- Loads tasks by id: HMGET of their state fields (and bodies when `with_body`). Returns a table by
+-- id of { state (or nil: READY, never claimed), body (text, when loaded), body_info, upgraded,
+-- problem }. A missing state is looked up in the body once, for records of format v0. Never raises:
+-- a record it cannot read gets `problem`, for the caller to quarantine.
+local function load(ids, with_body)
   local tasks = {}
   if #ids == 0 then return tasks end
-  local records = redis.call('HMGET', task_key, unpack(ids))
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    if with_body then fields[#fields + 1] = id end
+  end
+  local values = redis.call('HMGET', K.task, unpack(fields))
+  local step = with_body and 2 or 1
+  local missing = {}
   for i, id in ipairs(ids) do
-    if records[i] then tasks[id] = parse(records[i]) end
+    local task = {}
+    tasks[id] = task
+    local state_value = values[(i - 1) * step + 1]
+    if state_value then
+      task.state, task.problem = parse_state(state_value)
+    end
+    if with_body then
+      task.body = values[(i - 1) * step + 2] or nil
+    elseif not state_value then
+      missing[#missing + 1] = id
+    end
+  end
+  if #missing > 0 then
+    local bodies = redis.call('HMGET', K.task, unpack(missing))
+    for i, id in ipairs(missing) do tasks[id].body = bodies[i] or nil end
+  end
+  for _, id in ipairs(ids) do
+    local task = tasks[id]
+    if not task.problem and task.body and task.body ~= '' then
+      if string.byte(task.body, 1) == 49 then -- "1": format v1
+        task.body_info, task.problem = parse_body(task.body)
+      elseif not task.state then
+        local state, body = upgrade_v0(task.body)
+        if state then
+          task.state, task.upgraded = state, true
+          task.body = body
+          if body then task.body_info = parse_body(body) end
+        else
+          task.problem = 'unreadable record (neither format v1 nor v0)'
+        end
+      end
+    end
+    if not task.problem and not task.state and not task.body then task.problem = 'no record' end
+    if not task.problem and not task.state and not task.body_info then task.problem = 'a READY task without its body' end
   end
   return tasks
 end
 
--- Collects writes so a batch ends with one variadic command per key.
-local function new_writes()
-  return { records = {}, zadd = {}, zrem = {} }
+-- The item status of a task a fenced call names, before its token is compared: 3 unknown id, 6 a
+-- record that cannot be read, 1 (stale) a READY task never claimed, 2 already done; nil when its
+-- state is there to check the token against.
+local function presence_status(task)
+  if task.problem == 'no record' then return 3 end
+  if task.problem then return 6 end
+  if not task.state then return 1 end
+  if task.state.letter == 'D' then return 2 end
+  return nil
 end
 
-local function write_task(writes, id, task)
-  local records = writes.records
-  records[#records + 1] = id
-  records[#records + 1] = serialize(task)
+--------------------------------------------------------------------------------------------------
+-- Writes, collected so a batch ends with one variadic command per key. Apply adds before it
+-- removes: an id is always in at least one set, whatever happens.
+
+local function new_writes()
+  return { fields = {}, drop = {}, zadd = {}, zrem = {} }
+end
+
+local function put(writes, field, value)
+  local list = writes.fields
+  list[#list + 1] = field
+  list[#list + 1] = value
+end
+
+local function put_state(writes, id, state)
+  put(writes, id .. ':s', state_text(state))
+end
+
+local function drop_field(writes, field)
+  writes.drop[#writes.drop + 1] = field
 end
 
 -- Scores go as Lua numbers: Redis prints them with %.17g, exact for integers below 2^53.
@@ -150,99 +305,166 @@ local function zrem(writes, key, id)
   list[#list + 1] = id
 end
 
-local function apply(writes, task_key)
-  for key, ids in pairs(writes.zrem) do redis.call('ZREM', key, unpack(ids)) end
+local function apply(writes)
+  if #writes.fields > 0 then redis.call('HSET', K.task, unpack(writes.fields)) end
   for key, pairs_list in pairs(writes.zadd) do redis.call('ZADD', key, unpack(pairs_list)) end
-  if #writes.records > 0 then redis.call('HSET', task_key, unpack(writes.records)) end
+  for key, ids in pairs(writes.zrem) do redis.call('ZREM', key, unpack(ids)) end
+  if #writes.drop > 0 then redis.call('HDEL', K.task, unpack(writes.drop)) end
 end
 
--- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue.
-local function promote_due(task_key, scheduled_key, ready_key, now, limit)
-  local due = redis.call('ZRANGEBYSCORE', scheduled_key, '-inf', fmt(now), 'LIMIT', 0, limit)
-  if #due == 0 then return 0 end
-  local tasks = load_tasks(task_key, due)
-  local writes = new_writes()
-  for _, id in ipairs(due) do
-    zrem(writes, scheduled_key, id)
-    local task = tasks[id]
-    if task then
-      task.state = 'R'
-      task.at = now
-      zadd(writes, ready_key, task.rank, id)
-      write_task(writes, id, task)
-    end
+-- Moves an id whose record cannot be read out of `from` into the corrupt set, with the reason.
+local function quarantine(writes, id, from, reason, now)
+  zadd(writes, K.corrupt, now, id)
+  put(writes, id .. ':x', reason)
+  if from then zrem(writes, from, id) end
+end
+
+-- A v0 record met by a script that does not rewrite it otherwise: write its v1 form now.
+local function write_upgrade(writes, id, task)
+  if not task.upgraded then return end
+  put_state(writes, id, task.state)
+  if task.body then put(writes, id, task.body) else drop_field(writes, id) end
+end
+
+--------------------------------------------------------------------------------------------------
+-- Steps several scripts share.
+
+-- config nextDue when nothing is scheduled: claims skip the scheduled set entirely.
+local NOTHING_DUE = TIME_MAX_MS + 1
+
+local function set_next_due(config, due)
+  local text = fmt(due)
+  if config.nextDue ~= text then
+    redis.call('HSET', K.config, 'nextDue', text)
+    config.nextDue = text
   end
-  apply(writes, task_key)
+end
+
+-- The earliest due time in the scheduled set, or NOTHING_DUE.
+local function earliest_due()
+  local head = redis.call('ZRANGE', K.scheduled, 0, 0, 'WITHSCORES')
+  if #head == 0 then return NOTHING_DUE end
+  return tonumber(head[2])
+end
+
+-- A task became SCHEDULED at `due`: keep config nextDue the earliest due time, so a claim knows
+-- without reading the scheduled set whether anything is due. `config` must carry nextDue.
+local function note_due(config, due)
+  local known = tonumber(config.nextDue)
+  if known == nil then set_next_due(config, math.min(due, earliest_due()))
+  elseif due < known then set_next_due(config, due) end
+end
+
+-- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue, and
+-- keeps config nextDue exact. Costs nothing while nothing is due.
+local function promote_due(config, now, limit)
+  local next_due = tonumber(config.nextDue)
+  if next_due ~= nil and next_due > now then return 0 end
+  local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', fmt(now), 'LIMIT', 0, limit)
+  if #due > 0 then
+    local tasks = load(due, false)
+    local writes = new_writes()
+    for _, id in ipairs(due) do
+      local task = tasks[id]
+      if task.problem or not task.state then
+        quarantine(writes, id, K.scheduled, task.problem or 'a SCHEDULED task without its state', now)
+      else
+        local state = task.state
+        state.letter, state.at = 'R', now
+        put_state(writes, id, state)
+        if task.upgraded and task.body then put(writes, id, task.body) end
+        zadd(writes, K.ready, state.rank, id)
+        zrem(writes, K.scheduled, id)
+      end
+    end
+    apply(writes)
+  end
+  set_next_due(config, earliest_due())
   return #due
 end
 
--- Returns up to `limit` leases that expired before now - skew: to READY with their rank, or to
--- FAILED ("lease expired") when their attempts are used up. Atomic, so concurrent reclaimers each
--- see only what the others left. A task back in READY is marked solo (keys.solo): its lease may have
--- expired because it crashed its worker, so the next claim hands it out alone, never with batch-mates.
-local function reclaim_expired(keys, now, skew, limit)
-  local expired = redis.call('ZRANGEBYSCORE', keys.leased, '-inf', '(' .. fmt(now - skew), 'LIMIT', 0, limit)
+-- Returns up to `limit` leases that expired before now - skew: to READY with their rank (marked
+-- solo: it may have crashed its worker, so the next claim hands it out alone), or to FAILED ("lease
+-- expired") when their attempts are used up. Atomic, so concurrent reclaimers each see only what
+-- the others left. Returns { id, letter, ... }.
+local function reclaim_expired(now, skew, limit)
+  local expired = redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(' .. fmt(now - skew), 'LIMIT', 0, limit)
   local result = {}
   if #expired == 0 then return result end
-  local tasks = load_tasks(keys.task, expired)
+  local tasks = load(expired, false)
   local writes = new_writes()
-  local solo = {}
   for _, id in ipairs(expired) do
-    zrem(writes, keys.leased, id)
     local task = tasks[id]
-    if task then
-      task.claims = task.claims + 1 -- revokes the token: a late settle of this lease is stale
-      if task.attempts >= task.max_attempts then
-        task.state = 'F'
-        task.error = 'lease expired after attempt ' .. task.attempts .. ' of ' .. task.max_attempts
-        zadd(writes, keys.failed, now, id)
+    if task.problem or not task.state then
+      quarantine(writes, id, K.leased, task.problem or 'a LEASED task without its state', now)
+    else
+      local state = task.state
+      state.gen = state.gen + 1 -- revokes the token: a late settle of this lease is stale
+      state.claim = ''
+      if state.attempts >= state.max then
+        state.letter = 'F'
+        state.error = 'lease expired after attempt ' .. fmt(state.attempts) .. ' of ' .. fmt(state.max)
+        zadd(writes, K.failed, now, id)
       else
-        task.state = 'R'
-        zadd(writes, keys.ready, task.rank, id)
-        solo[#solo + 1] = id
+        state.letter, state.flags = 'R', 's'
+        zadd(writes, K.ready, state.rank, id)
       end
-      task.at = now
-      write_task(writes, id, task)
+      state.at = now
+      put_state(writes, id, state)
+      if task.upgraded and task.body then put(writes, id, task.body) end
+      zrem(writes, K.leased, id)
       result[#result + 1] = id
-      result[#result + 1] = task.state
+      result[#result + 1] = state.letter
     end
   end
-  apply(writes, keys.task)
-  if #solo > 0 then redis.call('SADD', keys.solo, unpack(solo)) end
+  apply(writes)
   return result
 end
 
 -- Deletes up to `limit` members of a DONE or FAILED set finished before `cutoff`, with their records.
-local function trim_before(task_key, set_key, cutoff, limit)
+local function trim_before(set_key, cutoff, limit)
   local old = redis.call('ZRANGEBYSCORE', set_key, '-inf', '(' .. fmt(cutoff), 'LIMIT', 0, limit)
   if #old == 0 then return 0 end
+  local fields = {}
+  for _, id in ipairs(old) do
+    fields[#fields + 1] = id
+    fields[#fields + 1] = id .. ':s'
+  end
+  redis.call('HDEL', K.task, unpack(fields))
   redis.call('ZREM', set_key, unpack(old))
-  redis.call('HDEL', task_key, unpack(old))
   return #old
 end
 
--- { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled }.
--- `counts` may carry counts the caller already knows, to save their ZCARD.
-local function queue_stats(keys, now, counts)
+-- { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled,
+-- corrupt }. `counts` may carry counts the caller already knows, to save their ZCARD.
+local function queue_stats(now, counts)
   counts = counts or {}
-  for _, name in ipairs({ 'ready', 'scheduled', 'leased', 'done', 'failed' }) do
-    if counts[name] == nil then counts[name] = redis.call('ZCARD', keys[name]) end
+  for _, name in ipairs({ 'ready', 'scheduled', 'leased', 'done', 'failed', 'corrupt' }) do
+    if counts[name] == nil then counts[name] = redis.call('ZCARD', K[name]) end
   end
   local oldest_ready_age, most_overdue, due_scheduled = 0, 0, 0
   if counts.ready > 0 then
-    local head = redis.call('ZRANGE', keys.ready, 0, 0)[1]
-    local record = redis.call('HGET', keys.task, head)
-    if record then oldest_ready_age = math.max(0, now - parse(record).at) end
+    local head = redis.call('ZRANGE', K.ready, 0, 0)[1]
+    local values = redis.call('HMGET', K.task, head .. ':s', head)
+    local since = nil
+    if values[1] then
+      local state = parse_state(values[1])
+      if state then since = state.at end
+    elseif values[2] then
+      local info = parse_body(values[2])
+      if info then since = info.enqueued end
+    end
+    if since then oldest_ready_age = math.max(0, now - since) end
   end
   if counts.leased > 0 then
-    local earliest = tonumber(redis.call('ZRANGE', keys.leased, 0, 0, 'WITHSCORES')[2])
+    local earliest = tonumber(redis.call('ZRANGE', K.leased, 0, 0, 'WITHSCORES')[2])
     most_overdue = math.max(0, now - earliest)
   end
   if counts.scheduled > 0 then
-    due_scheduled = redis.call('ZCOUNT', keys.scheduled, '-inf', fmt(now))
+    due_scheduled = redis.call('ZCOUNT', K.scheduled, '-inf', fmt(now))
   end
   return {
     counts.ready, counts.scheduled, counts.leased, counts.done, counts.failed,
-    oldest_ready_age, most_overdue, due_scheduled,
+    oldest_ready_age, most_overdue, due_scheduled, counts.corrupt,
   }
 end

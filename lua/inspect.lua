@@ -1,18 +1,41 @@
 -- inspect: one task's record. Read-only.
 --
--- KEYS[1] task hash
+-- KEYS the queue's keys (see _lib.lua): task, ready are used
 -- ARGV[1] id
--- Returns: {} when the id is unknown, else { state (R S L D F), type, priority, attempts,
---   maxAttempts (0 before the first claim), atMs (R ready since, S due at, L lease deadline,
---   D/F finished at), last error ("" if none), payload ("" once DONE), rank }
+-- Returns: {} when the id is unknown, else { state (R S L D F, or C when quarantined), type, group,
+--   priority, attempts, maxAttempts (0 before the first claim), atMs (R ready since, S due at,
+--   L lease deadline, D/F finished at, C quarantined at), last error ("" if none; the reason for
+--   C), payload ("" once DONE), rank, enqueuedAtMs }
 -- Errors: LEASEQ_BAD_ARGUMENT when the id is malformed.
 return guard('inspect', function()
   local id = name_arg('id', ARGV[1], ID_MAX_BYTES)
-  local record = redis.call('HGET', KEYS[1], id)
-  if not record then return {} end
-  local task = parse(record)
+  local values = redis.call('HMGET', K.task, id .. ':s', id, id .. ':x')
+  local state_text, body, reason = values[1], values[2], values[3]
+  local function priority_of(rank) return math.floor(rank / RANK_SEQ_SPAN) + PRIORITY_MIN end
+  local function payload_of(info) return info and string.sub(body, info.payload_at) or '' end
+  if reason then
+    local quarantined = redis.call('ZSCORE', K.corrupt, id)
+    local state = state_text and parse_state(state_text) or nil
+    local info = body and parse_body(body) or nil
+    return {
+      'C', state and state.type or (info and info.type) or '', state and state.group or (info and info.group) or '',
+      state and priority_of(state.rank) or 0, state and state.attempts or 0, state and state.max or 0,
+      tonumber(quarantined) or 0, reason, payload_of(info), state and state.rank or 0, info and info.enqueued or 0,
+    }
+  end
+  if not state_text and not body then return {} end
+  local task = load({ id }, true)[id]
+  if task.problem then
+    return { 'C', '', '', 0, 0, 0, 0, 'unreadable: ' .. task.problem, '', 0, 0 }
+  end
+  local info, state = task.body_info, task.state
+  if not state then
+    local rank = tonumber(redis.call('ZSCORE', K.ready, id)) or 0
+    return { 'R', info.type, info.group, priority_of(rank), 0, 0, info.enqueued, '', payload_of(info), rank, info.enqueued }
+  end
+  body = task.body
   return {
-    task.state, task.type, math.floor(task.rank / RANK_SEQ_SPAN) + PRIORITY_MIN, task.attempts,
-    task.max_attempts, task.at, task.error, payload_of(task), task.rank,
+    state.letter, state.type, state.group, priority_of(state.rank), state.attempts, state.max, state.at,
+    state.error, payload_of(info), state.rank, info and info.enqueued or 0,
   }
 end)

@@ -1,25 +1,39 @@
 -- list: a page of the tasks in one state, in that state's order. Read-only.
 --
--- KEYS[1] task hash   KEYS[2] the state's zset (ready: rank, scheduled: due ms, leased: lease
---         deadline ms, done/failed: finish ms)
--- ARGV[1] offset  0..1000000000
--- ARGV[2] limit   1..1000
--- Returns: per task, 4 each: id, score, type, attempts
+-- KEYS the queue's keys (see _lib.lua): task, and the state's set (ready: rank, scheduled: due ms,
+--   leased: lease deadline ms, done/failed: finish ms, corrupt: quarantine ms)
+-- ARGV[1] state   ready | scheduled | leased | done | failed | corrupt
+-- ARGV[2] offset  0..1000000000
+-- ARGV[3] limit   1..1000
+-- Returns: per task, 5 each: id, score, type, attempts, last error (the reason, for corrupt)
+--   A READY task never claimed keeps its type in its body: the page reads those bodies.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed.
 return guard('list', function()
-  local offset = int_arg('offset', ARGV[1], 0, 1000000000)
-  local limit = count_arg('limit', ARGV[2], 1000)
-  local page = redis.call('ZRANGE', KEYS[2], offset, offset + limit - 1, 'WITHSCORES')
+  local sets = { ready = K.ready, scheduled = K.scheduled, leased = K.leased, done = K.done, failed = K.failed, corrupt = K.corrupt }
+  local set = sets[ARGV[1]]
+  if not set then bad('state must be one of ready, scheduled, leased, done, failed, corrupt') end
+  local offset = int_arg('offset', ARGV[2], 0, 1000000000)
+  local limit = int_arg('limit', ARGV[3], 1, 1000)
+  local page = redis.call('ZRANGE', set, offset, offset + limit - 1, 'WITHSCORES')
   local ids = {}
   for i = 1, #page, 2 do ids[#ids + 1] = page[i] end
-  local tasks = load_tasks(KEYS[1], ids)
+  local reasons = {}
+  if set == K.corrupt and #ids > 0 then
+    local fields = {}
+    for i, id in ipairs(ids) do fields[i] = id .. ':x' end
+    reasons = redis.call('HMGET', K.task, unpack(fields))
+  end
+  local tasks = load(ids, false)
   local result = {}
   for i = 1, #page, 2 do
-    local task = tasks[page[i]]
-    result[#result + 1] = page[i]
+    local id = page[i]
+    local task = tasks[id]
+    local state, info = task.state, task.body_info
+    result[#result + 1] = id
     result[#result + 1] = page[i + 1]
-    result[#result + 1] = task and task.type or ''
-    result[#result + 1] = task and task.attempts or 0
+    result[#result + 1] = (state and state.type) or (info and info.type) or ''
+    result[#result + 1] = state and state.attempts or 0
+    result[#result + 1] = reasons[(i + 1) / 2] or (state and state.error) or ''
   end
   return result
 end)

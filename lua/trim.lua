@@ -1,20 +1,24 @@
 -- trim: delete DONE and FAILED tasks older than their retention, records included. Once trimmed,
 -- an id is unknown again: enqueueing it again creates a new task.
 --
--- KEYS[1] task hash   KEYS[2] done zset (finish ms)   KEYS[3] failed zset (finish ms)
+-- KEYS the queue's keys (see _lib.lua): task, config, done, failed are used
 -- ARGV[1] now                ms since epoch
--- ARGV[2] doneRetentionMs    0..31622400000 (366 days)
--- ARGV[3] failedRetentionMs  0..31622400000
--- ARGV[4] limit              1..10000 tasks per set per call
+-- ARGV[2] limit              1..10000 tasks per set per call
+-- ARGV[3] doneRetentionMs    -1 (the queue's config: doneRetentionMs, default 24 h) or 0..31622400000
+-- ARGV[4] failedRetentionMs  -1 (config failedRetentionMs, default 7 days) or 0..31622400000
 -- Returns: { doneTrimmed, failedTrimmed } (a count equal to `limit` means more may be left).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
 return guard('trim', function()
-  local now = int_arg('now', ARGV[1], 0, 2 ^ 52)
-  local done_retention = int_arg('doneRetentionMs', ARGV[2], 0, 31622400000)
-  local failed_retention = int_arg('failedRetentionMs', ARGV[3], 0, 31622400000)
-  local limit = count_arg('limit', ARGV[4], 10000)
+  local now = time_arg('now', ARGV[1])
+  local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
+  local done_given = int_arg('doneRetentionMs', ARGV[3], -1, RETENTION_MAX_MS)
+  local failed_given = int_arg('failedRetentionMs', ARGV[4], -1, RETENTION_MAX_MS)
+  local config = read_config_fields({ 'doneRetentionMs', 'failedRetentionMs' })
+  local done_retention = done_given >= 0 and done_given or config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
+  local failed_retention = failed_given >= 0 and failed_given
+    or config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)
   return {
-    trim_before(KEYS[1], KEYS[2], now - done_retention, limit),
-    trim_before(KEYS[1], KEYS[3], now - failed_retention, limit),
+    trim_before(K.done, now - done_retention, limit),
+    trim_before(K.failed, now - failed_retention, limit),
   }
 end)

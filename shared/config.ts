@@ -1,19 +1,41 @@
-/** Limits and defaults of a queue. Every default here is listed in docs/design.md "Default settings". */
+/**
+ * Limits and defaults of a queue: the one declaration every consumer takes them from. The Lua
+ * scripts get the same numbers (bin/generate-lua.ts writes LUA_CONSTANTS into their shared prelude),
+ * so a bound checked in TypeScript is the bound the script enforces. Every default here is listed
+ * in docs/design.md "Default settings".
+ */
+
+/** The storage format these scripts read and write (docs/storage.md); the queue's config records it. */
+export const FORMAT_VERSION = 1;
+
+/** 9999-12-31T23:59:59.999Z: the latest time a task may be due, and the largest `now` accepted. */
+const TIME_MAX_MS = 253_402_300_799_999;
+
 export const LIMITS = {
   idMaxBytes: 128,
   typeMaxBytes: 64,
+  groupMaxBytes: 128,
   queueNameMaxBytes: 64,
   priorityMin: -1000,
   priorityMax: 1000,
-  /** Most tasks one enqueue, settle, extend, release or requeue call takes. */
+  /** Most tasks one enqueue, settle, extend, release, requeue or delete call takes. */
   batchMax: 1000,
   /** Most tasks one claim leases. */
   claimMax: 1000,
   payloadNestingMax: 64,
-  maxDelayMs: 366 * 24 * 3600 * 1000,
+  /** Every time (now, runAt, a retry time) is an integer number of ms from 0 to this. */
+  timeMaxMs: TIME_MAX_MS,
   leaseMaxMs: 24 * 3600 * 1000,
   maxAttemptsMax: 1000,
   retentionMaxMs: 366 * 24 * 3600 * 1000,
+  clockSkewMaxMs: 3_600_000,
+  /** The payload cap a queue may be configured with. */
+  payloadMaxBytes: 64 * 1024 * 1024,
+  errorMaxBytes: 65_536,
+  /** Most tasks one reclaim, promote, trim or tick step moves. */
+  maintenanceMax: 10_000,
+  /** Ready tasks a claim reads at most when it has to choose (time left, paused types). */
+  claimScanMax: 1000,
 } as const;
 
 export const DEFAULTS = {
@@ -21,7 +43,7 @@ export const DEFAULTS = {
   maxErrorBytes: 2048,
   leaseMs: 60_000,
   maxAttempts: 5,
-  /** Due scheduled tasks a claim promotes before it pops. */
+  /** Due scheduled tasks a claim promotes before it takes ready ones. */
   promoteLimit: 1000,
   /** Leases, promotions and trims one reclaim/tick call handles at most. */
   maintenanceLimit: 1000,
@@ -30,5 +52,33 @@ export const DEFAULTS = {
   failedRetentionMs: 7 * 24 * 3600 * 1000,
 } as const;
 
-/** Characters allowed in ids, types and queue names. */
+/** Characters allowed in ids, types, groups and queue names. */
 export const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
+
+/** The constants the Lua prelude declares, by their Lua names. */
+export const LUA_CONSTANTS: Record<string, number> = {
+  FORMAT_VERSION,
+  ID_MAX_BYTES: LIMITS.idMaxBytes,
+  TYPE_MAX_BYTES: LIMITS.typeMaxBytes,
+  GROUP_MAX_BYTES: LIMITS.groupMaxBytes,
+  PRIORITY_MIN: LIMITS.priorityMin,
+  PRIORITY_MAX: LIMITS.priorityMax,
+  BATCH_MAX: LIMITS.batchMax,
+  CLAIM_MAX: LIMITS.claimMax,
+  TIME_MAX_MS: LIMITS.timeMaxMs,
+  LEASE_MAX_MS: LIMITS.leaseMaxMs,
+  ATTEMPTS_MAX: LIMITS.maxAttemptsMax,
+  RETENTION_MAX_MS: LIMITS.retentionMaxMs,
+  SKEW_MAX_MS: LIMITS.clockSkewMaxMs,
+  PAYLOAD_MAX_BYTES: LIMITS.payloadMaxBytes,
+  ERROR_MAX_BYTES: LIMITS.errorMaxBytes,
+  MAINTENANCE_MAX: LIMITS.maintenanceMax,
+  CLAIM_SCAN_MAX: LIMITS.claimScanMax,
+  DEFAULT_MAX_PAYLOAD_BYTES: DEFAULTS.maxPayloadBytes,
+  DEFAULT_MAX_ERROR_BYTES: DEFAULTS.maxErrorBytes,
+  DEFAULT_LEASE_MS: DEFAULTS.leaseMs,
+  DEFAULT_MAX_ATTEMPTS: DEFAULTS.maxAttempts,
+  DEFAULT_SKEW_MS: DEFAULTS.clockSkewMs,
+  DEFAULT_DONE_RETENTION_MS: DEFAULTS.doneRetentionMs,
+  DEFAULT_FAILED_RETENTION_MS: DEFAULTS.failedRetentionMs,
+};

@@ -39,6 +39,14 @@ export class StoreError extends QueueError {
   }
 }
 
+/** Thrown when the queue is stored in another format than this release reads (docs/storage.md). */
+export class FormatError extends QueueError {
+  override name = "FormatError";
+  constructor(message: string) {
+    super("LEASEQ_FORMAT", message);
+  }
+}
+
 /** Thrown when Upstash refused the REST token (HTTP 401): the credentials are wrong, not the network. */
 export class CredentialsError extends QueueError {
   override name = "CredentialsError";
@@ -63,6 +71,9 @@ export const ITEM_STATUS = {
   3: "unknown_id",
   4: "not_failed",
   5: "duplicate",
+  6: "corrupt",
+  7: "unrepairable",
+  8: "leased",
 } as const;
 
 export type ItemStatus = (typeof ITEM_STATUS)[keyof typeof ITEM_STATUS];
@@ -86,6 +97,8 @@ export function toQueueError(operation: string, error: unknown): QueueError {
   const text = redisErrorText(error);
   const badArgument = /^LEASEQ_BAD_ARGUMENT (.*)/s.exec(text);
   if (badArgument) return new ScriptArgumentError(badArgument[1].replace(/\s*script: .*$/s, ""));
+  const format = /^LEASEQ_FORMAT (.*)/s.exec(text);
+  if (format) return new FormatError(format[1].replace(/\s*script: .*$/s, ""));
   const redisCode = /^([A-Z][A-Z_]+)\s/.exec(text)?.[1];
   return new StoreError(`${operation}: ${text}`, redisCode, { cause: error });
 }

@@ -1,19 +1,37 @@
 import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 
-/** The Redis keys of one queue. All share the hash tag `{<queue>}`, so they live in one slot. */
+/**
+ * The Redis keys of one queue (storage format v1, docs/storage.md). All share the hash tag
+ * `{<queue>}`, so they live in one slot. Every script gets all of them in KEYS, in this order
+ * (lua/_lib.lua reads them by position).
+ */
 export interface QueueKeys {
+  /** Hash: `<id>` the body (written once), `<id>:s` the state, `<id>:x` why it was quarantined. */
   task: string;
+  /** Hash: the format version, the queue's settings, and what scripts keep at run time. */
+  config: string;
   ready: string;
   scheduled: string;
   leased: string;
   done: string;
   failed: string;
+  /** Ids whose record could not be read, by the time they were set aside. */
+  corrupt: string;
   seq: string;
-  hold: string;
-  /** Ids a reclaim returned to READY: the next claim hands each out alone. */
-  solo: string;
 }
+
+const ORDER: Array<keyof QueueKeys> = [
+  "task",
+  "config",
+  "ready",
+  "scheduled",
+  "leased",
+  "done",
+  "failed",
+  "corrupt",
+  "seq",
+];
 
 /** Key names of `queue`; throws InvalidInputError when the name is not a valid queue name. */
 export function queueKeys(queue: string, prefix = "leaseq"): QueueKeys {
@@ -28,15 +46,10 @@ export function queueKeys(queue: string, prefix = "leaseq"): QueueKeys {
     );
   }
   const base = `${prefix}:{${queue}}:`;
-  return {
-    task: `${base}task`,
-    ready: `${base}ready`,
-    scheduled: `${base}scheduled`,
-    leased: `${base}leased`,
-    done: `${base}done`,
-    failed: `${base}failed`,
-    seq: `${base}seq`,
-    hold: `${base}hold`,
-    solo: `${base}solo`,
-  };
+  return Object.fromEntries(ORDER.map((name) => [name, `${base}${name}`])) as unknown as QueueKeys;
+}
+
+/** The keys in the order every script takes them. */
+export function scriptKeys(keys: QueueKeys): string[] {
+  return ORDER.map((name) => keys[name]);
 }

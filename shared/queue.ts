@@ -1,14 +1,16 @@
+import { randomBytes } from "node:crypto";
 import { DEFAULTS, LIMITS } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
-import { type QueueKeys, queueKeys } from "./keys.js";
+import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
+import { buildBody, parseBody } from "./records.js";
 import { SCRIPTS, type ScriptName } from "./scripts.js";
+import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
 import type { Store } from "./store.js";
 import {
   type ClaimedTask,
   type EnqueueResult,
   type ExtendResult,
   type ItemResult,
-  type LeasePolicy,
   type ListedTask,
   type QueueStats,
   type ReclaimResult,
@@ -20,101 +22,62 @@ import {
   type TaskState,
   type TickResult,
 } from "./types.js";
-import {
-  checkBatch,
-  checkInteger,
-  checkName,
-  checkNow,
-  checkPolicy,
-  dueTime,
-  serializePayload,
-  shown,
-} from "./validate.js";
+import { checkBatch, checkInteger, checkName, checkNow, dueTime, serializePayload, shown } from "./validate.js";
 
 export interface QueueOptions {
   /** Queue name, `^[A-Za-z0-9_.-]{1,64}$`; it is the hash tag of every key. */
   name: string;
-  /** Strict order: a claim returns nothing while any task of the queue is leased or held. */
-  ordered?: boolean;
-  /** Lease and attempts per task type; types not listed get `defaultPolicy`. */
-  policies?: Record<string, LeasePolicy>;
-  defaultPolicy?: LeasePolicy;
-  maxPayloadBytes?: number;
-  maxErrorBytes?: number;
-  clockSkewMs?: number;
-  doneRetentionMs?: number;
-  failedRetentionMs?: number;
   /** Key prefix before the `{queue}` tag. Default "leaseq". */
   keyPrefix?: string;
+  /**
+   * The settings this process expects (the caps it checks input against before sending). They
+   * reach Redis only through `configure()`; the scripts follow the queue's config, whatever a
+   * caller holds.
+   */
+  settings?: QueueSettings;
 }
 
-const ZSET_OF_STATE: Record<TaskState, keyof QueueKeys> = {
-  ready: "ready",
-  scheduled: "scheduled",
-  leased: "leased",
-  done: "done",
-  failed: "failed",
-};
+const OPTION_NAMES = ["name", "keyPrefix", "settings"];
+const LISTABLE: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
 
 /**
  * A leaseq queue on a store. Every method is one script call, atomic in Redis; inputs are
- * validated before anything is sent, so a rejected call leaves Redis unchanged.
+ * validated before anything is sent, so a rejected call leaves Redis unchanged. What must be the
+ * same for every caller (order, policies, retention, caps) is the queue's config in Redis, written
+ * by `configure()`.
  */
 export class Queue {
   readonly name: string;
   readonly keys: QueueKeys;
-  readonly ordered: boolean;
-  private readonly policyArgs: string[];
-  private readonly defaultPolicy: LeasePolicy;
-  private readonly maxPayloadBytes: number;
-  private readonly maxErrorBytes: number;
-  private readonly clockSkewMs: number;
-  private readonly doneRetentionMs: number;
-  private readonly failedRetentionMs: number;
+  /** The settings this process expects (defaults applied). */
+  readonly settings: ResolvedSettings;
+  private readonly keyList: string[];
 
   constructor(
     private readonly store: Store,
     options: QueueOptions,
   ) {
-    const where = "new Queue";
+    const unknown = Object.keys(options ?? {}).filter((key) => !OPTION_NAMES.includes(key));
+    if (unknown.length > 0) {
+      throw new InvalidInputError(
+        `new Queue: unknown option${unknown.length === 1 ? "" : "s"} ${unknown.map((key) => JSON.stringify(key)).join(", ")}: the options are ${OPTION_NAMES.join(", ")}; the queue's settings (order, policies, retention, caps) go in \`settings\` and reach Redis through configure()`,
+      );
+    }
     this.keys = queueKeys(options.name, options.keyPrefix);
+    this.keyList = scriptKeys(this.keys);
     this.name = options.name;
-    this.ordered = options.ordered ?? false;
-    this.defaultPolicy = checkPolicy(`${where} defaultPolicy`, options.defaultPolicy ?? DEFAULTS);
-    this.policyArgs = Object.entries(options.policies ?? {}).flatMap(([type, policy]) => {
-      checkName(where, "policy type", type, LIMITS.typeMaxBytes);
-      const checked = checkPolicy(`${where} policy "${type}"`, policy);
-      return [type, String(checked.leaseMs), String(checked.maxAttempts)];
-    });
-    this.maxPayloadBytes = checkInteger(
-      where,
-      "maxPayloadBytes",
-      options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes,
-      1,
-      64 * 1024 * 1024,
-    );
-    this.maxErrorBytes = checkInteger(
-      where,
-      "maxErrorBytes",
-      options.maxErrorBytes ?? DEFAULTS.maxErrorBytes,
-      0,
-      65536,
-    );
-    this.clockSkewMs = checkInteger(where, "clockSkewMs", options.clockSkewMs ?? DEFAULTS.clockSkewMs, 0, 3_600_000);
-    this.doneRetentionMs = checkInteger(
-      where,
-      "doneRetentionMs",
-      options.doneRetentionMs ?? DEFAULTS.doneRetentionMs,
-      0,
-      LIMITS.retentionMaxMs,
-    );
-    this.failedRetentionMs = checkInteger(
-      where,
-      "failedRetentionMs",
-      options.failedRetentionMs ?? DEFAULTS.failedRetentionMs,
-      0,
-      LIMITS.retentionMaxMs,
-    );
+    this.settings = resolveSettings("new Queue", options.settings);
+  }
+
+  /**
+   * Writes `settings` (default: this Queue's) into the queue's config, where every script reads
+   * them. Idempotent: the same settings again change nothing. Resolves to whether the config changed.
+   */
+  async configure(settings?: QueueSettings): Promise<boolean> {
+    const resolved = settings === undefined ? this.settings : resolveSettings("configure", settings);
+    const { revision, fields } = configFields(resolved);
+    const [changed] = await this.run("configure", [revision, ...fields]);
+    return Number(changed) === 1;
   }
 
   /**
@@ -126,13 +89,9 @@ export class Queue {
     const where = "enqueue";
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
-    const args = [String(now), String(this.maxPayloadBytes)];
+    const args = [String(now)];
     for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
-    const reply = await this.run(
-      "enqueue",
-      [this.keys.task, this.keys.ready, this.keys.scheduled, this.keys.seq],
-      args,
-    );
+    const reply = await this.run("enqueue", args);
     return tasks.map((task, i) => ({
       id: task.id,
       status: itemStatus(where, reply[2 * i]) === "duplicate" ? "duplicate" : "ok",
@@ -162,19 +121,22 @@ export class Queue {
       throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
     const id = checkName(label, "id", task.id, LIMITS.idMaxBytes);
     const at = `${label} (id ${id})`;
+    const type = checkName(at, "type", task.type, LIMITS.typeMaxBytes);
+    const group = task.group === undefined ? "" : checkName(at, "group", task.group, LIMITS.groupMaxBytes);
     return [
       id,
-      checkName(at, "type", task.type, LIMITS.typeMaxBytes),
       String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
       String(dueTime(at, task, now)),
-      serializePayload(at, task.payload, this.maxPayloadBytes),
+      buildBody(now, type, group, serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
     ];
   }
 
   /**
    * Promotes due scheduled tasks, then leases up to `count` ready tasks in rank order, each for
-   * its type's lease. With `maxLeaseMs` (the time the caller has left), only tasks whose lease fits
-   * are taken; the others stay READY. Returns [] when nothing is ready or an ordered queue's gate is closed.
+   * its type's lease (the queue's config). With `maxLeaseMs` (the time the caller has left), only
+   * tasks whose lease fits are taken; the others stay READY. Returns [] when nothing is ready or an
+   * ordered queue's gate is closed. Safe to retry: a store resending it after a lost reply gets the
+   * same batch back.
    */
   async claim(options: { count: number; now: number; maxLeaseMs?: number }): Promise<ClaimedTask[]> {
     const now = checkNow("claim", options.now);
@@ -186,32 +148,29 @@ export class Queue {
       1,
       LIMITS.leaseMaxMs,
     );
-    const reply = await this.run(
-      "claim",
-      [this.keys.task, this.keys.ready, this.keys.scheduled, this.keys.leased, this.keys.hold, this.keys.solo],
-      [
-        String(now),
-        String(count),
-        this.ordered ? "1" : "0",
-        String(DEFAULTS.promoteLimit),
-        String(this.defaultPolicy.leaseMs),
-        String(this.defaultPolicy.maxAttempts),
-        String(maxLeaseMs),
-        ...this.policyArgs,
-      ],
-    );
+    const claimId = randomBytes(12).toString("base64url");
+    const reply = await this.run("claim", [
+      String(now),
+      String(count),
+      String(maxLeaseMs),
+      claimId,
+      "0",
+      String(DEFAULTS.promoteLimit),
+    ]);
     const claimed: ClaimedTask[] = [];
-    for (let i = 0; i < reply.length; i += 7) {
-      const rank = Number(reply[i + 5]);
+    for (let i = 0; i < reply.length; i += 6) {
+      const rank = Number(reply[i + 4]);
+      const body = parseBody(String(reply[i + 1]));
       claimed.push({
         id: String(reply[i]),
-        type: String(reply[i + 1]),
-        payload: String(reply[i + 2]),
-        attempt: Number(reply[i + 3]),
-        token: String(reply[i + 4]),
+        type: body.type,
+        group: body.group === "" ? undefined : body.group,
+        payload: body.payload,
+        attempt: Number(reply[i + 2]),
+        token: String(reply[i + 3]),
         rank,
         priority: Math.floor(rank / 2 ** 42) + LIMITS.priorityMin,
-        leaseDeadlineMs: Number(reply[i + 6]),
+        leaseDeadlineMs: Number(reply[i + 5]),
       });
     }
     return claimed;
@@ -226,7 +185,7 @@ export class Queue {
     const where = "settle";
     const now = checkNow(where, options.now);
     checkBatch(where, items, LIMITS.batchMax);
-    const args = [String(now), String(this.maxErrorBytes), this.ordered ? "1" : "0"];
+    const args = [String(now)];
     items.forEach((item, index) => {
       const label = `${where}: item ${index + 1}`;
       const id = checkName(label, "id", item?.id, LIMITS.idMaxBytes);
@@ -234,7 +193,7 @@ export class Queue {
         throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
       if (item.outcome === "ack") args.push(id, item.token, "ack", "0", "");
       else if (item.outcome === "retry") {
-        const retryAt = checkInteger(`${label} (id ${id})`, "retryAtMs", item.retryAtMs, 0, 2 ** 52);
+        const retryAt = checkInteger(`${label} (id ${id})`, "retryAtMs", item.retryAtMs, 0, LIMITS.timeMaxMs);
         args.push(id, item.token, "retry", String(retryAt), this.errorText(item.error));
       } else if (item.outcome === "fail") args.push(id, item.token, "fail", "0", this.errorText(item.error));
       else {
@@ -243,19 +202,7 @@ export class Queue {
         );
       }
     });
-    const reply = await this.run(
-      "settle",
-      [
-        this.keys.task,
-        this.keys.leased,
-        this.keys.scheduled,
-        this.keys.ready,
-        this.keys.done,
-        this.keys.failed,
-        this.keys.hold,
-      ],
-      args,
-    );
+    const reply = await this.run("settle", args);
     return items.map((item, i) => ({
       id: item.id,
       status: itemStatus(where, reply[2 * i]),
@@ -289,7 +236,7 @@ export class Queue {
         String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
       );
     });
-    const reply = await this.run("extend", [this.keys.task, this.keys.leased], args);
+    const reply = await this.run("extend", args);
     return items.map((item, i) => {
       const status = itemStatus(where, reply[2 * i]);
       return { id: item.id, status, leaseDeadlineMs: status === "ok" ? Number(reply[2 * i + 1]) : undefined };
@@ -306,19 +253,15 @@ export class Queue {
       const label = `${where}: item ${index + 1}`;
       args.push(checkName(label, "id", item?.id, LIMITS.idMaxBytes), this.token(label, item.token));
     });
-    const reply = await this.run("release", [this.keys.task, this.keys.leased, this.keys.ready], args);
+    const reply = await this.run("release", args);
     return items.map((item, i) => ({ id: item.id, status: itemStatus(where, reply[i]) }));
   }
 
-  /** Returns up to `limit` expired leases (deadline < now - clock skew) to READY or FAILED. */
+  /** Returns up to `limit` expired leases (deadline < now − the queue's clock skew) to READY or FAILED. */
   async reclaim(options: { now: number; limit?: number }): Promise<ReclaimResult> {
     const now = checkNow("reclaim", options.now);
-    const limit = checkInteger("reclaim", "limit", options.limit ?? DEFAULTS.maintenanceLimit, 1, 10_000);
-    const reply = await this.run(
-      "reclaim",
-      [this.keys.task, this.keys.leased, this.keys.ready, this.keys.failed, this.keys.solo],
-      [String(now), String(this.clockSkewMs), String(limit)],
-    );
+    const limit = this.limit("reclaim", options.limit);
+    const reply = await this.run("reclaim", [String(now), String(limit)]);
     const result: ReclaimResult = { reclaimed: [], failed: [], more: reply.length / 2 >= limit };
     for (let i = 0; i < reply.length; i += 2) {
       (reply[i + 1] === "F" ? result.failed : result.reclaimed).push(String(reply[i]));
@@ -329,48 +272,45 @@ export class Queue {
   /** Moves up to `limit` due scheduled tasks to READY; returns how many moved. */
   async promote(options: { now: number; limit?: number }): Promise<number> {
     const now = checkNow("promote", options.now);
-    const limit = checkInteger("promote", "limit", options.limit ?? DEFAULTS.maintenanceLimit, 1, 10_000);
-    const reply = await this.run(
-      "promote",
-      [this.keys.task, this.keys.scheduled, this.keys.ready],
-      [String(now), String(limit)],
-    );
-    return Number(reply);
+    const [promoted] = await this.run("promote", [String(now), String(this.limit("promote", options.limit))]);
+    return Number(promoted);
   }
 
-  /** Deletes DONE and FAILED tasks older than their retention (at most `limit` of each). */
-  async trim(options: { now: number; limit?: number }): Promise<{ done: number; failed: number }> {
-    const now = checkNow("trim", options.now);
-    const limit = checkInteger("trim", "limit", options.limit ?? DEFAULTS.maintenanceLimit, 1, 10_000);
-    const reply = await this.run(
-      "trim",
-      [this.keys.task, this.keys.done, this.keys.failed],
-      [String(now), String(this.doneRetentionMs), String(this.failedRetentionMs), String(limit)],
-    );
+  /**
+   * Deletes DONE and FAILED tasks older than their retention (the queue's config, or the one given
+   * for this call), at most `limit` of each.
+   */
+  async trim(options: {
+    now: number;
+    limit?: number;
+    doneRetentionMs?: number;
+    failedRetentionMs?: number;
+  }): Promise<{ done: number; failed: number }> {
+    const where = "trim";
+    const now = checkNow(where, options.now);
+    const retention = (field: "doneRetentionMs" | "failedRetentionMs") =>
+      options[field] === undefined
+        ? "-1"
+        : String(checkInteger(where, field, options[field], 0, LIMITS.retentionMaxMs));
+    const reply = await this.run("trim", [
+      String(now),
+      String(this.limit(where, options.limit)),
+      retention("doneRetentionMs"),
+      retention("failedRetentionMs"),
+    ]);
     return { done: Number(reply[0]), failed: Number(reply[1]) };
   }
 
   /** Counts per state and the ages operators alarm on. Read-only. */
   async stats(options: { now: number }): Promise<QueueStats> {
     const now = checkNow("stats", options.now);
-    return parseStats(await this.run("stats", this.stateKeys(), [String(now)]), 0);
+    return parseStats(await this.run("stats", [String(now)]), 0);
   }
 
   /** One reclaimer pass in one call: reclaim, promote, trim, then stats. */
   async tick(options: { now: number; limit?: number }): Promise<TickResult> {
     const now = checkNow("tick", options.now);
-    const limit = checkInteger("tick", "limit", options.limit ?? DEFAULTS.maintenanceLimit, 1, 10_000);
-    const reply = await this.run(
-      "tick",
-      [...this.stateKeys(), this.keys.solo],
-      [
-        String(now),
-        String(this.clockSkewMs),
-        String(limit),
-        String(this.doneRetentionMs),
-        String(this.failedRetentionMs),
-      ],
-    );
+    const reply = await this.run("tick", [String(now), String(this.limit("tick", options.limit))]);
     return {
       reclaimed: Number(reply[0]),
       reclaimFailed: Number(reply[1]),
@@ -381,52 +321,72 @@ export class Queue {
     };
   }
 
-  /** One task's state and record, or undefined when the id is unknown. */
+  /** One task's state and record, or undefined when the id is unknown. A quarantined one is "corrupt". */
   async inspect(id: string): Promise<TaskInfo | undefined> {
     checkName("inspect", "id", id, LIMITS.idMaxBytes);
-    const reply = await this.run("inspect", [this.keys.task], [id]);
+    const reply = await this.run("inspect", [id]);
     if (reply.length === 0) return undefined;
     return {
       id,
       state: STATE_BY_LETTER[String(reply[0])],
       type: String(reply[1]),
-      priority: Number(reply[2]),
-      attempts: Number(reply[3]),
-      maxAttempts: Number(reply[4]),
-      atMs: Number(reply[5]),
-      lastError: String(reply[6]),
-      payload: String(reply[7]),
-      rank: Number(reply[8]),
+      group: String(reply[2]) === "" ? undefined : String(reply[2]),
+      priority: Number(reply[3]),
+      attempts: Number(reply[4]),
+      maxAttempts: Number(reply[5]),
+      atMs: Number(reply[6]),
+      lastError: String(reply[7]),
+      payload: String(reply[8]),
+      rank: Number(reply[9]),
+      enqueuedAtMs: Number(reply[10]),
     };
   }
 
   /** Sends FAILED tasks back to READY with their original rank and fresh attempts. */
   async requeue(ids: string[], options: { now: number }): Promise<ItemResult[]> {
     const now = checkNow("requeue", options.now);
-    checkBatch("requeue", ids, LIMITS.batchMax);
-    for (const [index, id] of ids.entries()) checkName(`requeue: id ${index + 1}`, "id", id, LIMITS.idMaxBytes);
-    const reply = await this.run("requeue", [this.keys.task, this.keys.failed, this.keys.ready], [String(now), ...ids]);
+    this.checkIds("requeue", ids);
+    const reply = await this.run("requeue", [String(now), ...ids]);
     return ids.map((id, i) => ({ id, status: itemStatus("requeue", reply[i]) }));
+  }
+
+  /**
+   * Deletes tasks by id, records included: READY, SCHEDULED, DONE, FAILED or quarantined ones. A
+   * LEASED task is refused (status "leased"): a worker is running it.
+   */
+  async delete(ids: string[]): Promise<ItemResult[]> {
+    this.checkIds("delete", ids);
+    const reply = await this.run("delete", ids);
+    return ids.map((id, i) => ({ id, status: itemStatus("delete", reply[i]) }));
+  }
+
+  /**
+   * Brings quarantined tasks (see `list("corrupt")`) back to READY when their body can still be
+   * read; "unrepairable" when it cannot (only delete is left then).
+   */
+  async repair(ids: string[], options: { now: number }): Promise<ItemResult[]> {
+    const now = checkNow("repair", options.now);
+    this.checkIds("repair", ids);
+    const reply = await this.run("repair", [String(now), ...ids]);
+    return ids.map((id, i) => ({ id, status: itemStatus("repair", reply[i]) }));
   }
 
   /** A page of the tasks in `state`, in that state's order. */
   async list(state: TaskState, options: { offset?: number; limit?: number } = {}): Promise<ListedTask[]> {
-    const zset = ZSET_OF_STATE[state];
-    if (zset === undefined) {
-      throw new InvalidInputError(
-        `list: state must be one of ${Object.keys(ZSET_OF_STATE).join(", ")}, got ${shown(state)}`,
-      );
+    if (!LISTABLE.includes(state)) {
+      throw new InvalidInputError(`list: state must be one of ${LISTABLE.join(", ")}, got ${shown(state)}`);
     }
     const offset = checkInteger("list", "offset", options.offset ?? 0, 0, 1_000_000_000);
     const limit = checkInteger("list", "limit", options.limit ?? 100, 1, 1000);
-    const reply = await this.run("list", [this.keys.task, this.keys[zset]], [String(offset), String(limit)]);
+    const reply = await this.run("list", [state, String(offset), String(limit)]);
     const tasks: ListedTask[] = [];
-    for (let i = 0; i < reply.length; i += 4) {
+    for (let i = 0; i < reply.length; i += 5) {
       tasks.push({
         id: String(reply[i]),
         score: Number(reply[i + 1]),
         type: String(reply[i + 2]),
         attempts: Number(reply[i + 3]),
+        lastError: String(reply[i + 4]),
       });
     }
     return tasks;
@@ -443,13 +403,17 @@ export class Queue {
         `drop: confirm must repeat the queue name "${this.name}" exactly, got ${shown(options?.confirm)}`,
       );
     }
-    const [deleted] = await this.run("drop", Object.values(this.keys), [options.confirm, this.name]);
+    const [deleted] = await this.run("drop", [options.confirm, this.name]);
     return Number(deleted);
   }
 
-  private stateKeys(): string[] {
-    const k = this.keys;
-    return [k.task, k.ready, k.scheduled, k.leased, k.done, k.failed];
+  private checkIds(where: string, ids: string[]): void {
+    checkBatch(where, ids, LIMITS.batchMax);
+    for (const [index, id] of ids.entries()) checkName(`${where}: id ${index + 1}`, "id", id, LIMITS.idMaxBytes);
+  }
+
+  private limit(where: string, limit: number | undefined): number {
+    return checkInteger(where, "limit", limit ?? DEFAULTS.maintenanceLimit, 1, LIMITS.maintenanceMax);
   }
 
   private token(label: string, token: unknown): string {
@@ -462,17 +426,17 @@ export class Queue {
   private errorText(error: unknown): string {
     const text = typeof error === "string" ? error : String(error);
     const bytes = Buffer.from(text);
-    if (bytes.length <= this.maxErrorBytes) return text;
+    if (bytes.length <= this.settings.maxErrorBytes) return text;
     // Cut on a character boundary so the stored text stays valid UTF-8.
     return bytes
-      .subarray(0, this.maxErrorBytes)
+      .subarray(0, this.settings.maxErrorBytes)
       .toString()
       .replace(/\uFFFD+$/, "");
   }
 
-  private async run(name: ScriptName, keys: string[], args: string[]): Promise<unknown[]> {
+  private async run(name: ScriptName, args: string[]): Promise<unknown[]> {
     try {
-      const reply = await this.store.evalScript(SCRIPTS[name], keys, args);
+      const reply = await this.store.evalScript(SCRIPTS[name], this.keyList, args);
       return Array.isArray(reply) ? reply : [reply];
     } catch (error) {
       throw toQueueError(name, error);
@@ -491,5 +455,6 @@ function parseStats(reply: unknown[], offset: number): QueueStats {
     oldestReadyAgeMs: n(5),
     mostOverdueLeaseMs: n(6),
     dueScheduled: n(7),
+    corrupt: n(8),
   };
 }

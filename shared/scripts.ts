@@ -5,25 +5,30 @@ import { type LuaScript, luaScript } from "./store.js";
 
 type ScriptSource = Exclude<keyof typeof LUA_SOURCES, "lib">;
 
-function withLib(name: ScriptSource, retrySafe = true): LuaScript {
-  return luaScript(name, `${LUA_SOURCES.lib}\n${LUA_SOURCES[name]}`, retrySafe);
+function withLib(name: ScriptSource, options: { readOnly?: boolean; repeatArg?: number } = {}): LuaScript {
+  return luaScript(name, `${LUA_SOURCES.lib}\n${LUA_SOURCES[name]}`, options);
 }
 
 /** Every operation script, the shared prelude prepended. */
 export const SCRIPTS = {
+  configure: withLib("configure"),
   enqueue: withLib("enqueue"),
-  claim: withLib("claim", false),
+  // ARGV[5] (index 4) is the repeat flag: a store's retry sets it, so the script looks for the
+  // batch the first run leased before it leases another.
+  claim: withLib("claim", { repeatArg: 4 }),
   settle: withLib("settle"),
   extend: withLib("extend"),
   release: withLib("release"),
   reclaim: withLib("reclaim"),
   promote: withLib("promote"),
   trim: withLib("trim"),
-  stats: withLib("stats"),
+  stats: withLib("stats", { readOnly: true }),
   tick: withLib("tick"),
-  inspect: withLib("inspect"),
+  inspect: withLib("inspect", { readOnly: true }),
   requeue: withLib("requeue"),
-  list: withLib("list"),
+  list: withLib("list", { readOnly: true }),
+  repair: withLib("repair"),
+  delete: withLib("delete"),
   drop: withLib("drop"),
 } as const satisfies Record<string, LuaScript>;
 

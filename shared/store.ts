@@ -5,12 +5,14 @@ export interface LuaScript {
   readonly name: string;
   readonly body: string;
   readonly sha: string;
+  /** It only reads (stats, inspect, list): a store may run it with EVAL_RO / no-writes. */
+  readonly readOnly: boolean;
   /**
-   * Whether running it twice is harmless. Every script but `claim` is idempotent or fenced by a
-   * token, so a retry after a lost reply changes nothing twice. A retried claim would lease tasks
-   * nobody runs until their lease expires, so adapters never retry it.
+   * Every script is safe to run twice: idempotent, fenced by a token, or (claim) told it may be a
+   * repeat. For such a script this is the index in ARGV of its repeat flag, which a store sets to
+   * "1" when it sends the call again after a failure whose outcome it cannot know.
    */
-  readonly retrySafe: boolean;
+  readonly repeatArg: number | undefined;
 }
 
 /** What the queue needs from Redis: run a script by SHA, falling back to its body on NOSCRIPT. */
@@ -21,8 +23,26 @@ export interface Store {
   close(): Promise<void>;
 }
 
-export function luaScript(name: string, body: string, retrySafe: boolean): LuaScript {
-  return { name, body, sha: createHash("sha1").update(body).digest("hex"), retrySafe };
+export function luaScript(
+  name: string,
+  body: string,
+  options: { readOnly?: boolean; repeatArg?: number } = {},
+): LuaScript {
+  return {
+    name,
+    body,
+    sha: createHash("sha1").update(body).digest("hex"),
+    readOnly: options.readOnly ?? false,
+    repeatArg: options.repeatArg,
+  };
+}
+
+/** The arguments of a call's `retry`th sending (0: the first): a repeat flag set from the first retry on. */
+export function argsForRetry(script: LuaScript, args: readonly string[], retry: number): readonly string[] {
+  if (retry === 0 || script.repeatArg === undefined) return args;
+  const repeated = [...args];
+  repeated[script.repeatArg] = "1";
+  return repeated;
 }
 
 export function isNoScript(error: unknown): boolean {

@@ -1,6 +1,7 @@
 import type { ItemStatus } from "./errors.js";
 
-export type TaskState = "ready" | "scheduled" | "leased" | "done" | "failed";
+/** `corrupt`: its record could not be read, so it was set aside (see Queue.repair, Queue.delete). */
+export type TaskState = "ready" | "scheduled" | "leased" | "done" | "failed" | "corrupt";
 
 export const STATE_BY_LETTER: Record<string, TaskState> = {
   R: "ready",
@@ -8,6 +9,7 @@ export const STATE_BY_LETTER: Record<string, TaskState> = {
   L: "leased",
   D: "done",
   F: "failed",
+  C: "corrupt",
 };
 
 /** A task to enqueue. */
@@ -22,8 +24,10 @@ export interface TaskInput {
   priority?: number;
   /** Run no sooner than this many ms from `now`. */
   delayMs?: number;
-  /** Run no sooner than this time (ms since epoch, or a Date). */
+  /** Run no sooner than this time (ms since epoch, or a Date), up to 9999-12-31. */
   runAt?: number | Date;
+  /** The group the task belongs to (same characters as an id, ≤ 128); none by default. */
+  group?: string;
 }
 
 export interface EnqueueResult {
@@ -42,6 +46,7 @@ export interface LeasePolicy {
 export interface ClaimedTask {
   id: string;
   type: string;
+  group: string | undefined;
   /** The payload as JSON text. */
   payload: string;
   /** 1 on the first claim. */
@@ -98,6 +103,8 @@ export interface QueueStats {
   mostOverdueLeaseMs: number;
   /** Scheduled tasks already due, waiting to be promoted. */
   dueScheduled: number;
+  /** Tasks set aside because their record could not be read (`list("corrupt")`, `repair`, `delete`). */
+  corrupt: number;
 }
 
 export interface TickResult extends QueueStats {
@@ -112,6 +119,7 @@ export interface TaskInfo {
   id: string;
   state: TaskState;
   type: string;
+  group: string | undefined;
   priority: number;
   attempts: number;
   /** 0 until the first claim records the type's policy. */
@@ -122,6 +130,7 @@ export interface TaskInfo {
   /** JSON text; empty once DONE. */
   payload: string;
   rank: number;
+  enqueuedAtMs: number;
 }
 
 export interface ListedTask {
@@ -130,4 +139,6 @@ export interface ListedTask {
   score: number;
   type: string;
   attempts: number;
+  /** The last error (the reason, for a corrupt task); "" if none. */
+  lastError: string;
 }

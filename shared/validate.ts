@@ -35,7 +35,7 @@ export function checkBatch(where: string, items: unknown, max: number): void {
 }
 
 export function checkNow(where: string, now: unknown): number {
-  return checkInteger(where, "now (ms since epoch)", now, 0, 2 ** 52);
+  return checkInteger(where, "now (ms since epoch)", now, 0, LIMITS.timeMaxMs);
 }
 
 function nestingDepth(text: string): number {
@@ -84,18 +84,18 @@ export function dueTime(where: string, task: TaskInput, now: number): number {
     throw new InvalidInputError(`${where}: give either delayMs or runAt, not both`);
   }
   if (task.delayMs !== undefined) {
-    return now + checkInteger(where, "delayMs", task.delayMs, 0, LIMITS.maxDelayMs);
+    return now + checkInteger(where, "delayMs", task.delayMs, 0, LIMITS.timeMaxMs - now);
   }
   if (task.runAt !== undefined) {
     const runAt = task.runAt instanceof Date ? task.runAt.getTime() : task.runAt;
-    if (typeof runAt !== "number" || !Number.isFinite(runAt) || Math.abs(runAt - now) > LIMITS.maxDelayMs) {
+    if (typeof runAt !== "number" || !Number.isFinite(runAt) || runAt < 0 || runAt > LIMITS.timeMaxMs) {
       throw new InvalidInputError(
-        `${where}: runAt must be a time within 366 days of now (${new Date(now).toISOString()}), got ${shown(
+        `${where}: runAt must be a time from 1970-01-01 to 9999-12-31T23:59:59.999Z (ms since epoch, or a Date), got ${shown(
           task.runAt instanceof Date ? task.runAt.toString() : task.runAt,
         )}`,
       );
     }
-    return Math.max(0, Math.round(runAt));
+    return Math.round(runAt);
   }
   return now;
 }

@@ -35,7 +35,7 @@ export function enqueueCommand(program: Command): void {
     .option("--priority <n>", "lower runs sooner", integer(LIMITS.priorityMin, LIMITS.priorityMax))
     .addOption(
       new Option("--delay-ms <ms>", "run no sooner than this many ms from now")
-        .argParser(integer(0, LIMITS.maxDelayMs))
+        .argParser(integer(0, LIMITS.timeMaxMs - Date.now()))
         .conflicts("runAt"),
     )
     .addOption(

@@ -30,6 +30,7 @@ const AT_LABEL: Record<TaskState, string> = {
   leased: "lease until",
   done: "finished at",
   failed: "failed at",
+  corrupt: "set aside at",
 };
 
 function formatTask(task: TaskInfo): string {

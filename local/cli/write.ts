@@ -55,37 +55,25 @@ export function writeCommands(program: Command): void {
 
   program
     .command("trim")
-    .description("delete DONE and FAILED tasks older than their retention")
-    .option(
-      "--done-retention-ms <ms>",
-      "keep DONE tasks this long",
-      integer(0, LIMITS.retentionMaxMs),
-      DEFAULTS.doneRetentionMs,
-    )
-    .option(
-      "--failed-retention-ms <ms>",
-      "keep FAILED tasks this long",
-      integer(0, LIMITS.retentionMaxMs),
-      DEFAULTS.failedRetentionMs,
-    )
-    .action(async (options: { doneRetentionMs: number; failedRetentionMs: number }, command: Command) => {
-      // Retention is a queue option, so the queue is opened with the retention asked for.
-      const trimmed = await withQueue(
-        command,
-        async (queue) => {
-          const total = { done: 0, failed: 0 };
-          const limit = DEFAULTS.maintenanceLimit;
-          for (;;) {
-            const pass = await queue.trim({ now: Date.now(), limit });
-            total.done += pass.done;
-            total.failed += pass.failed;
-            if (pass.done < limit && pass.failed < limit) return total;
-          }
-        },
-        options,
-      );
+    .description("delete DONE and FAILED tasks older than their retention (the queue's config, unless given)")
+    .option("--done-retention-ms <ms>", "keep DONE tasks this long this time", integer(0, LIMITS.retentionMaxMs))
+    .option("--failed-retention-ms <ms>", "keep FAILED tasks this long this time", integer(0, LIMITS.retentionMaxMs))
+    .action(async (options: { doneRetentionMs?: number; failedRetentionMs?: number }, command: Command) => {
+      // Retention is the queue's (its config in Redis); flags override it for this run only.
+      const trimmed = await withQueue(command, async (queue) => {
+        const total = { done: 0, failed: 0 };
+        const limit = DEFAULTS.maintenanceLimit;
+        for (;;) {
+          const pass = await queue.trim({ now: Date.now(), limit, ...options });
+          total.done += pass.done;
+          total.failed += pass.failed;
+          if (pass.done < limit && pass.failed < limit) return total;
+        }
+      });
+      const older = (ms: number | undefined) =>
+        ms === undefined ? "older than the queue's retention" : `older than ${duration(ms)}`;
       console.log(
-        `trimmed ${trimmed.done} done (older than ${duration(options.doneRetentionMs)}) and ${trimmed.failed} failed (older than ${duration(options.failedRetentionMs)})`,
+        `trimmed ${trimmed.done} done (${older(options.doneRetentionMs)}) and ${trimmed.failed} failed (${older(options.failedRetentionMs)})`,
       );
     });
 }

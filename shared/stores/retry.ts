@@ -1,7 +1,7 @@
 import type { LuaScript } from "../store.js";
 
 export interface RetryPolicy {
-  /** Extra tries after the first, for retry-safe scripts only. */
+  /** Extra tries after the first. */
   retries: number;
   /** Wait before retry n (1-based), in ms. */
   backoffMs: (retry: number) => number;
@@ -13,20 +13,21 @@ export const DEFAULT_RETRY: RetryPolicy = {
 };
 
 /**
- * Runs `attempt`, retrying transport failures of retry-safe scripts (never `claim`, see
- * LuaScript.retrySafe). Errors Redis answered (`isReply`) are never retried: they would repeat.
+ * Runs `attempt`, retrying transport failures: every script is safe to run twice (a claim is told
+ * it may be a repeat: `attempt` gets the retry number, see argsForRetry). Errors Redis answered
+ * (`isReply`) are never retried: they would repeat.
  */
 export async function withRetry<T>(
-  script: LuaScript,
+  _script: LuaScript,
   policy: RetryPolicy,
   isReply: (error: unknown) => boolean,
-  attempt: () => Promise<T>,
+  attempt: (retry: number) => Promise<T>,
 ): Promise<T> {
   for (let retry = 0; ; retry++) {
     try {
-      return await attempt();
+      return await attempt(retry);
     } catch (error) {
-      if (!script.retrySafe || retry >= policy.retries || isReply(error)) throw error;
+      if (retry >= policy.retries || isReply(error)) throw error;
       await new Promise((resolve) => setTimeout(resolve, policy.backoffMs(retry + 1)));
     }
   }

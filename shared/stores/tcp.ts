@@ -1,6 +1,6 @@
 import { type Cluster, Redis, type RedisOptions, ReplyError } from "ioredis";
 import { StoreError } from "../errors.js";
-import { isNoScript, type LuaScript, type Store } from "../store.js";
+import { argsForRetry, isNoScript, type LuaScript, type Store } from "../store.js";
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
 
 type Client = Redis | Cluster;
@@ -8,7 +8,7 @@ type Client = Redis | Cluster;
 /**
  * The TCP store on ioredis: Redis, Valkey, ElastiCache, MemoryDB, and Redis Cluster (every key of
  * a queue shares one hash tag, so a script's keys are always in one slot). ioredis's own resend of
- * unanswered commands is off, so a claim is never sent twice; retry-safe scripts are retried here.
+ * unanswered commands is off: scripts are retried here, a claim with its repeat flag set.
  */
 export class TcpStore implements Store {
   private constructor(
@@ -30,7 +30,7 @@ export class TcpStore implements Store {
       autoResendUnfulfilledCommands: false,
       connectTimeout: 5_000,
       // A server that stops answering without closing the connection must not hang a Lambda until
-      // its own timeout: fail the call (a claim that timed out is not retried; see LuaScript).
+      // its own timeout: fail the call (and retry it, a claim as a repeat; see LuaScript).
       commandTimeout: options.timeoutMs ?? 5_000,
       enableOfflineQueue: true,
       retryStrategy: (times) => Math.min(times * 100, 2_000),
@@ -52,12 +52,13 @@ export class TcpStore implements Store {
       script,
       this.retry,
       (error) => error instanceof ReplyError,
-      async () => {
+      async (retry) => {
+        const sent = argsForRetry(script, args, retry);
         try {
-          return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
+          return await this.client.evalsha(script.sha, keys.length, ...keys, ...sent);
         } catch (error) {
           if (!isNoScript(error)) throw error;
-          return await this.client.eval(script.body, keys.length, ...keys, ...args);
+          return await this.client.eval(script.body, keys.length, ...keys, ...sent);
         }
       },
     ).catch((error: unknown) => {

@@ -1,6 +1,6 @@
 import { errors, Redis } from "@upstash/redis";
 import { ConfigError, CredentialsError, StoreError } from "../errors.js";
-import type { LuaScript, Store } from "../store.js";
+import { argsForRetry, type LuaScript, type Store } from "../store.js";
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
 
 export interface UpstashStoreOptions {
@@ -10,7 +10,7 @@ export interface UpstashStoreOptions {
   token: string;
   /** How long one HTTP request may take before it is abandoned, in ms. Default 5000. */
   timeoutMs?: number;
-  /** Retries of retry-safe scripts after a transport failure (never `claim`). */
+  /** Retries after a transport failure (a claim as a repeat of the same claim id). */
   retry?: RetryPolicy;
 }
 
@@ -25,8 +25,8 @@ const REDACT_ARGS_LONGER_THAN = 128;
 
 /**
  * The Upstash store: @upstash/redis over REST, the default on Lambda. The client's own retries are
- * off (by default it resends a request up to 5 times after a network error, which would run a
- * claim twice); retry-safe scripts are retried here instead, like the TCP store does. Each request
+ * off (by default it resends a request up to 5 times after a network error, blind to what it
+ * sends); scripts are retried here instead, like the TCP store does, a claim with its repeat flag. Each request
  * gets a fresh timeout signal (the function form): a shared signal would stay aborted after the
  * first timeout, and the client turns an abort of a non-function signal into a *successful* reply
  * (null for a timeout), where the function form makes the call throw.
@@ -79,12 +79,13 @@ export class UpstashStore implements Store {
       this.retry,
       // A Redis error reply or a refused token would only repeat.
       (error) => error instanceof RedisReplyError || error instanceof CredentialsError,
-      async () => {
+      async (retry) => {
+        const sent = [...argsForRetry(script, args, retry)];
         try {
-          return await send(() => this.redis.evalsha(script.sha, [...keys], [...args]));
+          return await send(() => this.redis.evalsha(script.sha, [...keys], sent));
         } catch (error) {
           if (!(error instanceof RedisReplyError && error.message.startsWith("NOSCRIPT"))) throw error;
-          return await send(() => this.redis.eval(script.body, [...keys], [...args]));
+          return await send(() => this.redis.eval(script.body, [...keys], sent));
         }
       },
     );

@@ -4,10 +4,10 @@
 // fail with CROSSSLOT; then a mixed workload with crashes drains on all queues at once.
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Queue } from "../../shared/queue.js";
+import type { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { uniqueQueueName } from "../helpers/stores.js";
+import { configuredQueue, uniqueQueueName } from "../helpers/stores.js";
 import { report, scale } from "./helpers/chaos.js";
 import { clusterUnavailable, type LocalCluster, startCluster } from "./helpers/cluster.js";
 
@@ -34,7 +34,7 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
     // Draw queue names until each master owns QUEUES_PER_NODE of them.
     const perNode = new Map<number, number>();
     for (let i = 0; i < 1000 && queues.length < 3 * QUEUES_PER_NODE; i++) {
-      const queue = new Queue(store, {
+      const queue = await configuredQueue(store, {
         name: uniqueQueueName("cluster"),
         defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 },
         clockSkewMs: 0,
@@ -113,7 +113,7 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
       const results = await Promise.all(
         queues.map(async ({ queue: named, owner }, index) => {
           // The same queue with a retention longer than the run: no DONE task is trimmed before it is counted.
-          const queue = new Queue(store, {
+          const queue = await configuredQueue(store, {
             name: named.name,
             defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 },
             clockSkewMs: 0,

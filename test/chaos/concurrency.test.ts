@@ -6,12 +6,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import type { TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
-import { Queue } from "../../shared/queue.js";
+import type { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { captureStdout, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, configuredQueue, rawClient, uniqueQueueName } from "../helpers/stores.js";
 import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
 
 const NOW = 1_800_000_000_000;
@@ -32,7 +32,7 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
       Array.from({ length: n }, async () => {
         const store = await adapter.open();
         stores.push(store);
-        return new Queue(store, {
+        return configuredQueue(store, {
           name,
           ordered,
           defaultPolicy: { leaseMs: LEASE_MS, maxAttempts: 2 },

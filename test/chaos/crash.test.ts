@@ -4,11 +4,10 @@
 // (and killed too). Afterwards, a Jepsen-style total-queue check: what went in came out.
 import { randomUUID } from "node:crypto";
 import { afterAll, expect, it } from "vitest";
-import { Queue } from "../../shared/queue.js";
 import type { TaskInput } from "../../shared/types.js";
 import { functionEnv, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, configuredQueue, rawClient, uniqueQueueName } from "../helpers/stores.js";
 import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
 import { type KillPoint, type SqsMessage, Supervisor } from "./helpers/supervisor.js";
 
@@ -31,7 +30,7 @@ it(
     const rng = random(seed);
     const name = uniqueQueueName("crash");
     const store = await upstash.open();
-    const queue = new Queue(store, { name, clockSkewMs: 0 });
+    const queue = await configuredQueue(store, { name, clockSkewMs: 0 });
 
     // The plan: waves of 20 tasks enqueued directly, or 10 tasks in one SQS message (ids derived
     // from the message id, as the worker does). Types: 80% echo, 10% flaky (fails its first

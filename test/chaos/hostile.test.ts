@@ -8,6 +8,7 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createWorker } from "../../functions/worker.js";
 import { CredentialsError, InvalidInputError, ScriptArgumentError, toQueueError } from "../../shared/errors.js";
+import { scriptKeys } from "../../shared/keys.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import type { Store } from "../../shared/store.js";
@@ -68,20 +69,10 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
 
   it(`the scripts refuse ${RAW_ROWS.length} malformed ARGV lists themselves, writing nothing`, async () => {
     const k = context.queue.keys;
-    const keys: Record<(typeof RAW_ROWS)[number]["script"], string[]> = {
-      enqueue: [k.task, k.ready, k.scheduled, k.seq],
-      claim: [k.task, k.ready, k.scheduled, k.leased, k.hold],
-      settle: [k.task, k.leased, k.scheduled, k.ready, k.done, k.failed, k.hold],
-      extend: [k.task, k.leased],
-      release: [k.task, k.leased, k.ready],
-      reclaim: [k.task, k.leased, k.ready, k.failed],
-      trim: [k.task, k.done, k.failed],
-      requeue: [k.task, k.failed, k.ready],
-      inspect: [k.task],
-    };
+    const all = scriptKeys(k);
     const before = await snapshot(redis, context.queue);
     for (const row of RAW_ROWS) {
-      const raw = await store.evalScript(SCRIPTS[row.script], keys[row.script], row.args(context.leased.token)).then(
+      const raw = await store.evalScript(SCRIPTS[row.script], all, row.args(context.leased.token)).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -131,9 +122,9 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
         /runAt must be an ISO 8601 time/,
       ],
       [
-        "far-runAt",
-        { tasks: [{ type: "echo", runAt: "2999-01-01T00:00:00Z", payload: SECRET }] },
-        /runAt must be a time within 366 days/,
+        "after-9999-runAt",
+        { tasks: [{ type: "echo", runAt: Date.UTC(10000, 0, 1), payload: SECRET }] },
+        /runAt must be a time from 1970-01-01 to 9999-12-31/,
       ],
       ["bad-delay", { tasks: [{ type: "echo", delayMs: -5, payload: SECRET }] }, /delayMs must be an integer/],
       [
@@ -173,7 +164,10 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
     const logged = lines.join("\n");
     assertNoLeak(logged, "worker log");
     expect(logged.length, "the log does not echo the bodies").toBeLessThan(20_000);
-    expect(await snapshot(redis, queue)).toEqual(before);
+    // Nothing but the queue's config, which the worker's cold start writes from its own declaration.
+    const { config, ...after } = await snapshot(redis, queue);
+    expect(config).toMatchObject({ v: "1", "p:echo": "60000,5" });
+    expect({ ...after, config: before.config }).toEqual(before);
     tried[`sqs-bodies-${adapter.name}`] = bodies.length;
   }, 60_000);
 });

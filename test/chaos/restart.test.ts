@@ -19,7 +19,7 @@ import { UpstashStore } from "../../shared/stores/upstash.js";
 import { captureStdout, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
-import { uniqueQueueName } from "../helpers/stores.js";
+import { configuredQueue, uniqueQueueName } from "../helpers/stores.js";
 import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
 
 const NOW = 1_800_000_000_000;
@@ -62,14 +62,16 @@ async function sides(server: StartedRedis, queueName: string): Promise<{ sides: 
   const tcp = TcpStore.fromUrl(server.url);
   const upstash = new UpstashStore({ url: endpoint.url, token: endpoint.token, timeoutMs: 2_000 });
   cleanups.push(() => tcp.close());
+  // Both sides declare the same settings; the first configure writes them, the second finds them.
+  const tcpQueue = await configuredQueue(tcp, options);
   return {
     endpoint,
     sides: [
-      { name: "tcp", store: tcp, queue: new Queue(tcp, options), downError: /Redis unreachable over TCP/ },
+      { name: "tcp", store: tcp, queue: tcpQueue, downError: /Redis unreachable over TCP/ },
       {
         name: "upstash",
         store: upstash,
-        queue: new Queue(upstash, options),
+        queue: await configuredQueue(upstash, options),
         downError: /the Upstash REST API failed the request/,
       },
     ],

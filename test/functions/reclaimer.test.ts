@@ -28,7 +28,7 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
   async function queueNamed(name: string) {
     const store = await adapter.open();
     stores.push(store);
-    return new Queue(store, { name, clockSkewMs: 0 });
+    return new Queue(store, { name });
   }
 
   it("kicks the worker through the Lambda API with a drain event, and publishes the queue metrics as EMF", async () => {

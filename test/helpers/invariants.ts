@@ -2,34 +2,61 @@ import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import type { Queue } from "../../shared/queue.js";
 
+/** A task as storage format v1 keeps it (docs/storage.md), read straight from Redis. */
 export interface RawTask {
   state: string;
   type: string;
+  group: string;
   rank: number;
   attempts: number;
+  /** The lease generation (the second part of a token). */
   claims: number;
   maxAttempts: number;
   at: number;
+  flags: string;
   error: string;
+  /** "" once DONE (the body is dropped at ack). */
   payload: string;
 }
 
-/** Parses a task record as lua/_lib.lua writes it. */
-export function parseRecord(record: string): RawTask {
-  const match = /^([RSLDF])\|([^|]*)\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|(-?\d+)\|(\d+)\|/.exec(record);
-  if (!match) throw new Error(`malformed record ${JSON.stringify(record.slice(0, 80))}`);
-  const body = Buffer.from(record.slice(match[0].length));
-  const errorBytes = Number(match[8]);
+const STATE = /^([RSLDF])\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|([a-z]*)\|(\d+)\|([^|]*)\|([^|]*)\|([^|]*)\|/;
+const BODY = /^1\|(\d+)\|([^|]+)\|([^|]*)\|/;
+
+/** Parses the fields of one task (its state and body) as lua/_lib.lua writes them. */
+export function parseTask(stateText: string | undefined, bodyText: string | undefined, readyRank?: number): RawTask {
+  const body = bodyText === undefined ? undefined : BODY.exec(bodyText);
+  if (bodyText !== undefined && !body) throw new Error(`malformed body ${JSON.stringify(bodyText.slice(0, 80))}`);
+  const payload = body && bodyText ? bodyText.slice(body[0].length) : "";
+  if (stateText === undefined) {
+    if (!body) throw new Error("a task with neither state nor body");
+    return {
+      state: "R",
+      type: body[2],
+      group: body[3],
+      rank: readyRank ?? Number.NaN,
+      attempts: 0,
+      claims: 0,
+      maxAttempts: 0,
+      at: Number(body[1]),
+      flags: "",
+      error: "",
+      payload,
+    };
+  }
+  const match = STATE.exec(stateText);
+  if (!match) throw new Error(`malformed state ${JSON.stringify(stateText.slice(0, 80))}`);
   return {
     state: match[1],
-    type: match[2],
-    rank: Number(match[3]),
-    attempts: Number(match[4]),
-    claims: Number(match[5]),
-    maxAttempts: Number(match[6]),
-    at: Number(match[7]),
-    error: body.subarray(0, errorBytes).toString(),
-    payload: body.subarray(errorBytes).toString(),
+    attempts: Number(match[2]),
+    claims: Number(match[3]),
+    maxAttempts: Number(match[4]),
+    at: Number(match[5]),
+    flags: match[6],
+    rank: Number(match[7]),
+    type: match[8],
+    group: match[9],
+    error: stateText.slice(match[0].length),
+    payload,
   };
 }
 
@@ -41,14 +68,30 @@ const ZSET_BY_STATE: Record<string, "ready" | "scheduled" | "leased" | "done" | 
   F: "failed",
 };
 
+/** Every task of the queue as stored, by id (quarantined ones left out). */
+export async function readTasks(redis: Redis, queue: Queue): Promise<Map<string, RawTask>> {
+  const fields = await redis.hgetall(queue.keys.task);
+  const ready = new Map<string, number>();
+  const page = await redis.zrange(queue.keys.ready, 0, -1, "WITHSCORES");
+  for (let i = 0; i < page.length; i += 2) ready.set(page[i], Number(page[i + 1]));
+  const ids = new Set<string>();
+  for (const field of Object.keys(fields)) if (!field.includes(":")) ids.add(field);
+  for (const field of Object.keys(fields)) if (field.endsWith(":s")) ids.add(field.slice(0, -2));
+  const tasks = new Map<string, RawTask>();
+  for (const id of ids) {
+    if (fields[`${id}:x`] !== undefined) continue;
+    tasks.set(id, parseTask(fields[`${id}:s`], fields[id], ready.get(id)));
+  }
+  return tasks;
+}
+
 /**
  * Asserts DESIGN.md §7 invariants 1, 3 and 5 on the raw keys: each known id is in exactly the
  * sorted set of its state, every member of a state set has a record, payloads exist except for
  * DONE, and attempts never exceed the recorded maximum. Returns the records by id.
  */
 export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<string, RawTask>> {
-  const records = await redis.hgetall(queue.keys.task);
-  const tasks = new Map(Object.entries(records).map(([id, record]) => [id, parseRecord(record)]));
+  const tasks = await readTasks(redis, queue);
   const members = new Map<string, string[]>();
   for (const zset of Object.values(ZSET_BY_STATE)) {
     for (const id of await redis.zrange(queue.keys[zset], 0, -1)) {
@@ -60,6 +103,12 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
     if (task.state === "D") expect(task.payload, `payload of DONE ${id}`).toBe("");
     else expect(task.payload.length, `payload of ${id}`).toBeGreaterThan(0);
     if (task.maxAttempts > 0) expect(task.attempts).toBeLessThanOrEqual(task.maxAttempts);
+    if (task.state === "R")
+      expect(task.rank, `rank of READY ${id}`).toBe(
+        (await redis.zscore(queue.keys.ready, id)) === null
+          ? Number.NaN
+          : Number(await redis.zscore(queue.keys.ready, id)),
+      );
   }
   for (const id of members.keys()) expect(tasks.has(id), `record of ${id}`).toBe(true);
   return tasks;

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, inject } from "vitest";
 import { Queue, type QueueOptions } from "../../shared/queue.js";
+import type { QueueSettings } from "../../shared/settings.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
@@ -61,10 +62,24 @@ export function rawClient(): Redis {
   return new Redis(redisUrl());
 }
 
-/** Opens a store and a fresh queue; `close` closes the store. */
-export async function openQueue(adapter: Adapter, options: Partial<QueueOptions> = {}) {
+/** Queue options with its settings flat, as tests give them: `{ name, ordered: true, ... }`. */
+export type TestQueueOptions = Partial<QueueOptions> & QueueSettings;
+
+/**
+ * A Queue whose settings are written into its config in Redis (what a worker's cold start does),
+ * so the scripts follow them. Settings not given keep their defaults.
+ */
+export async function configuredQueue(store: Store, options: TestQueueOptions & { name: string }): Promise<Queue> {
+  const { name, keyPrefix, settings, ...flat } = options;
+  const queue = new Queue(store, { name, keyPrefix, settings: { ...settings, ...flat } });
+  await queue.configure();
+  return queue;
+}
+
+/** Opens a store and a fresh, configured queue; `close` closes the store. */
+export async function openQueue(adapter: Adapter, options: TestQueueOptions = {}) {
   const store = await adapter.open();
-  const queue = new Queue(store, { name: uniqueQueueName(), ...options });
+  const queue = await configuredQueue(store, { name: uniqueQueueName(), ...options });
   return { store, queue, close: () => store.close() };
 }
 
@@ -85,14 +100,14 @@ export async function snapshot(redis: Redis, queue: Queue): Promise<Record<strin
  * For one describe block: `fresh(options)` opens a queue on `adapter` (over `defaults`), `redis` is a
  * raw client for assertions; both are closed after the block.
  */
-export function queueFixture(adapter: Adapter, defaults: Partial<QueueOptions> = {}) {
+export function queueFixture(adapter: Adapter, defaults: TestQueueOptions = {}) {
   const redis = rawClient();
   const closers: Array<() => Promise<void>> = [];
   afterAll(async () => {
     for (const close of closers) await close();
     redis.disconnect();
   });
-  const fresh = async (options: Partial<QueueOptions> = {}): Promise<Queue> => {
+  const fresh = async (options: TestQueueOptions = {}): Promise<Queue> => {
     const opened = await openQueue(adapter, { ...defaults, ...options });
     closers.push(opened.close);
     return opened.queue;

@@ -63,7 +63,7 @@ describe("worker function", () => {
         UPSTASH_SECRET_ARN: { Ref: secret.logicalId },
         LEASEQ_CLAIM_BATCH: "20",
         LEASEQ_TASKS:
-          "parallel;echo:30000:3:1000:60000,flaky:30000:5:1000:30000,poison:30000:3:500:5000,slow:2000:3:1000:30000;",
+          "parallel;crash:5000:3:1000:60000,echo:30000:3:1000:60000,flaky:30000:5:1000:30000,poison:30000:3:500:5000,slow:2000:3:1000:30000;",
         LEASEQ_WORKER_TIMEOUT_MS: "300000",
         LEASEQ_DLQ_URL: { Ref: dlq.logicalId },
         POWERTOOLS_SERVICE_NAME: "leaseq-worker",

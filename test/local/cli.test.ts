@@ -204,7 +204,8 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     try {
       expect(await raw.exists(queue.keys.task, queue.keys.ready, queue.keys.failed)).toBe(3);
       const run = await cli(["delete-queue", "--yes"]);
-      expect(run).toMatchObject({ code: 0, stdout: `deleted queue "${name}": 5 keys\n` });
+      // task, ready, scheduled, failed, seq and config: every key the queue had.
+      expect(run).toMatchObject({ code: 0, stdout: `deleted queue "${name}": 6 keys\n` });
       expect(await raw.exists(...Object.values(queue.keys))).toBe(0);
       expect(await other.queue.inspect("keep")).toMatchObject({ state: "ready" });
     } finally {
@@ -221,7 +222,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     const keep = await cli(["trim"]);
     expect(keep).toMatchObject({
       code: 0,
-      stdout: "trimmed 0 done (older than 1.0 d) and 0 failed (older than 7.0 d)\n",
+      stdout: "trimmed 0 done (older than the queue's retention) and 0 failed (older than the queue's retention)\n",
     });
     await new Promise((resolve) => setTimeout(resolve, 5));
     const trimmed = await cli(["trim", "--done-retention-ms", "1", "--failed-retention-ms", "1"]);

@@ -55,7 +55,7 @@ describe("npm start", () => {
         // Short timings so the crashed batch is reclaimed within seconds; still longer than the
         // slow type's 2 s lease, so the worker must extend it.
         "--reclaim-interval-ms=300",
-        "--crash-lease-ms=500",
+        "--crash-lease-ms=1000",
         "--slow-ms=2500",
         "--timeout-ms=60000",
         // A name of this run, so the test's cleanup deletes the queue from the shared Redis.

@@ -5,6 +5,7 @@ import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
 import { ConfigError, ScriptArgumentError, StoreError, toQueueError } from "../../shared/errors.js";
+import { scriptKeys } from "../../shared/keys.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
@@ -92,42 +93,47 @@ describe("UpstashStore", () => {
 
   it("turns a script's LEASEQ_BAD_ARGUMENT into ScriptArgumentError", async () => {
     const { store, queue } = openQueue();
-    const keys = [queue.keys.task, queue.keys.ready, queue.keys.scheduled, queue.keys.leased, queue.keys.hold];
-    const error = await store.evalScript(SCRIPTS.claim, keys, ["soon", "1", "0", "10", "1000", "3"]).catch((e) => e);
+    const keys = scriptKeys(queue.keys);
+    const error = await store.evalScript(SCRIPTS.claim, keys, ["soon", "1", "1000", "c1", "0", "10"]).catch((e) => e);
     const mapped = toQueueError("claim", error);
     expect(mapped).toBeInstanceOf(ScriptArgumentError);
     expect(mapped.message).toMatch(/^claim: now must be an integer/);
   });
 
-  it("does not retry a claim answered with a 5xx: its tasks stay ready", async () => {
+  it("retries a claim answered with a 5xx before it ran: a fresh claim, one lease", async () => {
     const { queue } = openQueue();
     await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
     const fault = endpoint.faults.add({ match: isScript("claim"), action: { kind: "status", status: 503 } });
-    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(StoreError);
-    expect(fault).toMatchObject({ seen: 1, fired: 1 });
-    expect((await queue.inspect("a"))?.state).toBe("ready");
+    const [task] = await queue.claim({ count: 1, now: NOW });
+    expect(fault).toMatchObject({ seen: 2, fired: 1 });
+    expect(task).toMatchObject({ id: "a", attempt: 1 });
+    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
   });
 
-  it("does not retry a claim whose reply was lost: the lease stands until reclaim", async () => {
+  it("repeats a claim whose reply was lost: the repeat returns the first run's lease, token and attempt", async () => {
     const { queue } = openQueue();
     await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
     const fault = endpoint.faults.add({ match: isScript("claim"), action: { kind: "drop" } });
-    const error = await queue.claim({ count: 1, now: NOW }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(StoreError);
-    expect((error as StoreError).message).toMatch(/^claim: Upstash unreachable/);
-    expect(fault.seen).toBe(1);
-    expect((await queue.inspect("a"))?.state).toBe("leased");
+    const [task] = await queue.claim({ count: 1, now: NOW });
+    expect(fault).toMatchObject({ seen: 2, fired: 1 });
+    expect(task).toMatchObject({ id: "a", attempt: 1 });
+    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.ack([task], { now: NOW + 1 })).toEqual([{ id: "a", status: "ok", state: "done" }]);
   });
 
-  it("does not retry a claim that timed out", async () => {
+  it("repeats a claim that timed out, and gives up after its retries with a clear error", async () => {
     const { queue } = openQueue({ timeoutMs: 200 });
     await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
-    const fault = endpoint.faults.add({ match: isScript("claim"), action: { kind: "delay", ms: 500 } });
+    const once = endpoint.faults.add({ match: isScript("claim"), action: { kind: "delay", ms: 500 } });
+    const [task] = await queue.claim({ count: 1, now: NOW });
+    expect(once.seen).toBe(2);
+    expect(task).toMatchObject({ id: "a", attempt: 1 });
+    const always = endpoint.faults.add({ match: isScript("claim"), times: 10, action: { kind: "delay", ms: 500 } });
     await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(/^claim: no answer from Upstash within 200 ms/);
-    expect(fault.seen).toBe(1);
+    expect(always.seen).toBe(3); // the first try and two retries
   });
 
-  it("retries retry-safe scripts after a 5xx, a lost reply or a timeout", async () => {
+  it("retries the other scripts after a 5xx, a lost reply or a timeout", async () => {
     const { queue } = openQueue({ timeoutMs: 200 });
     const enqueue5xx = endpoint.faults.add({ match: isScript("enqueue"), action: { kind: "status", status: 502 } });
     expect(await queue.enqueue([{ id: "a", type: "t" }], { now: NOW })).toEqual([

@@ -39,6 +39,7 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
       oldestReadyAgeMs: 15_000,
       mostOverdueLeaseMs: 14_000,
       dueScheduled: 1,
+      corrupt: 0,
     });
   });
 
@@ -121,7 +122,7 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
     ]);
     expect((await queue.list("ready", { offset: 2 })).map((t) => t.id)).toEqual(["a"]);
     await expect(queue.list("lost" as never)).rejects.toThrow(
-      /list: state must be one of ready, scheduled, leased, done, failed, got "lost"/,
+      /list: state must be one of ready, scheduled, leased, done, failed, corrupt, got "lost"/,
     );
   });
 

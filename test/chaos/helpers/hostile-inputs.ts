@@ -1,7 +1,8 @@
 // The hostile input table of the hostile-input suite: each row is one call a careless or hostile
 // caller could make, and the error it must get. Every payload carries SECRET, which must never
 // appear in an error or a log line.
-import { Queue, type QueueOptions } from "../../../shared/queue.js";
+import { Queue } from "../../../shared/queue.js";
+import type { QueueSettings } from "../../../shared/settings.js";
 import type { Store } from "../../../shared/store.js";
 import type { TaskInput } from "../../../shared/types.js";
 
@@ -69,7 +70,7 @@ function circular(): unknown {
   return value;
 }
 
-const newQueue = (store: Store, options: Partial<QueueOptions>) => new Queue(store, { name: "q", ...options });
+const newQueue = (store: Store, settings: QueueSettings) => new Queue(store, { name: "q", settings });
 
 export function rows(): Row[] {
   const list: Row[] = [];
@@ -187,20 +188,18 @@ export function rows(): Row[] {
   }
 
   // Due times.
-  for (const delayMs of [Number.NaN, -1, Number.POSITIVE_INFINITY, 366 * DAY_MS + 1, 1.5, "10"]) {
+  for (const delayMs of [Number.NaN, -1, Number.POSITIVE_INFINITY, 253_402_300_800_000 - NOW, 1.5, "10"]) {
     list.push({
       what: `delayMs ${String(delayMs)}`,
       call: enqueue({ delayMs: delayMs as number }),
-      error: /delayMs must be an integer from 0 to 31622400000, got/,
+      error: /delayMs must be an integer from 0 to \d+, got/,
     });
   }
   for (const [label, runAt] of [
     ["NaN", Number.NaN],
     ["Infinity", Number.POSITIVE_INFINITY],
-    ["far past (epoch 0)", 0],
-    ["far past (-1)", -1],
-    ["far past (367 days ago)", NOW - 367 * DAY_MS],
-    ["far future (367 days ahead)", NOW + 367 * DAY_MS],
+    ["before 1970 (-1)", -1],
+    ["after 9999-12-31", 253_402_300_800_000],
     ["far future (year 275760)", 8.64e15],
     ["an invalid Date", new Date("not a date")],
     ["a string", "tomorrow"],
@@ -208,7 +207,7 @@ export function rows(): Row[] {
     list.push({
       what: `runAt ${label}`,
       call: enqueue({ runAt: runAt as number }),
-      error: /runAt must be a time within 366 days of now/,
+      error: /runAt must be a time from 1970-01-01 to 9999-12-31T23:59:59.999Z/,
     });
   }
   list.push({
@@ -338,7 +337,7 @@ export function rows(): Row[] {
     {
       what: 'list state "all"',
       call: (c) => c.queue.list("all" as "ready"),
-      error: /list: state must be one of ready, scheduled, leased, done, failed, got "all"/,
+      error: /list: state must be one of ready, scheduled, leased, done, failed, corrupt, got "all"/,
     },
     {
       what: "list limit 0",
@@ -361,7 +360,7 @@ export function rows(): Row[] {
   for (const name of ["a{b}", "", "x".repeat(65), "a b", "é", "a\nb"]) {
     list.push({
       what: `queue name ${JSON.stringify(name)}`,
-      call: (c) => newQueue(c.store, { name }),
+      call: (c) => new Queue(c.store, { name }),
       error: /queue name must be 1-64 characters of A-Z a-z 0-9 _ \. -, got/,
     });
   }
@@ -398,18 +397,29 @@ export function rows(): Row[] {
 /** Raw script calls with ARGV the TypeScript layer would never send: the scripts' own second line of defence. */
 export interface RawRow {
   what: string;
-  script: "enqueue" | "claim" | "settle" | "extend" | "release" | "reclaim" | "trim" | "requeue" | "inspect";
+  script:
+    | "enqueue"
+    | "claim"
+    | "settle"
+    | "extend"
+    | "release"
+    | "reclaim"
+    | "trim"
+    | "requeue"
+    | "inspect"
+    | "configure";
   args: (token: string) => string[];
   error: RegExp;
 }
 
-const ok = ["ok-id", "t", "0", String(NOW), JSON.stringify(payload())];
+const body = (payloadText: string, type = "t", group = "") => `1|${NOW}|${type}|${group}|${payloadText}`;
+const ok = ["ok-id", "0", String(NOW), body(JSON.stringify(payload()))];
 export const RAW_ROWS: RawRow[] = [
   ...["a{b}", "a|b", "a b", "a\nb", "é", "💥", "", "x".repeat(129)].map(
     (id): RawRow => ({
       what: `enqueue id ${JSON.stringify(id)}`,
       script: "enqueue",
-      args: () => [String(NOW), "262144", id, ...ok.slice(1)],
+      args: () => [String(NOW), id, ...ok.slice(1)],
       error: /^enqueue: task 1 id must be 1-128 characters/,
     }),
   ),
@@ -417,74 +427,83 @@ export const RAW_ROWS: RawRow[] = [
     (priority): RawRow => ({
       what: `enqueue priority "${priority}"`,
       script: "enqueue",
-      args: () => [String(NOW), "262144", "ok-id", "t", priority, String(NOW), JSON.stringify(payload())],
+      args: () => [String(NOW), "ok-id", priority, String(NOW), body(JSON.stringify(payload()))],
       error: /^enqueue: task 1 priority must be an integer from -1000 to 1000/,
     }),
   ),
   {
     what: "enqueue runAtMs -1",
     script: "enqueue",
-    args: () => [String(NOW), "262144", "ok-id", "t", "0", "-1", "{}"],
+    args: () => [String(NOW), "ok-id", "0", "-1", body("{}")],
     error: /runAtMs must be an integer/,
   },
   {
-    what: "enqueue payload over the script's cap",
+    what: "enqueue runAtMs after 9999-12-31",
     script: "enqueue",
-    args: () => [String(NOW), "16", "ok-id", "t", "0", String(NOW), JSON.stringify(payload())],
-    error: /^enqueue: task 1 payload is \d+ bytes; the cap is 16$/,
+    args: () => [String(NOW), "ok-id", "0", "253402300800000", body("{}")],
+    error: /runAtMs must be an integer from 0 to 253402300799999/,
   },
+  ...["", "{}", "2|0|t||{}", "1|x|t||{}", "1|0||||{}", "1|0|a b||{}", `1|0|t|${"g".repeat(129)}|{}`].map(
+    (text): RawRow => ({
+      what: `enqueue body ${JSON.stringify(text.slice(0, 30))}`,
+      script: "enqueue",
+      args: () => [String(NOW), "ok-id", "0", String(NOW), text],
+      error:
+        /^enqueue: task 1 (body must be "1\|<enqueuedAtMs>\|<type>\|<group>\|<payload>"|type must be|group must be)/,
+    }),
+  ),
   {
     what: "enqueue with a short group",
     script: "enqueue",
-    args: () => [String(NOW), "262144", "ok-id", "t", "0", String(NOW)],
-    error: /expected groups of 5 arguments from ARGV\[3\], got 4 arguments/,
+    args: () => [String(NOW), "ok-id", "0", String(NOW)],
+    error: /expected groups of 4 arguments from ARGV\[2\], got 3 arguments/,
   },
   {
     what: "enqueue with a valid task then a bad one (no partial write)",
     script: "enqueue",
-    args: () => [String(NOW), "262144", ...ok, "bad{id}", ...ok.slice(1)],
+    args: () => [String(NOW), ...ok, "bad{id}", ...ok.slice(1)],
     error: /task 2 id must be/,
   },
   {
     what: 'claim now "soon"',
     script: "claim",
-    args: () => ["soon", "1", "0", "10", "1000", "3", "1000"],
+    args: () => ["soon", "1", "1000", "c1", "0", "10"],
     error: /^claim: now must be/,
   },
   {
     what: "claim count 0",
     script: "claim",
-    args: () => [String(NOW), "0", "0", "10", "1000", "3", "1000"],
+    args: () => [String(NOW), "0", "1000", "c1", "0", "10"],
     error: /count must be/,
   },
   {
-    what: "claim ordered 2",
+    what: "claim repeat 2",
     script: "claim",
-    args: () => [String(NOW), "1", "2", "10", "1000", "3", "1000"],
-    error: /ordered must be/,
+    args: () => [String(NOW), "1", "1000", "c1", "2", "10"],
+    error: /repeat must be/,
   },
   {
-    what: 'claim policy type "a|b"',
+    what: 'claim id "a|b"',
     script: "claim",
-    args: () => [String(NOW), "1", "0", "10", "1000", "3", "1000", "a|b", "1000", "3"],
-    error: /policy 1 type must be/,
+    args: () => [String(NOW), "1", "1000", "a|b", "0", "10"],
+    error: /claimId must be 1-64 characters/,
   },
   {
     what: 'settle outcome "done"',
     script: "settle",
-    args: (token) => [String(NOW), "2048", "0", "held", token, "done", "0", ""],
+    args: (token) => [String(NOW), "held", token, "done", "0", ""],
     error: /item 1 outcome must be "ack", "retry" or "fail", got "done"/,
   },
   {
     what: 'settle id "a|b"',
     script: "settle",
-    args: (token) => [String(NOW), "2048", "0", "a|b", token, "ack", "0", ""],
+    args: (token) => [String(NOW), "a|b", token, "ack", "0", ""],
     error: /item 1 id must be/,
   },
   {
     what: "settle a good item then a bad one (no partial write)",
     script: "settle",
-    args: (token) => [String(NOW), "2048", "0", "held", token, "ack", "0", "", "held", token, "ack", "x", ""],
+    args: (token) => [String(NOW), "held", token, "ack", "0", "", "held", token, "ack", "x", ""],
     error: /item 2 retryAtMs must be an integer/,
   },
   {
@@ -499,14 +518,25 @@ export const RAW_ROWS: RawRow[] = [
     args: () => [String(NOW), "held"],
     error: /expected groups of 2/,
   },
-  { what: "reclaim limit 0", script: "reclaim", args: () => [String(NOW), "0", "0"], error: /limit must be/ },
-  { what: "reclaim skew -1", script: "reclaim", args: () => [String(NOW), "-1", "10"], error: /skewMs must be/ },
+  { what: "reclaim limit 0", script: "reclaim", args: () => [String(NOW), "0"], error: /limit must be/ },
   {
-    what: "trim retention -1",
+    what: "trim retention -2",
     script: "trim",
-    args: () => [String(NOW), "-1", "0", "10"],
+    args: () => [String(NOW), "10", "-2", "0"],
     error: /doneRetentionMs must be/,
   },
   { what: 'requeue id ""', script: "requeue", args: () => [String(NOW), ""], error: /id 1 must be/ },
   { what: "inspect id with a newline", script: "inspect", args: () => ["a\nb"], error: /id must be/ },
+  {
+    what: "configure an unknown setting",
+    script: "configure",
+    args: () => ["abc123", "sneaky", "1"],
+    error: /unknown setting "sneaky"/,
+  },
+  {
+    what: "configure a policy out of range",
+    script: "configure",
+    args: () => ["abc123", "p:t", "0,5"],
+    error: /p:t must be "<leaseMs 1\.\.86400000>,<maxAttempts 1\.\.1000>"/,
+  },
 ];

@@ -74,7 +74,7 @@ async function compareState(world: World, real: Real): Promise<void> {
     expect(scores, zset).toEqual(want);
   }
   expect(Number((await redis.get(queue.keys.seq)) ?? 0)).toBe(world.model.seq);
-  const hold = await redis.get(queue.keys.hold);
+  const hold = await redis.hget(queue.keys.config, "hold");
   expect(hold === null ? undefined : Number(hold), "hold").toBe(world.model.hold);
   for (const lease of world.held) expect(lease.token).toMatch(/^\d+\.\d+$/);
 }

@@ -28,8 +28,6 @@ export class QueueModel {
   seq = 0;
   /** Ordered queues: no claim before this time (ms), set by a retry. The model ignores the key's expiry. */
   hold: number | undefined;
-  /** Ids a reclaim returned to READY: the next claim hands each out alone. */
-  readonly solo = new Set<string>();
 
   constructor(readonly options: ModelOptions) {}
 
@@ -53,6 +51,8 @@ export class QueueModel {
         claims: 0,
         maxAttempts: 0,
         at: scheduled ? item.runAtMs : now,
+        group: "",
+        flags: "",
         error: "",
         payload: item.payload,
       });
@@ -75,11 +75,9 @@ export class QueueModel {
     const ready = [...this.tasks].filter(([, t]) => t.state === "R").sort(([, a], [, b]) => a.rank - b.rank);
     let batch = ready.slice(0, count);
     // A reclaimed task goes alone: the batch is just it when it comes first, else cut before it.
-    const firstSolo = batch.findIndex(([id]) => this.solo.has(id));
-    if (firstSolo === 0) {
-      batch = batch.slice(0, 1);
-      this.solo.delete(batch[0][0]);
-    } else if (firstSolo > 0) batch = batch.slice(0, firstSolo);
+    const firstSolo = batch.findIndex(([, task]) => task.flags === "s");
+    if (firstSolo === 0) batch = batch.slice(0, 1);
+    else if (firstSolo > 0) batch = batch.slice(0, firstSolo);
     return batch.map(([id, task]) => {
       const policy = this.options.policies[task.type] ?? this.options.defaultPolicy;
       task.state = "L";
@@ -87,6 +85,7 @@ export class QueueModel {
       task.claims++;
       task.maxAttempts = policy.maxAttempts;
       task.at = now + policy.leaseMs;
+      task.flags = "";
       return { id, attempt: task.attempts, token: this.token(task), rank: task.rank, leaseDeadlineMs: task.at };
     });
   }
@@ -171,8 +170,8 @@ export class QueueModel {
         failed.push(id);
       } else {
         task.state = "R";
+        task.flags = "s";
         reclaimed.push(id);
-        this.solo.add(id);
       }
       task.at = now;
     }

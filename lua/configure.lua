@@ -1,0 +1,64 @@
+-- configure: write the queue's settings into its config, from the one declaration that owns them
+-- (the worker's, at its cold start). Idempotent: a declaration already written (same revision)
+-- changes nothing. Fields the scripts keep at run time (nextDue, hold, pauses) are left alone.
+--
+-- KEYS the queue's keys (see _lib.lua): config is used
+-- ARGV[1] revision   the declaration's digest (the library computes it from the settings below)
+-- ARGV[2..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,
+--           maxPayloadBytes, maxErrorBytes, d ("<leaseMs>,<maxAttempts>", the default policy) and
+--           p:<type> ("<leaseMs>,<maxAttempts>") per type; every setting not given is removed
+--           (its default applies)
+-- Returns: 1 when the config changed, 0 when it was already this revision.
+-- Errors: LEASEQ_BAD_ARGUMENT when a field or value is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
+local SETTINGS = {
+  ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
+  failedRetentionMs = { 0, RETENTION_MAX_MS }, maxPayloadBytes = { 1, PAYLOAD_MAX_BYTES },
+  maxErrorBytes = { 0, ERROR_MAX_BYTES },
+}
+
+local function policy_arg(field, value)
+  local lease, max = string.match(value, '^(%d+),(%d+)$')
+  if not lease or not is_int(tonumber(lease), 1, LEASE_MAX_MS) or not is_int(tonumber(max), 1, ATTEMPTS_MAX) then
+    bad(field .. ' must be "<leaseMs 1..' .. LEASE_MAX_MS .. '>,<maxAttempts 1..' .. ATTEMPTS_MAX .. '>"')
+  end
+end
+
+return guard('configure', function()
+  local revision = ARGV[1]
+  if type(revision) ~= 'string' or not string.find(revision, '^%x+$') or #revision > 64 then
+    bad('revision must be 1-64 hexadecimal characters')
+  end
+  local wanted = {}
+  for i = 1, groups(2, 2, 2000, 0) do
+    local field, value = ARGV[2 * i], ARGV[2 * i + 1]
+    local range = SETTINGS[field]
+    if range then
+      int_arg(field, value, range[1], range[2])
+    elseif field == 'd' then
+      policy_arg(field, value)
+    elseif string.sub(field, 1, 2) == 'p:' then
+      name_arg('policy type', string.sub(field, 3), TYPE_MAX_BYTES)
+      policy_arg(field, value)
+    else
+      bad('unknown setting "' .. string.sub(field, 1, 40) .. '"')
+    end
+    wanted[field] = value
+  end
+  local current = read_config()
+  if current.rev == revision then return 0 end
+  local stale = {}
+  for field in pairs(current) do
+    if (SETTINGS[field] or field == 'd' or string.sub(field, 1, 2) == 'p:') and wanted[field] == nil then
+      stale[#stale + 1] = field
+    end
+  end
+  if #stale > 0 then redis.call('HDEL', K.config, unpack(stale)) end
+  local fields = { 'v', FORMAT_VERSION, 'rev', revision }
+  for field, value in pairs(wanted) do
+    fields[#fields + 1] = field
+    fields[#fields + 1] = value
+  end
+  redis.call('HSET', K.config, unpack(fields))
+  return 1
+end)

@@ -1,0 +1,45 @@
+-- delete: remove tasks by id, records included: READY, SCHEDULED, DONE, FAILED or quarantined ones.
+-- A LEASED task is refused: a worker is running it (cancel it, or delete it once its lease ends).
+--
+-- KEYS the queue's keys (see _lib.lua): task, ready, scheduled, leased, done, failed, corrupt are used
+-- ARGV[1..] ids, 1..1000 of them
+-- Returns: per id, 1 each: status 0 deleted, 3 unknown id, 8 leased (refused; nothing changed).
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+return guard('delete', function()
+  local ids = {}
+  for i = 1, groups(1, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i], ID_MAX_BYTES) end
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    fields[#fields + 1] = id
+    fields[#fields + 1] = id .. ':x'
+  end
+  local values = redis.call('HMGET', K.task, unpack(fields))
+  local sets = { R = K.ready, S = K.scheduled, D = K.done, F = K.failed }
+  local result, writes = {}, new_writes()
+  for i, id in ipairs(ids) do
+    local state_text, body, reason = values[3 * i - 2], values[3 * i - 1], values[3 * i]
+    local letter = nil
+    if reason then letter = 'C'
+    elseif state_text then letter = string.sub(state_text, 1, 1)
+    elseif body then letter = string.byte(body, 1) == 49 and 'R' or string.sub(body, 1, 1) end
+    if letter == nil then
+      result[i] = 3
+    elseif letter == 'L' then
+      result[i] = 8
+    else
+      result[i] = 0
+      drop_field(writes, id)
+      drop_field(writes, id .. ':s')
+      drop_field(writes, id .. ':x')
+      -- A record that cannot be trusted may name the wrong set: take it out of every one.
+      if letter == 'C' or not sets[letter] then
+        for _, key in ipairs({ K.ready, K.scheduled, K.done, K.failed, K.corrupt }) do zrem(writes, key, id) end
+      else
+        zrem(writes, sets[letter], id)
+      end
+    end
+  end
+  apply(writes)
+  return result
+end)

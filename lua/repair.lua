@@ -1,0 +1,64 @@
+-- repair: bring quarantined tasks back to READY, when their body can still be read.
+--
+-- KEYS the queue's keys (see _lib.lua): task, ready, corrupt, seq are used
+-- ARGV[1] now   ms since epoch
+-- ARGV[2..] ids, 1..1000 of them
+-- Returns: per id, 1 each: status 0 repaired (READY again: its rank if its state could be read,
+--   else a new one at priority 0; attempts 0; a token generation above any it had), 3 unknown id
+--   (not quarantined), 7 unrepairable (its body cannot be read either: only `delete` is left).
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+return guard('repair', function()
+  local now = time_arg('now', ARGV[1])
+  local ids = {}
+  for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
+
+  local scores = redis.call('ZMSCORE', K.corrupt, unpack(ids))
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    fields[#fields + 1] = id
+  end
+  local values = redis.call('HMGET', K.task, unpack(fields))
+  local result, writes, fresh = {}, new_writes(), {}
+  for i, id in ipairs(ids) do
+    local status = 3
+    if scores[i] then
+      local state = values[2 * i - 1] and parse_state(values[2 * i - 1]) or nil
+      local body = values[2 * i] or nil
+      local info = body and string.byte(body, 1) == 49 and parse_body(body) or nil
+      if not info and body then
+        local old_state, upgraded = upgrade_v0(body)
+        if upgraded then body, info, state = upgraded, parse_body(upgraded), state or old_state end
+      end
+      if info then
+        status = 0
+        local repaired = {
+          letter = 'R', attempts = 0, gen = math.max(state and state.gen + 1 or 0, now), max = 0, at = now, flags = '',
+          rank = state and state.rank or nil, type = info.type, group = info.group, claim = '', error = 'repaired',
+        }
+        if not repaired.rank then fresh[#fresh + 1] = repaired end
+        writes.repaired = writes.repaired or {}
+        writes.repaired[#writes.repaired + 1] = { id = id, state = repaired, body = body }
+      else
+        status = 7
+      end
+    end
+    result[i] = status
+  end
+  if #fresh > 0 then
+    local seq = redis.call('INCRBY', K.seq, #fresh) - #fresh
+    for _, state in ipairs(fresh) do
+      seq = seq + 1
+      state.rank = (0 - PRIORITY_MIN) * RANK_SEQ_SPAN + seq
+    end
+  end
+  for _, item in ipairs(writes.repaired or {}) do
+    put_state(writes, item.id, item.state)
+    put(writes, item.id, item.body)
+    drop_field(writes, item.id .. ':x')
+    zadd(writes, K.ready, item.state.rank, item.id)
+    zrem(writes, K.corrupt, item.id)
+  end
+  apply(writes)
+  return result
+end)

@@ -1,0 +1,22 @@
+import { StoreError } from "./errors.js";
+
+/**
+ * A task's body as stored (docs/storage.md): "1|<enqueuedAtMs>|<type>|<group>|<payload>". The
+ * library builds it, the scripts check its prefix and store it as it came, and a claim returns it
+ * whole: no script splits a payload out or copies it into a new string.
+ */
+export function buildBody(enqueuedAtMs: number, type: string, group: string, payload: string): string {
+  return `1|${enqueuedAtMs}|${type}|${group}|${payload}`;
+}
+
+/** The parts of a body; throws StoreError when it is not one (a store answering something else). */
+export function parseBody(body: string): { enqueuedAtMs: number; type: string; group: string; payload: string } {
+  const match = /^1\|(\d+)\|([^|]+)\|([^|]*)\|/.exec(body);
+  if (!match) throw new StoreError(`claim: the script returned a body that is not format v1`, undefined);
+  return {
+    enqueuedAtMs: Number(match[1]),
+    type: match[2],
+    group: match[3],
+    payload: body.slice(match[0].length),
+  };
+}

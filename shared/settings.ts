@@ -1,0 +1,102 @@
+import { createHash } from "node:crypto";
+import { DEFAULTS, LIMITS } from "./config.js";
+import { InvalidInputError } from "./errors.js";
+import type { LeasePolicy } from "./types.js";
+import { checkInteger, checkName, checkPolicy } from "./validate.js";
+
+/**
+ * What must be the same for every caller of a queue, kept in its Redis config (configure.lua) and
+ * read by the scripts: one process declares it (the worker, at its cold start), every other reads it.
+ */
+export interface QueueSettings {
+  /** Strict order: a claim returns nothing while any task of the queue is leased or held. Default false. */
+  ordered?: boolean;
+  /** Lease and attempts per task type; types not listed get `defaultPolicy`. */
+  policies?: Record<string, LeasePolicy>;
+  /** Default 60000 ms, 5 attempts. */
+  defaultPolicy?: LeasePolicy;
+  /** Default 262144. */
+  maxPayloadBytes?: number;
+  /** Default 2048. */
+  maxErrorBytes?: number;
+  /** Reclaim only leases expired by more than this. Default 2000. */
+  clockSkewMs?: number;
+  /** Default 24 h. */
+  doneRetentionMs?: number;
+  /** Default 7 days. */
+  failedRetentionMs?: number;
+}
+
+/** The settings with defaults applied and checked. */
+export type ResolvedSettings = Required<QueueSettings>;
+
+/** Checks `settings`, naming the field, the range and the value; applies the defaults. */
+export function resolveSettings(where: string, settings: QueueSettings = {}): ResolvedSettings {
+  const policies: Record<string, LeasePolicy> = {};
+  for (const [type, policy] of Object.entries(settings.policies ?? {})) {
+    checkName(where, "policy type", type, LIMITS.typeMaxBytes);
+    policies[type] = checkPolicy(`${where} policy "${type}"`, policy);
+  }
+  if (settings.ordered !== undefined && typeof settings.ordered !== "boolean") {
+    throw new InvalidInputError(`${where}: ordered must be true or false`);
+  }
+  return {
+    ordered: settings.ordered ?? false,
+    policies,
+    defaultPolicy: checkPolicy(`${where} defaultPolicy`, settings.defaultPolicy ?? DEFAULTS),
+    maxPayloadBytes: checkInteger(
+      where,
+      "maxPayloadBytes",
+      settings.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes,
+      1,
+      LIMITS.payloadMaxBytes,
+    ),
+    maxErrorBytes: checkInteger(
+      where,
+      "maxErrorBytes",
+      settings.maxErrorBytes ?? DEFAULTS.maxErrorBytes,
+      0,
+      LIMITS.errorMaxBytes,
+    ),
+    clockSkewMs: checkInteger(
+      where,
+      "clockSkewMs",
+      settings.clockSkewMs ?? DEFAULTS.clockSkewMs,
+      0,
+      LIMITS.clockSkewMaxMs,
+    ),
+    doneRetentionMs: checkInteger(
+      where,
+      "doneRetentionMs",
+      settings.doneRetentionMs ?? DEFAULTS.doneRetentionMs,
+      0,
+      LIMITS.retentionMaxMs,
+    ),
+    failedRetentionMs: checkInteger(
+      where,
+      "failedRetentionMs",
+      settings.failedRetentionMs ?? DEFAULTS.failedRetentionMs,
+      0,
+      LIMITS.retentionMaxMs,
+    ),
+  };
+}
+
+/** The config fields configure.lua writes for `settings`, and their revision (a digest of them). */
+export function configFields(settings: ResolvedSettings): { revision: string; fields: string[] } {
+  const policy = (p: LeasePolicy) => `${p.leaseMs},${p.maxAttempts}`;
+  const pairs: Array<[string, string]> = [
+    ["ordered", settings.ordered ? "1" : "0"],
+    ["skewMs", String(settings.clockSkewMs)],
+    ["doneRetentionMs", String(settings.doneRetentionMs)],
+    ["failedRetentionMs", String(settings.failedRetentionMs)],
+    ["maxPayloadBytes", String(settings.maxPayloadBytes)],
+    ["maxErrorBytes", String(settings.maxErrorBytes)],
+    ["d", policy(settings.defaultPolicy)],
+    ...Object.keys(settings.policies)
+      .sort()
+      .map((type): [string, string] => [`p:${type}`, policy(settings.policies[type])]),
+  ];
+  const revision = createHash("sha256").update(JSON.stringify(pairs)).digest("hex").slice(0, 16);
+  return { revision, fields: pairs.flat() };
+}

@@ -1,0 +1,186 @@
+// Storage format v1 (docs/storage.md): bodies written once, exact numbers over the whole range,
+// records that cannot be read set aside without losing their batch, repeatable claims, the config.
+import { afterAll, describe, expect, it } from "vitest";
+import { LIMITS } from "../../shared/config.js";
+import { FormatError } from "../../shared/errors.js";
+import { scriptKeys } from "../../shared/keys.js";
+import { Queue } from "../../shared/queue.js";
+import { SCRIPTS } from "../../shared/scripts.js";
+import type { Store } from "../../shared/store.js";
+import { assertConsistent, readTasks } from "../helpers/invariants.js";
+import { adapters, queueFixture, uniqueQueueName } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+const END_OF_9999 = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+describe.each(adapters)("storage format v1 over $name", (adapter) => {
+  const { redis, fresh } = queueFixture(adapter, { defaultPolicy: { leaseMs: 10_000, maxAttempts: 3 } });
+  const stores: Store[] = [];
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+  });
+
+  it("writes a body once: moves rewrite only the small state, whatever the payload's size", async () => {
+    const queue = await fresh();
+    const big = { blob: "x".repeat(200_000) };
+    await queue.enqueue([{ id: "big", type: "t", payload: big }], { now: NOW });
+    const bodyBefore = await redis.hget(queue.keys.task, "big");
+    const [task] = await queue.claim({ count: 1, now: NOW });
+    expect(JSON.parse(task.payload)).toEqual(big);
+    await queue.settle([{ ...task, outcome: "retry", retryAtMs: NOW + 1_000, error: "later" }], { now: NOW });
+    await queue.promote({ now: NOW + 1_000 });
+    expect(await redis.hget(queue.keys.task, "big")).toBe(bodyBefore); // the same bytes, never rewritten
+    expect((await redis.hstrlen(queue.keys.task, "big:s")) < 100).toBe(true);
+    const [again] = await queue.claim({ count: 1, now: NOW + 2_000 });
+    await queue.ack([again], { now: NOW + 2_001 });
+    expect(await redis.hexists(queue.keys.task, "big")).toBe(0); // an ack drops the payload
+    expect(await queue.inspect("big")).toMatchObject({ state: "done", attempts: 2, payload: "" });
+  });
+
+  it("keeps a waiting task in its body and the ready set alone: no state until it is first claimed", async () => {
+    const queue = await fresh();
+    await queue.enqueue([{ id: "w", type: "t", payload: { n: 1 }, priority: -3 }], { now: NOW });
+    expect(await redis.hkeys(queue.keys.task)).toEqual(["w"]);
+    expect(await queue.inspect("w")).toMatchObject({ state: "ready", type: "t", priority: -3, attempts: 0, atMs: NOW });
+  });
+
+  it("round-trips a task due at 9999-12-31T23:59:59.999Z through enqueue, inspect, a duplicate enqueue and promote", async () => {
+    const queue = await fresh();
+    const far = { id: "far", type: "t", payload: { last: true }, runAt: END_OF_9999 };
+    expect(await queue.enqueue([far], { now: NOW })).toEqual([{ id: "far", status: "ok", state: "scheduled" }]);
+    expect(await queue.inspect("far")).toMatchObject({ state: "scheduled", atMs: END_OF_9999 });
+    expect(await redis.zscore(queue.keys.scheduled, "far")).toBe(String(END_OF_9999));
+    expect(await queue.enqueue([far], { now: NOW })).toEqual([{ id: "far", status: "duplicate", state: "scheduled" }]);
+    expect(await queue.promote({ now: END_OF_9999 - 1 })).toBe(0);
+    expect(await queue.promote({ now: END_OF_9999 })).toBe(1);
+    const [task] = await queue.claim({ count: 1, now: END_OF_9999 });
+    expect(task).toMatchObject({ id: "far", attempt: 1, leaseDeadlineMs: END_OF_9999 + 10_000 });
+    expect(await queue.ack([task], { now: END_OF_9999 })).toEqual([{ id: "far", status: "ok", state: "done" }]);
+    // Every number written is exact: no "2.534023008e+14" anywhere in the records.
+    for (const value of Object.values(await redis.hgetall(queue.keys.task))) expect(value).not.toMatch(/e\+/);
+    expect((await readTasks(redis, queue)).get("far")).toMatchObject({ state: "D", at: END_OF_9999 });
+  });
+
+  it("accepts `now` up to the end of 9999 and refuses one past it, in TypeScript and in the script alike", async () => {
+    const queue = await fresh();
+    await expect(queue.enqueue([{ id: "a", type: "t" }], { now: LIMITS.timeMaxMs + 1 })).rejects.toThrow(
+      /now \(ms since epoch\) must be an integer from 0 to 253402300799999/,
+    );
+    const raw = await storeOf(queue)
+      .evalScript(SCRIPTS.stats, scriptKeys(queue.keys), [String(LIMITS.timeMaxMs + 1)])
+      .catch((e: unknown) => e);
+    expect(String(raw)).toMatch(/now must be an integer from 0 to 253402300799999/);
+  });
+
+  it("sets aside a record it cannot read in the middle of a ready batch, and claims the others", async () => {
+    const queue = await fresh();
+    await queue.enqueue(
+      ["c1", "c2", "c3", "c4"].map((id) => ({ id, type: "t" })),
+      { now: NOW },
+    );
+    await redis.hset(queue.keys.task, "c2", "garbage that no format reads");
+    const batch = await queue.claim({ count: 4, now: NOW });
+    expect(batch.map((task) => task.id)).toEqual(["c1", "c3", "c4"]);
+    expect(await redis.zrange(queue.keys.corrupt, 0, -1)).toEqual(["c2"]);
+    expect(await redis.zscore(queue.keys.ready, "c2")).toBeNull();
+    expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 0, leased: 3, corrupt: 1 });
+    expect(await queue.list("corrupt")).toEqual([
+      { id: "c2", score: NOW, type: "", attempts: 0, lastError: "unreadable record (neither format v1 nor v0)" },
+    ]);
+    expect(await queue.inspect("c2")).toMatchObject({
+      state: "corrupt",
+      lastError: expect.stringMatching(/^unreadable/),
+    });
+    // Its body cannot be read: repair refuses, delete removes it.
+    expect(await queue.repair(["c2"], { now: NOW })).toEqual([{ id: "c2", status: "unrepairable" }]);
+    expect(await queue.delete(["c2"])).toEqual([{ id: "c2", status: "ok" }]);
+    expect(await queue.inspect("c2")).toBeUndefined();
+    expect(await queue.stats({ now: NOW })).toMatchObject({ corrupt: 0 });
+    await assertConsistent(redis, queue);
+  });
+
+  it("repairs a task whose state was damaged but whose body reads: READY again, with a token never issued before", async () => {
+    const queue = await fresh();
+    await queue.enqueue([{ id: "r", type: "t", payload: { keep: 1 } }], { now: NOW });
+    const [first] = await queue.claim({ count: 1, now: NOW });
+    await redis.hset(queue.keys.task, "r:s", "L|not|numbers");
+    expect(await queue.ack([first], { now: NOW + 1 })).toEqual([{ id: "r", status: "corrupt", state: "corrupt" }]);
+    expect(await queue.stats({ now: NOW })).toMatchObject({ leased: 0, corrupt: 1 });
+    expect(await queue.repair(["r", "nope"], { now: NOW + 2 })).toEqual([
+      { id: "r", status: "ok" },
+      { id: "nope", status: "unknown_id" },
+    ]);
+    const [again] = await queue.claim({ count: 1, now: NOW + 3 });
+    expect(JSON.parse(again.payload)).toEqual({ keep: 1 });
+    expect(again.token).not.toBe(first.token);
+    expect(await queue.ack([first], { now: NOW + 4 })).toEqual([{ id: "r", status: "stale_token", state: "leased" }]);
+    expect(await queue.ack([again], { now: NOW + 4 })).toEqual([{ id: "r", status: "ok", state: "done" }]);
+  });
+
+  it("answers a repeated claim id with the batch the first run leased: same tokens, no second attempt", async () => {
+    const queue = await fresh({ policies: { slow: { leaseMs: 30_000, maxAttempts: 3 } } });
+    await queue.enqueue(
+      [
+        { id: "a", type: "t" },
+        { id: "b", type: "slow" },
+        { id: "c", type: "t" },
+      ],
+      { now: NOW },
+    );
+    const store = storeOf(queue);
+    const args = [String(NOW), "2", String(LIMITS.leaseMaxMs), "claim-1", "0", "10"];
+    const first = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args);
+    const repeat = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), [...args.slice(0, 4), "1", "10"]);
+    expect(repeat).toEqual(first);
+    expect((first as unknown[]).filter((_, i) => i % 6 === 0)).toEqual(["a", "b"]);
+    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    // Another claim id gets the next task, and a repeat of an unknown claim id claims afresh.
+    const other = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), [
+      ...args.slice(0, 3),
+      "claim-2",
+      "1",
+      "10",
+    ]);
+    expect((other as unknown[])[0]).toBe("c");
+  });
+
+  it("keeps what every caller must agree on in the queue's config: written once, read by every script", async () => {
+    const name = uniqueQueueName("config");
+    const store = await adapter.open();
+    stores.push(store);
+    const writer = new Queue(store, { name, settings: { ordered: true, maxPayloadBytes: 100, clockSkewMs: 0 } });
+    expect(await writer.configure()).toBe(true);
+    expect(await writer.configure()).toBe(false); // the same declaration again changes nothing
+    // A caller with no settings of its own follows the config: the payload cap, the order.
+    const reader = new Queue(store, { name });
+    await expect(reader.enqueue([{ id: "x", type: "t", payload: "y".repeat(200) }], { now: NOW })).rejects.toThrow(
+      /task 1 payload is 202 bytes; the cap is 100/,
+    );
+    await reader.enqueue(
+      [
+        { id: "o1", type: "t" },
+        { id: "o2", type: "t" },
+      ],
+      { now: NOW },
+    );
+    expect((await reader.claim({ count: 5, now: NOW })).map((task) => task.id)).toEqual(["o1", "o2"]);
+    expect(await reader.claim({ count: 5, now: NOW })).toEqual([]); // ordered: nothing while leased
+    expect(await redis.hget(reader.keys.config, "v")).toBe("1");
+  });
+
+  it("refuses, with a clear error, a queue stored in another format", async () => {
+    const queue = await fresh();
+    await redis.hset(queue.keys.config, "v", "2");
+    const error = await queue.claim({ count: 1, now: NOW }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FormatError);
+    expect((error as Error).message).toBe(
+      "claim: the queue is stored in format v2, and these scripts read and write format v1: run the leaseq release that matches the queue (docs/storage.md)",
+    );
+    await expect(queue.enqueue([{ id: "a", type: "t" }], { now: NOW })).rejects.toThrow(FormatError);
+  });
+});
+
+/** The store a Queue was opened on, for raw script calls. */
+function storeOf(queue: Queue): Store {
+  return (queue as unknown as { store: Store }).store;
+}
