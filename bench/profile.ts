@@ -1,6 +1,7 @@
 // Where leaseq's Redis time goes: runs the batch-20 workload on a redis-server of its own with
 // SLOWLOG recording every command (threshold 0), then splits server time by script and by the
 // commands run inside them. Usage: node --import tsx bench/profile.ts [tasks]
+import { SCRIPTS } from "../shared/scripts.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { leaseqContender } from "./leaseq.js";
 import { flush, startBenchRedis } from "./redis.js";
@@ -8,8 +9,8 @@ import { median, percentile } from "./stats.js";
 import { table } from "./table.js";
 import { makeTasks } from "./workload.js";
 
-/** A script is told apart by its KEYS count: enqueue 4, claim 5, settle 7 (see lua/). */
-const SCRIPT_BY_KEYS: Record<number, string> = { 4: "enqueue", 5: "claim", 7: "settle" };
+/** A script is told apart by its SHA (EVALSHA's first argument). */
+const SCRIPT_BY_SHA = new Map(Object.values(SCRIPTS).map((script) => [script.sha, script.name]));
 
 const tasks = Number(process.argv[2] ?? 20_000);
 const redis = await startBenchRedis();
@@ -32,7 +33,7 @@ try {
     for (const [, , micros, args] of entries) {
       const name = args[0].toLowerCase();
       if (name !== "evalsha" && name !== "eval") continue;
-      const script = SCRIPT_BY_KEYS[Number(args[2])] ?? `${args[2]} keys`;
+      const script = SCRIPT_BY_SHA.get(args[1]) ?? (name === "eval" ? "eval (first run)" : args[1]);
       byScript.set(script, [...(byScript.get(script) ?? []), micros]);
     }
     const rows = [...byScript].map(([script, micros]) => {

@@ -21,13 +21,28 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then.
 return guard('claim', function()
-  local now = time_arg('now', ARGV[1])
+  local now, now_text = time_arg('now', ARGV[1])
   local count = int_arg('count', ARGV[2], 1, CLAIM_MAX)
   local max_lease = int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS)
   local claim_id = name_arg('claimId', ARGV[4], 64)
   local is_repeat = int_arg('repeat', ARGV[5], 0, 1) == 1
   local promote_limit = int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX)
   local config = read_config()
+
+  -- Each type's lease, attempts and deadline, worked out once per call.
+  local policies = {}
+  local function policy(task_type)
+    local known = policies[task_type]
+    if known then return known end
+    local lease, max = policy_of(config, task_type)
+    known = { lease = lease, max = tostring(max), deadline = fmt(now + lease) }
+    policies[task_type] = known
+    return known
+  end
+  local leases = { [policy('').lease] = true } -- the default policy's, then each declared type's
+  for field in pairs(config) do
+    if string.sub(field, 1, 2) == 'p:' then leases[policy(string.sub(field, 3)).lease] = true end
+  end
 
   local function reply(batch)
     local result = {}
@@ -45,10 +60,6 @@ return guard('claim', function()
 
   if is_repeat then
     -- The first run leased its tasks at now + their lease exactly: look there for this claim id.
-    local leases = { [select(1, policy_of(config, ''))] = true }
-    for field, text in pairs(config) do
-      if string.sub(field, 1, 2) == 'p:' then leases[tonumber(string.match(text, '^(%d+)')) or 0] = true end
-    end
     local candidates = {}
     for lease in pairs(leases) do
       local deadline = fmt(now + lease)
@@ -63,25 +74,23 @@ return guard('claim', function()
       end
     end
     if #batch > 0 then
-      table.sort(batch, function(a, b) return a.state.rank < b.state.rank end)
+      table.sort(batch, function(a, b) return tonumber(a.state.rank) < tonumber(b.state.rank) end)
       return reply(batch)
     end
   end
 
-  promote_due(config, now, promote_limit)
+  promote_due(config, now, now_text, promote_limit)
   if config.ordered == '1' then
     if redis.call('ZCARD', K.leased) > 0 then return {} end
     local hold = tonumber(config.hold)
     if hold and hold > now then return {} end
   end
 
-  -- Every policy fits the time left: the first `count` ready tasks are the batch. Otherwise read
+  -- Every lease fits the time left: the first `count` ready tasks are the batch. Otherwise read
   -- further (bounded) for tasks that fit.
-  local all_fit = select(1, policy_of(config, '')) <= max_lease
-  for field, text in pairs(config) do
-    if all_fit and string.sub(field, 1, 2) == 'p:' and (tonumber(string.match(text, '^(%d+)')) or 0) > max_lease then
-      all_fit = false
-    end
+  local all_fit = true
+  for lease in pairs(leases) do
+    if lease > max_lease then all_fit = false end
   end
   local heads = redis.call('ZRANGE', K.ready, 0, (all_fit and count or CLAIM_SCAN_MAX) - 1, 'WITHSCORES')
   if #heads == 0 then return {} end
@@ -92,22 +101,20 @@ return guard('claim', function()
   local writes, batch = new_writes(), {}
   for i, id in ipairs(ids) do
     local task = tasks[id]
-    if task.problem or not task.body_info then
+    local info = task.body_info
+    if task.problem or not info then
       quarantine(writes, id, K.ready, task.problem or 'a READY task without its body', now)
     else
-      local state = task.state or {
-        letter = 'R', attempts = 0, gen = 0, max = 0, at = now, flags = '',
-        rank = tonumber(heads[2 * i]), type = task.body_info.type, group = task.body_info.group, claim = '', error = '',
-      }
-      local lease, max_attempts = policy_of(config, state.type)
+      local state = task.state or new_state('R', now_text, int_text(heads[2 * i], tonumber(heads[2 * i])), info.type, info.group)
       local solo = state.flags == 's'
       if solo and #batch > 0 then break end
-      if lease <= max_lease then
-        state.letter, state.attempts, state.gen = 'L', state.attempts + 1, state.gen + 1
-        state.max, state.at, state.flags, state.claim = max_attempts, now + lease, '', claim_id
+      local chosen = policy(state.type)
+      if chosen.lease <= max_lease then
+        state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
+        state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, '', claim_id
         put_state(writes, id, state)
         if task.upgraded then put(writes, id, task.body) end
-        zadd(writes, K.leased, state.at, id)
+        zadd(writes, K.leased, chosen.deadline, id)
         zrem(writes, K.ready, id)
         batch[#batch + 1] = { id = id, state = state, body = task.body }
         if solo or #batch == count then break end

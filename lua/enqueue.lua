@@ -18,36 +18,33 @@ return guard('enqueue', function()
   local config = read_config_fields({ 'maxPayloadBytes', 'nextDue' })
   local max_payload = config_int(config, 'maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES)
 
-  local ids, tasks = {}, {}
+  -- Checked before anything is written; a message is built only for the task that fails.
+  local ids, fields = {}, {}
   for i = 1, n do
     local base = 2 + (i - 1) * 4
-    local label = 'task ' .. i
-    local id = name_arg(label .. ' id', ARGV[base], ID_MAX_BYTES)
-    local body = ARGV[base + 3]
-    local info = parse_body(body)
-    if not info then bad(label .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"') end
-    name_arg(label .. ' type', info.type, TYPE_MAX_BYTES)
-    name_arg(label .. ' group', info.group, GROUP_MAX_BYTES, true)
-    local payload_bytes = #body - info.payload_at + 1
+    local id, priority, run_at, body = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3]
+    if not is_name(id, ID_MAX_BYTES) then name_arg('task ' .. i .. ' id', id, ID_MAX_BYTES) end
+    if not (priority and priority % 1 == 0 and priority >= PRIORITY_MIN and priority <= PRIORITY_MAX) then
+      int_arg('task ' .. i .. ' priority', ARGV[base + 1], PRIORITY_MIN, PRIORITY_MAX)
+    end
+    if not as_time(run_at) then time_arg('task ' .. i .. ' runAtMs', run_at) end
+    local task_type, group, payload_at = string.match(body, '^1|%d+|([%w_%.%-]+)|([%w_%.%-]*)|()')
+    if not task_type or #string.match(body, '^1|(%d+)|') > 15 then
+      bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"')
+    end
+    if #task_type > TYPE_MAX_BYTES then name_arg('task ' .. i .. ' type', task_type, TYPE_MAX_BYTES) end
+    if #group > GROUP_MAX_BYTES then name_arg('task ' .. i .. ' group', group, GROUP_MAX_BYTES, true) end
+    local payload_bytes = #body - payload_at + 1
     if payload_bytes > max_payload then
-      bad(label .. ' payload is ' .. payload_bytes .. ' bytes; the cap is ' .. max_payload)
+      bad('task ' .. i .. ' payload is ' .. payload_bytes .. ' bytes; the cap is ' .. max_payload)
     end
     ids[i] = id
-    tasks[i] = {
-      priority = int_arg(label .. ' priority', ARGV[base + 1], PRIORITY_MIN, PRIORITY_MAX),
-      run_at = time_arg(label .. ' runAtMs', ARGV[base + 2]),
-      body = body,
-      info = info,
-    }
-  end
-
-  -- What exists already: a state (any state), or a body alone (READY, never claimed).
-  local fields = {}
-  for _, id in ipairs(ids) do
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':x'
   end
+
+  -- What exists already: a state (any state), or a body alone (READY, never claimed).
   local existing = redis.call('HMGET', K.task, unpack(fields))
   local seen, fresh, known = {}, 0, {}
   for i, id in ipairs(ids) do
@@ -67,18 +64,17 @@ return guard('enqueue', function()
   local writes = new_writes()
   local earliest = nil
   for i, id in ipairs(ids) do
-    local t = tasks[i]
+    local base = 2 + (i - 1) * 4
     if seen[id] == i then
       seq = seq + 1
-      local rank = (t.priority - PRIORITY_MIN) * RANK_SEQ_SPAN + seq
-      put(writes, id, t.body)
-      if t.run_at > now then
-        put_state(writes, id, {
-          letter = 'S', attempts = 0, gen = 0, max = 0, at = t.run_at, flags = '', rank = rank,
-          type = t.info.type, group = t.info.group, claim = '', error = '',
-        })
-        zadd(writes, K.scheduled, t.run_at, id)
-        earliest = math.min(earliest or t.run_at, t.run_at)
+      local rank = (tonumber(ARGV[base + 1]) - PRIORITY_MIN) * RANK_SEQ_SPAN + seq
+      local run_at, body = tonumber(ARGV[base + 2]), ARGV[base + 3]
+      put(writes, id, body)
+      if run_at > now then
+        local task_type, group = string.match(body, '^1|%d+|([^|]*)|([^|]*)|')
+        put_state(writes, id, new_state('S', int_text(ARGV[base + 2], run_at), fmt(rank), task_type, group))
+        zadd(writes, K.scheduled, run_at, id)
+        earliest = math.min(earliest or run_at, run_at)
         known[i] = 'S'
       else
         zadd(writes, K.ready, rank, id)

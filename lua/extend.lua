@@ -29,11 +29,11 @@ return guard('extend', function()
     local present = presence_status(task)
     if present then
       status = present
-    elseif state.letter ~= 'L' or token_of(state) ~= item.token then
+    elseif state.letter ~= 'L' or not token_matches(state, item.token) then
       status = 1
     else
       deadline = now + item.lease
-      state.at = deadline
+      state.at = fmt(deadline)
       zadd(writes, K.leased, deadline, item.id)
       put_state(writes, item.id, state)
       if task.upgraded then put(writes, item.id, task.body); task.upgraded = false end

@@ -7,7 +7,7 @@
 -- Returns: the number of tasks promoted (fewer than `limit` means none due is left).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed.
 return guard('promote', function()
-  local now = time_arg('now', ARGV[1])
+  local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  return promote_due(read_config_fields({ 'nextDue' }), now, limit)
+  return promote_due(read_config_fields({ 'nextDue' }), now, now_text, limit)
 end)

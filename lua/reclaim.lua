@@ -10,8 +10,8 @@
 --   when its attempts are used up). Fewer than `limit` tasks means no expired lease is left.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
 return guard('reclaim', function()
-  local now = time_arg('now', ARGV[1])
+  local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
   local config = read_config_fields({ 'skewMs' })
-  return reclaim_expired(now, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
+  return reclaim_expired(now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
 end)

@@ -9,7 +9,7 @@
 --   new token.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
 return guard('release', function()
-  local now = time_arg('now', ARGV[1])
+  local now, now_text = time_arg('now', ARGV[1])
   local items, ids = {}, {}
   for i = 1, groups(2, 2, BATCH_MAX) do
     local base = 2 + (i - 1) * 2
@@ -26,11 +26,12 @@ return guard('release', function()
     local present = presence_status(task)
     if present then
       status = present
-    elseif state.letter ~= 'L' or token_of(state) ~= item.token then
+    elseif state.letter ~= 'L' or not token_matches(state, item.token) then
       status = 1
     else
       -- The attempt is given back; the lease generation moves on, so the token is stale from now.
-      state.letter, state.at, state.attempts, state.gen, state.claim = 'R', now, state.attempts - 1, state.gen + 1, ''
+      state.letter, state.at, state.claim, state.flags = 'R', now_text, '', ''
+      state.attempts, state.gen = plus(state.attempts, -1), plus(state.gen, 1)
       zadd(writes, K.ready, state.rank, item.id)
       zrem(writes, K.leased, item.id)
       put_state(writes, item.id, state)

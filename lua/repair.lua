@@ -32,10 +32,8 @@ return guard('repair', function()
       end
       if info then
         status = 0
-        local repaired = {
-          letter = 'R', attempts = 0, gen = math.max(state and state.gen + 1 or 0, now), max = 0, at = now, flags = '',
-          rank = state and state.rank or nil, type = info.type, group = info.group, claim = '', error = 'repaired',
-        }
+        local repaired = new_state('R', fmt(now), state and state.rank or nil, info.type, info.group)
+        repaired.gen, repaired.error = fmt(math.max(state and tonumber(state.gen) + 1 or 0, now)), 'repaired' 
         if not repaired.rank then fresh[#fresh + 1] = repaired end
         writes.repaired = writes.repaired or {}
         writes.repaired[#writes.repaired + 1] = { id = id, state = repaired, body = body }
@@ -49,7 +47,7 @@ return guard('repair', function()
     local seq = redis.call('INCRBY', K.seq, #fresh) - #fresh
     for _, state in ipairs(fresh) do
       seq = seq + 1
-      state.rank = (0 - PRIORITY_MIN) * RANK_SEQ_SPAN + seq
+      state.rank = fmt((0 - PRIORITY_MIN) * RANK_SEQ_SPAN + seq)
     end
   end
   for _, item in ipairs(writes.repaired or {}) do

@@ -8,7 +8,7 @@
 --   changed), 6 corrupt. The last error stays visible to inspect.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
 return guard('requeue', function()
-  local now = time_arg('now', ARGV[1])
+  local now, now_text = time_arg('now', ARGV[1])
   local ids = {}
   for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
 
@@ -22,13 +22,13 @@ return guard('requeue', function()
       status = 4 -- READY, never claimed
     elseif status == nil then
       status = 0
-      if state.letter == 'R' and state.attempts == 0 and state.error ~= '' then
+      if state.letter == 'R' and state.attempts == '0' and state.error ~= '' then
         -- Only a requeue leaves a READY task with no attempts and an error: a repeated requeue (a
         -- retry after a lost reply) answers ok and changes nothing.
       elseif state.letter ~= 'F' then
         status = 4
       else
-        state.letter, state.at, state.attempts = 'R', now, 0
+        state.letter, state.at, state.attempts, state.flags = 'R', now_text, '0', '' 
         zadd(writes, K.ready, state.rank, id)
         zrem(writes, K.failed, id)
         put_state(writes, id, state)

@@ -20,25 +20,22 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then.
 return guard('settle', function()
-  local now = time_arg('now', ARGV[1])
+  local now, now_text = time_arg('now', ARGV[1])
   local n = groups(2, 5, BATCH_MAX)
-  local items, ids, all_acks = {}, {}, true
+  local all_acks, ids = true, {}
   for i = 1, n do
     local base = 2 + (i - 1) * 5
-    local label = 'item ' .. i
     local outcome = ARGV[base + 2]
-    if outcome ~= 'ack' and outcome ~= 'retry' and outcome ~= 'fail' then
-      bad(label .. ' outcome must be "ack", "retry" or "fail", got "' .. string.sub(outcome, 1, 20) .. '"')
+    local id = ARGV[base]
+    if not is_name(id, ID_MAX_BYTES) then name_arg('item ' .. i .. ' id', id, ID_MAX_BYTES) end
+    ids[i] = id
+    if outcome ~= 'ack' then
+      if outcome ~= 'retry' and outcome ~= 'fail' then
+        bad('item ' .. i .. ' outcome must be "ack", "retry" or "fail", got "' .. string.sub(outcome, 1, 20) .. '"')
+      end
+      all_acks = false
     end
-    if outcome ~= 'ack' then all_acks = false end
-    items[i] = {
-      id = name_arg(label .. ' id', ARGV[base], ID_MAX_BYTES),
-      token = ARGV[base + 1],
-      outcome = outcome,
-      retry_at = time_arg(label .. ' retryAtMs', ARGV[base + 3]),
-      error = ARGV[base + 4],
-    }
-    ids[i] = items[i].id
+    if not as_time(ARGV[base + 3]) then time_arg('item ' .. i .. ' retryAtMs', ARGV[base + 3]) end
   end
   local config = all_acks and {} or read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue' })
   local max_error = config_int(config, 'maxErrorBytes', DEFAULT_MAX_ERROR_BYTES)
@@ -47,51 +44,51 @@ return guard('settle', function()
   local tasks = load(ids, false)
   local result, writes, hold, earliest = {}, new_writes(), nil, nil
   local replayed = { retry = { S = true, R = true, F = true }, fail = { F = true } }
-  for _, item in ipairs(items) do
-    local task = tasks[item.id]
+  for i, id in ipairs(ids) do
+    local base = 2 + (i - 1) * 5
+    local token, outcome = ARGV[base + 1], ARGV[base + 2]
+    local task = tasks[id]
     local state = task.state
-    local status = 0
-    local present = presence_status(task)
-    if present then
-      status = present
+    local status = presence_status(task)
+    if status then
       if status == 6 then
-        quarantine(writes, item.id, nil, task.problem, now)
-        for _, key in ipairs({ K.leased, K.ready, K.scheduled, K.done, K.failed }) do zrem(writes, key, item.id) end
+        quarantine(writes, id, nil, task.problem, now)
+        for _, key in ipairs({ K.leased, K.ready, K.scheduled, K.done, K.failed }) do zrem(writes, key, id) end
       end
-    elseif token_of(state) == item.token and item.outcome ~= 'ack' and replayed[item.outcome][state.letter] then
+    elseif outcome ~= 'ack' and replayed[outcome][state.letter] and token_matches(state, token) then
       -- The same retry or fail ran already (a retry after a lost reply), and no claim came since:
       -- answer what it did. An ack is never answered this way: a DONE task says already_done.
       status = 0
-    elseif state.letter ~= 'L' or token_of(state) ~= item.token then
+    elseif state.letter ~= 'L' or not token_matches(state, token) then
       status = 1
     else
-      zrem(writes, K.leased, item.id)
-      state.at, state.claim = now, ''
-      if item.outcome == 'ack' then
+      status = 0
+      zrem(writes, K.leased, id)
+      state.at, state.claim, state.flags = now_text, '', ''
+      if outcome == 'ack' then
         state.letter, state.error = 'D', ''
-        zadd(writes, K.done, now, item.id)
-        drop_field(writes, item.id)
+        zadd(writes, K.done, now_text, id)
+        drop_field(writes, id)
+        task.upgraded = false -- a v0 record's body goes with the ack
       else
-        state.error = string.sub(item.error, 1, max_error)
-        if item.outcome == 'fail' or state.attempts >= state.max then
+        local retry_at, retry_text = time_arg('retryAtMs', ARGV[base + 3])
+        state.error = string.sub(ARGV[base + 4], 1, max_error)
+        if outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max) then
           state.letter = 'F'
-          zadd(writes, K.failed, now, item.id)
-        elseif item.retry_at > now and not ordered then
-          state.letter, state.at = 'S', item.retry_at
-          zadd(writes, K.scheduled, item.retry_at, item.id)
-          earliest = math.min(earliest or item.retry_at, item.retry_at)
+          zadd(writes, K.failed, now_text, id)
+        elseif retry_at > now and not ordered then
+          state.letter, state.at = 'S', retry_text
+          zadd(writes, K.scheduled, retry_text, id)
+          earliest = math.min(earliest or retry_at, retry_at)
         else
           state.letter = 'R'
-          zadd(writes, K.ready, state.rank, item.id)
-          if ordered and item.retry_at > now then hold = math.max(hold or 0, item.retry_at) end
+          zadd(writes, K.ready, state.rank, id)
+          if ordered and retry_at > now then hold = math.max(hold or 0, retry_at) end
         end
       end
-      -- A v0 record is upgraded by this write; its body too, unless the ack drops it.
-      task.upgraded = task.upgraded and state.letter ~= 'D'
-      put_state(writes, item.id, state)
-      if task.upgraded then put(writes, item.id, task.body); task.upgraded = false end
+      put_state(writes, id, state)
     end
-    write_upgrade(writes, item.id, task)
+    write_upgrade(writes, id, task)
     result[#result + 1] = status
     result[#result + 1] = status == 6 and 'C' or (state and state.letter) or (task.body_info and 'R' or '')
   end

@@ -11,7 +11,7 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then.
 return guard('tick', function()
-  local now = time_arg('now', ARGV[1])
+  local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
   local config = read_config()
 
@@ -19,12 +19,12 @@ return guard('tick', function()
   for _, name in ipairs({ 'leased', 'scheduled', 'done', 'failed' }) do counts[name] = redis.call('ZCARD', K[name]) end
   local reclaimed, reclaim_failed = 0, 0
   if counts.leased > 0 then
-    local moved = reclaim_expired(now, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
+    local moved = reclaim_expired(now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
     for i = 2, #moved, 2 do
       if moved[i] == 'R' then reclaimed = reclaimed + 1 else reclaim_failed = reclaim_failed + 1 end
     end
   end
-  local promoted = counts.scheduled > 0 and promote_due(config, now, limit) or 0
+  local promoted = counts.scheduled > 0 and promote_due(config, now, now_text, limit) or 0
   local done_retention = config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)
   local done_trimmed = counts.done > 0 and trim_before(K.done, now - done_retention, limit) or 0

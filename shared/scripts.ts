@@ -1,12 +1,19 @@
-// The only user of the Lua sources: shared/scripts.generated.ts carries lua/*.lua as text (see
-// bin/generate-lua.ts), so the library loads the same way under Node, tsx, vitest and bundlers.
-import { LUA_SOURCES } from "./scripts.generated.js";
+// The only user of the Lua sources: shared/scripts.generated.ts carries each script of lua/ with the
+// prelude it needs, as text (see bin/generate-lua.ts), so the library loads the same way under Node,
+// tsx, vitest and bundlers.
+import { LUA_BLOCKS, LUA_SCRIPTS } from "./scripts.generated.js";
 import { type LuaScript, luaScript } from "./store.js";
 
-type ScriptSource = Exclude<keyof typeof LUA_SOURCES, "lib">;
+type ScriptSource = keyof typeof LUA_SCRIPTS;
+
+/** A script's EVAL body: the shared blocks it uses, then its own text. */
+export function luaBody(name: ScriptSource): string {
+  const { uses, text } = LUA_SCRIPTS[name];
+  return [...uses.map((index) => LUA_BLOCKS[index]), text].join("\n");
+}
 
 function withLib(name: ScriptSource, options: { readOnly?: boolean; repeatArg?: number } = {}): LuaScript {
-  return luaScript(name, `${LUA_SOURCES.lib}\n${LUA_SOURCES[name]}`, options);
+  return luaScript(name, luaBody(name), options);
 }
 
 /** Every operation script, the shared prelude prepended. */

@@ -32,7 +32,7 @@ export class QueueModel {
   constructor(readonly options: ModelOptions) {}
 
   token(task: ModelTask): string {
-    return `${task.rank % SEQ_SPAN}.${task.claims}`;
+    return `${task.rank}.${task.claims}`;
   }
 
   enqueue(items: Array<{ id: string; type: string; priority: number; runAtMs: number; payload: string }>, now: number) {
