@@ -13,7 +13,7 @@ import { leaseqBacklog, leaseqContender } from "./leaseq.js";
 import { machineInfo } from "./machine.js";
 import { naiveBacklog, naiveContender } from "./naive.js";
 import { flush, redisVersion, startBenchRedis } from "./redis.js";
-import { type Measurements, render, resultsJson } from "./report.js";
+import { HEADLINE_BATCH, LARGE_PAYLOAD_BYTES, type Measurements, render, resultsJson } from "./report.js";
 import { benchSettings } from "./settings.js";
 import { runThroughput, type ThroughputCase } from "./throughput.js";
 import { type LocalUpstash, startLocalUpstash } from "./upstash.js";
@@ -53,6 +53,21 @@ try {
         }),
     });
   }
+  // The payload-size row: the headline case with a 64 KiB payload (a move must not cost its size).
+  cases.push({
+    key: `leaseq tcp b${HEADLINE_BATCH} 64KiB`,
+    system: "leaseq",
+    batchSize: HEADLINE_BATCH,
+    consumers: settings.consumers,
+    payloadBytes: LARGE_PAYLOAD_BYTES,
+    open: (queueName) =>
+      leaseqContender({
+        openStore: () => TcpStore.fromUrl(redis.url),
+        queueName,
+        batchSize: HEADLINE_BATCH,
+        consumers: settings.consumers,
+      }),
+  });
   if (upstash) {
     const local = upstash;
     for (const batchSize of settings.batchSizes) {
@@ -75,6 +90,16 @@ try {
       open: (queueName) => naiveContender({ url: redis.url, queueName, batchSize, consumers: settings.consumers }),
     });
   }
+  // The same payload through the naive design: what moving 64 KiB in and out costs Redis at all.
+  cases.push({
+    key: `naive b${HEADLINE_BATCH} 64KiB`,
+    system: "naive",
+    batchSize: HEADLINE_BATCH,
+    consumers: settings.consumers,
+    payloadBytes: LARGE_PAYLOAD_BYTES,
+    open: (queueName) =>
+      naiveContender({ url: redis.url, queueName, batchSize: HEADLINE_BATCH, consumers: settings.consumers }),
+  });
   for (const concurrency of settings.bullmqConcurrencies) {
     cases.push({
       key: `bullmq c${concurrency}`,

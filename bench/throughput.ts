@@ -11,6 +11,8 @@ export interface ThroughputCase {
   batchSize: number;
   /** Concurrent consumers (leaseq, naive: separate connections; BullMQ: worker concurrency). */
   consumers: number;
+  /** The serialized payload's size when not the standard 54 bytes (the payload-size row). */
+  payloadBytes?: number;
   open(queueName: string): Promise<Contender>;
 }
 
@@ -30,6 +32,7 @@ export interface ThroughputResult {
   system: ThroughputCase["system"];
   batchSize: number;
   consumers: number;
+  payloadBytes?: number;
   tasks: number;
   tasksPerSec: Spread;
   enqueueTasksPerSec: Spread;
@@ -53,7 +56,7 @@ export async function throughputRound(
   taskCount: number,
 ): Promise<RoundResult> {
   await flush(redis);
-  const tasks = makeTasks(0, taskCount);
+  const tasks = makeTasks(0, taskCount, item.payloadBytes);
   const contender = await item.open(`bench-${process.pid}-${++queueCounter}`);
   try {
     const redisCpuBefore = await redisCpuSeconds(redis.admin);
@@ -123,6 +126,7 @@ function summarize(item: ThroughputCase, results: RoundResult[], tasks: number):
     system: item.system,
     batchSize: item.batchSize,
     consumers: item.consumers,
+    ...(item.payloadBytes === undefined ? {} : { payloadBytes: item.payloadBytes }),
     tasks,
     tasksPerSec: spread(results.map((r) => r.tasksPerSec)),
     enqueueTasksPerSec: spread(results.map((r) => tasks / (r.enqueueMs / 1000))),

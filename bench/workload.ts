@@ -8,7 +8,7 @@ export interface BenchTask {
   type: string;
   /** 0..3, lower runs sooner (leaseq's and the naive design's convention). */
   priority: number;
-  payload: { to: string; template: string };
+  payload: { to: string; template: string; pad?: string };
 }
 
 export const TASK_TYPE = "email";
@@ -29,19 +29,35 @@ export function taskPriority(index: number): number {
   return index % PRIORITY_LEVELS;
 }
 
-export function makeTask(index: number): BenchTask {
-  return {
-    id: taskId(index),
-    type: TASK_TYPE,
-    priority: taskPriority(index),
-    payload: { to: `user-${String(index).padStart(7, "0")}@example.com`, template: "welcome" },
+/** Task `index`; with `payloadBytes`, its payload padded (a `pad` field) to exactly that size. */
+export function makeTask(index: number, payloadBytes?: number): BenchTask {
+  const payload: BenchTask["payload"] = {
+    to: `user-${String(index).padStart(7, "0")}@example.com`,
+    template: "welcome",
   };
+  if (payloadBytes !== undefined) {
+    const base = JSON.stringify({ ...payload, pad: "" }).length;
+    if (payloadBytes < base) throw new Error(`a padded payload is at least ${base} bytes`);
+    payload.pad = padding(payloadBytes - base);
+  }
+  return { id: taskId(index), type: TASK_TYPE, priority: taskPriority(index), payload };
 }
 
-/** Tasks `from` .. `to - 1`. */
-export function makeTasks(from: number, to: number): BenchTask[] {
+const paddings = new Map<number, string>();
+/** One string per size, shared by every task of a round. */
+function padding(length: number): string {
+  let text = paddings.get(length);
+  if (text === undefined) {
+    text = "x".repeat(length);
+    paddings.set(length, text);
+  }
+  return text;
+}
+
+/** Tasks `from` .. `to - 1`, their payloads padded to `payloadBytes` when given. */
+export function makeTasks(from: number, to: number, payloadBytes?: number): BenchTask[] {
   const tasks: BenchTask[] = [];
-  for (let i = from; i < to; i++) tasks.push(makeTask(i));
+  for (let i = from; i < to; i++) tasks.push(makeTask(i, payloadBytes));
   return tasks;
 }
 

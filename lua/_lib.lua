@@ -170,11 +170,24 @@ local function policy_of(config, task_type)
   return DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
 end
 
+-- The distinct lease lengths of the queue's policies, ascending (configure writes them as
+-- `leases`; a queue never configured has the library's default lease only).
+local function lease_lengths(config)
+  local leases = {}
+  for lease in string.gmatch(config.leases or '', '%d+') do leases[#leases + 1] = tonumber(lease) end
+  if #leases == 0 then leases[1] = DEFAULT_LEASE_MS end
+  return leases
+end
+
 --------------------------------------------------------------------------------------------------
 -- Records.
 
 local STATE_PATTERN = '^([RSLDF])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
+-- A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path).
+local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'
 local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|()'
+-- The same prefix without the payload's position: enqueued, type, group (claim's common path).
+local FRESH_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|'
 local V0_PATTERN = '^([RSLDF])|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|()'
 
 -- A state text as a table of its fields, each the text it was stored as (attempts, gen, max, at and
@@ -248,10 +261,34 @@ local function upgrade_v0(text)
   return state, body
 end
 
--- Loads tasks by id: HMGET of their state fields (and bodies when `with_body`). Returns a table by
--- id of { state (or nil: READY, never claimed), body (text, when loaded), body_info, upgraded,
--- problem }. A missing state is looked up in the body once, for records of format v0. Never raises:
--- a record it cannot read gets `problem`, for the caller to quarantine.
+-- One task's record from its fields as fetched: the state text (nil: READY, never claimed, or
+-- not loaded) and the body (nil when absent or not loaded). Returns { state, body, body_info,
+-- upgraded, problem }. Never raises: a record it cannot read gets `problem`, for the caller to
+-- quarantine.
+local function read_record(state_value, body_value)
+  local task = { body = body_value or nil }
+  if state_value then task.state, task.problem = parse_state(state_value) end
+  if not task.problem and task.body and task.body ~= '' then
+    if string.byte(task.body, 1) == 49 then -- "1": format v1
+      task.body_info, task.problem = parse_body(task.body)
+    elseif not task.state then
+      local state, body = upgrade_v0(task.body)
+      if state then
+        task.state, task.upgraded = state, true
+        task.body = body
+        if body then task.body_info = parse_body(body) end
+      else
+        task.problem = 'unreadable record (neither format v1 nor v0)'
+      end
+    end
+  end
+  if not task.problem and not task.state and not task.body then task.problem = 'no record' end
+  if not task.problem and not task.state and not task.body_info then task.problem = 'a READY task without its body' end
+  return task
+end
+
+-- Loads tasks by id: HMGET of their state fields (and bodies when `with_body`), a table by id of
+-- read_record()'s. A missing state is looked up in the body once, for records of format v0.
 local function load(ids, with_body)
   local tasks = {}
   if #ids == 0 then return tasks end
@@ -261,44 +298,20 @@ local function load(ids, with_body)
     if with_body then fields[#fields + 1] = id end
   end
   local values = redis.call('HMGET', K.task, unpack(fields))
-  local step = with_body and 2 or 1
+  if with_body then
+    for i, id in ipairs(ids) do tasks[id] = read_record(values[2 * i - 1] or nil, values[2 * i] or nil) end
+    return tasks
+  end
   local missing = {}
   for i, id in ipairs(ids) do
-    local task = {}
-    tasks[id] = task
-    local state_value = values[(i - 1) * step + 1]
-    if state_value then
-      task.state, task.problem = parse_state(state_value)
-    end
-    if with_body then
-      task.body = values[(i - 1) * step + 2] or nil
-    elseif not state_value then
-      missing[#missing + 1] = id
-    end
+    if not values[i] then missing[#missing + 1] = id end
   end
+  local bodies = {}
   if #missing > 0 then
-    local bodies = redis.call('HMGET', K.task, unpack(missing))
-    for i, id in ipairs(missing) do tasks[id].body = bodies[i] or nil end
+    local found = redis.call('HMGET', K.task, unpack(missing))
+    for i, id in ipairs(missing) do bodies[id] = found[i] or nil end
   end
-  for _, id in ipairs(ids) do
-    local task = tasks[id]
-    if not task.problem and task.body and task.body ~= '' then
-      if string.byte(task.body, 1) == 49 then -- "1": format v1
-        task.body_info, task.problem = parse_body(task.body)
-      elseif not task.state then
-        local state, body = upgrade_v0(task.body)
-        if state then
-          task.state, task.upgraded = state, true
-          task.body = body
-          if body then task.body_info = parse_body(body) end
-        else
-          task.problem = 'unreadable record (neither format v1 nor v0)'
-        end
-      end
-    end
-    if not task.problem and not task.state and not task.body then task.problem = 'no record' end
-    if not task.problem and not task.state and not task.body_info then task.problem = 'a READY task without its body' end
-  end
+  for i, id in ipairs(ids) do tasks[id] = read_record(values[i] or nil, bodies[id]) end
   return tasks
 end
 

@@ -11,10 +11,10 @@
 -- ARGV[4] claimId        1-64 characters of A-Z a-z 0-9 _ . -, new for every claim
 -- ARGV[5] repeat         1 when this may repeat an earlier call of the same claim id (a retry), else 0
 -- ARGV[6] promoteLimit   1..10000, the most due scheduled tasks to promote first
--- Reads config: the type policies (p:<type>, d), ordered, hold, nextDue.
--- Returns: per leased task, 6 each, in rank order:
+-- Reads config: the type policies (p:<type>, d, leases), ordered, hold, nextDue.
+-- Returns: per leased task, 5 each, in rank order:
 --   id, body (as enqueued: "1|<enqueuedAtMs>|<type>|<group>|<payload>"), attempt (1 = first),
---   lease token, rank, lease deadline (ms)
+--   lease token ("<rank>.<generation>": the rank is its first part), lease deadline (ms)
 --   An empty array when nothing is ready (or the ordered gate is closed, or nothing fits).
 --   A task a reclaim returned comes alone, in a batch of its own. A record that cannot be read is
 --   moved to the corrupt set with its reason, and the claim goes on without it.
@@ -28,8 +28,9 @@ return guard('claim', function()
   local is_repeat = int_arg('repeat', ARGV[5], 0, 1) == 1
   local promote_limit = int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX)
   local config = read_config()
+  local ordered = config.ordered == '1'
 
-  -- Each type's lease, attempts and deadline, worked out once per call.
+  -- Each type's lease, attempts and deadline, worked out at its first task.
   local policies = {}
   local function policy(task_type)
     local known = policies[task_type]
@@ -39,29 +40,12 @@ return guard('claim', function()
     policies[task_type] = known
     return known
   end
-  local leases = { [policy('').lease] = true } -- the default policy's, then each declared type's
-  for field in pairs(config) do
-    if string.sub(field, 1, 2) == 'p:' then leases[policy(string.sub(field, 3)).lease] = true end
-  end
-
-  local function reply(batch)
-    local result = {}
-    for _, item in ipairs(batch) do
-      local state = item.state
-      result[#result + 1] = item.id
-      result[#result + 1] = item.body
-      result[#result + 1] = state.attempts
-      result[#result + 1] = token_of(state)
-      result[#result + 1] = state.rank
-      result[#result + 1] = state.at
-    end
-    return result
-  end
+  local leases = lease_lengths(config)
 
   if is_repeat then
     -- The first run leased its tasks at now + their lease exactly: look there for this claim id.
     local candidates = {}
-    for lease in pairs(leases) do
+    for _, lease in ipairs(leases) do
       local deadline = fmt(now + lease)
       for _, id in ipairs(redis.call('ZRANGEBYSCORE', K.leased, deadline, deadline)) do candidates[#candidates + 1] = id end
     end
@@ -75,12 +59,19 @@ return guard('claim', function()
     end
     if #batch > 0 then
       table.sort(batch, function(a, b) return tonumber(a.state.rank) < tonumber(b.state.rank) end)
-      return reply(batch)
+      local result = {}
+      for _, item in ipairs(batch) do
+        local state = item.state
+        for _, value in ipairs({ item.id, item.body, state.attempts, token_of(state), state.at }) do
+          result[#result + 1] = value
+        end
+      end
+      return result
     end
   end
 
   promote_due(config, now, now_text, promote_limit)
-  if config.ordered == '1' then
+  if ordered then
     if redis.call('ZCARD', K.leased) > 0 then return {} end
     local hold = tonumber(config.hold)
     if hold and hold > now then return {} end
@@ -88,41 +79,81 @@ return guard('claim', function()
 
   -- Every lease fits the time left: the first `count` ready tasks are the batch. Otherwise read
   -- further (bounded) for tasks that fit.
-  local all_fit = true
-  for lease in pairs(leases) do
-    if lease > max_lease then all_fit = false end
-  end
+  local all_fit = leases[#leases] <= max_lease
   local heads = redis.call('ZRANGE', K.ready, 0, (all_fit and count or CLAIM_SCAN_MAX) - 1, 'WITHSCORES')
   if #heads == 0 then return {} end
-  local ids = {}
-  for i = 1, #heads, 2 do ids[#ids + 1] = heads[i] end
-  local tasks = load(ids, true)
+  local fields = {}
+  for i = 1, #heads, 2 do
+    fields[i] = heads[i] .. ':s'
+    fields[i + 1] = heads[i]
+  end
+  local values = redis.call('HMGET', K.task, unpack(fields))
 
-  local writes, batch = new_writes(), {}
-  for i, id in ipairs(ids) do
-    local task = tasks[id]
-    local info = task.body_info
-    if task.problem or not info then
-      quarantine(writes, id, K.ready, task.problem or 'a READY task without its body', now)
-    else
-      local state = task.state or new_state('R', now_text, int_text(heads[2 * i], tonumber(heads[2 * i])), info.type, info.group)
-      local solo = state.flags == 's'
-      if solo and #batch > 0 then break end
-      local chosen = policy(state.type)
+  -- The writes are collected in the lists apply() runs; the common task (READY, never claimed, so
+  -- no state yet) is leased inline, without a table of its own.
+  local writes, result, taken = new_writes(), {}, 0
+  local states, leased, popped = writes.fields, {}, {} -- popped: the ids leaving READY, leased or quarantined
+  writes.zrem[K.ready] = popped
+  local prefix = true -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
+  for i = 1, #heads, 2 do
+    local id, state_value, body, rank = heads[i], values[i], values[i + 1], heads[i + 1]
+    local enqueued, task_type, group
+    if not state_value and body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
+    if task_type and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
+      string.find(rank, '^%d+$') then
+      local chosen = policy(task_type)
       if chosen.lease <= max_lease then
-        state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
-        state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, '', claim_id
-        put_state(writes, id, state)
-        if task.upgraded then put(writes, id, task.body) end
-        zadd(writes, K.leased, chosen.deadline, id)
-        zrem(writes, K.ready, id)
-        batch[#batch + 1] = { id = id, state = state, body = task.body }
-        if solo or #batch == count then break end
-      elseif config.ordered == '1' then
+        states[#states + 1] = id .. ':s'
+        states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. rank .. '|' .. task_type ..
+          '|' .. group .. '|' .. claim_id .. '|'
+        leased[#leased + 1] = chosen.deadline
+        leased[#leased + 1] = id
+        popped[#popped + 1] = id
+        local n = #result
+        result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', rank .. '.1', chosen.deadline
+        taken = taken + 1
+        if taken == count then break end
+      elseif ordered then
         break
+      else
+        prefix = false
+      end
+    else
+      local task = read_record(state_value or nil, body or nil)
+      local info = task.body_info
+      if task.problem or not info then
+        quarantine(writes, id, K.ready, task.problem or 'a READY task without its body', now)
+      else
+        local state = task.state or new_state('R', now_text, int_text(rank, tonumber(rank)), info.type, info.group)
+        local solo = state.flags == 's'
+        if solo and taken > 0 then break end
+        local chosen = policy(state.type)
+        if chosen.lease <= max_lease then
+          state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
+          state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, '', claim_id
+          put_state(writes, id, state)
+          if task.upgraded then put(writes, id, task.body) end
+          leased[#leased + 1] = chosen.deadline
+          leased[#leased + 1] = id
+          popped[#popped + 1] = id
+          local n = #result
+          result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
+            id, task.body, state.attempts, token_of(state), state.at
+          taken = taken + 1
+          if solo or taken == count then break end
+        elseif ordered then
+          break
+        else
+          prefix = false
+        end
       end
     end
   end
+  if #leased > 0 then writes.zadd[K.leased] = leased end
+  writes.zrem[K.ready] = nil
   apply(writes)
-  return reply(batch)
+  if #popped > 0 then
+    if prefix then redis.call('ZREMRANGEBYRANK', K.ready, 0, #popped - 1) else redis.call('ZREM', K.ready, unpack(popped)) end
+  end
+  return result
 end)

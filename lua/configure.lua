@@ -8,6 +8,8 @@
 --           maxPayloadBytes, maxErrorBytes, d ("<leaseMs>,<maxAttempts>", the default policy) and
 --           p:<type> ("<leaseMs>,<maxAttempts>") per type; every setting not given is removed
 --           (its default applies)
+-- Writes also `leases`, the distinct lease lengths of the policies (ms, comma-separated), which a
+-- claim reads instead of every policy.
 -- Returns: 1 when the config changed, 0 when it was already this revision.
 -- Errors: LEASEQ_BAD_ARGUMENT when a field or value is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then.
@@ -55,10 +57,17 @@ return guard('configure', function()
   end
   if #stale > 0 then redis.call('HDEL', K.config, unpack(stale)) end
   local fields = { 'v', FORMAT_VERSION, 'rev', revision }
+  local leases, distinct = {}, {}
+  if not wanted.d then distinct[DEFAULT_LEASE_MS] = true end -- the types without a policy of their own
   for field, value in pairs(wanted) do
     fields[#fields + 1] = field
     fields[#fields + 1] = value
+    if field == 'd' or string.sub(field, 1, 2) == 'p:' then distinct[tonumber(string.match(value, '^%d+'))] = true end
   end
+  for lease in pairs(distinct) do leases[#leases + 1] = lease end
+  table.sort(leases)
+  fields[#fields + 1] = 'leases'
+  fields[#fields + 1] = table.concat(leases, ',')
   redis.call('HSET', K.config, unpack(fields))
   return 1
 end)

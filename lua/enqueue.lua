@@ -19,17 +19,18 @@ return guard('enqueue', function()
   local max_payload = config_int(config, 'maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES)
 
   -- Checked before anything is written; a message is built only for the task that fails.
-  local ids, fields = {}, {}
+  local ids, fields, ranks, runs, types, groups_of = {}, {}, {}, {}, {}, {}
   for i = 1, n do
     local base = 2 + (i - 1) * 4
-    local id, priority, run_at, body = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3]
+    local id, priority, body = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 3]
     if not is_name(id, ID_MAX_BYTES) then name_arg('task ' .. i .. ' id', id, ID_MAX_BYTES) end
     if not (priority and priority % 1 == 0 and priority >= PRIORITY_MIN and priority <= PRIORITY_MAX) then
       int_arg('task ' .. i .. ' priority', ARGV[base + 1], PRIORITY_MIN, PRIORITY_MAX)
     end
-    if not as_time(run_at) then time_arg('task ' .. i .. ' runAtMs', run_at) end
-    local task_type, group, payload_at = string.match(body, '^1|%d+|([%w_%.%-]+)|([%w_%.%-]*)|()')
-    if not task_type or #string.match(body, '^1|(%d+)|') > 15 then
+    local run_at = as_time(ARGV[base + 2])
+    if not run_at then time_arg('task ' .. i .. ' runAtMs', ARGV[base + 2]) end
+    local enqueued, task_type, group, payload_at = string.match(body, BODY_PATTERN)
+    if not enqueued or #enqueued > 15 then
       bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"')
     end
     if #task_type > TYPE_MAX_BYTES then name_arg('task ' .. i .. ' type', task_type, TYPE_MAX_BYTES) end
@@ -38,7 +39,7 @@ return guard('enqueue', function()
     if payload_bytes > max_payload then
       bad('task ' .. i .. ' payload is ' .. payload_bytes .. ' bytes; the cap is ' .. max_payload)
     end
-    ids[i] = id
+    ids[i], ranks[i], runs[i], types[i], groups_of[i] = id, priority, run_at, task_type, group
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':x'
@@ -64,15 +65,14 @@ return guard('enqueue', function()
   local writes = new_writes()
   local earliest = nil
   for i, id in ipairs(ids) do
-    local base = 2 + (i - 1) * 4
     if seen[id] == i then
+      local base = 2 + (i - 1) * 4
       seq = seq + 1
-      local rank = (tonumber(ARGV[base + 1]) - PRIORITY_MIN) * RANK_SEQ_SPAN + seq
-      local run_at, body = tonumber(ARGV[base + 2]), ARGV[base + 3]
-      put(writes, id, body)
+      local rank = (ranks[i] - PRIORITY_MIN) * RANK_SEQ_SPAN + seq
+      local run_at = runs[i]
+      put(writes, id, ARGV[base + 3])
       if run_at > now then
-        local task_type, group = string.match(body, '^1|%d+|([^|]*)|([^|]*)|')
-        put_state(writes, id, new_state('S', int_text(ARGV[base + 2], run_at), fmt(rank), task_type, group))
+        put_state(writes, id, new_state('S', int_text(ARGV[base + 2], run_at), fmt(rank), types[i], groups_of[i]))
         zadd(writes, K.scheduled, run_at, id)
         earliest = math.min(earliest or run_at, run_at)
         known[i] = 'S'

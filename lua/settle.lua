@@ -3,8 +3,11 @@
 -- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, leased, done, failed,
 --   corrupt are used
 -- ARGV[1] now             ms since epoch
--- ARGV[2..] per item, 5 each: id, token, outcome ("ack" | "retry" | "fail"),
---          retryAtMs (retry only: when to run again; <= now means ready now), error text
+-- ARGV[2..] per item: id, token, outcome, then for "retry" and "fail" two more:
+--            id, token, "ack"
+--            id, token, "retry", retryAtMs (when to run again; <= now means ready now), error text
+--            id, token, "fail", 0, error text
+--          (an ack, the common item, costs three arguments instead of five)
 -- Reads config (only when an item is not an ack): maxErrorBytes (error text is cut to it), ordered
 --   (a retry goes back to READY at once, rank kept, and holds the whole queue until its retry
 --   time), nextDue.
@@ -21,76 +24,122 @@
 --   another storage format; nothing is written then.
 return guard('settle', function()
   local now, now_text = time_arg('now', ARGV[1])
-  local n = groups(2, 5, BATCH_MAX)
-  local all_acks, ids = true, {}
-  for i = 1, n do
-    local base = 2 + (i - 1) * 5
-    local outcome = ARGV[base + 2]
-    local id = ARGV[base]
+  -- Items of 3 (ack) or 5 (retry, fail) arguments; where each starts, and what each asks.
+  local all_acks, ids, starts, outcomes, at = true, {}, {}, {}, 2
+  while at <= #ARGV do
+    local i = #ids + 1
+    if i > BATCH_MAX then bad('at most ' .. BATCH_MAX .. ' items per call') end
+    local id, outcome = ARGV[at], ARGV[at + 2]
     if not is_name(id, ID_MAX_BYTES) then name_arg('item ' .. i .. ' id', id, ID_MAX_BYTES) end
-    ids[i] = id
-    if outcome ~= 'ack' then
+    if outcome == nil then bad('item ' .. i .. ' needs id, token and outcome') end
+    ids[i], starts[i], outcomes[i] = id, at, outcome
+    if outcome == 'ack' then
+      at = at + 3
+    else
       if outcome ~= 'retry' and outcome ~= 'fail' then
         bad('item ' .. i .. ' outcome must be "ack", "retry" or "fail", got "' .. string.sub(outcome, 1, 20) .. '"')
       end
+      if ARGV[at + 4] == nil then bad('item ' .. i .. ' (' .. outcome .. ') needs retryAtMs and error text') end
+      if not as_time(ARGV[at + 3]) then time_arg('item ' .. i .. ' retryAtMs', ARGV[at + 3]) end
       all_acks = false
+      at = at + 5
     end
-    if not as_time(ARGV[base + 3]) then time_arg('item ' .. i .. ' retryAtMs', ARGV[base + 3]) end
   end
+  if #ids == 0 then bad('expected at least one item') end
   local config = all_acks and {} or read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue' })
   local max_error = config_int(config, 'maxErrorBytes', DEFAULT_MAX_ERROR_BYTES)
   local ordered = config.ordered == '1'
 
-  local tasks = load(ids, false)
+  local fields = {}
+  for i, id in ipairs(ids) do fields[i] = id .. ':s' end
+  local values = redis.call('HMGET', K.task, unpack(fields))
   local result, writes, hold, earliest = {}, new_writes(), nil, nil
+  local tasks = {} -- by id, once an item of this call met it: a second item on it sees the first's change
+  local ACKED = { state = { letter = 'D' } } -- what a later item sees of a task an ack here finished
   local replayed = { retry = { S = true, R = true, F = true }, fail = { F = true } }
+  local states, done, finished, dropped = writes.fields, {}, {}, writes.drop
   for i, id in ipairs(ids) do
-    local base = 2 + (i - 1) * 5
-    local token, outcome = ARGV[base + 1], ARGV[base + 2]
-    local task = tasks[id]
-    local state = task.state
-    local status = presence_status(task)
-    if status then
-      if status == 6 then
-        quarantine(writes, id, nil, task.problem, now)
-        for _, key in ipairs({ K.leased, K.ready, K.scheduled, K.done, K.failed }) do zrem(writes, key, id) end
-      end
-    elseif outcome ~= 'ack' and replayed[outcome][state.letter] and token_matches(state, token) then
-      -- The same retry or fail ran already (a retry after a lost reply), and no claim came since:
-      -- answer what it did. An ack is never answered this way: a DONE task says already_done.
-      status = 0
-    elseif state.letter ~= 'L' or not token_matches(state, token) then
-      status = 1
-    else
-      status = 0
-      zrem(writes, K.leased, id)
-      state.at, state.claim, state.flags = now_text, '', ''
-      if outcome == 'ack' then
-        state.letter, state.error = 'D', ''
-        zadd(writes, K.done, now_text, id)
-        drop_field(writes, id)
-        task.upgraded = false -- a v0 record's body goes with the ack
-      else
-        local retry_at, retry_text = time_arg('retryAtMs', ARGV[base + 3])
-        state.error = string.sub(ARGV[base + 4], 1, max_error)
-        if outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max) then
-          state.letter = 'F'
-          zadd(writes, K.failed, now_text, id)
-        elseif retry_at > now and not ordered then
-          state.letter, state.at = 'S', retry_text
-          zadd(writes, K.scheduled, retry_text, id)
-          earliest = math.min(earliest or retry_at, retry_at)
-        else
-          state.letter = 'R'
-          zadd(writes, K.ready, state.rank, id)
-          if ordered and retry_at > now then hold = math.max(hold or 0, retry_at) end
-        end
-      end
-      put_state(writes, id, state)
+    local base = starts[i]
+    local token, outcome = ARGV[base + 1], outcomes[i]
+    -- The common item, an ack of a current lease, inline: its state read with one match, no table.
+    local attempts, gen, max, flags, rank, type_group
+    if outcome == 'ack' and values[i] and not tasks[id] then
+      attempts, gen, max, flags, rank, type_group = string.match(values[i], ACK_STATE_PATTERN)
     end
-    write_upgrade(writes, id, task)
-    result[#result + 1] = status
-    result[#result + 1] = status == 6 and 'C' or (state and state.letter) or (task.body_info and 'R' or '')
+    if attempts and flags == '' and #rank <= 16 and #gen <= 16 and #attempts <= 4 and #max <= 4 and
+      token == rank .. '.' .. gen then
+      states[#states + 1] = fields[i]
+      states[#states + 1] = 'D|' .. attempts .. '|' .. gen .. '|' .. max .. '|' .. now_text .. '||' .. rank .. '|' ..
+        type_group .. '||'
+      done[#done + 1] = now_text
+      done[#done + 1] = id
+      finished[#finished + 1] = id
+      dropped[#dropped + 1] = id
+      tasks[id] = ACKED
+      result[#result + 1] = 0
+      result[#result + 1] = 'D'
+    else
+      local task = tasks[id]
+      if not task then
+        local body = nil
+        if not values[i] then body = redis.call('HGET', K.task, id) or nil end
+        task = read_record(values[i] or nil, body)
+        tasks[id] = task
+      end
+      local state = task.state
+      local status = presence_status(task)
+      if status then
+        if status == 6 then
+          quarantine(writes, id, nil, task.problem, now)
+          for _, key in ipairs({ K.leased, K.ready, K.scheduled, K.done, K.failed }) do zrem(writes, key, id) end
+        end
+      elseif outcome ~= 'ack' and replayed[outcome][state.letter] and token_matches(state, token) then
+        -- The same retry or fail ran already (a retry after a lost reply), and no claim came since:
+        -- answer what it did. An ack is never answered this way: a DONE task says already_done.
+        status = 0
+      elseif state.letter ~= 'L' or not token_matches(state, token) then
+        status = 1
+      else
+        status = 0
+        finished[#finished + 1] = id
+        state.at, state.claim, state.flags = now_text, '', ''
+        if outcome == 'ack' then
+          state.letter, state.error = 'D', ''
+          done[#done + 1] = now_text
+          done[#done + 1] = id
+          drop_field(writes, id)
+          task.upgraded = false -- a v0 record's body goes with the ack
+        else
+          local retry_at, retry_text = time_arg('retryAtMs', ARGV[base + 3])
+          state.error = string.sub(ARGV[base + 4], 1, max_error)
+          if outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max) then
+            state.letter = 'F'
+            zadd(writes, K.failed, now_text, id)
+          elseif retry_at > now and not ordered then
+            state.letter, state.at = 'S', retry_text
+            zadd(writes, K.scheduled, retry_text, id)
+            earliest = math.min(earliest or retry_at, retry_at)
+          else
+            state.letter = 'R'
+            zadd(writes, K.ready, state.rank, id)
+            if ordered and retry_at > now then hold = math.max(hold or 0, retry_at) end
+          end
+        end
+        put_state(writes, id, state)
+      end
+      write_upgrade(writes, id, task)
+      result[#result + 1] = status
+      result[#result + 1] = status == 6 and 'C' or (state and state.letter) or (task.body_info and 'R' or '')
+    end
+  end
+  if #done > 0 then writes.zadd[K.done] = done end
+  if #finished > 0 then
+    local list = writes.zrem[K.leased]
+    if list then
+      for _, id in ipairs(finished) do list[#list + 1] = id end
+    else
+      writes.zrem[K.leased] = finished
+    end
   end
   apply(writes)
   -- The hold is compared with the callers' `now`, never with Redis's clock.

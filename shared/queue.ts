@@ -158,8 +158,9 @@ export class Queue {
       String(DEFAULTS.promoteLimit),
     ]);
     const claimed: ClaimedTask[] = [];
-    for (let i = 0; i < reply.length; i += 6) {
-      const rank = Number(reply[i + 4]);
+    for (let i = 0; i < reply.length; i += 5) {
+      const token = String(reply[i + 3]);
+      const rank = Number(token.slice(0, token.indexOf(".")));
       const body = parseBody(String(reply[i + 1]));
       claimed.push({
         id: String(reply[i]),
@@ -167,10 +168,10 @@ export class Queue {
         group: body.group === "" ? undefined : body.group,
         payload: body.payload,
         attempt: Number(reply[i + 2]),
-        token: String(reply[i + 3]),
+        token,
         rank,
         priority: Math.floor(rank / 2 ** 42) + LIMITS.priorityMin,
-        leaseDeadlineMs: Number(reply[i + 5]),
+        leaseDeadlineMs: Number(reply[i + 4]),
       });
     }
     return claimed;
@@ -191,7 +192,7 @@ export class Queue {
       const id = checkName(label, "id", item?.id, LIMITS.idMaxBytes);
       if (typeof item.token !== "string")
         throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
-      if (item.outcome === "ack") args.push(id, item.token, "ack", "0", "");
+      if (item.outcome === "ack") args.push(id, item.token, "ack");
       else if (item.outcome === "retry") {
         const retryAt = checkInteger(`${label} (id ${id})`, "retryAtMs", item.retryAtMs, 0, LIMITS.timeMaxMs);
         args.push(id, item.token, "retry", String(retryAt), this.errorText(item.error));

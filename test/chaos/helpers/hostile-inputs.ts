@@ -497,13 +497,13 @@ export const RAW_ROWS: RawRow[] = [
   {
     what: 'settle id "a|b"',
     script: "settle",
-    args: (token) => [String(NOW), "a|b", token, "ack", "0", ""],
+    args: (token) => [String(NOW), "a|b", token, "ack"],
     error: /item 1 id must be/,
   },
   {
     what: "settle a good item then a bad one (no partial write)",
     script: "settle",
-    args: (token) => [String(NOW), "held", token, "ack", "0", "", "held", token, "ack", "x", ""],
+    args: (token) => [String(NOW), "held", token, "ack", "held", token, "retry", "x", ""],
     error: /item 2 retryAtMs must be an integer/,
   },
   {
