@@ -133,6 +133,11 @@ local function check_version(version)
   end
 end
 
+-- For the scripts that read no setting: the format version alone (one HGET).
+local function require_format()
+  check_version(redis.call('HGET', K.config, 'v') or nil)
+end
+
 -- The whole config as a table (HGETALL: a handful of fields), the format version checked.
 local function read_config()
   local flat = redis.call('HGETALL', K.config)

@@ -78,16 +78,10 @@ return guard('claim', function()
   end
 
   -- Every lease fits the time left: the first `count` ready tasks are the batch. Otherwise read
-  -- further (bounded) for tasks that fit.
+  -- further (bounded) for tasks that fit. A head that was set aside (its record unreadable) leaves a
+  -- gap the next page fills, so the batch is as full as the ready set allows.
   local all_fit = leases[#leases] <= max_lease
-  local heads = redis.call('ZRANGE', K.ready, 0, (all_fit and count or CLAIM_SCAN_MAX) - 1, 'WITHSCORES')
-  if #heads == 0 then return {} end
-  local fields = {}
-  for i = 1, #heads, 2 do
-    fields[i] = heads[i] .. ':s'
-    fields[i + 1] = heads[i]
-  end
-  local values = redis.call('HMGET', K.task, unpack(fields))
+  local page = all_fit and count or CLAIM_SCAN_MAX
 
   -- The writes are collected in the lists apply() runs; the common task (READY, never claimed, so
   -- no state yet) is leased inline, without a table of its own.
@@ -95,59 +89,75 @@ return guard('claim', function()
   local states, leased, popped = writes.fields, {}, {} -- popped: the ids leaving READY, leased or quarantined
   writes.zrem[K.ready] = popped
   local prefix = true -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
-  for i = 1, #heads, 2 do
-    local id, state_value, body, rank = heads[i], values[i], values[i + 1], heads[i + 1]
-    local enqueued, task_type, group
-    if not state_value and body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
-    if task_type and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
-      string.find(rank, '^%d+$') then
-      local chosen = policy(task_type)
-      if chosen.lease <= max_lease then
-        states[#states + 1] = id .. ':s'
-        states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. rank .. '|' .. task_type ..
-          '|' .. group .. '|' .. claim_id .. '|'
-        leased[#leased + 1] = chosen.deadline
-        leased[#leased + 1] = id
-        popped[#popped + 1] = id
-        local n = #result
-        result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', rank .. '.1', chosen.deadline
-        taken = taken + 1
-        if taken == count then break end
-      elseif ordered then
-        break
-      else
-        prefix = false
-      end
-    else
-      local task = read_record(state_value or nil, body or nil)
-      local info = task.body_info
-      if task.problem or not info then
-        quarantine(writes, id, K.ready, task.problem or 'a READY task without its body', now)
-      else
-        local state = task.state or new_state('R', now_text, int_text(rank, tonumber(rank)), info.type, info.group)
-        local solo = state.flags == 's'
-        if solo and taken > 0 then break end
-        local chosen = policy(state.type)
+  local offset, stop = 0, false
+  while not stop and offset < CLAIM_SCAN_MAX do
+    local heads = redis.call('ZRANGE', K.ready, offset, offset + page - 1, 'WITHSCORES')
+    if #heads == 0 then break end
+    offset = offset + #heads / 2
+    local fields = {}
+    for i = 1, #heads, 2 do
+      fields[i] = heads[i] .. ':s'
+      fields[i + 1] = heads[i]
+    end
+    local values = redis.call('HMGET', K.task, unpack(fields))
+    for i = 1, #heads, 2 do
+      local id, state_value, body, rank = heads[i], values[i], values[i + 1], heads[i + 1]
+      local enqueued, task_type, group
+      if not state_value and body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
+      if task_type and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
+        string.find(rank, '^%d+$') then
+        local chosen = policy(task_type)
         if chosen.lease <= max_lease then
-          state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
-          state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, '', claim_id
-          put_state(writes, id, state)
-          if task.upgraded then put(writes, id, task.body) end
+          states[#states + 1] = id .. ':s'
+          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. rank .. '|' .. task_type ..
+            '|' .. group .. '|' .. claim_id .. '|'
           leased[#leased + 1] = chosen.deadline
           leased[#leased + 1] = id
           popped[#popped + 1] = id
           local n = #result
-          result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
-            id, task.body, state.attempts, token_of(state), state.at
+          result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', rank .. '.1', chosen.deadline
           taken = taken + 1
-          if solo or taken == count then break end
+          if taken == count then stop = true; break end
         elseif ordered then
+          stop = true
           break
         else
           prefix = false
         end
+      else
+        local task = read_record(state_value or nil, body or nil)
+        local info = task.body_info
+        if task.problem or not info then
+          quarantine(writes, id, K.ready, task.problem or 'a READY task without its body', now)
+        else
+          local state = task.state or new_state('R', now_text, int_text(rank, tonumber(rank)), info.type, info.group)
+          local solo = state.flags == 's'
+          if solo and taken > 0 then stop = true; break end
+          local chosen = policy(state.type)
+          if chosen.lease <= max_lease then
+            state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
+            state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, '', claim_id
+            put_state(writes, id, state)
+            if task.upgraded then put(writes, id, task.body) end
+            leased[#leased + 1] = chosen.deadline
+            leased[#leased + 1] = id
+            popped[#popped + 1] = id
+            local n = #result
+            result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
+              id, task.body, state.attempts, token_of(state), state.at
+            taken = taken + 1
+            if solo or taken == count then stop = true; break end
+          elseif ordered then
+            stop = true
+            break
+          else
+            prefix = false
+          end
+        end
       end
     end
+    if #heads < 2 * page or not all_fit then break end
+    page = count - taken
   end
   if #leased > 0 then writes.zadd[K.leased] = leased end
   writes.zrem[K.ready] = nil

@@ -1,13 +1,16 @@
 -- delete: remove tasks by id, records included: READY, SCHEDULED, DONE, FAILED or quarantined ones.
 -- A LEASED task is refused: a worker is running it (cancel it, or delete it once its lease ends).
 --
--- KEYS the queue's keys (see _lib.lua): task, ready, scheduled, leased, done, failed, corrupt are used
+-- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, leased, done, failed, corrupt
+--   are used
 -- ARGV[1..] ids, 1..1000 of them
 -- Returns: per id, 1 each: status 0 deleted, 3 unknown id, 8 leased (refused; nothing changed).
--- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
 return guard('delete', function()
   local ids = {}
   for i = 1, groups(1, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i], ID_MAX_BYTES) end
+  require_format()
   local fields = {}
   for _, id in ipairs(ids) do
     fields[#fields + 1] = id .. ':s'

@@ -1,12 +1,13 @@
 -- extend: push the lease deadline of leased tasks, each fenced by its lease token.
 --
--- KEYS the queue's keys (see _lib.lua): task, leased are used
+-- KEYS the queue's keys (see _lib.lua): task, config, leased are used
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] per item, 3 each: id, token, leaseMs (1..86400000: the new deadline is now + leaseMs)
 -- Returns: per item, 2 each: status, lease deadline (ms; 0 unless status is 0)
 --   status 0 ok, 1 stale token, 2 already done, 3 unknown id, 6 corrupt (as in settle)
 --   A lease past its deadline that no reclaim has taken yet can still be extended.
--- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
 return guard('extend', function()
   local now = time_arg('now', ARGV[1])
   local items, ids = {}, {}
@@ -19,6 +20,7 @@ return guard('extend', function()
     }
     ids[i] = items[i].id
   end
+  require_format()
 
   local tasks = load(ids, false)
   local result, writes = {}, new_writes()

@@ -1,14 +1,16 @@
 -- inspect: one task's record. Read-only.
 --
--- KEYS the queue's keys (see _lib.lua): task, ready are used
+-- KEYS the queue's keys (see _lib.lua): task, config, ready are used
 -- ARGV[1] id
 -- Returns: {} when the id is unknown, else { state (R S L D F, or C when quarantined), type, group,
 --   priority, attempts, maxAttempts (0 before the first claim), atMs (R ready since, S due at,
 --   L lease deadline, D/F finished at, C quarantined at), last error ("" if none; the reason for
 --   C), payload ("" once DONE), rank, enqueuedAtMs }
--- Errors: LEASEQ_BAD_ARGUMENT when the id is malformed.
+-- Errors: LEASEQ_BAD_ARGUMENT when the id is malformed, LEASEQ_FORMAT when the queue is in another
+--   storage format.
 return guard('inspect', function()
   local id = name_arg('id', ARGV[1], ID_MAX_BYTES)
+  require_format()
   local values = redis.call('HMGET', K.task, id .. ':s', id, id .. ':x')
   local state_text, body, reason = values[1], values[2], values[3]
   local function priority_of(rank) return math.floor(rank / RANK_SEQ_SPAN) + PRIORITY_MIN end

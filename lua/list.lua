@@ -1,17 +1,19 @@
 -- list: a page of the tasks in one state, in that state's order. Read-only.
 --
--- KEYS the queue's keys (see _lib.lua): task, and the state's set (ready: rank, scheduled: due ms,
+-- KEYS the queue's keys (see _lib.lua): task, config, and the state's set (ready: rank, scheduled: due ms,
 --   leased: lease deadline ms, done/failed: finish ms, corrupt: quarantine ms)
 -- ARGV[1] state   ready | scheduled | leased | done | failed | corrupt
 -- ARGV[2] offset  0..1000000000
 -- ARGV[3] limit   1..1000
 -- Returns: per task, 5 each: id, score, type, attempts, last error (the reason, for corrupt)
 --   A READY task never claimed keeps its type in its body: the page reads those bodies.
--- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed.
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format.
 return guard('list', function()
   local sets = { ready = K.ready, scheduled = K.scheduled, leased = K.leased, done = K.done, failed = K.failed, corrupt = K.corrupt }
   local set = sets[ARGV[1]]
   if not set then bad('state must be one of ready, scheduled, leased, done, failed, corrupt') end
+  require_format()
   local offset = int_arg('offset', ARGV[2], 0, 1000000000)
   local limit = int_arg('limit', ARGV[3], 1, 1000)
   local page = redis.call('ZRANGE', set, offset, offset + limit - 1, 'WITHSCORES')

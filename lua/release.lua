@@ -1,13 +1,14 @@
 -- release: give back leased tasks that were never started (or were cut off by the time budget),
 -- without using an attempt.
 --
--- KEYS the queue's keys (see _lib.lua): task, ready, leased are used
+-- KEYS the queue's keys (see _lib.lua): task, config, ready, leased are used
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] per item, 2 each: id, token
 -- Returns: per item, 1 each: status 0 ok (back to READY with its rank, attempt given back, token
 --   revoked), 1 stale token, 2 already done, 3 unknown id, 6 corrupt (as in settle). The next claim issues a
 --   new token.
--- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
 return guard('release', function()
   local now, now_text = time_arg('now', ARGV[1])
   local items, ids = {}, {}
@@ -16,6 +17,7 @@ return guard('release', function()
     items[i] = { id = name_arg('item ' .. i .. ' id', ARGV[base], ID_MAX_BYTES), token = ARGV[base + 1] }
     ids[i] = items[i].id
   end
+  require_format()
 
   local tasks = load(ids, false)
   local result, writes = {}, new_writes()

@@ -1,16 +1,18 @@
 -- repair: bring quarantined tasks back to READY, when their body can still be read.
 --
--- KEYS the queue's keys (see _lib.lua): task, ready, corrupt, seq are used
+-- KEYS the queue's keys (see _lib.lua): task, config, ready, corrupt, seq are used
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] ids, 1..1000 of them
 -- Returns: per id, 1 each: status 0 repaired (READY again: its rank if its state could be read,
 --   else a new one at priority 0; attempts 0; a token generation above any it had), 3 unknown id
 --   (not quarantined), 7 unrepairable (its body cannot be read either: only `delete` is left).
--- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
 return guard('repair', function()
   local now = time_arg('now', ARGV[1])
   local ids = {}
   for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
+  require_format()
 
   local scores = redis.call('ZMSCORE', K.corrupt, unpack(ids))
   local fields = {}

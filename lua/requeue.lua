@@ -1,16 +1,18 @@
 -- requeue: send FAILED tasks back to READY with their original rank and a fresh set of attempts.
 --
--- KEYS the queue's keys (see _lib.lua): task, ready, failed are used
+-- KEYS the queue's keys (see _lib.lua): task, config, ready, failed are used
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] ids, 1..1000 of them
 -- Returns: per id, 1 each: status 0 ok (also for an id requeued already and not claimed since),
 --   2 already done, 3 unknown id, 4 not failed (the task is READY, SCHEDULED or LEASED; nothing
 --   changed), 6 corrupt. The last error stays visible to inspect.
--- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
 return guard('requeue', function()
   local now, now_text = time_arg('now', ARGV[1])
   local ids = {}
   for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
+  require_format()
 
   local tasks = load(ids, false)
   local result, writes = {}, new_writes()

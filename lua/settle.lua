@@ -8,7 +8,8 @@
 --            id, token, "retry", retryAtMs (when to run again; <= now means ready now), error text
 --            id, token, "fail", 0, error text
 --          (an ack, the common item, costs three arguments instead of five)
--- Reads config (only when an item is not an ack): maxErrorBytes (error text is cut to it), ordered
+-- Reads config (only when an item is not an ack: a batch of acks alone reads no config, not even
+--   the format version; its tokens came from a claim, which checked it): maxErrorBytes (error text is cut to it), ordered
 --   (a retry goes back to READY at once, rank kept, and holds the whole queue until its retry
 --   time), nextDue.
 -- Returns: per item, 2 each: status, state after the call

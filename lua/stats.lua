@@ -1,6 +1,7 @@
 -- stats: counts per state and the two ages an operator alarms on. Read-only.
 --
--- KEYS the queue's keys (see _lib.lua): task, ready, scheduled, leased, done, failed, corrupt are used
+-- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, leased, done, failed, corrupt are
+--   used
 -- ARGV[1] now  ms since epoch
 -- Returns: { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs,
 --   dueScheduled, corrupt }
@@ -8,8 +9,10 @@
 --   mostOverdueLeaseMs  now - the earliest lease deadline, when that is in the past (else 0)
 --   dueScheduled        scheduled tasks whose due time has passed (waiting for promotion)
 --   corrupt             ids quarantined because their record could not be read
--- Errors: LEASEQ_BAD_ARGUMENT when `now` is malformed.
+-- Errors: LEASEQ_BAD_ARGUMENT when `now` is malformed, LEASEQ_FORMAT when the queue is in another
+--   storage format.
 return guard('stats', function()
   local now = time_arg('now', ARGV[1])
+  require_format()
   return queue_stats(now)
 end)

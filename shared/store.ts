@@ -37,6 +37,17 @@ export function luaScript(
   };
 }
 
+/**
+ * The script as it is sent with a shebang of `flags` (`#!lua flags=a,b`): its body starts with the
+ * shebang line, and its SHA is that body's, so EVALSHA and the NOSCRIPT fallback agree.
+ */
+export function withShebang(script: LuaScript, flags: readonly string[]): LuaScript {
+  return luaScript(script.name, `#!lua flags=${flags.join(",")}\n${script.body}`, {
+    readOnly: script.readOnly,
+    repeatArg: script.repeatArg,
+  });
+}
+
 /** The arguments of a call's `retry`th sending (0: the first): a repeat flag set from the first retry on. */
 export function argsForRetry(script: LuaScript, args: readonly string[], retry: number): readonly string[] {
   if (retry === 0 || script.repeatArg === undefined) return args;

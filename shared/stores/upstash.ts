@@ -1,6 +1,6 @@
 import { errors, Redis } from "@upstash/redis";
 import { ConfigError, CredentialsError, StoreError } from "../errors.js";
-import { argsForRetry, type LuaScript, type Store } from "../store.js";
+import { argsForRetry, type LuaScript, type Store, withShebang } from "../store.js";
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
 
 export interface UpstashStoreOptions {
@@ -20,6 +20,24 @@ export class RedisReplyError extends Error {
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
+
+/**
+ * Upstash runs a script under its global lock, stopping every other command of the database,
+ * unless the script's shebang says `allow-key-locking`: then it locks only the keys in KEYS (every
+ * leaseq script declares all its keys there, test/shared/lua-keys.test.ts), and scripts on other
+ * queues, or the user's own commands on other keys, run alongside. A read-only script also says
+ * `no-writes` and runs with EVALSHA_RO. Redis itself refuses the flag, so the TCP store sends the
+ * bodies as they are.
+ */
+const flagged = new WeakMap<LuaScript, LuaScript>();
+export function upstashScript(script: LuaScript): LuaScript {
+  let sent = flagged.get(script);
+  if (sent === undefined) {
+    sent = withShebang(script, script.readOnly ? ["allow-key-locking", "no-writes"] : ["allow-key-locking"]);
+    flagged.set(script, sent);
+  }
+  return sent;
+}
 /** Longer than any id, type or number leaseq sends: only payloads and error texts are longer. */
 const REDACT_ARGS_LONGER_THAN = 128;
 
@@ -65,7 +83,8 @@ export class UpstashStore implements Store {
   }
 
   /** Runs the script by SHA, then by body on NOSCRIPT; throws RedisReplyError or StoreError, scrubbed. */
-  async evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  async evalScript(unflagged: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const script = upstashScript(unflagged);
     const secrets = [this.token, script.body, ...args.filter((arg) => arg.length > REDACT_ARGS_LONGER_THAN)];
     const send = async (run: () => Promise<unknown>) => {
       try {
@@ -81,11 +100,13 @@ export class UpstashStore implements Store {
       (error) => error instanceof RedisReplyError || error instanceof CredentialsError,
       async (retry) => {
         const sent = [...argsForRetry(script, args, retry)];
+        const byHash = script.readOnly ? this.redis.evalshaRo : this.redis.evalsha;
+        const byBody = script.readOnly ? this.redis.evalRo : this.redis.eval;
         try {
-          return await send(() => this.redis.evalsha(script.sha, [...keys], sent));
+          return await send(() => byHash(script.sha, [...keys], sent));
         } catch (error) {
           if (!(error instanceof RedisReplyError && error.message.startsWith("NOSCRIPT"))) throw error;
-          return await send(() => this.redis.eval(script.body, [...keys], sent));
+          return await send(() => byBody(script.body, [...keys], sent));
         }
       },
     );

@@ -99,6 +99,20 @@ describe.each(adapters)("storage format v1 over $name", (adapter) => {
     await assertConsistent(redis, queue);
   });
 
+  it("fills a batch past the records it sets aside: a claim of 2 behind two broken heads gets the next two", async () => {
+    const queue = await fresh();
+    await queue.enqueue(
+      ["h1", "h2", "h3", "h4", "h5"].map((id) => ({ id, type: "t" })),
+      { now: NOW },
+    );
+    await redis.hset(queue.keys.task, "h1:s", "broken");
+    await redis.hset(queue.keys.task, "h2", "broken");
+    expect((await queue.claim({ count: 2, now: NOW })).map((task) => task.id)).toEqual(["h3", "h4"]);
+    expect((await queue.claim({ count: 2, now: NOW })).map((task) => task.id)).toEqual(["h5"]);
+    expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 0, leased: 3, corrupt: 2 });
+    await assertConsistent(redis, queue);
+  });
+
   it("repairs a task whose state was damaged but whose body reads: READY again, with a token never issued before", async () => {
     const queue = await fresh();
     await queue.enqueue([{ id: "r", type: "t", payload: { keep: 1 } }], { now: NOW });
@@ -177,6 +191,36 @@ describe.each(adapters)("storage format v1 over $name", (adapter) => {
       "claim: the queue is stored in format v2, and these scripts read and write format v1: run the leaseq release that matches the queue (docs/storage.md)",
     );
     await expect(queue.enqueue([{ id: "a", type: "t" }], { now: NOW })).rejects.toThrow(FormatError);
+  });
+
+  // A batch of acks alone reads no config (it would cost a command per batch): its tokens came from
+  // a claim, which checked the format, and a later format reads what a v1 ack writes, as v1 reads v0.
+  it("refuses, in every script that reads or writes tasks, a queue of another format, writing nothing", async () => {
+    const queue = await fresh();
+    await queue.enqueue([{ id: "a", type: "t", payload: { n: 1 } }], { now: NOW });
+    const [task] = await queue.claim({ count: 1, now: NOW });
+    await redis.hset(queue.keys.config, "v", "2");
+    const before = await readTasks(redis, queue);
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ["stats", () => queue.stats({ now: NOW })],
+      ["inspect", () => queue.inspect("a")],
+      ["list", () => queue.list("leased")],
+      ["extend", () => queue.extend([{ id: "a", token: task.token, leaseMs: 1_000 }], { now: NOW })],
+      ["release", () => queue.release([task], { now: NOW })],
+      ["settle", () => queue.settle([{ ...task, outcome: "retry", retryAtMs: NOW, error: "later" }], { now: NOW })],
+      ["requeue", () => queue.requeue(["a"], { now: NOW })],
+      ["repair", () => queue.repair(["a"], { now: NOW })],
+      ["delete", () => queue.delete(["a"])],
+      ["reclaim", () => queue.reclaim({ now: NOW + 3_600_000 })],
+      ["tick", () => queue.tick({ now: NOW + 3_600_000 })],
+      ["trim", () => queue.trim({ now: NOW })],
+    ];
+    for (const [name, call] of calls) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error, name).toBeInstanceOf(FormatError);
+      expect((error as Error).message, name).toMatch(/format v2, and these scripts read and write format v1/);
+    }
+    expect(await readTasks(redis, queue)).toEqual(before);
   });
 });
 

@@ -1,0 +1,116 @@
+// Every key a leaseq script touches comes from KEYS: the rule Upstash's allow-key-locking flag
+// requires (a flagged script that builds a key name is refused), and the one Redis Cluster needs.
+// A static reading of lua/: each redis.call names a literal command, and its key is one of the
+// queue's keys taken from KEYS (K.<name>), or a helper's parameter that every caller fills with one.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { LUA_DIR } from "../../bin/generate-lua.js";
+
+const KEY_NAMES = ["task", "config", "ready", "scheduled", "leased", "done", "failed", "corrupt", "seq"];
+const K_FIELD = new RegExp(`^K\\.(${KEY_NAMES.join("|")})$`);
+/** Parameters and loop variables that hold a key; each is checked against its callers below. */
+const KEY_VARIABLES = new Set(["set_key", "set", "key", "K[name]"]);
+
+/** The code of a Lua file without its comments (no string in lua/ contains "--"). */
+function code(file: string): string {
+  return readFileSync(join(LUA_DIR, file), "utf8")
+    .split("\n")
+    .map((line) => line.replace(/--.*$/, ""))
+    .join("\n");
+}
+
+const files = readdirSync(LUA_DIR).filter((name) => name.endsWith(".lua"));
+const sources = new Map(files.map((file) => [file, code(file)]));
+
+/** The first argument expressions of every call of `callee` (text up to the next top-level comma). */
+function firstArguments(source: string, callee: RegExp, skip = 0): string[] {
+  const found: string[] = [];
+  for (const match of source.matchAll(callee)) {
+    let depth = 0;
+    let argument = "";
+    let index = 0;
+    for (const char of source.slice((match.index ?? 0) + match[0].length)) {
+      if ("([{".includes(char)) depth++;
+      if (")]}".includes(char)) {
+        if (depth === 0) break;
+        depth--;
+      }
+      if (char === "," && depth === 0) {
+        if (index === skip) break;
+        index++;
+        argument = "";
+        continue;
+      }
+      argument += char;
+    }
+    found.push(argument.trim());
+  }
+  return found;
+}
+
+describe("the keys of the Lua scripts", () => {
+  it("reads KEYS only to name the queue's keys (and to drop them all)", () => {
+    const uses = [...sources].flatMap(([file, source]) =>
+      source
+        .split("\n")
+        .filter((line) => /\bKEYS\b/.test(line))
+        .map((line) => `${file}: ${line.trim()}`),
+    );
+    expect(uses).toEqual(["_lib.lua: local K = keys_of(KEYS)", "drop.lua: return redis.call('UNLINK', unpack(KEYS))"]);
+  });
+
+  it("runs only literal commands, each on a key from KEYS", () => {
+    const problems: string[] = [];
+    for (const [file, source] of sources) {
+      for (const match of source.matchAll(/redis\.p?call\(\s*([^,)]+)\s*(?:,\s*([^,)]*))?/g)) {
+        const [, command, key] = match;
+        if (!/^'[A-Z_]+'$/.test(command)) problems.push(`${file}: command ${command} is not a literal`);
+        else if (command === "'UNLINK'" && file === "drop.lua" && key.startsWith("unpack(KEYS")) continue;
+        else if (!K_FIELD.test(key.trim()) && !KEY_VARIABLES.has(key.trim()))
+          problems.push(`${file}: ${command} on ${key.trim()}`);
+      }
+    }
+    expect(problems).toEqual([]);
+    // The scripts do run commands, so the reading above found them.
+    expect([...sources.values()].join("\n").match(/redis\.call\(/g)?.length).toBeGreaterThan(40);
+  });
+
+  it("fills every key parameter with a key from KEYS", () => {
+    const problems: string[] = [];
+    const check = (file: string, where: string, expression: string) => {
+      if (expression !== "nil" && !K_FIELD.test(expression)) problems.push(`${file}: ${where} gets ${expression}`);
+    };
+    for (const [file, source] of sources) {
+      // trim_before(set_key, ...), zadd/zrem(writes, key, ...) and quarantine(writes, id, from, ...):
+      // their key parameters reach redis.call through apply()'s `for key, ... in pairs(writes.*)`.
+      // (Definitions are skipped: `function f(` is not a call.)
+      for (const key of firstArguments(source, /(?<!function )\btrim_before\(/g)) check(file, "trim_before", key);
+      for (const key of firstArguments(source, /(?<!function )(?<![.\w])zadd\(/g, 1)) check(file, "zadd", key);
+      for (const key of firstArguments(source, /(?<!function )(?<![.\w])zrem\(/g, 1)) {
+        // quarantine() passes its own `from` on; delete.lua picks from its table of sets (checked below).
+        if (!(key === "from" && file === "_lib.lua") && key !== "key" && key !== "sets[letter]")
+          check(file, "zrem", key);
+      }
+      for (const key of firstArguments(source, /(?<!function )\bquarantine\(/g, 2)) check(file, "quarantine", key);
+      for (const match of source.matchAll(/writes\.(?:zadd|zrem)\[([^\]]+)\]/g)) {
+        if (match[1] !== "key") check(file, "writes", match[1]);
+      }
+      // Loops whose variable `key` is passed on: over a literal list of K fields only.
+      for (const match of source.matchAll(/for _, key in ipairs\(\{([^}]*)\}\)/g)) {
+        for (const item of match[1].split(",")) check(file, "a key loop", item.trim());
+      }
+      // list.lua's and delete.lua's tables of sets; queue_stats' K[name] over literal names.
+      for (const match of source.matchAll(/local sets = \{([^}]*)\}/g)) {
+        for (const item of match[1].split(",")) check(file, "list's sets", item.split("=")[1].trim());
+      }
+      for (const match of source.matchAll(/for _, name in ipairs\(\{([^}]*)\}\)/g)) {
+        for (const item of match[1].split(",")) {
+          const name = item.trim().replace(/'/g, "");
+          if (!KEY_NAMES.includes(name)) problems.push(`${file}: K[name] over "${name}"`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+});
