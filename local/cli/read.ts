@@ -5,7 +5,7 @@ import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
 import { duration, integer } from "./parse.js";
 
-const STATES: TaskState[] = ["ready", "scheduled", "leased", "done", "failed"];
+const STATES: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
 
 /** Stats as aligned lines: one per state, with the ages operators alarm on. */
 export function formatStats(stats: QueueStats): string {
@@ -20,6 +20,9 @@ export function formatStats(stats: QueueStats): string {
     ),
     row("done", stats.done),
     row("failed", stats.failed),
+    ...(stats.corrupt > 0
+      ? [row("corrupt", stats.corrupt, "   records that cannot be read: leaseq list corrupt, then repair or delete")]
+      : []),
   ].join("\n");
 }
 
@@ -42,7 +45,7 @@ function formatTask(task: TaskInfo): string {
     ["attempts", task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : String(task.attempts)],
     [AT_LABEL[task.state], new Date(task.atMs).toISOString()],
   ];
-  if (task.lastError) lines.push(["last error", task.lastError]);
+  if (task.lastError) lines.push([task.state === "corrupt" ? "why" : "last error", task.lastError]);
   lines.push(["payload", task.payload === "" ? "(dropped when done)" : task.payload]);
   return lines.map(([label, value]) => `${`${label}:`.padEnd(13)}${value}`).join("\n");
 }
@@ -97,7 +100,8 @@ export function readCommands(program: Command): void {
           state === "ready"
             ? `priority ${Math.floor(task.score / 2 ** 42) + LIMITS.priorityMin}`
             : `${AT_LABEL[state]} ${new Date(task.score).toISOString()}`;
-        console.log(`${task.id}  ${task.type}  attempts ${task.attempts}  ${when}`);
+        if (state === "corrupt") console.log(`${task.id}  ${when}  ${task.lastError}`);
+        else console.log(`${task.id}  ${task.type}  attempts ${task.attempts}  ${when}`);
       }
       if (tasks.length === 0)
         console.error(`no ${state} tasks${options.offset > 0 ? ` after offset ${options.offset}` : ""}`);

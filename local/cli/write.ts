@@ -5,7 +5,16 @@ import { queueName, withQueue } from "./connect.js";
 import { OperationError, UsageError } from "./errors.js";
 import { duration, integer } from "./parse.js";
 
-/** Registers `requeue` and `trim`: the commands that change tasks. */
+/** Runs `call` over `ids` in batches the scripts take. */
+async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[]>): Promise<T[]> {
+  const all: T[] = [];
+  for (let start = 0; start < ids.length; start += LIMITS.batchMax) {
+    all.push(...(await call(ids.slice(start, start + LIMITS.batchMax))));
+  }
+  return all;
+}
+
+/** Registers `requeue`, `repair`, `delete`, `delete-queue` and `trim`: the commands that change tasks. */
 export function writeCommands(program: Command): void {
   program
     .command("requeue")
@@ -34,6 +43,46 @@ export function writeCommands(program: Command): void {
         const why = { unknown_id: "no such task", not_failed: "not FAILED" } as Record<string, string>;
         const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
         throw new OperationError(`requeue: not requeued in queue "${queueName(command)}": ${list}`);
+      }
+    });
+
+  program
+    .command("repair")
+    .description("bring quarantined tasks (leaseq list corrupt) back to READY when their body can still be read")
+    .argument("<ids...>", "ids of corrupt tasks")
+    .action(async (ids: string[], _options: unknown, command: Command) => {
+      const results = await withQueue(command, (queue) =>
+        inBatches(ids, (batch) => queue.repair(batch, { now: Date.now() })),
+      );
+      const repaired = results.filter((result) => result.status === "ok");
+      if (repaired.length > 0) console.log(`repaired ${repaired.map((result) => result.id).join(", ")} (READY again)`);
+      const refused = results.filter((result) => result.status !== "ok");
+      if (refused.length > 0) {
+        const why = {
+          unknown_id: "not quarantined",
+          unrepairable: "its body cannot be read either: leaseq delete it",
+        } as Record<string, string>;
+        const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
+        throw new OperationError(`repair: not repaired in queue "${queueName(command)}": ${list}`);
+      }
+    });
+
+  program
+    .command("delete")
+    .description("delete tasks by id, records included (READY, SCHEDULED, DONE, FAILED or corrupt; not LEASED)")
+    .argument("<ids...>", "task ids")
+    .action(async (ids: string[], _options: unknown, command: Command) => {
+      const results = await withQueue(command, (queue) => inBatches(ids, (batch) => queue.delete(batch)));
+      const deleted = results.filter((result) => result.status === "ok");
+      if (deleted.length > 0) console.log(`deleted ${deleted.map((result) => result.id).join(", ")}`);
+      const refused = results.filter((result) => result.status !== "ok");
+      if (refused.length > 0) {
+        const why = {
+          unknown_id: "no such task",
+          leased: "LEASED: a worker is running it; delete it once its lease ends",
+        } as Record<string, string>;
+        const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
+        throw new OperationError(`delete: not deleted in queue "${queueName(command)}": ${list}`);
       }
     });
 

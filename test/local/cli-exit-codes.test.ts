@@ -24,7 +24,7 @@ describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
     [["frob"], "error: unknown command 'frob'"],
     [["stats", "--jsn"], "error: unknown option '--jsn'"],
     [["inspect"], "error: missing required argument 'id'"],
-    [["list", "waiting"], "Allowed choices are ready, scheduled, leased, done, failed."],
+    [["list", "waiting"], "Allowed choices are ready, scheduled, leased, done, failed, corrupt."],
     [["list", "ready", "--limit", "0"], "expected an integer from 1 to 1000."],
     [["enqueue", "--type", "x", "--priority", "high"], "expected an integer from -1000 to 1000."],
     [["enqueue", "--type", "x", "--run-at", "tomorrow"], "expected an ISO 8601 time"],

@@ -213,6 +213,50 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     }
   });
 
+  it("shows a record that cannot be read as corrupt, lists it with the reason, repairs one and deletes another", async () => {
+    const { cli, queue } = fresh();
+    await queue.enqueue(
+      [
+        { id: "a", type: "job", payload: { n: 1 } },
+        { id: "b", type: "job" },
+        { id: "c", type: "job" },
+      ],
+      { now: Date.now() },
+    );
+    const raw = rawClient();
+    try {
+      // A stray write (another program, a bug) breaks two records: a's state, c's body.
+      await raw.hset(queue.keys.task, "a:s", "not a state");
+      await raw.hset(queue.keys.task, "c", "garbage");
+    } finally {
+      raw.disconnect();
+    }
+    const claimed = await queue.claim({ count: 3, now: Date.now() });
+    expect(claimed.map((task) => task.id)).toEqual(["b"]);
+    const stats = await cli(["stats"]);
+    expect(stats.stdout).toMatch(
+      /corrupt\s+2 {3}records that cannot be read: leaseq list corrupt, then repair or delete/,
+    );
+    const listed = await cli(["list", "corrupt"]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(
+      /^a {2}set aside at \S+ {2}unreadable state record\nc {2}set aside at \S+ {2}unreadable record/,
+    );
+    expect((await cli(["inspect", "a"])).stdout).toMatch(/state: +corrupt\n[\s\S]*why: +unreadable state record/);
+
+    const repaired = await cli(["repair", "a", "c"]);
+    expect(repaired.code).toBe(1);
+    expect(repaired.stdout).toBe("repaired a (READY again)\n");
+    expect(repaired.stderr).toContain("c (its body cannot be read either: leaseq delete it)");
+    expect(await queue.inspect("a")).toMatchObject({ state: "ready", payload: '{"n":1}' });
+
+    expect(await cli(["delete", "c", "b", "ghost"])).toMatchObject({ code: 1, stdout: "deleted c\n" });
+    expect((await cli(["delete", "b"])).stderr).toContain(
+      "b (LEASED: a worker is running it; delete it once its lease ends)",
+    );
+    expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 1, leased: 1, corrupt: 0 });
+  });
+
   it("trim deletes DONE and FAILED tasks older than the retention given", async () => {
     const { cli, queue } = fresh();
     await failTasks(queue, ["old-f"]);
