@@ -11,7 +11,7 @@ import { createWorker } from "../../functions/worker.js";
 import { type FaultAction, startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
 import { StoreError } from "../../shared/errors.js";
 import { SCRIPTS } from "../../shared/scripts.js";
-import { UpstashStore } from "../../shared/stores/upstash.js";
+import { UpstashStore, upstashScript } from "../../shared/stores/upstash.js";
 import { captureStdout, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { configuredQueue, rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
@@ -37,7 +37,11 @@ afterAll(async () => {
 
 /** Arms a fault on the next `times` calls of `script`, counting what fires for the figures. */
 function fault(script: keyof typeof SCRIPTS, action: FaultAction, times = 1) {
-  const armed = endpoint.faults.add({ match: (command) => command[1] === SCRIPTS[script].sha, times, action });
+  const armed = endpoint.faults.add({
+    match: (command) => command[1] === upstashScript(SCRIPTS[script]).sha,
+    times,
+    action,
+  });
   return {
     armed,
     count() {

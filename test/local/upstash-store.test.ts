@@ -8,7 +8,7 @@ import { ConfigError, ScriptArgumentError, StoreError, toQueueError } from "../.
 import { scriptKeys } from "../../shared/keys.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
-import { UpstashStore } from "../../shared/stores/upstash.js";
+import { UpstashStore, upstashScript } from "../../shared/stores/upstash.js";
 import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
 import { uniqueQueueName } from "../helpers/stores.js";
 
@@ -47,7 +47,8 @@ async function calls(command: string): Promise<number> {
   return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(info)?.[1] ?? 0);
 }
 
-const isScript = (name: keyof typeof SCRIPTS) => (command: readonly string[]) => command[1] === SCRIPTS[name].sha;
+const isScript = (name: keyof typeof SCRIPTS) => (command: readonly string[]) =>
+  command[1] === upstashScript(SCRIPTS[name]).sha;
 
 describe("UpstashStore", () => {
   it("validates its options, reporting every problem at once", () => {
