@@ -32,6 +32,12 @@ export interface FunctionConfig {
   deadLetterQueueUrl: string | undefined;
   /** SQS endpoint override, for the local stack and tests (LEASEQ_SQS_ENDPOINT). */
   sqsEndpoint: string | undefined;
+  /** The worker's own SQS queue, where wake-ups go (LEASEQ_QUEUE_URL, set by the construct); unset: none sent. */
+  queueUrl: string | undefined;
+  /** A draining worker waits for work falling due within this long instead of stopping (LEASEQ_LINGER_MS, default 5000). */
+  lingerMs: number;
+  /** How often the reclaimer runs (LEASEQ_RECLAIM_PERIOD_MS, default 60000): it arranges wake-ups for what falls due before its next run. */
+  reclaimPeriodMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -83,6 +89,9 @@ export function readConfig(env: Env): FunctionConfig {
     deployedTasks: env.LEASEQ_TASKS || undefined,
     deadLetterQueueUrl: env.LEASEQ_DLQ_URL || undefined,
     sqsEndpoint: env.LEASEQ_SQS_ENDPOINT || undefined,
+    queueUrl: env.LEASEQ_QUEUE_URL || undefined,
+    lingerMs: integer("LEASEQ_LINGER_MS", 5_000, 0, 60_000),
+    reclaimPeriodMs: integer("LEASEQ_RECLAIM_PERIOD_MS", 60_000, 100, 3_600_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

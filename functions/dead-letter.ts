@@ -1,4 +1,4 @@
-import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
 import { MAX_MESSAGE_BYTES } from "./messages.js";
 
@@ -28,18 +28,11 @@ export interface DeadLetterSender {
 const MAX_REASON_CHARS = 1024;
 
 /**
- * A sender for the queue at `queueUrl`, with the SQS client built once (the Lambda runtime's SDK).
- * `endpoint` points it at a local stand-in. Throws when SQS refuses; the caller then reports the
- * record in batchItemFailures, so it is never lost.
+ * A sender for the queue at `queueUrl`, with the worker's SQS client (built once per cold start).
+ * Throws when SQS refuses; the caller then reports the record in batchItemFailures, so it is never
+ * lost.
  */
-export function sqsDeadLetterSender(queueUrl: string, endpoint?: string): DeadLetterSender {
-  const client = endpoint
-    ? new SQSClient({
-        endpoint,
-        region: process.env.AWS_REGION ?? "us-east-1",
-        credentials: { accessKeyId: "local", secretAccessKey: "local" },
-      })
-    : new SQSClient({});
+export function sqsDeadLetterSender(queueUrl: string, client: SQSClient): DeadLetterSender {
   return {
     async send(letter) {
       const reason =

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSClient } from "@aws-sdk/client-sqs";
+import type { Queue } from "../shared/queue.js";
+import type { EnqueueResult, TaskInput } from "../shared/types.js";
 import {
   MAX_MESSAGE_BYTES,
   MAX_TASKS_PER_MESSAGE,
@@ -7,12 +9,19 @@ import {
   type TaskMessageBody,
   type WakeMessageBody,
 } from "./messages.js";
+import { wakeDelaySeconds } from "./wake.js";
 
 export interface ProducerOptions {
   /** The LeaseQueue's SQS queue URL (the construct's `queue.queueUrl`). */
   queueUrl: string;
   /** Your SQS client; default: `new SQSClient({})`, built once. */
   client?: SQSClient;
+}
+
+/** What a direct enqueue did: per task its result, and the wake-up sent for them (ms), if one was needed. */
+export interface EnqueueAndWakeResult {
+  results: EnqueueResult[];
+  wakeAtMs: number | undefined;
 }
 
 /** What a send did: the ids of the tasks (generated where none was given) and the SQS messages used. */
@@ -41,6 +50,17 @@ const ENTRIES_PER_BATCH = 10;
  */
 export function createProducer(options: ProducerOptions) {
   const client = options.client ?? new SQSClient({});
+  const sendWake = async (delaySeconds: number) => {
+    const body: WakeMessageBody = { leaseq: "wake" };
+    const reply = await client.send(
+      new SendMessageBatchCommand({
+        QueueUrl: options.queueUrl,
+        Entries: [{ Id: "0", MessageBody: JSON.stringify(body), DelaySeconds: delaySeconds }],
+      }),
+    );
+    const failed = reply.Failed?.[0];
+    if (failed) throw new SendError(`SQS refused the wake-up (${failed.Code}: ${failed.Message})`, []);
+  };
   return {
     /** Sends `tasks`; throws SendError naming the ids SQS refused (the others are in). */
     async send(tasks: readonly TaskMessage[]): Promise<SendResult> {
@@ -71,15 +91,22 @@ export function createProducer(options: ProducerOptions) {
       }
       return { ids: withIds.map((task) => task.id as string), messages: bodies.length };
     },
+    /**
+     * Enqueues straight into Redis through `queue` (no SQS message per task), then sends the one
+     * wake-up message the queue asks for, if any: none while a wake-up is arranged already or a
+     * worker is draining, so a burst of enqueues sends a handful (docs/wake-ups.md). Tasks due
+     * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
+     * A refused wake-up throws after the tasks are in (they run at the reclaimer's next kick).
+     */
+    async enqueue(queue: Queue, tasks: TaskInput[], options: { now?: number } = {}): Promise<EnqueueAndWakeResult> {
+      const now = options.now ?? Date.now();
+      const { results, wakeAtMs } = await queue.enqueueAndWake(tasks, { now });
+      if (wakeAtMs !== undefined) await sendWake(wakeDelaySeconds(wakeAtMs, now));
+      return { results, wakeAtMs };
+    },
     /** Sends one wake-up message: the worker drains what is READY. `delaySeconds` ≤ 900. */
     async wake(delaySeconds = 0): Promise<void> {
-      const body: WakeMessageBody = { leaseq: "wake" };
-      await client.send(
-        new SendMessageBatchCommand({
-          QueueUrl: options.queueUrl,
-          Entries: [{ Id: "0", MessageBody: JSON.stringify(body), DelaySeconds: delaySeconds }],
-        }),
-      );
+      await sendWake(delaySeconds);
     },
   };
 }

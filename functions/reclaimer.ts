@@ -5,9 +5,12 @@ import type { Context } from "aws-lambda";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
 import { createRuntime, type Runtime } from "./runtime.js";
+import { functionSqsClient, sqsWakeSender, type WakeSender } from "./wake.js";
 
 const LIMIT = 1000; // tasks per reclaim/promote/trim call
 const TASKS_PER_KICK = 500; // backlog one drain invocation is expected to take on
+/** Wake-ups are arranged for what falls due before the next run, and this much after (a late run). */
+const WAKE_MARGIN_MS = 10_000;
 
 export interface ReclaimerOptions {
   /** Environment to read the configuration from. Default: process.env. */
@@ -22,6 +25,8 @@ export interface ReclaimerSummary extends TickResult {
   kicks: number;
   /** Drain kicks it refused or that never arrived (logged with the answer; the run still succeeds). */
   failedKicks: number;
+  /** When a wake-up was sent for (ms): work falling due before the next run (docs/wake-ups.md). */
+  wakeAtMs: number | undefined;
 }
 
 /** The reclaimer's Lambda handler, for the EventBridge schedule. */
@@ -49,27 +54,30 @@ function lambdaClient(config: FunctionConfig): LambdaClient {
 export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandler {
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-reclaimer" });
   const metrics = options.metrics ?? new Metrics({ namespace: "leaseq", serviceName: "leaseq-reclaimer" });
-  let runtime: Promise<Runtime & { lambda: LambdaClient }> | undefined;
+  let runtime: Promise<Runtime & { lambda: LambdaClient; waker: WakeSender | undefined }> | undefined;
 
   return async (_event, context) => {
     const startedAt = Date.now();
     runtime ??= (async () => {
       const config = readConfig(options.env ?? process.env);
       // The reclaimer never claims: it needs no task types (and its bundle carries no handlers).
-      return { ...(await createRuntime(config, undefined)), lambda: lambdaClient(config) };
+      const waker = config.queueUrl ? sqsWakeSender(config.queueUrl, functionSqsClient(config.sqsEndpoint)) : undefined;
+      return { ...(await createRuntime(config, undefined)), lambda: lambdaClient(config), waker };
     })();
-    const { queue, config, lambda } = await runtime.catch((error: unknown) => {
+    const { queue, config, lambda, waker } = await runtime.catch((error: unknown) => {
       runtime = undefined;
       throw error;
     });
     const hasTime = () => context.getRemainingTimeInMillis() > config.safetyMarginMs + 1_000;
 
-    let tick = await queue.tick({ now: Date.now(), limit: LIMIT });
+    // Only a reclaimer that can send a wake-up arranges one (else it would mark one arranged).
+    const wakeHorizonMs = waker ? Math.min(900_000, config.reclaimPeriodMs + WAKE_MARGIN_MS) : 0;
+    let tick = await queue.tick({ now: Date.now(), limit: LIMIT, wakeHorizonMs });
     const totals = { ...tick, trimmed: tick.doneTrimmed + tick.failedTrimmed };
     let more = tick.reclaimed + tick.reclaimFailed >= LIMIT || tick.promoted >= LIMIT;
     more ||= tick.doneTrimmed >= LIMIT || tick.failedTrimmed >= LIMIT;
     while (more && hasTime()) {
-      tick = await queue.tick({ now: Date.now(), limit: LIMIT });
+      tick = await queue.tick({ now: Date.now(), limit: LIMIT, wakeHorizonMs });
       totals.reclaimed += tick.reclaimed;
       totals.reclaimFailed += tick.reclaimFailed;
       totals.promoted += tick.promoted;
@@ -78,7 +86,19 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
         (n) => n >= LIMIT,
       );
     }
-    const summary: ReclaimerSummary = { ...totals, ...statsOf(tick), kicks: 0, failedKicks: 0 };
+    const summary: ReclaimerSummary = { ...totals, ...statsOf(tick), kicks: 0, failedKicks: 0, wakeAtMs: undefined };
+    const wakeAtMs = totals.wakeAtMs ?? tick.wakeAtMs;
+    if (wakeAtMs !== undefined && waker) {
+      try {
+        await waker.wake(wakeAtMs, Date.now());
+        summary.wakeAtMs = wakeAtMs;
+      } catch (error) {
+        // As a failed kick: logged, never thrown, so the metrics below are still published. The
+        // queue's `wake` says it is arranged; once that time has passed by WAKE.activeMs it no
+        // longer counts, and the next run arranges it again.
+        logger.warn("wake-up not sent", { queue: config.queue, wakeAtMs, error: kickError(error) });
+      }
+    }
 
     if (config.workerFunction && summary.ready > 0 && summary.oldestReadyAgeMs >= config.kickAfterMs) {
       const wanted = Math.min(config.maxKicks, Math.ceil(summary.ready / TASKS_PER_KICK));

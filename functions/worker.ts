@@ -6,7 +6,9 @@ import { sqsDeadLetterSender } from "./dead-letter.js";
 import { drain } from "./drain.js";
 import { ingest } from "./ingest.js";
 import { createRuntime, type Runtime } from "./runtime.js";
+import { readRecord } from "./sqs.js";
 import { defineTasks, policyMismatches, type TaskDeclaration, type TaskDefinitions, timeoutProblems } from "./tasks.js";
+import { functionSqsClient, sqsWakeSender, type WakeSender } from "./wake.js";
 
 /** The reclaimer's direct invocation: drain the queue, no records. */
 export interface DrainEvent {
@@ -40,7 +42,11 @@ function isSqsEvent(event: unknown): event is SQSEvent {
 export function createWorker(options: WorkerOptions): WorkerHandler {
   const tasks = defineTasks(options.tasks);
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-worker" });
-  let runtime: Promise<Runtime & { deadLetters: ReturnType<typeof sqsDeadLetterSender> | undefined }> | undefined;
+  let runtime:
+    | Promise<
+        Runtime & { deadLetters: ReturnType<typeof sqsDeadLetterSender> | undefined; waker: WakeSender | undefined }
+      >
+    | undefined;
 
   const start = async () => {
     const config = readConfig(options.env ?? process.env);
@@ -49,22 +55,27 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       ...(config.workerTimeoutMs === undefined ? [] : timeoutProblems(tasks, config.workerTimeoutMs)),
     ];
     if (problems.length > 0) throw new ConfigError(problems);
-    const deadLetters = config.deadLetterQueueUrl
-      ? sqsDeadLetterSender(config.deadLetterQueueUrl, config.sqsEndpoint)
-      : undefined;
-    return { ...(await createRuntime(config, tasks)), deadLetters };
+    const sqs = config.deadLetterQueueUrl || config.queueUrl ? functionSqsClient(config.sqsEndpoint) : undefined;
+    const deadLetters =
+      config.deadLetterQueueUrl && sqs ? sqsDeadLetterSender(config.deadLetterQueueUrl, sqs) : undefined;
+    const waker = config.queueUrl && sqs ? sqsWakeSender(config.queueUrl, sqs) : undefined;
+    return { ...(await createRuntime(config, tasks)), deadLetters, waker };
   };
 
   return async (event, context) => {
     const startedAt = Date.now();
     runtime ??= start();
-    const { queue, config, deadLetters } = await runtime.catch((error: unknown) => {
+    const { queue, config, deadLetters, waker } = await runtime.catch((error: unknown) => {
       runtime = undefined;
       throw error;
     });
 
     const records = isSqsEvent(event) ? event.Records : [];
     const ingested = await ingest(records, { queue, tasks, deadLetters, now: Date.now });
+    // A wake-up may be for a lease that ended (its worker gone): return it before draining.
+    const reclaimed = records.some((record) => readRecord(record).kind === "wake")
+      ? (await queue.reclaim({ now: Date.now() })).reclaimed.length
+      : 0;
     const counts = await drain({
       queue,
       tasks,
@@ -72,7 +83,20 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       remainingMs: () => context.getRemainingTimeInMillis(),
       safetyMarginMs: config.safetyMarginMs,
       flushAfterMs: config.flushAfterMs,
+      lingerMs: config.lingerMs,
     });
+    // Stopping: arrange the wake-up this worker would have been (docs/wake-ups.md). A failed send
+    // is logged, not thrown: the records were handled, and the reclaimer's run is the safety net.
+    let wakeAtMs: number | undefined;
+    let wakeError: string | undefined;
+    try {
+      const now = Date.now();
+      wakeAtMs = await queue.rest({ now, cutOff: counts.cutOff || counts.released > 0 });
+      if (wakeAtMs !== undefined && waker) await waker.wake(wakeAtMs, now);
+    } catch (error) {
+      wakeError = (error as Error).message;
+      logger.warn("wake-up not arranged", { queue: config.queue, wakeAtMs, error: wakeError });
+    }
     logger.info("worker invocation", {
       queue: config.queue,
       trigger: isSqsEvent(event) ? "sqs" : "drain",
@@ -81,6 +105,8 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       duplicates: ingested.duplicates,
       rejected: ingested.rejected,
       ...counts,
+      reclaimed,
+      wakeAtMs,
       durationMs: Date.now() - startedAt,
     });
     return { batchItemFailures: ingested.failures };

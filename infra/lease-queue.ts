@@ -72,6 +72,9 @@ export class LeaseQueue extends Construct {
       LEASEQ_QUEUE: settings.queueName,
       UPSTASH_SECRET_ARN: this.secret.secretArn,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      // Wake-ups go to the worker's own queue (docs/wake-ups.md), from the worker as it stops and
+      // from the reclaimer for what falls due before its next run.
+      LEASEQ_QUEUE_URL: this.queue.queueUrl,
     };
     if (settings.claimBatchSize !== undefined) environment.LEASEQ_CLAIM_BATCH = String(settings.claimBatchSize);
 
@@ -91,7 +94,10 @@ export class LeaseQueue extends Construct {
     });
     // Exactly SendMessage: grantSendMessages would add GetQueueAttributes and GetQueueUrl, unused here.
     this.worker.addToRolePolicy(
-      new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.deadLetterQueue.queueArn] }),
+      new PolicyStatement({
+        actions: ["sqs:SendMessage"],
+        resources: [this.deadLetterQueue.queueArn, this.queue.queueArn],
+      }),
     );
     this.reclaimer = this.makeFunction("Reclaimer", settings.reclaimerEntry, {
       description: `leaseq reclaimer for queue "${settings.queueName}": reclaims expired leases, publishes metrics, kicks the worker`,
@@ -101,8 +107,12 @@ export class LeaseQueue extends Construct {
         ...environment,
         POWERTOOLS_SERVICE_NAME: SERVICE_NAMES.reclaimer,
         LEASEQ_WORKER_FUNCTION: this.worker.functionName,
+        LEASEQ_RECLAIM_PERIOD_MS: String(settings.reclaimSchedule.toMilliseconds()),
       },
     });
+    this.reclaimer.addToRolePolicy(
+      new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.queue.queueArn] }),
+    );
 
     this.worker.addEventSource(
       new SqsEventSource(this.queue, {

@@ -48,9 +48,9 @@ function buildProgram(name: string): Command {
     )
     .option(
       "--reclaim-interval-ms <ms>",
-      "how often the reclaimer runs (rate(1 minute) on AWS)",
+      "how often the reclaimer runs (rate(1 minute) on AWS, and here by default: wake-ups, not the reclaimer, start work on time)",
       integer(100, 3_600_000),
-      3_000,
+      60_000,
     )
     .option("--view-interval-ms <ms>", "how often the live view refreshes", integer(100, 60_000), 1_000)
     .option("--visibility-timeout-ms <ms>", "SQS visibility timeout", integer(100, 43_200_000), 30_000)

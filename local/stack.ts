@@ -101,6 +101,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
       LEASEQ_SQS_ENDPOINT: sqs.endpoint,
       LEASEQ_WORKER_TIMEOUT_MS: String(options.workerTimeoutMs),
+      LEASEQ_QUEUE_URL: sqs.queueUrl,
+      LEASEQ_RECLAIM_PERIOD_MS: String(options.reclaimIntervalMs),
     };
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
     const worker = createWorker({ env, tasks: options.tasks, logger: logger("leaseq-worker") });

@@ -445,6 +445,53 @@ local function promote_due(config, now, now_text, limit)
   return #due
 end
 
+--------------------------------------------------------------------------------------------------
+-- Wake-ups (docs/wake-ups.md). On AWS a worker runs only when something invokes it, so whoever
+-- makes work fall due arranges for a worker to look then. Config `wake` is the earliest time one is
+-- arranged for: a wake-up message due then, or, when in the past, the last claim of a worker still
+-- draining, which arranges the next wake-up itself when it stops (rest.lua).
+
+-- Whether a worker will look at the queue by `due`: a wake-up arranged for no later, or a worker
+-- that claimed within WAKE_ACTIVE_MS.
+local function wake_covers(config, now, due)
+  local wake = tonumber(config.wake)
+  return wake ~= nil and wake <= due and wake >= now - WAKE_ACTIVE_MS
+end
+
+-- Work falls due at `due` (ms; before now means now). Returns the time the caller must send a
+-- wake-up for, and records it in config `wake`; nil when one is arranged already, or when `due` is
+-- more than `horizon` ms away (a reclaimer run closer to it arranges that one).
+local function need_wake(config, now, due, horizon)
+  if due < now then due = now end
+  if due > now + horizon or wake_covers(config, now, due) then return nil end
+  local text = fmt(due)
+  redis.call('HSET', K.config, 'wake', text)
+  config.wake = text
+  return due
+end
+
+-- A claim: a worker is draining now. Written at most every WAKE_ACTIVE_MS / 2, so a busy queue pays
+-- one HSET every few seconds, not one per claim.
+local function mark_active(config, now)
+  local wake = tonumber(config.wake)
+  if wake == nil or wake > now or wake < now - WAKE_ACTIVE_MS / 2 then
+    local text = fmt(now)
+    redis.call('HSET', K.config, 'wake', text)
+    config.wake = text
+  end
+end
+
+-- When scheduled work next falls due, or an ordered queue's hold ends; nil when neither.
+-- `config` carries nextDue, ordered and hold.
+local function next_due_of(config, now)
+  local due = tonumber(config.nextDue)
+  if due == nil then due = earliest_due() end
+  if due >= NOTHING_DUE then due = nil end
+  local hold = tonumber(config.hold)
+  if config.ordered == '1' and hold and hold > now and (due == nil or hold < due) then due = hold end
+  return due
+end
+
 -- Returns up to `limit` leases that expired before now - skew: to READY with their rank (marked
 -- solo: it may have crashed its worker, so the next claim hands it out alone), or to FAILED ("lease
 -- expired") when their attempts are used up. Atomic, so concurrent reclaimers each see only what

@@ -11,11 +11,14 @@
 -- ARGV[4] claimId        1-64 characters of A-Z a-z 0-9 _ . -, new for every claim
 -- ARGV[5] repeat         1 when this may repeat an earlier call of the same claim id (a retry), else 0
 -- ARGV[6] promoteLimit   1..10000, the most due scheduled tasks to promote first
--- Reads config: the type policies (p:<type>, d, leases), ordered, hold, nextDue.
+-- Reads config: the type policies (p:<type>, d, leases), ordered, hold, nextDue; keeps `wake` (a
+--   worker is draining: mark_active).
 -- Returns: per leased task, 5 each, in rank order:
 --   id, body (as enqueued: "1|<enqueuedAtMs>|<type>|<group>|<payload>"), attempt (1 = first),
 --   lease token ("<rank>.<generation>": the rank is its first part), lease deadline (ms)
---   An empty array when nothing is ready (or the ordered gate is closed, or nothing fits).
+--   When nothing is leased, one value: when scheduled work next falls due (or an ordered queue's
+--   hold ends), for a worker deciding whether to wait for it; an empty array when nothing is due,
+--   or when an ordered queue is busy with a leased task.
 --   A task a reclaim returned comes alone, in a batch of its own. A record that cannot be read is
 --   moved to the corrupt set with its reason, and the claim goes on without it.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
@@ -29,6 +32,7 @@ return guard('claim', function()
   local promote_limit = int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX)
   local config = read_config()
   local ordered = config.ordered == '1'
+  mark_active(config, now)
 
   -- Each type's lease, attempts and deadline, worked out at its first task.
   local policies = {}
@@ -74,7 +78,7 @@ return guard('claim', function()
   if ordered then
     if redis.call('ZCARD', K.leased) > 0 then return {} end
     local hold = tonumber(config.hold)
-    if hold and hold > now then return {} end
+    if hold and hold > now then return { config.hold } end
   end
 
   -- Every lease fits the time left: the first `count` ready tasks are the batch. Otherwise read
@@ -164,6 +168,10 @@ return guard('claim', function()
   apply(writes)
   if #popped > 0 then
     if prefix then redis.call('ZREMRANGEBYRANK', K.ready, 0, #popped - 1) else redis.call('ZREM', K.ready, unpack(popped)) end
+  end
+  if taken == 0 then
+    local due = next_due_of(config, now)
+    return due and { fmt(due) } or {}
   end
   return result
 end)

@@ -5,8 +5,10 @@
 -- ARGV[2..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
 --          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
 --          (the library builds it; type 1-64 and group 0-128 characters of A-Z a-z 0-9 _ . -)
--- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue.
--- Returns: per task, 2 each: status, state
+-- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake.
+-- Returns: per task, 2 each: status, state; then one more: the time (ms) a wake-up must be sent
+--   for, "" when none is needed (docs/wake-ups.md: the caller sends it, the library's producer
+--   helper does)
 --   status 0 enqueued  (state "R" ready or "S" scheduled)
 --   status 5 duplicate (the id is already known; state is its current state, "C" if quarantined;
 --            nothing changed)
@@ -15,7 +17,7 @@
 return guard('enqueue', function()
   local now = time_arg('now', ARGV[1])
   local n = groups(2, 4, BATCH_MAX)
-  local config = read_config_fields({ 'maxPayloadBytes', 'nextDue' })
+  local config = read_config_fields({ 'maxPayloadBytes', 'nextDue', 'wake' })
   local max_payload = config_int(config, 'maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES)
 
   -- Checked before anything is written; a message is built only for the task that fails.
@@ -63,7 +65,7 @@ return guard('enqueue', function()
   local last_seq = fresh > 0 and redis.call('INCRBY', K.seq, fresh) or 0
   local seq = last_seq - fresh
   local writes = new_writes()
-  local earliest = nil
+  local earliest, any_ready = nil, false
   for i, id in ipairs(ids) do
     if seen[id] == i then
       local base = 2 + (i - 1) * 4
@@ -79,6 +81,7 @@ return guard('enqueue', function()
       else
         zadd(writes, K.ready, rank, id)
         known[i] = 'R'
+        any_ready = true
       end
       result[#result + 1] = 0
     else
@@ -90,5 +93,8 @@ return guard('enqueue', function()
   apply(writes)
   if config.v == nil then redis.call('HSET', K.config, 'v', FORMAT_VERSION) end
   if earliest then note_due(config, earliest) end
+  local wake_at = nil
+  if any_ready or earliest then wake_at = need_wake(config, now, any_ready and now or earliest, WAKE_HORIZON_MAX_MS) end
+  result[#result + 1] = wake_at and fmt(wake_at) or ''
   return result
 end)

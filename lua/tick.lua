@@ -4,15 +4,19 @@
 -- KEYS the queue's keys (see _lib.lua): all of them
 -- ARGV[1] now     ms since epoch
 -- ARGV[2] limit   1..10000, the most tasks each step moves or deletes
--- Reads config: skewMs (as in reclaim), doneRetentionMs, failedRetentionMs (as in trim), nextDue.
+-- ARGV[3] wakeHorizonMs  0..900000 (default 0: none): arrange a wake-up for what falls due within
+--                 this long (the time to the reclaimer's next run)
+-- Reads config: skewMs (as in reclaim), doneRetentionMs, failedRetentionMs (as in trim), nextDue,
+--   ordered, hold, wake. Writes wake when it arranges one.
 -- Returns: { reclaimed, reclaimFailed, promoted, doneTrimmed, failedTrimmed, then the 9 values of
 --   stats (ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs,
---   dueScheduled, corrupt) }
+--   dueScheduled, corrupt), then the time (ms) a wake-up must be sent for, "" when none }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then.
 return guard('tick', function()
   local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
+  local horizon = int_arg('wakeHorizonMs', ARGV[3] or '0', 0, WAKE_HORIZON_MAX_MS)
   local config = read_config()
 
   local counts = {}
@@ -42,6 +46,23 @@ return guard('tick', function()
       corrupt = 0,
     }
   end
-  for _, value in ipairs(queue_stats(now, after)) do result[#result + 1] = value end
+  local stats = queue_stats(now, after)
+  for _, value in ipairs(stats) do result[#result + 1] = value end
+
+  -- What falls due before the reclaimer's next run: a wake-up for it (sent with DelaySeconds).
+  -- Ready work is the reclaimer's own business (it kicks the worker); an idle queue costs nothing.
+  local wake_at = nil
+  if horizon > 0 then
+    local due = nil
+    if stats[2] > 0 or config.ordered == '1' then due = next_due_of(config, now) end
+    if stats[3] > 0 then
+      -- A lease that ends before then is reclaimed by the worker that wake-up starts.
+      local deadline = tonumber(redis.call('ZRANGE', K.leased, 0, 0, 'WITHSCORES')[2])
+      local reclaimable = deadline + config_int(config, 'skewMs', DEFAULT_SKEW_MS) + 1
+      if due == nil or reclaimable < due then due = reclaimable end
+    end
+    if due then wake_at = need_wake(config, now, due, horizon) end
+  end
+  result[#result + 1] = wake_at and fmt(wake_at) or ''
   return result
 end)

@@ -38,6 +38,14 @@ export const LIMITS = {
   claimScanMax: 1000,
 } as const;
 
+/** Wake-ups (docs/wake-ups.md). */
+export const WAKE = {
+  /** A worker that claimed within this long is draining: it covers work falling due meanwhile. */
+  activeMs: 5_000,
+  /** The longest delay of an SQS message (DelaySeconds 900): later wake-ups wait for the reclaimer. */
+  horizonMaxMs: 900_000,
+} as const;
+
 export const DEFAULTS = {
   maxPayloadBytes: 256 * 1024,
   maxErrorBytes: 2048,
@@ -81,4 +89,6 @@ export const LUA_CONSTANTS: Record<string, number> = {
   DEFAULT_SKEW_MS: DEFAULTS.clockSkewMs,
   DEFAULT_DONE_RETENTION_MS: DEFAULTS.doneRetentionMs,
   DEFAULT_FAILED_RETENTION_MS: DEFAULTS.failedRetentionMs,
+  WAKE_ACTIVE_MS: WAKE.activeMs,
+  WAKE_HORIZON_MAX_MS: WAKE.horizonMaxMs,
 };

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { DEFAULTS, LIMITS } from "./config.js";
+import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
 import { buildBody, parseBody } from "./records.js";
@@ -86,17 +86,32 @@ export class Queue {
    * before anything is written when any task is malformed.
    */
   async enqueue(tasks: TaskInput[], options: { now: number }): Promise<EnqueueResult[]> {
+    return (await this.enqueueAndWake(tasks, options)).results;
+  }
+
+  /**
+   * enqueue, and when a worker must be woken for what it added: `wakeAtMs`, the time to send a
+   * wake-up for (now for ready work; a delayed task's due time within 15 minutes). Undefined when a
+   * wake-up is arranged already (another producer's, a draining worker's) or the task is due later
+   * than 15 minutes (the reclaimer arranges that one). The producer helper of `leaseq/lambda`
+   * sends the wake-up (docs/wake-ups.md).
+   */
+  async enqueueAndWake(
+    tasks: TaskInput[],
+    options: { now: number },
+  ): Promise<{ results: EnqueueResult[]; wakeAtMs: number | undefined }> {
     const where = "enqueue";
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
     const args = [String(now)];
     for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
     const reply = await this.run("enqueue", args);
-    return tasks.map((task, i) => ({
+    const results = tasks.map((task, i) => ({
       id: task.id,
-      status: itemStatus(where, reply[2 * i]) === "duplicate" ? "duplicate" : "ok",
+      status: itemStatus(where, reply[2 * i]) === "duplicate" ? ("duplicate" as const) : ("ok" as const),
       state: STATE_BY_LETTER[String(reply[2 * i + 1])],
     }));
+    return { results, wakeAtMs: optionalTime(reply[2 * tasks.length]) };
   }
 
   /**
@@ -139,6 +154,18 @@ export class Queue {
    * same batch back.
    */
   async claim(options: { count: number; now: number; maxLeaseMs?: number }): Promise<ClaimedTask[]> {
+    return (await this.claimOrNextDue(options)).tasks;
+  }
+
+  /**
+   * claim, and when nothing was leased: `nextDueMs`, when scheduled work next falls due (or an
+   * ordered queue's hold ends), for a worker deciding whether to wait for it.
+   */
+  async claimOrNextDue(options: {
+    count: number;
+    now: number;
+    maxLeaseMs?: number;
+  }): Promise<{ tasks: ClaimedTask[]; nextDueMs: number | undefined }> {
     const now = checkNow("claim", options.now);
     const count = checkInteger("claim", "count", options.count, 1, LIMITS.claimMax);
     const maxLeaseMs = checkInteger(
@@ -157,6 +184,7 @@ export class Queue {
       "0",
       String(DEFAULTS.promoteLimit),
     ]);
+    if (reply.length === 1) return { tasks: [], nextDueMs: Number(reply[0]) };
     const claimed: ClaimedTask[] = [];
     for (let i = 0; i < reply.length; i += 5) {
       const token = String(reply[i + 3]);
@@ -174,7 +202,7 @@ export class Queue {
         leaseDeadlineMs: Number(reply[i + 4]),
       });
     }
-    return claimed;
+    return { tasks: claimed, nextDueMs: undefined };
   }
 
   /**
@@ -309,9 +337,15 @@ export class Queue {
   }
 
   /** One reclaimer pass in one call: reclaim, promote, trim, then stats. */
-  async tick(options: { now: number; limit?: number }): Promise<TickResult> {
+  /**
+   * One reclaimer pass in one call: reclaim, promote, trim, then stats. With `wakeHorizonMs` (the
+   * time to the reclaimer's next run, at most 15 minutes), it also arranges a wake-up for what
+   * falls due before then: `wakeAtMs` says when to send it (docs/wake-ups.md).
+   */
+  async tick(options: { now: number; limit?: number; wakeHorizonMs?: number }): Promise<TickResult> {
     const now = checkNow("tick", options.now);
-    const reply = await this.run("tick", [String(now), String(this.limit("tick", options.limit))]);
+    const horizon = checkInteger("tick", "wakeHorizonMs", options.wakeHorizonMs ?? 0, 0, WAKE.horizonMaxMs);
+    const reply = await this.run("tick", [String(now), String(this.limit("tick", options.limit)), String(horizon)]);
     return {
       reclaimed: Number(reply[0]),
       reclaimFailed: Number(reply[1]),
@@ -319,7 +353,20 @@ export class Queue {
       doneTrimmed: Number(reply[3]),
       failedTrimmed: Number(reply[4]),
       ...parseStats(reply, 5),
+      wakeAtMs: optionalTime(reply[14]),
     };
+  }
+
+  /**
+   * A worker stops draining: arranges the wake-up it would have been (for the ready work it leaves
+   * when `cutOff`, its time having run out; else for when scheduled work or an ordered queue's
+   * hold falls due within `horizonMs`). Resolves to the time to send that wake-up for, or undefined.
+   */
+  async rest(options: { now: number; horizonMs?: number; cutOff?: boolean }): Promise<number | undefined> {
+    const now = checkNow("rest", options.now);
+    const horizon = checkInteger("rest", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
+    const reply = await this.run("rest", [String(now), String(horizon), options.cutOff ? "1" : "0"]);
+    return Number(reply) >= 0 ? Number(reply) : undefined;
   }
 
   /** One task's state and record, or undefined when the id is unknown. A quarantined one is "corrupt". */
@@ -443,6 +490,11 @@ export class Queue {
       throw toQueueError(name, error);
     }
   }
+}
+
+/** A time a script answered, or undefined for its "" (none). */
+function optionalTime(value: unknown): number | undefined {
+  return value === "" || value === undefined || value === null ? undefined : Number(value);
 }
 
 function parseStats(reply: unknown[], offset: number): QueueStats {

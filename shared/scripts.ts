@@ -31,6 +31,7 @@ export const SCRIPTS = {
   trim: withLib("trim"),
   stats: withLib("stats", { readOnly: true }),
   tick: withLib("tick"),
+  rest: withLib("rest"),
   inspect: withLib("inspect", { readOnly: true }),
   requeue: withLib("requeue"),
   list: withLib("list", { readOnly: true }),

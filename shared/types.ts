@@ -108,6 +108,8 @@ export interface QueueStats {
 }
 
 export interface TickResult extends QueueStats {
+  /** A wake-up to send for this time (ms), when the tick was given a wakeHorizonMs and arranged one. */
+  wakeAtMs?: number;
   reclaimed: number;
   reclaimFailed: number;
   promoted: number;

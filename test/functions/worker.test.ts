@@ -99,20 +99,24 @@ describe.each(adapters)("worker over $name", (adapter) => {
 
   it("retries a throwing handler with backoff and ends FAILED after its max attempts, error recorded", async () => {
     const attempts: number[] = [];
-    const { queue, handler } = await setup({
-      ordered: false,
-      types: {
-        broken: {
-          leaseMs: 5_000,
-          maxAttempts: 3,
-          backoff: { baseMs: 200, maxMs: 400 },
-          handler: (t) => {
-            attempts.push(t.attempt);
-            throw new Error(`boom on attempt ${t.attempt}`);
+    // No lingering: each invocation stops at its first empty claim, leaving the retry SCHEDULED.
+    const { queue, handler } = await setup(
+      {
+        ordered: false,
+        types: {
+          broken: {
+            leaseMs: 5_000,
+            maxAttempts: 3,
+            backoff: { baseMs: 200, maxMs: 400 },
+            handler: (t) => {
+              attempts.push(t.attempt);
+              throw new Error(`boom on attempt ${t.attempt}`);
+            },
           },
         },
       },
-    });
+      { LEASEQ_LINGER_MS: "0" },
+    );
     const start = Date.now();
     await captureStdout(() => handler(sqsEvent(sqsRecord({ tasks: [{ id: "b1", type: "broken" }] })), lambdaContext()));
     const due = Number(await redis.zscore(queue.keys.scheduled, "b1"));

@@ -79,7 +79,7 @@ function synthesize(queueName: string) {
 /**
  * The deployed environment, with only what cannot exist outside AWS replaced: the secret ARN by
  * the test Redis connection, the worker's function name (a CloudFormation Ref) by a fixed one, and
- * the dead-letter queue's URL (a Ref) by the SQS stand-in's.
+ * the queues' URLs (Refs) by the SQS stand-in's.
  */
 function deployedEnv(
   template: Record<string, unknown>,
@@ -90,6 +90,7 @@ function deployedEnv(
   const replaced: Record<string, string> = {
     LEASEQ_WORKER_FUNCTION: "leaseq-worker-under-test",
     LEASEQ_DLQ_URL: stand.sqs.deadLetterQueueUrl,
+    LEASEQ_QUEUE_URL: stand.sqs.queueUrl,
   };
   for (const [name, value] of Object.entries(template)) {
     if (name === "UPSTASH_SECRET_ARN") continue;

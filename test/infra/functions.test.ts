@@ -53,10 +53,11 @@ describe("worker function", () => {
     expect(mapping.properties.MaximumBatchingWindowInSeconds).toBeUndefined();
   });
 
-  it("gets the queue name, the secret ARN, its task policies and timeout, the DLQ and the metrics settings, and nothing else", () => {
+  it("gets the queue name, the secret ARN, its task policies and timeout, both queues and the metrics settings, and nothing else", () => {
     const { template } = synth({ queueName: "orders", claimBatchSize: 20 });
     const secret = onlyResource(template, "AWS::SecretsManager::Secret");
     const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
+    const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
     expect(worker(template).properties.Environment).toEqual({
       Variables: {
         LEASEQ_QUEUE: "orders",
@@ -66,20 +67,27 @@ describe("worker function", () => {
           "parallel;crash:5000:3:1000:60000,echo:30000:3:1000:60000,flaky:30000:5:1000:30000,poison:30000:3:500:5000,slow:2000:3:1000:30000;",
         LEASEQ_WORKER_TIMEOUT_MS: "300000",
         LEASEQ_DLQ_URL: { Ref: dlq.logicalId },
+        // Its own queue: where it sends the wake-up it arranges as it stops (docs/wake-ups.md).
+        LEASEQ_QUEUE_URL: { Ref: queue.logicalId },
         POWERTOOLS_SERVICE_NAME: "leaseq-worker",
         POWERTOOLS_METRICS_NAMESPACE: "leaseq",
       },
     });
   });
 
-  it("may send to the dead-letter queue, and to nothing else", () => {
+  it("may send to the dead-letter queue and to its own queue (wake-ups), the reclaimer to that queue only", () => {
     const { template } = synth();
     const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
+    const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
     const sends = statements(template).filter((statement) =>
       [statement.Action].flat().some((action) => String(action).startsWith("sqs:Send")),
     );
     expect(sends).toEqual([
-      expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [dlq.logicalId, "Arn"] } }),
+      expect.objectContaining({
+        Action: "sqs:SendMessage",
+        Resource: [{ "Fn::GetAtt": [dlq.logicalId, "Arn"] }, { "Fn::GetAtt": [queue.logicalId, "Arn"] }],
+      }),
+      expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [queue.logicalId, "Arn"] } }),
     ]);
   });
 });
@@ -95,6 +103,7 @@ describe("reclaimer function", () => {
       Environment: {
         Variables: {
           LEASEQ_WORKER_FUNCTION: { Ref: worker(template).logicalId },
+          LEASEQ_RECLAIM_PERIOD_MS: "60000",
           POWERTOOLS_SERVICE_NAME: "leaseq-reclaimer",
         },
       },

@@ -41,10 +41,12 @@ describe("Upstash credentials secret", () => {
     }
     for (const variables of functionEnvironments(template)) {
       expect(variables.UPSTASH_SECRET_ARN).toEqual({ Ref: secret.logicalId });
-      // The dead-letter queue's URL is no credential: a Ref to the queue the worker may send to.
+      // The queues' URLs are no credentials: Refs to the queues the functions may send to.
+      const queueUrls = ["LEASEQ_DLQ_URL", "LEASEQ_QUEUE_URL"];
       expect(
-        Object.keys(variables).filter((name) => /URL|TOKEN|PASSWORD/.test(name) && name !== "LEASEQ_DLQ_URL"),
+        Object.keys(variables).filter((name) => /URL|TOKEN|PASSWORD/.test(name) && !queueUrls.includes(name)),
       ).toEqual([]);
+      expect(variables.LEASEQ_QUEUE_URL).toMatchObject({ Ref: expect.stringMatching(/^LeaseQueue/) });
     }
   });
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqsDeadLetterSender } from "../../functions/dead-letter.js";
+import { functionSqsClient } from "../../functions/wake.js";
 import { LocalSqs } from "../../local/sqs.js";
 import { sqsRecord } from "../helpers/events.js";
 import { runCli } from "./cli-run.js";
@@ -11,7 +12,7 @@ describe("leaseq dlq, through @aws-sdk/client-sqs against the SQS stand-in", { t
     sqs = new LocalSqs(async () => undefined);
     await sqs.listen();
     // What the worker sends for a record it can never enqueue.
-    const sender = sqsDeadLetterSender(sqs.deadLetterQueueUrl, sqs.endpoint);
+    const sender = sqsDeadLetterSender(sqs.deadLetterQueueUrl, functionSqsClient(sqs.endpoint));
     await sender.send({
       record: sqsRecord('{"task": []}', "source-1"),
       body: '{"task": []}',

@@ -1,0 +1,42 @@
+import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import type { WakeMessageBody } from "./messages.js";
+
+/** The longest delay SQS gives a message (DelaySeconds 900). */
+export const MAX_WAKE_DELAY_SECONDS = 900;
+
+/** Sends the worker's SQS queue a wake-up message due at a time. */
+export interface WakeSender {
+  /** Sends `{"leaseq":"wake"}` delayed until `atMs` (whole seconds, rounded down), at most 15 minutes. */
+  wake(atMs: number, now: number): Promise<void>;
+}
+
+/** The DelaySeconds of a wake-up due at `atMs`: rounded down, so it never arrives late by rounding. */
+export function wakeDelaySeconds(atMs: number, now: number): number {
+  return Math.min(MAX_WAKE_DELAY_SECONDS, Math.max(0, Math.floor((atMs - now) / 1000)));
+}
+
+/** An SQS client for the functions: the Lambda runtime's SDK, or a local stand-in at `endpoint`. */
+export function functionSqsClient(endpoint: string | undefined): SQSClient {
+  if (!endpoint) return new SQSClient({});
+  return new SQSClient({
+    endpoint,
+    region: process.env.AWS_REGION ?? "us-east-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
+}
+
+/** A sender for the queue at `queueUrl`. Throws when SQS refuses (callers log it: the reclaimer is the safety net). */
+export function sqsWakeSender(queueUrl: string, client: SQSClient): WakeSender {
+  const body: WakeMessageBody = { leaseq: "wake" };
+  return {
+    async wake(atMs, now) {
+      await client.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: JSON.stringify(body),
+          DelaySeconds: wakeDelaySeconds(atMs, now),
+        }),
+      );
+    },
+  };
+}

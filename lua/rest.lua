@@ -1,0 +1,38 @@
+-- rest: a worker stops draining. Its claims kept config `wake` fresh (it covered work falling due
+-- while it ran); now it arranges the wake-up it would have been: for the ready work it leaves
+-- behind when its time ran out, else for when scheduled work (or an ordered queue's hold) falls due.
+--
+-- KEYS the queue's keys (see _lib.lua): config, ready, scheduled, leased are used
+-- ARGV[1] now         ms since epoch
+-- ARGV[2] horizonMs   0..900000: wake-ups further away than this are left to the reclaimer (the
+--                     longest SQS DelaySeconds is 900 s)
+-- ARGV[3] cutOff      1 when the worker stops because its time ran out (ready work may be left for a
+--                     fresh invocation), 0 when its claims came back empty
+-- Reads config: wake, nextDue, ordered, hold. Writes wake.
+-- Returns: the time (ms) a wake-up message must be sent for, or -1 when none is needed (nothing
+--   falls due within the horizon, or a wake-up is arranged for it already).
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
+return guard('rest', function()
+  local now = time_arg('now', ARGV[1])
+  local horizon = int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS)
+  local cut_off = int_arg('cutOff', ARGV[3], 0, 1) == 1
+  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold' })
+  -- The mark of a draining worker (this one, or one that stopped without resting) covers nothing
+  -- once it stops; a wake-up arranged for later stays.
+  local wake = tonumber(config.wake)
+  if wake and wake <= now then
+    redis.call('HDEL', K.config, 'wake')
+    config.wake = nil
+  end
+  local due
+  if config.ordered == '1' and redis.call('ZCARD', K.leased) > 0 then
+    return -1 -- the worker holding the lease rests after it
+  elseif cut_off and redis.call('ZCARD', K.ready) > 0 then
+    due = now
+  else
+    due = next_due_of(config, now)
+  end
+  if due == nil then return -1 end
+  return need_wake(config, now, due, horizon) or -1
+end)

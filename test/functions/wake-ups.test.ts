@@ -1,0 +1,175 @@
+// Wake-ups (docs/wake-ups.md): whoever makes work fall due arranges for a worker to look then, by
+// an SQS message delayed to that time, coalesced in the queue's config. The SQS stand-in here is
+// not polled: each test reads the messages the functions and the producer sent, and their delays.
+import { Logger } from "@aws-lambda-powertools/logger";
+import { Metrics } from "@aws-lambda-powertools/metrics";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createProducer } from "../../functions/producer.js";
+import { createReclaimer } from "../../functions/reclaimer.js";
+import { createWorker } from "../../functions/worker.js";
+import { LocalSqs } from "../../local/sqs.js";
+import { Queue } from "../../shared/queue.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
+import { functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { adapters, redisUrl, uniqueQueueName } from "../helpers/stores.js";
+
+const tcp = adapters[0];
+const silent = (serviceName: string) => new Logger({ serviceName, logLevel: "SILENT" });
+let sqs: LocalSqs;
+let client: SQSClient;
+const store = TcpStore.fromUrl(redisUrl());
+
+beforeAll(async () => {
+  sqs = new LocalSqs(async () => undefined);
+  await sqs.listen();
+  client = new SQSClient({
+    endpoint: sqs.endpoint,
+    region: "us-east-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
+  process.env.POWERTOOLS_METRICS_DISABLED = "true";
+});
+afterAll(async () => {
+  client.destroy();
+  await sqs.close();
+  await store.close();
+});
+afterEach(() => {
+  vi.useRealTimers();
+  sqs.queue.purge();
+});
+
+/** The wake-up messages sent since the last purge: when each was sent and when SQS makes it visible. */
+function wakes() {
+  return sqs.queue
+    .all()
+    .filter((message) => message.body === '{"leaseq":"wake"}')
+    .map((message) => ({ sentMs: message.sentMs, delayMs: message.availableAtMs - message.sentMs }));
+}
+
+function setup(extraEnv: Record<string, string> = {}) {
+  const name = uniqueQueueName("wake");
+  const env = functionEnv(tcp, name, {
+    LEASEQ_QUEUE_URL: sqs.queueUrl,
+    LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+    LEASEQ_RECLAIM_PERIOD_MS: "60000",
+    ...extraEnv,
+  });
+  const queue = new Queue(store, { name });
+  const producer = createProducer({ queueUrl: sqs.queueUrl, client });
+  const reclaimer = createReclaimer({
+    env,
+    logger: silent("reclaimer"),
+    metrics: new Metrics({ namespace: "leaseq-test" }),
+  });
+  return { name, env, queue, producer, reclaimer };
+}
+
+describe("wake-ups", () => {
+  it("wakes the worker for ready work enqueued through the library, delayed to the due time of delayed work", async () => {
+    const { queue, producer } = setup();
+    const now = Date.now();
+    expect((await producer.enqueue(queue, [{ id: "later", type: "job", delayMs: 5_000 }], { now })).wakeAtMs).toBe(
+      now + 5_000,
+    );
+    expect(wakes()).toEqual([{ sentMs: expect.any(Number), delayMs: 5_000 }]);
+    // Due after the wake-up already arranged: that worker will see it (it waits, or wakes itself).
+    await producer.enqueue(queue, [{ id: "after", type: "job", delayMs: 8_000 }], { now: now + 100 });
+    expect(wakes()).toHaveLength(1);
+    // Due sooner: a wake-up of its own, and ready work: one sent at once.
+    await producer.enqueue(queue, [{ id: "sooner", type: "job", delayMs: 2_500 }], { now: now + 200 });
+    await producer.enqueue(queue, [{ id: "now", type: "job" }], { now: now + 300 });
+    expect(wakes().map((wake) => wake.delayMs)).toEqual([5_000, 2_000, 0]);
+    // Tasks due in more than 15 minutes wait for the reclaimer's runs; nothing is sent for them.
+    await producer.enqueue(queue, [{ id: "far", type: "job", delayMs: 16 * 60_000 }], { now: now + 400 });
+    expect(wakes()).toHaveLength(3);
+  });
+
+  it("coalesces the wake-ups of a burst: 10,000 tasks in 100 calls send one message", async () => {
+    const { queue, producer } = setup();
+    const start = Date.now();
+    for (let call = 0; call < 100; call++) {
+      const tasks = Array.from({ length: 100 }, (_, i) => ({ id: `b${call * 100 + i}`, type: "job" }));
+      await producer.enqueue(queue, tasks, { now: start + call * 20 });
+    }
+    expect(await queue.stats({ now: start + 2_000 })).toMatchObject({ ready: 10_000 });
+    expect(wakes()).toHaveLength(1);
+  });
+
+  it("arranges, as a worker stops, the wake-up for a retry's backoff; a worker lingers for work due in a moment", async () => {
+    let runs = 0;
+    const tasks = {
+      types: {
+        flaky: {
+          leaseMs: 5_000,
+          backoff: { baseMs: 8_000, maxMs: 8_000 },
+          handler: () => {
+            runs++;
+            if (runs === 1) throw new Error("try again");
+          },
+        },
+        soon: { leaseMs: 5_000, handler: () => {} },
+      },
+    };
+    const { env, queue } = setup({ LEASEQ_LINGER_MS: "3000" });
+    const worker = createWorker({ tasks, env, logger: silent("worker") });
+    await queue.enqueue(
+      [
+        { id: "f", type: "flaky" },
+        { id: "s", type: "soon", delayMs: 1_000 },
+      ],
+      { now: Date.now() },
+    );
+    const started = Date.now();
+    await worker(sqsEvent(sqsRecord({ leaseq: "wake" })), lambdaContext());
+    // It did not stop at the empty claim before "s" was due: it waited and ran it.
+    expect(await queue.inspect("s")).toMatchObject({ state: "done" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    // The retry is due 4-8 s after its run (jittered backoff), beyond the linger: a wake-up for it.
+    const retry = await queue.inspect("f");
+    expect(retry).toMatchObject({ state: "scheduled", attempts: 1 });
+    const [wake] = wakes();
+    expect(wakes()).toHaveLength(1);
+    const visibleAt = wake.sentMs + wake.delayMs;
+    expect(visibleAt).toBeLessThanOrEqual(retry?.atMs ?? 0);
+    expect(visibleAt).toBeGreaterThan((retry?.atMs ?? 0) - 1_000);
+  });
+
+  it("arranges a task due in 40 minutes at the reclaimer run before it falls due (the test's clock)", async () => {
+    const { queue, producer, reclaimer } = setup();
+    const t0 = Date.UTC(2030, 0, 1, 12, 0, 0);
+    vi.useFakeTimers({ toFake: ["Date"], now: t0 });
+    expect(
+      (await producer.enqueue(queue, [{ id: "d40", type: "job", delayMs: 40 * 60_000 }])).wakeAtMs,
+    ).toBeUndefined();
+    for (let minute = 0; minute < 39; minute++) {
+      vi.setSystemTime(t0 + minute * 60_000 + 500);
+      expect((await reclaimer({}, lambdaContext())).wakeAtMs, `run at minute ${minute}`).toBeUndefined();
+    }
+    expect(wakes()).toEqual([]);
+    // The run a minute before it falls due (its next run would be late): a wake-up for its time.
+    vi.setSystemTime(t0 + 39 * 60_000 + 500);
+    expect((await reclaimer({}, lambdaContext())).wakeAtMs).toBe(t0 + 40 * 60_000);
+    expect(wakes()).toEqual([{ sentMs: t0 + 39 * 60_000 + 500, delayMs: 59_000 }]);
+    // Arranged once: the next run sends nothing more.
+    vi.setSystemTime(t0 + 39 * 60_000 + 30_500);
+    expect((await reclaimer({}, lambdaContext())).wakeAtMs).toBeUndefined();
+    expect(wakes()).toHaveLength(1);
+  });
+
+  it("sends nothing for an idle queue, and wakes a worker for a lease that ends before the next run", async () => {
+    const { queue, reclaimer } = setup();
+    for (let run = 0; run < 3; run++) await reclaimer({}, lambdaContext());
+    expect(wakes()).toEqual([]);
+    const now = Date.now();
+    await queue.enqueue([{ id: "held", type: "job" }], { now });
+    await queue.configure({ defaultPolicy: { leaseMs: 20_000, maxAttempts: 3 } });
+    const [held] = await queue.claim({ count: 1, now });
+    // The worker holding it stopped (crashed): nothing marks the queue active after WAKE.activeMs.
+    vi.useFakeTimers({ toFake: ["Date"], now: now + 6_000 });
+    const summary = await reclaimer({}, lambdaContext());
+    expect(summary.wakeAtMs).toBe(held.leaseDeadlineMs + 2_000 + 1); // deadline + the default skew
+    expect(wakes()).toHaveLength(1);
+  });
+});
