@@ -1,6 +1,7 @@
 import type { BacklogResult, LatencyPoint } from "./backlog.js";
 import type { BundleResult } from "./bundles.js";
 import type { IdleResult } from "./idle.js";
+import type { LatencyResult, Percentiles } from "./latency.js";
 import type { MachineInfo } from "./machine.js";
 import type { BenchSettings } from "./settings.js";
 import { round, type Spread, spread } from "./stats.js";
@@ -21,6 +22,7 @@ export interface Measurements {
   backlog: BacklogResult[];
   idle: { leaseq: IdleResult; bullmq: IdleResult };
   bundles: BundleResult[];
+  latency: LatencyResult;
   payloadBytes: number;
 }
 
@@ -232,7 +234,77 @@ export function resultsJson(m: Measurements): Record<string, unknown> {
     backlog: m.backlog,
     idle: m.idle,
     bundles: m.bundles,
+    latency: m.latency,
+    latencyTargets: latencyTargets(m.latency),
   };
+}
+
+/** Issue 14's targets: every p99 within a second, wake-ups at most 0.05 SQS requests per task. */
+export function latencyTargets(latency: LatencyResult): Target[] {
+  const cases: Array<[string, Percentiles]> = [
+    ["enqueue through SQS to handler start, p99", latency.immediateSqs],
+    ["enqueue through the library to handler start, p99", latency.immediateLibrary],
+    ["delayed task (2 s and 20 s): start past runAt, p99", latency.delayed],
+    ["retry: start past the retry time, p99", latency.retry],
+  ];
+  return [
+    ...cases.map(([name, figures]) => ({
+      name,
+      target: "≤ 1,000 ms",
+      measured: `${num(figures.p99)} ms`,
+      met: figures.p99 <= 1_000,
+    })),
+    {
+      name: `SQS requests per task, a burst of ${num(latency.burst.tasks)} through the library`,
+      target: "≤ 0.05",
+      measured: `${latency.sqsRequestsPerTask} (${latency.burst.wakeUpMessages} wake-up messages)`,
+      met: latency.sqsRequestsPerTask <= 0.05,
+    },
+  ];
+}
+
+/** The latency table (and its targets), as printed and pasted into docs/benchmarks.md. */
+export function renderLatency(latency: LatencyResult): string {
+  const row = (name: string, all: Percentiles, idle?: Percentiles, loaded?: Percentiles) => [
+    name,
+    num(all.p50),
+    num(all.p99),
+    idle ? `${num(idle.p50)} / ${num(idle.p99)}` : "-",
+    loaded ? `${num(loaded.p50)} / ${num(loaded.p99)}` : "-",
+    String(all.samples),
+  ];
+  const out = [
+    "Enqueue to handler start over the local stack, ms (delayed and retry: past the due time):",
+    "",
+    table(
+      ["case", "p50", "p99", "idle p50 / p99", "under load p50 / p99", "samples"],
+      [
+        row("immediate, through SQS", latency.immediateSqs, latency.immediateSqs.idle, latency.immediateSqs.loaded),
+        row(
+          "immediate, through the library",
+          latency.immediateLibrary,
+          latency.immediateLibrary.idle,
+          latency.immediateLibrary.loaded,
+        ),
+        row("delayed 2 s", latency.delayed.at2s),
+        row("delayed 20 s", latency.delayed.at20s),
+        row("delayed, both", latency.delayed),
+        row("retry after a 4-8 s backoff", latency.retry),
+      ],
+    ),
+    "",
+    `Burst: ${num(latency.burst.tasks)} tasks through the library in calls of 100 sent ${latency.burst.wakeUpMessages} ` +
+      `wake-up message(s) (${latency.sqsRequestsPerTask} SQS requests per task) and ran in ${num(latency.burst.drainedInMs)} ms. ` +
+      `Whole run: ${latency.wakeUps} wake-ups sent, ${latency.reclaimerRuns} reclaimer run(s).`,
+    "",
+    "Latency targets (issue 14):",
+    "",
+    table(
+      ["target", "wanted", "measured", "met"],
+      latencyTargets(latency).map((t) => [t.name, t.target, t.measured, t.met ? "yes" : "NO"]),
+    ),
+  ];
+  return out.join("\n");
 }
 
 function notes(m: Measurements): string[] {
@@ -355,5 +427,6 @@ export function render(m: Measurements): string {
     ),
   );
   for (const note of notes(m)) out.push(`- ${note}`);
+  out.push("", renderLatency(m.latency));
   return out.join("\n");
 }

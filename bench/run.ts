@@ -1,6 +1,6 @@
 // The benchmark: leaseq against BullMQ and the naive ZPOPMIN design, side by side in one run, on a
 // redis-server of its own. `npm run bench` (full, a few minutes) or `npm run bench -- --quick`.
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,11 +9,20 @@ import { type BacklogCase, type BacklogResult, runBacklog } from "./backlog.js";
 import { bullmqBacklog, bullmqContender } from "./bullmq.js";
 import { measureBundles } from "./bundles.js";
 import { bullmqIdle, type IdleResult, leaseqIdle } from "./idle.js";
+import { LATENCY_SETTINGS, runLatency } from "./latency.js";
 import { leaseqBacklog, leaseqContender } from "./leaseq.js";
 import { machineInfo } from "./machine.js";
 import { naiveBacklog, naiveContender } from "./naive.js";
 import { flush, redisVersion, startBenchRedis } from "./redis.js";
-import { HEADLINE_BATCH, LARGE_PAYLOAD_BYTES, type Measurements, render, resultsJson } from "./report.js";
+import {
+  HEADLINE_BATCH,
+  LARGE_PAYLOAD_BYTES,
+  latencyTargets,
+  type Measurements,
+  render,
+  renderLatency,
+  resultsJson,
+} from "./report.js";
 import { benchSettings } from "./settings.js";
 import { runThroughput, type ThroughputCase } from "./throughput.js";
 import { type LocalUpstash, startLocalUpstash } from "./upstash.js";
@@ -21,6 +30,8 @@ import { makeTask, payloadText } from "./workload.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
+/** Only the enqueue-to-start latency over the local stack, merged into an existing results.json. */
+const latencyOnly = process.argv.includes("--latency");
 const outPath = resolve(root, "bench/results.json");
 const settings = benchSettings(quick);
 const log = (line: string) => console.log(line);
@@ -29,6 +40,22 @@ const startedAt = performance.now();
 const redis = await startBenchRedis();
 let upstash: LocalUpstash | undefined;
 let bullIdle: Promise<IdleResult> | undefined;
+if (latencyOnly) {
+  try {
+    log(`leaseq latency benchmark (${quick ? "quick" : "full"}) over the local stack, redis-server ${redis.url}`);
+    const latency = await runLatency(LATENCY_SETTINGS[quick ? "quick" : "full"], redis.url, log);
+    log(`\n${renderLatency(latency)}`);
+    const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
+    writeFileSync(
+      outPath,
+      `${JSON.stringify({ ...previous, latency, latencyTargets: latencyTargets(latency) }, null, 2)}\n`,
+    );
+    log(`\nWrote the latency figures into ${outPath}`);
+  } finally {
+    await redis.stop();
+  }
+  process.exit(0);
+}
 try {
   const machine = machineInfo(await redisVersion(redis.admin));
   log(`leaseq benchmark (${quick ? "quick" : "full"}) on its own redis-server ${redis.url}`);
@@ -156,6 +183,10 @@ try {
   log(`  waiting for the BullMQ idle window (${settings.idleWindowMs / 1000} s from the start)`);
   const bullIdleResult = await bullIdle;
 
+  log("\nEnqueue-to-start latency over the local stack");
+  await flush(redis);
+  const latency = await runLatency(LATENCY_SETTINGS[quick ? "quick" : "full"], redis.url, log);
+
   const measurements: Measurements = {
     settings,
     machine,
@@ -168,6 +199,7 @@ try {
     backlog,
     idle: { leaseq: leaseqIdleResult, bullmq: bullIdleResult },
     bundles,
+    latency,
     payloadBytes: Buffer.byteLength(payloadText(makeTask(0))),
   };
   log(`\n${render(measurements)}`);
