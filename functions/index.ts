@@ -9,7 +9,15 @@ export {
   type TaskMessageBody,
   type WakeMessageBody,
 } from "./messages.js";
-export { createProducer, type Producer, type ProducerOptions, SendError, type SendResult } from "./producer.js";
+export {
+  createProducer,
+  type DirectTask,
+  type EnqueueAndWakeResult,
+  type Producer,
+  type ProducerOptions,
+  SendError,
+  type SendResult,
+} from "./producer.js";
 export { createReclaimer, type ReclaimerHandler, type ReclaimerOptions, type ReclaimerSummary } from "./reclaimer.js";
 export {
   type Backoff,

@@ -18,6 +18,9 @@ export interface ProducerOptions {
   client?: SQSClient;
 }
 
+/** A task for `producer.enqueue`: a TaskInput whose id may be left out (a random one is given). */
+export type DirectTask = Omit<TaskInput, "id"> & { id?: string };
+
 /** What a direct enqueue did: per task its result, and the wake-up sent for them (ms), if one was needed. */
 export interface EnqueueAndWakeResult {
   results: EnqueueResult[];
@@ -97,10 +100,16 @@ export function createProducer(options: ProducerOptions) {
      * worker is draining, so a burst of enqueues sends a handful (docs/wake-ups.md). Tasks due
      * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
      * A refused wake-up throws after the tasks are in (they run at the reclaimer's next kick).
+     * Tasks without an id get a random one first, as with `send` (the results carry the ids).
      */
-    async enqueue(queue: Queue, tasks: TaskInput[], options: { now?: number } = {}): Promise<EnqueueAndWakeResult> {
+    async enqueue(
+      queue: Queue,
+      tasks: readonly DirectTask[],
+      options: { now?: number } = {},
+    ): Promise<EnqueueAndWakeResult> {
       const now = options.now ?? Date.now();
-      const { results, wakeAtMs } = await queue.enqueueAndWake(tasks, { now });
+      const withIds = tasks.map((task) => (task.id === undefined ? { ...task, id: randomUUID() } : task) as TaskInput);
+      const { results, wakeAtMs } = await queue.enqueueAndWake(withIds, { now });
       if (wakeAtMs !== undefined) await sendWake(wakeDelaySeconds(wakeAtMs, now));
       return { results, wakeAtMs };
     },

@@ -41,8 +41,8 @@ export function openConnection(connection: Connection): Promise<Store> {
 
 /**
  * The queue settings a worker declares: its task policies (types it only accepts get a lease no
- * invocation can fit, so it never claims them; a type nobody declared is failed at once, so its
- * lease only has to fit), the order, and the skew and retention from the environment. The worker
+ * invocation can fit, so it never claims them; a type nobody declared is refused at enqueue, and
+ * one enqueued before the config was written is failed at once, so its lease only has to fit), the order, and the skew and retention from the environment. The worker
  * writes them into the queue's config at its cold start; the local stack writes the same before
  * its demo starts.
  */
@@ -56,6 +56,7 @@ export function queueSettings(config: FunctionConfig, tasks: TaskDeclaration): Q
   return {
     ordered: tasks.ordered,
     policies,
+    strictTypes: true,
     defaultPolicy: types.length > 0 ? { leaseMs: shortestLeaseMs, maxAttempts: 1 } : undefined,
     clockSkewMs: config.clockSkewMs,
     doneRetentionMs: config.doneRetentionMs,

@@ -19,7 +19,7 @@
 --     rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
 --     claim        the claim id that leased it (L only): a repeated claim returns the same batch
 --   task hash, field <id>:x   why the task was quarantined (ids in the corrupt set only)
---   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold
+--   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold, wake
 -- A record written by format v0 ("R|type|rank|attempts|claims|max|atMs|errorBytes|error+payload" in
 -- field <id>) is read and rewritten as v1 by whichever script meets it first.
 --
@@ -162,6 +162,18 @@ local function config_int(config, field, default)
   local n = tonumber(config[field])
   if n == nil then return default end
   return n
+end
+
+-- The task types the queue's config declares (its p:<type> policies), sorted, for an error message.
+local function declared_types()
+  local names = {}
+  for field in pairs(read_config()) do
+    if string.sub(field, 1, 2) == 'p:' then names[#names + 1] = string.sub(field, 3) end
+  end
+  table.sort(names)
+  local text = table.concat(names, ', ')
+  if #text > 400 then text = string.sub(text, 1, 400) .. ', ...' end
+  return text
 end
 
 -- A type's lease and attempts: its own policy "p:<type>" = "<leaseMs>,<maxAttempts>", else the

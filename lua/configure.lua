@@ -5,7 +5,8 @@
 -- KEYS the queue's keys (see _lib.lua): config is used
 -- ARGV[1] revision   the declaration's digest (the library computes it from the settings below)
 -- ARGV[2..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,
---           maxPayloadBytes, maxErrorBytes, d ("<leaseMs>,<maxAttempts>", the default policy) and
+--           maxPayloadBytes, maxErrorBytes, strictTypes (1: enqueue refuses a type without a
+--           policy p:<type>), d ("<leaseMs>,<maxAttempts>", the default policy) and
 --           p:<type> ("<leaseMs>,<maxAttempts>") per type; every setting not given is removed
 --           (its default applies)
 -- Writes also `leases`, the distinct lease lengths of the policies (ms, comma-separated), which a
@@ -16,7 +17,7 @@
 local SETTINGS = {
   ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
   failedRetentionMs = { 0, RETENTION_MAX_MS }, maxPayloadBytes = { 1, PAYLOAD_MAX_BYTES },
-  maxErrorBytes = { 0, ERROR_MAX_BYTES },
+  maxErrorBytes = { 0, ERROR_MAX_BYTES }, strictTypes = { 0, 1 },
 }
 
 local function policy_arg(field, value)

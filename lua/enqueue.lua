@@ -5,7 +5,8 @@
 -- ARGV[2..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
 --          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
 --          (the library builds it; type 1-64 and group 0-128 characters of A-Z a-z 0-9 _ . -)
--- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake.
+-- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake, and
+--   with strictTypes = 1 the policy p:<type> of each type in the batch (a type without one is refused).
 -- Returns: per task, 2 each: status, state; then one more: the time (ms) a wake-up must be sent
 --   for, "" when none is needed (docs/wake-ups.md: the caller sends it, the library's producer
 --   helper does)
@@ -17,11 +18,10 @@
 return guard('enqueue', function()
   local now = time_arg('now', ARGV[1])
   local n = groups(2, 4, BATCH_MAX)
-  local config = read_config_fields({ 'maxPayloadBytes', 'nextDue', 'wake' })
-  local max_payload = config_int(config, 'maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES)
 
   -- Checked before anything is written; a message is built only for the task that fails.
-  local ids, fields, ranks, runs, types, groups_of = {}, {}, {}, {}, {}, {}
+  local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
+  local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'strictTypes' }, {}
   for i = 1, n do
     local base = 2 + (i - 1) * 4
     local id, priority, body = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 3]
@@ -37,14 +37,26 @@ return guard('enqueue', function()
     end
     if #task_type > TYPE_MAX_BYTES then name_arg('task ' .. i .. ' type', task_type, TYPE_MAX_BYTES) end
     if #group > GROUP_MAX_BYTES then name_arg('task ' .. i .. ' group', group, GROUP_MAX_BYTES, true) end
-    local payload_bytes = #body - payload_at + 1
-    if payload_bytes > max_payload then
-      bad('task ' .. i .. ' payload is ' .. payload_bytes .. ' bytes; the cap is ' .. max_payload)
+    if not type_seen[task_type] then
+      type_seen[task_type] = true
+      config_names[#config_names + 1] = 'p:' .. task_type
     end
     ids[i], ranks[i], runs[i], types[i], groups_of[i] = id, priority, run_at, task_type, group
+    sizes[i] = #body - payload_at + 1
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':x'
+  end
+
+  local config = read_config_fields(config_names)
+  local max_payload = config_int(config, 'maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES)
+  for i = 1, n do
+    if sizes[i] > max_payload then
+      bad('task ' .. i .. ' payload is ' .. sizes[i] .. ' bytes; the cap is ' .. max_payload)
+    end
+    if config.strictTypes == '1' and not config['p:' .. types[i]] then
+      bad('task ' .. i .. ' type "' .. types[i] .. '" is not declared for this queue; its types: ' .. declared_types())
+    end
   end
 
   -- What exists already: a state (any state), or a body alone (READY, never claimed).

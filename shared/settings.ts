@@ -13,6 +13,11 @@ export interface QueueSettings {
   ordered?: boolean;
   /** Lease and attempts per task type; types not listed get `defaultPolicy`. */
   policies?: Record<string, LeasePolicy>;
+  /**
+   * Only the types in `policies` may be enqueued: enqueue refuses any other, naming the declared
+   * ones (the worker sets it from its task declaration). Default false: any type, `defaultPolicy`.
+   */
+  strictTypes?: boolean;
   /** Default 60000 ms, 5 attempts. */
   defaultPolicy?: LeasePolicy;
   /** Default 262144. */
@@ -37,12 +42,15 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     checkName(where, "policy type", type, LIMITS.typeMaxBytes);
     policies[type] = checkPolicy(`${where} policy "${type}"`, policy);
   }
-  if (settings.ordered !== undefined && typeof settings.ordered !== "boolean") {
-    throw new InvalidInputError(`${where}: ordered must be true or false`);
+  for (const flag of ["ordered", "strictTypes"] as const) {
+    if (settings[flag] !== undefined && typeof settings[flag] !== "boolean") {
+      throw new InvalidInputError(`${where}: ${flag} must be true or false`);
+    }
   }
   return {
     ordered: settings.ordered ?? false,
     policies,
+    strictTypes: settings.strictTypes ?? false,
     defaultPolicy: checkPolicy(`${where} defaultPolicy`, settings.defaultPolicy ?? DEFAULTS),
     maxPayloadBytes: checkInteger(
       where,
@@ -93,6 +101,7 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
     ["maxPayloadBytes", String(settings.maxPayloadBytes)],
     ["maxErrorBytes", String(settings.maxErrorBytes)],
     ["d", policy(settings.defaultPolicy)],
+    ...(settings.strictTypes ? [["strictTypes", "1"] as [string, string]] : []),
     ...Object.keys(settings.policies)
       .sort()
       .map((type): [string, string] => [`p:${type}`, policy(settings.policies[type])]),

@@ -84,6 +84,11 @@ describe("wake-ups", () => {
     // Tasks due in more than 15 minutes wait for the reclaimer's runs; nothing is sent for them.
     await producer.enqueue(queue, [{ id: "far", type: "job", delayMs: 16 * 60_000 }], { now: now + 400 });
     expect(wakes()).toHaveLength(3);
+    // Tasks without an id get a random one, as with send(): the results say which.
+    const { results } = await producer.enqueue(queue, [{ type: "job" }, { type: "job" }], { now: now + 500 });
+    expect(results.map((result) => result.status)).toEqual(["ok", "ok"]);
+    expect(new Set(results.map((result) => result.id)).size).toBe(2);
+    for (const { id } of results) expect((await queue.inspect(id))?.state).toBe("ready");
   });
 
   it("coalesces the wake-ups of a burst: 10,000 tasks in 100 calls send one message", async () => {

@@ -137,6 +137,44 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
     await expect(queue.enqueue(tasks, { now: NOW })).rejects.toThrow(/enqueue: expected 1 to 1000 items, got/);
   });
 
+  it("refuses, on a queue whose config declares its types, a type it does not declare, naming them, and writes nothing", async () => {
+    const strict = await openQueue(adapter, {
+      strictTypes: true,
+      policies: {
+        "send-email": { leaseMs: 30_000, maxAttempts: 5 },
+        "resize-image": { leaseMs: 60_000, maxAttempts: 3 },
+      },
+    });
+    try {
+      const before = await snapshot(redis, strict.queue);
+      const error = await strict.queue
+        .enqueue(
+          [
+            { id: "fine", type: "send-email" },
+            { id: "typo", type: "send-emial" },
+          ],
+          { now: NOW },
+        )
+        .catch((e: unknown) => e);
+      expect(error, "the script refuses it: only the queue's config knows its types").toBeInstanceOf(
+        ScriptArgumentError,
+      );
+      expect((error as Error).message).toMatch(
+        /task 2 type "send-emial" is not declared for this queue; its types: resize-image, send-email$/,
+      );
+      expect(await snapshot(redis, strict.queue)).toEqual(before);
+      expect(await strict.queue.enqueue([{ id: "fine", type: "send-email" }], { now: NOW })).toEqual([
+        { id: "fine", status: "ok", state: "ready" },
+      ]);
+      // The queue of this block declares no types: any type goes, with the default policy.
+      expect(await queue.enqueue([{ id: "any-type", type: "send-emial" }], { now: NOW })).toEqual([
+        { id: "any-type", status: "ok", state: "ready" },
+      ]);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it("refuses malformed ARGV inside the script too, before any write", async () => {
     const before = await snapshot(redis, queue);
     const keys = scriptKeys(queue.keys);
