@@ -14,6 +14,27 @@ async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[
   return all;
 }
 
+/**
+ * Prints the ids `verb` changed ("requeued a, b"), then fails naming each id it refused and why
+ * (`why` by status, else the status itself), so the exit code says whether every id went through.
+ */
+function report(
+  command: Command,
+  verb: { name: string; past: string; note?: string },
+  results: Array<{ id: string; status: string }>,
+  why: Record<string, string>,
+): void {
+  const changed = results.filter((result) => result.status === "ok");
+  if (changed.length > 0) {
+    console.log(`${verb.past} ${changed.map((result) => result.id).join(", ")}${verb.note ? ` ${verb.note}` : ""}`);
+  }
+  const refused = results.filter((result) => result.status !== "ok");
+  if (refused.length > 0) {
+    const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
+    throw new OperationError(`${verb.name}: not ${verb.past} in queue "${queueName(command)}": ${list}`);
+  }
+}
+
 /** Registers `requeue`, `repair`, `delete`, `delete-queue` and `trim`: the commands that change tasks. */
 export function writeCommands(program: Command): void {
   program
@@ -29,21 +50,13 @@ export function writeCommands(program: Command): void {
         console.log(`requeued ${count} failed task${count === 1 ? "" : "s"}`);
         return;
       }
-      const results = await withQueue(command, async (queue) => {
-        const all = [];
-        for (let start = 0; start < ids.length; start += LIMITS.batchMax) {
-          all.push(...(await queue.requeue(ids.slice(start, start + LIMITS.batchMax), { now: Date.now() })));
-        }
-        return all;
+      const results = await withQueue(command, (queue) =>
+        inBatches(ids, (batch) => queue.requeue(batch, { now: Date.now() })),
+      );
+      report(command, { name: "requeue", past: "requeued" }, results, {
+        unknown_id: "no such task",
+        not_failed: "not FAILED",
       });
-      const requeued = results.filter((result) => result.status === "ok");
-      if (requeued.length > 0) console.log(`requeued ${requeued.map((result) => result.id).join(", ")}`);
-      const refused = results.filter((result) => result.status !== "ok");
-      if (refused.length > 0) {
-        const why = { unknown_id: "no such task", not_failed: "not FAILED" } as Record<string, string>;
-        const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
-        throw new OperationError(`requeue: not requeued in queue "${queueName(command)}": ${list}`);
-      }
     });
 
   program
@@ -54,17 +67,10 @@ export function writeCommands(program: Command): void {
       const results = await withQueue(command, (queue) =>
         inBatches(ids, (batch) => queue.repair(batch, { now: Date.now() })),
       );
-      const repaired = results.filter((result) => result.status === "ok");
-      if (repaired.length > 0) console.log(`repaired ${repaired.map((result) => result.id).join(", ")} (READY again)`);
-      const refused = results.filter((result) => result.status !== "ok");
-      if (refused.length > 0) {
-        const why = {
-          unknown_id: "not quarantined",
-          unrepairable: "its body cannot be read either: leaseq delete it",
-        } as Record<string, string>;
-        const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
-        throw new OperationError(`repair: not repaired in queue "${queueName(command)}": ${list}`);
-      }
+      report(command, { name: "repair", past: "repaired", note: "(READY again)" }, results, {
+        unknown_id: "not quarantined",
+        unrepairable: "its body cannot be read either: leaseq delete it",
+      });
     });
 
   program
@@ -73,17 +79,10 @@ export function writeCommands(program: Command): void {
     .argument("<ids...>", "task ids")
     .action(async (ids: string[], _options: unknown, command: Command) => {
       const results = await withQueue(command, (queue) => inBatches(ids, (batch) => queue.delete(batch)));
-      const deleted = results.filter((result) => result.status === "ok");
-      if (deleted.length > 0) console.log(`deleted ${deleted.map((result) => result.id).join(", ")}`);
-      const refused = results.filter((result) => result.status !== "ok");
-      if (refused.length > 0) {
-        const why = {
-          unknown_id: "no such task",
-          leased: "LEASED: a worker is running it; delete it once its lease ends",
-        } as Record<string, string>;
-        const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
-        throw new OperationError(`delete: not deleted in queue "${queueName(command)}": ${list}`);
-      }
+      report(command, { name: "delete", past: "deleted" }, results, {
+        unknown_id: "no such task",
+        leased: "LEASED: a worker is running it; delete it once its lease ends",
+      });
     });
 
   program
