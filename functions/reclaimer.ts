@@ -100,7 +100,13 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       }
     }
 
-    if (config.workerFunction && summary.ready > 0 && summary.oldestReadyAgeMs >= config.kickAfterMs) {
+    // A paused queue is not drained: its resume arranges the wake-up (or the first run after it kicks).
+    if (
+      config.workerFunction &&
+      !summary.paused &&
+      summary.ready > 0 &&
+      summary.oldestReadyAgeMs >= config.kickAfterMs
+    ) {
       const wanted = Math.min(config.maxKicks, Math.ceil(summary.ready / TASKS_PER_KICK));
       const payload = new TextEncoder().encode(JSON.stringify({ leaseq: "drain" }));
       const sent = await Promise.allSettled(
@@ -138,8 +144,8 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
 }
 
 function statsOf(tick: TickResult) {
-  const { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled } = tick;
-  return { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled };
+  const { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled, paused } = tick;
+  return { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled, paused };
 }
 
 /** What the Lambda API answered a failed kick, without request details. */

@@ -558,7 +558,7 @@ end
 
 -- { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled,
 -- corrupt }. `counts` may carry counts the caller already knows, to save their ZCARD.
-local function queue_stats(now, counts)
+local function queue_stats(now, counts, config)
   counts = counts or {}
   for _, name in ipairs({ 'ready', 'scheduled', 'leased', 'done', 'failed', 'corrupt' }) do
     if counts[name] == nil then counts[name] = redis.call('ZCARD', K[name]) end
@@ -587,5 +587,6 @@ local function queue_stats(now, counts)
   return {
     counts.ready, counts.scheduled, counts.leased, counts.done, counts.failed,
     oldest_ready_age, most_overdue, due_scheduled, counts.corrupt,
+    config.paused == '1' and 1 or 0, config.pauses or '',
   }
 end

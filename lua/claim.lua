@@ -11,14 +11,15 @@
 -- ARGV[4] claimId        1-64 characters of A-Z a-z 0-9 _ . -, new for every claim
 -- ARGV[5] repeat         1 when this may repeat an earlier call of the same claim id (a retry), else 0
 -- ARGV[6] promoteLimit   1..10000, the most due scheduled tasks to promote first
--- Reads config: the type policies (p:<type>, d, leases), ordered, hold, nextDue; keeps `wake` (a
---   worker is draining: mark_active).
+-- Reads config: the type policies (p:<type>, d, leases), ordered, hold, nextDue, paused (a paused
+--   queue leases nothing), pauses (paused types stay READY); keeps `wake` (a worker is draining:
+--   mark_active).
 -- Returns: per leased task, 5 each, in rank order:
 --   id, body (as enqueued: "1|<enqueuedAtMs>|<type>|<group>|<payload>"), attempt (1 = first),
 --   lease token ("<rank>.<generation>": the rank is its first part), lease deadline (ms)
 --   When nothing is leased, one value: when scheduled work next falls due (or an ordered queue's
 --   hold ends), for a worker deciding whether to wait for it; an empty array when nothing is due,
---   or when an ordered queue is busy with a leased task.
+--   when an ordered queue is busy with a leased task, or when the queue is paused.
 --   A task a reclaim returned comes alone, in a batch of its own. A record that cannot be read is
 --   moved to the corrupt set with its reason, and the claim goes on without it.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
@@ -31,16 +32,25 @@ return guard('claim', function()
   local is_repeat = int_arg('repeat', ARGV[5], 0, 1) == 1
   local promote_limit = int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX)
   local config = read_config()
-  local ordered = config.ordered == '1'
-  mark_active(config, now)
+  local ordered, paused = config.ordered == '1', config.paused == '1'
+  if not paused then mark_active(config, now) end
 
-  -- Each type's lease, attempts and deadline, worked out at its first task.
-  local policies = {}
+  -- Each type's lease, attempts and deadline, worked out at its first task. A paused type's tasks
+  -- fit no time left: they stay READY, as a task too long for the time left does.
+  local policies, paused_types = {}, nil
+  if config.pauses then
+    paused_types = {}
+    for name in string.gmatch(config.pauses, '[^,]+') do paused_types[name] = true end
+  end
   local function policy(task_type)
     local known = policies[task_type]
     if known then return known end
-    local lease, max = policy_of(config, task_type)
-    known = { lease = lease, max = tostring(max), deadline = fmt(now + lease) }
+    if paused_types and paused_types[task_type] then
+      known = { lease = math.huge, max = '0', deadline = '' }
+    else
+      local lease, max = policy_of(config, task_type)
+      known = { lease = lease, max = tostring(max), deadline = fmt(now + lease) }
+    end
     policies[task_type] = known
     return known
   end
@@ -74,6 +84,7 @@ return guard('claim', function()
     end
   end
 
+  if paused then return {} end
   promote_due(config, now, now_text, promote_limit)
   if ordered then
     if redis.call('ZCARD', K.leased) > 0 then return {} end
@@ -84,7 +95,7 @@ return guard('claim', function()
   -- Every lease fits the time left: the first `count` ready tasks are the batch. Otherwise read
   -- further (bounded) for tasks that fit. A head that was set aside (its record unreadable) leaves a
   -- gap the next page fills, so the batch is as full as the ready set allows.
-  local all_fit = leases[#leases] <= max_lease
+  local all_fit = leases[#leases] <= max_lease and not paused_types
   local page = all_fit and count or CLAIM_SCAN_MAX
 
   -- The writes are collected in the lists apply() runs; the common task (READY, never claimed, so

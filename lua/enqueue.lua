@@ -5,7 +5,8 @@
 -- ARGV[2..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
 --          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
 --          (the library builds it; type 1-64 and group 0-128 characters of A-Z a-z 0-9 _ . -)
--- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake, and
+-- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake, paused
+--   (a paused queue asks for no wake-up), and
 --   with strictTypes = 1 the policy p:<type> of each type in the batch (a type without one is refused).
 -- Returns: per task, 2 each: status, state; then one more: the time (ms) a wake-up must be sent
 --   for, "" when none is needed (docs/wake-ups.md: the caller sends it, the library's producer
@@ -21,7 +22,7 @@ return guard('enqueue', function()
 
   -- Checked before anything is written; a message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
-  local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'strictTypes' }, {}
+  local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'strictTypes', 'paused' }, {}
   for i = 1, n do
     local base = 2 + (i - 1) * 4
     local id, priority, body = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 3]
@@ -106,7 +107,7 @@ return guard('enqueue', function()
   if config.v == nil then redis.call('HSET', K.config, 'v', FORMAT_VERSION) end
   if earliest then note_due(config, earliest) end
   local wake_at = nil
-  if any_ready or earliest then wake_at = need_wake(config, now, any_ready and now or earliest, WAKE_HORIZON_MAX_MS) end
+  if (any_ready or earliest) and config.paused ~= '1' then wake_at = need_wake(config, now, any_ready and now or earliest, WAKE_HORIZON_MAX_MS) end
   result[#result + 1] = wake_at and fmt(wake_at) or ''
   return result
 end)

@@ -8,7 +8,7 @@
 --                     longest SQS DelaySeconds is 900 s)
 -- ARGV[3] cutOff      1 when the worker stops because its time ran out (ready work may be left for a
 --                     fresh invocation), 0 when its claims came back empty
--- Reads config: wake, nextDue, ordered, hold. Writes wake.
+-- Reads config: wake, nextDue, ordered, hold, paused (nothing to arrange). Writes wake.
 -- Returns: the time (ms) a wake-up message must be sent for, or -1 when none is needed (nothing
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
@@ -17,7 +17,7 @@ return guard('rest', function()
   local now = time_arg('now', ARGV[1])
   local horizon = int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS)
   local cut_off = int_arg('cutOff', ARGV[3], 0, 1) == 1
-  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold' })
+  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'paused' })
   -- The mark of a draining worker (this one, or one that stopped without resting) covers nothing
   -- once it stops; a wake-up arranged for later stays.
   local wake = tonumber(config.wake)
@@ -26,7 +26,9 @@ return guard('rest', function()
     config.wake = nil
   end
   local due
-  if config.ordered == '1' and redis.call('ZCARD', K.leased) > 0 then
+  if config.paused == '1' then
+    return -1 -- a paused queue: its resume arranges the wake-up
+  elseif config.ordered == '1' and redis.call('ZCARD', K.leased) > 0 then
     return -1 -- the worker holding the lease rests after it
   elseif cut_off and redis.call('ZCARD', K.ready) > 0 then
     due = now

@@ -7,10 +7,11 @@
 -- ARGV[3] wakeHorizonMs  0..900000 (default 0: none): arrange a wake-up for what falls due within
 --                 this long (the time to the reclaimer's next run)
 -- Reads config: skewMs (as in reclaim), doneRetentionMs, failedRetentionMs (as in trim), nextDue,
---   ordered, hold, wake. Writes wake when it arranges one.
--- Returns: { reclaimed, reclaimFailed, promoted, doneTrimmed, failedTrimmed, then the 9 values of
+--   ordered, hold, wake, paused (a paused queue gets no wake-up), pauses. Writes wake when it
+--   arranges one.
+-- Returns: { reclaimed, reclaimFailed, promoted, doneTrimmed, failedTrimmed, then the 11 values of
 --   stats (ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs,
---   dueScheduled, corrupt), then the time (ms) a wake-up must be sent for, "" when none }
+--   dueScheduled, corrupt, paused, pauses), then the time (ms) a wake-up must be sent for, "" when none }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then.
 return guard('tick', function()
@@ -46,13 +47,13 @@ return guard('tick', function()
       corrupt = 0,
     }
   end
-  local stats = queue_stats(now, after)
+  local stats = queue_stats(now, after, config)
   for _, value in ipairs(stats) do result[#result + 1] = value end
 
   -- What falls due before the reclaimer's next run: a wake-up for it (sent with DelaySeconds).
   -- Ready work is the reclaimer's own business (it kicks the worker); an idle queue costs nothing.
   local wake_at = nil
-  if horizon > 0 then
+  if horizon > 0 and config.paused ~= '1' then
     local due = nil
     if stats[2] > 0 or config.ordered == '1' then due = next_due_of(config, now) end
     if stats[3] > 0 then

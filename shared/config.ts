@@ -36,6 +36,10 @@ export const LIMITS = {
   maintenanceMax: 10_000,
   /** Ready tasks a claim reads at most when it has to choose (time left, paused types). */
   claimScanMax: 1000,
+  /** Task types one queue may have paused at once (config `pauses`). */
+  pausedTypesMax: 100,
+  /** Minutes one history call counts at most. */
+  historyMinutesMax: 240,
 } as const;
 
 /** Wake-ups (docs/wake-ups.md). */
@@ -82,6 +86,8 @@ export const LUA_CONSTANTS: Record<string, number> = {
   ERROR_MAX_BYTES: LIMITS.errorMaxBytes,
   MAINTENANCE_MAX: LIMITS.maintenanceMax,
   CLAIM_SCAN_MAX: LIMITS.claimScanMax,
+  PAUSED_TYPES_MAX: LIMITS.pausedTypesMax,
+  HISTORY_MINUTES_MAX: LIMITS.historyMinutesMax,
   DEFAULT_MAX_PAYLOAD_BYTES: DEFAULTS.maxPayloadBytes,
   DEFAULT_MAX_ERROR_BYTES: DEFAULTS.maxErrorBytes,
   DEFAULT_LEASE_MS: DEFAULTS.leaseMs,

@@ -74,6 +74,7 @@ export const ITEM_STATUS = {
   6: "corrupt",
   7: "unrepairable",
   8: "leased",
+  9: "already_failed",
 } as const;
 
 export type ItemStatus = (typeof ITEM_STATUS)[keyof typeof ITEM_STATUS];

@@ -12,11 +12,13 @@ import {
   type ExtendResult,
   type ItemResult,
   type ListedTask,
+  type QueueHistory,
   type QueueStats,
   type ReclaimResult,
   type SettleItem,
   type SettleResult,
   STATE_BY_LETTER,
+  type TaskFilter,
   type TaskInfo,
   type TaskInput,
   type TaskState,
@@ -353,7 +355,7 @@ export class Queue {
       doneTrimmed: Number(reply[3]),
       failedTrimmed: Number(reply[4]),
       ...parseStats(reply, 5),
-      wakeAtMs: optionalTime(reply[14]),
+      wakeAtMs: optionalTime(reply[16]),
     };
   }
 
@@ -417,6 +419,110 @@ export class Queue {
     this.checkIds("repair", ids);
     const reply = await this.run("repair", [String(now), ...ids]);
     return ids.map((id, i) => ({ id, status: itemStatus("repair", reply[i]) }));
+  }
+
+  /**
+   * Stops tasks from running (again): READY, SCHEDULED and LEASED ones end FAILED with the error
+   * "cancelled", the lease revoked (its worker's settle is answered "stale_token"). DONE tasks are
+   * "already_done", FAILED ones "already_failed"; `requeue` brings a cancelled task back.
+   */
+  async cancel(ids: string[], options: { now: number }): Promise<ItemResult[]> {
+    const now = checkNow("cancel", options.now);
+    this.checkIds("cancel", ids);
+    const reply = await this.run("cancel", [String(now), ...ids]);
+    return ids.map((id, i) => ({ id, status: itemStatus("cancel", reply[i]) }));
+  }
+
+  /**
+   * Pauses the queue (its claims lease nothing), or with `type` one task type (its tasks stay
+   * READY, the others are claimed). The reclaimer still reclaims, promotes and trims. Resolves to
+   * whether it changed anything. The state is in the queue's config: `stats()` shows it.
+   */
+  async pause(options: { now: number; type?: string }): Promise<boolean> {
+    return (await this.pauseOrResume("pause", options)).changed;
+  }
+
+  /**
+   * Resumes what `pause` paused. `wakeAtMs` is set when ready work is waiting and no worker is
+   * arranged to look: send a wake-up (the producer's `wake()`), or the reclaimer's next run kicks one.
+   */
+  async resume(options: { now: number; type?: string }): Promise<{ changed: boolean; wakeAtMs: number | undefined }> {
+    return this.pauseOrResume("resume", options);
+  }
+
+  private async pauseOrResume(action: "pause" | "resume", options: { now: number; type?: string }) {
+    const now = checkNow(action, options.now);
+    if (options.type !== undefined) checkName(action, "type", options.type, LIMITS.typeMaxBytes);
+    const reply = await this.run("pause", [String(now), action, options.type ?? ""]);
+    return { changed: Number(reply[0]) === 1, wakeAtMs: optionalTime(reply[1]) };
+  }
+
+  /**
+   * Tasks finished per minute over the last `minutes` (default 60, at most 240), oldest first, from
+   * the finish times of the DONE and FAILED sets (what retention trimmed is not counted). Read-only.
+   */
+  async history(options: { now: number; minutes?: number }): Promise<QueueHistory> {
+    const now = checkNow("history", options.now);
+    const minutes = checkInteger("history", "minutes", options.minutes ?? 60, 1, LIMITS.historyMinutesMax);
+    const reply = await this.run("history", [String(now), String(minutes)]);
+    const done: number[] = [];
+    const failed: number[] = [];
+    for (let i = 1; i < reply.length; i += 2) {
+      done.push(Number(reply[i]));
+      failed.push(Number(reply[i + 1]));
+    }
+    return { startMs: Number(reply[0]), bucketMs: 60_000, done, failed };
+  }
+
+  /**
+   * The tasks of `state` that match `filter`, reading at most `scan` (default 1000) of the state's
+   * tasks from `cursor` on, in the state's order: bounded per call and resumable, `next` being the
+   * cursor to go on from (undefined at the end). `olderThanMs` (scheduled, done, failed, corrupt):
+   * the task's time (due, finished, quarantined) is more than this before `now`.
+   */
+  async find(state: TaskState, filter: TaskFilter): Promise<{ tasks: ListedTask[]; next: number | undefined }> {
+    const scan = checkInteger("find", "scan", filter.scan ?? 1000, 1, 1000);
+    const cursor = checkInteger("find", "cursor", filter.cursor ?? 0, 0, 1_000_000_000);
+    if (filter.type !== undefined) checkName("find", "type", filter.type, LIMITS.typeMaxBytes);
+    if (filter.error !== undefined && (typeof filter.error !== "string" || filter.error === "")) {
+      throw new InvalidInputError(`find: error must be a non-empty substring, got ${shown(filter.error)}`);
+    }
+    let before: number | undefined;
+    if (filter.olderThanMs !== undefined) {
+      if (state === "ready" || state === "leased") {
+        throw new InvalidInputError(
+          `find: olderThanMs selects by finish, due or quarantine time: scheduled, done, failed or corrupt tasks, not ${state} ones (ordered by rank or lease deadline)`,
+        );
+      }
+      const now = checkNow("find", filter.now ?? Number.NaN);
+      before = now - checkInteger("find", "olderThanMs", filter.olderThanMs, 0, LIMITS.timeMaxMs);
+    }
+    const page = await this.list(state, { offset: cursor, limit: scan });
+    const tasks = page.filter(
+      (task) =>
+        (filter.type === undefined || task.type === filter.type) &&
+        (filter.error === undefined || task.lastError.includes(filter.error)) &&
+        (before === undefined || task.score < before),
+    );
+    return { tasks, next: page.length < scan ? undefined : cursor + page.length };
+  }
+
+  /**
+   * Deletes up to `limit` (default 1000) tasks of `state` from the head of its order, records
+   * included, and resolves to how many it deleted: call again until 0 to purge the state. LEASED
+   * tasks are not purged (cancel them).
+   */
+  async purge(state: Exclude<TaskState, "leased">, options: { limit?: number } = {}): Promise<number> {
+    if (!LISTABLE.includes(state) || state === ("leased" as TaskState)) {
+      throw new InvalidInputError(
+        `purge: state must be one of ${LISTABLE.filter((s) => s !== "leased").join(", ")}, got ${shown(state)}`,
+      );
+    }
+    const limit = checkInteger("purge", "limit", options.limit ?? 1000, 1, LIMITS.batchMax);
+    const page = await this.list(state, { limit });
+    if (page.length === 0) return 0;
+    const results = await this.delete(page.map((task) => task.id));
+    return results.filter((result) => result.status === "ok").length;
   }
 
   /** A page of the tasks in `state`, in that state's order. */
@@ -509,5 +615,7 @@ function parseStats(reply: unknown[], offset: number): QueueStats {
     mostOverdueLeaseMs: n(6),
     dueScheduled: n(7),
     corrupt: n(8),
+    paused: n(9) === 1,
+    pausedTypes: String(reply[offset + 10] ?? "") === "" ? [] : String(reply[offset + 10]).split(","),
   };
 }

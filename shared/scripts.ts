@@ -38,6 +38,9 @@ export const SCRIPTS = {
   repair: withLib("repair"),
   delete: withLib("delete"),
   drop: withLib("drop"),
+  pause: withLib("pause"),
+  cancel: withLib("cancel"),
+  history: withLib("history", { readOnly: true }),
 } as const satisfies Record<string, LuaScript>;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -105,6 +105,33 @@ export interface QueueStats {
   dueScheduled: number;
   /** Tasks set aside because their record could not be read (`list("corrupt")`, `repair`, `delete`). */
   corrupt: number;
+  /** The queue is paused (`pause()`): its claims lease nothing. */
+  paused: boolean;
+  /** Task types paused on their own, sorted. */
+  pausedTypes: string[];
+}
+
+/** Tasks finished per minute, oldest first: `done[i]` and `failed[i]` from `startMs + i * bucketMs`. */
+export interface QueueHistory {
+  startMs: number;
+  bucketMs: number;
+  done: number[];
+  failed: number[];
+}
+
+/** What `find` selects: every condition given must hold. */
+export interface TaskFilter {
+  /** The task's type, exactly. */
+  type?: string;
+  /** A substring of its last error. */
+  error?: string;
+  /** Its time (due, finished, quarantined) is more than this many ms before `now` (then `now` is required). */
+  olderThanMs?: number;
+  now?: number;
+  /** Where to go on from: a previous call's `next`. Default 0. */
+  cursor?: number;
+  /** How many of the state's tasks one call reads, 1..1000. Default 1000. */
+  scan?: number;
 }
 
 export interface TickResult extends QueueStats {

@@ -40,6 +40,8 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
       mostOverdueLeaseMs: 14_000,
       dueScheduled: 1,
       corrupt: 0,
+      paused: false,
+      pausedTypes: [],
     });
   });
 

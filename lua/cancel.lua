@@ -1,0 +1,59 @@
+-- cancel: stop tasks from running (again): a READY, SCHEDULED or LEASED task ends FAILED with the
+-- error "cancelled", its lease generation moved on, so a worker still running it is answered
+-- stale_token when it settles, and nothing it does changes the task. `requeue` brings it back,
+-- `delete` removes it.
+--
+-- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, leased, failed, corrupt are used
+-- ARGV[1] now   ms since epoch
+-- ARGV[2..] ids, 1..1000 of them
+-- Returns: per id, 1 each: status 0 cancelled, 2 already DONE, 3 unknown id, 9 already FAILED,
+--   6 corrupt (its record cannot be read: it was moved to the corrupt set)
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
+local CANCELLED = 'cancelled'
+
+return guard('cancel', function()
+  local now, now_text = time_arg('now', ARGV[1])
+  local ids = {}
+  for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 1], ID_MAX_BYTES) end
+  require_format()
+  local tasks = load(ids, true)
+  local sets = { R = K.ready, S = K.scheduled, L = K.leased }
+  local result, writes, seen = {}, new_writes(), {}
+  for i, id in ipairs(ids) do
+    local task = tasks[id]
+    local state = task.state
+    if seen[id] then
+      result[i] = 9 -- the same id twice in one call: cancelled by its first mention
+    elseif task.problem == 'no record' then
+      result[i] = 3
+    elseif task.problem then
+      -- The set a record that cannot be read names is not to be trusted: out of every one cancel handles.
+      quarantine(writes, id, nil, task.problem, now)
+      for _, key in ipairs({ K.ready, K.scheduled, K.leased }) do zrem(writes, key, id) end
+      result[i] = 6
+    elseif state and state.letter == 'D' then
+      result[i] = 2
+    elseif state and state.letter == 'F' then
+      result[i] = 9
+    else
+      seen[id] = true
+      local letter = state and state.letter or 'R'
+      if not state then
+        local info = task.body_info
+        state = new_state('R', now_text, redis.call('ZSCORE', K.ready, id) or '0', info.type, info.group)
+      end
+      state.letter, state.gen, state.at, state.flags, state.claim, state.error =
+        'F', plus(state.gen, 1), now_text, '', '', CANCELLED
+      put_state(writes, id, state)
+      if task.upgraded then
+        if task.body then put(writes, id, task.body) else drop_field(writes, id) end
+      end
+      zadd(writes, K.failed, now, id)
+      zrem(writes, sets[letter], id)
+      result[i] = 0
+    end
+  end
+  apply(writes)
+  return result
+end)

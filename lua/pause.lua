@@ -1,0 +1,60 @@
+-- pause: pause or resume a queue, or one task type of it. A paused queue's claims lease nothing
+-- (a claim repeated after a lost reply still returns its batch); a paused type's tasks stay READY
+-- while the others are claimed (an ordered queue stops at one). The reclaimer still reclaims,
+-- promotes and trims, and sends no wake-up nor kick for what is paused.
+--
+-- KEYS the queue's keys (see _lib.lua): config, ready are used
+-- ARGV[1] now     ms since epoch
+-- ARGV[2] action  "pause" or "resume"
+-- ARGV[3] type    "" for the whole queue, else a task type (1-64 characters of A-Z a-z 0-9 _ . -)
+-- Writes config: paused ("1" while the queue is paused), pauses (the paused types, sorted,
+--   comma-separated); wake when a resume leaves ready work for a worker.
+-- Returns: { changed (1, or 0 when it was so already), the time (ms) a wake-up must be sent for
+--   (a resume with ready work, docs/wake-ups.md), "" when none }
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then.
+return guard('pause', function()
+  local now = time_arg('now', ARGV[1])
+  local action = ARGV[2]
+  if action ~= 'pause' and action ~= 'resume' then bad('action must be "pause" or "resume", got "' .. string.sub(tostring(action), 1, 40) .. '"') end
+  local task_type = ARGV[3] or ''
+  if task_type ~= '' then name_arg('type', task_type, TYPE_MAX_BYTES) end
+  local config = read_config_fields({ 'paused', 'pauses', 'wake' })
+  local pausing, changed = action == 'pause', 0
+  if task_type == '' then
+    if pausing and config.paused ~= '1' then
+      redis.call('HSET', K.config, 'paused', '1')
+      changed = 1
+    elseif not pausing and config.paused == '1' then
+      redis.call('HDEL', K.config, 'paused')
+      config.paused = nil
+      changed = 1
+    end
+  else
+    local types, found = {}, false
+    for name in string.gmatch(config.pauses or '', '[^,]+') do
+      if name == task_type then found = true
+      else types[#types + 1] = name end
+    end
+    if pausing and not found then
+      if #types >= PAUSED_TYPES_MAX then bad('at most ' .. PAUSED_TYPES_MAX .. ' task types may be paused at once') end
+      types[#types + 1] = task_type
+      changed = 1
+    elseif not pausing and found then
+      changed = 1
+    end
+    if changed == 1 then
+      table.sort(types)
+      if #types > 0 then redis.call('HSET', K.config, 'pauses', table.concat(types, ','))
+      else redis.call('HDEL', K.config, 'pauses') end
+    end
+  end
+  local wake_at = nil
+  if not pausing and config.paused ~= '1' and redis.call('ZCARD', K.ready) > 0 then
+    -- A wake-up sent while the work was paused found nothing to claim: it covers nothing now.
+    local wake = tonumber(config.wake)
+    if wake and wake <= now then config.wake = nil end
+    wake_at = need_wake(config, now, now, WAKE_HORIZON_MAX_MS)
+  end
+  return { changed, wake_at and fmt(wake_at) or '' }
+end)

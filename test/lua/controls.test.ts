@@ -1,0 +1,173 @@
+// The operator's controls (docs/design.md "Controls"): pause and resume, cancel, purge, find by
+// filter, and the per-minute history, each a bounded script call on a real redis-server, over both
+// stores.
+import { describe, expect, it } from "vitest";
+import { InvalidInputError } from "../../shared/errors.js";
+import { assertConsistent } from "../helpers/invariants.js";
+import { adapters, queueFixture } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+const MINUTE = 60_000;
+
+describe.each(adapters)("controls over $name", (adapter) => {
+  const { redis, fresh } = queueFixture(adapter);
+
+  it("a paused queue leases nothing and says so in its stats; a resume asks for a wake-up for its ready work", async () => {
+    const queue = await fresh();
+    await queue.enqueue(
+      [
+        { id: "a", type: "email" },
+        { id: "b", type: "email" },
+      ],
+      { now: NOW },
+    );
+    expect(await queue.pause({ now: NOW })).toBe(true);
+    expect(await queue.pause({ now: NOW }), "paused already").toBe(false);
+    expect(await queue.claim({ count: 10, now: NOW + 1 })).toEqual([]);
+    expect(await queue.stats({ now: NOW + 1 })).toMatchObject({ ready: 2, leased: 0, paused: true, pausedTypes: [] });
+    // An enqueue into a paused queue asks for no wake-up; the reclaimer's tick arranges none either.
+    expect((await queue.enqueueAndWake([{ id: "c", type: "email" }], { now: NOW + 2 })).wakeAtMs).toBeUndefined();
+    expect((await queue.tick({ now: NOW + 3, wakeHorizonMs: 70_000 })).paused).toBe(true);
+    expect(await queue.resume({ now: NOW + 4 })).toEqual({ changed: true, wakeAtMs: NOW + 4 });
+    expect((await queue.claim({ count: 10, now: NOW + 5 })).map((task) => task.id)).toEqual(["a", "b", "c"]);
+    expect((await queue.stats({ now: NOW + 5 })).paused).toBe(false);
+    await assertConsistent(redis, queue);
+  });
+
+  it("a paused type stays READY while the others are claimed, and comes back on resume", async () => {
+    const queue = await fresh();
+    await queue.enqueue(
+      [
+        { id: "r1", type: "resize", priority: -5 },
+        { id: "e1", type: "email" },
+        { id: "r2", type: "resize" },
+        { id: "e2", type: "email" },
+      ],
+      { now: NOW },
+    );
+    await queue.pause({ now: NOW, type: "resize" });
+    await queue.pause({ now: NOW, type: "audit" });
+    expect((await queue.stats({ now: NOW })).pausedTypes).toEqual(["audit", "resize"]);
+    expect((await queue.claim({ count: 10, now: NOW })).map((task) => task.id)).toEqual(["e1", "e2"]);
+    expect(await queue.resume({ now: NOW, type: "resize" })).toMatchObject({ changed: true });
+    expect((await queue.stats({ now: NOW })).pausedTypes).toEqual(["audit"]);
+    expect((await queue.claim({ count: 10, now: NOW })).map((task) => task.id)).toEqual(["r1", "r2"]);
+    await expect(queue.pause({ now: NOW, type: "bad type" })).rejects.toThrow(
+      /type must be 1-64 characters of A-Z a-z 0-9 _ \. -/,
+    );
+  });
+
+  it("an ordered queue stops at a task of a paused type", async () => {
+    const queue = await fresh({ ordered: true });
+    await queue.enqueue(
+      [
+        { id: "first", type: "resize" },
+        { id: "second", type: "email" },
+      ],
+      { now: NOW },
+    );
+    await queue.pause({ now: NOW, type: "resize" });
+    expect(await queue.claim({ count: 10, now: NOW })).toEqual([]);
+    await queue.resume({ now: NOW, type: "resize" });
+    expect((await queue.claim({ count: 10, now: NOW })).map((task) => task.id)).toEqual(["first", "second"]);
+  });
+
+  it("cancel ends READY, SCHEDULED and LEASED tasks FAILED; the revoked lease's settle is answered stale_token", async () => {
+    const queue = await fresh();
+    await queue.enqueue(
+      [
+        { id: "leased", type: "t", priority: -1 },
+        { id: "ready", type: "t" },
+        { id: "later", type: "t", delayMs: MINUTE },
+        { id: "finished", type: "t" },
+      ],
+      { now: NOW },
+    );
+    const [held] = await queue.claim({ count: 1, now: NOW });
+    expect(held.id).toBe("leased");
+    const results = await queue.cancel(["leased", "ready", "later", "nope", "ready"], { now: NOW + 10 });
+    expect(results.map((result) => result.status)).toEqual(["ok", "ok", "ok", "unknown_id", "already_failed"]);
+    expect(await queue.ack([held], { now: NOW + 20 })).toEqual([
+      { id: "leased", status: "stale_token", state: "failed" },
+    ]);
+    for (const id of ["leased", "ready", "later"]) {
+      expect(await queue.inspect(id)).toMatchObject({ state: "failed", lastError: "cancelled", atMs: NOW + 10 });
+    }
+    const [done] = await queue.claim({ count: 1, now: NOW + 30 });
+    await queue.ack([done], { now: NOW + 30 });
+    expect(await queue.cancel(["finished", "ready"], { now: NOW + 40 })).toEqual([
+      { id: "finished", status: "already_done" },
+      { id: "ready", status: "already_failed" },
+    ]);
+    // A cancelled task can be brought back.
+    expect(await queue.requeue(["leased"], { now: NOW + 50 })).toEqual([{ id: "leased", status: "ok" }]);
+    expect((await queue.claim({ count: 1, now: NOW + 60 }))[0].id).toBe("leased");
+    await assertConsistent(redis, queue);
+  });
+
+  it("find selects by type, error substring and age, bounded per call and resumable; purge deletes a state in batches", async () => {
+    const queue = await fresh({ defaultPolicy: { leaseMs: 1_000, maxAttempts: 1 } });
+    const tasks = Array.from({ length: 30 }, (_, i) => ({ id: `t${i}`, type: i % 3 === 0 ? "resize" : "email" }));
+    await queue.enqueue(tasks, { now: NOW });
+    const claimed = await queue.claim({ count: 30, now: NOW });
+    await queue.settle(
+      claimed.map((task, i) => ({
+        id: task.id,
+        token: task.token,
+        outcome: "fail" as const,
+        error: i % 2 === 0 ? "SMTP 550 mailbox unavailable" : "timeout",
+      })),
+      { now: NOW },
+    );
+    const all = [];
+    let cursor: number | undefined = 0;
+    let calls = 0;
+    while (cursor !== undefined) {
+      const page = await queue.find("failed", { type: "email", error: "SMTP 550", cursor, scan: 7 });
+      all.push(...page.tasks);
+      cursor = page.next;
+      calls++;
+    }
+    expect(calls).toBe(5);
+    const expected = claimed.filter((task, i) => i % 2 === 0 && task.type === "email").map((task) => task.id);
+    expect(all.map((task) => task.id).sort()).toEqual(expected.sort());
+    expect(all.every((task) => task.lastError.includes("SMTP 550"))).toBe(true);
+    const old = await queue.find("failed", { olderThanMs: 5 * MINUTE, now: NOW + 10 * MINUTE });
+    expect(old.tasks).toHaveLength(30);
+    expect((await queue.find("failed", { olderThanMs: 5 * MINUTE, now: NOW + MINUTE })).tasks).toHaveLength(0);
+    await expect(queue.find("ready", { olderThanMs: 1, now: NOW })).rejects.toBeInstanceOf(InvalidInputError);
+
+    expect(await queue.purge("failed", { limit: 12 })).toBe(12);
+    expect(await queue.purge("failed", { limit: 12 })).toBe(12);
+    expect(await queue.purge("failed", { limit: 12 })).toBe(6);
+    expect(await queue.purge("failed")).toBe(0);
+    expect(await queue.stats({ now: NOW })).toMatchObject({ failed: 0, ready: 0, leased: 0 });
+    await expect(queue.purge("leased" as never)).rejects.toThrow(/purge: state must be one of/);
+    await assertConsistent(redis, queue);
+  });
+
+  it("history counts DONE and FAILED per minute over the last hour", async () => {
+    const queue = await fresh({ defaultPolicy: { leaseMs: 60_000, maxAttempts: 1 } });
+    const start = Math.floor(NOW / MINUTE) * MINUTE;
+    await queue.enqueue(
+      Array.from({ length: 6 }, (_, i) => ({ id: `h${i}`, type: "t" })),
+      { now: start },
+    );
+    const claimed = await queue.claim({ count: 6, now: start });
+    // 3 done in the first minute, 1 done and 2 failed two minutes later.
+    await queue.ack(claimed.slice(0, 3), { now: start + 5_000 });
+    await queue.ack(claimed.slice(3, 4), { now: start + 2 * MINUTE + 1 });
+    await queue.settle(
+      claimed.slice(4).map((task) => ({ id: task.id, token: task.token, outcome: "fail" as const, error: "x" })),
+      { now: start + 2 * MINUTE + 59_999 },
+    );
+    const history = await queue.history({ now: start + 2 * MINUTE + 59_999, minutes: 60 });
+    expect(history.startMs).toBe(start + 2 * MINUTE - 59 * MINUTE);
+    expect(history.bucketMs).toBe(MINUTE);
+    expect(history.done).toHaveLength(60);
+    expect(history.done.slice(-3)).toEqual([3, 0, 1]);
+    expect(history.failed.slice(-3)).toEqual([0, 0, 2]);
+    expect(history.done.slice(0, -3).every((n) => n === 0)).toBe(true);
+    await expect(queue.history({ now: NOW, minutes: 241 })).rejects.toThrow(/minutes must be an integer from 1 to 240/);
+  });
+});
