@@ -18,7 +18,7 @@ export {
   StoreError,
 } from "./errors.js";
 export { type QueueKeys, queueKeys } from "./keys.js";
-export { Queue, type QueueOptions } from "./queue.js";
+export { listQueues, Queue, type QueueOptions } from "./queue.js";
 export type { LuaScript, Store } from "./store.js";
 export type { RetryPolicy } from "./stores/retry.js";
 export { TcpStore } from "./stores/tcp.js";

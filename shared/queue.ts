@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { DEFAULTS, LIMITS, WAKE } from "./config.js";
+import { DEFAULTS, LIMITS, NAME_PATTERN, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
 import { buildBody, parseBody } from "./records.js";
@@ -619,3 +619,28 @@ function parseStats(reply: unknown[], offset: number): QueueStats {
     pausedTypes: String(reply[offset + 10] ?? "") === "" ? [] : String(reply[offset + 10]).split(","),
   };
 }
+
+/**
+ * The names of the leaseq queues on the store's server (their config keys), sorted: SCAN, so for
+ * operators, not for a hot path. Needs a store with `scanKeys` (both stores have it).
+ */
+export async function listQueues(store: Store, options: { keyPrefix?: string } = {}): Promise<string[]> {
+  if (!store.scanKeys) throw new InvalidInputError("listQueues: this store cannot SCAN (no scanKeys)");
+  const prefix = options.keyPrefix ?? "leaseq";
+  const suffix = queueKeys("q", prefix).config.slice(`${prefix}:{q}`.length);
+  const names = new Set<string>();
+  let cursor = "0";
+  do {
+    const [next, keys] = await store.scanKeys(cursor, `${prefix}:{*}${suffix}`, 1000);
+    for (const key of keys) {
+      const name = key.slice(prefix.length + 2, key.length - suffix.length - 1);
+      // A key that only looks like one (a name leaseq would refuse) is not a queue of leaseq's.
+      if (key.endsWith(`}${suffix}`) && NAME_PATTERN.test(name) && name.length <= LIMITS.queueNameMaxBytes) {
+        names.add(name);
+      }
+    }
+    cursor = next;
+  } while (cursor !== "0");
+  return [...names].sort();
+}
+

@@ -21,6 +21,11 @@ export interface Store {
   evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   /** Closes connections the store opened. */
   close(): Promise<void>;
+  /**
+   * One SCAN step over the keys matching `match` (for operators: `listQueues`), `cursor` "0" to
+   * start; resolves to the next cursor ("0" at the end) and the keys found. Both stores have it.
+   */
+  scanKeys?(cursor: string, match: string, count: number): Promise<[string, string[]]>;
 }
 
 export function luaScript(

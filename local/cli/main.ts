@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { controlCommands } from "./control.js";
 import { dlqCommands } from "./dlq.js";
 import { enqueueCommand } from "./enqueue.js";
 import { exitCodeOf, redact } from "./errors.js";
@@ -30,6 +31,7 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
   enqueueCommand(program);
   readCommands(program);
   writeCommands(program);
+  controlCommands(program);
   watchCommand(program);
   dlqCommands(program);
   // Listed for --help; main() hands `leaseq dev ...` to the local stack's own parser before commander.

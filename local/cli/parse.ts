@@ -28,3 +28,11 @@ export function duration(ms: number): string {
   if (ms < 86_400_000) return `${(ms / 3_600_000).toFixed(1)} h`;
   return `${(ms / 86_400_000).toFixed(1)} d`;
 }
+
+/** A commander argument parser for a duration: 500ms, 90s, 15m, 2h, 7d (or plain ms); returns ms. */
+export function durationArg(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+  if (!match) throw new InvalidArgumentError("expected a duration such as 500ms, 90s, 15m, 2h or 7d.");
+  return Math.round(Number(match[1]) * unit[(match[2] ?? "ms") as keyof typeof unit]);
+}

@@ -1,9 +1,10 @@
 import { Argument, type Command } from "commander";
 import { LIMITS } from "../../shared/config.js";
-import type { QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
+import type { Queue } from "../../shared/queue.js";
+import type { ListedTask, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
-import { duration, integer } from "./parse.js";
+import { duration, durationArg, integer } from "./parse.js";
 
 const STATES: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
 
@@ -23,6 +24,8 @@ export function formatStats(stats: QueueStats): string {
     ...(stats.corrupt > 0
       ? [row("corrupt", stats.corrupt, "   records that cannot be read: leaseq list corrupt, then repair or delete")]
       : []),
+    ...(stats.paused ? ["PAUSED    the queue leases nothing until leaseq resume"] : []),
+    ...(stats.pausedTypes.length > 0 ? [`paused types: ${stats.pausedTypes.join(", ")} (leaseq resume --type)`] : []),
   ].join("\n");
 }
 
@@ -83,13 +86,27 @@ export function readCommands(program: Command): void {
 
   program
     .command("list")
-    .description("list the tasks in one state, in that state's order")
+    .description("list the tasks in one state, in that state's order (failed and corrupt ones with their error)")
     .addArgument(new Argument("<state>", "task state").choices(STATES))
     .option("--limit <n>", "most tasks to show", integer(1, LIMITS.batchMax), 100)
     .option("--offset <n>", "tasks to skip first", integer(0, 1_000_000_000), 0)
+    .option("--type <type>", "only tasks of this type")
+    .option("--error <substring>", "only tasks whose last error contains this")
+    .option(
+      "--older-than <duration>",
+      "only tasks due, finished or set aside longer ago than this (e.g. 2h, 7d)",
+      durationArg,
+    )
     .option("--json", "print the tasks as a JSON array")
-    .action(async (state: TaskState, options: { limit: number; offset: number; json?: boolean }, command: Command) => {
-      const tasks = await withQueue(command, (queue) => queue.list(state, options));
+    .addHelpText(
+      "after",
+      "\nExamples:\n  leaseq --queue emails list failed --error SMTP --older-than 1h\n  leaseq --queue emails list ready --type resize-image --limit 20",
+    )
+    .action(async (state: TaskState, options: ListOptions, command: Command) => {
+      const filtered = options.type !== undefined || options.error !== undefined || options.olderThan !== undefined;
+      const tasks = await withQueue(command, (queue) =>
+        filtered ? findAll(queue, state, options, options.limit) : queue.list(state, options),
+      );
       if (options.json) {
         console.log(JSON.stringify(tasks));
         return;
@@ -101,9 +118,55 @@ export function readCommands(program: Command): void {
             ? `priority ${Math.floor(task.score / 2 ** 42) + LIMITS.priorityMin}`
             : `${AT_LABEL[state]} ${new Date(task.score).toISOString()}`;
         if (state === "corrupt") console.log(`${task.id}  ${when}  ${task.lastError}`);
-        else console.log(`${task.id}  ${task.type}  attempts ${task.attempts}  ${when}`);
+        else {
+          const error = task.lastError ? `  error: ${task.lastError.replace(/\s+/g, " ").slice(0, 200)}` : "";
+          console.log(`${task.id}  ${task.type}  attempts ${task.attempts}  ${when}${error}`);
+        }
       }
       if (tasks.length === 0)
-        console.error(`no ${state} tasks${options.offset > 0 ? ` after offset ${options.offset}` : ""}`);
+        console.error(
+          `no ${filtered ? "matching " : ""}${state} tasks${options.offset > 0 ? ` after offset ${options.offset}` : ""}`,
+        );
     });
+}
+
+interface ListOptions extends FilterOptions {
+  limit: number;
+  offset: number;
+  json?: boolean;
+}
+
+/** The filter flags of list, requeue and delete. */
+export interface FilterOptions {
+  type?: string;
+  error?: string;
+  olderThan?: number;
+  offset?: number;
+}
+
+/**
+ * The tasks of `state` matching the filter flags, from `offset` on, up to `most`: `find` calls of
+ * 1000 tasks read each, so no call is unbounded whatever the queue holds.
+ */
+export async function findAll(
+  queue: Queue,
+  state: TaskState,
+  options: FilterOptions,
+  most: number,
+): Promise<ListedTask[]> {
+  const found: ListedTask[] = [];
+  let cursor: number | undefined = options.offset ?? 0;
+  const now = Date.now();
+  while (cursor !== undefined && found.length < most) {
+    const page = await queue.find(state, {
+      type: options.type,
+      error: options.error,
+      olderThanMs: options.olderThan,
+      now,
+      cursor,
+    });
+    found.push(...page.tasks);
+    cursor = page.next;
+  }
+  return found.slice(0, most);
 }

@@ -1,9 +1,10 @@
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { DEFAULTS, LIMITS } from "../../shared/config.js";
 import type { Queue } from "../../shared/queue.js";
+import type { TaskState } from "../../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError, UsageError } from "./errors.js";
-import { duration, integer } from "./parse.js";
+import { duration, durationArg, integer } from "./parse.js";
 
 /** Runs `call` over `ids` in batches the scripts take. */
 async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[]>): Promise<T[]> {
@@ -35,6 +36,86 @@ function report(
   }
 }
 
+const DELETABLE = ["ready", "scheduled", "done", "failed", "corrupt"] as const;
+type Deletable = (typeof DELETABLE)[number];
+
+interface FilterFlags {
+  type?: string;
+  error?: string;
+  olderThan?: number;
+  dryRun?: boolean;
+}
+
+function hasFilter(options: FilterFlags): boolean {
+  return options.type !== undefined || options.error !== undefined || options.olderThan !== undefined;
+}
+
+/**
+ * Applies `change` to the tasks of `state` matching the filters, page by page (each `find` reads at
+ * most 1000 tasks, each change takes at most 1000 ids), so no call is unbounded. A run stopped
+ * half-way is resumed by running it again: what it changed left the state. With `dryRun`, only
+ * the matching tasks are collected.
+ */
+async function byFilter(
+  queue: Queue,
+  state: TaskState,
+  options: FilterFlags,
+  change: (ids: string[]) => Promise<Array<{ id: string; status: string }>>,
+): Promise<{ matched: string[]; changed: string[]; refused: Array<{ id: string; status: string }> }> {
+  const outcome = {
+    matched: [] as string[],
+    changed: [] as string[],
+    refused: [] as Array<{ id: string; status: string }>,
+  };
+  const now = Date.now();
+  let cursor: number | undefined = 0;
+  while (cursor !== undefined) {
+    const page = await queue.find(state, {
+      type: options.type,
+      error: options.error,
+      olderThanMs: options.olderThan,
+      now,
+      cursor,
+    });
+    const ids = page.tasks.map((task) => task.id);
+    outcome.matched.push(...ids);
+    let left = 0;
+    if (!options.dryRun && ids.length > 0) {
+      for (const result of await change(ids)) {
+        if (result.status === "ok") outcome.changed.push(result.id);
+        else outcome.refused.push(result);
+        // Changed, or gone meanwhile: either way no longer in the state.
+        if (result.status === "ok" || result.status === "unknown_id") left++;
+      }
+    }
+    // The tasks that left the state: the next page starts that much sooner.
+    cursor = page.next === undefined ? undefined : page.next - left;
+  }
+  return outcome;
+}
+
+function reportFiltered(
+  command: Command,
+  verb: string,
+  past: string,
+  state: TaskState,
+  outcome: { matched: string[]; changed: string[]; refused: Array<{ id: string; status: string }> },
+  dryRun: boolean | undefined,
+): void {
+  const n = (count: number) => `${count} ${state} task${count === 1 ? "" : "s"}`;
+  if (dryRun) {
+    console.log(
+      `would ${verb} ${n(outcome.matched.length)} of queue "${queueName(command)}"${outcome.matched.length > 0 ? `: ${outcome.matched.join(", ")}` : ""}`,
+    );
+    return;
+  }
+  console.log(`${past} ${n(outcome.changed.length)} of queue "${queueName(command)}"`);
+  if (outcome.refused.length > 0) {
+    const list = outcome.refused.map((result) => `${result.id} (${result.status})`).join(", ");
+    throw new OperationError(`${verb}: not ${past} (changed meanwhile): ${list}`);
+  }
+}
+
 /** Registers `requeue`, `repair`, `delete`, `delete-queue` and `trim`: the commands that change tasks. */
 export function writeCommands(program: Command): void {
   program
@@ -42,9 +123,29 @@ export function writeCommands(program: Command): void {
     .description("send FAILED tasks back to READY with their original rank and fresh attempts")
     .argument("[ids...]", "ids of failed tasks")
     .option("--all-failed", "requeue every task that is FAILED when the command starts")
-    .action(async (ids: string[], options: { allFailed?: boolean }, command: Command) => {
-      if (options.allFailed && ids.length > 0) throw new UsageError("requeue: give task ids or --all-failed, not both");
-      if (!options.allFailed && ids.length === 0) throw new UsageError("requeue: give task ids or --all-failed");
+    .option("--type <type>", "requeue the failed tasks of this type")
+    .option("--error <substring>", "requeue the failed tasks whose last error contains this")
+    .option("--older-than <duration>", "requeue the tasks that failed longer ago than this (e.g. 2h)", durationArg)
+    .option("--dry-run", "print what would be requeued, and change nothing")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  leaseq --queue emails requeue welcome-42 welcome-43\n  leaseq --queue emails requeue --error 'SMTP 4' --older-than 10m --dry-run\n  leaseq --queue emails requeue --all-failed",
+    )
+    .action(async (ids: string[], options: FilterFlags & { allFailed?: boolean }, command: Command) => {
+      const filtered = hasFilter(options);
+      const ways = [ids.length > 0, options.allFailed === true, filtered].filter(Boolean).length;
+      if (ways !== 1)
+        throw new UsageError(
+          "requeue: give task ids, --all-failed, or filters (--type, --error, --older-than): one of them",
+        );
+      if (options.dryRun && !filtered) throw new UsageError("requeue: --dry-run goes with the filters");
+      if (filtered) {
+        const outcome = await withQueue(command, (queue) =>
+          byFilter(queue, "failed", options, (batch) => queue.requeue(batch, { now: Date.now() })),
+        );
+        reportFiltered(command, "requeue", "requeued", "failed", outcome, options.dryRun);
+        return;
+      }
       if (options.allFailed) {
         const count = await withQueue(command, requeueAllFailed);
         console.log(`requeued ${count} failed task${count === 1 ? "" : "s"}`);
@@ -75,14 +176,48 @@ export function writeCommands(program: Command): void {
 
   program
     .command("delete")
-    .description("delete tasks by id, records included (READY, SCHEDULED, DONE, FAILED or corrupt; not LEASED)")
-    .argument("<ids...>", "task ids")
-    .action(async (ids: string[], _options: unknown, command: Command) => {
-      const results = await withQueue(command, (queue) => inBatches(ids, (batch) => queue.delete(batch)));
-      report(command, { name: "delete", past: "deleted" }, results, {
-        unknown_id: "no such task",
-        leased: "LEASED: a worker is running it; delete it once its lease ends",
-      });
+    .description(
+      "delete tasks by id or by filter, records included (READY, SCHEDULED, DONE, FAILED or corrupt; not LEASED)",
+    )
+    .argument("[ids...]", "task ids")
+    .addOption(
+      new Option("--state <state>", "delete the tasks of this state that match the filters").choices([...DELETABLE]),
+    )
+    .option("--type <type>", "with --state: only tasks of this type")
+    .option("--error <substring>", "with --state: only tasks whose last error contains this")
+    .option(
+      "--older-than <duration>",
+      "with --state: only tasks due, finished or set aside longer ago than this",
+      durationArg,
+    )
+    .option("--dry-run", "with --state: print what would be deleted, and change nothing")
+    .option("--yes", "with --state: confirm (without it, a dry run)")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  leaseq --queue emails delete welcome-42\n  leaseq --queue emails delete --state scheduled --type reminder --dry-run\n  leaseq --queue emails delete --state failed --older-than 3d --yes",
+    )
+    .action(async (ids: string[], options: FilterFlags & { state?: Deletable; yes?: boolean }, command: Command) => {
+      if (options.state === undefined) {
+        if (hasFilter(options) || options.dryRun || options.yes) {
+          throw new UsageError("delete: --type, --error, --older-than, --dry-run and --yes go with --state");
+        }
+        if (ids.length === 0) throw new UsageError("delete: give task ids, or --state with filters");
+        const results = await withQueue(command, (queue) => inBatches(ids, (batch) => queue.delete(batch)));
+        report(command, { name: "delete", past: "deleted" }, results, {
+          unknown_id: "no such task",
+          leased: "LEASED: a worker is running it; delete it once its lease ends",
+        });
+        return;
+      }
+      if (ids.length > 0) throw new UsageError("delete: give task ids or --state, not both");
+      const state = options.state;
+      const dryRun = options.dryRun === true || options.yes !== true;
+      const outcome = await withQueue(command, (queue) =>
+        byFilter(queue, state, { ...options, dryRun }, (batch) => queue.delete(batch)),
+      );
+      reportFiltered(command, "delete", "deleted", state, outcome, dryRun);
+      if (dryRun && options.dryRun !== true && outcome.matched.length > 0)
+        console.log("run it again with --yes to delete them");
     });
 
   program

@@ -47,6 +47,15 @@ export class TcpStore implements Store {
     return new TcpStore(client, options.retry ?? DEFAULT_RETRY, false);
   }
 
+  /** SCAN on the server (on a Cluster: on each master in turn; the cursor carries which). */
+  async scanKeys(cursor: string, match: string, count: number): Promise<[string, string[]]> {
+    const nodes = "nodes" in this.client ? this.client.nodes("master") : [this.client];
+    const [node, at] = cursor.includes(":") ? cursor.split(":").map(Number) : [0, Number(cursor)];
+    const [next, keys] = await nodes[node].scan(at, "MATCH", match, "COUNT", count);
+    if (next !== "0") return [node === 0 && nodes.length === 1 ? next : `${node}:${next}`, keys];
+    return [node + 1 < nodes.length ? `${node + 1}:0` : "0", keys];
+  }
+
   async evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     return withRetry(
       script,

@@ -82,6 +82,16 @@ export class UpstashStore implements Store {
     });
   }
 
+  /** One SCAN step through the REST API. */
+  async scanKeys(cursor: string, match: string, count: number): Promise<[string, string[]]> {
+    try {
+      const [next, keys] = await this.redis.scan(cursor, { match, count });
+      return [String(next), keys.map(String)];
+    } catch (error) {
+      throw translate("scan", error, [this.token], this.timeoutMs);
+    }
+  }
+
   /** Runs the script by SHA, then by body on NOSCRIPT; throws RedisReplyError or StoreError, scrubbed. */
   async evalScript(unflagged: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     const script = upstashScript(unflagged);

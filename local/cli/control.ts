@@ -1,0 +1,124 @@
+import { Argument, type Command } from "commander";
+import { LIMITS } from "../../shared/config.js";
+import { listQueues, Queue } from "../../shared/queue.js";
+import { openStore, queueName, withQueue } from "./connect.js";
+import { OperationError, UsageError } from "./errors.js";
+import { formatStats } from "./read.js";
+
+const PURGEABLE = ["ready", "scheduled", "done", "failed", "corrupt"] as const;
+
+/** Registers `pause`, `resume`, `cancel`, `purge` and `queues`: the operator's controls. */
+export function controlCommands(program: Command): void {
+  for (const action of ["pause", "resume"] as const) {
+    program
+      .command(action)
+      .description(
+        action === "pause"
+          ? "pause the queue (claims lease nothing; the reclaimer still reclaims, promotes and trims) or one task type"
+          : "resume what pause paused: the queue, or one task type",
+      )
+      .option("--type <type>", `${action} only this task type`)
+      .addHelpText(
+        "after",
+        `\nExamples:\n  leaseq --queue emails ${action}\n  leaseq --queue emails ${action} --type resize-image`,
+      )
+      .action(async (options: { type?: string }, command: Command) => {
+        const what = options.type
+          ? `task type "${options.type}" of queue "${queueName(command)}"`
+          : `queue "${queueName(command)}"`;
+        const changed = await withQueue(command, async (queue) =>
+          action === "pause"
+            ? queue.pause({ now: Date.now(), type: options.type })
+            : (await queue.resume({ now: Date.now(), type: options.type })).changed,
+        );
+        const past = action === "pause" ? "paused" : "resumed";
+        console.log(
+          changed ? `${past} ${what}` : `${what} was ${action === "pause" ? "paused" : "not paused"} already`,
+        );
+        if (action === "resume" && changed) {
+          console.log("its ready tasks start at the next wake-up or reclaimer run (within a minute)");
+        }
+      });
+  }
+
+  program
+    .command("cancel")
+    .description(
+      'stop tasks from running (again): READY, SCHEDULED or LEASED ones end FAILED "cancelled", a lease revoked',
+    )
+    .argument("<ids...>", "task ids")
+    .addHelpText(
+      "after",
+      "\nA worker still running a cancelled task is answered stale_token when it settles.\nExample:\n  leaseq --queue emails cancel welcome-42",
+    )
+    .action(async (ids: string[], _options: unknown, command: Command) => {
+      const results = await withQueue(command, async (queue) => {
+        const all = [];
+        for (let start = 0; start < ids.length; start += LIMITS.batchMax) {
+          all.push(...(await queue.cancel(ids.slice(start, start + LIMITS.batchMax), { now: Date.now() })));
+        }
+        return all;
+      });
+      const cancelled = results.filter((result) => result.status === "ok");
+      if (cancelled.length > 0) console.log(`cancelled ${cancelled.map((result) => result.id).join(", ")} (FAILED)`);
+      const why: Record<string, string> = {
+        unknown_id: "no such task",
+        already_done: "DONE already",
+        already_failed: "FAILED already",
+        corrupt: "its record cannot be read: set aside, see leaseq list corrupt",
+      };
+      const refused = results.filter((result) => result.status !== "ok");
+      if (refused.length > 0) {
+        const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
+        throw new OperationError(`cancel: not cancelled in queue "${queueName(command)}": ${list}`);
+      }
+    });
+
+  program
+    .command("purge")
+    .description("delete every task in one state, records included, in batches of 1000 (not LEASED: cancel those)")
+    .addArgument(new Argument("<state>", "task state").choices([...PURGEABLE]))
+    .option("--yes", "confirm: without it nothing is deleted, and the count is shown")
+    .addHelpText("after", "\nExample:\n  leaseq --queue emails purge done --yes")
+    .action(async (state: (typeof PURGEABLE)[number], options: { yes?: boolean }, command: Command) => {
+      const name = queueName(command);
+      if (!options.yes) {
+        const stats = await withQueue(command, (queue) => queue.stats({ now: Date.now() }));
+        throw new UsageError(
+          `purge ${state} would delete the ${stats[state]} ${state} task${stats[state] === 1 ? "" : "s"} of queue "${name}" and cannot be undone; run it again with --yes`,
+        );
+      }
+      const deleted = await withQueue(command, async (queue) => {
+        let total = 0;
+        for (;;) {
+          const batch = await queue.purge(state);
+          total += batch;
+          if (batch === 0) return total;
+        }
+      });
+      console.log(`purged ${deleted} ${state} task${deleted === 1 ? "" : "s"} of queue "${name}"`);
+    });
+
+  program
+    .command("queues")
+    .description("list the leaseq queues on this Redis with their counts (SCAN: for operators)")
+    .option("--json", "print [{queue, ready, scheduled, ...}] as JSON")
+    .action(async (options: { json?: boolean }) => {
+      const { store, where } = await openStore();
+      try {
+        const names = await listQueues(store);
+        const rows = [];
+        for (const name of names)
+          rows.push({ queue: name, ...(await new Queue(store, { name }).stats({ now: Date.now() })) });
+        if (options.json) {
+          console.log(JSON.stringify(rows));
+          return;
+        }
+        if (rows.length === 0) console.error(`no leaseq queues on ${where}`);
+        for (const row of rows)
+          console.log(`queue "${row.queue}"${row.paused ? " (paused)" : ""}\n${formatStats(row)}\n`);
+      } finally {
+        await store.close();
+      }
+    });
+}
