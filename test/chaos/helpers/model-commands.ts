@@ -1,4 +1,5 @@
-// The commands of the model-based suite (model.test.ts): each runs one operation against the real
+// The commands of the model-based suite (model.test.ts), the operator's controls (pause, resume,
+// cancel, delete, requeue by filter) among them: each runs one operation against the real
 // queue and the pure model (helpers/model.ts), compares the replies, then the whole Redis state.
 import fc from "fast-check";
 import type { Redis } from "ioredis";
@@ -76,6 +77,11 @@ async function compareState(world: World, real: Real): Promise<void> {
   expect(Number((await redis.get(queue.keys.seq)) ?? 0)).toBe(world.model.seq);
   const hold = await redis.hget(queue.keys.config, "hold");
   expect(hold === null ? undefined : Number(hold), "hold").toBe(world.model.hold);
+  const stats = await queue.stats({ now: world.now });
+  expect({ paused: stats.paused, pausedTypes: stats.pausedTypes }, "paused").toEqual({
+    paused: world.model.paused,
+    pausedTypes: [...world.model.pausedTypes].sort(),
+  });
   for (const lease of world.held) expect(lease.token).toMatch(/^\d+\.\d+$/);
 }
 
@@ -296,6 +302,100 @@ class Requeue extends Step {
   }
 }
 
+class Pause extends Step {
+  constructor(
+    readonly action: "pause" | "resume",
+    readonly type: string | undefined,
+    skewMs: number,
+  ) {
+    super(skewMs);
+  }
+  async run(world: World, real: Real) {
+    count(this.action);
+    const now = this.at(world);
+    const options = { now, type: this.type };
+    const changed =
+      this.action === "pause" ? await real.queue.pause(options) : (await real.queue.resume(options)).changed;
+    expect(changed).toBe(world.model.pause(this.action, this.type));
+    await compareState(world, real);
+  }
+  toString() {
+    return `${this.action}(${this.type ?? "queue"}, skew ${this.skewMs})`;
+  }
+}
+
+class Cancel extends Step {
+  constructor(
+    readonly ids: string[],
+    skewMs: number,
+  ) {
+    super(skewMs);
+  }
+  async run(world: World, real: Real) {
+    count("cancel");
+    const now = this.at(world);
+    const got = await real.queue.cancel(this.ids, { now });
+    expect(got.map(({ status }) => ({ status }))).toEqual(world.model.cancel(this.ids, now));
+    // A cancelled lease is revoked: its holder's token is dead (its settle answers stale_token).
+    for (const lease of world.held.filter((l) => this.ids.includes(l.id))) {
+      world.held.splice(world.held.indexOf(lease), 1);
+      world.retired.push(lease);
+    }
+    await compareState(world, real);
+  }
+  toString() {
+    return `cancel(${this.ids.join(", ")}, skew ${this.skewMs})`;
+  }
+}
+
+class Delete implements Command {
+  constructor(readonly ids: string[]) {}
+  check() {
+    return true;
+  }
+  async run(world: World, real: Real) {
+    count("delete");
+    const got = await real.queue.delete(this.ids);
+    expect(got.map(({ status }) => ({ status }))).toEqual(world.model.delete(this.ids));
+    await compareState(world, real);
+  }
+  toString() {
+    return `delete(${this.ids.join(", ")})`;
+  }
+}
+
+/** What an operator's `requeue --type --error` does: find the matching FAILED tasks, requeue them. */
+class RequeueByFilter extends Step {
+  constructor(
+    readonly type: string | undefined,
+    readonly error: string | undefined,
+    readonly scan: number,
+    skewMs: number,
+  ) {
+    super(skewMs);
+  }
+  async run(world: World, real: Real) {
+    count("requeue-by-filter");
+    const now = this.at(world);
+    const found: string[] = [];
+    let cursor: number | undefined = 0;
+    while (cursor !== undefined) {
+      const page = await real.queue.find("failed", { type: this.type, error: this.error, cursor, scan: this.scan });
+      found.push(...page.tasks.map((task) => task.id));
+      cursor = page.next;
+    }
+    expect([...found].sort()).toEqual(world.model.failedMatching(this.type, this.error));
+    if (found.length > 0) {
+      const got = await real.queue.requeue(found, { now });
+      expect(got.map(({ status }) => ({ status }))).toEqual(world.model.requeue(found, now));
+    }
+    await compareState(world, real);
+  }
+  toString() {
+    return `requeueByFilter(${this.type ?? "any type"}, ${JSON.stringify(this.error)}, scan ${this.scan}, skew ${this.skewMs})`;
+  }
+}
+
 class Trim extends Step {
   async run(world: World, real: Real) {
     count("trim");
@@ -422,4 +522,20 @@ export const commandsFor = (ordered: boolean) => [
   fc.integer({ min: 1, max: 4_000 }).map((ms) => new AdvanceTime(ms)),
   fc.nat(WORKERS - 1).map((w) => new CrashWorker(w)),
   fc.tuple(fc.nat(), skew).map(([p, s]) => new StaleAck(p, s)),
+  // The operator's controls (docs/design.md "Controls").
+  fc
+    .tuple(fc.constantFrom("pause" as const, "resume" as const), fc.constantFrom(undefined, "a", "b"), skew)
+    .map(([action, type, s]) => new Pause(action, type, s)),
+  fc
+    .tuple(fc.array(fc.constantFrom(...IDS), { minLength: 1, maxLength: 3 }), skew)
+    .map(([ids, s]) => new Cancel(ids, s)),
+  fc.array(fc.constantFrom(...IDS), { minLength: 1, maxLength: 2 }).map((ids) => new Delete(ids)),
+  fc
+    .tuple(
+      fc.constantFrom(undefined, "a", "c"),
+      fc.constantFrom(undefined, "poison", "cancel", "expired", "e"),
+      fc.integer({ min: 1, max: 4 }),
+      skew,
+    )
+    .map(([type, error, scan, s]) => new RequeueByFilter(type, error, scan, s)),
 ];

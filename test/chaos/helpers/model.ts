@@ -28,6 +28,10 @@ export class QueueModel {
   seq = 0;
   /** Ordered queues: no claim before this time (ms), set by a retry. The model ignores the key's expiry. */
   hold: number | undefined;
+  /** The queue is paused: claims lease nothing. */
+  paused = false;
+  /** Task types paused on their own: their tasks stay READY (an ordered queue stops at one). */
+  readonly pausedTypes = new Set<string>();
 
   constructor(readonly options: ModelOptions) {}
 
@@ -62,6 +66,7 @@ export class QueueModel {
 
   /** Promotes due scheduled tasks, then leases the `count` lowest ranks (unless an ordered queue's gate is closed). */
   claim(count: number, now: number) {
+    if (this.paused) return [];
     for (const task of this.tasks.values()) {
       if (task.state === "S" && task.at <= now) {
         task.state = "R";
@@ -72,7 +77,13 @@ export class QueueModel {
       if ([...this.tasks.values()].some((task) => task.state === "L")) return [];
       if (this.hold !== undefined && this.hold > now) return [];
     }
-    const ready = [...this.tasks].filter(([, t]) => t.state === "R").sort(([, a], [, b]) => a.rank - b.rank);
+    let ready = [...this.tasks].filter(([, t]) => t.state === "R").sort(([, a], [, b]) => a.rank - b.rank);
+    if (this.options.ordered) {
+      const blocked = ready.findIndex(([, task]) => this.pausedTypes.has(task.type));
+      if (blocked >= 0) ready = ready.slice(0, blocked);
+    } else {
+      ready = ready.filter(([, task]) => !this.pausedTypes.has(task.type));
+    }
     let batch = ready.slice(0, count);
     // A reclaimed task goes alone: the batch is just it when it comes first, else cut before it.
     const firstSolo = batch.findIndex(([, task]) => task.flags === "s");
@@ -191,6 +202,60 @@ export class QueueModel {
       task.attempts = 0;
       return { status: STATUS.ok };
     });
+  }
+
+  /** Pause or resume the queue (`type` undefined) or one type; whether it changed anything. */
+  pause(action: "pause" | "resume", type: string | undefined): boolean {
+    if (type === undefined) {
+      const changed = this.paused !== (action === "pause");
+      this.paused = action === "pause";
+      return changed;
+    }
+    const changed = this.pausedTypes.has(type) !== (action === "pause");
+    if (action === "pause") this.pausedTypes.add(type);
+    else this.pausedTypes.delete(type);
+    return changed;
+  }
+
+  /** READY, SCHEDULED and LEASED tasks end FAILED "cancelled", the lease revoked. */
+  cancel(ids: string[], now: number) {
+    const seen = new Set<string>();
+    return ids.map((id) => {
+      const task = this.tasks.get(id);
+      if (!task) return { status: STATUS.unknown };
+      if (task.state === "D") return { status: STATUS.done };
+      if (task.state === "F" || seen.has(id)) return { status: "already_failed" };
+      seen.add(id);
+      task.state = "F";
+      task.claims++;
+      task.at = now;
+      task.flags = "";
+      task.error = "cancelled";
+      return { status: STATUS.ok };
+    });
+  }
+
+  /** Deletes tasks, records included; a LEASED one is refused. An id named twice answers twice alike. */
+  delete(ids: string[]) {
+    const results = ids.map((id) => {
+      const task = this.tasks.get(id);
+      if (!task) return { status: STATUS.unknown };
+      if (task.state === "L") return { status: "leased" };
+      return { status: STATUS.ok };
+    });
+    ids.forEach((id, i) => {
+      if (results[i].status === STATUS.ok) this.tasks.delete(id);
+    });
+    return results;
+  }
+
+  /** The FAILED tasks of `type` whose error contains `error` (either may be undefined), by id. */
+  failedMatching(type: string | undefined, error: string | undefined): string[] {
+    return [...this.tasks]
+      .filter(([, task]) => task.state === "F" && (type === undefined || task.type === type))
+      .filter(([, task]) => error === undefined || task.error.includes(error))
+      .map(([id]) => id)
+      .sort();
   }
 
   /** Deletes DONE/FAILED tasks finished before now - retention. */
