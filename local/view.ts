@@ -39,6 +39,8 @@ export function renderView(view: ViewSnapshot): Frame {
     count("leased", stats.leased),
     count("done", stats.done),
     count("failed", stats.failed),
+    ...(stats.paused ? ["  PAUSED    claims lease nothing until leaseq resume"] : []),
+    ...(stats.pausedTypes?.length ? [`  paused types: ${stats.pausedTypes.join(", ")}`] : []),
     "",
     `  throughput ${rate} tasks/s (last 5 s)`,
   ];
@@ -60,6 +62,7 @@ export function renderView(view: ViewSnapshot): Frame {
   const line = [
     `[${seconds}s]`,
     `ready=${stats.ready} scheduled=${stats.scheduled} leased=${stats.leased} done=${stats.done} failed=${stats.failed}`,
+    stats.paused ? "paused" : "",
     `tasks/s=${rate}`,
     view.demo ? `finished=${view.demo.finished}/${view.demo.total}` : "",
     `sqs_invocations=${sqs.invocations} kicks=${view.drains} reclaimed=${stack.reclaimed} dead_lettered=${sqs.deadLettered}`,

@@ -103,6 +103,7 @@ export function controlCommands(program: Command): void {
     .command("queues")
     .description("list the leaseq queues on this Redis with their counts (SCAN: for operators)")
     .option("--json", "print [{queue, ready, scheduled, ...}] as JSON")
+    .addHelpText("after", "\nExample:\n  REDIS_URL=redis://127.0.0.1:6379 leaseq queues")
     .action(async (options: { json?: boolean }) => {
       const { store, where } = await openStore();
       try {

@@ -38,7 +38,7 @@ export function watchCommand(program: Command): void {
             const time = new Date(now).toISOString();
             output.update({
               block: `queue ${name}   ${time}   finished/s ${rate}\n${formatStats(stats)}`,
-              line: `${time} ready=${stats.ready} scheduled=${stats.scheduled} leased=${stats.leased} done=${stats.done} failed=${stats.failed} finished/s=${rate}`,
+              line: `${time} ready=${stats.ready} scheduled=${stats.scheduled} leased=${stats.leased} done=${stats.done} failed=${stats.failed}${stats.paused ? " paused" : ""} finished/s=${rate}`,
             });
           }
         });
