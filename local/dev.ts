@@ -4,6 +4,7 @@ import { Command, Option } from "commander";
 import type { TaskDeclaration } from "../functions/tasks.js";
 import { redact } from "./cli/errors.js";
 import { integer } from "./cli/parse.js";
+import { startDashboard } from "./dashboard/server.js";
 import { isTerminal } from "./live.js";
 import { NoRedisError } from "./redis.js";
 import { type DemoRun, runDemo } from "./run-demo.js";
@@ -139,6 +140,14 @@ export async function runDev(args: string[], name: string, cliHint: string): Pro
     return 1;
   }
   started = stack;
+  let dashboard: Awaited<ReturnType<typeof startDashboard>>;
+  try {
+    dashboard = await startDashboard({ queue: stack.queue, where: `Redis at ${redact(stack.redis.url)}`, port: 0 });
+  } catch (error) {
+    process.stderr.write(`${name}: the dashboard did not start: ${redact(String(error))}\n`);
+    await stack.close().catch(() => {});
+    return 1;
+  }
   const out = options.json ? process.stderr : process.stdout;
   const redisNote = {
     env: "from REDIS_URL",
@@ -149,6 +158,7 @@ export async function runDev(args: string[], name: string, cliHint: string): Pro
     [
       `Redis ${redact(stack.redis.url)} (${redisNote[stack.redis.source]}); Upstash-compatible endpoint ${stack.endpoint.url}`,
       `SQS endpoint ${stack.sqs.endpoint}: queue ${stack.sqs.queueUrl}, dead letters ${stack.sqs.deadLetterQueueUrl}`,
+      `Dashboard ${dashboard.url}`,
       `Try: REDIS_URL=${redact(stack.redis.url)} LEASEQ_QUEUE=${queue} ${cliHint} stats`,
       "",
     ].join("\n"),
@@ -175,11 +185,13 @@ export async function runDev(args: string[], name: string, cliHint: string): Pro
   try {
     summary = await run.finished;
   } catch (error) {
+    await dashboard.close();
     // Stopping failed half-way (e.g. Redis went away): still stop a redis-server we started.
     process.stderr.write(`${name}: ${redact((error as Error).message ?? String(error))}\n`);
     await stack.close().catch(() => {});
     return 1;
   }
+  await dashboard.close();
   if (options.json) process.stdout.write(`${JSON.stringify(summary.json)}\n`);
   else if (summary.text) process.stdout.write(`${summary.text}\n`);
   return summary.exitCode;

@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { controlCommands } from "./control.js";
+import { dashboardCommand } from "./dashboard.js";
 import { dlqCommands } from "./dlq.js";
 import { enqueueCommand } from "./enqueue.js";
 import { exitCodeOf, redact } from "./errors.js";
@@ -34,6 +35,7 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
   controlCommands(program);
   watchCommand(program);
   dlqCommands(program);
+  dashboardCommand(program);
   // Listed for --help; main() hands `leaseq dev ...` to the local stack's own parser before commander.
   program
     .command("dev")

@@ -1,0 +1,102 @@
+// The files the dashboard serves besides its pages: uPlot's script and style sheet, read from where
+// npm installed the `uplot` package, and the dashboard's own small script and style sheet (served
+// as files: the Content-Security-Policy allows no inline script or style).
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+
+export interface Asset {
+  type: string;
+  body: string;
+}
+
+const require = createRequire(import.meta.url);
+
+/** The page script: confirmations of actions, "select all", and the chart on the overview. */
+const APP_JS = `"use strict";
+document.addEventListener("submit", function (event) {
+  var button = event.submitter;
+  var message = (button && button.dataset.confirm) || event.target.dataset.confirm;
+  if (message && !window.confirm(message)) event.preventDefault();
+});
+document.addEventListener("change", function (event) {
+  var box = event.target;
+  if (!box.matches || !box.matches("input[data-select-all]")) return;
+  box.form.querySelectorAll('input[name="ids"]').forEach(function (each) { each.checked = box.checked; });
+});
+function drawHistory() {
+  var el = document.getElementById("history-chart");
+  if (!el || !window.uPlot) return;
+  var history = JSON.parse(el.dataset.history);
+  var xs = history.done.map(function (_, i) { return (history.startMs + i * history.bucketMs) / 1000; });
+  var options = {
+    width: Math.max(320, el.clientWidth || 800),
+    height: 220,
+    scales: { x: { time: true } },
+    series: [
+      {},
+      { label: "done / min", stroke: "#2f7d32", width: 2, fill: "rgba(47,125,50,0.08)" },
+      { label: "failed / min", stroke: "#c62828", width: 2 }
+    ],
+    axes: [{}, { label: "tasks per minute" }]
+  };
+  new window.uPlot(options, [xs, history.done, history.failed], el);
+  el.dataset.drawn = "true";
+}
+drawHistory();
+`;
+
+const APP_CSS = `
+:root { font-family: system-ui, sans-serif; color: #1d2330; background: #f6f7f9; }
+body { margin: 0; }
+header { background: #1d2330; color: #fff; padding: 10px 20px; display: flex; gap: 20px; align-items: center; flex-wrap: wrap; }
+header a { color: #cfe0ff; text-decoration: none; }
+header strong { font-size: 1.1em; }
+header form { margin-left: auto; }
+main { padding: 16px 20px; max-width: 1200px; }
+h1 { font-size: 1.3em; margin: 0.3em 0 0.6em; }
+h2 { font-size: 1.1em; margin: 1.2em 0 0.5em; }
+.cards { display: flex; gap: 12px; flex-wrap: wrap; }
+.card { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: 10px 16px; min-width: 110px; }
+.card a { color: inherit; text-decoration: none; }
+.card .n { font-size: 1.8em; font-weight: 600; display: block; }
+.card .label { color: #5a6475; }
+.note { color: #5a6475; }
+.warn { color: #a15c00; }
+.paused { background: #fff3e0; border: 1px solid #f0b46a; padding: 8px 12px; border-radius: 6px; }
+.flash { background: #e8f5e9; border: 1px solid #9ccc9f; padding: 8px 12px; border-radius: 6px; }
+table { border-collapse: collapse; background: #fff; width: 100%; }
+th, td { border-bottom: 1px solid #e3e6ea; padding: 5px 8px; text-align: left; vertical-align: top; font-size: 0.93em; }
+td.error { max-width: 420px; overflow-wrap: anywhere; color: #8a1c1c; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: #fff; padding: 12px; border: 1px solid #dde1e7; border-radius: 6px; }
+dt { color: #5a6475; }
+dd { margin: 0; overflow-wrap: anywhere; }
+pre { background: #fff; border: 1px solid #dde1e7; padding: 10px; overflow: auto; max-height: 480px; white-space: pre-wrap; overflow-wrap: anywhere; }
+form.inline { display: inline; }
+.actions { display: flex; gap: 8px; flex-wrap: wrap; margin: 10px 0; align-items: center; }
+button { cursor: pointer; padding: 4px 10px; }
+button.danger { color: #a11; }
+input[type=text], input[type=search], select { padding: 3px 6px; }
+.filters { display: flex; gap: 10px; flex-wrap: wrap; align-items: end; margin-bottom: 10px; }
+.filters label { display: flex; flex-direction: column; font-size: 0.85em; color: #5a6475; }
+#history-chart { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: 8px; }
+.pager { margin: 10px 0; display: flex; gap: 14px; }
+`;
+
+function fromPackage(specifier: string): () => string {
+  let cached: string | undefined;
+  return () => {
+    cached ??= readFileSync(require.resolve(specifier), "utf8");
+    return cached;
+  };
+}
+
+const uplotJs = fromPackage("uplot/dist/uPlot.iife.min.js");
+const uplotCss = fromPackage("uplot/dist/uPlot.min.css");
+
+/** The served assets by file name (under /assets/). */
+export const ASSETS: Record<string, () => Asset> = {
+  "uplot.js": () => ({ type: "text/javascript; charset=utf-8", body: uplotJs() }),
+  "uplot.css": () => ({ type: "text/css; charset=utf-8", body: uplotCss() }),
+  "app.js": () => ({ type: "text/javascript; charset=utf-8", body: APP_JS }),
+  "app.css": () => ({ type: "text/css; charset=utf-8", body: APP_CSS }),
+};

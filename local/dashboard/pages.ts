@@ -1,0 +1,325 @@
+// The dashboard's pages, rendered on the server with Hono's `html` template: every interpolated
+// value is escaped, so ids, types, errors and payloads always show as text. No inline script or
+// style: the page script and style sheets are files under /assets/ (see assets.ts).
+import { html } from "hono/html";
+import type { HtmlEscapedString } from "hono/utils/html";
+import type { ItemResult, ListedTask, TaskInfo, TaskState } from "../../shared/types.js";
+import { duration } from "../cli/parse.js";
+import { type DashboardStats, type History, STATES } from "./queue.js";
+
+type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+/** Most payload text a task page shows. */
+export const PAYLOAD_SHOWN_BYTES = 64 * 1024;
+
+export interface PageContext {
+  queueName: string;
+  /** Where the queue lives, without secrets (describeConnection). */
+  where: string;
+  readOnly: boolean;
+  csrf: string;
+  /** Which optional queue controls this queue has. */
+  can: { history: boolean; find: boolean; cancel: boolean; pause: boolean };
+}
+
+export function layout(ctx: PageContext, title: string, body: Html, options: { chart?: boolean } = {}): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · leaseq ${ctx.queueName}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/assets/app.css">
+${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css">` : ""}
+</head>
+<body>
+<header>
+  <strong>leaseq</strong>
+  <span>queue <b data-queue>${ctx.queueName}</b> on ${ctx.where}${ctx.readOnly ? html` · <span data-read-only>read-only</span>` : ""}</span>
+  <a href="/">Overview</a>
+  ${STATES.map((state) => html`<a href="/tasks/${state}">${state}</a>`)}
+  <form method="get" action="/search" role="search">
+    <input type="search" name="id" placeholder="task id" aria-label="task id" required>
+    <button type="submit">Find</button>
+  </form>
+</header>
+<main>
+<h1>${title}</h1>
+${body}
+</main>
+${options.chart ? html`<script src="/assets/uplot.js"></script>` : ""}
+<script src="/assets/app.js"></script>
+</body>
+</html>`;
+}
+
+/** The hidden fields every action form carries. */
+function csrfField(ctx: PageContext): Html {
+  return html`<input type="hidden" name="_csrf" value="${ctx.csrf}">`;
+}
+
+function time(ms: number, now: number): Html {
+  if (!Number.isFinite(ms) || ms <= 0) return html`<span class="note">–</span>`;
+  const delta = now - ms;
+  const relative = delta >= 0 ? `${duration(delta)} ago` : `in ${duration(-delta)}`;
+  return html`<time datetime="${new Date(ms).toISOString()}" title="${new Date(ms).toISOString()}">${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} (${relative})</time>`;
+}
+
+export function overviewPage(ctx: PageContext, stats: DashboardStats, history: History | undefined, now: number) {
+  const card = (state: TaskState, count: number, note: Html | string = "") =>
+    html`<div class="card"><a href="/tasks/${state}"><span class="n" data-count="${state}">${count}</span><span class="label">${state}</span></a>${note ? html`<div class="note">${note}</div>` : ""}</div>`;
+  const paused = stats.paused === true;
+  const pausedTypes = stats.pausedTypes ?? [];
+  const pauseStatus =
+    stats.paused === undefined
+      ? html`<p class="note" data-paused="unknown">This queue version does not report pausing.</p>`
+      : html`<p class="${paused || pausedTypes.length > 0 ? "paused" : "note"}" data-paused="${String(paused)}">
+          ${paused ? html`<b>The queue is paused</b>: workers claim nothing.` : "The queue is running."}
+          ${pausedTypes.length > 0 ? html` Paused types: ${pausedTypes.map((type, i) => html`${i > 0 ? ", " : ""}<b data-paused-type>${type}</b>`)}.` : ""}
+        </p>`;
+  const controls =
+    ctx.readOnly || !ctx.can.pause
+      ? ""
+      : html`<div class="actions">
+          <form method="post" action="/action" class="inline">
+            ${csrfField(ctx)}<input type="hidden" name="back" value="/">
+            ${
+              paused
+                ? html`<button id="resume-queue" name="action" value="resume" data-confirm="Resume the queue ${ctx.queueName}?">Resume queue</button>`
+                : html`<button id="pause-queue" name="action" value="pause" class="danger" data-confirm="Pause the queue ${ctx.queueName}? Workers will claim nothing until it is resumed.">Pause queue</button>`
+            }
+          </form>
+          <form method="post" action="/action" class="inline">
+            ${csrfField(ctx)}<input type="hidden" name="back" value="/">
+            <input type="text" name="type" placeholder="task type" aria-label="task type" required>
+            <button name="action" value="pause" data-confirm="Pause this task type?">Pause type</button>
+            <button name="action" value="resume" data-confirm="Resume this task type?">Resume type</button>
+          </form>
+        </div>`;
+  const chart = history
+    ? html`<div id="history-chart" data-history="${JSON.stringify(history)}"></div>
+        <p class="note">Last hour: ${sum(history.done)} done, ${sum(history.failed)} failed.</p>`
+    : html`<p class="note">This queue version keeps no history (queue.history).</p>`;
+  return layout(
+    ctx,
+    "Overview",
+    html`<div class="cards">
+        ${card("ready", stats.ready, stats.ready > 0 ? html`oldest waiting <span data-oldest-ready>${duration(stats.oldestReadyAgeMs)}</span>` : "")}
+        ${card("scheduled", stats.scheduled, stats.dueScheduled > 0 ? `${stats.dueScheduled} due` : "")}
+        ${card("leased", stats.leased, stats.mostOverdueLeaseMs > 0 ? html`<span class="warn">most overdue <span data-overdue>${duration(stats.mostOverdueLeaseMs)}</span></span>` : "")}
+        ${card("done", stats.done)}
+        ${card("failed", stats.failed)}
+        ${card("corrupt", stats.corrupt, stats.corrupt > 0 ? html`<span class="warn">records that cannot be read</span>` : "")}
+      </div>
+      <h2>State</h2>
+      ${pauseStatus}
+      ${controls}
+      <h2>Done and failed per minute</h2>
+      ${chart}
+      <p class="note">As of ${new Date(now).toISOString().replace("T", " ").slice(0, 19)} UTC. Reload to refresh.</p>`,
+    { chart: history !== undefined },
+  );
+}
+
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+
+/** What a listed task's score means in each state. */
+const SCORE_LABEL: Record<TaskState, string> = {
+  ready: "rank",
+  scheduled: "due",
+  leased: "lease until",
+  done: "finished",
+  failed: "failed",
+  corrupt: "set aside",
+};
+
+/** Actions offered on tasks in each state (requeue: FAILED; cancel: not yet finished; delete: not leased). */
+export function actionsFor(state: TaskState, can: PageContext["can"]): Array<"requeue" | "cancel" | "delete"> {
+  const actions: Array<"requeue" | "cancel" | "delete"> = [];
+  if (state === "failed") actions.push("requeue");
+  if (can.cancel && (state === "ready" || state === "scheduled" || state === "leased")) actions.push("cancel");
+  if (state !== "leased") actions.push("delete");
+  return actions;
+}
+
+const ACTION_LABEL = { requeue: "Requeue", cancel: "Cancel", delete: "Delete" };
+
+export interface ListFilter {
+  type?: string;
+  error?: string;
+  olderThan?: string;
+}
+
+export interface ListView {
+  state: TaskState;
+  tasks: ListedTask[];
+  filter: ListFilter;
+  filtered: boolean;
+  /** Unfiltered: the offset of this page; filtered: the cursor it started at. */
+  offset: number;
+  limit: number;
+  /** The link to the next page, if any. */
+  nextHref: string | undefined;
+  prevHref: string | undefined;
+  total: number;
+  now: number;
+  /** The current page's address, to come back to after an action. */
+  self: string;
+}
+
+export function listPage(ctx: PageContext, view: ListView) {
+  const { state, tasks, filter, now } = view;
+  const actions = ctx.readOnly ? [] : actionsFor(state, ctx.can);
+  const scoreCell = (task: ListedTask) => (state === "ready" ? String(task.score) : time(task.score, now));
+  const filterFields = html`<input type="hidden" name="state" value="${state}">
+    <input type="hidden" name="type" value="${filter.type ?? ""}">
+    <input type="hidden" name="error" value="${filter.error ?? ""}">
+    <input type="hidden" name="olderThan" value="${filter.olderThan ?? ""}">`;
+  const rows = tasks.map(
+    (task) => html`<tr data-id="${task.id}">
+      ${actions.length > 0 ? html`<td><input type="checkbox" name="ids" value="${task.id}" aria-label="select ${task.id}"></td>` : ""}
+      <td><a href="/task/${encodeURIComponent(task.id)}">${task.id}</a></td>
+      <td>${task.type}</td>
+      <td>${task.attempts}</td>
+      <td>${scoreCell(task)}</td>
+      <td class="error">${task.lastError}</td>
+    </tr>`,
+  );
+  const description = view.filtered
+    ? html`${tasks.length} matching of the entries from ${view.offset} on (of ${view.total} ${state}).`
+    : html`Tasks ${tasks.length === 0 ? 0 : view.offset + 1}–${view.offset + tasks.length} of ${view.total} ${state}.`;
+  return layout(
+    ctx,
+    `Tasks ${state}`,
+    html`<form method="get" action="/tasks/${state}" class="filters">
+        <label>type <input type="text" name="type" value="${filter.type ?? ""}"></label>
+        <label>error contains <input type="text" name="error" value="${filter.error ?? ""}"></label>
+        ${
+          state === "ready" || state === "leased"
+            ? ""
+            : html`<label>${state === "scheduled" ? "overdue by more than" : "older than"} <input type="text" name="olderThan" value="${filter.olderThan ?? ""}" placeholder="e.g. 5m, 2h, 1d"></label>`
+        }
+        <button type="submit">Filter</button>
+        ${view.filtered ? html`<a href="/tasks/${state}">clear</a>` : ""}
+      </form>
+      <p class="note" data-list-summary>${description}</p>
+      ${actions.length > 0 ? html`<form method="post" action="/action">${csrfField(ctx)}<input type="hidden" name="back" value="${view.self}">` : ""}
+        ${
+          actions.length > 0
+            ? html`<div class="actions">selected:
+              ${actions.map((action) => html`<button name="action" value="${action}" ${action === "delete" ? html`class="danger"` : ""} data-confirm="${ACTION_LABEL[action]} the selected tasks?">${ACTION_LABEL[action]} selected</button>`)}
+            </div>`
+            : ""
+        }
+        <table>
+          <thead><tr>${actions.length > 0 ? html`<th><input type="checkbox" data-select-all aria-label="select all"></th>` : ""}<th>id</th><th>type</th><th>attempts</th><th>${SCORE_LABEL[state]}</th><th>last error</th></tr></thead>
+          <tbody>${rows}</tbody>
+        </table>
+      ${actions.length > 0 ? html`</form>` : ""}
+      <div class="pager">
+        ${view.prevHref ? html`<a href="${view.prevHref}" rel="prev">← previous</a>` : ""}
+        ${view.nextHref ? html`<a href="${view.nextHref}" rel="next">next →</a>` : ""}
+      </div>
+      ${
+        actions.length > 0
+          ? html`<form method="post" action="/action" class="actions">
+            ${csrfField(ctx)}<input type="hidden" name="back" value="${view.self}">
+            ${filterFields}<input type="hidden" name="scope" value="matching">
+            all ${state} tasks ${view.filtered ? "matching this filter" : ""}:
+            ${actions.map((action) => html`<button name="action" value="${action}" class="danger" data-confirm="${ACTION_LABEL[action]} ALL ${state} tasks${view.filtered ? " matching the filter" : ""}?">${ACTION_LABEL[action]} all</button>`)}
+          </form>`
+          : ""
+      }`,
+  );
+}
+
+/** The payload as shown: pretty-printed when it is JSON, cut at PAYLOAD_SHOWN_BYTES. */
+export function shownPayload(payload: string): { text: string; bytes: number; cut: boolean } {
+  const bytes = Buffer.byteLength(payload);
+  let text = payload;
+  try {
+    text = JSON.stringify(JSON.parse(payload), null, 2);
+  } catch {
+    // Not JSON (or empty once DONE): shown as stored.
+  }
+  const buffer = Buffer.from(text);
+  if (buffer.length <= PAYLOAD_SHOWN_BYTES) return { text, bytes, cut: false };
+  // Cut on a character boundary: drop a partial UTF-8 sequence at the end.
+  return {
+    text: buffer
+      .subarray(0, PAYLOAD_SHOWN_BYTES)
+      .toString("utf8")
+      .replace(/\uFFFD$/, ""),
+    bytes,
+    cut: true,
+  };
+}
+
+const AT_LABEL: Record<TaskState, string> = {
+  ready: "ready since",
+  scheduled: "due at",
+  leased: "lease until",
+  done: "finished at",
+  failed: "failed at",
+  corrupt: "set aside at",
+};
+
+export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
+  const payload = shownPayload(task.payload);
+  const actions = ctx.readOnly ? [] : actionsFor(task.state, ctx.can);
+  return layout(
+    ctx,
+    `Task ${task.id}`,
+    html`<dl>
+        <dt>id</dt><dd data-field="id">${task.id}</dd>
+        <dt>state</dt><dd data-field="state"><a href="/tasks/${task.state}">${task.state}</a></dd>
+        <dt>type</dt><dd data-field="type">${task.type}</dd>
+        <dt>group</dt><dd data-field="group">${task.group ?? html`<span class="note">none</span>`}</dd>
+        <dt>priority</dt><dd data-field="priority">${task.priority}</dd>
+        <dt>attempts</dt><dd data-field="attempts">${task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : `${task.attempts} (no claim yet)`}</dd>
+        <dt>enqueued</dt><dd>${time(task.enqueuedAtMs, now)}</dd>
+        <dt>${AT_LABEL[task.state]}</dt><dd>${time(task.atMs, now)}</dd>
+        ${task.state === "ready" ? html`<dt>rank</dt><dd>${task.rank}</dd>` : ""}
+        <dt>${task.state === "corrupt" ? "why" : "last error"}</dt><dd class="error" data-field="lastError">${task.lastError || html`<span class="note">none</span>`}</dd>
+      </dl>
+      ${
+        actions.length > 0
+          ? html`<form method="post" action="/action" class="actions">
+            ${csrfField(ctx)}<input type="hidden" name="back" value="/task/${encodeURIComponent(task.id)}">
+            <input type="hidden" name="ids" value="${task.id}">
+            ${actions.map((action) => html`<button name="action" value="${action}" ${action === "delete" ? html`class="danger"` : ""} data-confirm="${ACTION_LABEL[action]} task ${task.id}?">${ACTION_LABEL[action]}</button>`)}
+          </form>`
+          : ""
+      }
+      <h2>Payload</h2>
+      ${
+        task.payload === ""
+          ? html`<p class="note">(dropped when done)</p>`
+          : html`${payload.cut ? html`<p class="warn" data-payload-cut>Showing the first ${PAYLOAD_SHOWN_BYTES / 1024} KiB of ${payload.bytes} bytes.</p>` : html`<p class="note">${payload.bytes} bytes</p>`}
+            <pre id="payload">${payload.text}</pre>`
+      }`,
+  );
+}
+
+export function resultPage(ctx: PageContext, title: string, summary: string, results: ItemResult[], back: string) {
+  const counts = new Map<string, number>();
+  for (const result of results) counts.set(result.status, (counts.get(result.status) ?? 0) + 1);
+  return layout(
+    ctx,
+    title,
+    html`<p class="flash" data-result>${summary}${results.length > 0 ? html` — ${[...counts].map(([status, n], i) => html`${i > 0 ? ", " : ""}<b data-status="${status}">${n}</b> ${status}`)}` : ""}</p>
+      <p><a href="${back}" data-back>← back</a></p>
+      ${
+        results.length > 0
+          ? html`<table><thead><tr><th>id</th><th>status</th></tr></thead><tbody>
+            ${results.slice(0, 1000).map((result) => html`<tr><td><a href="/task/${encodeURIComponent(result.id)}">${result.id}</a></td><td>${result.status}</td></tr>`)}
+          </tbody></table>${results.length > 1000 ? html`<p class="note">(first 1000 of ${results.length} shown)</p>` : ""}`
+          : ""
+      }`,
+  );
+}
+
+export function messagePage(ctx: PageContext, title: string, message: string) {
+  return layout(ctx, title, html`<p data-message>${message}</p><p><a href="/">← overview</a></p>`);
+}

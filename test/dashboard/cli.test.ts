@@ -1,0 +1,70 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { PAYLOAD_SHOWN_BYTES } from "../../local/dashboard/pages.js";
+import { startDashboard } from "../../local/dashboard/server.js";
+import { adapters, openQueue, redisUrl, uniqueQueueName } from "../helpers/stores.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+describe("leaseq dashboard", () => {
+  it("the CLI verb prints its URL with the token, serves the queue, and stops on SIGTERM", {
+    timeout: 30_000,
+  }, async () => {
+    const name = uniqueQueueName("dashcli");
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "local/cli/bin.ts", "dashboard", "--queue", name, "--port", "0", "--read-only"],
+      { cwd: root, env: { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl() }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk;
+        const match = /^Dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32})$/m.exec(stdout);
+        if (match) resolve(match[1]);
+      });
+      child.once("close", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+    });
+    expect(stdout).toContain(`queue "${name}" on Redis at redis://127.0.0.1:`);
+    expect(stdout).toContain("read-only");
+    const origin = new URL(url).origin;
+    expect((await fetch(`${origin}/`)).status).toBe(401);
+    const first = await fetch(url, { redirect: "manual" });
+    expect(first.status).toBe(303);
+    const cookie = (first.headers.get("set-cookie") ?? "").split(";")[0];
+    const page = await fetch(`${origin}/`, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('data-count="ready">0<');
+    const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  });
+
+  it("a task page shows at most 64 KiB of the payload, with a note", async () => {
+    const { queue, close } = await openQueue(adapters[0]);
+    try {
+      const big = { blob: "x".repeat(100_000) };
+      await queue.enqueue([{ id: "big", type: "job", payload: big }], { now: Date.now() });
+      const dashboard = await startDashboard({ queue, where: "test", port: 0, log: () => {} });
+      try {
+        const origin = new URL(dashboard.url).origin;
+        const html = await (
+          await fetch(`${origin}/task/big`, { headers: { authorization: `Bearer ${dashboard.token}` } })
+        ).text();
+        expect(html).toContain(`Showing the first 64 KiB of ${JSON.stringify(big).length} bytes.`);
+        const shown = (/<pre id="payload">([^<]*)<\/pre>/.exec(html)?.[1] ?? "").replaceAll("&quot;", '"');
+        expect(shown.length).toBeGreaterThan(PAYLOAD_SHOWN_BYTES - 100);
+        expect(shown.length).toBeLessThanOrEqual(PAYLOAD_SHOWN_BYTES);
+      } finally {
+        await dashboard.close();
+      }
+    } finally {
+      await close();
+    }
+  });
+});
