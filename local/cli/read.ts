@@ -44,6 +44,7 @@ function formatTask(task: TaskInfo): string {
     ["id", task.id],
     ["state", task.state],
     ["type", task.type],
+    ...(task.group ? [["group", task.group]] : []),
     ["priority", String(task.priority)],
     ["attempts", task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : String(task.attempts)],
     [AT_LABEL[task.state], new Date(task.atMs).toISOString()],

@@ -28,9 +28,20 @@ describe.each(adapters)("controls over $name", (adapter) => {
     // An enqueue into a paused queue asks for no wake-up; the reclaimer's tick arranges none either.
     expect((await queue.enqueueAndWake([{ id: "c", type: "email" }], { now: NOW + 2 })).wakeAtMs).toBeUndefined();
     expect((await queue.tick({ now: NOW + 3, wakeHorizonMs: 70_000 })).paused).toBe(true);
-    expect(await queue.resume({ now: NOW + 4 })).toEqual({ changed: true, wakeAtMs: NOW + 4 });
-    expect((await queue.claim({ count: 10, now: NOW + 5 })).map((task) => task.id)).toEqual(["a", "b", "c"]);
-    expect((await queue.stats({ now: NOW + 5 })).paused).toBe(false);
+    // The reclaimer keeps working while the queue is paused: it reclaims and promotes, arranges no wake-up.
+    await queue.resume({ now: NOW + 3 });
+    const [held] = await queue.claim({ count: 1, now: NOW + 3 });
+    await queue.enqueue([{ id: "due", type: "email", delayMs: 10 }], { now: NOW + 3 });
+    await queue.pause({ now: NOW + 3 });
+    const tick = await queue.tick({ now: NOW + 3 + 120_000, wakeHorizonMs: 70_000 });
+    expect(tick).toMatchObject({ reclaimed: 1, promoted: 1, paused: true, wakeAtMs: undefined });
+    expect((await queue.inspect(held.id))?.state).toBe("ready");
+    const later = NOW + 3 + 120_000;
+    expect(await queue.resume({ now: later })).toEqual({ changed: true, wakeAtMs: later });
+    // The reclaimed task comes alone (docs/design.md), then the rest.
+    expect((await queue.claim({ count: 10, now: later })).map((task) => task.id)).toEqual(["a"]);
+    expect((await queue.claim({ count: 10, now: later })).map((task) => task.id)).toEqual(["b", "c", "due"]);
+    expect((await queue.stats({ now: later })).paused).toBe(false);
     await assertConsistent(redis, queue);
   });
 
