@@ -643,4 +643,3 @@ export async function listQueues(store: Store, options: { keyPrefix?: string } =
   } while (cursor !== "0");
   return [...names].sort();
 }
-
