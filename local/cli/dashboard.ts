@@ -1,7 +1,9 @@
 import type { Command } from "commander";
-import { startDashboard } from "../dashboard/server.js";
-import { withQueue } from "./connect.js";
-import { UsageError } from "./errors.js";
+import { CredentialsError, StoreError } from "../../shared/errors.js";
+import { listQueues } from "../../shared/queue.js";
+import { type RunningDashboard, startDashboard } from "../dashboard/server.js";
+import { openStore, withQueue } from "./connect.js";
+import { OperationError, UsageError } from "./errors.js";
 import { integer } from "./parse.js";
 
 interface DashboardOptions {
@@ -11,22 +13,33 @@ interface DashboardOptions {
   readOnly?: boolean;
 }
 
-/** Registers `dashboard`: the web dashboard of the queue, served by this process until Ctrl-C. */
+/**
+ * Registers `dashboard`: the web dashboard of one queue (--queue or $LEASEQ_QUEUE), or of every
+ * leaseq queue on the backend without one, served by this process until Ctrl-C.
+ */
 export function dashboardCommand(program: Command): void {
   program
     .command("dashboard")
-    .description("serve a web dashboard of the queue (counts, lists, tasks, actions) until Ctrl-C")
+    .description(
+      "serve a web dashboard of every queue, or of the --queue one (counts, lists, tasks, actions) until Ctrl-C",
+    )
     .option("--port <n>", "port to listen on (0: a free one)", integer(0, 65_535), 8080)
-    .option("--host <host>", "address to bind; anything but loopback exposes the queue to the network", "127.0.0.1")
+    .option("--host <host>", "address to bind; anything but loopback exposes the queues to the network", "127.0.0.1")
     .option("--token <token>", "the access token (default: $LEASEQ_DASHBOARD_TOKEN, else a random one)")
     .option("--read-only", "show no actions, and refuse them (403)")
     .addHelpText(
       "after",
       `
+Without --queue (and without $LEASEQ_QUEUE) the dashboard serves every leaseq queue on the backend
+the connection rule reaches: "/" lists them (found by SCAN at each visit) with their counts, pausing
+and last hour, and each queue's pages are under /q/<queue>/. With --queue it shows that queue only;
+any other queue's address is 404.
+
 The dashboard prints its address with the access token (http://127.0.0.1:8080/?token=...): every
 request needs it (a cookie after the first). See docs/dashboard.md.
 
 Examples:
+  leaseq dashboard
   leaseq dashboard --queue emails
   leaseq dashboard --queue emails --read-only --port 9000`,
     )
@@ -35,16 +48,45 @@ Examples:
       if (token !== undefined && token.length < 16) {
         throw new UsageError("dashboard: the token must be at least 16 characters");
       }
-      await withQueue(command, async (queue, where) => {
-        const { host, port, readOnly } = options;
-        const dashboard = await startDashboard({ queue, where, token, readOnly, host, port });
-        const mode = options.readOnly ? ", read-only" : "";
-        console.log(`Dashboard ${dashboard.url}\n  queue "${queue.name}" on ${where}${mode}; Ctrl-C to stop`);
-        await new Promise<void>((resolve) => {
-          process.once("SIGINT", resolve);
-          process.once("SIGTERM", resolve);
+      const { host, port, readOnly } = options;
+      const mode = readOnly ? ", read-only" : "";
+      const name = (command.optsWithGlobals().queue as string | undefined) ?? process.env.LEASEQ_QUEUE;
+      if (name) {
+        await withQueue(command, async (queue, where) => {
+          const dashboard = await startDashboard({ queue, where, token, readOnly, host, port });
+          console.log(`Dashboard ${dashboard.url}\n  queue "${queue.name}" on ${where}${mode}; Ctrl-C to stop`);
+          await untilStopped(dashboard);
         });
-        await dashboard.close();
-      });
+        return;
+      }
+      const { store, where } = await openStore();
+      if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: every queue on ${where}\n`);
+      try {
+        // Once now, so that a backend out of reach fails here rather than on the first page.
+        const names = await listQueues(store);
+        const dashboard = await startDashboard({ store, where, token, readOnly, host, port });
+        const count = `${names.length} queue${names.length === 1 ? "" : "s"} now`;
+        console.log(`Dashboard ${dashboard.url}\n  every leaseq queue on ${where} (${count})${mode}; Ctrl-C to stop`);
+        await untilStopped(dashboard);
+      } catch (error) {
+        if (error instanceof CredentialsError) {
+          throw new OperationError(`${error.message} (${where})`, { cause: error });
+        }
+        if (error instanceof StoreError && error.redisCode === undefined) {
+          throw new OperationError(`${error.message}; is ${where} running and reachable?`, { cause: error });
+        }
+        throw error;
+      } finally {
+        await store.close();
+      }
     });
+}
+
+/** Waits for Ctrl-C (or SIGTERM), then closes the dashboard. */
+async function untilStopped(dashboard: RunningDashboard): Promise<void> {
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await dashboard.close();
 }

@@ -11,7 +11,7 @@ export interface Asset {
 
 const require = createRequire(import.meta.url);
 
-/** The page script: confirmations of actions, "select all", and the chart on the overview. */
+/** The page script: confirmations of actions, "select all", the chart of a queue and those of every queue. */
 const APP_JS = `"use strict";
 document.addEventListener("submit", function (event) {
   var button = event.submitter;
@@ -43,12 +43,36 @@ function drawHistory() {
   el.dataset.drawn = "true";
 }
 drawHistory();
+function drawSparks() {
+  if (!window.uPlot) return;
+  document.querySelectorAll("[data-spark]").forEach(function (el) {
+    var history = JSON.parse(el.dataset.spark);
+    var xs = history.done.map(function (_, i) { return (history.startMs + i * history.bucketMs) / 1000; });
+    var top = Math.max(1, Math.max.apply(null, history.done.concat(history.failed)));
+    // A little room below 0 and above the top, so that a line at either is not cut by the edge.
+    new window.uPlot({
+      width: 240,
+      height: 46,
+      legend: { show: false },
+      cursor: { show: false },
+      scales: { x: { time: true }, y: { range: [-0.06 * top, 1.08 * top] } },
+      axes: [{ show: false }, { show: false }],
+      series: [
+        {},
+        { stroke: "#2f7d32", width: 1.5, fill: "rgba(47,125,50,0.12)", points: { show: false } },
+        { stroke: "#c62828", width: 1.5, points: { show: false } }
+      ]
+    }, [xs, history.done, history.failed], el);
+    el.dataset.drawn = "true";
+  });
+}
+drawSparks();
 `;
 
 const APP_CSS = `
 :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f6f7f9; }
 body { margin: 0; }
-header { background: #1d2330; color: #fff; padding: 10px 20px; display: flex; gap: 20px; align-items: center; flex-wrap: wrap; }
+header { background: #1d2330; color: #fff; padding: 10px 20px; display: flex; gap: 8px 16px; align-items: center; flex-wrap: wrap; }
 header a { color: #cfe0ff; text-decoration: none; }
 header strong { font-size: 1.1em; }
 header form { margin-left: auto; }
@@ -80,6 +104,18 @@ input[type=text], input[type=search], select { padding: 3px 6px; }
 .filters label { display: flex; flex-direction: column; font-size: 0.85em; color: #5a6475; }
 #history-chart { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: 8px; }
 .pager { margin: 10px 0; display: flex; gap: 14px; }
+table.queues td { vertical-align: middle; }
+table.queues td.name { font-weight: 600; overflow-wrap: anywhere; max-width: 260px; }
+th.num, td.num { text-align: right; }
+td.num a { color: inherit; text-decoration: none; font-variant-numeric: tabular-nums; }
+td.num a:hover, td.name a:hover { text-decoration: underline; }
+td.hour { width: 250px; }
+.small { font-size: 0.82em; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 0.85em; font-weight: 600; }
+.badge.paused { background: #fff3e0; border: 1px solid #f0b46a; color: #8a4b00; }
+.spark { height: 46px; }
+.done-key { color: #2f7d32; font-weight: 600; }
+.failed-key { color: #c62828; font-weight: 600; }
 `;
 
 function fromPackage(specifier: string): () => string {

@@ -12,23 +12,40 @@ type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 /** Most payload text a task page shows. */
 export const PAYLOAD_SHOWN_BYTES = 64 * 1024;
 
-export interface PageContext {
-  queueName: string;
-  /** Where the queue lives, without secrets (describeConnection). */
+/** What every page knows of the dashboard, queue or not. */
+export interface SiteContext {
+  /** Where the queues live, without secrets (describeConnection). */
   where: string;
   readOnly: boolean;
   csrf: string;
+  /** The dashboard serves every queue of the store ("/" lists them), not one. */
+  allQueues: boolean;
+}
+
+/** A page of one queue. */
+export interface PageContext extends SiteContext {
+  queueName: string;
+  /** Where the queue's pages are: /q/<segment> (queueBase). */
+  base: string;
   /** Which optional queue controls this queue has. */
   can: { history: boolean; find: boolean; cancel: boolean; pause: boolean };
 }
 
-export function layout(ctx: PageContext, title: string, body: Html, options: { chart?: boolean } = {}): Html {
+const isQueuePage = (ctx: SiteContext | PageContext): ctx is PageContext => "queueName" in ctx;
+
+export function layout(
+  ctx: SiteContext | PageContext,
+  title: string,
+  body: Html,
+  options: { chart?: boolean } = {},
+): Html {
+  const queue = isQueuePage(ctx) ? ctx : undefined;
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · leaseq ${ctx.queueName}</title>
+<title>${title} · leaseq${queue ? ` ${queue.queueName}` : ""}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/app.css">
 ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css">` : ""}
@@ -36,13 +53,18 @@ ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css">` : ""}
 <body>
 <header>
   <strong>leaseq</strong>
-  <span>queue <b data-queue>${ctx.queueName}</b> on ${ctx.where}${ctx.readOnly ? html` · <span data-read-only>read-only</span>` : ""}</span>
-  <a href="/">Overview</a>
-  ${STATES.map((state) => html`<a href="/tasks/${state}">${state}</a>`)}
-  <form method="get" action="/search" role="search">
+  ${ctx.allQueues ? html`<a href="/" data-all-queues>All queues</a>` : ""}
+  ${
+    queue
+      ? html`<span>queue <b data-queue>${queue.queueName}</b> on ${ctx.where}${ctx.readOnly ? html` · <span data-read-only>read-only</span>` : ""}</span>
+  <a href="${queue.base}/">Overview</a>
+  ${STATES.map((state) => html`<a href="${queue.base}/tasks/${state}">${state}</a>`)}
+  <form method="get" action="${queue.base}/search" role="search">
     <input type="search" name="id" placeholder="task id" aria-label="task id" required>
     <button type="submit">Find</button>
-  </form>
+  </form>`
+      : html`<span>${ctx.allQueues ? "every queue" : "dashboard"} on ${ctx.where}${ctx.readOnly ? html` · <span data-read-only>read-only</span>` : ""}</span>`
+  }
 </header>
 <main>
 <h1>${title}</h1>
@@ -68,7 +90,7 @@ function time(ms: number, now: number): Html {
 
 export function overviewPage(ctx: PageContext, stats: DashboardStats, history: History | undefined, now: number) {
   const card = (state: TaskState, count: number, note: Html | string = "") =>
-    html`<div class="card"><a href="/tasks/${state}"><span class="n" data-count="${state}">${count}</span><span class="label">${state}</span></a>${note ? html`<div class="note">${note}</div>` : ""}</div>`;
+    html`<div class="card"><a href="${ctx.base}/tasks/${state}"><span class="n" data-count="${state}">${count}</span><span class="label">${state}</span></a>${note ? html`<div class="note">${note}</div>` : ""}</div>`;
   const paused = stats.paused === true;
   const pausedTypes = stats.pausedTypes ?? [];
   const pauseStatus =
@@ -82,16 +104,16 @@ export function overviewPage(ctx: PageContext, stats: DashboardStats, history: H
     ctx.readOnly || !ctx.can.pause
       ? ""
       : html`<div class="actions">
-          <form method="post" action="/action" class="inline">
-            ${csrfField(ctx)}<input type="hidden" name="back" value="/">
+          <form method="post" action="${ctx.base}/action" class="inline">
+            ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/">
             ${
               paused
                 ? html`<button id="resume-queue" name="action" value="resume" data-confirm="Resume the queue ${ctx.queueName}?">Resume queue</button>`
                 : html`<button id="pause-queue" name="action" value="pause" class="danger" data-confirm="Pause the queue ${ctx.queueName}? Workers will claim nothing until it is resumed.">Pause queue</button>`
             }
           </form>
-          <form method="post" action="/action" class="inline">
-            ${csrfField(ctx)}<input type="hidden" name="back" value="/">
+          <form method="post" action="${ctx.base}/action" class="inline">
+            ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/">
             <input type="text" name="type" placeholder="task type" aria-label="task type" required>
             <button name="action" value="pause" data-confirm="Pause this task type?">Pause type</button>
             <button name="action" value="resume" data-confirm="Resume this task type?">Resume type</button>
@@ -179,7 +201,7 @@ export function listPage(ctx: PageContext, view: ListView) {
   const rows = tasks.map(
     (task) => html`<tr data-id="${task.id}">
       ${actions.length > 0 ? html`<td><input type="checkbox" name="ids" value="${task.id}" aria-label="select ${task.id}"></td>` : ""}
-      <td><a href="/task/${encodeURIComponent(task.id)}">${task.id}</a></td>
+      <td><a href="${ctx.base}/task/${encodeURIComponent(task.id)}">${task.id}</a></td>
       <td>${task.type}</td>
       <td>${task.attempts}</td>
       <td>${scoreCell(task)}</td>
@@ -192,7 +214,7 @@ export function listPage(ctx: PageContext, view: ListView) {
   return layout(
     ctx,
     `Tasks ${state}`,
-    html`<form method="get" action="/tasks/${state}" class="filters">
+    html`<form method="get" action="${ctx.base}/tasks/${state}" class="filters">
         <label>type <input type="text" name="type" value="${filter.type ?? ""}"></label>
         <label>error contains <input type="text" name="error" value="${filter.error ?? ""}"></label>
         ${
@@ -201,10 +223,10 @@ export function listPage(ctx: PageContext, view: ListView) {
             : html`<label>${state === "scheduled" ? "overdue by more than" : "older than"} <input type="text" name="olderThan" value="${filter.olderThan ?? ""}" placeholder="e.g. 5m, 2h, 1d"></label>`
         }
         <button type="submit">Filter</button>
-        ${view.filtered ? html`<a href="/tasks/${state}">clear</a>` : ""}
+        ${view.filtered ? html`<a href="${ctx.base}/tasks/${state}">clear</a>` : ""}
       </form>
       <p class="note" data-list-summary>${description}</p>
-      ${actions.length > 0 ? html`<form method="post" action="/action">${csrfField(ctx)}<input type="hidden" name="back" value="${view.self}">` : ""}
+      ${actions.length > 0 ? html`<form method="post" action="${ctx.base}/action">${csrfField(ctx)}<input type="hidden" name="back" value="${view.self}">` : ""}
         ${
           actions.length > 0
             ? html`<div class="actions">selected:
@@ -223,7 +245,7 @@ export function listPage(ctx: PageContext, view: ListView) {
       </div>
       ${
         actions.length > 0
-          ? html`<form method="post" action="/action" class="actions">
+          ? html`<form method="post" action="${ctx.base}/action" class="actions">
             ${csrfField(ctx)}<input type="hidden" name="back" value="${view.self}">
             ${filterFields}<input type="hidden" name="scope" value="matching">
             all ${state} tasks ${view.filtered ? "matching this filter" : ""}:
@@ -273,7 +295,7 @@ export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
     `Task ${task.id}`,
     html`<dl>
         <dt>id</dt><dd data-field="id">${task.id}</dd>
-        <dt>state</dt><dd data-field="state"><a href="/tasks/${task.state}">${task.state}</a></dd>
+        <dt>state</dt><dd data-field="state"><a href="${ctx.base}/tasks/${task.state}">${task.state}</a></dd>
         <dt>type</dt><dd data-field="type">${task.type}</dd>
         <dt>group</dt><dd data-field="group">${task.group ?? html`<span class="note">none</span>`}</dd>
         <dt>priority</dt><dd data-field="priority">${task.priority}</dd>
@@ -285,8 +307,8 @@ export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
       </dl>
       ${
         actions.length > 0
-          ? html`<form method="post" action="/action" class="actions">
-            ${csrfField(ctx)}<input type="hidden" name="back" value="/task/${encodeURIComponent(task.id)}">
+          ? html`<form method="post" action="${ctx.base}/action" class="actions">
+            ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/task/${encodeURIComponent(task.id)}">
             <input type="hidden" name="ids" value="${task.id}">
             ${actions.map((action) => html`<button name="action" value="${action}" ${action === "delete" ? html`class="danger"` : ""} data-confirm="${ACTION_LABEL[action]} task ${task.id}?">${ACTION_LABEL[action]}</button>`)}
           </form>`
@@ -313,13 +335,109 @@ export function resultPage(ctx: PageContext, title: string, summary: string, res
       ${
         results.length > 0
           ? html`<table><thead><tr><th>id</th><th>status</th></tr></thead><tbody>
-            ${results.slice(0, 1000).map((result) => html`<tr><td><a href="/task/${encodeURIComponent(result.id)}">${result.id}</a></td><td>${result.status}</td></tr>`)}
+            ${results.slice(0, 1000).map((result) => html`<tr><td><a href="${ctx.base}/task/${encodeURIComponent(result.id)}">${result.id}</a></td><td>${result.status}</td></tr>`)}
           </tbody></table>${results.length > 1000 ? html`<p class="note">(first 1000 of ${results.length} shown)</p>` : ""}`
           : ""
       }`,
   );
 }
 
-export function messagePage(ctx: PageContext, title: string, message: string) {
-  return layout(ctx, title, html`<p data-message>${message}</p><p><a href="/">← overview</a></p>`);
+export function messagePage(ctx: SiteContext | PageContext, title: string, message: string) {
+  const home = isQueuePage(ctx) ? `${ctx.base}/` : "/";
+  return layout(ctx, title, html`<p data-message>${message}</p><p><a href="${home}">← overview</a></p>`);
+}
+
+/** A queue's line on the all-queues overview. */
+export interface QueueRow {
+  name: string;
+  /** Where its pages are (queueBase). */
+  base: string;
+  stats?: DashboardStats;
+  history?: History;
+  /** Why its stats could not be read (redacted). */
+  error?: string;
+}
+
+export interface QueuesView {
+  rows: QueueRow[];
+  /** How many queues the store has. */
+  found: number;
+  /** How many of them match the name filter. */
+  matching: number;
+  /** How many of those were read (the rest are past the cap of queues read per page). */
+  read: number;
+  /** Most rows shown: the busiest. */
+  shownMax: number;
+  /** The name filter (a substring), "" for none. */
+  filter: string;
+  now: number;
+}
+
+/** The overview of every queue: one line each with its counts, pausing and last hour. */
+export function queuesPage(ctx: SiteContext, view: QueuesView) {
+  const { rows, now } = view;
+  const count = (row: QueueRow, state: TaskState, note: Html | string = "") =>
+    html`<td class="num"><a href="${row.base}/tasks/${state}" data-count="${state}">${row.stats?.[state] ?? ""}</a>${note ? html`<div class="note small">${note}</div>` : ""}</td>`;
+  const state = (stats: DashboardStats) => {
+    const types = stats.pausedTypes ?? [];
+    const typesNote =
+      types.length > 0
+        ? html`<div class="small">types paused: ${types.map((type, i) => html`${i > 0 ? ", " : ""}<b data-paused-type>${type}</b>`)}</div>`
+        : "";
+    if (stats.paused === undefined)
+      return html`<td data-paused="unknown"><span class="note">unknown</span>${typesNote}</td>`;
+    return stats.paused
+      ? html`<td data-paused="true"><span class="badge paused">paused</span>${typesNote}</td>`
+      : html`<td data-paused="false"><span class="note">running</span>${typesNote}</td>`;
+  };
+  const line = (row: QueueRow) => {
+    const link = html`<a href="${row.base}/" data-queue-link>${row.name}</a>`;
+    if (!row.stats) {
+      return html`<tr data-queue-row="${row.name}"><td>${link}</td><td colspan="8" class="error">${row.error ?? "unreadable"}</td></tr>`;
+    }
+    const stats = row.stats;
+    const history = row.history;
+    return html`<tr data-queue-row="${row.name}">
+      <td class="name">${link}</td>
+      ${count(row, "ready", stats.ready > 0 ? html`oldest <span data-oldest-ready>${duration(stats.oldestReadyAgeMs)}</span>` : "")}
+      ${count(row, "scheduled", stats.dueScheduled > 0 ? `${stats.dueScheduled} due` : "")}
+      ${count(row, "leased", stats.mostOverdueLeaseMs > 0 ? html`<span class="warn">overdue <span data-overdue>${duration(stats.mostOverdueLeaseMs)}</span></span>` : "")}
+      ${count(row, "done")}
+      ${count(row, "failed")}
+      ${count(row, "corrupt", stats.corrupt > 0 ? html`<span class="warn">unreadable</span>` : "")}
+      ${state(stats)}
+      <td class="hour">${
+        history
+          ? html`<div class="spark" data-spark="${JSON.stringify(history)}"></div><div class="small"><span data-hour-done>${sum(history.done)}</span> done · <span data-hour-failed>${sum(history.failed)}</span> failed</div>`
+          : html`<span class="note small">no history</span>`
+      }</td>
+    </tr>`;
+  };
+  const shown = rows.length;
+  const summary =
+    view.found === 0
+      ? html`No leaseq queue on this backend yet.`
+      : shown < view.matching
+        ? html`Showing the <b>${shown} busiest</b> of ${view.matching} queues${view.filter ? " matching the filter" : ""} (by their tasks, all states together)${view.read < view.matching ? `; only the first ${view.read} by name were read` : ""}. Filter by name to see the others.`
+        : html`${view.matching} queue${view.matching === 1 ? "" : "s"}${view.filter ? ` matching "${view.filter}" of ${view.found}` : ""}.`;
+  return layout(
+    ctx,
+    "All queues",
+    html`<form method="get" action="/" class="filters">
+        <label>name contains <input type="text" name="name" value="${view.filter}" maxlength="64"></label>
+        <button type="submit">Filter</button>
+        ${view.filter ? html`<a href="/">clear</a>` : ""}
+      </form>
+      <p class="note" data-queues-summary>${summary}</p>
+      ${
+        shown > 0
+          ? html`<table class="queues">
+          <thead><tr><th>queue</th><th class="num">ready</th><th class="num">scheduled</th><th class="num">leased</th><th class="num">done</th><th class="num">failed</th><th class="num">corrupt</th><th>state</th><th>last hour: <span class="done-key">done</span> and <span class="failed-key">failed</span> per minute</th></tr></thead>
+          <tbody>${rows.map(line)}</tbody>
+        </table>`
+          : ""
+      }
+      <p class="note">As of ${new Date(now).toISOString().replace("T", " ").slice(0, 19)} UTC. Reload to refresh.</p>`,
+    { chart: rows.some((row) => row.history !== undefined) },
+  );
 }

@@ -95,3 +95,47 @@ export function parseDuration(text: string | undefined): number | undefined {
   const unit = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
   return Math.round(Number(match[1]) * unit[(match[2]?.toLowerCase() ?? "ms") as keyof typeof unit]);
 }
+
+/** A queue name leaseq accepts (as the Queue constructor checks it): `^[A-Za-z0-9_.-]{1,64}$`. */
+export function isQueueName(value: unknown): value is string {
+  return typeof value === "string" && value.length >= 1 && value.length <= 64 && /^[A-Za-z0-9_.-]+$/.test(value);
+}
+
+/**
+ * The path segment of a queue's pages, /q/<segment>/. The name itself, but for the valid names "."
+ * and "..", which a browser would resolve as path steps (even as %2E): those are written with "~"
+ * for each dot ("~" is never in a queue name, so nothing else can clash).
+ */
+export function queueSegment(name: string): string {
+  return name === "." || name === ".." ? name.replaceAll(".", "~") : name;
+}
+
+/** The queue name of a path segment, or undefined when it names no possible queue. */
+export function queueOfSegment(segment: string): string | undefined {
+  if (segment === "~" || segment === "~~") return segment.replaceAll("~", ".");
+  if (segment === "." || segment === "..") return undefined;
+  return isQueueName(segment) ? segment : undefined;
+}
+
+/** Where a queue's pages are: /q/<segment> (its overview is that and "/"). */
+export function queueBase(name: string): string {
+  return `/q/${queueSegment(name)}`;
+}
+
+/** Runs `work` over `items` with at most `limit` at once; the results in the items' order. */
+export async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+  return results;
+}

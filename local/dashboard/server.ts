@@ -1,5 +1,7 @@
-// The operator dashboard: a Hono app over one queue, and `startDashboard`, which serves it on a
-// port. Security model (docs/dashboard.md): it binds 127.0.0.1 unless told otherwise; every request
+// The operator dashboard: a Hono app over one queue or every queue of a store, and
+// `startDashboard`, which serves it on a port. Each queue's pages are under /q/<queue>/; with one
+// queue, "/" leads there and every other queue's path is 404; with a store, "/" lists its queues
+// (listQueues at each request) and /q/<name>/ serves any of them. Security model (docs/dashboard.md): it binds 127.0.0.1 unless told otherwise; every request
 // needs the access token (?token= once, then an HttpOnly SameSite=Strict cookie; or a Bearer
 // header), compared in constant time; the Host header must name the server (no DNS rebinding);
 // actions are POSTs carrying the process's CSRF token from the page and an Origin of the server;
@@ -12,6 +14,8 @@ import { Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { LIMITS } from "../../shared/config.js";
 import { InvalidInputError } from "../../shared/errors.js";
+import { listQueues, Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
 import type { ItemResult, TaskState } from "../../shared/types.js";
 import { redact } from "../cli/errors.js";
 import { ASSETS } from "./assets.js";
@@ -22,10 +26,24 @@ import {
   messagePage,
   overviewPage,
   type PageContext,
+  type QueueRow,
+  queuesPage,
   resultPage,
+  type SiteContext,
   taskPage,
 } from "./pages.js";
-import { type DashboardQueue, findTasks, parseDuration, SCAN_DEFAULT, STATES } from "./queue.js";
+import {
+  type DashboardQueue,
+  type DashboardStats,
+  findTasks,
+  type History,
+  mapLimited,
+  parseDuration,
+  queueBase,
+  queueOfSegment,
+  SCAN_DEFAULT,
+  STATES,
+} from "./queue.js";
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
@@ -42,9 +60,24 @@ export const CONTENT_SECURITY_POLICY = [
 /** Most tasks one "all matching" action touches. */
 export const MATCHING_MAX = 10_000;
 
+/** Most queues the all-queues overview shows: the busiest (by their tasks, all states together). */
+export const OVERVIEW_QUEUES_MAX = 50;
+
+/** Most queues whose stats the all-queues overview reads per request (the first by name). */
+export const OVERVIEW_QUEUES_READ_MAX = 1000;
+
+/** Queues read at once by the all-queues overview. */
+const OVERVIEW_PARALLEL = 8;
+
 export interface DashboardOptions {
-  queue: DashboardQueue;
-  /** Where the queue lives, without secrets (describeConnection); shown in the header. */
+  /** One queue: "/" leads to its pages, and every other queue's path is 404. */
+  queue?: DashboardQueue;
+  /**
+   * Instead of `queue`, a store: the dashboard serves every leaseq queue on it (listQueues, which
+   * needs `scanKeys`), "/" listing them.
+   */
+  store?: Store;
+  /** Where the queues live, without secrets (describeConnection); shown in the header. */
   where: string;
   /** The access token (default: 24 random bytes, base64url). */
   token?: string;
@@ -59,8 +92,11 @@ export interface DashboardOptions {
   log?: (line: string) => void;
 }
 
+/** The Hono environment: a queue's page context, once its path resolved to a queue. */
+export type Env = { Variables: { page?: PageContext } };
+
 export interface Dashboard {
-  app: Hono;
+  app: Hono<Env>;
   token: string;
   csrf: string;
   /** The cookie that carries the token after the first request. */
@@ -80,8 +116,8 @@ export function newToken(): string {
 }
 
 /** An address to come back to after an action: a path on this server, nothing else. */
-function safeBack(value: unknown): string {
-  return typeof value === "string" && /^\/(?![/\\])[^\s]*$/.test(value) && value.length < 2000 ? value : "/";
+function safeBack(value: unknown, fallback: string): string {
+  return typeof value === "string" && /^\/(?![/\\])[^\s]*$/.test(value) && value.length < 2000 ? value : fallback;
 }
 
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);
@@ -90,7 +126,7 @@ const list = (value: unknown): string[] =>
     (each): each is string => typeof each === "string" && each !== "",
   );
 
-class HttpError extends Error {
+export class HttpError extends Error {
   constructor(
     readonly status: 400 | 403 | 404 | 501,
     message: string,
@@ -100,7 +136,13 @@ class HttpError extends Error {
 }
 
 export function createDashboard(options: DashboardOptions): Dashboard {
-  const { queue, where } = options;
+  const { queue: single, store, where } = options;
+  if ((single === undefined) === (store === undefined)) {
+    throw new InvalidInputError("createDashboard: give either a queue or a store");
+  }
+  if (store && typeof store.scanKeys !== "function") {
+    throw new InvalidInputError("createDashboard: this store cannot SCAN for queues: give a queue");
+  }
   const token = options.token ?? newToken();
   const csrf = randomBytes(24).toString("base64url");
   const readOnly = options.readOnly ?? false;
@@ -108,20 +150,68 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   // Cookies are per host, not per port: a name of this token keeps two dashboards apart.
   const cookieName = `leaseq_dashboard_${digest(token).toString("hex").slice(0, 12)}`;
-  const ctx: PageContext = {
-    queueName: queue.name,
-    where: redact(where),
-    readOnly,
-    csrf,
-    can: {
-      history: typeof queue.history === "function",
-      find: typeof queue.find === "function",
-      cancel: typeof queue.cancel === "function",
-      pause: typeof queue.pause === "function" && typeof queue.resume === "function",
-    },
+  const site: SiteContext = { where: redact(where), readOnly, csrf, allQueues: single === undefined };
+  const contexts = new WeakMap<DashboardQueue, PageContext>();
+  const pageOf = (queue: DashboardQueue): PageContext => {
+    let ctx = contexts.get(queue);
+    if (!ctx) {
+      ctx = {
+        ...site,
+        queueName: queue.name,
+        base: queueBase(queue.name),
+        can: {
+          history: typeof queue.history === "function",
+          find: typeof queue.find === "function",
+          cancel: typeof queue.cancel === "function",
+          pause: typeof queue.pause === "function" && typeof queue.resume === "function",
+        },
+      };
+      contexts.set(queue, ctx);
+    }
+    return ctx;
   };
 
-  const app = new Hono();
+  // All-queues mode: the names listQueues found last (refreshed by each overview, and when a path
+  // names a queue not among them), and a Queue for each name asked for.
+  let known = new Set<string>();
+  const opened = new Map<string, DashboardQueue>();
+  const refreshKnown = async (): Promise<string[]> => {
+    const names = await listQueues(store as Store);
+    known = new Set(names);
+    for (const name of opened.keys()) if (!known.has(name)) opened.delete(name);
+    return names;
+  };
+  const queueNamed = (name: string): DashboardQueue => {
+    let queue = opened.get(name);
+    if (!queue) {
+      queue = new Queue(store as Store, { name });
+      opened.set(name, queue);
+    }
+    return queue;
+  };
+
+  /** The queue a path segment names, or 404: a bad name, another queue than a one-queue dashboard's, or one not on the store. */
+  async function queueOfPath(segment: string): Promise<DashboardQueue> {
+    const name = queueOfSegment(segment);
+    // Not echoed: it is not a queue name, and may be anything.
+    if (name === undefined)
+      throw new HttpError(404, "No such queue: a queue name is 1-64 characters of A-Z a-z 0-9 _ . -");
+    if (single) {
+      if (name !== single.name) throw new HttpError(404, `This dashboard shows the queue "${single.name}" only.`);
+      return single;
+    }
+    if (!known.has(name)) await refreshKnown();
+    if (!known.has(name)) throw new HttpError(404, `No queue "${name}" on this backend.`);
+    return queueNamed(name);
+  }
+
+  const app = new Hono<Env>();
+  /** The queue of the request's path (:queue), set as the page context of its pages and errors. */
+  const queueOf = async (c: { req: { param(name: "queue"): string }; set(key: "page", value: PageContext): void }) => {
+    const queue = await queueOfPath(c.req.param("queue"));
+    c.set("page", pageOf(queue));
+    return { queue, ctx: pageOf(queue) };
+  };
 
   app.use("*", async (c, next) => {
     await next();
@@ -164,6 +254,55 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   });
 
   app.get("/", async (c) => {
+    if (single) return c.redirect(`${queueBase(single.name)}/`, 303);
+    const at = now();
+    const names = await refreshKnown();
+    const filter = (c.req.query("name") ?? "").trim().slice(0, 64);
+    const matching = filter ? names.filter((name) => name.toLowerCase().includes(filter.toLowerCase())) : names;
+    const read = await mapLimited(matching.slice(0, OVERVIEW_QUEUES_READ_MAX), OVERVIEW_PARALLEL, async (name) => {
+      const queue = queueNamed(name);
+      try {
+        return { name, queue, stats: await queue.stats({ now: at }) };
+      } catch (error) {
+        log(`leaseq dashboard: stats of queue "${name}": ${redact(String(error))}`);
+        return { name, queue, error: redact((error as Error).message ?? String(error)) };
+      }
+    });
+    // Unreadable queues first (they need a look), then the busiest; shown by name.
+    const busy = ({ stats }: { stats?: DashboardStats }) =>
+      stats ? STATES.reduce((total, state) => total + stats[state], 0) : Number.MAX_SAFE_INTEGER;
+    const shown = [...read]
+      .sort((a, b) => busy(b) - busy(a) || (a.name < b.name ? -1 : 1))
+      .slice(0, OVERVIEW_QUEUES_MAX)
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+    const rows: QueueRow[] = await mapLimited(shown, OVERVIEW_PARALLEL, async (entry) => {
+      let history: History | undefined;
+      if (entry.stats && entry.queue.history) {
+        try {
+          history = await entry.queue.history({ now: at, minutes: 60 });
+        } catch (error) {
+          log(`leaseq dashboard: history of queue "${entry.name}": ${redact(String(error))}`);
+        }
+      }
+      return { name: entry.name, base: queueBase(entry.name), stats: entry.stats, history, error: entry.error };
+    });
+    return c.html(
+      queuesPage(site, {
+        rows,
+        found: names.length,
+        matching: matching.length,
+        read: read.length,
+        shownMax: OVERVIEW_QUEUES_MAX,
+        filter,
+        now: at,
+      }),
+    );
+  });
+
+  app.get("/q/:queue", (c) => c.redirect(`${new URL(c.req.url).pathname}/`, 303));
+
+  app.get("/q/:queue/", async (c) => {
+    const { queue, ctx } = await queueOf(c);
     const at = now();
     const [stats, history] = await Promise.all([
       queue.stats({ now: at }),
@@ -172,7 +311,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return c.html(overviewPage(ctx, stats, history, at));
   });
 
-  app.get("/tasks/:state", async (c) => {
+  app.get("/q/:queue/tasks/:state", async (c) => {
+    const { queue, ctx } = await queueOf(c);
     const state = stateOf(c.req.param("state"));
     const filter: ListFilter = {
       type: c.req.query("type") || undefined,
@@ -191,7 +331,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (next > 0) params.set("offset", String(next));
       if (!filtered && limit !== 50) params.set("limit", String(limit));
       const search = params.toString();
-      return `/tasks/${state}${search ? `?${search}` : ""}`;
+      return `${ctx.base}/tasks/${state}${search ? `?${search}` : ""}`;
     };
     const self = `${new URL(c.req.url).pathname}${new URL(c.req.url).search}`;
     if (filtered) {
@@ -236,19 +376,21 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     );
   });
 
-  app.get("/task/:id", async (c) => {
+  app.get("/q/:queue/task/:id", async (c) => {
+    const { queue, ctx } = await queueOf(c);
     const id = c.req.param("id");
     const task = await queue.inspect(id);
     if (!task) throw new HttpError(404, `No task with id "${id}" in queue "${queue.name}".`);
     return c.html(taskPage(ctx, task, now()));
   });
 
-  app.get("/search", (c) => {
+  app.get("/q/:queue/search", async (c) => {
+    const { ctx } = await queueOf(c);
     const id = (c.req.query("id") ?? "").trim();
-    return c.redirect(`/task/${encodeURIComponent(id)}`, 303);
+    return c.redirect(`${ctx.base}/task/${encodeURIComponent(id)}`, 303);
   });
 
-  app.post("/action", async (c) => {
+  app.post("/q/:queue/action", async (c) => {
     if (readOnly) throw new HttpError(403, "This dashboard is read-only: actions are refused.");
     const host = c.req.header("host");
     const origin = c.req.header("origin") ?? originOfReferer(c.req.header("referer"));
@@ -259,8 +401,10 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     if (!sameSecret(text(form._csrf), csrf)) {
       throw new HttpError(403, "Refused: missing or wrong CSRF token; reload the page and try again.");
     }
+    // Checked after the CSRF token: a forged request learns nothing of which queues exist.
+    const { queue, ctx } = await queueOf(c);
     const action = text(form.action);
-    const back = safeBack(form.back);
+    const back = safeBack(form.back, `${ctx.base}/`);
     const at = now();
     if (action === "pause" || action === "resume") {
       if (!queue.pause || !queue.resume) throw new HttpError(501, "This queue version cannot pause.");
@@ -280,7 +424,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (!actionsFor(state, ctx.can).includes(action)) {
         throw new HttpError(400, `Cannot ${action} ${state} tasks.`);
       }
-      ({ ids, capped } = await matchingIds(state, {
+      ({ ids, capped } = await matchingIds(queue, state, {
         type: text(form.type) || undefined,
         error: text(form.error) || undefined,
         olderThanMs: durationOf(text(form.olderThan)),
@@ -304,9 +448,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return c.html(resultPage(ctx, `${action[0].toUpperCase()}${action.slice(1)}`, summary, results, back));
   });
 
-  app.notFound((c) => c.html(messagePage(ctx, "Not found", `Nothing at ${c.req.path}.`), 404));
+  // The path is not echoed back.
+  app.notFound((c) => c.html(messagePage(c.get("page") ?? site, "Not found", "Nothing here."), 404));
 
   app.onError((error, c) => {
+    const ctx = c.get("page") ?? site;
     if (error instanceof HttpError)
       return c.html(messagePage(ctx, errorTitle(error.status), error.message), error.status);
     if (error instanceof InvalidInputError || error instanceof RangeError) {
@@ -318,6 +464,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 
   /** The ids of the tasks in `state` matching a filter, up to MATCHING_MAX, read before anything changes. */
   async function matchingIds(
+    queue: DashboardQueue,
     state: TaskState,
     filter: { type?: string; error?: string; olderThanMs?: number; now: number },
   ): Promise<{ ids: string[]; capped: boolean }> {

@@ -37,12 +37,52 @@ describe("leaseq dashboard", () => {
     const first = await fetch(url, { redirect: "manual" });
     expect(first.status).toBe(303);
     const cookie = (first.headers.get("set-cookie") ?? "").split(";")[0];
-    const page = await fetch(`${origin}/`, { headers: { cookie } });
+    const page = await fetch(`${origin}/q/${name}/`, { headers: { cookie } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('data-count="ready">0<');
     const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
+  });
+
+  it("without --queue it serves every queue: / lists them, each under /q/<queue>/", { timeout: 30_000 }, async () => {
+    const { queue, close } = await openQueue(adapters[0]);
+    const child = spawn(process.execPath, ["--import", "tsx", "local/cli/bin.ts", "dashboard", "--port", "0"], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl() },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      await queue.enqueue([{ id: "one", type: "job" }], { now: Date.now() });
+      let stdout = "";
+      let stderr = "";
+      child.stderr.on("data", (chunk) => {
+        stderr += chunk;
+      });
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on("data", (chunk) => {
+          stdout += chunk;
+          const match = /^Dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32})$/m.exec(stdout);
+          if (match) resolve(match[1]);
+        });
+        child.once("close", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+      });
+      expect(stdout).toMatch(/every leaseq queue on Redis at redis:\/\/127\.0\.0\.1:\d+ \(\d+ queues? now\)/);
+      const origin = new URL(url).origin;
+      const headers = { authorization: `Bearer ${new URL(url).searchParams.get("token")}` };
+      const home = await fetch(`${origin}/?name=${queue.name}`, { headers });
+      expect(home.status).toBe(200);
+      const body = await home.text();
+      expect(body).toContain(`data-queue-row="${queue.name}"`);
+      expect(body).toContain(`href="/q/${queue.name}/"`);
+      const page = await fetch(`${origin}/q/${queue.name}/`, { headers });
+      expect(await page.text()).toContain('data-count="ready">1<');
+    } finally {
+      const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      await close();
+    }
   });
 
   it("a task page shows at most 64 KiB of the payload, with a note", async () => {
@@ -54,7 +94,7 @@ describe("leaseq dashboard", () => {
       try {
         const origin = new URL(dashboard.url).origin;
         const html = await (
-          await fetch(`${origin}/task/big`, { headers: { authorization: `Bearer ${dashboard.token}` } })
+          await fetch(`${origin}/q/${queue.name}/task/big`, { headers: { authorization: `Bearer ${dashboard.token}` } })
         ).text();
         expect(html).toContain(`Showing the first 64 KiB of ${JSON.stringify(big).length} bytes.`);
         const shown = (/<pre id="payload">([^<]*)<\/pre>/.exec(html)?.[1] ?? "").replaceAll("&quot;", '"');

@@ -34,8 +34,10 @@ async function fixture(options: { readOnly?: boolean; adapter?: Adapter } = {}) 
     log: () => {},
   });
   running.push(dashboard.close);
-  const base = new URL(dashboard.url).origin;
-  return { queue: opened.queue, dashboard, base };
+  const origin = new URL(dashboard.url).origin;
+  // The queue's pages: /q/<queue>
+  const base = `${origin}/q/${opened.queue.name}`;
+  return { queue: opened.queue, dashboard, base, origin };
 }
 
 /** Enqueues `ids`, claims them and fails them with `error`: they are FAILED. */
@@ -55,12 +57,12 @@ async function failTasks(queue: Queue, ids: string[], error = "boom", payload: u
 
 const cookieOf = (dashboard: RunningDashboard) => `${dashboard.cookieName}=${dashboard.token}`;
 
-/** A POST of an action as the page's form would send it (cookie, CSRF field, Origin). */
+/** A POST of an action to the queue at `base` (/q/<queue>) as its page's form would send it (cookie, CSRF field, Origin). */
 function postAction(dashboard: RunningDashboard, base: string, fields: Record<string, string>, headers = {}) {
   return fetch(`${base}/action`, {
     method: "POST",
     redirect: "manual",
-    headers: { cookie: cookieOf(dashboard), origin: base, ...headers },
+    headers: { cookie: cookieOf(dashboard), origin: new URL(dashboard.url).origin, ...headers },
     body: new URLSearchParams({ _csrf: dashboard.csrf, ...fields }),
   });
 }
@@ -107,7 +109,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await failTasks(queue, ["job-1"], "upstream timed out");
     const { page, dialogs } = await newPage(browser);
     await page.goto(dashboard.url);
-    await page.goto(`${new URL(dashboard.url).origin}/task/job-1`);
+    await page.goto(`${new URL(dashboard.url).origin}/q/${queue.name}/task/job-1`);
     expect(await page.$eval("[data-field=state]", (el) => el.textContent)).toBe("failed");
     expect(await page.$eval("[data-field=lastError]", (el) => el.textContent)).toBe("upstream timed out");
     await clickAndWait(page, "button[value=requeue]");
@@ -208,7 +210,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await page.goto(`${base}/`);
     await page.type("input[name=id]", "a3");
     await clickAndWait(page, "header form button");
-    expect(new URL(page.url()).pathname).toBe("/task/a3");
+    expect(new URL(page.url()).pathname).toBe(`/q/${queue.name}/task/a3`);
     expect(await page.$eval("[data-field=lastError]", (el) => el.textContent)).toBe("bad input");
     await page.close();
   });
@@ -240,10 +242,13 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
 
 describe("dashboard access without a browser", () => {
   it("refuses a request without a valid token with 401; the right token sets an HttpOnly SameSite=Strict cookie", async () => {
-    const { dashboard, base } = await fixture();
+    const { dashboard, origin: base, queue } = await fixture();
     const status = async (path: string, init: RequestInit = {}) =>
       (await fetch(`${base}${path}`, { redirect: "manual", ...init })).status;
     expect(await status("/")).toBe(401);
+    expect(await status(`/q/${queue.name}/`)).toBe(401);
+    expect(await status(`/q/${queue.name}/tasks/failed`)).toBe(401);
+    expect(await status("/q/other/")).toBe(401);
     expect(await status("/tasks/failed")).toBe(401);
     expect(await status("/task/x")).toBe(401);
     expect(await status("/assets/uplot.js")).toBe(401);
@@ -260,7 +265,10 @@ describe("dashboard access without a browser", () => {
     expect(cookie).toContain(`${dashboard.cookieName}=${dashboard.token}`);
     expect(cookie).toContain("HttpOnly");
     expect(cookie).toContain("SameSite=Strict");
-    const page = await fetch(`${base}/`, { headers: { cookie: cookieOf(dashboard) } });
+    const home = await fetch(`${base}/`, { redirect: "manual", headers: { cookie: cookieOf(dashboard) } });
+    expect(home.status).toBe(303);
+    expect(home.headers.get("location")).toBe(`/q/${queue.name}/`);
+    const page = await fetch(`${base}/q/${queue.name}/`, { headers: { cookie: cookieOf(dashboard) } });
     expect(page.status).toBe(200);
     const csp = page.headers.get("content-security-policy") ?? "";
     expect(csp).toContain("default-src 'self'");
@@ -279,7 +287,12 @@ describe("dashboard access without a browser", () => {
     const statusWithHost = (host: string) =>
       new Promise<number>((resolve, reject) => {
         const req = request(
-          { host: "127.0.0.1", port: dashboard.port, path: "/", headers: { host, cookie: cookieOf(dashboard) } },
+          {
+            host: "127.0.0.1",
+            port: dashboard.port,
+            path: `/q/${queue.name}/`,
+            headers: { host, cookie: cookieOf(dashboard) },
+          },
           (res) => {
             res.resume();
             resolve(res.statusCode ?? 0);
