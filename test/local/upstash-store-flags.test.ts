@@ -81,7 +81,7 @@ describe("script flags per store", () => {
         .filter((script) => script.readOnly)
         .map((script) => script.name)
         .sort(),
-    ).toEqual(["inspect", "list", "stats"]);
+    ).toEqual(["history", "inspect", "list", "stats"]);
   });
 
   it("sends each script flagged through the endpoint, by SHA then by body, and every one runs", async () => {
@@ -117,6 +117,10 @@ describe("script flags per store", () => {
       expect(await queue.claim({ count: 1, now: NOW })).toMatchObject([{ id: "c" }]); // b is set aside
       expect((await queue.repair(["b"], { now: NOW }))[0].status).toBe("ok");
       expect((await queue.delete(["b"]))[0].status).toBe("ok");
+      expect(await queue.pause({ now: NOW })).toBe(true);
+      expect((await queue.resume({ now: NOW })).changed).toBe(true);
+      expect((await queue.cancel(["c"], { now: NOW }))[0].status).toBe("ok");
+      expect((await queue.history({ now: NOW, minutes: 5 })).failed).toHaveLength(5);
       expect(await queue.drop({ confirm: "flags" })).toBeGreaterThan(0);
     } finally {
       await store.close();

@@ -3,6 +3,7 @@
 // stores.
 import { describe, expect, it } from "vitest";
 import { InvalidInputError } from "../../shared/errors.js";
+import { listQueues } from "../../shared/queue.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, queueFixture } from "../helpers/stores.js";
 
@@ -155,6 +156,18 @@ describe.each(adapters)("controls over $name", (adapter) => {
     expect(await queue.stats({ now: NOW })).toMatchObject({ failed: 0, ready: 0, leased: 0 });
     await expect(queue.purge("leased" as never)).rejects.toThrow(/purge: state must be one of/);
     await assertConsistent(redis, queue);
+  });
+
+  it("listQueues finds the queues on the server by their config keys, through the store", async () => {
+    const queue = await fresh();
+    const store = await adapter.open();
+    try {
+      expect(await listQueues(store)).toContain(queue.name);
+      await queue.drop({ confirm: queue.name });
+      expect(await listQueues(store)).not.toContain(queue.name);
+    } finally {
+      await store.close();
+    }
   });
 
   it("history counts DONE and FAILED per minute over the last hour", async () => {
