@@ -111,7 +111,8 @@ export function formatSummary(summary: DemoSummary): string {
   const seconds = (summary.durationMs / 1000).toFixed(1);
   const { poison, crash, sqs } = summary;
   const lines = [
-    `${summary.drained ? "Drained" : "Stopped"} after ${seconds} s: ${summary.enqueued} demo tasks, ${summary.done} done, ${summary.failed} failed, ${summary.lost} lost.`,
+    // Stopped early, what is not finished is still in the queue (listed below), not lost.
+    `${summary.drained ? "Drained" : "Stopped"} after ${seconds} s: ${summary.enqueued} demo tasks, ${summary.done} done, ${summary.failed} failed, ${summary.lost} ${summary.drained ? "lost" : "not finished yet"}.`,
     `  retried ${summary.retried} times; the reclaimer returned ${summary.reclaimed} expired leases to READY`,
   ];
   if (poison) {
