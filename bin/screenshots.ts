@@ -4,13 +4,10 @@
 // SCREENSHOTS_DB, default 15), serves the all-queues dashboard over it, photographs two pages in
 // headless Chromium, then drops the three queues.
 //   node --import tsx bin/screenshots.ts
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import puppeteer from "puppeteer-core";
 import { startDashboard } from "../local/dashboard/server.js";
 import { listQueues, Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
+import { launchBrowser } from "../test/dashboard/browser.js";
 
 const url = new URL(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
 url.pathname = `/${process.env.SCREENSHOTS_DB ?? "15"}`;
@@ -27,7 +24,6 @@ const reports = new Queue(store, { name: "reports" });
 const webhooks = new Queue(store, { name: "webhooks.v2" });
 const queues = [emails, reports, webhooks];
 for (const queue of queues) await queue.configure();
-const userDataDir = mkdtempSync(join(tmpdir(), "leaseq-screenshots-"));
 
 const ERRORS = [
   "SMTP 421: service not available (mx1.example.com)",
@@ -124,21 +120,8 @@ try {
   );
 
   const dashboard = await startDashboard({ store, where: "Redis at redis://127.0.0.1:6379", port: 0 });
-  const browser = await puppeteer.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    userDataDir,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  const { browser, close: closeBrowser } = await launchBrowser();
+
   try {
     const page = await browser.newPage();
     await page.setViewport({ width: 1200, height: 560, deviceScaleFactor: 1 });
@@ -152,11 +135,10 @@ try {
     await page.screenshot({ path: "docs/dashboard-task.png", fullPage: true });
     console.log("wrote docs/dashboard-overview.png and docs/dashboard-task.png");
   } finally {
-    await browser.close();
+    await closeBrowser();
     await dashboard.close();
   }
 } finally {
   for (const queue of queues) await queue.drop({ confirm: queue.name });
   await store.close();
-  rmSync(userDataDir, { recursive: true, force: true });
 }

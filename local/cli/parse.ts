@@ -29,10 +29,25 @@ export function duration(ms: number): string {
   return `${(ms / 86_400_000).toFixed(1)} d`;
 }
 
-/** A commander argument parser for a duration: 500ms, 90s, 15m, 2h, 7d (or plain ms); returns ms. */
+/**
+ * A duration as typed: plain milliseconds ("1500"), or a number with ms, s, m (min), h or d ("90s",
+ * "5m", "1.5h"). Undefined for empty text; throws RangeError when it cannot be read.
+ */
+export function parseDuration(text: string | undefined): number | undefined {
+  if (text === undefined || text.trim() === "") return undefined;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$/i.exec(text);
+  if (!match) throw new RangeError(`not a duration: "${text}" (e.g. 1500, 90s, 5m, 2h, 1d)`);
+  const unit = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+  return Math.round(Number(match[1]) * unit[(match[2]?.toLowerCase() ?? "ms") as keyof typeof unit]);
+}
+
+/** A commander argument parser for a duration (parseDuration); returns ms. */
 export function durationArg(text: string): number {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-  if (!match) throw new InvalidArgumentError("expected a duration such as 500ms, 90s, 15m, 2h or 7d.");
-  return Math.round(Number(match[1]) * unit[(match[2] ?? "ms") as keyof typeof unit]);
+  try {
+    const ms = parseDuration(text);
+    if (ms !== undefined) return ms;
+  } catch {
+    // Said below, in commander's words.
+  }
+  throw new InvalidArgumentError("expected a duration such as 500ms, 90s, 15m, 2h or 7d.");
 }

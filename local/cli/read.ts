@@ -30,7 +30,7 @@ export function formatStats(stats: QueueStats): string {
 }
 
 /** What a task's `atMs` means in each state. */
-const AT_LABEL: Record<TaskState, string> = {
+export const AT_LABEL: Record<TaskState, string> = {
   ready: "ready since",
   scheduled: "due at",
   leased: "lease until",
@@ -145,6 +145,11 @@ export interface FilterOptions {
   offset?: number;
 }
 
+/** The `find` filter of the filter flags. */
+export function taskFilter(options: FilterOptions, now: number) {
+  return { type: options.type, error: options.error, olderThanMs: options.olderThan, now };
+}
+
 /**
  * The tasks of `state` matching the filter flags, from `offset` on, up to `most`: `find` calls of
  * 1000 tasks read each, so no call is unbounded whatever the queue holds.
@@ -159,13 +164,7 @@ export async function findAll(
   let cursor: number | undefined = options.offset ?? 0;
   const now = Date.now();
   while (cursor !== undefined && found.length < most) {
-    const page = await queue.find(state, {
-      type: options.type,
-      error: options.error,
-      olderThanMs: options.olderThan,
-      now,
-      cursor,
-    });
+    const page = await queue.find(state, { ...taskFilter(options, now), cursor });
     found.push(...page.tasks);
     cursor = page.next;
   }

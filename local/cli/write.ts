@@ -5,6 +5,7 @@ import type { TaskState } from "../../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError, UsageError } from "./errors.js";
 import { duration, durationArg, integer } from "./parse.js";
+import { taskFilter } from "./read.js";
 
 /** Runs `call` over `ids` in batches the scripts take. */
 async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[]>): Promise<T[]> {
@@ -70,13 +71,7 @@ async function byFilter(
   const now = Date.now();
   let cursor: number | undefined = 0;
   while (cursor !== undefined) {
-    const page = await queue.find(state, {
-      type: options.type,
-      error: options.error,
-      olderThanMs: options.olderThan,
-      now,
-      cursor,
-    });
+    const page = await queue.find(state, { ...taskFilter(options, now), cursor });
     const ids = page.tasks.map((task) => task.id);
     outcome.matched.push(...ids);
     let left = 0;

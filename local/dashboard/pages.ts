@@ -5,6 +5,7 @@ import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { ItemResult, ListedTask, TaskInfo, TaskState } from "../../shared/types.js";
 import { duration } from "../cli/parse.js";
+import { AT_LABEL } from "../cli/read.js";
 import { type DashboardStats, type History, STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -277,15 +278,6 @@ export function shownPayload(payload: string): { text: string; bytes: number; cu
     cut: true,
   };
 }
-
-const AT_LABEL: Record<TaskState, string> = {
-  ready: "ready since",
-  scheduled: "due at",
-  leased: "lease until",
-  done: "finished at",
-  failed: "failed at",
-  corrupt: "set aside at",
-};
 
 export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
   const payload = shownPayload(task.payload);

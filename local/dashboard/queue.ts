@@ -1,7 +1,6 @@
-// What the dashboard needs of a queue: the methods of shared/queue.ts it calls. The queue controls
-// (history, find, cancel, pause, resume) are optional here, so the dashboard also runs against a
-// Queue without them (it says so on the page, and refuses the action with 501).
-import { InvalidInputError } from "../../shared/errors.js";
+// What the dashboard needs of a queue: the methods of shared/queue.ts it calls. Some controls
+// (history, cancel, pause, resume) are optional here, so a page can be rendered over a narrower
+// queue (it says so on the page, and refuses the action with 501).
 import type { ItemResult, ListedTask, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
 
 export const STATES: readonly TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
@@ -42,7 +41,7 @@ export interface DashboardQueue {
   requeue(ids: string[], options: { now: number }): Promise<ItemResult[]>;
   delete(ids: string[]): Promise<ItemResult[]>;
   history?(options: { now: number; minutes: number }): Promise<History>;
-  find?(state: TaskState, options: FindOptions): Promise<FindPage>;
+  find(state: TaskState, options: FindOptions): Promise<FindPage>;
   cancel?(ids: string[], options: { now: number }): Promise<ItemResult[]>;
   pause?(options: { now: number; type?: string }): Promise<unknown>;
   resume?(options: { now: number; type?: string }): Promise<unknown>;
@@ -51,49 +50,9 @@ export interface DashboardQueue {
 /** Entries one find call looks at, unless told. */
 export const SCAN_DEFAULT = 1000;
 
-/**
- * One page of the tasks in `state` that match the filter: the queue's own `find` when it has one,
- * else `findByList` (the same contract over `list` pages).
- */
+/** One page of the tasks in `state` that match the filter (the queue's `find`: bounded, resumable). */
 export function findTasks(queue: DashboardQueue, state: TaskState, options: FindOptions): Promise<FindPage> {
-  if (typeof queue.find === "function") return queue.find(state, options);
-  return findByList(queue, state, options);
-}
-
-/**
- * `find` over `list`, for a queue without it: reads `scan` entries from `cursor` and keeps the
- * matches. `olderThanMs` compares the listed time (due, finished, quarantined): not for READY
- * (ordered by rank) or LEASED (by deadline) tasks.
- */
-export async function findByList(queue: DashboardQueue, state: TaskState, options: FindOptions): Promise<FindPage> {
-  if (options.olderThanMs !== undefined && (state === "ready" || state === "leased")) {
-    throw new InvalidInputError(
-      `find: olderThanMs applies to scheduled, done, failed or corrupt tasks, not ${state} ones`,
-    );
-  }
-  const cursor = options.cursor ?? 0;
-  const scan = Math.min(1000, options.scan ?? SCAN_DEFAULT);
-  const before = options.olderThanMs === undefined ? undefined : options.now - options.olderThanMs;
-  const page = await queue.list(state, { offset: cursor, limit: scan });
-  const tasks = page.filter(
-    (task) =>
-      (options.type === undefined || task.type === options.type) &&
-      (options.error === undefined || task.lastError.includes(options.error)) &&
-      (before === undefined || task.score < before),
-  );
-  return { tasks, next: page.length < scan ? undefined : cursor + page.length };
-}
-
-/**
- * A duration as typed in a filter: plain milliseconds ("1500"), or a number with ms, s, m, h or d
- * ("90s", "5m", "1.5h"). Undefined for empty text; throws RangeError when it cannot be read.
- */
-export function parseDuration(text: string | undefined): number | undefined {
-  if (text === undefined || text.trim() === "") return undefined;
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$/i.exec(text);
-  if (!match) throw new RangeError(`not a duration: "${text}" (e.g. 1500, 90s, 5m, 2h, 1d)`);
-  const unit = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
-  return Math.round(Number(match[1]) * unit[(match[2]?.toLowerCase() ?? "ms") as keyof typeof unit]);
+  return queue.find(state, options);
 }
 
 /** A queue name leaseq accepts (as the Queue constructor checks it): `^[A-Za-z0-9_.-]{1,64}$`. */

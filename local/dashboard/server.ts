@@ -18,6 +18,7 @@ import { listQueues, Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import type { ItemResult, TaskState } from "../../shared/types.js";
 import { redact } from "../cli/errors.js";
+import { parseDuration } from "../cli/parse.js";
 import { ASSETS } from "./assets.js";
 import {
   actionsFor,
@@ -38,7 +39,6 @@ import {
   findTasks,
   type History,
   mapLimited,
-  parseDuration,
   queueBase,
   queueOfSegment,
   SCAN_DEFAULT,

@@ -7,29 +7,40 @@ import { adapters, openQueue, redisUrl, uniqueQueueName } from "../helpers/store
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
+/** Starts `leaseq dashboard ...args` from source; resolves once it printed its URL. */
+async function startCli(args: string[]) {
+  const child = spawn(process.execPath, ["--import", "tsx", "local/cli/bin.ts", "dashboard", "--port", "0", ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl() },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+      const match = /^Dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32})$/m.exec(stdout);
+      if (match) resolve(match[1]);
+    });
+    child.once("close", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+  });
+  const stop = async () => {
+    const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
+    child.kill("SIGTERM");
+    return exited;
+  };
+  return { url, stdout, stop };
+}
+
 describe("leaseq dashboard", () => {
   it("the CLI verb prints its URL with the token, serves the queue, and stops on SIGTERM", {
     timeout: 30_000,
   }, async () => {
     const name = uniqueQueueName("dashcli");
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", "local/cli/bin.ts", "dashboard", "--queue", name, "--port", "0", "--read-only"],
-      { cwd: root, env: { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl() }, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk;
-        const match = /^Dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32})$/m.exec(stdout);
-        if (match) resolve(match[1]);
-      });
-      child.once("close", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
-    });
+    const { url, stdout, stop } = await startCli(["--queue", name, "--read-only"]);
     expect(stdout).toContain(`queue "${name}" on Redis at redis://127.0.0.1:`);
     expect(stdout).toContain("read-only");
     const origin = new URL(url).origin;
@@ -40,33 +51,14 @@ describe("leaseq dashboard", () => {
     const page = await fetch(`${origin}/q/${name}/`, { headers: { cookie } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('data-count="ready">0<');
-    const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
-    child.kill("SIGTERM");
-    expect(await exited).toBe(0);
+    expect(await stop()).toBe(0);
   });
 
   it("without --queue it serves every queue: / lists them, each under /q/<queue>/", { timeout: 30_000 }, async () => {
     const { queue, close } = await openQueue(adapters[0]);
-    const child = spawn(process.execPath, ["--import", "tsx", "local/cli/bin.ts", "dashboard", "--port", "0"], {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl() },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    await queue.enqueue([{ id: "one", type: "job" }], { now: Date.now() });
+    const { url, stdout, stop } = await startCli([]);
     try {
-      await queue.enqueue([{ id: "one", type: "job" }], { now: Date.now() });
-      let stdout = "";
-      let stderr = "";
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-      });
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on("data", (chunk) => {
-          stdout += chunk;
-          const match = /^Dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32})$/m.exec(stdout);
-          if (match) resolve(match[1]);
-        });
-        child.once("close", (code) => reject(new Error(`exited ${code}: ${stderr}`)));
-      });
       expect(stdout).toMatch(/every leaseq queue on Redis at redis:\/\/127\.0\.0\.1:\d+ \(\d+ queues? now\)/);
       const origin = new URL(url).origin;
       const headers = { authorization: `Bearer ${new URL(url).searchParams.get("token")}` };
@@ -78,9 +70,7 @@ describe("leaseq dashboard", () => {
       const page = await fetch(`${origin}/q/${queue.name}/`, { headers });
       expect(await page.text()).toContain('data-count="ready">1<');
     } finally {
-      const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
-      child.kill("SIGTERM");
-      expect(await exited).toBe(0);
+      expect(await stop()).toBe(0);
       await close();
     }
   });
