@@ -69,6 +69,22 @@ describe.each(adapters)("controls over $name", (adapter) => {
     );
   });
 
+  it("a claim reads past 200 waiting tasks of a paused type to the ones it may lease (at most 1000 heads)", async () => {
+    const queue = await fresh();
+    await queue.enqueue(
+      Array.from({ length: 200 }, (_, i) => ({ id: `r${i}`, type: "resize", priority: -1 })),
+      { now: NOW },
+    );
+    await queue.enqueue(
+      Array.from({ length: 5 }, (_, i) => ({ id: `e${i}`, type: "email" })),
+      { now: NOW },
+    );
+    await queue.pause({ now: NOW, type: "resize" });
+    expect((await queue.claim({ count: 5, now: NOW })).map((task) => task.id)).toEqual(["e0", "e1", "e2", "e3", "e4"]);
+    expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 200, leased: 5 });
+    await assertConsistent(redis, queue);
+  });
+
   it("an ordered queue stops at a task of a paused type", async () => {
     const queue = await fresh({ ordered: true });
     await queue.enqueue(
