@@ -1,7 +1,9 @@
 import { Argument, type Command } from "commander";
+import { createProducer } from "../../functions/producer.js";
 import { LIMITS } from "../../shared/config.js";
 import { listQueues, Queue } from "../../shared/queue.js";
 import { openStore, queueName, withQueue } from "./connect.js";
+import { sqsClient } from "./dlq.js";
 import { OperationError, UsageError } from "./errors.js";
 import { formatStats } from "./read.js";
 
@@ -26,17 +28,31 @@ export function controlCommands(program: Command): void {
         const what = options.type
           ? `task type "${options.type}" of queue "${queueName(command)}"`
           : `queue "${queueName(command)}"`;
-        const changed = await withQueue(command, async (queue) =>
+        const { changed, wakeAtMs } = await withQueue(command, async (queue) =>
           action === "pause"
-            ? queue.pause({ now: Date.now(), type: options.type })
-            : (await queue.resume({ now: Date.now(), type: options.type })).changed,
+            ? { changed: await queue.pause({ now: Date.now(), type: options.type }), wakeAtMs: undefined }
+            : queue.resume({ now: Date.now(), type: options.type }),
         );
         const past = action === "pause" ? "paused" : "resumed";
         console.log(
           changed ? `${past} ${what}` : `${what} was ${action === "pause" ? "paused" : "not paused"} already`,
         );
-        if (action === "resume" && changed) {
-          console.log("its ready tasks start at the next wake-up or reclaimer run (within a minute)");
+        if (wakeAtMs !== undefined) {
+          // Ready work waits for a worker: with the worker's queue URL, wake one now (docs/wake-ups.md).
+          const queueUrl = process.env.LEASEQ_QUEUE_URL;
+          if (queueUrl) {
+            const client = sqsClient();
+            try {
+              await createProducer({ queueUrl, client }).wake(0);
+              console.log(`sent a wake-up to ${queueUrl}`);
+            } finally {
+              client.destroy();
+            }
+          } else {
+            console.log(
+              "its ready tasks start at the reclaimer's next run (within a minute); set LEASEQ_QUEUE_URL to the worker's queue to wake a worker now",
+            );
+          }
         }
       });
   }

@@ -17,11 +17,11 @@ interface DlqOptions {
 }
 
 /**
- * An SQS client for the dead-letter queue. LEASEQ_SQS_ENDPOINT points it at a local stand-in (with
+ * An SQS client (the dead-letter queue's, the worker queue's for a wake-up). LEASEQ_SQS_ENDPOINT points it at a local stand-in (with
  * placeholder credentials); otherwise the SDK's usual chain applies (AWS_PROFILE, AWS_REGION, and
  * AWS_ENDPOINT_URL_SQS, which it reads itself).
  */
-function sqsClient(env: NodeJS.ProcessEnv = process.env): SQSClient {
+export function sqsClient(env: NodeJS.ProcessEnv = process.env): SQSClient {
   if (!env.LEASEQ_SQS_ENDPOINT) return new SQSClient({});
   return new SQSClient({
     endpoint: env.LEASEQ_SQS_ENDPOINT,

@@ -2,6 +2,7 @@
 // resume, cancel, purge, requeue and delete by filter (with their dry runs), list with filters and
 // errors, and queues.
 import { afterAll, describe, expect, it } from "vitest";
+import { LocalSqs } from "../../local/sqs.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
@@ -52,10 +53,28 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
       pausedTypes: ["resize"],
     });
     expect(await queue.claim({ count: 5, now: Date.now() })).toEqual([]);
-    expect((await cli(["resume", "--type", "resize"])).stdout).toBe(
-      `resumed task type "resize" of queue "${name}"\nits ready tasks start at the next wake-up or reclaimer run (within a minute)\n`,
-    );
-    expect((await cli(["resume"])).code).toBe(0);
+    expect(
+      (await cli(["resume", "--type", "resize"])).stdout,
+      "the queue itself is still paused: nothing to wake",
+    ).toBe(`resumed task type "resize" of queue "${name}"\n`);
+    // With the worker's queue URL, a resume that leaves ready work sends the wake-up itself.
+    const sqs = new LocalSqs(async () => undefined);
+    await sqs.listen();
+    try {
+      const resumed = await runCli(["resume"], {
+        REDIS_URL: redisUrl(),
+        LEASEQ_QUEUE: name,
+        LEASEQ_QUEUE_URL: sqs.queueUrl,
+        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+      });
+      expect(resumed).toMatchObject({
+        code: 0,
+        stdout: `resumed queue "${name}"\nsent a wake-up to ${sqs.queueUrl}\n`,
+      });
+      expect(sqs.queue.all().map((message) => message.body)).toEqual(['{"leaseq":"wake"}']);
+    } finally {
+      await sqs.close();
+    }
     expect((await queue.claim({ count: 5, now: Date.now() })).map((task) => task.id)).toEqual(["a"]);
   });
 
