@@ -42,6 +42,9 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     checkName(where, "policy type", type, LIMITS.typeMaxBytes);
     policies[type] = checkPolicy(`${where} policy "${type}"`, policy);
   }
+  type IntegerSetting = "maxPayloadBytes" | "maxErrorBytes" | "clockSkewMs" | "doneRetentionMs" | "failedRetentionMs";
+  const integer = (field: IntegerSetting, fallback: number, min: number, max: number) =>
+    checkInteger(where, field, settings[field] ?? fallback, min, max);
   for (const flag of ["ordered", "strictTypes"] as const) {
     if (settings[flag] !== undefined && typeof settings[flag] !== "boolean") {
       throw new InvalidInputError(`${where}: ${flag} must be true or false`);
@@ -52,41 +55,11 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     policies,
     strictTypes: settings.strictTypes ?? false,
     defaultPolicy: checkPolicy(`${where} defaultPolicy`, settings.defaultPolicy ?? DEFAULTS),
-    maxPayloadBytes: checkInteger(
-      where,
-      "maxPayloadBytes",
-      settings.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes,
-      1,
-      LIMITS.payloadMaxBytes,
-    ),
-    maxErrorBytes: checkInteger(
-      where,
-      "maxErrorBytes",
-      settings.maxErrorBytes ?? DEFAULTS.maxErrorBytes,
-      0,
-      LIMITS.errorMaxBytes,
-    ),
-    clockSkewMs: checkInteger(
-      where,
-      "clockSkewMs",
-      settings.clockSkewMs ?? DEFAULTS.clockSkewMs,
-      0,
-      LIMITS.clockSkewMaxMs,
-    ),
-    doneRetentionMs: checkInteger(
-      where,
-      "doneRetentionMs",
-      settings.doneRetentionMs ?? DEFAULTS.doneRetentionMs,
-      0,
-      LIMITS.retentionMaxMs,
-    ),
-    failedRetentionMs: checkInteger(
-      where,
-      "failedRetentionMs",
-      settings.failedRetentionMs ?? DEFAULTS.failedRetentionMs,
-      0,
-      LIMITS.retentionMaxMs,
-    ),
+    maxPayloadBytes: integer("maxPayloadBytes", DEFAULTS.maxPayloadBytes, 1, LIMITS.payloadMaxBytes),
+    maxErrorBytes: integer("maxErrorBytes", DEFAULTS.maxErrorBytes, 0, LIMITS.errorMaxBytes),
+    clockSkewMs: integer("clockSkewMs", DEFAULTS.clockSkewMs, 0, LIMITS.clockSkewMaxMs),
+    doneRetentionMs: integer("doneRetentionMs", DEFAULTS.doneRetentionMs, 0, LIMITS.retentionMaxMs),
+    failedRetentionMs: integer("failedRetentionMs", DEFAULTS.failedRetentionMs, 0, LIMITS.retentionMaxMs),
   };
 }
 

@@ -1,11 +1,11 @@
 import { Argument, type Command } from "commander";
 import { createProducer } from "../../functions/producer.js";
-import { LIMITS } from "../../shared/config.js";
 import { listQueues, Queue } from "../../shared/queue.js";
 import { openStore, queueName, withQueue } from "./connect.js";
 import { sqsClient } from "./dlq.js";
-import { OperationError, UsageError } from "./errors.js";
+import { UsageError } from "./errors.js";
 import { formatStats } from "./read.js";
+import { inBatches, report } from "./write.js";
 
 const PURGEABLE = ["ready", "scheduled", "done", "failed", "corrupt"] as const;
 
@@ -68,26 +68,15 @@ export function controlCommands(program: Command): void {
       "\nA worker still running a cancelled task is answered stale_token when it settles.\nExample:\n  leaseq --queue emails cancel welcome-42",
     )
     .action(async (ids: string[], _options: unknown, command: Command) => {
-      const results = await withQueue(command, async (queue) => {
-        const all = [];
-        for (let start = 0; start < ids.length; start += LIMITS.batchMax) {
-          all.push(...(await queue.cancel(ids.slice(start, start + LIMITS.batchMax), { now: Date.now() })));
-        }
-        return all;
-      });
-      const cancelled = results.filter((result) => result.status === "ok");
-      if (cancelled.length > 0) console.log(`cancelled ${cancelled.map((result) => result.id).join(", ")} (FAILED)`);
-      const why: Record<string, string> = {
+      const results = await withQueue(command, (queue) =>
+        inBatches(ids, (batch) => queue.cancel(batch, { now: Date.now() })),
+      );
+      report(command, { name: "cancel", past: "cancelled", note: "(FAILED)" }, results, {
         unknown_id: "no such task",
         already_done: "DONE already",
         already_failed: "FAILED already",
         corrupt: "its record cannot be read: set aside, see leaseq list corrupt",
-      };
-      const refused = results.filter((result) => result.status !== "ok");
-      if (refused.length > 0) {
-        const list = refused.map((result) => `${result.id} (${why[result.status] ?? result.status})`).join(", ");
-        throw new OperationError(`cancel: not cancelled in queue "${queueName(command)}": ${list}`);
-      }
+      });
     });
 
   program

@@ -8,7 +8,7 @@ import { duration, durationArg, integer } from "./parse.js";
 import { taskFilter } from "./read.js";
 
 /** Runs `call` over `ids` in batches the scripts take. */
-async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[]>): Promise<T[]> {
+export async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[]>): Promise<T[]> {
   const all: T[] = [];
   for (let start = 0; start < ids.length; start += LIMITS.batchMax) {
     all.push(...(await call(ids.slice(start, start + LIMITS.batchMax))));
@@ -20,7 +20,7 @@ async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[
  * Prints the ids `verb` changed ("requeued a, b"), then fails naming each id it refused and why
  * (`why` by status, else the status itself), so the exit code says whether every id went through.
  */
-function report(
+export function report(
   command: Command,
   verb: { name: string; past: string; note?: string },
   results: Array<{ id: string; status: string }>,

@@ -3,10 +3,10 @@
 // style: the page script and style sheets are files under /assets/ (see assets.ts).
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
-import type { ItemResult, ListedTask, TaskInfo, TaskState } from "../../shared/types.js";
+import type { ItemResult, ListedTask, QueueHistory, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
 import { duration } from "../cli/parse.js";
 import { AT_LABEL } from "../cli/read.js";
-import { type DashboardStats, type History, STATES } from "./queue.js";
+import { STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
@@ -29,7 +29,6 @@ export interface PageContext extends SiteContext {
   /** Where the queue's pages are: /q/<segment> (queueBase). */
   base: string;
   /** Which optional queue controls this queue has. */
-  can: { history: boolean; find: boolean; cancel: boolean; pause: boolean };
 }
 
 const isQueuePage = (ctx: SiteContext | PageContext): ctx is PageContext => "queueName" in ctx;
@@ -89,22 +88,18 @@ function time(ms: number, now: number): Html {
   return html`<time datetime="${new Date(ms).toISOString()}" title="${new Date(ms).toISOString()}">${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} (${relative})</time>`;
 }
 
-export function overviewPage(ctx: PageContext, stats: DashboardStats, history: History | undefined, now: number) {
+export function overviewPage(ctx: PageContext, stats: QueueStats, history: QueueHistory, now: number) {
   const card = (state: TaskState, count: number, note: Html | string = "") =>
     html`<div class="card"><a href="${ctx.base}/tasks/${state}"><span class="n" data-count="${state}">${count}</span><span class="label">${state}</span></a>${note ? html`<div class="note">${note}</div>` : ""}</div>`;
-  const paused = stats.paused === true;
-  const pausedTypes = stats.pausedTypes ?? [];
-  const pauseStatus =
-    stats.paused === undefined
-      ? html`<p class="note" data-paused="unknown">This queue version does not report pausing.</p>`
-      : html`<p class="${paused || pausedTypes.length > 0 ? "paused" : "note"}" data-paused="${String(paused)}">
+  const paused = stats.paused;
+  const pausedTypes = stats.pausedTypes;
+  const pauseStatus = html`<p class="${paused || pausedTypes.length > 0 ? "paused" : "note"}" data-paused="${String(paused)}">
           ${paused ? html`<b>The queue is paused</b>: workers claim nothing.` : "The queue is running."}
           ${pausedTypes.length > 0 ? html` Paused types: ${pausedTypes.map((type, i) => html`${i > 0 ? ", " : ""}<b data-paused-type>${type}</b>`)}.` : ""}
         </p>`;
-  const controls =
-    ctx.readOnly || !ctx.can.pause
-      ? ""
-      : html`<div class="actions">
+  const controls = ctx.readOnly
+    ? ""
+    : html`<div class="actions">
           <form method="post" action="${ctx.base}/action" class="inline">
             ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/">
             ${
@@ -120,10 +115,8 @@ export function overviewPage(ctx: PageContext, stats: DashboardStats, history: H
             <button name="action" value="resume" data-confirm="Resume this task type?">Resume type</button>
           </form>
         </div>`;
-  const chart = history
-    ? html`<div id="history-chart" data-history="${JSON.stringify(history)}"></div>
-        <p class="note">Last hour: ${sum(history.done)} done, ${sum(history.failed)} failed.</p>`
-    : html`<p class="note">This queue version keeps no history (queue.history).</p>`;
+  const chart = html`<div id="history-chart" data-history="${JSON.stringify(history)}"></div>
+    <p class="note">Last hour: ${sum(history.done)} done, ${sum(history.failed)} failed.</p>`;
   return layout(
     ctx,
     "Overview",
@@ -158,10 +151,10 @@ const SCORE_LABEL: Record<TaskState, string> = {
 };
 
 /** Actions offered on tasks in each state (requeue: FAILED; cancel: not yet finished; delete: not leased). */
-export function actionsFor(state: TaskState, can: PageContext["can"]): Array<"requeue" | "cancel" | "delete"> {
+export function actionsFor(state: TaskState): Array<"requeue" | "cancel" | "delete"> {
   const actions: Array<"requeue" | "cancel" | "delete"> = [];
   if (state === "failed") actions.push("requeue");
-  if (can.cancel && (state === "ready" || state === "scheduled" || state === "leased")) actions.push("cancel");
+  if (state === "ready" || state === "scheduled" || state === "leased") actions.push("cancel");
   if (state !== "leased") actions.push("delete");
   return actions;
 }
@@ -193,7 +186,7 @@ export interface ListView {
 
 export function listPage(ctx: PageContext, view: ListView) {
   const { state, tasks, filter, now } = view;
-  const actions = ctx.readOnly ? [] : actionsFor(state, ctx.can);
+  const actions = ctx.readOnly ? [] : actionsFor(state);
   const scoreCell = (task: ListedTask) => (state === "ready" ? String(task.score) : time(task.score, now));
   const filterFields = html`<input type="hidden" name="state" value="${state}">
     <input type="hidden" name="type" value="${filter.type ?? ""}">
@@ -281,7 +274,7 @@ export function shownPayload(payload: string): { text: string; bytes: number; cu
 
 export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
   const payload = shownPayload(task.payload);
-  const actions = ctx.readOnly ? [] : actionsFor(task.state, ctx.can);
+  const actions = ctx.readOnly ? [] : actionsFor(task.state);
   return layout(
     ctx,
     `Task ${task.id}`,
@@ -344,8 +337,8 @@ export interface QueueRow {
   name: string;
   /** Where its pages are (queueBase). */
   base: string;
-  stats?: DashboardStats;
-  history?: History;
+  stats?: QueueStats;
+  history?: QueueHistory;
   /** Why its stats could not be read (redacted). */
   error?: string;
 }
@@ -370,14 +363,12 @@ export function queuesPage(ctx: SiteContext, view: QueuesView) {
   const { rows, now } = view;
   const count = (row: QueueRow, state: TaskState, note: Html | string = "") =>
     html`<td class="num"><a href="${row.base}/tasks/${state}" data-count="${state}">${row.stats?.[state] ?? ""}</a>${note ? html`<div class="note small">${note}</div>` : ""}</td>`;
-  const state = (stats: DashboardStats) => {
-    const types = stats.pausedTypes ?? [];
+  const state = (stats: QueueStats) => {
+    const types = stats.pausedTypes;
     const typesNote =
       types.length > 0
         ? html`<div class="small">types paused: ${types.map((type, i) => html`${i > 0 ? ", " : ""}<b data-paused-type>${type}</b>`)}</div>`
         : "";
-    if (stats.paused === undefined)
-      return html`<td data-paused="unknown"><span class="note">unknown</span>${typesNote}</td>`;
     return stats.paused
       ? html`<td data-paused="true"><span class="badge paused">paused</span>${typesNote}</td>`
       : html`<td data-paused="false"><span class="note">running</span>${typesNote}</td>`;

@@ -16,7 +16,7 @@ import { LIMITS } from "../../shared/config.js";
 import { InvalidInputError } from "../../shared/errors.js";
 import { listQueues, Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
-import type { ItemResult, TaskState } from "../../shared/types.js";
+import type { ItemResult, QueueHistory, QueueStats, TaskState } from "../../shared/types.js";
 import { redact } from "../cli/errors.js";
 import { parseDuration } from "../cli/parse.js";
 import { ASSETS } from "./assets.js";
@@ -33,17 +33,7 @@ import {
   type SiteContext,
   taskPage,
 } from "./pages.js";
-import {
-  type DashboardQueue,
-  type DashboardStats,
-  findTasks,
-  type History,
-  mapLimited,
-  queueBase,
-  queueOfSegment,
-  SCAN_DEFAULT,
-  STATES,
-} from "./queue.js";
+import { type DashboardQueue, mapLimited, queueBase, queueOfSegment, SCAN_DEFAULT, STATES } from "./queue.js";
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
@@ -128,7 +118,7 @@ const list = (value: unknown): string[] =>
 
 export class HttpError extends Error {
   constructor(
-    readonly status: 400 | 403 | 404 | 501,
+    readonly status: 400 | 403 | 404,
     message: string,
   ) {
     super(message);
@@ -159,12 +149,6 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         ...site,
         queueName: queue.name,
         base: queueBase(queue.name),
-        can: {
-          history: typeof queue.history === "function",
-          find: typeof queue.find === "function",
-          cancel: typeof queue.cancel === "function",
-          pause: typeof queue.pause === "function" && typeof queue.resume === "function",
-        },
       };
       contexts.set(queue, ctx);
     }
@@ -269,15 +253,15 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       }
     });
     // Unreadable queues first (they need a look), then the busiest; shown by name.
-    const busy = ({ stats }: { stats?: DashboardStats }) =>
+    const busy = ({ stats }: { stats?: QueueStats }) =>
       stats ? STATES.reduce((total, state) => total + stats[state], 0) : Number.MAX_SAFE_INTEGER;
     const shown = [...read]
       .sort((a, b) => busy(b) - busy(a) || (a.name < b.name ? -1 : 1))
       .slice(0, OVERVIEW_QUEUES_MAX)
       .sort((a, b) => (a.name < b.name ? -1 : 1));
     const rows: QueueRow[] = await mapLimited(shown, OVERVIEW_PARALLEL, async (entry) => {
-      let history: History | undefined;
-      if (entry.stats && entry.queue.history) {
+      let history: QueueHistory | undefined;
+      if (entry.stats) {
         try {
           history = await entry.queue.history({ now: at, minutes: 60 });
         } catch (error) {
@@ -304,10 +288,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   app.get("/q/:queue/", async (c) => {
     const { queue, ctx } = await queueOf(c);
     const at = now();
-    const [stats, history] = await Promise.all([
-      queue.stats({ now: at }),
-      queue.history ? queue.history({ now: at, minutes: 60 }) : Promise.resolve(undefined),
-    ]);
+    const [stats, history] = await Promise.all([queue.stats({ now: at }), queue.history({ now: at, minutes: 60 })]);
     return c.html(overviewPage(ctx, stats, history, at));
   });
 
@@ -335,7 +316,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     };
     const self = `${new URL(c.req.url).pathname}${new URL(c.req.url).search}`;
     if (filtered) {
-      const page = await findTasks(queue, state, {
+      const page = await queue.find(state, {
         ...filter,
         olderThanMs,
         now: at,
@@ -407,7 +388,6 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const back = safeBack(form.back, `${ctx.base}/`);
     const at = now();
     if (action === "pause" || action === "resume") {
-      if (!queue.pause || !queue.resume) throw new HttpError(501, "This queue version cannot pause.");
       const type = text(form.type)?.trim() || undefined;
       if (action === "pause") await queue.pause({ now: at, type });
       else await queue.resume({ now: at, type });
@@ -421,7 +401,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     let capped = false;
     if (text(form.scope) === "matching") {
       const state = stateOf(text(form.state) ?? "");
-      if (!actionsFor(state, ctx.can).includes(action)) {
+      if (!actionsFor(state).includes(action)) {
         throw new HttpError(400, `Cannot ${action} ${state} tasks.`);
       }
       ({ ids, capped } = await matchingIds(queue, state, {
@@ -437,10 +417,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       const batch = ids.slice(start, start + LIMITS.batchMax);
       if (action === "requeue") results.push(...(await queue.requeue(batch, { now: at })));
       else if (action === "delete") results.push(...(await queue.delete(batch)));
-      else {
-        if (!queue.cancel) throw new HttpError(501, "This queue version cannot cancel tasks.");
-        results.push(...(await queue.cancel(batch, { now: at })));
-      }
+      else results.push(...(await queue.cancel(batch, { now: at })));
     }
     const ok = results.filter((result) => result.status === "ok").length;
     const past = { requeue: "requeued", delete: "deleted", cancel: "cancelled" }[action];
@@ -471,7 +448,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const ids: string[] = [];
     let cursor: number | undefined = 0;
     for (let pages = 0; cursor !== undefined && pages < 10_000; pages++) {
-      const page = await findTasks(queue, state, { ...filter, cursor, scan: SCAN_DEFAULT });
+      const page = await queue.find(state, { ...filter, cursor, scan: SCAN_DEFAULT });
       for (const task of page.tasks) ids.push(task.id);
       if (ids.length >= MATCHING_MAX) return { ids: ids.slice(0, MATCHING_MAX), capped: true };
       cursor = page.next;
@@ -483,7 +460,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 }
 
 function errorTitle(status: number): string {
-  return { 400: "Bad request", 403: "Forbidden", 404: "Not found", 501: "Not available" }[status] ?? "Error";
+  return { 400: "Bad request", 403: "Forbidden", 404: "Not found" }[status] ?? "Error";
 }
 
 function originOfReferer(referer: string | undefined): string | undefined {

@@ -1,26 +1,13 @@
 import { request } from "node:http";
-import type { Browser } from "puppeteer-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type RunningDashboard, startDashboard } from "../../local/dashboard/server.js";
-import type { Queue } from "../../shared/queue.js";
-import { type Adapter, adapters, openQueue } from "../helpers/stores.js";
-import { clickAndWait, launchBrowser, newPage } from "./browser.js";
+import { type Adapter, adapters, failTasks, openQueue } from "../helpers/stores.js";
+import { clickAndWait, newPage } from "./browser.js";
+import { browserPerFile } from "./browser-per-file.js";
 
 const tcp = adapters.find((adapter) => adapter.name === "tcp") as Adapter;
 
-let browser: Browser;
-let closeBrowser: () => Promise<void> = async () => {};
-const running: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  ({ browser, close: closeBrowser } = await launchBrowser());
-});
-afterAll(async () => {
-  await closeBrowser();
-});
-afterEach(async () => {
-  for (const close of running.splice(0).reverse()) await close();
-});
+const { browser, running } = browserPerFile();
 
 /** A fresh queue on the real Redis (deleted after the file by the cleanup setup) and a dashboard over it. */
 async function fixture(options: { readOnly?: boolean; adapter?: Adapter } = {}) {
@@ -38,21 +25,6 @@ async function fixture(options: { readOnly?: boolean; adapter?: Adapter } = {}) 
   // The queue's pages: /q/<queue>
   const base = `${origin}/q/${opened.queue.name}`;
   return { queue: opened.queue, dashboard, base, origin };
-}
-
-/** Enqueues `ids`, claims them and fails them with `error`: they are FAILED. */
-async function failTasks(queue: Queue, ids: string[], error = "boom", payload: unknown = {}) {
-  const now = Date.now();
-  await queue.enqueue(
-    ids.map((id) => ({ id, type: "job", payload })),
-    { now },
-  );
-  const claimed = await queue.claim({ count: ids.length, now });
-  expect(claimed.map((task) => task.id).sort()).toEqual([...ids].sort());
-  await queue.settle(
-    claimed.map(({ id, token }) => ({ id, token, outcome: "fail" as const, error })),
-    { now },
-  );
 }
 
 const cookieOf = (dashboard: RunningDashboard) => `${dashboard.cookieName}=${dashboard.token}`;
@@ -88,7 +60,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
         { now },
       );
 
-      const { page, errors } = await newPage(browser);
+      const { page, errors } = await newPage(browser());
       await page.goto(dashboard.url, { waitUntil: "load" });
       // The token went into a cookie and out of the address bar.
       expect(new URL(page.url()).search).toBe("");
@@ -106,8 +78,8 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
 
   it("requeue of a failed task from its task page moves it to READY", async () => {
     const { queue, dashboard } = await fixture();
-    await failTasks(queue, ["job-1"], "upstream timed out");
-    const { page, dialogs } = await newPage(browser);
+    await failTasks(queue, ["job-1"], { error: "upstream timed out" });
+    const { page, dialogs } = await newPage(browser());
     await page.goto(dashboard.url);
     await page.goto(`${new URL(dashboard.url).origin}/q/${queue.name}/task/job-1`);
     expect(await page.$eval("[data-field=state]", (el) => el.textContent)).toBe("failed");
@@ -123,7 +95,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     const { queue, dashboard, base } = await fixture();
     await queue.enqueue([{ id: "running-1", type: "job" }], { now: Date.now() });
     const [claimed] = await queue.claim({ count: 1, now: Date.now() });
-    const { page } = await newPage(browser);
+    const { page } = await newPage(browser());
     await page.goto(dashboard.url);
     await page.goto(`${base}/task/running-1`);
     expect(await page.$eval("[data-field=state]", (el) => el.textContent)).toBe("leased");
@@ -142,7 +114,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
       ["p1", "p2"].map((id) => ({ id, type: "job" })),
       { now: Date.now() },
     );
-    const { page, dialogs } = await newPage(browser);
+    const { page, dialogs } = await newPage(browser());
     await page.goto(dashboard.url);
     await clickAndWait(page, "#pause-queue");
     expect(dialogs[0]).toMatch(/^confirm: Pause the queue /);
@@ -163,8 +135,11 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     const { queue, dashboard, base } = await fixture();
     const hostile =
       "<script>window.__xss='script';alert('script')</script><img src=x onerror=\"window.__xss='img';alert('img')\">";
-    await failTasks(queue, ["evil"], hostile, { note: hostile, "</pre><script>alert(3)</script>": 1 });
-    const { page, dialogs } = await newPage(browser);
+    await failTasks(queue, ["evil"], {
+      error: hostile,
+      payload: { note: hostile, "</pre><script>alert(3)</script>": 1 },
+    });
+    const { page, dialogs } = await newPage(browser());
     await page.goto(dashboard.url);
     for (const path of ["/task/evil", "/tasks/failed", "/tasks/failed?error=%3Cscript%3E"]) {
       await page.goto(`${base}${path}`, { waitUntil: "load" });
@@ -186,11 +161,11 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
 
   it("lists filter by error, requeue selected and all matching tasks, and search finds a task by id", async () => {
     const { queue, dashboard, base } = await fixture();
-    await failTasks(queue, ["a1"], "timeout calling api");
-    await failTasks(queue, ["a2"], "timeout again");
-    await failTasks(queue, ["a3"], "bad input");
-    await failTasks(queue, ["a4"], "timeout at last");
-    const { page, dialogs } = await newPage(browser);
+    await failTasks(queue, ["a1"], { error: "timeout calling api" });
+    await failTasks(queue, ["a2"], { error: "timeout again" });
+    await failTasks(queue, ["a3"], { error: "bad input" });
+    await failTasks(queue, ["a4"], { error: "timeout at last" });
+    const { page, dialogs } = await newPage(browser());
     await page.goto(dashboard.url);
     await page.goto(`${base}/tasks/failed?error=timeout`);
     const ids = () => page.$$eval("tbody tr[data-id]", (rows) => rows.map((row) => row.getAttribute("data-id")).sort());
@@ -218,7 +193,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
   it("read-only mode shows no action and refuses an action POST with 403", async () => {
     const { queue, dashboard, base } = await fixture({ readOnly: true });
     await failTasks(queue, ["ro-1"]);
-    const { page } = await newPage(browser);
+    const { page } = await newPage(browser());
     await page.goto(dashboard.url);
     for (const path of ["/", "/task/ro-1", "/tasks/failed"]) {
       await page.goto(`${base}${path}`);

@@ -2,49 +2,24 @@
 // isolation of a one-queue dashboard (`--queue q`, npm start) from the other queues.
 import { randomBytes } from "node:crypto";
 import { request } from "node:http";
-import type { Browser, Page } from "puppeteer-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "puppeteer-core";
+import { describe, expect, it } from "vitest";
 import { queueOfSegment, queueSegment } from "../../local/dashboard/queue.js";
 import { type RunningDashboard, startDashboard } from "../../local/dashboard/server.js";
 import type { Queue } from "../../shared/queue.js";
-import { type Adapter, adapters, openQueue, uniqueQueueName } from "../helpers/stores.js";
-import { clickAndWait, launchBrowser, newPage } from "./browser.js";
+import { type Adapter, adapters, failTasks, openQueue, uniqueQueueName } from "../helpers/stores.js";
+import { clickAndWait, newPage } from "./browser.js";
+import { browserPerFile } from "./browser-per-file.js";
 
 const tcp = adapters.find((adapter) => adapter.name === "tcp") as Adapter;
 
-let browser: Browser;
-let closeBrowser: () => Promise<void> = async () => {};
-const running: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  ({ browser, close: closeBrowser } = await launchBrowser());
-});
-afterAll(async () => {
-  await closeBrowser();
-});
-afterEach(async () => {
-  for (const close of running.splice(0).reverse()) await close();
-});
+const { browser, running } = browserPerFile();
 
 /** A fresh, configured queue named `name` on the real Redis (deleted after the file by the cleanup setup). */
 async function freshQueue(name: string): Promise<{ queue: Queue; store: Awaited<ReturnType<Adapter["open"]>> }> {
   const opened = await openQueue(tcp, { name });
   running.push(opened.close);
   return { queue: opened.queue, store: opened.store };
-}
-
-/** Enqueues `ids`, claims them and fails them: they are FAILED. */
-async function failTasks(queue: Queue, ids: string[], error = "boom") {
-  const now = Date.now();
-  await queue.enqueue(
-    ids.map((id) => ({ id, type: "job" })),
-    { now },
-  );
-  const claimed = await queue.claim({ count: ids.length, now });
-  await queue.settle(
-    claimed.map(({ id, token }) => ({ id, token, outcome: "fail" as const, error })),
-    { now },
-  );
 }
 
 const cookieOf = (dashboard: RunningDashboard) => `${dashboard.cookieName}=${dashboard.token}`;
@@ -92,7 +67,7 @@ describe("dashboard of every queue, in real Chromium", { timeout: 60_000 }, () =
     const { queue: emails, store } = await freshQueue(uniqueQueueName(`${tag}.b-c_d`));
     const { queue: reports } = await freshQueue(uniqueQueueName(`${tag}_reports`));
     const now = Date.now();
-    await failTasks(emails, ["e-f1", "e-f2"], "SMTP 421");
+    await failTasks(emails, ["e-f1", "e-f2"], { error: "SMTP 421" });
     await emails.enqueue(
       ["e-r1", "e-r2", "e-r3"].map((id) => ({ id, type: "send" })),
       { now },
@@ -110,7 +85,7 @@ describe("dashboard of every queue, in real Chromium", { timeout: 60_000 }, () =
     const dashboard = await startDashboard({ store, where: "test Redis", port: 0, log: () => {} });
     running.push(dashboard.close);
     const origin = new URL(dashboard.url).origin;
-    const { page, dialogs, errors } = await newPage(browser);
+    const { page, dialogs, errors } = await newPage(browser());
     await page.goto(dashboard.url, { waitUntil: "load" });
     expect(new URL(page.url()).pathname).toBe("/");
     expect(await page.$eval("h1", (el) => el.textContent)).toBe("All queues");
@@ -253,7 +228,7 @@ describe("a one-queue dashboard", { timeout: 60_000 }, () => {
     const dashboard = await startDashboard({ queue: mine, where: "test Redis", port: 0, log: () => {} });
     running.push(dashboard.close);
     const origin = new URL(dashboard.url).origin;
-    const { page } = await newPage(browser);
+    const { page } = await newPage(browser());
     await page.goto(dashboard.url, { waitUntil: "load" });
     // "/" leads to the one queue's overview, with no link to other queues.
     expect(new URL(page.url()).pathname).toBe(`/q/${mine.name}/`);

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
-import { afterAll, inject } from "vitest";
+import { afterAll, expect, inject } from "vitest";
 import { Queue, type QueueOptions } from "../../shared/queue.js";
 import type { QueueSettings } from "../../shared/settings.js";
 import type { Store } from "../../shared/store.js";
@@ -113,4 +113,31 @@ export function queueFixture(adapter: Adapter, defaults: TestQueueOptions = {}) 
     return opened.queue;
   };
   return { redis, fresh };
+}
+
+/** A task for failTasks: its id (type "job", the call's error), or its id with a type and error of its own. */
+export type TaskToFail = string | { id: string; type?: string; error?: string };
+
+/**
+ * Enqueues `tasks` at `now` (default: the clock), claims exactly them, and fails each with its
+ * error (default "boom"): they end FAILED. The queue must hold nothing else READY.
+ */
+export async function failTasks(
+  queue: Queue,
+  tasks: TaskToFail[],
+  options: { error?: string; payload?: unknown; now?: number } = {},
+): Promise<void> {
+  const now = options.now ?? Date.now();
+  const items = tasks.map((task) => (typeof task === "string" ? { id: task } : task));
+  await queue.enqueue(
+    items.map(({ id, type }) => ({ id, type: type ?? "job", payload: options.payload })),
+    { now },
+  );
+  const claimed = await queue.claim({ count: items.length, now });
+  expect(claimed.map((task) => task.id).sort()).toEqual(items.map((item) => item.id).sort());
+  const errorOf = new Map(items.map((item) => [item.id, item.error ?? options.error ?? "boom"]));
+  await queue.settle(
+    claimed.map(({ id, token }) => ({ id, token, outcome: "fail" as const, error: errorOf.get(id) ?? "" })),
+    { now },
+  );
 }

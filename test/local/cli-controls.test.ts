@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { LocalSqs } from "../../local/sqs.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
-import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { failTasks, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import { runCli } from "./cli-run.js";
 
 const store = TcpStore.fromUrl(redisUrl());
@@ -17,25 +17,6 @@ function fresh() {
   const queue = new Queue(store, { name, settings: { defaultPolicy: { leaseMs: 60_000, maxAttempts: 1 } } });
   const cli = (args: string[]) => runCli(args, env);
   return { name, queue, cli };
-}
-
-/** Enqueues `tasks`, claims them all and fails each with its error, at `now`. */
-async function failTasks(queue: Queue, tasks: Array<{ id: string; type: string; error: string }>, now: number) {
-  await queue.configure();
-  await queue.enqueue(
-    tasks.map(({ id, type }) => ({ id, type })),
-    { now },
-  );
-  const claimed = await queue.claim({ count: tasks.length, now });
-  await queue.settle(
-    claimed.map(({ id, token }) => ({
-      id,
-      token,
-      outcome: "fail" as const,
-      error: tasks.find((task) => task.id === id)?.error ?? "",
-    })),
-    { now },
-  );
 }
 
 describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
@@ -98,6 +79,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
   it("list failed shows each error; list, requeue and delete select by type, error and age, with dry runs", async () => {
     const { cli, queue } = fresh();
     const hourAgo = Date.now() - 3_600_000;
+    await queue.configure();
     await failTasks(
       queue,
       [
@@ -106,9 +88,9 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
         { id: "bounce", type: "email", error: "SMTP 550 no such user" },
         { id: "resize-1", type: "resize", error: "out of memory" },
       ],
-      hourAgo,
+      { now: hourAgo },
     );
-    await failTasks(queue, [{ id: "fresh", type: "email", error: "SMTP 451 try again later" }], Date.now());
+    await failTasks(queue, [{ id: "fresh", type: "email", error: "SMTP 451 try again later" }]);
 
     const listed = await cli(["list", "failed"]);
     expect(listed.stdout).toContain("error: SMTP 550 no such user");

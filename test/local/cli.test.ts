@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
-import { rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { failTasks, rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import { runCli } from "./cli-run.js";
 
 const store = TcpStore.fromUrl(redisUrl());
@@ -17,20 +17,6 @@ function fresh() {
   const queue = new Queue(store, { name });
   const cli = (args: string[], input?: string) => runCli(args, env, input);
   return { name, env, queue, cli };
-}
-
-/** Enqueues, claims and fails `ids`, so they are FAILED. */
-async function failTasks(queue: Queue, ids: string[]) {
-  const now = Date.now();
-  await queue.enqueue(
-    ids.map((id) => ({ id, type: "job" })),
-    { now },
-  );
-  const claimed = await queue.claim({ count: ids.length, now });
-  await queue.settle(
-    claimed.map(({ id, token }) => ({ id, token, outcome: "fail" as const, error: "boom" })),
-    { now },
-  );
 }
 
 // Each test spawns the real binary a few times (about a second each): sequential, with room to spare.
@@ -110,6 +96,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
 
   it("stats prints the count of each state, as text and as JSON", async () => {
     const { cli, queue, name } = fresh();
+    await failTasks(queue, ["f"]); // first: it claims the head of the ready set
     await queue.enqueue(
       [
         { id: "a", type: "x" },
@@ -118,7 +105,6 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       ],
       { now: Date.now() },
     );
-    await failTasks(queue, ["f"]);
     const json = await cli(["stats", "--json"]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({
@@ -191,6 +177,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
   it("delete-queue --yes deletes every key of the queue, in every state, and nothing of another queue", async () => {
     const { cli, queue, name } = fresh();
     const other = fresh();
+    await failTasks(queue, ["f"]); // first: it claims the head of the ready set
     await queue.enqueue(
       [
         { id: "r", type: "x" },
@@ -198,7 +185,6 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       ],
       { now: Date.now() },
     );
-    await failTasks(queue, ["f"]);
     await other.queue.enqueue([{ id: "keep", type: "x" }], { now: Date.now() });
     const raw = rawClient();
     try {
