@@ -107,6 +107,7 @@ export class BatchRun {
       await type.handler({
         id: task.id,
         type: task.type,
+        group: task.group,
         payload: JSON.parse(task.payload),
         attempt: task.attempt,
         maxAttempts: type.maxAttempts,

@@ -15,6 +15,8 @@ export interface TaskMessage {
   delayMs?: number;
   /** Run no sooner than this time: ms since epoch, or an ISO 8601 string. */
   runAt?: number | string;
+  /** Its group (same characters as an id, at most 128): its type's group policy applies (docs/groups.md). */
+  group?: string;
 }
 
 /** The body that enqueues: 1 to 1000 tasks. */
@@ -26,7 +28,7 @@ export interface TaskMessageBody {
 export type WakeMessageBody = Record<string, never> | { leaseq: "wake" };
 
 /** The fields a task in a message may have. */
-export const TASK_MESSAGE_FIELDS = ["id", "type", "payload", "priority", "delayMs", "runAt"] as const;
+export const TASK_MESSAGE_FIELDS = ["id", "type", "payload", "priority", "delayMs", "runAt", "group"] as const;
 
 /** Most tasks one message may carry (one enqueue call). */
 export const MAX_TASKS_PER_MESSAGE = 1000;

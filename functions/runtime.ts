@@ -53,9 +53,12 @@ export function queueSettings(config: FunctionConfig, tasks: TaskDeclaration): Q
   );
   for (const name of tasks.acceptTypes) policies[name] = { leaseMs: LIMITS.leaseMaxMs, maxAttempts: 1 };
   const shortestLeaseMs = Math.min(...types.map(([, type]) => type.leaseMs));
+  const typeGroups = Object.fromEntries(types.flatMap(([name, type]) => (type.group ? [[name, type.group]] : [])));
   return {
     ordered: tasks.ordered,
     policies,
+    groups: tasks.groups,
+    typeGroups,
     strictTypes: true,
     defaultPolicy: types.length > 0 ? { leaseMs: shortestLeaseMs, maxAttempts: 1 } : undefined,
     clockSkewMs: config.clockSkewMs,

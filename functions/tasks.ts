@@ -1,10 +1,14 @@
 import { LIMITS, NAME_PATTERN } from "../shared/config.js";
-import { ConfigError } from "../shared/errors.js";
+import { ConfigError, InvalidInputError } from "../shared/errors.js";
+import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
+import { checkGroupPolicy, groupPolicyText } from "../shared/validate.js";
 
 /** What a handler receives for one task. */
 export interface Task<Payload = unknown> {
   id: string;
   type: string;
+  /** The task's group, undefined when it has none. */
+  group: string | undefined;
   payload: Payload;
   /** 1 on the first run. */
   attempt: number;
@@ -40,6 +44,13 @@ export interface TaskTypeOptions<Payload = unknown> {
   maxAttempts?: number;
   /** Delay between retries. Default { baseMs: 1000, maxMs: 300000 }. */
   backoff?: Partial<Backoff>;
+  /**
+   * How the tasks of one group of this type run: `{ concurrency, ordered, rate }` (docs/groups.md).
+   * Default: the queue's `groups`, else none (groups only take turns).
+   */
+  group?: GroupPolicy;
+  /** At most `max` claims of this type per `perMs`, across its groups. Default: no limit. */
+  rate?: RateLimit;
 }
 
 /** What `defineTasks` takes: the task types of one queue. */
@@ -47,6 +58,8 @@ export interface TaskDefinitions {
   /** Strict completion order for the whole queue (see docs/design.md "Ordered queues"). Default false. */
   ordered?: boolean;
   types: Record<string, TaskTypeOptions>;
+  /** The group policy of the types that declare none of their own (docs/groups.md). */
+  groups?: GroupPolicy;
   /**
    * Types this deployment ingests from SQS although it has no handler for them (another consumer of
    * the same Redis queue runs them). Any other undeclared type is rejected at ingest.
@@ -60,11 +73,14 @@ export interface DeclaredTaskType {
   leaseMs: number;
   maxAttempts: number;
   backoff: Backoff;
+  /** Its group policy and rate across groups, when it declares either. */
+  group: TypeGroupPolicy | undefined;
 }
 
 /** The one declaration of a queue's task types, shared by the worker and the LeaseQueue construct. */
 export interface TaskDeclaration {
   readonly ordered: boolean;
+  readonly groups: GroupPolicy | undefined;
   readonly types: Readonly<Record<string, DeclaredTaskType>>;
   readonly acceptTypes: readonly string[];
 }
@@ -126,7 +142,17 @@ export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): Tas
         baseMs: options?.backoff?.baseMs ?? TASK_DEFAULTS.backoff.baseMs,
         maxMs: options?.backoff?.maxMs ?? Math.max(TASK_DEFAULTS.backoff.maxMs, options?.backoff?.baseMs ?? 0),
       },
+      group: undefined,
     };
+    if (options?.group !== undefined || options?.rate !== undefined) {
+      const group = guarded(problems, () =>
+        checkGroupPolicy(where, {
+          ...(options.group ?? {}),
+          ...(options.rate === undefined ? {} : { typeRate: options.rate }),
+        }),
+      );
+      if (group) declared.group = group;
+    }
     problems.push(...policyProblems(where, declared));
     types[name] = declared;
   }
@@ -141,10 +167,30 @@ export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): Tas
   if (definitions.ordered !== undefined && typeof definitions.ordered !== "boolean") {
     problems.push(`ordered must be true or false, got ${JSON.stringify(definitions.ordered)}`);
   }
+  let groups: GroupPolicy | undefined;
+  if (definitions.groups !== undefined) {
+    groups = guarded(problems, () => {
+      const checked = checkGroupPolicy("groups", definitions.groups as GroupPolicy);
+      if (checked.typeRate)
+        throw new InvalidInputError("groups: a rate across groups is declared per type, as its rate");
+      return checked;
+    });
+  }
   if (problems.length > 0) throw new ConfigError(problems);
-  const declaration = { ordered: definitions.ordered ?? false, types, acceptTypes: [...acceptTypes] };
+  const declaration = { ordered: definitions.ordered ?? false, groups, types, acceptTypes: [...acceptTypes] };
   Object.defineProperty(declaration, DECLARED, { value: true });
   return Object.freeze(declaration);
+}
+
+/** The result of `check`, or undefined with its message added to `problems`. */
+function guarded<T>(problems: string[], check: () => T): T | undefined {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof InvalidInputError)) throw error;
+    problems.push(error.message);
+    return undefined;
+  }
 }
 
 function validName(name: unknown): boolean {
@@ -188,10 +234,14 @@ export function policyText(declaration: TaskDeclaration): string {
     .sort()
     .map((name) => {
       const type = declaration.types[name];
-      return [name, type.leaseMs, type.maxAttempts, type.backoff.baseMs, type.backoff.maxMs].join(":");
+      const fields = [name, type.leaseMs, type.maxAttempts, type.backoff.baseMs, type.backoff.maxMs];
+      if (type.group) fields.push(groupPolicyText(type.group).replaceAll(",", "."));
+      return fields.join(":");
     });
   const accepted = [...declaration.acceptTypes].sort();
-  return [declaration.ordered ? "ordered" : "parallel", types.join(","), accepted.join(",")].join(";");
+  const order = declaration.ordered ? "ordered" : "parallel";
+  const groups = declaration.groups ? `+${groupPolicyText(declaration.groups).replaceAll(",", ".")}` : "";
+  return [order + groups, types.join(","), accepted.join(",")].join(";");
 }
 
 /** Differences between a declaration and the policy text the construct deployed with it. */
@@ -231,8 +281,9 @@ export function policyMismatches(declaration: TaskDeclaration, deployed: string)
 }
 
 function describe(entry: string): string {
-  const [, leaseMs, maxAttempts, baseMs, maxMs] = entry.split(":");
-  return `leaseMs ${leaseMs}, maxAttempts ${maxAttempts}, backoff ${baseMs}-${maxMs} ms`;
+  const [, leaseMs, maxAttempts, baseMs, maxMs, group] = entry.split(":");
+  const groups = group ? `, group policy ${group.replaceAll(".", ",")}` : "";
+  return `leaseMs ${leaseMs}, maxAttempts ${maxAttempts}, backoff ${baseMs}-${maxMs} ms${groups}`;
 }
 
 /** The delay before retry number `attempt` (1-based), with "equal jitter": half fixed, half random. */

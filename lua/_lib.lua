@@ -3,23 +3,27 @@
 -- script, so each EVAL body is self-contained and every bound is the one TypeScript checks.
 --
 -- Storage format v1 (docs/storage.md). Every key of the queue comes in KEYS, in the order of
--- shared/keys.ts: task, config, ready, scheduled, leased, done, failed, corrupt, seq.
+-- shared/keys.ts: task, config, ready, scheduled, leased, done, failed, corrupt, seq, grouped,
+-- groups, groupwait.
 --   task hash, field <id>     the body, written once at enqueue and dropped at ack:
 --                             "1|<enqueuedAtMs>|<type>|<group>|<payload>"
 --   task hash, field <id>:s   the state, small, rewritten at every move (absent while a task is
 --                             READY and was never claimed):
 --                             "<L>|<attempts>|<gen>|<maxAttempts>|<atMs>|<flags>|<rank>|<type>|<group>|<claim>|<error>"
---     L            R ready, S scheduled, L leased, D done, F failed
+--     L            R ready, S scheduled, L leased, D done, F failed; W ready behind its group's head
+--                  (in the grouped set, not in ready)
 --     attempts     claims that counted (a release gives one back)
 --     gen          the lease generation: +1 at every claim, reclaim and release; the token is "<rank>.<gen>"
 --     maxAttempts  the type's policy, recorded at claim (0 before the first claim)
 --     atMs         R ready since, S due at, L lease deadline, D/F finished at
 --     flags        "s": returned by a reclaim, so the next claim hands it out alone; "o": a lease
---                  claimed under format v0, whose holder has a token of the old form
+--                  claimed under format v0, whose holder has a token of the old form; "h": a
+--                  retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile
 --     rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
 --     claim        the claim id that leased it (L only): a repeated claim returns the same batch
 --   task hash, field <id>:x   why the task was quarantined (ids in the corrupt set only)
 --   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold, wake
+--   grouped, groups, groupwait  the READY tasks of groups (see "Groups" below, and docs/groups.md)
 -- A record written by format v0 ("R|type|rank|attempts|claims|max|atMs|errorBytes|error+payload" in
 -- field <id>) is read and rewritten as v1 by whichever script meets it first.
 --
@@ -34,7 +38,8 @@ local NAME_PATTERN = '^[%w_%.%-]+$'
 local function keys_of(list)
   return {
     task = list[1], config = list[2], ready = list[3], scheduled = list[4], leased = list[5],
-    done = list[6], failed = list[7], corrupt = list[8], seq = list[9],
+    done = list[6], failed = list[7], corrupt = list[8], seq = list[9], grouped = list[10],
+    groups = list[11], groupwait = list[12],
   }
 end
 local K = keys_of(KEYS)
@@ -138,12 +143,16 @@ local function require_format()
   check_version(redis.call('HGET', K.config, 'v') or nil)
 end
 
+-- Which fields of a config table were read: `true` for all of them (read_config), else a set.
+local config_known = {}
+
 -- The whole config as a table (HGETALL: a handful of fields), the format version checked.
 local function read_config()
   local flat = redis.call('HGETALL', K.config)
   local config = {}
   for i = 1, #flat, 2 do config[flat[i]] = flat[i + 1] end
   check_version(config.v)
+  config_known[config] = true
   return config
 end
 
@@ -154,8 +163,25 @@ local function read_config_fields(names)
   local values = redis.call('HMGET', K.config, unpack(fields))
   check_version(values[1])
   local config = { v = values[1] or nil }
-  for i, name in ipairs(names) do config[name] = values[i + 1] or nil end
+  local known = { v = true }
+  for i, name in ipairs(names) do
+    config[name] = values[i + 1] or nil
+    known[name] = true
+  end
+  config_known[config] = known
   return config
+end
+
+-- A config field, read (HGET) the first time it is asked for when the caller's table lacks it.
+local function config_get(config, name)
+  local known = config_known[config]
+  if known == true then return config[name] end
+  if not known then known = {}; config_known[config] = known end
+  if not known[name] then
+    config[name] = redis.call('HGET', K.config, name) or nil
+    known[name] = true
+  end
+  return config[name]
 end
 
 local function config_int(config, field, default)
@@ -199,7 +225,7 @@ end
 --------------------------------------------------------------------------------------------------
 -- Records.
 
-local STATE_PATTERN = '^([RSLDF])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
+local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
 -- A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path).
 local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'
 local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|()'
@@ -414,11 +440,15 @@ local function set_next_due(config, due)
   end
 end
 
--- The earliest due time in the scheduled set, or NOTHING_DUE.
+-- The earliest time something waiting becomes ready: the head of the scheduled set, or of
+-- groupwait (a group or a type waiting for its next rate window); NOTHING_DUE when neither.
 local function earliest_due()
-  local head = redis.call('ZRANGE', K.scheduled, 0, 0, 'WITHSCORES')
-  if #head == 0 then return NOTHING_DUE end
-  return tonumber(head[2])
+  local due = NOTHING_DUE
+  for _, key in ipairs({ K.scheduled, K.groupwait }) do
+    local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if #head > 0 and tonumber(head[2]) < due then due = tonumber(head[2]) end
+  end
+  return due
 end
 
 -- A task became SCHEDULED at `due`: keep config nextDue the earliest due time, so a claim knows
@@ -429,8 +459,265 @@ local function note_due(config, due)
   elseif due < known then set_next_due(config, due) end
 end
 
--- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue, and
--- keeps config nextDue exact. Costs nothing while nothing is due.
+--------------------------------------------------------------------------------------------------
+-- Groups (docs/groups.md). A task with a group belongs to the lane "<type>/<group>": tasks of one
+-- type and group. A lane has at most one task in the ready set, its head; its other READY tasks
+-- (state W) wait in the grouped set, a sorted set of score 0 whose members "<lane>\0<rank>\0<id>"
+-- (rank as 16 digits) sort by lane, then rank: a lane's next task is one ZRANGE BYLEX away, with no
+-- key per lane. A claim takes a head; the lane's next task becomes its head (at the back of its
+-- priority: lanes take turns) while the lane has fewer leased tasks than its concurrency and its
+-- rate allows one more claim in the current window. A lane waiting for its next window is in
+-- groupwait, scored by when the window opens (config nextDue counts it, so a worker is woken then).
+--   groups hash, field <lane>   "<active>|<window>|<count>|<headRank>|<head>": tasks leased (or
+--                               held by an ordered retry), the rate window's start (ms) and its
+--                               claims, the head's rank and id ("" when it has none); absent for a
+--                               lane with nothing leased, no head and no current window
+--   groups hash, field @<type>  the same record for a type's rate across its groups (window, count)
+-- Config g:<type> (else gd): "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,
+-- <typeRateMs>"; concurrency 0 and rate 0 mean no limit.
+
+local NUL, LEX_END = string.char(0), string.char(1)
+local LANE_PATTERN = '^(%d+)|(%d+)|(%d+)|(%d*)|([%w_%.%-]*)$'
+local MEMBER_PATTERN = '%z(%d+)%z([%w_%.%-]+)$'
+local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
+local NO_GROUP_POLICY = { conc = 0, ordered = false, rate_max = 0, rate_ms = 0, type_max = 0, type_ms = 0 }
+
+local group_policies, lanes, lanes_dirty, turns = {}, {}, {}, { used = 0 }
+
+-- A type's group policy: g:<type>, else the queue's gd, else none (lanes only take turns).
+local function group_policy(config, task_type)
+  local known = group_policies[task_type]
+  if known then return known end
+  local text = config_get(config, 'g:' .. task_type) or config_get(config, 'gd')
+  known = NO_GROUP_POLICY
+  if text then
+    local conc, ordered, rate_max, rate_ms, type_max, type_ms = string.match(text, GROUP_POLICY_PATTERN)
+    if conc then
+      known = {
+        conc = tonumber(conc), ordered = ordered == '1', rate_max = tonumber(rate_max), rate_ms = tonumber(rate_ms),
+        type_max = tonumber(type_max), type_ms = tonumber(type_ms),
+      }
+    end
+  end
+  group_policies[task_type] = known
+  return known
+end
+
+local function lane_of(task_type, group)
+  return task_type .. '/' .. group
+end
+
+local function lane_type(lane)
+  return string.match(lane, '^([^/]+)/')
+end
+
+local function lane_member(lane, rank, id)
+  return lane .. NUL .. string.rep('0', 16 - #rank) .. rank .. NUL .. id
+end
+
+-- A lane's (or @<type>'s) record, read once per script and kept in `lanes` until lanes_flush().
+local function lane_get(name)
+  local record = lanes[name]
+  if record then return record end
+  record = { active = 0, window = 0, count = 0, head_rank = '', head = '' }
+  local text = redis.call('HGET', K.groups, name)
+  if text then
+    local active, window, count, head_rank, head = string.match(text, LANE_PATTERN)
+    if active then
+      record.active, record.window, record.count = tonumber(active), tonumber(window), tonumber(count)
+      record.head_rank, record.head = head_rank, head
+    end
+  end
+  lanes[name] = record
+  return record
+end
+
+local function lane_touch(name, record)
+  if not record.dirty then
+    record.dirty = true
+    lanes_dirty[#lanes_dirty + 1] = name
+  end
+end
+
+-- A rank for a lane's new head: its priority with a new turn from the arrival counter, so it goes
+-- behind every task of that priority already waiting (lanes_flush() adds the turns to seq).
+local function next_turn(rank)
+  if turns.base == nil then turns.base = tonumber(redis.call('GET', K.seq) or '0') end
+  turns.used = turns.used + 1
+  return math.floor(tonumber(rank) / RANK_SEQ_SPAN) * RANK_SEQ_SPAN + turns.base + turns.used
+end
+
+-- Writes the lane records this script changed: one HSET and at most one HDEL.
+local function lanes_flush(now)
+  local fields, gone = {}, {}
+  for _, name in ipairs(lanes_dirty) do
+    local record = lanes[name]
+    record.dirty = false
+    if record.active <= 0 and record.head == '' and (record.count == 0 or (record.span and record.window + record.span <= now)) then
+      gone[#gone + 1] = name
+    else
+      fields[#fields + 1] = name
+      fields[#fields + 1] = fmt(math.max(record.active, 0)) .. '|' .. fmt(record.window) .. '|' .. fmt(record.count) ..
+        '|' .. record.head_rank .. '|' .. record.head
+    end
+  end
+  lanes_dirty = {}
+  if #fields > 0 then redis.call('HSET', K.groups, unpack(fields)) end
+  if #gone > 0 then redis.call('HDEL', K.groups, unpack(gone)) end
+  if turns.used > 0 then
+    redis.call('INCRBY', K.seq, turns.used)
+    turns.base, turns.used = nil, 0
+  end
+end
+
+-- Whether a rate of `max` claims per `span` ms lets one more claim happen now; else when it will.
+local function rate_open(record, max, span, now)
+  if max == 0 then return true end
+  record.span = span
+  local window = now - now % span
+  if record.window ~= window or record.count < max then return true end
+  return false, window + span
+end
+
+-- Counts one claim in a rate window.
+local function rate_count(name, record, max, span, now)
+  if max == 0 then return end
+  local window = now - now % span
+  if record.window ~= window then record.window, record.count = window, 0 end
+  record.count, record.span = record.count + 1, span
+  lane_touch(name, record)
+end
+
+-- Makes `id` its lane's head: in the ready set, scored `score`.
+local function lane_set_head(lane, record, id, state, score)
+  state.letter = 'R'
+  redis.call('HSET', K.task, id .. ':s', state_text(state))
+  redis.call('ZADD', K.ready, score, id)
+  record.head, record.head_rank = id, state.rank
+  lane_touch(lane, record)
+end
+
+-- Gives a lane a head when it has none and may run one more task now: its first task in the
+-- grouped set. A lane its rate stops waits in groupwait for the next window.
+local function lane_fill(lane, config, now)
+  local record = lane_get(lane)
+  if record.head ~= '' then return end
+  local policy = group_policy(config, lane_type(lane))
+  if policy.conc > 0 and record.active >= policy.conc then return end
+  for _ = 1, 3 do -- a member whose record is not W (it cannot be read, or moved) is dropped
+    local first = redis.call('ZRANGE', K.grouped, '[' .. lane .. NUL, '[' .. lane .. LEX_END, 'BYLEX', 'LIMIT', 0, 1)[1]
+    if not first then return end
+    local open, opens_at = rate_open(record, policy.rate_max, policy.rate_ms, now)
+    if not open then
+      redis.call('ZADD', K.groupwait, opens_at, lane)
+      config_get(config, 'nextDue')
+      note_due(config, opens_at)
+      return
+    end
+    local id = select(2, string.match(first, MEMBER_PATTERN))
+    local text = id and redis.call('HGET', K.task, id .. ':s')
+    local state = text and parse_state(text)
+    if state and state.letter == 'W' then
+      lane_set_head(lane, record, id, state, next_turn(state.rank))
+      redis.call('ZREM', K.grouped, first)
+      return
+    end
+    redis.call('ZREM', K.grouped, first)
+  end
+end
+
+-- A task of a lane becomes READY (enqueue, a due retry, requeue, repair): its head when the lane
+-- has none and may run it, before the head when it ranks before it (a higher priority), else W in
+-- the grouped set. Writes the task's state; the caller moves it out of the set it was in.
+local function lane_add(id, state, config, now, score)
+  local lane = lane_of(state.type, state.group)
+  local record = lane_get(lane)
+  local policy = group_policy(config, state.type)
+  if record.head == '' then
+    if policy.conc == 0 or record.active < policy.conc then
+      if rate_open(record, policy.rate_max, policy.rate_ms, now) then
+        lane_set_head(lane, record, id, state, score or tonumber(state.rank))
+        return
+      end
+    end
+  elseif record.head_rank ~= '' and tonumber(state.rank) < tonumber(record.head_rank) then
+    -- The head steps back behind it, and it takes the head's turn.
+    local head = record.head
+    local text = redis.call('HGET', K.task, head .. ':s')
+    local head_state = text and parse_state(text)
+    local head_score = tonumber(redis.call('ZSCORE', K.ready, head))
+    if head_state and head_state.letter == 'R' and head_score then
+      local turn = head_score % RANK_SEQ_SPAN
+      lane_set_head(lane, record, id, state, math.floor(tonumber(state.rank) / RANK_SEQ_SPAN) * RANK_SEQ_SPAN + turn)
+      head_state.letter = 'W'
+      redis.call('HSET', K.task, head .. ':s', state_text(head_state))
+      redis.call('ZADD', K.grouped, 0, lane_member(lane, head_state.rank, head))
+      redis.call('ZREM', K.ready, head)
+      return
+    end
+  end
+  state.letter = 'W'
+  redis.call('HSET', K.task, id .. ':s', state_text(state))
+  redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
+  if record.head == '' then lane_fill(lane, config, now) end
+end
+
+-- A task of a lane stopped holding one of its slots (done, failed, retried, released, reclaimed):
+-- the lane may take its next task.
+local function lane_release(lane, config, now)
+  local record = lane_get(lane)
+  record.active = math.max(record.active - 1, 0)
+  lane_touch(lane, record)
+  lane_fill(lane, config, now)
+end
+
+-- A leased (or held) task of a lane is READY again (a retry due now, a release, a reclaim): its
+-- slot is free, and it goes first, by its rank.
+local function lane_return(id, state, config, now)
+  local lane = lane_of(state.type, state.group)
+  local record = lane_get(lane)
+  record.active = math.max(record.active - 1, 0)
+  lane_touch(lane, record)
+  lane_add(id, state, config, now)
+end
+
+-- A READY task of a lane leaves it for good (cancel, delete): out of the grouped set, or, as its
+-- head, out of the head's place, which the lane's next task takes.
+local function lane_remove(id, state, config, now)
+  local lane = lane_of(state.type, state.group)
+  if state.letter == 'W' then
+    redis.call('ZREM', K.grouped, lane_member(lane, state.rank, id))
+    return
+  end
+  local record = lane_get(lane)
+  if record.head == id then
+    record.head, record.head_rank = '', ''
+    lane_touch(lane, record)
+    lane_fill(lane, config, now)
+  end
+end
+
+-- For a script that has no `now` (delete): the lane is looked at by the next claim, which gives
+-- it a head if it may run one (due at once in groupwait).
+local function lane_later(lane, config)
+  redis.call('ZADD', K.groupwait, 0, lane)
+  config_get(config, 'nextDue')
+  note_due(config, 0)
+end
+
+-- Lanes and types whose rate window opened: lanes get a head again.
+local function open_windows(config, now)
+  local due = redis.call('ZRANGEBYSCORE', K.groupwait, '-inf', fmt(now), 'LIMIT', 0, MAINTENANCE_MAX)
+  if #due == 0 then return end
+  redis.call('ZREM', K.groupwait, unpack(due))
+  for _, name in ipairs(due) do
+    if string.byte(name, 1) ~= 64 then lane_fill(name, config, now) end -- "@": a type's window
+  end
+end
+
+-- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue (a
+-- task of a group into its lane), opens the rate windows that are due, and keeps config nextDue
+-- exact. Costs nothing while nothing is due. The caller runs lanes_flush().
 local function promote_due(config, now, now_text, limit)
   local next_due = tonumber(config.nextDue)
   if next_due ~= nil and next_due > now then return 0 end
@@ -445,14 +732,22 @@ local function promote_due(config, now, now_text, limit)
       else
         local state = task.state
         state.letter, state.at = 'R', now_text
-        put_state(writes, id, state)
         if task.upgraded and task.body then put(writes, id, task.body) end
-        zadd(writes, K.ready, state.rank, id)
+        if state.group ~= '' then
+          -- A held retry of an ordered group gives back its slot as it becomes its group's head.
+          local held = state.flags == 'h'
+          state.flags = ''
+          if held then lane_return(id, state, config, now) else lane_add(id, state, config, now) end
+        else
+          put_state(writes, id, state)
+          zadd(writes, K.ready, state.rank, id)
+        end
         zrem(writes, K.scheduled, id)
       end
     end
     apply(writes)
   end
+  open_windows(config, now)
   set_next_due(config, earliest_due())
   return #due
 end
@@ -507,8 +802,8 @@ end
 -- Returns up to `limit` leases that expired before now - skew: to READY with their rank (marked
 -- solo: it may have crashed its worker, so the next claim hands it out alone), or to FAILED ("lease
 -- expired") when their attempts are used up. Atomic, so concurrent reclaimers each see only what
--- the others left. Returns { id, letter, ... }.
-local function reclaim_expired(now, now_text, skew, limit)
+-- the others left. Returns { id, letter, ... }. The caller runs lanes_flush().
+local function reclaim_expired(config, now, now_text, skew, limit)
   local expired = redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(' .. fmt(now - skew), 'LIMIT', 0, limit)
   local result = {}
   if #expired == 0 then return result end
@@ -522,20 +817,27 @@ local function reclaim_expired(now, now_text, skew, limit)
       local state = task.state
       state.gen = plus(state.gen, 1) -- revokes the token: a late settle of this lease is stale
       state.claim = ''
+      state.at = now_text
       if tonumber(state.attempts) >= tonumber(state.max) then
         state.letter, state.flags = 'F', ''
         state.error = 'lease expired after attempt ' .. state.attempts .. ' of ' .. state.max
         zadd(writes, K.failed, now_text, id)
+        put_state(writes, id, state)
+        if state.group ~= '' then lane_release(lane_of(state.type, state.group), config, now) end
       else
-        state.letter, state.flags = 'R', 's'
-        zadd(writes, K.ready, state.rank, id)
+        state.flags = 's'
+        if state.group ~= '' then
+          lane_return(id, state, config, now)
+        else
+          state.letter = 'R'
+          zadd(writes, K.ready, state.rank, id)
+          put_state(writes, id, state)
+        end
       end
-      state.at = now_text
-      put_state(writes, id, state)
       if task.upgraded and task.body then put(writes, id, task.body) end
       zrem(writes, K.leased, id)
       result[#result + 1] = id
-      result[#result + 1] = state.letter
+      result[#result + 1] = state.letter == 'W' and 'R' or state.letter
     end
   end
   apply(writes)
@@ -563,8 +865,10 @@ local function queue_stats(now, counts, config)
   for _, name in ipairs({ 'ready', 'scheduled', 'leased', 'done', 'failed', 'corrupt' }) do
     if counts[name] == nil then counts[name] = redis.call('ZCARD', K[name]) end
   end
+  local heads = counts.ready
+  counts.ready = heads + redis.call('ZCARD', K.grouped) -- READY behind their group's head count too
   local oldest_ready_age, most_overdue, due_scheduled = 0, 0, 0
-  if counts.ready > 0 then
+  if heads > 0 then
     local head = redis.call('ZRANGE', K.ready, 0, 0)[1]
     local values = redis.call('HMGET', K.task, head .. ':s', head)
     local since = nil

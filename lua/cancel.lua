@@ -20,6 +20,7 @@ return guard('cancel', function()
   local tasks = load(ids, true)
   local sets = { R = K.ready, S = K.scheduled, L = K.leased }
   local result, writes, seen = {}, new_writes(), {}
+  local left = {} -- tasks of groups, as they were: their group is updated once they are FAILED
   for i, id in ipairs(ids) do
     local task = tasks[id]
     local state = task.state
@@ -43,6 +44,9 @@ return guard('cancel', function()
         local info = task.body_info
         state = new_state('R', now_text, redis.call('ZSCORE', K.ready, id) or '0', info.type, info.group)
       end
+      if state.group ~= '' then
+        left[#left + 1] = { id = id, letter = letter, flags = state.flags, rank = state.rank, type = state.type, group = state.group }
+      end
       state.letter, state.gen, state.at, state.flags, state.claim, state.error =
         'F', plus(state.gen, 1), now_text, '', '', CANCELLED
       put_state(writes, id, state)
@@ -50,10 +54,19 @@ return guard('cancel', function()
         if task.body then put(writes, id, task.body) else drop_field(writes, id) end
       end
       zadd(writes, K.failed, now, id)
-      zrem(writes, sets[letter], id)
+      if sets[letter] then zrem(writes, sets[letter], id) end -- W: lane_remove below
       result[i] = 0
     end
   end
   apply(writes)
+  local config = {}
+  for _, was in ipairs(left) do
+    if was.letter == 'L' or (was.letter == 'S' and was.flags == 'h') then
+      lane_release(lane_of(was.type, was.group), config, now) -- its slot is free
+    elseif was.letter == 'R' or was.letter == 'W' then
+      lane_remove(was.id, was, config, now)
+    end
+  end
+  lanes_flush(now)
   return result
 end)

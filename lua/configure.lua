@@ -7,7 +7,9 @@
 -- ARGV[2..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,
 --           maxPayloadBytes, maxErrorBytes, strictTypes (1: enqueue refuses a type without a
 --           policy p:<type>), d ("<leaseMs>,<maxAttempts>", the default policy) and
---           p:<type> ("<leaseMs>,<maxAttempts>") per type; every setting not given is removed
+--           p:<type> ("<leaseMs>,<maxAttempts>") per type, gd and g:<type> (group policies:
+--           "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,<typeRateMs>",
+--           docs/groups.md); every setting not given is removed
 --           (its default applies)
 -- Writes also `leases`, the distinct lease lengths of the policies (ms, comma-separated), which a
 -- claim reads instead of every policy.
@@ -19,6 +21,23 @@ local SETTINGS = {
   failedRetentionMs = { 0, RETENTION_MAX_MS }, maxPayloadBytes = { 1, PAYLOAD_MAX_BYTES },
   maxErrorBytes = { 0, ERROR_MAX_BYTES }, strictTypes = { 0, 1 },
 }
+
+-- A group policy: "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,<typeRateMs>".
+local function group_policy_arg(field, value)
+  local conc, ordered, rate_max, rate_ms, type_max, type_ms = string.match(value, GROUP_POLICY_PATTERN)
+  local ok = conc and is_int(tonumber(conc), 0, GROUP_CONCURRENCY_MAX) and (ordered == '0' or conc == '1')
+  for _, rate in ipairs({ { rate_max, rate_ms }, { type_max, type_ms } }) do
+    if ok then
+      local max, span = tonumber(rate[1]), tonumber(rate[2])
+      ok = is_int(max, 0, RATE_MAX) and ((max == 0 and span == 0) or (max > 0 and is_int(span, 1, RATE_INTERVAL_MAX_MS)))
+    end
+  end
+  if not ok then
+    bad(field .. ' must be "<concurrency 0..' .. GROUP_CONCURRENCY_MAX .. '>,<ordered 0|1 (1 needs concurrency 1)>,' ..
+      '<groupRateMax 0..' .. RATE_MAX .. '>,<groupRateMs>,<typeRateMax>,<typeRateMs 1..' .. RATE_INTERVAL_MAX_MS ..
+      ' when its max is not 0, else 0>"')
+  end
+end
 
 local function policy_arg(field, value)
   local lease, max = string.match(value, '^(%d+),(%d+)$')
@@ -40,6 +59,11 @@ return guard('configure', function()
       int_arg(field, value, range[1], range[2])
     elseif field == 'd' then
       policy_arg(field, value)
+    elseif field == 'gd' then
+      group_policy_arg(field, value)
+    elseif string.sub(field, 1, 2) == 'g:' then
+      name_arg('group policy type', string.sub(field, 3), TYPE_MAX_BYTES)
+      group_policy_arg(field, value)
     elseif string.sub(field, 1, 2) == 'p:' then
       name_arg('policy type', string.sub(field, 3), TYPE_MAX_BYTES)
       policy_arg(field, value)
@@ -52,7 +76,8 @@ return guard('configure', function()
   if current.rev == revision then return 0 end
   local stale = {}
   for field in pairs(current) do
-    if (SETTINGS[field] or field == 'd' or string.sub(field, 1, 2) == 'p:') and wanted[field] == nil then
+    local prefix = string.sub(field, 1, 2)
+    if (SETTINGS[field] or field == 'd' or field == 'gd' or prefix == 'p:' or prefix == 'g:') and wanted[field] == nil then
       stale[#stale + 1] = field
     end
   end

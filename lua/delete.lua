@@ -19,7 +19,7 @@ return guard('delete', function()
   end
   local values = redis.call('HMGET', K.task, unpack(fields))
   local sets = { R = K.ready, S = K.scheduled, D = K.done, F = K.failed }
-  local result, writes = {}, new_writes()
+  local result, writes, left = {}, new_writes(), {}
   for i, id in ipairs(ids) do
     local state_text, body, reason = values[3 * i - 2], values[3 * i - 1], values[3 * i]
     local letter = nil
@@ -36,7 +36,11 @@ return guard('delete', function()
       drop_field(writes, id .. ':s')
       drop_field(writes, id .. ':x')
       -- A record that cannot be trusted may name the wrong set: take it out of every one.
-      if letter == 'C' or not sets[letter] then
+      local state = state_text and (letter == 'R' or letter == 'W' or letter == 'S') and parse_state(state_text)
+      if state and state.group ~= '' then left[#left + 1] = { id = id, state = state } end
+      if letter == 'W' and state then
+        -- behind its group's head: lane_remove below
+      elseif letter == 'C' or not sets[letter] then
         for _, key in ipairs({ K.ready, K.scheduled, K.done, K.failed, K.corrupt }) do zrem(writes, key, id) end
       else
         zrem(writes, sets[letter], id)
@@ -44,5 +48,29 @@ return guard('delete', function()
     end
   end
   apply(writes)
+  -- Its group: a W task leaves the grouped set; a head or a held retry frees its group's place,
+  -- which the next claim fills (delete has no `now` to check a rate window with).
+  local config = {}
+  for _, was in ipairs(left) do
+    local state = was.state
+    local lane = lane_of(state.type, state.group)
+    if state.letter == 'W' then
+      redis.call('ZREM', K.grouped, lane_member(lane, state.rank, was.id))
+    else
+      local record = lane_get(lane)
+      if state.letter == 'S' and state.flags == 'h' then
+        record.active = math.max(record.active - 1, 0)
+      elseif state.letter == 'R' and record.head == was.id then
+        record.head, record.head_rank = '', ''
+      else
+        record = nil
+      end
+      if record then
+        lane_touch(lane, record)
+        lane_later(lane, config)
+      end
+    end
+  end
+  lanes_flush(0)
   return result
 end)

@@ -1,6 +1,7 @@
 -- enqueue: add a batch of tasks; idempotent by id. A body is written once here and never rewritten.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, seq are used
+-- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, seq, and for tasks of a
+--   group grouped, groups, groupwait are used
 -- ARGV[1] now              ms since epoch
 -- ARGV[2..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
 --          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
@@ -17,7 +18,7 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then.
 return guard('enqueue', function()
-  local now = time_arg('now', ARGV[1])
+  local now, now_text = time_arg('now', ARGV[1])
   local n = groups(2, 4, BATCH_MAX)
 
   -- Checked before anything is written; a message is built only for the task that fails.
@@ -91,6 +92,11 @@ return guard('enqueue', function()
         zadd(writes, K.scheduled, run_at, id)
         earliest = math.min(earliest or run_at, run_at)
         known[i] = 'S'
+      elseif groups_of[i] ~= '' then
+        -- Into its group: its head, or behind it (lane_add writes the state).
+        lane_add(id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now)
+        known[i] = 'R'
+        any_ready = true
       else
         zadd(writes, K.ready, rank, id)
         known[i] = 'R'
@@ -104,6 +110,7 @@ return guard('enqueue', function()
     result[#result + 1] = known[i]
   end
   apply(writes)
+  lanes_flush(now)
   if config.v == nil then redis.call('HSET', K.config, 'v', FORMAT_VERSION) end
   if earliest then note_due(config, earliest) end
   local wake_at = nil

@@ -5,7 +5,9 @@
 -- ARGV[1] state   ready | scheduled | leased | done | failed | corrupt
 -- ARGV[2] offset  0..1000000000
 -- ARGV[3] limit   1..1000
--- Returns: per task, 5 each: id, score, type, attempts, last error (the reason, for corrupt)
+-- Returns: per task, 6 each: id, score, type, attempts, last error (the reason, for corrupt), group
+--   ready lists the ready set (by rank; a group's head by its turn), then the tasks behind their
+--   group's head (the grouped set: by group, then rank)
 --   A READY task never claimed keeps its type in its body: the page reads those bodies.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
@@ -17,6 +19,18 @@ return guard('list', function()
   local offset = int_arg('offset', ARGV[2], 0, 1000000000)
   local limit = int_arg('limit', ARGV[3], 1, 1000)
   local page = redis.call('ZRANGE', set, offset, offset + limit - 1, 'WITHSCORES')
+  if set == K.ready and #page < 2 * limit then
+    -- Then the READY tasks behind their group's head, by group and rank.
+    local from = math.max(0, offset - redis.call('ZCARD', K.ready))
+    local rest = limit - #page / 2
+    for _, member in ipairs(redis.call('ZRANGE', K.grouped, from, from + rest - 1)) do
+      local rank, id = string.match(member, MEMBER_PATTERN)
+      if id then
+        page[#page + 1] = id
+        page[#page + 1] = tostring(tonumber(rank))
+      end
+    end
+  end
   local ids = {}
   for i = 1, #page, 2 do ids[#ids + 1] = page[i] end
   local reasons = {}
@@ -36,6 +50,7 @@ return guard('list', function()
     result[#result + 1] = (state and state.type) or (info and info.type) or ''
     result[#result + 1] = state and state.attempts or 0
     result[#result + 1] = reasons[(i + 1) / 2] or (state and state.error) or ''
+    result[#result + 1] = (state and state.group) or (info and info.group) or ''
   end
   return result
 end)

@@ -9,5 +9,7 @@
 return guard('promote', function()
   local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  return promote_due(read_config_fields({ 'nextDue' }), now, now_text, limit)
+  local promoted = promote_due(read_config_fields({ 'nextDue' }), now, now_text, limit)
+  lanes_flush(now)
+  return promoted
 end)

@@ -13,5 +13,7 @@ return guard('reclaim', function()
   local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
   local config = read_config_fields({ 'skewMs' })
-  return reclaim_expired(now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
+  local moved = reclaim_expired(config, now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
+  lanes_flush(now)
+  return moved
 end)

@@ -20,7 +20,7 @@ return guard('release', function()
   require_format()
 
   local tasks = load(ids, false)
-  local result, writes = {}, new_writes()
+  local result, writes, config = {}, new_writes(), {}
   for _, item in ipairs(items) do
     local task = tasks[item.id]
     local state = task.state
@@ -34,14 +34,19 @@ return guard('release', function()
       -- The attempt is given back; the lease generation moves on, so the token is stale from now.
       state.letter, state.at, state.claim, state.flags = 'R', now_text, '', ''
       state.attempts, state.gen = plus(state.attempts, -1), plus(state.gen, 1)
-      zadd(writes, K.ready, state.rank, item.id)
+      if state.group ~= '' then
+        lane_return(item.id, state, config, now) -- back into its group, first by its rank
+      else
+        zadd(writes, K.ready, state.rank, item.id)
+        put_state(writes, item.id, state)
+      end
       zrem(writes, K.leased, item.id)
-      put_state(writes, item.id, state)
       if task.upgraded then put(writes, item.id, task.body); task.upgraded = false end
     end
     write_upgrade(writes, item.id, task)
     result[#result + 1] = status
   end
   apply(writes)
+  lanes_flush(now)
   return result
 end)

@@ -52,13 +52,19 @@ return guard('repair', function()
       state.rank = fmt((0 - PRIORITY_MIN) * RANK_SEQ_SPAN + seq)
     end
   end
+  local config = {}
   for _, item in ipairs(writes.repaired or {}) do
-    put_state(writes, item.id, item.state)
+    if item.state.group ~= '' then
+      lane_add(item.id, item.state, config, now) -- into its group
+    else
+      put_state(writes, item.id, item.state)
+      zadd(writes, K.ready, item.state.rank, item.id)
+    end
     put(writes, item.id, item.body)
     drop_field(writes, item.id .. ':x')
-    zadd(writes, K.ready, item.state.rank, item.id)
     zrem(writes, K.corrupt, item.id)
   end
   apply(writes)
+  lanes_flush(now)
   return result
 end)

@@ -15,7 +15,7 @@ return guard('requeue', function()
   require_format()
 
   local tasks = load(ids, false)
-  local result, writes = {}, new_writes()
+  local result, writes, config = {}, new_writes(), {}
   for _, id in ipairs(ids) do
     local task = tasks[id]
     local state = task.state
@@ -24,16 +24,20 @@ return guard('requeue', function()
       status = 4 -- READY, never claimed
     elseif status == nil then
       status = 0
-      if state.letter == 'R' and state.attempts == '0' and state.error ~= '' then
+      if (state.letter == 'R' or state.letter == 'W') and state.attempts == '0' and state.error ~= '' then
         -- Only a requeue leaves a READY task with no attempts and an error: a repeated requeue (a
         -- retry after a lost reply) answers ok and changes nothing.
       elseif state.letter ~= 'F' then
         status = 4
       else
-        state.letter, state.at, state.attempts, state.flags = 'R', now_text, '0', '' 
-        zadd(writes, K.ready, state.rank, id)
+        state.letter, state.at, state.attempts, state.flags = 'R', now_text, '0', ''
+        if state.group ~= '' then
+          lane_add(id, state, config, now) -- into its group
+        else
+          zadd(writes, K.ready, state.rank, id)
+          put_state(writes, id, state)
+        end
         zrem(writes, K.failed, id)
-        put_state(writes, id, state)
         if task.upgraded then put(writes, id, task.body); task.upgraded = false end
       end
     end
@@ -41,5 +45,6 @@ return guard('requeue', function()
     result[#result + 1] = status
   end
   apply(writes)
+  lanes_flush(now)
   return result
 end)

@@ -57,8 +57,9 @@ return guard('settle', function()
   local result, writes, hold, earliest = {}, new_writes(), nil, nil
   local tasks = {} -- by id, once an item of this call met it: a second item on it sees the first's change
   local ACKED = { state = { letter = 'D' } } -- what a later item sees of a task an ack here finished
-  local replayed = { retry = { S = true, R = true, F = true }, fail = { F = true } }
+  local replayed = { retry = { S = true, R = true, W = true, F = true }, fail = { F = true } }
   local states, done, finished, dropped = writes.fields, {}, {}, writes.drop
+  local freed = {} -- the groups of the tasks acked on the common path: each frees a slot
   for i, id in ipairs(ids) do
     local base = starts[i]
     local token, outcome = ARGV[base + 1], outcomes[i]
@@ -77,6 +78,9 @@ return guard('settle', function()
       finished[#finished + 1] = id
       dropped[#dropped + 1] = id
       tasks[id] = ACKED
+      if string.byte(type_group, -1) ~= 124 then -- "type|group": a task of a group frees its slot
+        freed[#freed + 1] = string.gsub(type_group, '|', '/', 1)
+      end
       result[#result + 1] = 0
       result[#result + 1] = 'D'
     else
@@ -104,29 +108,42 @@ return guard('settle', function()
         status = 0
         finished[#finished + 1] = id
         state.at, state.claim, state.flags = now_text, '', ''
+        local lane = state.group ~= '' and lane_of(state.type, state.group)
+        local returned = false -- back in its group: lane_return wrote its state
         if outcome == 'ack' then
           state.letter, state.error = 'D', ''
           done[#done + 1] = now_text
           done[#done + 1] = id
           drop_field(writes, id)
           task.upgraded = false -- a v0 record's body goes with the ack
+          if lane then lane_release(lane, config, now) end
         else
           local retry_at, retry_text = time_arg('retryAtMs', ARGV[base + 3])
           state.error = string.sub(ARGV[base + 4], 1, max_error)
           if outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max) then
             state.letter = 'F'
             zadd(writes, K.failed, now_text, id)
+            if lane then lane_release(lane, config, now) end
           elseif retry_at > now and not ordered then
             state.letter, state.at = 'S', retry_text
             zadd(writes, K.scheduled, retry_text, id)
             earliest = math.min(earliest or retry_at, retry_at)
+            -- An ordered group's retry keeps its slot: the group runs nothing else before it.
+            if lane then
+              if group_policy(config, state.type).ordered then state.flags = 'h' else lane_release(lane, config, now) end
+            end
           else
-            state.letter = 'R'
-            zadd(writes, K.ready, state.rank, id)
             if ordered and retry_at > now then hold = math.max(hold or 0, retry_at) end
+            if lane then
+              lane_return(id, state, config, now)
+              returned = true
+            else
+              state.letter = 'R'
+              zadd(writes, K.ready, state.rank, id)
+            end
           end
         end
-        put_state(writes, id, state)
+        if not returned then put_state(writes, id, state) end
       end
       write_upgrade(writes, id, task)
       result[#result + 1] = status
@@ -143,8 +160,10 @@ return guard('settle', function()
     end
   end
   apply(writes)
+  for _, lane in ipairs(freed) do lane_release(lane, config, now) end
+  lanes_flush(now)
   -- The hold is compared with the callers' `now`, never with Redis's clock.
   if hold then redis.call('HSET', K.config, 'hold', fmt(hold)) end
-  if earliest then note_due(config, earliest) end
+  if earliest then config_get(config, 'nextDue'); note_due(config, earliest) end
   return result
 end)

@@ -24,12 +24,14 @@ return guard('tick', function()
   for _, name in ipairs({ 'leased', 'scheduled', 'done', 'failed' }) do counts[name] = redis.call('ZCARD', K[name]) end
   local reclaimed, reclaim_failed = 0, 0
   if counts.leased > 0 then
-    local moved = reclaim_expired(now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
+    local moved = reclaim_expired(config, now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
     for i = 2, #moved, 2 do
       if moved[i] == 'R' then reclaimed = reclaimed + 1 else reclaim_failed = reclaim_failed + 1 end
     end
   end
-  local promoted = counts.scheduled > 0 and promote_due(config, now, now_text, limit) or 0
+  -- promote_due also opens the rate windows of groups (it reads nothing before one is due).
+  local promoted = promote_due(config, now, now_text, limit)
+  lanes_flush(now)
   local done_retention = config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)
   local done_trimmed = counts.done > 0 and trim_before(K.done, now - done_retention, limit) or 0

@@ -40,6 +40,12 @@ export const LIMITS = {
   pausedTypesMax: 100,
   /** Minutes one history call counts at most. */
   historyMinutesMax: 240,
+  /** The largest concurrency a group policy may give (0: no limit). */
+  groupConcurrencyMax: 1_000_000,
+  /** The most claims a rate may allow per interval. */
+  rateMax: 1_000_000,
+  /** The longest rate interval: one day. */
+  rateIntervalMaxMs: 24 * 3600 * 1000,
 } as const;
 
 /** Wake-ups (docs/wake-ups.md). */
@@ -88,6 +94,9 @@ export const LUA_CONSTANTS: Record<string, number> = {
   CLAIM_SCAN_MAX: LIMITS.claimScanMax,
   PAUSED_TYPES_MAX: LIMITS.pausedTypesMax,
   HISTORY_MINUTES_MAX: LIMITS.historyMinutesMax,
+  GROUP_CONCURRENCY_MAX: LIMITS.groupConcurrencyMax,
+  RATE_MAX: LIMITS.rateMax,
+  RATE_INTERVAL_MAX_MS: LIMITS.rateIntervalMaxMs,
   DEFAULT_MAX_PAYLOAD_BYTES: DEFAULTS.maxPayloadBytes,
   DEFAULT_MAX_ERROR_BYTES: DEFAULTS.maxErrorBytes,
   DEFAULT_LEASE_MS: DEFAULTS.leaseMs,

@@ -19,6 +19,12 @@ export interface QueueKeys {
   /** Ids whose record could not be read, by the time they were set aside. */
   corrupt: string;
   seq: string;
+  /** Lex zset: the READY tasks of groups behind their group's head, `<type>/<group>\0<rank>\0<id>`. */
+  grouped: string;
+  /** Hash: per group (`<type>/<group>`) its leased count, rate window and head; per `@<type>` its rate window. */
+  groups: string;
+  /** Zset: groups and `@<type>`s waiting for their next rate window, by when it opens. */
+  groupwait: string;
 }
 
 const ORDER: Array<keyof QueueKeys> = [
@@ -31,6 +37,9 @@ const ORDER: Array<keyof QueueKeys> = [
   "failed",
   "corrupt",
   "seq",
+  "grouped",
+  "groups",
+  "groupwait",
 ];
 
 /** Key names of `queue`; throws InvalidInputError when the name is not a valid queue name. */

@@ -484,6 +484,7 @@ export class Queue {
     const scan = checkInteger("find", "scan", filter.scan ?? 1000, 1, 1000);
     const cursor = checkInteger("find", "cursor", filter.cursor ?? 0, 0, 1_000_000_000);
     if (filter.type !== undefined) checkName("find", "type", filter.type, LIMITS.typeMaxBytes);
+    if (filter.group !== undefined) checkName("find", "group", filter.group, LIMITS.groupMaxBytes);
     if (filter.error !== undefined && (typeof filter.error !== "string" || filter.error === "")) {
       throw new InvalidInputError(`find: error must be a non-empty substring, got ${shown(filter.error)}`);
     }
@@ -501,6 +502,7 @@ export class Queue {
     const tasks = page.filter(
       (task) =>
         (filter.type === undefined || task.type === filter.type) &&
+        (filter.group === undefined || task.group === filter.group) &&
         (filter.error === undefined || task.lastError.includes(filter.error)) &&
         (before === undefined || task.score < before),
     );
@@ -534,13 +536,14 @@ export class Queue {
     const limit = checkInteger("list", "limit", options.limit ?? 100, 1, 1000);
     const reply = await this.run("list", [state, String(offset), String(limit)]);
     const tasks: ListedTask[] = [];
-    for (let i = 0; i < reply.length; i += 5) {
+    for (let i = 0; i < reply.length; i += 6) {
       tasks.push({
         id: String(reply[i]),
         score: Number(reply[i + 1]),
         type: String(reply[i + 2]),
         attempts: Number(reply[i + 3]),
         lastError: String(reply[i + 4]),
+        group: String(reply[i + 5]) === "" ? undefined : String(reply[i + 5]),
       });
     }
     return tasks;

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { DEFAULTS, LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
-import type { LeasePolicy } from "./types.js";
-import { checkInteger, checkName, checkPolicy } from "./validate.js";
+import type { GroupPolicy, LeasePolicy, TypeGroupPolicy } from "./types.js";
+import { checkGroupPolicy, checkInteger, checkName, checkPolicy, groupPolicyText } from "./validate.js";
 
 /**
  * What must be the same for every caller of a queue, kept in its Redis config (configure.lua) and
@@ -20,6 +20,10 @@ export interface QueueSettings {
   strictTypes?: boolean;
   /** Default 60000 ms, 5 attempts. */
   defaultPolicy?: LeasePolicy;
+  /** The group policy of the types without one in `typeGroups` (docs/groups.md). Default: none (groups only take turns). */
+  groups?: GroupPolicy;
+  /** Group policies (and rates across groups) per task type. */
+  typeGroups?: Record<string, TypeGroupPolicy>;
   /** Default 262144. */
   maxPayloadBytes?: number;
   /** Default 2048. */
@@ -45,6 +49,13 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
   type IntegerSetting = "maxPayloadBytes" | "maxErrorBytes" | "clockSkewMs" | "doneRetentionMs" | "failedRetentionMs";
   const integer = (field: IntegerSetting, fallback: number, min: number, max: number) =>
     checkInteger(where, field, settings[field] ?? fallback, min, max);
+  const typeGroups: Record<string, TypeGroupPolicy> = {};
+  for (const [type, policy] of Object.entries(settings.typeGroups ?? {})) {
+    checkName(where, "group policy type", type, LIMITS.typeMaxBytes);
+    typeGroups[type] = checkGroupPolicy(`${where} group policy "${type}"`, policy);
+  }
+  const groups = settings.groups === undefined ? {} : checkGroupPolicy(`${where} groups`, settings.groups);
+  if ("typeRate" in groups) throw new InvalidInputError(`${where} groups: typeRate is set per type, in typeGroups`);
   for (const flag of ["ordered", "strictTypes"] as const) {
     if (settings[flag] !== undefined && typeof settings[flag] !== "boolean") {
       throw new InvalidInputError(`${where}: ${flag} must be true or false`);
@@ -53,6 +64,8 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
   return {
     ordered: settings.ordered ?? false,
     policies,
+    groups,
+    typeGroups,
     strictTypes: settings.strictTypes ?? false,
     defaultPolicy: checkPolicy(`${where} defaultPolicy`, settings.defaultPolicy ?? DEFAULTS),
     maxPayloadBytes: integer("maxPayloadBytes", DEFAULTS.maxPayloadBytes, 1, LIMITS.payloadMaxBytes),
@@ -78,6 +91,10 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
     ...Object.keys(settings.policies)
       .sort()
       .map((type): [string, string] => [`p:${type}`, policy(settings.policies[type])]),
+    ...(Object.keys(settings.groups).length > 0 ? [["gd", groupPolicyText(settings.groups)] as [string, string]] : []),
+    ...Object.keys(settings.typeGroups)
+      .sort()
+      .map((type): [string, string] => [`g:${type}`, groupPolicyText(settings.typeGroups[type])]),
   ];
   const revision = createHash("sha256").update(JSON.stringify(pairs)).digest("hex").slice(0, 16);
   return { revision, fields: pairs.flat() };

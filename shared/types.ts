@@ -10,6 +10,7 @@ export const STATE_BY_LETTER: Record<string, TaskState> = {
   D: "done",
   F: "failed",
   C: "corrupt",
+  W: "ready", // READY behind its group's head (docs/groups.md)
 };
 
 /** A task to enqueue. */
@@ -35,6 +36,34 @@ export interface EnqueueResult {
   /** `duplicate`: the id was already known; nothing changed. */
   status: "ok" | "duplicate";
   state: TaskState;
+}
+
+/** At most `max` claims per `perMs` ms (fixed windows: any span of one interval sees at most 2 × max). */
+export interface RateLimit {
+  max: number;
+  perMs: number;
+}
+
+/**
+ * How the tasks of one group run (docs/groups.md). A group is a task type's tasks with the same
+ * `group`; groups take turns at each claim, whatever their policy.
+ */
+export interface GroupPolicy {
+  /** At most this many tasks of one group leased at once, 1 to 1,000,000. Default: no limit. */
+  concurrency?: number;
+  /**
+   * Tasks of a group complete in rank order through retries, backoffs, releases and reclaims: a
+   * retried task holds its group until it is done or failed (needs concurrency 1). Default false.
+   */
+  ordered?: boolean;
+  /** At most this many claims of one group per interval. Default: no limit. */
+  rate?: RateLimit;
+}
+
+/** A type's group policy, and its rate across all its groups. */
+export interface TypeGroupPolicy extends GroupPolicy {
+  /** At most this many claims of the type (all its groups, and its tasks without one) per interval. */
+  typeRate?: RateLimit;
 }
 
 /** Lease and retry policy of one task type, as the claim script needs it. */
@@ -123,6 +152,8 @@ export interface QueueHistory {
 export interface TaskFilter {
   /** The task's type, exactly. */
   type?: string;
+  /** The task's group, exactly. */
+  group?: string;
   /** A substring of its last error. */
   error?: string;
   /** Its time (due, finished, quarantined) is more than this many ms before `now` (then `now` is required). */
@@ -170,4 +201,6 @@ export interface ListedTask {
   attempts: number;
   /** The last error (the reason, for a corrupt task); "" if none. */
   lastError: string;
+  /** Its group, undefined when it has none. */
+  group: string | undefined;
 }

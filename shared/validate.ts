@@ -1,6 +1,6 @@
 import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError } from "./errors.js";
-import type { LeasePolicy, TaskInput } from "./types.js";
+import type { LeasePolicy, RateLimit, TaskInput, TypeGroupPolicy } from "./types.js";
 
 /** Shows a received value in an error message: short, and never more than 60 characters. */
 export function shown(value: unknown): string {
@@ -98,6 +98,61 @@ export function dueTime(where: string, task: TaskInput, now: number): number {
     return Math.round(runAt);
   }
   return now;
+}
+
+/** Validates a group policy (and a type's rate), naming the field and what is allowed. */
+export function checkGroupPolicy(where: string, policy: TypeGroupPolicy): TypeGroupPolicy {
+  if (policy === null || typeof policy !== "object") {
+    throw new InvalidInputError(`${where}: a group policy must be an object { concurrency?, ordered?, rate? }`);
+  }
+  const known = ["concurrency", "ordered", "rate", "typeRate"];
+  for (const field of Object.keys(policy)) {
+    if (!known.includes(field)) {
+      throw new InvalidInputError(`${where}: unknown group policy field "${field}"; allowed: ${known.join(", ")}`);
+    }
+  }
+  const rate = (field: "rate" | "typeRate"): RateLimit | undefined => {
+    const given = policy[field];
+    if (given === undefined) return undefined;
+    if (given === null || typeof given !== "object") {
+      throw new InvalidInputError(`${where}: ${field} must be { max, perMs }`);
+    }
+    return {
+      max: checkInteger(where, `${field}.max`, given.max, 1, LIMITS.rateMax),
+      perMs: checkInteger(where, `${field}.perMs`, given.perMs, 1, LIMITS.rateIntervalMaxMs),
+    };
+  };
+  const checked: TypeGroupPolicy = {};
+  if (policy.concurrency !== undefined) {
+    checked.concurrency = checkInteger(where, "concurrency", policy.concurrency, 1, LIMITS.groupConcurrencyMax);
+  }
+  if (policy.ordered !== undefined) {
+    if (typeof policy.ordered !== "boolean") throw new InvalidInputError(`${where}: ordered must be true or false`);
+    if (policy.ordered && (checked.concurrency ?? 1) !== 1) {
+      throw new InvalidInputError(
+        `${where}: an ordered group runs one task at a time: concurrency must be 1 (or left out), got ${checked.concurrency}`,
+      );
+    }
+    checked.ordered = policy.ordered;
+    if (policy.ordered) checked.concurrency = 1;
+  }
+  const groupRate = rate("rate");
+  if (groupRate) checked.rate = groupRate;
+  const typeRate = rate("typeRate");
+  if (typeRate) checked.typeRate = typeRate;
+  return checked;
+}
+
+/** A group policy as its config text: "<concurrency>,<ordered>,<rateMax>,<rateMs>,<typeRateMax>,<typeRateMs>". */
+export function groupPolicyText(policy: TypeGroupPolicy): string {
+  return [
+    policy.concurrency ?? 0,
+    policy.ordered ? 1 : 0,
+    policy.rate?.max ?? 0,
+    policy.rate?.perMs ?? 0,
+    policy.typeRate?.max ?? 0,
+    policy.typeRate?.perMs ?? 0,
+  ].join(",");
 }
 
 /** Validates a type's lease policy. */

@@ -19,7 +19,7 @@ export interface RawTask {
   payload: string;
 }
 
-const STATE = /^([RSLDF])\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|([a-z]*)\|(\d+)\|([^|]*)\|([^|]*)\|([^|]*)\|/;
+const STATE = /^([RSLDFW])\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|([a-z]*)\|(\d+)\|([^|]*)\|([^|]*)\|([^|]*)\|/;
 const BODY = /^1\|(\d+)\|([^|]+)\|([^|]*)\|/;
 
 /** Parses the fields of one task (its state and body) as lua/_lib.lua writes them. */
@@ -60,8 +60,9 @@ export function parseTask(stateText: string | undefined, bodyText: string | unde
   };
 }
 
-const ZSET_BY_STATE: Record<string, "ready" | "scheduled" | "leased" | "done" | "failed"> = {
+const ZSET_BY_STATE: Record<string, "ready" | "scheduled" | "leased" | "done" | "failed" | "grouped"> = {
   R: "ready",
+  W: "grouped",
   S: "scheduled",
   L: "leased",
   D: "done",
@@ -94,7 +95,8 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
   const tasks = await readTasks(redis, queue);
   const members = new Map<string, string[]>();
   for (const zset of Object.values(ZSET_BY_STATE)) {
-    for (const id of await redis.zrange(queue.keys[zset], 0, -1)) {
+    for (const member of await redis.zrange(queue.keys[zset], 0, -1)) {
+      const id = zset === "grouped" ? member.split("\0")[2] : member;
       members.set(id, [...(members.get(id) ?? []), zset]);
     }
   }
@@ -103,7 +105,7 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
     if (task.state === "D") expect(task.payload, `payload of DONE ${id}`).toBe("");
     else expect(task.payload.length, `payload of ${id}`).toBeGreaterThan(0);
     if (task.maxAttempts > 0) expect(task.attempts).toBeLessThanOrEqual(task.maxAttempts);
-    if (task.state === "R")
+    if (task.state === "R" && task.group === "")
       expect(task.rank, `rank of READY ${id}`).toBe(
         (await redis.zscore(queue.keys.ready, id)) === null
           ? Number.NaN
@@ -111,5 +113,50 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
       );
   }
   for (const id of members.keys()) expect(tasks.has(id), `record of ${id}`).toBe(true);
+  await assertGroups(redis, queue, tasks);
   return tasks;
+}
+
+/**
+ * The groups' invariants (docs/groups.md): a group has at most one task in the ready set, the head
+ * its record names; its record counts its leased tasks and held retries, never more than its
+ * concurrency; a group with tasks waiting behind no head is full, or waits for its rate window.
+ */
+export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string, RawTask>): Promise<void> {
+  const config = await redis.hgetall(queue.keys.config);
+  const records = await redis.hgetall(queue.keys.groups);
+  const waiting = new Set(await redis.zrange(queue.keys.groupwait, 0, -1));
+  const lanes = new Map<string, { heads: string[]; active: number; behind: number }>();
+  const lane = (task: RawTask) => {
+    const name = `${task.type}/${task.group}`;
+    let entry = lanes.get(name);
+    if (!entry) lanes.set(name, (entry = { heads: [], active: 0, behind: 0 }));
+    return entry;
+  };
+  for (const [id, task] of tasks) {
+    if (task.group === "") continue;
+    if (task.state === "R") lane(task).heads.push(id);
+    if (task.state === "L" || (task.state === "S" && task.flags === "h")) lane(task).active += 1;
+    if (task.state === "W") lane(task).behind += 1;
+  }
+  for (const [name, entry] of lanes) {
+    const [active = "0", , , , head = ""] = (records[name] ?? "").split("|");
+    const type = name.slice(0, name.indexOf("/"));
+    const concurrency = Number((config[`g:${type}`] ?? config.gd ?? "0").split(",")[0]);
+    expect(entry.heads.length, `heads of group ${name}`).toBeLessThanOrEqual(1);
+    expect(entry.heads, `the head group ${name} records`).toEqual(head === "" ? [] : [head]);
+    expect(Number(active), `leased and held tasks of group ${name}`).toBe(entry.active);
+    if (concurrency > 0) expect(entry.active, `concurrency of group ${name}`).toBeLessThanOrEqual(concurrency);
+    if (entry.behind > 0 && entry.heads.length === 0) {
+      expect(
+        (concurrency > 0 && entry.active >= concurrency) || waiting.has(name),
+        `group ${name} has ${entry.behind} tasks waiting and no head, yet it is not full nor waiting for its rate`,
+      ).toBe(true);
+    }
+  }
+  for (const [name, text] of Object.entries(records)) {
+    if (name.startsWith("@") || lanes.has(name)) continue;
+    const [active, , , , head] = text.split("|");
+    expect({ active, head }, `record of group ${name}, which has no task`).toEqual({ active: "0", head: "" });
+  }
 }

@@ -7,7 +7,20 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LUA_DIR } from "../../bin/generate-lua.js";
 
-const KEY_NAMES = ["task", "config", "ready", "scheduled", "leased", "done", "failed", "corrupt", "seq"];
+const KEY_NAMES = [
+  "task",
+  "config",
+  "ready",
+  "scheduled",
+  "leased",
+  "done",
+  "failed",
+  "corrupt",
+  "seq",
+  "grouped",
+  "groups",
+  "groupwait",
+];
 const K_FIELD = new RegExp(`^K\\.(${KEY_NAMES.join("|")})$`);
 /** Parameters and loop variables that hold a key; each is checked against its callers below. */
 const KEY_VARIABLES = new Set(["set_key", "set", "key", "K[name]"]);

@@ -1,0 +1,161 @@
+// Groups (docs/groups.md): order, concurrency and rate per group, and groups taking turns, on a
+// real redis-server over both stores.
+import { describe, expect, it } from "vitest";
+import type { Queue } from "../../shared/queue.js";
+import type { ClaimedTask } from "../../shared/types.js";
+import { assertConsistent } from "../helpers/invariants.js";
+import { adapters, queueFixture } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+
+const ids = (tasks: ClaimedTask[]) => tasks.map((task) => task.id);
+const ack = (queue: Queue, tasks: ClaimedTask[], now: number) =>
+  queue.settle(
+    tasks.map((task) => ({ id: task.id, token: task.token, outcome: "ack" as const })),
+    { now },
+  );
+
+describe.each(adapters)("groups over $name", (adapter) => {
+  const { redis, fresh } = queueFixture(adapter);
+
+  it("a group of concurrency 1 runs one task at a time, in order, while other groups run beside it", async () => {
+    const queue = await fresh({ typeGroups: { charge: { concurrency: 1 } } });
+    await queue.enqueue(
+      [
+        { id: "a1", type: "charge", group: "alice" },
+        { id: "a2", type: "charge", group: "alice" },
+        { id: "a3", type: "charge", group: "alice" },
+        { id: "b1", type: "charge", group: "bob" },
+        { id: "b2", type: "charge", group: "bob" },
+        { id: "n1", type: "charge" },
+      ],
+      { now: NOW },
+    );
+    expect((await queue.stats({ now: NOW })).ready).toBe(6);
+    const first = await queue.claim({ count: 10, now: NOW });
+    expect(ids(first)).toEqual(["a1", "b1", "n1"]);
+    await assertConsistent(redis, queue);
+    expect(await queue.claim({ count: 10, now: NOW })).toEqual([]);
+    await ack(queue, first.slice(0, 1), NOW + 1);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 2 }))).toEqual(["a2"]);
+    await assertConsistent(redis, queue);
+  });
+
+  it("a retry of an ordered group holds only its own group until it is done", async () => {
+    const queue = await fresh({
+      typeGroups: { charge: { ordered: true } },
+      policies: { charge: { leaseMs: 30_000, maxAttempts: 5 } },
+    });
+    await queue.enqueue(
+      [
+        { id: "a1", type: "charge", group: "alice" },
+        { id: "a2", type: "charge", group: "alice" },
+        { id: "b1", type: "charge", group: "bob" },
+        { id: "b2", type: "charge", group: "bob" },
+      ],
+      { now: NOW },
+    );
+    const [a1, b1] = await queue.claim({ count: 10, now: NOW });
+    expect([a1.id, b1.id]).toEqual(["a1", "b1"]);
+    // a1 fails and is retried in 60 s: alice waits, bob goes on.
+    await queue.settle([{ id: a1.id, token: a1.token, outcome: "retry", retryAtMs: NOW + 60_000, error: "declined" }], {
+      now: NOW + 1,
+    });
+    await ack(queue, [b1], NOW + 1);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 2 }))).toEqual(["b2"]);
+    await assertConsistent(redis, queue);
+    expect(await queue.claim({ count: 10, now: NOW + 30_000 })).toEqual([]);
+    // At its retry time a1 comes back first, and a2 only after it is done.
+    const again = await queue.claim({ count: 10, now: NOW + 60_000 });
+    expect(ids(again)).toEqual(["a1"]);
+    expect(again[0].attempt).toBe(2);
+    expect(await queue.claim({ count: 10, now: NOW + 60_001 })).toEqual([]);
+    await ack(queue, again, NOW + 60_002);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 60_003 }))).toEqual(["a2"]);
+    await assertConsistent(redis, queue);
+  });
+
+  it("a group with 100,000 tasks waiting does not delay another group's one task", async () => {
+    const queue = await fresh();
+    const heavy = Array.from({ length: 1000 }, (_, i) => ({ id: `h${i}`, type: "sync", group: "heavy" }));
+    for (let i = 0; i < 5; i++)
+      await queue.enqueue(
+        heavy.map((task) => ({ ...task, id: `${task.id}-${i}` })),
+        { now: NOW },
+      );
+    await queue.enqueue([{ id: "light", type: "sync", group: "light" }], { now: NOW });
+    const claimed = await queue.claim({ count: 10, now: NOW });
+    expect(ids(claimed)).toContain("light");
+    expect(claimed).toHaveLength(10);
+    await assertConsistent(redis, queue);
+  });
+
+  it("priorities order a group's tasks, and the groups' heads", async () => {
+    const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
+    await queue.enqueue(
+      [
+        { id: "low", type: "job", group: "g" },
+        { id: "high", type: "job", group: "g", priority: -10 },
+        { id: "other", type: "job", group: "h", priority: -5 },
+      ],
+      { now: NOW },
+    );
+    const first = await queue.claim({ count: 10, now: NOW });
+    expect(ids(first)).toEqual(["high", "other"]);
+    await ack(queue, first, NOW + 1);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 1 }))).toEqual(["low"]);
+    await assertConsistent(redis, queue);
+  });
+
+  it("a group's rate allows at most its max claims per interval", async () => {
+    const queue = await fresh({ typeGroups: { api: { rate: { max: 2, perMs: 1000 } } } });
+    await queue.enqueue(
+      Array.from({ length: 5 }, (_, i) => ({ id: `t${i}`, type: "api", group: "acme" })),
+      { now: NOW },
+    );
+    const first = await queue.claim({ count: 10, now: NOW });
+    expect(ids(first)).toEqual(["t0", "t1"]);
+    expect(await queue.claim({ count: 10, now: NOW + 500 })).toEqual([]);
+    await assertConsistent(redis, queue);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 1000 }))).toEqual(["t2", "t3"]);
+  });
+
+  it("a type's rate holds all its groups together", async () => {
+    const queue = await fresh({ typeGroups: { api: { typeRate: { max: 3, perMs: 1000 } } } });
+    await queue.enqueue(
+      Array.from({ length: 6 }, (_, i) => ({ id: `t${i}`, type: "api", group: `g${i}` })),
+      { now: NOW },
+    );
+    expect(await queue.claim({ count: 10, now: NOW })).toHaveLength(3);
+    const none = await queue.claim({ count: 10, now: NOW + 10 });
+    expect(none).toEqual([]);
+    expect(await queue.claim({ count: 10, now: NOW + 1000 })).toHaveLength(3);
+    await assertConsistent(redis, queue);
+  });
+
+  it("release, reclaim, cancel and delete keep each group's head and count right", async () => {
+    const queue = await fresh({
+      typeGroups: { job: { concurrency: 1 } },
+      policies: { job: { leaseMs: 1000, maxAttempts: 3 } },
+    });
+    await queue.enqueue(
+      ["g1", "g2", "g3", "g4"].map((id) => ({ id, type: "job", group: "g" })),
+      { now: NOW },
+    );
+    const [one] = await queue.claim({ count: 10, now: NOW });
+    await queue.release([{ id: one.id, token: one.token }], { now: NOW + 1 });
+    const [again] = await queue.claim({ count: 10, now: NOW + 2 });
+    expect(again.id).toBe("g1");
+    await assertConsistent(redis, queue);
+    // Its lease expires: the reclaim gives it back first.
+    await queue.tick({ now: NOW + 10_000 });
+    await assertConsistent(redis, queue);
+    const [reclaimed] = await queue.claim({ count: 10, now: NOW + 10_001 });
+    expect(reclaimed.id).toBe("g1");
+    await queue.cancel(["g1", "g2"], { now: NOW + 10_002 });
+    await assertConsistent(redis, queue);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 10_003 }))).toEqual(["g3"]);
+    await queue.delete(["g4"]);
+    await assertConsistent(redis, queue);
+  });
+});
