@@ -130,7 +130,10 @@ export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string
   const lane = (task: RawTask) => {
     const name = `${task.type}/${task.group}`;
     let entry = lanes.get(name);
-    if (!entry) lanes.set(name, (entry = { heads: [], active: 0, behind: 0 }));
+    if (!entry) {
+      entry = { heads: [], active: 0, behind: 0 };
+      lanes.set(name, entry);
+    }
     return entry;
   };
   for (const [id, task] of tasks) {
