@@ -18,7 +18,8 @@
 --     atMs         R ready since, S due at, L lease deadline, D/F finished at
 --     flags        "s": returned by a reclaim, so the next claim hands it out alone; "o": a lease
 --                  claimed under format v0, whose holder has a token of the old form; "h": a
---                  retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile
+--                  retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile;
+--                  "u": READY, let out of its group's parked tasks to run next (with "s": "su")
 --     rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
 --     claim        the claim id that leased it (L only): a repeated claim returns the same batch
 --   task hash, field <id>:x   why the task was quarantined (ids in the corrupt set only)
@@ -460,29 +461,41 @@ local function note_due(config, due)
 end
 
 --------------------------------------------------------------------------------------------------
--- Groups (docs/groups.md). A task with a group belongs to the lane "<type>/<group>": tasks of one
--- type and group. A lane has at most one task in the ready set, its head; its other READY tasks
--- (state W) wait in the grouped set, a sorted set of score 0 whose members "<lane>\0<rank>\0<id>"
--- (rank as 16 digits) sort by lane, then rank: a lane's next task is one ZRANGE BYLEX away, with no
--- key per lane. A claim takes a head; the lane's next task becomes its head (at the back of its
--- priority: lanes take turns) while the lane has fewer leased tasks than its concurrency and its
--- rate allows one more claim in the current window. A lane waiting for its next window is in
--- groupwait, scored by when the window opens (config nextDue counts it, so a worker is woken then).
---   groups hash, field <lane>   "<active>|<window>|<count>|<headRank>|<head>": tasks leased (or
---                               held by an ordered retry), the rate window's start (ms) and its
---                               claims, the head's rank and id ("" when it has none); absent for a
---                               lane with nothing leased, no head and no current window
+-- Groups (docs/groups.md). A task with a group belongs to the lane "<type>/<group>": the tasks of
+-- one type and group. Its READY tasks are in the ready set like any other, scored by fair queuing
+-- instead of arrival: a lane's next task gets the virtual time max(the head of its priority in the
+-- ready set, the lane's last) + 1, so lanes take turns, one task each, and a lane with 100,000
+-- waiting does not delay one with a single task. A claim that meets a task its lane may not run now
+-- (the lane is at its concurrency, or its rate is used up, or older tasks of the lane wait parked)
+-- parks it: state W, in the grouped set, a sorted set of score 0 whose members
+-- "<lane>\0<rank>\0<id>" (rank as 16 digits) sort by lane, then rank. When the lane may run one
+-- again, its first parked tasks go back to the front of the ready set, flagged "u". Every
+-- common step (enqueue, claim, ack) reads and writes the lanes of a whole batch with one HMGET and
+-- one HSET; only parking and unparking cost a command per task.
+--   groups hash, field <lane>   "<active>|<ready>|<last>[|<parked>|<heads>|<window>|<count>]":
+--                               tasks leased (or held by an ordered retry), tasks READY (parked
+--                               included), the last virtual time given; then, when any is not 0,
+--                               tasks parked, tasks let out ("u") not claimed yet, the rate
+--                               window's start (ms) and its claims. Absent for a lane with nothing
+--                               READY or leased and no current window
 --   groups hash, field @<type>  the same record for a type's rate across its groups (window, count)
 -- Config g:<type> (else gd): "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,
 -- <typeRateMs>"; concurrency 0 and rate 0 mean no limit.
 
 local NUL, LEX_END = string.char(0), string.char(1)
-local LANE_PATTERN = '^(%d+)|(%d+)|(%d+)|(%d*)|([%w_%.%-]*)$'
+local LANE_PATTERN = '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$'
+local SHORT_LANE_PATTERN = '^(%d+)|(%d+)|(%d+)$'
+-- The most parked tasks one step lets out of a lane.
+local UNPARK_MAX = 100
 local MEMBER_PATTERN = '%z(%d+)%z([%w_%.%-]+)$'
+-- A READY task of a group never claimed: its flags ("" or "u"), rank, type and group.
+local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|([%w_%.%-]+)|([%w_%.%-]+)||$'
+-- The type and group of a state whose group is not empty.
+local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-]+)|'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 local NO_GROUP_POLICY = { conc = 0, ordered = false, rate_max = 0, rate_ms = 0, type_max = 0, type_ms = 0 }
 
-local group_policies, lanes, lanes_dirty, turns = {}, {}, {}, { used = 0 }
+local group_policies, lanes, lanes_dirty, fronts = {}, {}, {}, {}
 
 -- A type's group policy: g:<type>, else the queue's gd, else none (lanes only take turns).
 local function group_policy(config, task_type)
@@ -515,21 +528,40 @@ local function lane_member(lane, rank, id)
   return lane .. NUL .. string.rep('0', 16 - #rank) .. rank .. NUL .. id
 end
 
--- A lane's (or @<type>'s) record, read once per script and kept in `lanes` until lanes_flush().
-local function lane_get(name)
-  local record = lanes[name]
-  if record then return record end
-  record = { active = 0, window = 0, count = 0, head_rank = '', head = '' }
-  local text = redis.call('HGET', K.groups, name)
-  if text then
-    local active, window, count, head_rank, head = string.match(text, LANE_PATTERN)
-    if active then
-      record.active, record.window, record.count = tonumber(active), tonumber(window), tonumber(count)
-      record.head_rank, record.head = head_rank, head
+-- Loads the records of the lanes (or @<type>s) named that this script has not read yet: one HMGET.
+local function lanes_load(names)
+  local missing, asked = {}, {}
+  for _, name in ipairs(names) do
+    if not lanes[name] and not asked[name] then
+      asked[name] = true
+      missing[#missing + 1] = name
     end
   end
-  lanes[name] = record
-  return record
+  if #missing == 0 then return end
+  local values = redis.call('HMGET', K.groups, unpack(missing))
+  for i, name in ipairs(missing) do
+    local record = { active = 0, window = 0, count = 0, parked = 0, ready = 0, last = 0, heads = 0 }
+    local text = values[i]
+    if text then
+      local active, ready, last = string.match(text, SHORT_LANE_PATTERN)
+      if active then
+        record.active, record.ready, record.last = tonumber(active), tonumber(ready), tonumber(last)
+      else
+        local parked, heads, window, count
+        active, ready, last, parked, heads, window, count = string.match(text, LANE_PATTERN)
+        if active then
+          record.active, record.ready, record.last = tonumber(active), tonumber(ready), tonumber(last)
+          record.parked, record.heads, record.window, record.count = tonumber(parked), tonumber(heads), tonumber(window), tonumber(count)
+        end
+      end
+    end
+    lanes[name] = record
+  end
+end
+
+local function lane_get(name)
+  if not lanes[name] then lanes_load({ name }) end
+  return lanes[name]
 end
 
 local function lane_touch(name, record)
@@ -539,35 +571,28 @@ local function lane_touch(name, record)
   end
 end
 
--- A rank for a lane's new head: its priority with a new turn from the arrival counter, so it goes
--- behind every task of that priority already waiting (lanes_flush() adds the turns to seq).
-local function next_turn(rank)
-  if turns.base == nil then turns.base = tonumber(redis.call('GET', K.seq) or '0') end
-  turns.used = turns.used + 1
-  return math.floor(tonumber(rank) / RANK_SEQ_SPAN) * RANK_SEQ_SPAN + turns.base + turns.used
-end
-
--- Writes the lane records this script changed: one HSET and at most one HDEL.
+-- Writes the lane records this script changed: one HSET and at most one HDEL. `now` 0: unknown
+-- (a rate window is then kept).
 local function lanes_flush(now)
   local fields, gone = {}, {}
   for _, name in ipairs(lanes_dirty) do
-    local record = lanes[name]
-    record.dirty = false
-    if record.active <= 0 and record.head == '' and (record.count == 0 or (record.span and record.window + record.span <= now)) then
+    local r = lanes[name]
+    r.dirty = false
+    if r.active <= 0 and r.ready <= 0 and (r.count == 0 or (r.span and r.window + r.span <= now)) then
       gone[#gone + 1] = name
     else
       fields[#fields + 1] = name
-      fields[#fields + 1] = fmt(math.max(record.active, 0)) .. '|' .. fmt(record.window) .. '|' .. fmt(record.count) ..
-        '|' .. record.head_rank .. '|' .. record.head
+      -- `..` prints %.14g: exact for these integers, all below 10^14 (times, counts, virtual times).
+      local text = math.max(r.active, 0) .. '|' .. math.max(r.ready, 0) .. '|' .. r.last
+      if r.parked > 0 or r.heads > 0 or r.count > 0 then
+        text = text .. '|' .. math.max(r.parked, 0) .. '|' .. math.max(r.heads, 0) .. '|' .. r.window .. '|' .. r.count
+      end
+      fields[#fields + 1] = text
     end
   end
   lanes_dirty = {}
   if #fields > 0 then redis.call('HSET', K.groups, unpack(fields)) end
   if #gone > 0 then redis.call('HDEL', K.groups, unpack(gone)) end
-  if turns.used > 0 then
-    redis.call('INCRBY', K.seq, turns.used)
-    turns.base, turns.used = nil, 0
-  end
 end
 
 -- Whether a rate of `max` claims per `span` ms lets one more claim happen now; else when it will.
@@ -588,130 +613,175 @@ local function rate_count(name, record, max, span, now)
   lane_touch(name, record)
 end
 
--- Makes `id` its lane's head: in the ready set, scored `score`.
-local function lane_set_head(lane, record, id, state, score)
-  state.letter = 'R'
-  redis.call('HSET', K.task, id .. ':s', state_text(state))
-  redis.call('ZADD', K.ready, score, id)
-  record.head, record.head_rank = id, state.rank
+-- The virtual time of the head of a priority in the ready set (its score's low part), or false
+-- when none of that priority is READY. Read once per priority per script.
+local function front_of(band)
+  local known = fronts[band]
+  if known ~= nil then return known end
+  local head = redis.call('ZRANGEBYSCORE', K.ready, fmt(band * RANK_SEQ_SPAN), '(' .. fmt((band + 1) * RANK_SEQ_SPAN),
+    'WITHSCORES', 'LIMIT', 0, 1)
+  known = #head > 0 and tonumber(head[2]) - band * RANK_SEQ_SPAN
+  fronts[band] = known
+  return known
+end
+
+local function band_of(rank)
+  return math.floor(tonumber(rank) / RANK_SEQ_SPAN)
+end
+
+-- Parks a READY task of a lane: state W, in the grouped set (the caller takes it out of ready).
+local function lane_park(writes, lane, record, id, state)
+  if string.find(state.flags, 'u', 1, true) then
+    state.flags = string.gsub(state.flags, 'u', '')
+    record.heads = record.heads - 1
+  end
+  state.letter = 'W'
+  put_state(writes, id, state)
+  zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
+  record.parked = record.parked + 1
   lane_touch(lane, record)
 end
 
--- Gives a lane a head when it has none and may run one more task now: its first task in the
--- grouped set. A lane its rate stops waits in groupwait for the next window.
-local function lane_fill(lane, config, now)
-  local record = lane_get(lane)
-  if record.head ~= '' then return end
+-- How many more tasks a lane may run now besides those let out already (its concurrency, its rate
+-- window), and when its window opens if the rate is what stops it.
+local function lane_room(lane, record, config, now)
   local policy = group_policy(config, lane_type(lane))
-  if policy.conc > 0 and record.active >= policy.conc then return end
-  for _ = 1, 3 do -- a member whose record is not W (it cannot be read, or moved) is dropped
-    local first = redis.call('ZRANGE', K.grouped, '[' .. lane .. NUL, '[' .. lane .. LEX_END, 'BYLEX', 'LIMIT', 0, 1)[1]
-    if not first then return end
+  local room = UNPARK_MAX
+  if policy.conc > 0 then room = math.min(room, policy.conc - record.active - record.heads) end
+  if policy.rate_max > 0 then
     local open, opens_at = rate_open(record, policy.rate_max, policy.rate_ms, now)
-    if not open then
-      redis.call('ZADD', K.groupwait, opens_at, lane)
-      config_get(config, 'nextDue')
-      note_due(config, opens_at)
-      return
-    end
-    local id = select(2, string.match(first, MEMBER_PATTERN))
-    local text = id and redis.call('HGET', K.task, id .. ':s')
-    local state = text and parse_state(text)
-    if state and state.letter == 'W' then
-      lane_set_head(lane, record, id, state, next_turn(state.rank))
-      redis.call('ZREM', K.grouped, first)
-      return
-    end
-    redis.call('ZREM', K.grouped, first)
+    local window = now - now % policy.rate_ms
+    local used = record.window == window and record.count or 0
+    room = math.min(room, policy.rate_max - used - record.heads)
+    if not open then return 0, opens_at end
   end
+  return room, nil
 end
 
--- A task of a lane becomes READY (enqueue, a due retry, requeue, repair): its head when the lane
--- has none and may run it, before the head when it ranks before it (a higher priority), else W in
--- the grouped set. Writes the task's state; the caller moves it out of the set it was in.
-local function lane_add(id, state, config, now, score)
+-- A lane with parked tasks lets out as many as it may run now, first by rank: back to the front of
+-- their priority in the ready set, flagged "u" (immediate writes). A lane its rate stops waits in
+-- groupwait for the next window.
+local function lane_unpark(lane, config, now)
+  local record = lane_get(lane)
+  if record.parked <= 0 then return end
+  local room, opens_at = lane_room(lane, record, config, now)
+  if opens_at then
+    redis.call('ZADD', K.groupwait, opens_at, lane)
+    config_get(config, 'nextDue')
+    note_due(config, opens_at)
+  end
+  if room <= 0 then return end
+  local members = redis.call('ZRANGE', K.grouped, '[' .. lane .. NUL, '[' .. lane .. LEX_END, 'BYLEX', 'LIMIT', 0, math.min(room, record.parked))
+  if #members == 0 then record.parked = 0; lane_touch(lane, record); return end
+  local ids = {}
+  for i, member in ipairs(members) do ids[i] = select(2, string.match(member, MEMBER_PATTERN)) or '' end
+  local fields = {}
+  for i, id in ipairs(ids) do fields[i] = id .. ':s' end
+  local values = redis.call('HMGET', K.task, unpack(fields))
+  local states, scores = {}, {}
+  for i, id in ipairs(ids) do
+    local state = values[i] and parse_state(values[i])
+    record.parked = record.parked - 1
+    if state and state.letter == 'W' then
+      local band = band_of(state.rank)
+      local front = front_of(band)
+      state.letter, state.flags = 'R', state.flags .. 'u'
+      states[#states + 1] = id .. ':s'
+      states[#states + 1] = state_text(state)
+      scores[#scores + 1] = band * RANK_SEQ_SPAN + (front and math.max(front - 1, 0) or tonumber(state.rank) - band * RANK_SEQ_SPAN)
+      scores[#scores + 1] = id
+      record.heads = record.heads + 1
+    end
+  end
+  lane_touch(lane, record)
+  if #states > 0 then
+    redis.call('HSET', K.task, unpack(states))
+    redis.call('ZADD', K.ready, unpack(scores))
+  end
+  redis.call('ZREM', K.grouped, unpack(members))
+end
+
+-- A task of a lane becomes READY (enqueue, a due scheduled task, requeue, repair): into the ready
+-- set at its lane's next virtual time, or parked when the lane has parked tasks (it waits its turn
+-- behind them, by rank). Writes go to `writes`; the caller takes it out of the set it was in.
+local function lane_add(writes, id, state, config)
   local lane = lane_of(state.type, state.group)
   local record = lane_get(lane)
-  local policy = group_policy(config, state.type)
-  if record.head == '' then
-    if policy.conc == 0 or record.active < policy.conc then
-      if rate_open(record, policy.rate_max, policy.rate_ms, now) then
-        lane_set_head(lane, record, id, state, score or tonumber(state.rank))
-        return
-      end
-    end
-  elseif record.head_rank ~= '' and tonumber(state.rank) < tonumber(record.head_rank) then
-    -- The head steps back behind it, and it takes the head's turn.
-    local head = record.head
-    local text = redis.call('HGET', K.task, head .. ':s')
-    local head_state = text and parse_state(text)
-    local head_score = tonumber(redis.call('ZSCORE', K.ready, head))
-    if head_state and head_state.letter == 'R' and head_score then
-      local turn = head_score % RANK_SEQ_SPAN
-      lane_set_head(lane, record, id, state, math.floor(tonumber(state.rank) / RANK_SEQ_SPAN) * RANK_SEQ_SPAN + turn)
-      head_state.letter = 'W'
-      redis.call('HSET', K.task, head .. ':s', state_text(head_state))
-      redis.call('ZADD', K.grouped, 0, lane_member(lane, head_state.rank, head))
-      redis.call('ZREM', K.ready, head)
-      return
-    end
+  record.ready = record.ready + 1
+  lane_touch(lane, record)
+  if record.parked > 0 then return lane_park(writes, lane, record, id, state) end
+  -- Its turn: level with the head of its priority (a lane's first task runs in the next round),
+  -- and after its lane's last. With none of its priority READY, this batch's first arrival of it
+  -- stands for the head, so the lanes of one batch start level too.
+  local band = band_of(state.rank)
+  local front = front_of(band)
+  if not front then
+    front = tonumber(state.rank) - band * RANK_SEQ_SPAN
+    fronts[band] = front
   end
-  state.letter = 'W'
-  redis.call('HSET', K.task, id .. ':s', state_text(state))
-  redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
-  if record.head == '' then lane_fill(lane, config, now) end
+  local turn = math.max(front, record.last + 1)
+  record.last = turn
+  state.letter = 'R'
+  put_state(writes, id, state)
+  zadd(writes, K.ready, band * RANK_SEQ_SPAN + turn, id)
 end
 
--- A task of a lane stopped holding one of its slots (done, failed, retried, released, reclaimed):
--- the lane may take its next task.
+-- A leased (or held) task of a lane is READY again (a retry due now, a release, a reclaim): its
+-- slot is free, and it goes first, to the front of its priority; when the lane has parked tasks it
+-- is let out ahead of them ("u").
+local function lane_return(writes, id, state, config, now)
+  local lane = lane_of(state.type, state.group)
+  local record = lane_get(lane)
+  record.active = math.max(record.active - 1, 0)
+  record.ready = record.ready + 1
+  lane_touch(lane, record)
+  if record.parked > 0 then
+    state.flags = state.flags .. 'u'
+    record.heads = record.heads + 1
+  end
+  local band = band_of(state.rank)
+  local front = front_of(band)
+  state.letter = 'R'
+  put_state(writes, id, state)
+  zadd(writes, K.ready, band * RANK_SEQ_SPAN + (front and math.max(front - 1, 0) or tonumber(state.rank) - band * RANK_SEQ_SPAN), id)
+end
+
+-- A task of a lane stopped holding one of its slots (done, failed, retried later, cancelled):
+-- the lane may run its next parked task.
 local function lane_release(lane, config, now)
   local record = lane_get(lane)
   record.active = math.max(record.active - 1, 0)
   lane_touch(lane, record)
-  lane_fill(lane, config, now)
+  if record.parked > 0 then lane_unpark(lane, config, now) end
 end
 
--- A leased (or held) task of a lane is READY again (a retry due now, a release, a reclaim): its
--- slot is free, and it goes first, by its rank.
-local function lane_return(id, state, config, now)
-  local lane = lane_of(state.type, state.group)
-  local record = lane_get(lane)
-  record.active = math.max(record.active - 1, 0)
-  lane_touch(lane, record)
-  lane_add(id, state, config, now)
-end
-
--- A READY task of a lane leaves it for good (cancel, delete): out of the grouped set, or, as its
--- head, out of the head's place, which the lane's next task takes.
+-- A READY task of a lane leaves it for good (cancel, delete), once it is out of its set: a task
+-- let out gives its place to the next parked one.
 local function lane_remove(id, state, config, now)
   local lane = lane_of(state.type, state.group)
-  if state.letter == 'W' then
-    redis.call('ZREM', K.grouped, lane_member(lane, state.rank, id))
-    return
-  end
   local record = lane_get(lane)
-  if record.head == id then
-    record.head, record.head_rank = '', ''
-    lane_touch(lane, record)
-    lane_fill(lane, config, now)
-  end
+  record.ready = record.ready - 1
+  if state.letter == 'W' then record.parked = record.parked - 1 end
+  if string.find(state.flags, 'u', 1, true) then record.heads = record.heads - 1 end
+  lane_touch(lane, record)
+  if record.parked > 0 then lane_unpark(lane, config, now) end
 end
 
--- For a script that has no `now` (delete): the lane is looked at by the next claim, which gives
--- it a head if it may run one (due at once in groupwait).
+-- For a script that has no `now` (delete): the next claim looks at the lane (due at once in
+-- groupwait) and unparks what it may run.
 local function lane_later(lane, config)
   redis.call('ZADD', K.groupwait, 0, lane)
   config_get(config, 'nextDue')
   note_due(config, 0)
 end
 
--- Lanes and types whose rate window opened: lanes get a head again.
+-- Lanes and types whose rate window opened: lanes run their parked tasks again.
 local function open_windows(config, now)
   local due = redis.call('ZRANGEBYSCORE', K.groupwait, '-inf', fmt(now), 'LIMIT', 0, MAINTENANCE_MAX)
   if #due == 0 then return end
   redis.call('ZREM', K.groupwait, unpack(due))
   for _, name in ipairs(due) do
-    if string.byte(name, 1) ~= 64 then lane_fill(name, config, now) end -- "@": a type's window
+    if string.byte(name, 1) ~= 64 then lane_unpark(name, config, now) end -- "@": a type's window
   end
 end
 
@@ -734,10 +804,10 @@ local function promote_due(config, now, now_text, limit)
         state.letter, state.at = 'R', now_text
         if task.upgraded and task.body then put(writes, id, task.body) end
         if state.group ~= '' then
-          -- A held retry of an ordered group gives back its slot as it becomes its group's head.
+          -- A held retry of an ordered group gives back its slot as it goes first in its group.
           local held = state.flags == 'h'
           state.flags = ''
-          if held then lane_return(id, state, config, now) else lane_add(id, state, config, now) end
+          if held then lane_return(writes, id, state, config, now) else lane_add(writes, id, state, config) end
         else
           put_state(writes, id, state)
           zadd(writes, K.ready, state.rank, id)
@@ -827,7 +897,7 @@ local function reclaim_expired(config, now, now_text, skew, limit)
       else
         state.flags = 's'
         if state.group ~= '' then
-          lane_return(id, state, config, now)
+          lane_return(writes, id, state, config, now)
         else
           state.letter = 'R'
           zadd(writes, K.ready, state.rank, id)

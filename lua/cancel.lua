@@ -54,7 +54,11 @@ return guard('cancel', function()
         if task.body then put(writes, id, task.body) else drop_field(writes, id) end
       end
       zadd(writes, K.failed, now, id)
-      if sets[letter] then zrem(writes, sets[letter], id) end -- W: lane_remove below
+      if letter == 'W' then
+        zrem(writes, K.grouped, lane_member(lane_of(state.type, state.group), state.rank, id))
+      else
+        zrem(writes, sets[letter], id)
+      end
       result[i] = 0
     end
   end

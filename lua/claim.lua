@@ -124,119 +124,170 @@ return guard('claim', function()
   -- further (bounded) for tasks that fit. A head that was set aside (its record unreadable) leaves a
   -- gap the next page fills, so the batch is as full as the ready set allows.
   local all_fit = leases[#leases] <= max_lease and not paused_types and not type_rates
-  local result, taken = {}, 0
-  -- Rounds: a claim that took a group's head may find the group's next task made head after it;
-  -- when the ready set ran out before the batch was full, another round takes those. Lanes take
-  -- turns: each round gives a group one task at most.
-  for _ = 1, count do
-    local before, exhausted = turns.used, false
-    -- When some tasks may be skipped (a paused type, a lease longer than the time left), pages grow
-    -- from a few times the batch, so a claim reads past what it skips without reading 1000 heads
-    -- every time.
-    local want = count - taken
-    local page = all_fit and want or math.min(CLAIM_SCAN_MAX, math.max(4 * want, 64))
+  -- When some tasks may be skipped (a paused type, a lease longer than the time left), pages grow
+  -- from a few times the batch, so a claim reads past what it skips without reading 1000 heads
+  -- every time.
+  local page = all_fit and count or math.min(CLAIM_SCAN_MAX, math.max(4 * count, 64))
 
-    -- The writes are collected in the lists apply() runs; the common task (READY, never claimed, so
-    -- no state yet) is leased inline, without a table of its own.
-    local writes, grouped = new_writes(), {} -- grouped: the leased tasks of groups, id and lane
-    local states, leased, popped = writes.fields, {}, {} -- popped: the ids leaving READY, leased or quarantined
-    writes.zrem[K.ready] = popped
-    local prefix = true -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
-    local offset, stop = 0, false
-    while not stop and offset < CLAIM_SCAN_MAX do
-      local heads = redis.call('ZRANGE', K.ready, offset, offset + page - 1, 'WITHSCORES')
-      if #heads == 0 then exhausted = true; break end
-      offset = offset + #heads / 2
-      local fields = {}
-      for i = 1, #heads, 2 do
-        fields[i] = heads[i] .. ':s'
-        fields[i + 1] = heads[i]
+  -- The writes are collected in the lists apply() runs; the common task (READY, never claimed, so
+  -- no state yet) is leased inline, without a table of its own.
+  local writes, result, taken = new_writes(), {}, 0
+  local states, leased, popped = writes.fields, {}, {} -- popped: the ids leaving READY, leased or quarantined
+  writes.zrem[K.ready] = popped
+  local prefix = true -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
+  local unpark = {} -- lanes that gave a task and have parked ones: they may run the next
+
+  -- Whether a task of a lane must be parked: parked tasks go first (it waits behind them unless it
+  -- was let out, "u"), at most `concurrency` leased, at most `rate` claims per window.
+  local function gate(lane, record, task_type, out)
+    local rules = group_policy(config, task_type)
+    if (record.parked > 0 and not out) or (rules.conc > 0 and record.active >= rules.conc) then return true end
+    local open, opens_at = rate_open(record, rules.rate_max, rules.rate_ms, now)
+    if open then return false end
+    redis.call('ZADD', K.groupwait, opens_at, lane)
+    note_due(config, opens_at)
+    return true
+  end
+  -- A task of a lane is leased: one more running, one less READY, one more claim in its window.
+  local function take_lane(lane, record, task_type, out)
+    local rules = group_policy(config, task_type)
+    record.active, record.ready = record.active + 1, record.ready - 1
+    if out then record.heads = record.heads - 1 end
+    rate_count(lane, record, rules.rate_max, rules.rate_ms, now)
+    lane_touch(lane, record)
+    if record.parked > 0 then unpark[#unpark + 1] = lane end
+  end
+  local offset, stop = 0, false
+  while not stop and offset < CLAIM_SCAN_MAX do
+    local heads = redis.call('ZRANGE', K.ready, offset, offset + page - 1, 'WITHSCORES')
+    if #heads == 0 then break end
+    offset = offset + #heads / 2
+    local fields = {}
+    for i = 1, #heads, 2 do
+      fields[i] = heads[i] .. ':s'
+      fields[i + 1] = heads[i]
+    end
+    local values = redis.call('HMGET', K.task, unpack(fields))
+    -- The lanes of the page's tasks of groups, in one HMGET (a task of a group always has a state).
+    -- A READY task of a group never claimed is read with one match, like a fresh task's body.
+    local names, g_flags, g_rank, g_type, g_group = {}, {}, {}, {}, {}
+    for i = 1, #heads, 2 do
+      local value = values[i]
+      if value then
+        local flags, grank, task_type, group = string.match(value, FRESH_GROUPED_PATTERN)
+        if flags then
+          g_flags[i], g_rank[i], g_type[i], g_group[i] = flags, grank, task_type, group
+        else
+          task_type, group = string.match(value, LANE_OF_STATE_PATTERN)
+        end
+        if task_type then names[#names + 1] = lane_of(task_type, group) end
       end
-      local values = redis.call('HMGET', K.task, unpack(fields))
-      for i = 1, #heads, 2 do
-        local id, state_value, body, rank = heads[i], values[i], values[i + 1], heads[i + 1]
-        local enqueued, task_type, group
-        if not state_value and body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
-        if task_type and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
-          string.find(rank, '^%d+$') then
-          local chosen = policy(task_type)
-          if chosen.lease <= max_lease then
-            states[#states + 1] = id .. ':s'
-            states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. rank .. '|' .. task_type ..
-              '|' .. group .. '|' .. claim_id .. '|'
+    end
+    lanes_load(names)
+    for i = 1, #heads, 2 do
+      local id, state_value, body, rank = heads[i], values[i], values[i + 1], heads[i + 1]
+      local enqueued, task_type, group
+      if not state_value and body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
+      if g_type[i] and body and string.byte(body, 1) == 49 and #g_rank[i] <= 16 then
+        -- A READY task of a group never claimed: leased inline, or parked when its lane says so.
+        local task_type, group, out = g_type[i], g_group[i], g_flags[i] == 'u'
+        local chosen = policy(task_type)
+        local lane = lane_of(task_type, group)
+        local record = lanes[lane]
+        if chosen.lease > max_lease then
+          if ordered then stop = true; break end
+          prefix = false
+        elseif gate(lane, record, task_type, out) then
+          lane_park(writes, lane, record, id, parse_state(state_value))
+          popped[#popped + 1] = id
+        else
+          local grank = g_rank[i]
+          take_lane(lane, record, task_type, out)
+          states[#states + 1] = id .. ':s'
+          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. grank .. '|' .. task_type ..
+            '|' .. group .. '|' .. claim_id .. '|'
+          leased[#leased + 1] = chosen.deadline
+          leased[#leased + 1] = id
+          popped[#popped + 1] = id
+          local n = #result
+          result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', grank .. '.1', chosen.deadline
+          taken = taken + 1
+          if chosen.rated then counted(task_type) end
+          if taken == count then stop = true; break end
+        end
+      elseif task_type and group == '' and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
+        string.find(rank, '^%d+$') then
+        local chosen = policy(task_type)
+        if chosen.lease <= max_lease then
+          states[#states + 1] = id .. ':s'
+          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. rank .. '|' .. task_type ..
+            '|' .. group .. '|' .. claim_id .. '|'
+          leased[#leased + 1] = chosen.deadline
+          leased[#leased + 1] = id
+          popped[#popped + 1] = id
+          local n = #result
+          result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', rank .. '.1', chosen.deadline
+          taken = taken + 1
+          if chosen.rated then counted(task_type) end
+          if taken == count then stop = true; break end
+        elseif ordered then
+          stop = true
+          break
+        else
+          prefix = false
+        end
+      else
+        local task = read_record(state_value or nil, body or nil)
+        local info = task.body_info
+        if task.problem or not info then
+          quarantine(writes, id, K.ready, task.problem or 'a READY task without its body', now)
+        else
+          local state = task.state or new_state('R', now_text, int_text(rank, tonumber(rank)), info.type, info.group)
+          local solo = string.find(state.flags, 's', 1, true) ~= nil
+          if solo and taken > 0 then stop = true; break end
+          local chosen = policy(state.type)
+          local lane = state.group ~= '' and lane_of(state.type, state.group)
+          local record = lane and lane_get(lane)
+          local out = lane and string.find(state.flags, 'u', 1, true) ~= nil
+          if lane and chosen.lease <= max_lease and gate(lane, record, state.type, out) then
+            lane_park(writes, lane, record, id, state)
+            popped[#popped + 1] = id
+          elseif chosen.lease <= max_lease then
+            if lane then take_lane(lane, record, state.type, out) end
+            state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
+            state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, '', claim_id
+            put_state(writes, id, state)
+            if task.upgraded then put(writes, id, task.body) end
             leased[#leased + 1] = chosen.deadline
             leased[#leased + 1] = id
             popped[#popped + 1] = id
             local n = #result
-            result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', rank .. '.1', chosen.deadline
+            result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
+              id, task.body, state.attempts, token_of(state), state.at
             taken = taken + 1
-            if chosen.rated then counted(task_type) end
-            if group ~= '' then grouped[#grouped + 1] = { id, lane_of(task_type, group) } end
-            if taken == count then stop = true; break end
+            if chosen.rated then counted(state.type) end
+            if solo or taken == count then stop = true; break end
           elseif ordered then
             stop = true
             break
           else
             prefix = false
           end
-        else
-          local task = read_record(state_value or nil, body or nil)
-          local info = task.body_info
-          if task.problem or not info then
-            quarantine(writes, id, K.ready, task.problem or 'a READY task without its body', now)
-          else
-            local state = task.state or new_state('R', now_text, int_text(rank, tonumber(rank)), info.type, info.group)
-            local solo = state.flags == 's'
-            if solo and taken > 0 then stop = true; break end
-            local chosen = policy(state.type)
-            if chosen.lease <= max_lease then
-              state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
-              state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, '', claim_id
-              put_state(writes, id, state)
-              if task.upgraded then put(writes, id, task.body) end
-              leased[#leased + 1] = chosen.deadline
-              leased[#leased + 1] = id
-              popped[#popped + 1] = id
-              local n = #result
-              result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
-                id, task.body, state.attempts, token_of(state), state.at
-              taken = taken + 1
-              if chosen.rated then counted(state.type) end
-              if state.group ~= '' then grouped[#grouped + 1] = { id, lane_of(state.type, state.group) } end
-              if solo or taken == count then stop = true; break end
-            elseif ordered then
-              stop = true
-              break
-            else
-              prefix = false
-            end
-          end
         end
       end
-      if #heads < 2 * page then exhausted = true; break end
-      if all_fit then page = count - taken else page = math.min(2 * page, CLAIM_SCAN_MAX - offset) end
-      if page <= 0 then break end
     end
-    if #leased > 0 then writes.zadd[K.leased] = leased end
-    writes.zrem[K.ready] = nil
-    apply(writes)
-    if #popped > 0 then
-      if prefix then redis.call('ZREMRANGEBYRANK', K.ready, 0, #popped - 1) else redis.call('ZREM', K.ready, unpack(popped)) end
-    end
-    -- Each group whose head was taken: one more task leased, one more claim in its rate window,
-    -- and its next task becomes its head if its concurrency and rate allow.
-    for _, item in ipairs(grouped) do
-      local id, lane = item[1], item[2]
-      local record = lane_get(lane)
-      record.active = record.active + 1
-      if record.head == id then record.head, record.head_rank = '', '' end
-      local rules = group_policy(config, lane_type(lane))
-      rate_count(lane, record, rules.rate_max, rules.rate_ms, now)
-      lane_touch(lane, record)
-      lane_fill(lane, config, now)
-    end
-    if stop or not exhausted or ordered or turns.used == before then break end
+    if #heads < 2 * page then break end
+    if all_fit then page = count - taken else page = math.min(2 * page, CLAIM_SCAN_MAX - offset) end
+    if page <= 0 then break end
   end
+  if #leased > 0 then writes.zadd[K.leased] = leased end
+  writes.zrem[K.ready] = nil
+  apply(writes)
+  if #popped > 0 then
+    if prefix then redis.call('ZREMRANGEBYRANK', K.ready, 0, #popped - 1) else redis.call('ZREM', K.ready, unpack(popped)) end
+  end
+  -- A lane whose head was taken may run its next parked task if its concurrency and rate allow.
+  for _, lane in ipairs(unpark) do lane_unpark(lane, config, now) end
   lanes_flush(now)
   if taken == 0 then
     local due = next_due_of(config, now)

@@ -39,7 +39,7 @@ return guard('delete', function()
       local state = state_text and (letter == 'R' or letter == 'W' or letter == 'S') and parse_state(state_text)
       if state and state.group ~= '' then left[#left + 1] = { id = id, state = state } end
       if letter == 'W' and state then
-        -- behind its group's head: lane_remove below
+        zrem(writes, K.grouped, lane_member(lane_of(state.type, state.group), state.rank, id))
       elseif letter == 'C' or not sets[letter] then
         for _, key in ipairs({ K.ready, K.scheduled, K.done, K.failed, K.corrupt }) do zrem(writes, key, id) end
       else
@@ -48,28 +48,25 @@ return guard('delete', function()
     end
   end
   apply(writes)
-  -- Its group: a W task leaves the grouped set; a head or a held retry frees its group's place,
-  -- which the next claim fills (delete has no `now` to check a rate window with).
+  -- Its group counts one task less; a task let out or a held retry frees its group's place, which
+  -- the next claim fills (delete has no `now` to check a rate window with).
   local config = {}
   for _, was in ipairs(left) do
     local state = was.state
     local lane = lane_of(state.type, state.group)
-    if state.letter == 'W' then
-      redis.call('ZREM', K.grouped, lane_member(lane, state.rank, was.id))
-    else
-      local record = lane_get(lane)
-      if state.letter == 'S' and state.flags == 'h' then
+    local record = lane_get(lane)
+    if state.letter == 'S' then
+      if state.flags == 'h' then
         record.active = math.max(record.active - 1, 0)
-      elseif state.letter == 'R' and record.head == was.id then
-        record.head, record.head_rank = '', ''
-      else
-        record = nil
-      end
-      if record then
-        lane_touch(lane, record)
         lane_later(lane, config)
       end
+    else
+      record.ready = record.ready - 1
+      if state.letter == 'W' then record.parked = record.parked - 1 end
+      if string.find(state.flags, 'u', 1, true) then record.heads = record.heads - 1 end
+      if record.parked > 0 then lane_later(lane, config) end
     end
+    lane_touch(lane, record)
   end
   lanes_flush(0)
   return result

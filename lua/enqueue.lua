@@ -80,6 +80,11 @@ return guard('enqueue', function()
   local seq = last_seq - fresh
   local writes = new_writes()
   local earliest, any_ready = nil, false
+  local lanes_named = {}
+  for i = 1, n do
+    if groups_of[i] ~= '' then lanes_named[#lanes_named + 1] = lane_of(types[i], groups_of[i]) end
+  end
+  lanes_load(lanes_named)
   for i, id in ipairs(ids) do
     if seen[id] == i then
       local base = 2 + (i - 1) * 4
@@ -93,8 +98,26 @@ return guard('enqueue', function()
         earliest = math.min(earliest or run_at, run_at)
         known[i] = 'S'
       elseif groups_of[i] ~= '' then
-        -- Into its group: its head, or behind it (lane_add writes the state).
-        lane_add(id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now)
+        -- Into the ready set at its group's next turn, with a state (its score is not its rank).
+        -- Inline: lane_add's common case (the group has no parked task).
+        local lane = lane_of(types[i], groups_of[i])
+        local record = lanes[lane]
+        if record.parked > 0 then
+          lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config)
+        else
+          local band = ranks[i] - PRIORITY_MIN
+          local front = fronts[band]
+          if front == nil then front = front_of(band) end
+          if not front then
+            front = seq
+            fronts[band] = front
+          end
+          local turn = math.max(front, record.last + 1)
+          record.last, record.ready = turn, record.ready + 1
+          lane_touch(lane, record)
+          put(writes, id .. ':s', 'R|0|0|0|' .. now_text .. '||' .. fmt(rank) .. '|' .. types[i] .. '|' .. groups_of[i] .. '||')
+          zadd(writes, K.ready, band * RANK_SEQ_SPAN + turn, id)
+        end
         known[i] = 'R'
         any_ready = true
       else

@@ -35,7 +35,7 @@ return guard('release', function()
       state.letter, state.at, state.claim, state.flags = 'R', now_text, '', ''
       state.attempts, state.gen = plus(state.attempts, -1), plus(state.gen, 1)
       if state.group ~= '' then
-        lane_return(item.id, state, config, now) -- back into its group, first by its rank
+        lane_return(writes, item.id, state, config, now) -- first in its group again
       else
         zadd(writes, K.ready, state.rank, item.id)
         put_state(writes, item.id, state)

@@ -109,7 +109,6 @@ return guard('settle', function()
         finished[#finished + 1] = id
         state.at, state.claim, state.flags = now_text, '', ''
         local lane = state.group ~= '' and lane_of(state.type, state.group)
-        local returned = false -- back in its group: lane_return wrote its state
         if outcome == 'ack' then
           state.letter, state.error = 'D', ''
           done[#done + 1] = now_text
@@ -135,15 +134,15 @@ return guard('settle', function()
           else
             if ordered and retry_at > now then hold = math.max(hold or 0, retry_at) end
             if lane then
-              lane_return(id, state, config, now)
-              returned = true
+              lane_return(writes, id, state, config, now) -- first in its group again
             else
               state.letter = 'R'
               zadd(writes, K.ready, state.rank, id)
+              put_state(writes, id, state)
             end
           end
         end
-        if not returned then put_state(writes, id, state) end
+        if state.letter ~= 'R' and state.letter ~= 'W' then put_state(writes, id, state) end
       end
       write_upgrade(writes, id, task)
       result[#result + 1] = status
@@ -160,6 +159,7 @@ return guard('settle', function()
     end
   end
   apply(writes)
+  lanes_load(freed)
   for _, lane in ipairs(freed) do lane_release(lane, config, now) end
   lanes_flush(now)
   -- The hold is compared with the callers' `now`, never with Redis's clock.

@@ -118,48 +118,55 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
 }
 
 /**
- * The groups' invariants (docs/groups.md): a group has at most one task in the ready set, the head
- * its record names; its record counts its leased tasks and held retries, never more than its
- * concurrency; a group with tasks waiting behind no head is full, or waits for its rate window.
+ * The groups' invariants (docs/groups.md): a group's record counts its leased tasks and held
+ * retries (never more than its concurrency), its READY and its parked tasks; its head is one of its
+ * READY tasks; a group with parked tasks and no head is full, or waits for its rate window.
  */
 export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string, RawTask>): Promise<void> {
   const config = await redis.hgetall(queue.keys.config);
   const records = await redis.hgetall(queue.keys.groups);
   const waiting = new Set(await redis.zrange(queue.keys.groupwait, 0, -1));
-  const lanes = new Map<string, { heads: string[]; active: number; behind: number }>();
+  const lanes = new Map<string, { ready: string[]; active: number; parked: number; out: number }>();
   const lane = (task: RawTask) => {
     const name = `${task.type}/${task.group}`;
     let entry = lanes.get(name);
     if (!entry) {
-      entry = { heads: [], active: 0, behind: 0 };
+      entry = { ready: [], active: 0, parked: 0, out: 0 };
       lanes.set(name, entry);
     }
     return entry;
   };
   for (const [id, task] of tasks) {
     if (task.group === "") continue;
-    if (task.state === "R") lane(task).heads.push(id);
+    if (task.state === "R") lane(task).ready.push(id);
+    if (task.state === "R" && task.flags.includes("u")) lane(task).out += 1;
     if (task.state === "L" || (task.state === "S" && task.flags === "h")) lane(task).active += 1;
-    if (task.state === "W") lane(task).behind += 1;
+    if (task.state === "W") lane(task).parked += 1;
   }
   for (const [name, entry] of lanes) {
-    const [active = "0", , , , head = ""] = (records[name] ?? "").split("|");
+    const [active = "0", ready = "0", , parked = "0", heads = "0"] = (records[name] ?? "").split("|");
     const type = name.slice(0, name.indexOf("/"));
     const concurrency = Number((config[`g:${type}`] ?? config.gd ?? "0").split(",")[0]);
-    expect(entry.heads.length, `heads of group ${name}`).toBeLessThanOrEqual(1);
-    expect(entry.heads, `the head group ${name} records`).toEqual(head === "" ? [] : [head]);
     expect(Number(active), `leased and held tasks of group ${name}`).toBe(entry.active);
+    expect(Number(parked), `parked tasks of group ${name}`).toBe(entry.parked);
+    expect(Number(ready), `READY tasks of group ${name}`).toBe(entry.ready.length + entry.parked);
+    expect(Number(heads), `tasks let out of group ${name}`).toBe(entry.out);
     if (concurrency > 0) expect(entry.active, `concurrency of group ${name}`).toBeLessThanOrEqual(concurrency);
-    if (entry.behind > 0 && entry.heads.length === 0) {
+    if (entry.parked > 0 && entry.out === 0) {
       expect(
         (concurrency > 0 && entry.active >= concurrency) || waiting.has(name),
-        `group ${name} has ${entry.behind} tasks waiting and no head, yet it is not full nor waiting for its rate`,
+        `group ${name} has ${entry.parked} parked tasks and none let out, yet it is not full nor waiting for its rate`,
       ).toBe(true);
     }
   }
   for (const [name, text] of Object.entries(records)) {
     if (name.startsWith("@") || lanes.has(name)) continue;
-    const [active, , , , head] = text.split("|");
-    expect({ active, head }, `record of group ${name}, which has no task`).toEqual({ active: "0", head: "" });
+    const [active, ready, , parked = "0", heads = "0"] = text.split("|");
+    expect({ active, parked, ready, heads }, `record of group ${name}, which has no task`).toEqual({
+      active: "0",
+      parked: "0",
+      ready: "0",
+      heads: "0",
+    });
   }
 }
