@@ -658,9 +658,9 @@ local function lane_room(lane, record, config, now)
   return room, nil
 end
 
--- A lane with parked tasks lets out as many as it may run now, first by rank: back to the front of
--- their priority in the ready set, flagged "u" (immediate writes). A lane its rate stops waits in
--- groupwait for the next window.
+-- A lane with parked tasks lets out as many as it may run now, first by rank: back into the ready
+-- set right behind the head of their priority (so tasks let out take turns, first out first),
+-- flagged "u" (immediate writes). A lane its rate stops waits in groupwait for the next window.
 local function lane_unpark(lane, config, now)
   local record = lane_get(lane)
   if record.parked <= 0 then return end
@@ -688,7 +688,7 @@ local function lane_unpark(lane, config, now)
       state.letter, state.flags = 'R', state.flags .. 'u'
       states[#states + 1] = id .. ':s'
       states[#states + 1] = state_text(state)
-      scores[#scores + 1] = band * RANK_SEQ_SPAN + (front and math.max(front - 1, 0) or tonumber(state.rank) - band * RANK_SEQ_SPAN)
+      scores[#scores + 1] = band * RANK_SEQ_SPAN + (front and front + 1 or tonumber(state.rank) - band * RANK_SEQ_SPAN)
       scores[#scores + 1] = id
       record.heads = record.heads + 1
     end
@@ -703,23 +703,34 @@ end
 
 -- A task of a lane becomes READY (enqueue, a due scheduled task, requeue, repair): into the ready
 -- set at its lane's next virtual time, or parked when the lane has parked tasks (it waits its turn
--- behind them, by rank). Writes go to `writes`; the caller takes it out of the set it was in.
-local function lane_add(writes, id, state, config)
+-- behind them, by rank). An ordered lane keeps all its READY tasks parked but one, its head, so
+-- they run in rank order whenever they became READY: this one is parked (written at once), and
+-- the lane given a head if it has none and nothing leased. Other writes go to `writes`; the caller
+-- takes the task out of the set it was in.
+local function lane_add(writes, id, state, config, now)
   local lane = lane_of(state.type, state.group)
   local record = lane_get(lane)
   record.ready = record.ready + 1
   lane_touch(lane, record)
+  if group_policy(config, state.type).ordered then
+    state.letter = 'W'
+    redis.call('HSET', K.task, id .. ':s', state_text(state))
+    redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
+    record.parked = record.parked + 1
+    if record.heads <= 0 and record.active <= 0 then lane_unpark(lane, config, now) end
+    return
+  end
   if record.parked > 0 then return lane_park(writes, lane, record, id, state) end
-  -- Its turn: level with the head of its priority (a lane's first task runs in the next round),
+  -- Its turn: right behind the head of its priority (a lane's first task runs in the next round),
   -- and after its lane's last. With none of its priority READY, this batch's first arrival of it
   -- stands for the head, so the lanes of one batch start level too.
   local band = band_of(state.rank)
   local front = front_of(band)
   if not front then
-    front = tonumber(state.rank) - band * RANK_SEQ_SPAN
+    front = tonumber(state.rank) - band * RANK_SEQ_SPAN - 1
     fronts[band] = front
   end
-  local turn = math.max(front, record.last + 1)
+  local turn = math.max(front + 1, record.last + 1)
   record.last = turn
   state.letter = 'R'
   put_state(writes, id, state)
@@ -727,15 +738,16 @@ local function lane_add(writes, id, state, config)
 end
 
 -- A leased (or held) task of a lane is READY again (a retry due now, a release, a reclaim): its
--- slot is free, and it goes first, to the front of its priority; when the lane has parked tasks it
--- is let out ahead of them ("u").
+-- slot is free, and it goes right behind the head of its priority, before the rest of its lane;
+-- when the lane has parked tasks, or is ordered (it is the lane's head again), it is let out ahead
+-- of them ("u").
 local function lane_return(writes, id, state, config, now)
   local lane = lane_of(state.type, state.group)
   local record = lane_get(lane)
   record.active = math.max(record.active - 1, 0)
   record.ready = record.ready + 1
   lane_touch(lane, record)
-  if record.parked > 0 then
+  if record.parked > 0 or group_policy(config, state.type).ordered then
     state.flags = state.flags .. 'u'
     record.heads = record.heads + 1
   end
@@ -743,7 +755,7 @@ local function lane_return(writes, id, state, config, now)
   local front = front_of(band)
   state.letter = 'R'
   put_state(writes, id, state)
-  zadd(writes, K.ready, band * RANK_SEQ_SPAN + (front and math.max(front - 1, 0) or tonumber(state.rank) - band * RANK_SEQ_SPAN), id)
+  zadd(writes, K.ready, band * RANK_SEQ_SPAN + (front and front + 1 or tonumber(state.rank) - band * RANK_SEQ_SPAN), id)
 end
 
 -- A task of a lane stopped holding one of its slots (done, failed, retried later, cancelled):
@@ -807,7 +819,7 @@ local function promote_due(config, now, now_text, limit)
           -- A held retry of an ordered group gives back its slot as it goes first in its group.
           local held = state.flags == 'h'
           state.flags = ''
-          if held then lane_return(writes, id, state, config, now) else lane_add(writes, id, state, config) end
+          if held then lane_return(writes, id, state, config, now) else lane_add(writes, id, state, config, now) end
         else
           put_state(writes, id, state)
           zadd(writes, K.ready, state.rank, id)

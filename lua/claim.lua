@@ -200,6 +200,7 @@ return guard('claim', function()
         elseif gate(lane, record, task_type, out) then
           lane_park(writes, lane, record, id, parse_state(state_value))
           popped[#popped + 1] = id
+          unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
         else
           local grank = g_rank[i]
           take_lane(lane, record, task_type, out)
@@ -252,6 +253,7 @@ return guard('claim', function()
           if lane and chosen.lease <= max_lease and gate(lane, record, state.type, out) then
             lane_park(writes, lane, record, id, state)
             popped[#popped + 1] = id
+            unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
           elseif chosen.lease <= max_lease then
             if lane then take_lane(lane, record, state.type, out) end
             state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
@@ -286,7 +288,8 @@ return guard('claim', function()
   if #popped > 0 then
     if prefix then redis.call('ZREMRANGEBYRANK', K.ready, 0, #popped - 1) else redis.call('ZREM', K.ready, unpack(popped)) end
   end
-  -- A lane whose head was taken may run its next parked task if its concurrency and rate allow.
+  -- A lane that gave a task, or had one parked, lets out its next parked tasks if its concurrency
+  -- and rate allow (lane_unpark does nothing for a lane without room).
   for _, lane in ipairs(unpark) do lane_unpark(lane, config, now) end
   lanes_flush(now)
   if taken == 0 then

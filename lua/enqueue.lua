@@ -102,17 +102,17 @@ return guard('enqueue', function()
         -- Inline: lane_add's common case (the group has no parked task).
         local lane = lane_of(types[i], groups_of[i])
         local record = lanes[lane]
-        if record.parked > 0 then
-          lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config)
+        if record.parked > 0 or group_policy(config, types[i]).ordered then
+          lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now)
         else
           local band = ranks[i] - PRIORITY_MIN
           local front = fronts[band]
           if front == nil then front = front_of(band) end
           if not front then
-            front = seq
+            front = seq - 1
             fronts[band] = front
           end
-          local turn = math.max(front, record.last + 1)
+          local turn = math.max(front + 1, record.last + 1)
           record.last, record.ready = turn, record.ready + 1
           lane_touch(lane, record)
           put(writes, id .. ':s', 'R|0|0|0|' .. now_text .. '||' .. fmt(rank) .. '|' .. types[i] .. '|' .. groups_of[i] .. '||')

@@ -55,7 +55,7 @@ return guard('repair', function()
   local config = {}
   for _, item in ipairs(writes.repaired or {}) do
     if item.state.group ~= '' then
-      lane_add(writes, item.id, item.state, config) -- into its group
+      lane_add(writes, item.id, item.state, config, now) -- into its group
     else
       put_state(writes, item.id, item.state)
       zadd(writes, K.ready, item.state.rank, item.id)

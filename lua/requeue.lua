@@ -32,7 +32,7 @@ return guard('requeue', function()
       else
         state.letter, state.at, state.attempts, state.flags = 'R', now_text, '0', ''
         if state.group ~= '' then
-          lane_add(writes, id, state, config) -- into its group
+          lane_add(writes, id, state, config, now) -- into its group
         else
           zadd(writes, K.ready, state.rank, id)
           put_state(writes, id, state)

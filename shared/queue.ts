@@ -10,6 +10,7 @@ import {
   type ClaimedTask,
   type EnqueueResult,
   type ExtendResult,
+  type GroupStats,
   type ItemResult,
   type ListedTask,
   type QueueHistory,
@@ -472,6 +473,34 @@ export class Queue {
       failed.push(Number(reply[i + 1]));
     }
     return { startMs: Number(reply[0]), bucketMs: 60_000, done, failed };
+  }
+
+  /**
+   * A page of the queue's groups with their counts: the groups with READY or leased tasks (others
+   * have no record). Pass the returned `next` as `cursor` to go on; undefined at the end. `count`
+   * (1-1000, default 100) is about how many groups one call reads.
+   */
+  async groups(
+    options: { cursor?: string; count?: number } = {},
+  ): Promise<{ groups: GroupStats[]; next: string | undefined }> {
+    const cursor = options.cursor ?? "0";
+    if (typeof cursor !== "string" || !/^\d{1,20}$/.test(cursor)) {
+      throw new InvalidInputError(`groups: cursor must be a cursor a previous call returned, got ${shown(cursor)}`);
+    }
+    const count = checkInteger("groups", "count", options.count ?? 100, 1, 1000);
+    const reply = await this.run("groups", [cursor, String(count)]);
+    const groups: GroupStats[] = [];
+    for (let i = 1; i < reply.length; i += 5) {
+      groups.push({
+        type: String(reply[i]),
+        group: String(reply[i + 1]),
+        leased: Number(reply[i + 2]),
+        ready: Number(reply[i + 3]),
+        parked: Number(reply[i + 4]),
+      });
+    }
+    const next = String(reply[0]);
+    return { groups, next: next === "0" ? undefined : next };
   }
 
   /**

@@ -41,6 +41,7 @@ export const SCRIPTS = {
   pause: withLib("pause"),
   cancel: withLib("cancel"),
   history: withLib("history", { readOnly: true }),
+  groups: withLib("groups", { readOnly: true }),
 } as const satisfies Record<string, LuaScript>;
 
 export type ScriptName = keyof typeof SCRIPTS;

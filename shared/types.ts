@@ -66,6 +66,18 @@ export interface TypeGroupPolicy extends GroupPolicy {
   typeRate?: RateLimit;
 }
 
+/** One group's counts (Queue.groups). */
+export interface GroupStats {
+  type: string;
+  group: string;
+  /** Leased now (with an ordered group's retry waiting for its time). */
+  leased: number;
+  /** READY, parked ones included. */
+  ready: number;
+  /** READY but waiting behind the group's concurrency, rate or order (docs/groups.md). */
+  parked: number;
+}
+
 /** Lease and retry policy of one task type, as the claim script needs it. */
 export interface LeasePolicy {
   leaseMs: number;

@@ -17,15 +17,16 @@ interface EnqueueOptions {
   priority?: number;
   delayMs?: number;
   runAt?: number;
+  group?: string;
   stdin?: boolean;
   json?: boolean;
 }
 
-const LINE_FIELDS = ["id", "type", "payload", "priority", "delayMs", "runAt"];
+const LINE_FIELDS = ["id", "type", "payload", "priority", "delayMs", "runAt", "group"];
 
 /** Registers `enqueue`: one task from flags, or many from JSON lines on stdin. */
 export function enqueueCommand(program: Command): void {
-  const single = ["type", "id", "payload", "priority", "delayMs", "runAt"];
+  const single = ["type", "id", "payload", "priority", "delayMs", "runAt", "group"];
   program
     .command("enqueue")
     .description("add one task (--type ...) or many (--stdin: one JSON task per line)")
@@ -33,6 +34,7 @@ export function enqueueCommand(program: Command): void {
     .option("--id <id>", "task id (default: a random UUID); enqueue is idempotent by id")
     .option("--payload <json>", "payload as JSON text, or @file to read it from a file (default {})")
     .option("--priority <n>", "lower runs sooner", integer(LIMITS.priorityMin, LIMITS.priorityMax))
+    .option("--group <group>", "its group: its type's group policy applies (order, concurrency, rate per group)")
     .addOption(
       new Option("--delay-ms <ms>", "run no sooner than this many ms from now")
         .argParser(integer(0, LIMITS.timeMaxMs - Date.now()))
@@ -51,12 +53,14 @@ export function enqueueCommand(program: Command): void {
     .addHelpText(
       "after",
       `
-Each stdin line is {"type": T, "id"?: ID, "payload"?: any JSON, "priority"?: N, "delayMs"?: N, "runAt"?: ISO or ms}.
+Each stdin line is {"type": T, "id"?: ID, "payload"?: any JSON, "priority"?: N, "delayMs"?: N, "runAt"?: ISO or ms,
+"group"?: G}.
 Every line is checked before anything is sent, then tasks go in batches of ${LIMITS.batchMax}.
 
 Examples:
   leaseq enqueue --type email --payload '{"to":"a@example.com"}' --priority -5
   leaseq enqueue --type report --payload @job.json --delay-ms 60000
+  leaseq enqueue --type charge-card --group customer-42 --payload '{"cents":1200}'
   leaseq enqueue --stdin < tasks.jsonl`,
     )
     .action(async (options: EnqueueOptions, command: Command) => {
@@ -71,6 +75,7 @@ Examples:
         priority: options.priority,
         delayMs: options.delayMs,
         runAt: options.runAt,
+        ...(options.group === undefined ? {} : { group: options.group }),
       };
       const [result] = await withQueue(command, (queue) => queue.enqueue([task], { now: Date.now() }));
       if (options.json) console.log(JSON.stringify(result));
@@ -147,9 +152,11 @@ export function parseLines(input: string, now: number): TaskInput[] {
       priority: fields.priority,
       delayMs: fields.delayMs,
       runAt: Number.isNaN(runAt) ? fields.runAt : runAt,
+      ...(fields.group === undefined ? {} : { group: fields.group }),
     } as TaskInput;
     checkName(where, "id", task.id, LIMITS.idMaxBytes);
     checkName(where, "type", task.type, LIMITS.typeMaxBytes);
+    if (task.group !== undefined) checkName(where, "group", task.group, LIMITS.groupMaxBytes);
     checkInteger(where, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax);
     dueTime(where, task, now);
     serializePayload(where, task.payload, DEFAULTS.maxPayloadBytes);

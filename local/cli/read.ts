@@ -1,7 +1,7 @@
 import { Argument, type Command } from "commander";
 import { LIMITS } from "../../shared/config.js";
 import type { Queue } from "../../shared/queue.js";
-import type { ListedTask, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
+import type { GroupStats, ListedTask, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
 import { duration, durationArg, integer } from "./parse.js";
@@ -58,15 +58,32 @@ function formatTask(task: TaskInfo): string {
 export function readCommands(program: Command): void {
   program
     .command("stats")
-    .description("count the tasks in each state")
+    .description("count the tasks in each state (with --groups: per group too)")
     .option("--json", 'print {"queue", "backend", "ready", "scheduled", "leased", "done", "failed", ...} as JSON')
-    .action(async (options: { json?: boolean }, command: Command) => {
-      const [stats, backend] = await withQueue(
-        command,
-        async (queue, where) => [await queue.stats({ now: Date.now() }), where] as const,
-      );
-      if (options.json) console.log(JSON.stringify({ queue: queueName(command), backend, ...stats }));
-      else console.log(`queue "${queueName(command)}" on ${backend}\n${formatStats(stats)}`);
+    .option("--groups", "also list the groups with the most READY tasks, and their leased and parked counts")
+    .option("--limit <n>", "with --groups: most groups to list", integer(1, LIMITS.batchMax), 20)
+    .action(async (options: { json?: boolean; groups?: boolean; limit: number }, command: Command) => {
+      const [stats, backend, groups] = await withQueue(command, async (queue, where) => {
+        const found = options.groups ? await topGroups(queue, options.limit) : undefined;
+        return [await queue.stats({ now: Date.now() }), where, found] as const;
+      });
+      if (options.json) {
+        console.log(JSON.stringify({ queue: queueName(command), backend, ...stats, ...(groups ? { groups } : {}) }));
+        return;
+      }
+      console.log(`queue "${queueName(command)}" on ${backend}\n${formatStats(stats)}`);
+      if (groups) {
+        console.log(
+          groups.scanned
+            ? `groups (${groups.list.length} of ${groups.scanned} with work, most READY first):`
+            : "no group has work",
+        );
+        for (const group of groups.list) {
+          const parked = group.parked > 0 ? ` (${group.parked} parked)` : "";
+          console.log(`  ${group.type}/${group.group}  ready ${group.ready}${parked}  leased ${group.leased}`);
+        }
+        if (groups.more) console.log(`  (stopped after ${groups.scanned} groups)`);
+      }
     });
 
   program
@@ -92,6 +109,7 @@ export function readCommands(program: Command): void {
     .option("--limit <n>", "most tasks to show", integer(1, LIMITS.batchMax), 100)
     .option("--offset <n>", "tasks to skip first", integer(0, 1_000_000_000), 0)
     .option("--type <type>", "only tasks of this type")
+    .option("--group <group>", "only tasks of this group")
     .option("--error <substring>", "only tasks whose last error contains this")
     .option(
       "--older-than <duration>",
@@ -104,7 +122,11 @@ export function readCommands(program: Command): void {
       "\nExamples:\n  leaseq --queue emails list failed --error SMTP --older-than 1h\n  leaseq --queue emails list ready --type resize-image --limit 20",
     )
     .action(async (state: TaskState, options: ListOptions, command: Command) => {
-      const filtered = options.type !== undefined || options.error !== undefined || options.olderThan !== undefined;
+      const filtered =
+        options.type !== undefined ||
+        options.group !== undefined ||
+        options.error !== undefined ||
+        options.olderThan !== undefined;
       const tasks = await withQueue(command, (queue) =>
         filtered ? findAll(queue, state, options, options.limit) : queue.list(state, options),
       );
@@ -121,7 +143,8 @@ export function readCommands(program: Command): void {
         if (state === "corrupt") console.log(`${task.id}  ${when}  ${task.lastError}`);
         else {
           const error = task.lastError ? `  error: ${task.lastError.replace(/\s+/g, " ").slice(0, 200)}` : "";
-          console.log(`${task.id}  ${task.type}  attempts ${task.attempts}  ${when}${error}`);
+          const group = task.group === undefined ? "" : `  group ${task.group}`;
+          console.log(`${task.id}  ${task.type}${group}  attempts ${task.attempts}  ${when}${error}`);
         }
       }
       if (tasks.length === 0)
@@ -137,9 +160,26 @@ interface ListOptions extends FilterOptions {
   json?: boolean;
 }
 
+/** Groups read at most by `stats --groups`: 10 pages of 1000. */
+const GROUPS_SCAN_MAX = 10_000;
+
+/** The `limit` groups with the most READY tasks (then leased), reading at most GROUPS_SCAN_MAX. */
+async function topGroups(queue: Queue, limit: number) {
+  const all: GroupStats[] = [];
+  let cursor: string | undefined = "0";
+  while (cursor !== undefined && all.length < GROUPS_SCAN_MAX) {
+    const page: { groups: GroupStats[]; next: string | undefined } = await queue.groups({ cursor, count: 1000 });
+    all.push(...page.groups);
+    cursor = page.next;
+  }
+  all.sort((a, b) => b.ready - a.ready || b.leased - a.leased || a.group.localeCompare(b.group));
+  return { list: all.slice(0, limit), scanned: all.length, more: cursor !== undefined };
+}
+
 /** The filter flags of list, requeue and delete. */
 export interface FilterOptions {
   type?: string;
+  group?: string;
   error?: string;
   olderThan?: number;
   offset?: number;
@@ -147,7 +187,7 @@ export interface FilterOptions {
 
 /** The `find` filter of the filter flags. */
 export function taskFilter(options: FilterOptions, now: number) {
-  return { type: options.type, error: options.error, olderThanMs: options.olderThan, now };
+  return { type: options.type, group: options.group, error: options.error, olderThanMs: options.olderThan, now };
 }
 
 /**

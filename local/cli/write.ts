@@ -42,13 +42,19 @@ type Deletable = (typeof DELETABLE)[number];
 
 interface FilterFlags {
   type?: string;
+  group?: string;
   error?: string;
   olderThan?: number;
   dryRun?: boolean;
 }
 
 function hasFilter(options: FilterFlags): boolean {
-  return options.type !== undefined || options.error !== undefined || options.olderThan !== undefined;
+  return (
+    options.type !== undefined ||
+    options.group !== undefined ||
+    options.error !== undefined ||
+    options.olderThan !== undefined
+  );
 }
 
 /**
@@ -119,6 +125,7 @@ export function writeCommands(program: Command): void {
     .argument("[ids...]", "ids of failed tasks")
     .option("--all-failed", "requeue every task that is FAILED when the command starts")
     .option("--type <type>", "requeue the failed tasks of this type")
+    .option("--group <group>", "requeue the failed tasks of this group")
     .option("--error <substring>", "requeue the failed tasks whose last error contains this")
     .option("--older-than <duration>", "requeue the tasks that failed longer ago than this (e.g. 2h)", durationArg)
     .option("--dry-run", "print what would be requeued, and change nothing")
@@ -131,7 +138,7 @@ export function writeCommands(program: Command): void {
       const ways = [ids.length > 0, options.allFailed === true, filtered].filter(Boolean).length;
       if (ways !== 1)
         throw new UsageError(
-          "requeue: give task ids, --all-failed, or filters (--type, --error, --older-than): one of them",
+          "requeue: give task ids, --all-failed, or filters (--type, --group, --error, --older-than): one of them",
         );
       if (options.dryRun && !filtered) throw new UsageError("requeue: --dry-run goes with the filters");
       if (filtered) {
@@ -179,6 +186,7 @@ export function writeCommands(program: Command): void {
       new Option("--state <state>", "delete the tasks of this state that match the filters").choices([...DELETABLE]),
     )
     .option("--type <type>", "with --state: only tasks of this type")
+    .option("--group <group>", "with --state: only tasks of this group")
     .option("--error <substring>", "with --state: only tasks whose last error contains this")
     .option(
       "--older-than <duration>",
@@ -194,7 +202,7 @@ export function writeCommands(program: Command): void {
     .action(async (ids: string[], options: FilterFlags & { state?: Deletable; yes?: boolean }, command: Command) => {
       if (options.state === undefined) {
         if (hasFilter(options) || options.dryRun || options.yes) {
-          throw new UsageError("delete: --type, --error, --older-than, --dry-run and --yes go with --state");
+          throw new UsageError("delete: --type, --group, --error, --older-than, --dry-run and --yes go with --state");
         }
         if (ids.length === 0) throw new UsageError("delete: give task ids, or --state with filters");
         const results = await withQueue(command, (queue) => inBatches(ids, (batch) => queue.delete(batch)));

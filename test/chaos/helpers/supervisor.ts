@@ -65,6 +65,8 @@ export interface SupervisorOptions {
 
 export class Supervisor {
   readonly executions = new Map<string, Execution[]>();
+  /** Every handler start (a "start" question), in order: a task claimed and handed to its handler. */
+  readonly startLog: Execution[] = [];
   readonly kills: Kill[] = [];
   readonly killedAt = new Map<number, number>();
   /** SQS messages whose invocation returned without listing them in batchItemFailures. */
@@ -181,6 +183,7 @@ export class Supervisor {
         return;
       case "start": {
         this.starts++;
+        this.startLog.push({ id: message.id, attempt: message.attempt, incarnation: incarnation.id, at: Date.now() });
         incarnation.lastQuestion = message.question;
         if (this.mayKill()) {
           this.kill(incarnation, "before-handler");
