@@ -17,15 +17,22 @@ export interface LeaseqSetup {
   queueName: string;
   batchSize: number;
   consumers: number;
+  /** Spread the tasks over this many groups (task i in group i mod groups), concurrency 1 each. */
+  groups?: number;
 }
 
-function toInput(task: BenchTask) {
-  return { id: task.id, type: task.type, priority: task.priority, payload: task.payload };
+function toInput(task: BenchTask, group?: string) {
+  return { id: task.id, type: task.type, priority: task.priority, payload: task.payload, ...(group ? { group } : {}) };
 }
 
-async function openQueue(setup: Pick<LeaseqSetup, "openStore" | "queueName">) {
+async function openQueue(setup: Pick<LeaseqSetup, "openStore" | "queueName" | "groups">) {
   const store = await setup.openStore();
-  const queue = new Queue(store, { name: setup.queueName });
+  const queue = new Queue(store, {
+    name: setup.queueName,
+    settings: setup.groups ? { groups: { concurrency: 1 } } : undefined,
+  });
+  // The group policy is in the queue's config before the first task, as a worker's cold start does.
+  if (setup.groups) await queue.configure();
   // Connects and loads the scripts before any measurement starts.
   await queue.stats({ now: Date.now() });
   return { store, queue };
@@ -34,11 +41,16 @@ async function openQueue(setup: Pick<LeaseqSetup, "openStore" | "queueName">) {
 /** leaseq as its worker runs it: claim a batch, run each handler in order, ack the batch in one call. */
 export async function leaseqContender(setup: LeaseqSetup): Promise<Contender> {
   const producer = await openQueue(setup);
-  const consumers = await Promise.all(Array.from({ length: setup.consumers }, () => openQueue(setup)));
+  const consumers = await Promise.all(
+    Array.from({ length: setup.consumers }, () => openQueue({ ...setup, groups: undefined })),
+  );
+  const groupOf = (index: number) => (setup.groups ? `g${index % setup.groups}` : undefined);
   return {
     async enqueue(tasks) {
+      let index = 0;
       for (const batch of chunks(tasks, ENQUEUE_BATCH)) {
-        const results = await producer.queue.enqueue(batch.map(toInput), { now: Date.now() });
+        const inputs = batch.map((task) => toInput(task, groupOf(index++)));
+        const results = await producer.queue.enqueue(inputs, { now: Date.now() });
         if (results.some((result) => result.status !== "ok")) throw new Error("leaseq: an enqueue was refused");
       }
     },
@@ -72,7 +84,10 @@ export async function leaseqBacklog(setup: Pick<LeaseqSetup, "openStore" | "queu
   return {
     async load(tasks) {
       await inFlight(chunks(tasks, LOAD_BATCH), LOAD_IN_FLIGHT, async (batch) => {
-        await queue.enqueue(batch.map(toInput), { now: Date.now() });
+        await queue.enqueue(
+          batch.map((task) => toInput(task)),
+          { now: Date.now() },
+        );
       });
     },
     async claimSample(count) {

@@ -1,5 +1,6 @@
 import type { BacklogResult, LatencyPoint } from "./backlog.js";
 import type { BundleResult } from "./bundles.js";
+import { type GroupsResult, groupsJson, renderGroups } from "./groups.js";
 import type { IdleResult } from "./idle.js";
 import type { LatencyResult, Percentiles } from "./latency.js";
 import type { MachineInfo } from "./machine.js";
@@ -23,6 +24,7 @@ export interface Measurements {
   idle: { leaseq: IdleResult; bullmq: IdleResult };
   bundles: BundleResult[];
   latency: LatencyResult;
+  groups: GroupsResult;
   payloadBytes: number;
 }
 
@@ -236,6 +238,7 @@ export function resultsJson(m: Measurements): Record<string, unknown> {
     bundles: m.bundles,
     latency: m.latency,
     latencyTargets: latencyTargets(m.latency),
+    groups: groupsJson(m.groups),
   };
 }
 
@@ -428,5 +431,6 @@ export function render(m: Measurements): string {
   );
   for (const note of notes(m)) out.push(`- ${note}`);
   out.push("", renderLatency(m.latency));
+  out.push("", renderGroups(m.groups));
   return out.join("\n");
 }

@@ -8,6 +8,7 @@ import { TcpStore } from "../shared/stores/tcp.js";
 import { type BacklogCase, type BacklogResult, runBacklog } from "./backlog.js";
 import { bullmqBacklog, bullmqContender } from "./bullmq.js";
 import { measureBundles } from "./bundles.js";
+import { groupsJson, renderGroups, runGroups } from "./groups.js";
 import { bullmqIdle, type IdleResult, leaseqIdle } from "./idle.js";
 import { LATENCY_SETTINGS, runLatency } from "./latency.js";
 import { leaseqBacklog, leaseqContender } from "./leaseq.js";
@@ -32,6 +33,8 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
 /** Only the enqueue-to-start latency over the local stack, merged into an existing results.json. */
 const latencyOnly = process.argv.includes("--latency");
+/** Only the groups section, merged into an existing results.json. */
+const groupsOnly = process.argv.includes("--groups");
 const outPath = resolve(root, "bench/results.json");
 const settings = benchSettings(quick);
 const log = (line: string) => console.log(line);
@@ -51,6 +54,26 @@ if (latencyOnly) {
       `${JSON.stringify({ ...previous, latency, latencyTargets: latencyTargets(latency) }, null, 2)}\n`,
     );
     log(`\nWrote the latency figures into ${outPath}`);
+  } finally {
+    await redis.stop();
+  }
+  process.exit(0);
+}
+const groupsOptions = {
+  rounds: settings.rounds,
+  warmupTasks: settings.warmupTasks,
+  consumers: settings.consumers,
+  heavyTasks: quick ? 20_000 : 100_000,
+  log,
+};
+if (groupsOnly) {
+  try {
+    log(`leaseq groups benchmark (${quick ? "quick" : "full"}) on its own redis-server ${redis.url}`);
+    const groups = await runGroups(redis, groupsOptions);
+    log(`\n${renderGroups(groups)}`);
+    const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
+    writeFileSync(outPath, `${JSON.stringify({ ...previous, groups: groupsJson(groups) }, null, 2)}\n`);
+    log(`\nWrote the groups figures into ${outPath}`);
   } finally {
     await redis.stop();
   }
@@ -187,6 +210,10 @@ try {
   await flush(redis);
   const latency = await runLatency(LATENCY_SETTINGS[quick ? "quick" : "full"], redis.url, log);
 
+  log(`\nGroups: ${groupsOptions.rounds} rounds of 10,000 tasks, with 1,000 groups and without`);
+  await flush(redis);
+  const groups = await runGroups(redis, groupsOptions);
+
   const measurements: Measurements = {
     settings,
     machine,
@@ -200,6 +227,7 @@ try {
     idle: { leaseq: leaseqIdleResult, bullmq: bullIdleResult },
     bundles,
     latency,
+    groups,
     payloadBytes: Buffer.byteLength(payloadText(makeTask(0))),
   };
   log(`\n${render(measurements)}`);

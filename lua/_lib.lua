@@ -461,7 +461,7 @@ local function note_due(config, due)
 end
 
 --------------------------------------------------------------------------------------------------
--- Groups (docs/groups.md). A task with a group belongs to the lane "<type>/<group>": the tasks of
+-- Groups (docs/groups.md). A task with a group belongs to the lane "<type>|<group>": the tasks of
 -- one type and group. Its READY tasks are in the ready set like any other, scored by fair queuing
 -- instead of arrival: a lane's next task gets the virtual time max(the head of its priority in the
 -- ready set, the lane's last) + 1, so lanes take turns, one task each, and a lane with 100,000
@@ -488,8 +488,8 @@ local SHORT_LANE_PATTERN = '^(%d+)|(%d+)|(%d+)$'
 -- The most parked tasks one step lets out of a lane.
 local UNPARK_MAX = 100
 local MEMBER_PATTERN = '%z(%d+)%z([%w_%.%-]+)$'
--- A READY task of a group never claimed: its flags ("" or "u"), rank, type and group.
-local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|([%w_%.%-]+)|([%w_%.%-]+)||$'
+-- A READY task of a group never claimed: its flags ("" or "u"), rank, lane ("<type>|<group>") and type.
+local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-]+)||$'
 -- The type and group of a state whose group is not empty.
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-]+)|'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
@@ -516,12 +516,13 @@ local function group_policy(config, task_type)
   return known
 end
 
+-- A lane's name: "<type>|<group>", the very text a state holds (so an ack reads it with no copy).
 local function lane_of(task_type, group)
-  return task_type .. '/' .. group
+  return task_type .. '|' .. group
 end
 
 local function lane_type(lane)
-  return string.match(lane, '^([^/]+)/')
+  return string.match(lane, '^([^|]+)|')
 end
 
 local function lane_member(lane, rank, id)
@@ -530,10 +531,10 @@ end
 
 -- Loads the records of the lanes (or @<type>s) named that this script has not read yet: one HMGET.
 local function lanes_load(names)
-  local missing, asked = {}, {}
+  local missing = {}
   for _, name in ipairs(names) do
-    if not lanes[name] and not asked[name] then
-      asked[name] = true
+    if lanes[name] == nil then
+      lanes[name] = false -- asked for: read below
       missing[#missing + 1] = name
     end
   end
@@ -560,7 +561,7 @@ local function lanes_load(names)
 end
 
 local function lane_get(name)
-  if not lanes[name] then lanes_load({ name }) end
+  if lanes[name] == nil then lanes_load({ name }) end
   return lanes[name]
 end
 

@@ -170,17 +170,18 @@ return guard('claim', function()
     local values = redis.call('HMGET', K.task, unpack(fields))
     -- The lanes of the page's tasks of groups, in one HMGET (a task of a group always has a state).
     -- A READY task of a group never claimed is read with one match, like a fresh task's body.
-    local names, g_flags, g_rank, g_type, g_group = {}, {}, {}, {}, {}
+    local names, g_flags, g_rank, g_lane, g_type = {}, {}, {}, {}, {}
     for i = 1, #heads, 2 do
       local value = values[i]
       if value then
-        local flags, grank, task_type, group = string.match(value, FRESH_GROUPED_PATTERN)
+        local flags, grank, lane, task_type = string.match(value, FRESH_GROUPED_PATTERN)
         if flags then
-          g_flags[i], g_rank[i], g_type[i], g_group[i] = flags, grank, task_type, group
+          g_flags[i], g_rank[i], g_lane[i], g_type[i] = flags, grank, lane, task_type
         else
-          task_type, group = string.match(value, LANE_OF_STATE_PATTERN)
+          local other_type, group = string.match(value, LANE_OF_STATE_PATTERN)
+          if other_type then lane = lane_of(other_type, group) end
         end
-        if task_type then names[#names + 1] = lane_of(task_type, group) end
+        if lane then names[#names + 1] = lane end
       end
     end
     lanes_load(names)
@@ -190,9 +191,8 @@ return guard('claim', function()
       if not state_value and body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
       if g_type[i] and body and string.byte(body, 1) == 49 and #g_rank[i] <= 16 then
         -- A READY task of a group never claimed: leased inline, or parked when its lane says so.
-        local task_type, group, out = g_type[i], g_group[i], g_flags[i] == 'u'
+        local task_type, lane, out = g_type[i], g_lane[i], g_flags[i] == 'u'
         local chosen = policy(task_type)
-        local lane = lane_of(task_type, group)
         local record = lanes[lane]
         if chosen.lease > max_lease then
           if ordered then stop = true; break end
@@ -205,8 +205,8 @@ return guard('claim', function()
           local grank = g_rank[i]
           take_lane(lane, record, task_type, out)
           states[#states + 1] = id .. ':s'
-          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. grank .. '|' .. task_type ..
-            '|' .. group .. '|' .. claim_id .. '|'
+          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. grank .. '|' .. lane .. '|' ..
+            claim_id .. '|'
           leased[#leased + 1] = chosen.deadline
           leased[#leased + 1] = id
           popped[#popped + 1] = id

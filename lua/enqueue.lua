@@ -80,9 +80,12 @@ return guard('enqueue', function()
   local seq = last_seq - fresh
   local writes = new_writes()
   local earliest, any_ready = nil, false
-  local lanes_named = {}
+  local lane_names, lanes_named = {}, {}
   for i = 1, n do
-    if groups_of[i] ~= '' then lanes_named[#lanes_named + 1] = lane_of(types[i], groups_of[i]) end
+    if groups_of[i] ~= '' then
+      lane_names[i] = lane_of(types[i], groups_of[i])
+      lanes_named[#lanes_named + 1] = lane_names[i]
+    end
   end
   lanes_load(lanes_named)
   for i, id in ipairs(ids) do
@@ -100,7 +103,7 @@ return guard('enqueue', function()
       elseif groups_of[i] ~= '' then
         -- Into the ready set at its group's next turn, with a state (its score is not its rank).
         -- Inline: lane_add's common case (the group has no parked task).
-        local lane = lane_of(types[i], groups_of[i])
+        local lane = lane_names[i]
         local record = lanes[lane]
         if record.parked > 0 or group_policy(config, types[i]).ordered then
           lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now)
@@ -115,7 +118,7 @@ return guard('enqueue', function()
           local turn = math.max(front + 1, record.last + 1)
           record.last, record.ready = turn, record.ready + 1
           lane_touch(lane, record)
-          put(writes, id .. ':s', 'R|0|0|0|' .. now_text .. '||' .. fmt(rank) .. '|' .. types[i] .. '|' .. groups_of[i] .. '||')
+          put(writes, id .. ':s', 'R|0|0|0|' .. now_text .. '||' .. fmt(rank) .. '|' .. lane .. '||')
           zadd(writes, K.ready, band * RANK_SEQ_SPAN + turn, id)
         end
         known[i] = 'R'

@@ -21,7 +21,7 @@ return guard('groups', function()
   local entries = page[2]
   for i = 1, #entries, 2 do
     local name, text = entries[i], entries[i + 1]
-    local task_type, group = string.match(name, '^([^/]+)/(.+)$')
+    local task_type, group = string.match(name, '^([^|]+)|(.+)$')
     if task_type then
       local active, ready, parked = string.match(text, '^(%d+)|(%d+)|%d+|?(%d*)')
       if active then

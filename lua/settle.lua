@@ -78,8 +78,8 @@ return guard('settle', function()
       finished[#finished + 1] = id
       dropped[#dropped + 1] = id
       tasks[id] = ACKED
-      if string.byte(type_group, -1) ~= 124 then -- "type|group": a task of a group frees its slot
-        freed[#freed + 1] = string.gsub(type_group, '|', '/', 1)
+      if string.byte(type_group, -1) ~= 124 then -- "type|group" (its lane's name): it frees a slot
+        freed[#freed + 1] = type_group
       end
       result[#result + 1] = 0
       result[#result + 1] = 'D'

@@ -128,7 +128,7 @@ export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string
   const waiting = new Set(await redis.zrange(queue.keys.groupwait, 0, -1));
   const lanes = new Map<string, { ready: string[]; active: number; parked: number; out: number }>();
   const lane = (task: RawTask) => {
-    const name = `${task.type}/${task.group}`;
+    const name = `${task.type}|${task.group}`;
     let entry = lanes.get(name);
     if (!entry) {
       entry = { ready: [], active: 0, parked: 0, out: 0 };
@@ -145,7 +145,7 @@ export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string
   }
   for (const [name, entry] of lanes) {
     const [active = "0", ready = "0", , parked = "0", heads = "0"] = (records[name] ?? "").split("|");
-    const type = name.slice(0, name.indexOf("/"));
+    const type = name.slice(0, name.indexOf("|"));
     const concurrency = Number((config[`g:${type}`] ?? config.gd ?? "0").split(",")[0]);
     expect(Number(active), `leased and held tasks of group ${name}`).toBe(entry.active);
     expect(Number(parked), `parked tasks of group ${name}`).toBe(entry.parked);

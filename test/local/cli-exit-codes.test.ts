@@ -37,11 +37,14 @@ describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
       "cannot read payload file /nonexistent/p.json (ENOENT)",
     ],
     [["enqueue", "--type", "bad type"], 'type must be 1-64 characters of A-Z a-z 0-9 _ . -, got "bad type"'],
-    [["requeue"], "requeue: give task ids, --all-failed, or filters (--type, --error, --older-than): one of them"],
+    [
+      ["requeue"],
+      "requeue: give task ids, --all-failed, or filters (--type, --group, --error, --older-than): one of them",
+    ],
     [["delete-queue"], "cannot be undone; run it again with --yes"],
     [
       ["requeue", "a", "--all-failed"],
-      "requeue: give task ids, --all-failed, or filters (--type, --error, --older-than): one of them",
+      "requeue: give task ids, --all-failed, or filters (--type, --group, --error, --older-than): one of them",
     ],
     [["--queue", "no spaces", "stats"], 'queue name must be 1-64 characters of A-Z a-z 0-9 _ . -, got "no spaces"'],
   ])("exits 2 on the usage error %j", async (args, message) => {

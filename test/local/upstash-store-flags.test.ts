@@ -81,7 +81,7 @@ describe("script flags per store", () => {
         .filter((script) => script.readOnly)
         .map((script) => script.name)
         .sort(),
-    ).toEqual(["history", "inspect", "list", "stats"]);
+    ).toEqual(["groups", "history", "inspect", "list", "stats"]);
   });
 
   it("sends each script flagged through the endpoint, by SHA then by body, and every one runs", async () => {
