@@ -472,19 +472,25 @@ end
 -- again, its first parked tasks go back to the front of the ready set, flagged "u". Every
 -- common step (enqueue, claim, ack) reads and writes the lanes of a whole batch with one HMGET and
 -- one HSET; only parking and unparking cost a command per task.
---   groups hash, field <lane>   "<active>|<ready>|<last>[|<parked>|<heads>|<window>|<count>]":
---                               tasks leased (or held by an ordered retry), tasks READY (parked
---                               included), the last virtual time given; then, when any is not 0,
+--   groups hash, field <lane>   "<ready>|<last>|<holders>[|<parked>|<heads>|<window>|<count>]":
+--                               tasks READY (parked included), the last virtual time given, the
+--                               ids (comma-separated) of the tasks that held a slot when it was last
+--                               written (a lane with a concurrency only); then, when any is not 0,
 --                               tasks parked, tasks let out ("u") not claimed yet, the rate
---                               window's start (ms) and its claims. Absent for a lane with nothing
---                               READY or leased and no current window
+--                               window's start (ms) and its claims. A holder acked since is only
+--                               dropped when the lane is next read (its ack writes no record: the
+--                               claim flags "p" the leases whose settle must let parked tasks
+--                               out). Absent for a lane with nothing READY or held and no window;
+--                               tick sweeps the records whose holders are all gone
 --   groups hash, field @<type>  the same record for a type's rate across its groups (window, count)
 -- Config g:<type> (else gd): "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,
 -- <typeRateMs>"; concurrency 0 and rate 0 mean no limit.
 
 local NUL, LEX_END = string.char(0), string.char(1)
-local LANE_PATTERN = '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$'
-local SHORT_LANE_PATTERN = '^(%d+)|(%d+)|(%d+)$'
+local LANE_PATTERN = '^(%d+)|(%d+)|([%w_%.%-,]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
+local SHORT_LANE_PATTERN = '^(%d+)|(%d+)|([%w_%.%-,]*)$'
+-- A state that may hold a slot of its lane: its letter, flags and lane.
+local HOLDER_PATTERN = '^([LS])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 -- The most parked tasks one step lets out of a lane.
 local UNPARK_MAX = 100
 local MEMBER_PATTERN = '%z(%d+)%z([%w_%.%-]+)$'
@@ -541,23 +547,38 @@ local function lanes_load(names)
   if #missing == 0 then return end
   local values = redis.call('HMGET', K.groups, unpack(missing))
   for i, name in ipairs(missing) do
-    local record = { active = 0, window = 0, count = 0, parked = 0, ready = 0, last = 0, heads = 0 }
+    local record = { held = '', window = 0, count = 0, parked = 0, ready = 0, last = 0, heads = 0 }
     local text = values[i]
     if text then
-      local active, ready, last = string.match(text, SHORT_LANE_PATTERN)
-      if active then
-        record.active, record.ready, record.last = tonumber(active), tonumber(ready), tonumber(last)
-      else
+      local ready, last, holders = string.match(text, SHORT_LANE_PATTERN)
+      if not ready then
         local parked, heads, window, count
-        active, ready, last, parked, heads, window, count = string.match(text, LANE_PATTERN)
-        if active then
-          record.active, record.ready, record.last = tonumber(active), tonumber(ready), tonumber(last)
+        ready, last, holders, parked, heads, window, count = string.match(text, LANE_PATTERN)
+        if ready then
           record.parked, record.heads, record.window, record.count = tonumber(parked), tonumber(heads), tonumber(window), tonumber(count)
         end
       end
+      if ready then record.ready, record.last, record.held = tonumber(ready), tonumber(last), holders end
     end
     lanes[name] = record
   end
+end
+
+-- A lane's holders as a list, read from the record's text the first time they are needed.
+local function holders_of(record)
+  local list = record.holders
+  if list then return list end
+  local text = record.held
+  if text == '' then
+    list = {}
+  elseif not string.find(text, ',', 1, true) then
+    list = { text }
+  else
+    list = {}
+    for id in string.gmatch(text, '[^,]+') do list[#list + 1] = id end
+  end
+  record.holders = list
+  return list
 end
 
 local function lane_get(name)
@@ -572,6 +593,66 @@ local function lane_touch(name, record)
   end
 end
 
+-- Whether a state text is a task holding a slot of `lane`: leased, or an ordered group's retry
+-- waiting for its time (S, flag "h").
+local function holds(text, lane)
+  if not text then return false end
+  local letter, flags, task_lane = string.match(text, HOLDER_PATTERN)
+  if not letter or task_lane ~= lane then return false end
+  return letter == 'L' or string.find(flags, 'h', 1, true) ~= nil
+end
+
+-- Drops the holders that no longer hold a slot (acked, or gone) from the loaded lanes `names`,
+-- reading their states with one HMGET. Returns the state texts of those still holding, by id.
+local function lanes_verify(names)
+  local ids, owners, checked, texts = {}, {}, {}, {}
+  for _, name in ipairs(names) do
+    local r = lanes[name]
+    if r and not r.verified then
+      r.verified = true
+      if r.held ~= '' or r.holders then
+        checked[#checked + 1] = name
+        for _, id in ipairs(holders_of(r)) do
+          ids[#ids + 1] = id
+          owners[#owners + 1] = name
+        end
+      end
+    end
+  end
+  if #ids == 0 then return texts end
+  local fields = {}
+  for i, id in ipairs(ids) do fields[i] = id .. ':s' end
+  local values = redis.call('HMGET', K.task, unpack(fields))
+  local kept = {}
+  for i, id in ipairs(ids) do
+    local name, value = owners[i], values[i]
+    local first = value and string.byte(value, 1)
+    if (first == 76 or first == 83) and holds(value, name) then -- "L", "S": the others hold nothing
+      kept[name] = kept[name] or {}
+      table.insert(kept[name], id)
+      texts[id] = values[i]
+    end
+  end
+  for _, name in ipairs(checked) do
+    local r = lanes[name]
+    local list = kept[name] or {}
+    if #list ~= #holders_of(r) then
+      r.holders = list
+      lane_touch(name, r)
+    end
+  end
+  return texts
+end
+
+-- Takes `id` out of a lane's holders (its slot is free).
+local function lane_drop_holder(name, record, id)
+  local list = holders_of(record)
+  for i = #list, 1, -1 do
+    if list[i] == id then table.remove(list, i) end
+  end
+  lane_touch(name, record)
+end
+
 -- Writes the lane records this script changed: one HSET and at most one HDEL. `now` 0: unknown
 -- (a rate window is then kept).
 local function lanes_flush(now)
@@ -579,12 +660,13 @@ local function lanes_flush(now)
   for _, name in ipairs(lanes_dirty) do
     local r = lanes[name]
     r.dirty = false
-    if r.active <= 0 and r.ready <= 0 and (r.count == 0 or (r.span and r.window + r.span <= now)) then
+    local held = r.holders and table.concat(r.holders, ',') or r.held
+    if held == '' and r.ready <= 0 and (r.count == 0 or (r.span and r.window + r.span <= now)) then
       gone[#gone + 1] = name
     else
       fields[#fields + 1] = name
       -- `..` prints %.14g: exact for these integers, all below 10^14 (times, counts, virtual times).
-      local text = math.max(r.active, 0) .. '|' .. math.max(r.ready, 0) .. '|' .. r.last
+      local text = math.max(r.ready, 0) .. '|' .. r.last .. '|' .. held
       if r.parked > 0 or r.heads > 0 or r.count > 0 then
         text = text .. '|' .. math.max(r.parked, 0) .. '|' .. math.max(r.heads, 0) .. '|' .. r.window .. '|' .. r.count
       end
@@ -648,7 +730,10 @@ end
 local function lane_room(lane, record, config, now)
   local policy = group_policy(config, lane_type(lane))
   local room = UNPARK_MAX
-  if policy.conc > 0 then room = math.min(room, policy.conc - record.active - record.heads) end
+  if policy.conc > 0 then
+    lanes_verify({ lane })
+    room = math.min(room, policy.conc - #holders_of(record) - record.heads)
+  end
   if policy.rate_max > 0 then
     local open, opens_at = rate_open(record, policy.rate_max, policy.rate_ms, now)
     local window = now - now % policy.rate_ms
@@ -718,7 +803,8 @@ local function lane_add(writes, id, state, config, now)
     redis.call('HSET', K.task, id .. ':s', state_text(state))
     redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
     record.parked = record.parked + 1
-    if record.heads <= 0 and record.active <= 0 then lane_unpark(lane, config, now) end
+    lanes_verify({ lane })
+    if record.heads <= 0 and #holders_of(record) == 0 then lane_unpark(lane, config, now) end
     return
   end
   if record.parked > 0 then return lane_park(writes, lane, record, id, state) end
@@ -745,9 +831,8 @@ end
 local function lane_return(writes, id, state, config, now)
   local lane = lane_of(state.type, state.group)
   local record = lane_get(lane)
-  record.active = math.max(record.active - 1, 0)
+  lane_drop_holder(lane, record, id)
   record.ready = record.ready + 1
-  lane_touch(lane, record)
   if record.parked > 0 or group_policy(config, state.type).ordered then
     state.flags = state.flags .. 'u'
     record.heads = record.heads + 1
@@ -761,10 +846,9 @@ end
 
 -- A task of a lane stopped holding one of its slots (done, failed, retried later, cancelled):
 -- the lane may run its next parked task.
-local function lane_release(lane, config, now)
+local function lane_release(lane, id, config, now)
   local record = lane_get(lane)
-  record.active = math.max(record.active - 1, 0)
-  lane_touch(lane, record)
+  lane_drop_holder(lane, record, id)
   if record.parked > 0 then lane_unpark(lane, config, now) end
 end
 
@@ -786,6 +870,29 @@ local function lane_later(lane, config)
   redis.call('ZADD', K.groupwait, 0, lane)
   config_get(config, 'nextDue')
   note_due(config, 0)
+end
+
+-- One step of tick's sweep of the groups hash (cursor in config gsweep): the records of lanes with
+-- nothing READY whose holders were all acked since (their acks write no record), and rate windows
+-- that closed, are deleted by lanes_flush.
+local function lanes_sweep(config, now)
+  local cursor = config_get(config, 'gsweep') or '0'
+  local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', 100)
+  if page[1] ~= cursor then redis.call('HSET', K.config, 'gsweep', page[1]) end
+  local names = {}
+  for i = 1, #page[2], 2 do names[#names + 1] = page[2][i] end
+  if #names == 0 then return end
+  lanes_load(names)
+  lanes_verify(names)
+  for _, name in ipairs(names) do
+    local record = lanes[name]
+    if record and record.ready <= 0 and #holders_of(record) == 0 then
+      local rated = string.byte(name, 1) == 64 and string.sub(name, 2) or lane_type(name)
+      local policy = rated and group_policy(config, rated) or NO_GROUP_POLICY
+      record.span = string.byte(name, 1) == 64 and policy.type_ms or policy.rate_ms
+      lane_touch(name, record)
+    end
+  end
 end
 
 -- Lanes and types whose rate window opened: lanes run their parked tasks again.
@@ -906,7 +1013,7 @@ local function reclaim_expired(config, now, now_text, skew, limit)
         state.error = 'lease expired after attempt ' .. state.attempts .. ' of ' .. state.max
         zadd(writes, K.failed, now_text, id)
         put_state(writes, id, state)
-        if state.group ~= '' then lane_release(lane_of(state.type, state.group), config, now) end
+        if state.group ~= '' then lane_release(lane_of(state.type, state.group), id, config, now) end
       else
         state.flags = 's'
         if state.group ~= '' then

@@ -66,7 +66,7 @@ return guard('cancel', function()
   local config = {}
   for _, was in ipairs(left) do
     if was.letter == 'L' or (was.letter == 'S' and was.flags == 'h') then
-      lane_release(lane_of(was.type, was.group), config, now) -- its slot is free
+      lane_release(lane_of(was.type, was.group), was.id, config, now) -- its slot is free
     elseif was.letter == 'R' or was.letter == 'W' then
       lane_remove(was.id, was, config, now)
     end

@@ -136,26 +136,55 @@ return guard('claim', function()
   writes.zrem[K.ready] = popped
   local prefix = true -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
   local unpark = {} -- lanes that gave a task and have parked ones: they may run the next
+  local holding = {} -- the states of the lanes' holders from earlier claims, by id (lanes_verify)
+  local leased_here = {} -- the leases of this claim without flags, by id: their state's place in `states`
 
   -- Whether a task of a lane must be parked: parked tasks go first (it waits behind them unless it
-  -- was let out, "u"), at most `concurrency` leased, at most `rate` claims per window.
+  -- was let out, "u"), at most `concurrency` leased, at most `rate` claims per window. A lane full
+  -- of leases flags them "p", so their settle lets this one out.
   local function gate(lane, record, task_type, out)
     local rules = group_policy(config, task_type)
-    if (record.parked > 0 and not out) or (rules.conc > 0 and record.active >= rules.conc) then return true end
+    if record.parked > 0 and not out then return true end
+    if rules.conc > 0 and #holders_of(record) >= rules.conc then
+      for _, holder in ipairs(holders_of(record)) do
+        local text, here = holding[holder], leased_here[holder]
+        if here then
+          -- Its state has no flags yet: the first "||" of its text is where they go.
+          states[here] = string.gsub(states[here], '||', '|p|', 1)
+          leased_here[holder] = nil
+        elseif text and string.sub(text, 1, 1) == 'L' then
+          local state = parse_state(text)
+          if state and not string.find(state.flags, 'p', 1, true) then
+            state.flags = state.flags .. 'p'
+            put_state(writes, holder, state)
+          end
+          holding[holder] = nil
+        end
+      end
+      return true
+    end
     local open, opens_at = rate_open(record, rules.rate_max, rules.rate_ms, now)
     if open then return false end
     redis.call('ZADD', K.groupwait, opens_at, lane)
     note_due(config, opens_at)
     return true
   end
-  -- A task of a lane is leased: one more running, one less READY, one more claim in its window.
-  local function take_lane(lane, record, task_type, out)
+  -- A task of a lane is leased: it holds a slot (when the lane has a concurrency), one less READY,
+  -- one more claim in its window. Returns its lease's flags: "p" when its settle must let the
+  -- lane's parked tasks out (an ordered lane, or one with parked tasks; gate flags the others when
+  -- it parks a task behind them).
+  local function take_lane(lane, record, task_type, out, id)
     local rules = group_policy(config, task_type)
-    record.active, record.ready = record.active + 1, record.ready - 1
+    record.ready = record.ready - 1
     if out then record.heads = record.heads - 1 end
     rate_count(lane, record, rules.rate_max, rules.rate_ms, now)
     lane_touch(lane, record)
     if record.parked > 0 then unpark[#unpark + 1] = lane end
+    if rules.conc == 0 then return '' end
+    local holders = holders_of(record)
+    holders[#holders + 1] = id
+    if rules.ordered or record.parked > 0 then return 'p' end
+    return ''
   end
   local offset, stop = 0, false
   while not stop and offset < CLAIM_SCAN_MAX do
@@ -185,6 +214,7 @@ return guard('claim', function()
       end
     end
     lanes_load(names)
+    for holder, text in pairs(lanes_verify(names)) do holding[holder] = text end
     for i = 1, #heads, 2 do
       local id, state_value, body, rank = heads[i], values[i], values[i + 1], heads[i + 1]
       local enqueued, task_type, group
@@ -203,10 +233,11 @@ return guard('claim', function()
           unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
         else
           local grank = g_rank[i]
-          take_lane(lane, record, task_type, out)
+          local flags = take_lane(lane, record, task_type, out, id)
           states[#states + 1] = id .. ':s'
-          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. grank .. '|' .. lane .. '|' ..
-            claim_id .. '|'
+          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '|' .. flags .. '|' .. grank .. '|' ..
+            lane .. '|' .. claim_id .. '|'
+          if flags == '' then leased_here[id] = #states end
           leased[#leased + 1] = chosen.deadline
           leased[#leased + 1] = id
           popped[#popped + 1] = id
@@ -255,10 +286,11 @@ return guard('claim', function()
             popped[#popped + 1] = id
             unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
           elseif chosen.lease <= max_lease then
-            if lane then take_lane(lane, record, state.type, out) end
+            local flags = lane and take_lane(lane, record, state.type, out, id) or ''
             state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
-            state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, '', claim_id
+            state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, flags, claim_id
             put_state(writes, id, state)
+            if lane and flags == '' then leased_here[id] = #states end
             if task.upgraded then put(writes, id, task.body) end
             leased[#leased + 1] = chosen.deadline
             leased[#leased + 1] = id

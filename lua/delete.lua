@@ -57,7 +57,7 @@ return guard('delete', function()
     local record = lane_get(lane)
     if state.letter == 'S' then
       if state.flags == 'h' then
-        record.active = math.max(record.active - 1, 0)
+        lane_drop_holder(lane, record, was.id)
         lane_later(lane, config)
       end
     else

@@ -6,7 +6,8 @@
 -- ARGV[2] count    1..1000, about how many records one page reads (HSCAN's COUNT)
 -- Returns: { next cursor ("0" when the scan is complete), then per group, 5 each: type, group,
 --   leased (held retries of ordered groups included), ready (parked included), parked }
---   A group with nothing READY or leased has no record, so it is not listed.
+--   A group with nothing READY or leased has no record, so it is not listed (one whose holders
+--   were all acked may be listed with 0 and 0 until tick sweeps its record).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
 return guard('groups', function()
@@ -19,19 +20,32 @@ return guard('groups', function()
   local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', count)
   local result = { page[1] }
   local entries = page[2]
+  -- The records, and their holders' states (one HMGET): a holder acked since is not counted.
+  local rows, ids, owners = {}, {}, {}
   for i = 1, #entries, 2 do
     local name, text = entries[i], entries[i + 1]
     local task_type, group = string.match(name, '^([^|]+)|(.+)$')
-    if task_type then
-      local active, ready, parked = string.match(text, '^(%d+)|(%d+)|%d+|?(%d*)')
-      if active then
-        result[#result + 1] = task_type
-        result[#result + 1] = group
-        result[#result + 1] = tonumber(active)
-        result[#result + 1] = tonumber(ready)
-        result[#result + 1] = tonumber(parked) or 0
+    local ready, holders, parked = string.match(text, '^(%d+)|%d+|([%w_%.%-,]*)|?(%d*)')
+    if task_type and ready then
+      local row = { task_type, group, 0, tonumber(ready), tonumber(parked) or 0, name }
+      rows[#rows + 1] = row
+      for id in string.gmatch(holders, '[^,]+') do
+        ids[#ids + 1] = id
+        owners[#owners + 1] = row
       end
     end
+  end
+  if #ids > 0 then
+    local fields = {}
+    for i, id in ipairs(ids) do fields[i] = id .. ':s' end
+    local states = redis.call('HMGET', K.task, unpack(fields))
+    for i = 1, #ids do
+      local row = owners[i]
+      if holds(states[i] or nil, row[6]) then row[3] = row[3] + 1 end
+    end
+  end
+  for _, row in ipairs(rows) do
+    for j = 1, 5 do result[#result + 1] = row[j] end
   end
   return result
 end)

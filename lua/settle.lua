@@ -59,7 +59,6 @@ return guard('settle', function()
   local ACKED = { state = { letter = 'D' } } -- what a later item sees of a task an ack here finished
   local replayed = { retry = { S = true, R = true, W = true, F = true }, fail = { F = true } }
   local states, done, finished, dropped = writes.fields, {}, {}, writes.drop
-  local freed = {} -- the groups of the tasks acked on the common path: each frees a slot
   for i, id in ipairs(ids) do
     local base = starts[i]
     local token, outcome = ARGV[base + 1], outcomes[i]
@@ -78,9 +77,6 @@ return guard('settle', function()
       finished[#finished + 1] = id
       dropped[#dropped + 1] = id
       tasks[id] = ACKED
-      if string.byte(type_group, -1) ~= 124 then -- "type|group" (its lane's name): it frees a slot
-        freed[#freed + 1] = type_group
-      end
       result[#result + 1] = 0
       result[#result + 1] = 'D'
     else
@@ -115,21 +111,21 @@ return guard('settle', function()
           done[#done + 1] = id
           drop_field(writes, id)
           task.upgraded = false -- a v0 record's body goes with the ack
-          if lane then lane_release(lane, config, now) end
+          if lane then lane_release(lane, id, config, now) end
         else
           local retry_at, retry_text = time_arg('retryAtMs', ARGV[base + 3])
           state.error = string.sub(ARGV[base + 4], 1, max_error)
           if outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max) then
             state.letter = 'F'
             zadd(writes, K.failed, now_text, id)
-            if lane then lane_release(lane, config, now) end
+            if lane then lane_release(lane, id, config, now) end
           elseif retry_at > now and not ordered then
             state.letter, state.at = 'S', retry_text
             zadd(writes, K.scheduled, retry_text, id)
             earliest = math.min(earliest or retry_at, retry_at)
             -- An ordered group's retry keeps its slot: the group runs nothing else before it.
             if lane then
-              if group_policy(config, state.type).ordered then state.flags = 'h' else lane_release(lane, config, now) end
+              if group_policy(config, state.type).ordered then state.flags = 'h' else lane_release(lane, id, config, now) end
             end
           else
             if ordered and retry_at > now then hold = math.max(hold or 0, retry_at) end
@@ -159,8 +155,6 @@ return guard('settle', function()
     end
   end
   apply(writes)
-  lanes_load(freed)
-  for _, lane in ipairs(freed) do lane_release(lane, config, now) end
   lanes_flush(now)
   -- The hold is compared with the callers' `now`, never with Redis's clock.
   if hold then redis.call('HSET', K.config, 'hold', fmt(hold)) end

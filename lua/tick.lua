@@ -31,6 +31,7 @@ return guard('tick', function()
   end
   -- promote_due also opens the rate windows of groups (it reads nothing before one is due).
   local promoted = promote_due(config, now, now_text, limit)
+  lanes_sweep(config, now)
   lanes_flush(now)
   local done_retention = config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)

@@ -41,7 +41,7 @@ export const LIMITS = {
   /** Minutes one history call counts at most. */
   historyMinutesMax: 240,
   /** The largest concurrency a group policy may give (0: no limit). */
-  groupConcurrencyMax: 1_000_000,
+  groupConcurrencyMax: 100,
   /** The most claims a rate may allow per interval. */
   rateMax: 1_000_000,
   /** The longest rate interval: one day. */

@@ -49,7 +49,7 @@ export interface RateLimit {
  * `group`; groups take turns at each claim, whatever their policy.
  */
 export interface GroupPolicy {
-  /** At most this many tasks of one group leased at once, 1 to 1,000,000. Default: no limit. */
+  /** At most this many tasks of one group leased at once, 1 to 100. Default: no limit. */
   concurrency?: number;
   /**
    * Tasks of a group complete in rank order through retries, backoffs, releases and reclaims: a
