@@ -92,6 +92,39 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     expect(log).toMatchObject({ enqueued: 0, claimed: 1, done: 1 });
   });
 
+  it('takes a task\'s "group" from the SQS body; the handler sees it, and an ordered group runs in order', async () => {
+    const name = uniqueQueueName("ingest-group");
+    const store = await adapter.open();
+    stores.push(store);
+    const ran: string[] = [];
+    const worker = createWorker({
+      tasks: {
+        types: {
+          charge: {
+            leaseMs: 5_000,
+            group: { ordered: true },
+            handler: (task) => {
+              ran.push(`${task.group}:${(task.payload as { n: number }).n}`);
+            },
+          },
+        },
+      },
+      env: functionEnv(adapter, name, { LEASEQ_CLAIM_BATCH: "10" }),
+      logger: new Logger({ serviceName: "ingest", logLevel: "SILENT" }),
+    });
+    const tasks = [1, 2, 3].flatMap((n) =>
+      ["alice", "bob"].map((group) => ({ type: "charge", group, payload: { n } })),
+    );
+    const { result } = await captureStdout(() => worker(sqsEvent(sqsRecord({ tasks }, "grouped")), lambdaContext()));
+    expect(result.batchItemFailures).toEqual([]);
+    const queue = new Queue(store, { name });
+    expect(await queue.inspect("grouped-0")).toMatchObject({ group: "alice" });
+    // One worker, one group each claim at a time: every group's tasks ran, in order.
+    expect(ran.filter((run) => run.startsWith("alice"))).toEqual(["alice:1", "alice:2", "alice:3"]);
+    expect(ran.filter((run) => run.startsWith("bob"))).toEqual(["bob:1", "bob:2", "bob:3"]);
+    expect((await queue.stats({ now: Date.now() })).done).toBe(6);
+  });
+
   it("rejects a misspelled task field and a type the worker does not declare, listing what is allowed", async () => {
     const { queue, run } = await setup();
     const { letters, result } = await run(

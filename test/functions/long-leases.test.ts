@@ -210,3 +210,39 @@ describe("defineTasks", () => {
     }
   });
 });
+
+describe("defineTasks group policies", () => {
+  it("keeps a type's group policy and rate, puts them in the policy text, and names every bad field", () => {
+    const declared = defineTasks({
+      groups: { concurrency: 3 },
+      types: {
+        charge: { group: { ordered: true }, rate: { max: 50, perMs: 1_000 }, handler: () => {} },
+        email: { handler: () => {} },
+      },
+    });
+    expect(declared.types.charge.group).toEqual({ ordered: true, concurrency: 1, typeRate: { max: 50, perMs: 1_000 } });
+    expect(declared.groups).toEqual({ concurrency: 3 });
+    expect(policyText(declared)).toContain("charge:60000:5:1000:300000:1.1.0.0.50.1000");
+    expect(policyText(declared)).toMatch(/^parallel\+3\.0\.0\.0\.0\.0;/);
+    const bad = () =>
+      defineTasks({
+        groups: { concurrency: 0 },
+        types: {
+          a: { group: { ordered: true, concurrency: 2 }, handler: () => {} },
+          b: { group: { rate: { max: 0, perMs: 1_000 } }, handler: () => {} },
+          c: { group: { concurency: 2 } as never, handler: () => {} },
+        },
+      });
+    expect(bad).toThrow(ConfigError);
+    try {
+      bad();
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual([
+        'task type "a": an ordered group runs one task at a time: concurrency must be 1 (or left out), got 2',
+        'task type "b": rate.max must be an integer from 1 to 1000000, got 0',
+        'task type "c": unknown group policy field "concurency"; allowed: concurrency, ordered, rate, typeRate',
+        "groups: concurrency must be an integer from 1 to 100, got 0",
+      ]);
+    }
+  });
+});

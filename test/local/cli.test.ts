@@ -137,6 +137,33 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(missing.stderr).toBe(`leaseq: inspect: no task with id "nope" in queue "${name}"\n`);
   });
 
+  it("enqueue --group puts a task in its group; list --group and stats --groups show the groups", async () => {
+    const { cli, queue } = fresh();
+    expect((await cli(["enqueue", "--type", "charge", "--group", "alice", "--id", "a1"])).code).toBe(0);
+    await queue.enqueue(
+      [
+        { id: "a2", type: "charge", group: "alice" },
+        { id: "b1", type: "charge", group: "bob" },
+        { id: "n1", type: "charge" },
+      ],
+      { now: Date.now() },
+    );
+    const listed = await cli(["list", "ready", "--group", "alice"]);
+    expect(listed.stdout.split("\n").filter(Boolean)).toEqual([
+      "a1  charge  group alice  attempts 0  priority 0",
+      "a2  charge  group alice  attempts 0  priority 0",
+    ]);
+    const stats = await cli(["stats", "--groups"]);
+    expect(stats.stdout).toContain(
+      "groups (2 of 2 with work, most READY first):\n  charge/alice  ready 2  leased 0\n  charge/bob  ready 1  leased 0",
+    );
+    const json = JSON.parse((await cli(["stats", "--groups", "--json"])).stdout);
+    expect(json.groups.list[0]).toEqual({ type: "charge", group: "alice", leased: 0, ready: 2, parked: 0 });
+    const bad = await cli(["enqueue", "--type", "charge", "--group", "no spaces"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('group must be 1-128 characters of A-Z a-z 0-9 _ . -, got "no spaces"');
+  });
+
   it("list shows the tasks of a state in rank order, up to --limit", async () => {
     const { cli, queue } = fresh();
     await queue.enqueue(
