@@ -97,7 +97,7 @@ function returned(world: World, id: string, task: ModelTask): void {
 /** Whether the groups' rules let `task` (READY) be claimed now, `taken` of its lane already in this claim. */
 function mayRun(world: World, id: string, taken: number): boolean {
   const task = world.tasks.get(id);
-  if (!task || task.state !== "R") return false;
+  if (task?.state !== "R") return false;
   if (task.group === "") return true;
   const rules = RULES[task.type];
   const lane = laneOf(task);
@@ -259,7 +259,7 @@ class Settle implements Command {
             };
     const [got] = await real.queue.settle([item], { now });
     const task = world.tasks.get(lease.id);
-    if (!task || task.state !== "L" || task.token !== lease.token) {
+    if (task?.state !== "L" || task.token !== lease.token) {
       expect(got.status).not.toBe("ok");
     } else {
       expect(got.status).toBe("ok");
