@@ -145,8 +145,9 @@ return guard('claim', function()
   local function gate(lane, record, task_type, out)
     local rules = group_policy(config, task_type)
     if record.parked > 0 and not out then return true end
-    if rules.conc > 0 and #holders_of(record) >= rules.conc then
-      for _, holder in ipairs(holders_of(record)) do
+    local holders = rules.conc > 0 and holders_of(record)
+    if holders and #holders >= rules.conc then
+      for _, holder in ipairs(holders) do
         local text, here = holding[holder], leased_here[holder]
         if here then
           -- Its state has no flags yet: the first "||" of its text is where they go.
@@ -177,7 +178,7 @@ return guard('claim', function()
     local rules = group_policy(config, task_type)
     record.ready = record.ready - 1
     if out then record.heads = record.heads - 1 end
-    rate_count(lane, record, rules.rate_max, rules.rate_ms, now)
+    if rules.rate_max > 0 then rate_count(lane, record, rules.rate_max, rules.rate_ms, now) end
     lane_touch(lane, record)
     if record.parked > 0 then unpark[#unpark + 1] = lane end
     if rules.conc == 0 then return '' end
