@@ -31,7 +31,11 @@ return guard('tick', function()
   end
   -- promote_due also opens the rate windows of groups (it reads nothing before one is due).
   local promoted = promote_due(config, now, now_text, limit)
-  lanes_sweep(config, now)
+  -- The groups hash is swept while the queue has tasks (or a sweep is under way), so an idle empty
+  -- queue's tick stays a few commands.
+  if counts.leased + counts.scheduled + counts.done + counts.failed > 0 or (config.gsweep or '0') ~= '0' then
+    lanes_sweep(config, now)
+  end
   lanes_flush(now)
   local done_retention = config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)
