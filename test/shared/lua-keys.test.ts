@@ -6,21 +6,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LUA_DIR } from "../../bin/generate-lua.js";
+import { queueKeys } from "../../shared/keys.js";
 
-const KEY_NAMES = [
-  "task",
-  "config",
-  "ready",
-  "scheduled",
-  "leased",
-  "done",
-  "failed",
-  "corrupt",
-  "seq",
-  "grouped",
-  "groups",
-  "groupwait",
-];
+// The queue's keys, by the names shared/keys.ts gives them (lua/_lib.lua reads them by position).
+const KEY_NAMES = Object.keys(queueKeys("q"));
 const K_FIELD = new RegExp(`^K\\.(${KEY_NAMES.join("|")})$`);
 /** Parameters and loop variables that hold a key; each is checked against its callers below. */
 const KEY_VARIABLES = new Set(["set_key", "set", "key", "K[name]"]);
