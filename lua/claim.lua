@@ -277,8 +277,10 @@ return guard('claim', function()
         else
           local state = task.state or new_state('R', now_text, int_text(rank, tonumber(rank)), info.type, info.group)
           local solo = string.find(state.flags, 's', 1, true) ~= nil
-          if solo and taken > 0 then stop = true; break end
           local chosen = policy(state.type)
+          -- A reclaimed task goes alone: the batch stops before it, unless it stays READY anyway
+          -- (a paused type, a lease longer than the time left).
+          if solo and taken > 0 and chosen.lease <= max_lease then stop = true; break end
           local lane = state.group ~= '' and lane_of(state.type, state.group)
           local record = lane and lane_get(lane)
           local out = lane and string.find(state.flags, 'u', 1, true) ~= nil
