@@ -1,7 +1,7 @@
 import { LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { ConfigError, InvalidInputError } from "../shared/errors.js";
 import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
-import { checkGroupPolicy, groupPolicyText } from "../shared/validate.js";
+import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText } from "../shared/validate.js";
 
 /** What a handler receives for one task. */
 export interface Task<Payload = unknown> {
@@ -169,12 +169,7 @@ export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): Tas
   }
   let groups: GroupPolicy | undefined;
   if (definitions.groups !== undefined) {
-    groups = guarded(problems, () => {
-      const checked = checkGroupPolicy("groups", definitions.groups as GroupPolicy);
-      if (checked.typeRate)
-        throw new InvalidInputError("groups: a rate across groups is declared per type, as its rate");
-      return checked;
-    });
+    groups = guarded(problems, () => checkQueueGroupPolicy("groups", definitions.groups as GroupPolicy));
   }
   if (problems.length > 0) throw new ConfigError(problems);
   const declaration = { ordered: definitions.ordered ?? false, groups, types, acceptTypes: [...acceptTypes] };

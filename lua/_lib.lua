@@ -602,9 +602,12 @@ local function holds(text, lane)
   return letter == 'L' or string.find(flags, 'h', 1, true) ~= nil
 end
 
+local NO_TEXTS = {}
+
 -- Drops the holders that no longer hold a slot (acked, or gone) from the loaded lanes `names`,
 -- reading their states with one HMGET. Returns the state texts of those still holding, by id.
 local function lanes_verify(names)
+  if #names == 0 then return NO_TEXTS end
   local ids, owners, checked, texts = {}, {}, {}, {}
   for _, name in ipairs(names) do
     local r = lanes[name]
@@ -712,6 +715,37 @@ local function band_of(rank)
   return math.floor(tonumber(rank) / RANK_SEQ_SPAN)
 end
 
+-- The ready-set score right behind the head of a rank's priority (its own arrival when none of that
+-- priority is READY): where tasks let out or returned go.
+local function behind_front(rank)
+  local band = band_of(rank)
+  local front = front_of(band)
+  return band * RANK_SEQ_SPAN + (front and front + 1 or tonumber(rank) - band * RANK_SEQ_SPAN)
+end
+
+-- A new task's turn in its lane: right behind the head of its priority (a lane's first task runs in
+-- the next round), and after its lane's last, which it becomes. With none of its priority READY,
+-- this batch's first arrival of it (`seq`, its arrival) stands for the head, so the lanes of one
+-- batch start level too.
+local function fair_turn(record, band, seq)
+  local front = front_of(band)
+  if not front then
+    front = seq - 1
+    fronts[band] = front
+  end
+  local turn = math.max(front + 1, record.last + 1)
+  record.last = turn
+  return turn
+end
+
+-- A lane or a type (`@<type>`) waits in groupwait for its rate window to open at `opens_at`; config
+-- nextDue counts it, so a claim (and a wake-up) comes then.
+local function lane_wait(name, opens_at, config)
+  redis.call('ZADD', K.groupwait, opens_at, name)
+  config_get(config, 'nextDue')
+  note_due(config, opens_at)
+end
+
 -- Parks a READY task of a lane: state W, in the grouped set (the caller takes it out of ready).
 local function lane_park(writes, lane, record, id, state)
   if string.find(state.flags, 'u', 1, true) then
@@ -751,11 +785,7 @@ local function lane_unpark(lane, config, now)
   local record = lane_get(lane)
   if record.parked <= 0 then return end
   local room, opens_at = lane_room(lane, record, config, now)
-  if opens_at then
-    redis.call('ZADD', K.groupwait, opens_at, lane)
-    config_get(config, 'nextDue')
-    note_due(config, opens_at)
-  end
+  if opens_at then lane_wait(lane, opens_at, config) end
   if room <= 0 then return end
   local members = redis.call('ZRANGE', K.grouped, '[' .. lane .. NUL, '[' .. lane .. LEX_END, 'BYLEX', 'LIMIT', 0, math.min(room, record.parked))
   if #members == 0 then record.parked = 0; lane_touch(lane, record); return end
@@ -769,12 +799,10 @@ local function lane_unpark(lane, config, now)
     local state = values[i] and parse_state(values[i])
     record.parked = record.parked - 1
     if state and state.letter == 'W' then
-      local band = band_of(state.rank)
-      local front = front_of(band)
       state.letter, state.flags = 'R', state.flags .. 'u'
       states[#states + 1] = id .. ':s'
       states[#states + 1] = state_text(state)
-      scores[#scores + 1] = band * RANK_SEQ_SPAN + (front and front + 1 or tonumber(state.rank) - band * RANK_SEQ_SPAN)
+      scores[#scores + 1] = behind_front(state.rank)
       scores[#scores + 1] = id
       record.heads = record.heads + 1
     end
@@ -808,20 +836,10 @@ local function lane_add(writes, id, state, config, now)
     return
   end
   if record.parked > 0 then return lane_park(writes, lane, record, id, state) end
-  -- Its turn: right behind the head of its priority (a lane's first task runs in the next round),
-  -- and after its lane's last. With none of its priority READY, this batch's first arrival of it
-  -- stands for the head, so the lanes of one batch start level too.
   local band = band_of(state.rank)
-  local front = front_of(band)
-  if not front then
-    front = tonumber(state.rank) - band * RANK_SEQ_SPAN - 1
-    fronts[band] = front
-  end
-  local turn = math.max(front + 1, record.last + 1)
-  record.last = turn
   state.letter = 'R'
   put_state(writes, id, state)
-  zadd(writes, K.ready, band * RANK_SEQ_SPAN + turn, id)
+  zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band, tonumber(state.rank) - band * RANK_SEQ_SPAN), id)
 end
 
 -- A leased (or held) task of a lane is READY again (a retry due now, a release, a reclaim): its
@@ -837,11 +855,9 @@ local function lane_return(writes, id, state, config, now)
     state.flags = state.flags .. 'u'
     record.heads = record.heads + 1
   end
-  local band = band_of(state.rank)
-  local front = front_of(band)
   state.letter = 'R'
   put_state(writes, id, state)
-  zadd(writes, K.ready, band * RANK_SEQ_SPAN + (front and front + 1 or tonumber(state.rank) - band * RANK_SEQ_SPAN), id)
+  zadd(writes, K.ready, behind_front(state.rank), id)
 end
 
 -- A task of a lane stopped holding one of its slots (done, failed, retried later, cancelled):
@@ -864,12 +880,25 @@ local function lane_remove(id, state, config, now)
   if record.parked > 0 then lane_unpark(lane, config, now) end
 end
 
+-- A task is READY again: an ungrouped one in the ready set by its rank; one of a group back into its
+-- lane, first (`returning`: it held a slot, as a retry due now, a release or a reclaim) or at its
+-- turn (lane_add: a due scheduled task, a requeue, a repair). The caller takes it out of its set.
+local function make_ready(writes, id, state, config, now, returning)
+  if state.group == '' then
+    state.letter = 'R'
+    zadd(writes, K.ready, state.rank, id)
+    put_state(writes, id, state)
+  elseif returning then
+    lane_return(writes, id, state, config, now)
+  else
+    lane_add(writes, id, state, config, now)
+  end
+end
+
 -- For a script that has no `now` (delete): the next claim looks at the lane (due at once in
 -- groupwait) and unparks what it may run.
 local function lane_later(lane, config)
-  redis.call('ZADD', K.groupwait, 0, lane)
-  config_get(config, 'nextDue')
-  note_due(config, 0)
+  lane_wait(lane, 0, config)
 end
 
 -- One step of tick's sweep of the groups hash (cursor in config gsweep): the records of lanes with
@@ -923,15 +952,10 @@ local function promote_due(config, now, now_text, limit)
         local state = task.state
         state.letter, state.at = 'R', now_text
         if task.upgraded and task.body then put(writes, id, task.body) end
-        if state.group ~= '' then
-          -- A held retry of an ordered group gives back its slot as it goes first in its group.
-          local held = state.flags == 'h'
-          state.flags = ''
-          if held then lane_return(writes, id, state, config, now) else lane_add(writes, id, state, config, now) end
-        else
-          put_state(writes, id, state)
-          zadd(writes, K.ready, state.rank, id)
-        end
+        -- A held retry of an ordered group gives back its slot as it goes first in its group.
+        local held = state.flags == 'h'
+        state.flags = ''
+        make_ready(writes, id, state, config, now, held)
         zrem(writes, K.scheduled, id)
       end
     end
@@ -1016,13 +1040,7 @@ local function reclaim_expired(config, now, now_text, skew, limit)
         if state.group ~= '' then lane_release(lane_of(state.type, state.group), id, config, now) end
       else
         state.flags = 's'
-        if state.group ~= '' then
-          lane_return(writes, id, state, config, now)
-        else
-          state.letter = 'R'
-          zadd(writes, K.ready, state.rank, id)
-          put_state(writes, id, state)
-        end
+        make_ready(writes, id, state, config, now, true)
       end
       if task.upgraded and task.body then put(writes, id, task.body) end
       zrem(writes, K.leased, id)

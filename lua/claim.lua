@@ -62,8 +62,7 @@ return guard('claim', function()
         local open, opens_at = rate_open(lane_get('@' .. task_type), rules.type_max, rules.type_ms, now)
         if not open then
           known.lease = math.huge
-          redis.call('ZADD', K.groupwait, opens_at, '@' .. task_type)
-          note_due(config, opens_at)
+          lane_wait('@' .. task_type, opens_at, config)
         end
       end
     end
@@ -78,8 +77,7 @@ return guard('claim', function()
     local open, opens_at = rate_open(record, rules.type_max, rules.type_ms, now)
     if not open then
       policies[task_type].lease = math.huge
-      redis.call('ZADD', K.groupwait, opens_at, '@' .. task_type)
-      note_due(config, opens_at)
+      lane_wait(name, opens_at, config)
     end
   end
   local leases = lease_lengths(config)
@@ -166,8 +164,7 @@ return guard('claim', function()
     end
     local open, opens_at = rate_open(record, rules.rate_max, rules.rate_ms, now)
     if open then return false end
-    redis.call('ZADD', K.groupwait, opens_at, lane)
-    note_due(config, opens_at)
+    lane_wait(lane, opens_at, config)
     return true
   end
   -- A task of a lane is leased: it holds a slot (when the lane has a concurrency), one less READY,
@@ -186,6 +183,20 @@ return guard('claim', function()
     holders[#holders + 1] = id
     if rules.ordered or record.parked > 0 then return 'p' end
     return ''
+  end
+  -- Leases a READY task never claimed (no state, or the state enqueue gave a task of a group) inline,
+  -- without a table: its state text, its lease, its place in the result.
+  local function lease_fresh(id, body, rank, type_group, flags, chosen, task_type)
+    states[#states + 1] = id .. ':s'
+    states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '|' .. flags .. '|' .. rank .. '|' ..
+      type_group .. '|' .. claim_id .. '|'
+    leased[#leased + 1] = chosen.deadline
+    leased[#leased + 1] = id
+    popped[#popped + 1] = id
+    local n = #result
+    result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', rank .. '.1', chosen.deadline
+    taken = taken + 1
+    if chosen.rated then counted(task_type) end
   end
   local offset, stop = 0, false
   while not stop and offset < CLAIM_SCAN_MAX do
@@ -233,35 +244,16 @@ return guard('claim', function()
           popped[#popped + 1] = id
           unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
         else
-          local grank = g_rank[i]
           local flags = take_lane(lane, record, task_type, out, id)
-          states[#states + 1] = id .. ':s'
-          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '|' .. flags .. '|' .. grank .. '|' ..
-            lane .. '|' .. claim_id .. '|'
+          lease_fresh(id, body, g_rank[i], lane, flags, chosen, task_type)
           if flags == '' then leased_here[id] = #states end
-          leased[#leased + 1] = chosen.deadline
-          leased[#leased + 1] = id
-          popped[#popped + 1] = id
-          local n = #result
-          result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', grank .. '.1', chosen.deadline
-          taken = taken + 1
-          if chosen.rated then counted(task_type) end
           if taken == count then stop = true; break end
         end
       elseif task_type and group == '' and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
         string.find(rank, '^%d+$') then
         local chosen = policy(task_type)
         if chosen.lease <= max_lease then
-          states[#states + 1] = id .. ':s'
-          states[#states + 1] = 'L|1|1|' .. chosen.max .. '|' .. chosen.deadline .. '||' .. rank .. '|' .. task_type ..
-            '|' .. group .. '|' .. claim_id .. '|'
-          leased[#leased + 1] = chosen.deadline
-          leased[#leased + 1] = id
-          popped[#popped + 1] = id
-          local n = #result
-          result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] = id, body, '1', rank .. '.1', chosen.deadline
-          taken = taken + 1
-          if chosen.rated then counted(task_type) end
+          lease_fresh(id, body, rank, task_type .. '|', '', chosen, task_type)
           if taken == count then stop = true; break end
         elseif ordered then
           stop = true

@@ -109,17 +109,10 @@ return guard('enqueue', function()
           lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now)
         else
           local band = ranks[i] - PRIORITY_MIN
-          local front = fronts[band]
-          if front == nil then front = front_of(band) end
-          if not front then
-            front = seq - 1
-            fronts[band] = front
-          end
-          local turn = math.max(front + 1, record.last + 1)
-          record.last, record.ready = turn, record.ready + 1
+          record.ready = record.ready + 1
           lane_touch(lane, record)
           put(writes, id .. ':s', 'R|0|0|0|' .. now_text .. '||' .. fmt(rank) .. '|' .. lane .. '||')
-          zadd(writes, K.ready, band * RANK_SEQ_SPAN + turn, id)
+          zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band, seq), id)
         end
         known[i] = 'R'
         any_ready = true

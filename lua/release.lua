@@ -34,12 +34,7 @@ return guard('release', function()
       -- The attempt is given back; the lease generation moves on, so the token is stale from now.
       state.letter, state.at, state.claim, state.flags = 'R', now_text, '', ''
       state.attempts, state.gen = plus(state.attempts, -1), plus(state.gen, 1)
-      if state.group ~= '' then
-        lane_return(writes, item.id, state, config, now) -- first in its group again
-      else
-        zadd(writes, K.ready, state.rank, item.id)
-        put_state(writes, item.id, state)
-      end
+      make_ready(writes, item.id, state, config, now, true) -- a task of a group: first in it again
       zrem(writes, K.leased, item.id)
       if task.upgraded then put(writes, item.id, task.body); task.upgraded = false end
     end

@@ -54,12 +54,7 @@ return guard('repair', function()
   end
   local config = {}
   for _, item in ipairs(writes.repaired or {}) do
-    if item.state.group ~= '' then
-      lane_add(writes, item.id, item.state, config, now) -- into its group
-    else
-      put_state(writes, item.id, item.state)
-      zadd(writes, K.ready, item.state.rank, item.id)
-    end
+    make_ready(writes, item.id, item.state, config, now, false)
     put(writes, item.id, item.body)
     drop_field(writes, item.id .. ':x')
     zrem(writes, K.corrupt, item.id)

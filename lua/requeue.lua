@@ -31,12 +31,7 @@ return guard('requeue', function()
         status = 4
       else
         state.letter, state.at, state.attempts, state.flags = 'R', now_text, '0', ''
-        if state.group ~= '' then
-          lane_add(writes, id, state, config, now) -- into its group
-        else
-          zadd(writes, K.ready, state.rank, id)
-          put_state(writes, id, state)
-        end
+        make_ready(writes, id, state, config, now, false)
         zrem(writes, K.failed, id)
         if task.upgraded then put(writes, id, task.body); task.upgraded = false end
       end

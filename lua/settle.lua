@@ -129,13 +129,7 @@ return guard('settle', function()
             end
           else
             if ordered and retry_at > now then hold = math.max(hold or 0, retry_at) end
-            if lane then
-              lane_return(writes, id, state, config, now) -- first in its group again
-            else
-              state.letter = 'R'
-              zadd(writes, K.ready, state.rank, id)
-              put_state(writes, id, state)
-            end
+            make_ready(writes, id, state, config, now, true) -- a task of a group: first in it again
           end
         end
         if state.letter ~= 'R' and state.letter ~= 'W' then put_state(writes, id, state) end

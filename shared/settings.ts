@@ -2,7 +2,14 @@ import { createHash } from "node:crypto";
 import { DEFAULTS, LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import type { GroupPolicy, LeasePolicy, TypeGroupPolicy } from "./types.js";
-import { checkGroupPolicy, checkInteger, checkName, checkPolicy, groupPolicyText } from "./validate.js";
+import {
+  checkGroupPolicy,
+  checkInteger,
+  checkName,
+  checkPolicy,
+  checkQueueGroupPolicy,
+  groupPolicyText,
+} from "./validate.js";
 
 /**
  * What must be the same for every caller of a queue, kept in its Redis config (configure.lua) and
@@ -54,8 +61,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     checkName(where, "group policy type", type, LIMITS.typeMaxBytes);
     typeGroups[type] = checkGroupPolicy(`${where} group policy "${type}"`, policy);
   }
-  const groups = settings.groups === undefined ? {} : checkGroupPolicy(`${where} groups`, settings.groups);
-  if ("typeRate" in groups) throw new InvalidInputError(`${where} groups: typeRate is set per type, in typeGroups`);
+  const groups = settings.groups === undefined ? {} : checkQueueGroupPolicy(`${where} groups`, settings.groups);
   for (const flag of ["ordered", "strictTypes"] as const) {
     if (settings[flag] !== undefined && typeof settings[flag] !== "boolean") {
       throw new InvalidInputError(`${where}: ${flag} must be true or false`);

@@ -1,6 +1,6 @@
 import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError } from "./errors.js";
-import type { LeasePolicy, RateLimit, TaskInput, TypeGroupPolicy } from "./types.js";
+import type { GroupPolicy, LeasePolicy, RateLimit, TaskInput, TypeGroupPolicy } from "./types.js";
 
 /** Shows a received value in an error message: short, and never more than 60 characters. */
 export function shown(value: unknown): string {
@@ -140,6 +140,15 @@ export function checkGroupPolicy(where: string, policy: TypeGroupPolicy): TypeGr
   if (groupRate) checked.rate = groupRate;
   const typeRate = rate("typeRate");
   if (typeRate) checked.typeRate = typeRate;
+  return checked;
+}
+
+/** Validates a queue's default group policy: a group policy without a type's rate across groups. */
+export function checkQueueGroupPolicy(where: string, policy: GroupPolicy): GroupPolicy {
+  const checked = checkGroupPolicy(where, policy);
+  if (checked.typeRate) {
+    throw new InvalidInputError(`${where}: typeRate is a type's rate across its groups, declared per type`);
+  }
   return checked;
 }
 
