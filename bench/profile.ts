@@ -1,6 +1,7 @@
 // Where leaseq's Redis time goes: runs the batch-20 workload on a redis-server of its own with
 // SLOWLOG recording every command (threshold 0), then splits server time by script and by the
-// commands run inside them. Usage: node --import tsx bench/profile.ts [tasks]
+// commands run inside them. Usage: node --import tsx bench/profile.ts [tasks] [groups]: with groups, the
+// tasks are spread over that many groups of concurrency 1 (the groups section's workload).
 import { SCRIPTS } from "../shared/scripts.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { leaseqContender } from "./leaseq.js";
@@ -13,10 +14,11 @@ import { makeTasks } from "./workload.js";
 const SCRIPT_BY_SHA = new Map(Object.values(SCRIPTS).map((script) => [script.sha, script.name]));
 
 const tasks = Number(process.argv[2] ?? 20_000);
+const groups = process.argv[3] ? Number(process.argv[3]) : undefined;
 const redis = await startBenchRedis();
 try {
   const open = (queueName: string) =>
-    leaseqContender({ openStore: () => TcpStore.fromUrl(redis.url), queueName, batchSize: 20, consumers: 4 });
+    leaseqContender({ openStore: () => TcpStore.fromUrl(redis.url), queueName, batchSize: 20, consumers: 4, groups });
   for (const [round, count] of [2_000, tasks].entries()) {
     await flush(redis);
     const contender = await open(`profile-${round}`);
@@ -46,7 +48,9 @@ try {
         (total / count).toFixed(1),
       ];
     });
-    console.log(`${count} tasks, batch 20, 4 consumers; server time from SLOWLOG (µs):\n`);
+    console.log(
+      `${count} tasks${groups ? ` over ${groups} groups` : ""}, batch 20, 4 consumers; server time from SLOWLOG (µs):\n`,
+    );
     console.log(table(["script", "calls", "p50 µs/call", "p99 µs/call", "µs per task"], rows));
     const stats = await redis.admin.info("commandstats");
     const inner: string[][] = [];
