@@ -65,9 +65,10 @@ local function guard(operation, body)
   error(result, 0)
 end
 
--- Integers print exactly: %.0f of a double below 2^53 is the integer itself (`..` would print %.14g).
+-- Integers print exactly: %d of a double below 2^53 is the integer itself (`..` would print %.14g),
+-- and costs a tenth of %.0f, which goes through glibc's multi-precision float printing.
 local function fmt(n)
-  return string.format('%.0f', n)
+  return string.format('%d', n)
 end
 
 -- The text of a validated integer argument: as given when it is plain digits, else printed.
@@ -392,11 +393,12 @@ local function drop_field(writes, field)
   writes.drop[#writes.drop + 1] = field
 end
 
--- Scores go as Lua numbers: Redis prints them with %.17g, exact for integers below 2^53.
+-- Scores go printed by fmt (a Lua number would be printed by Redis with %.17g: exact for integers
+-- below 2^53, but several times the cost).
 local function zadd(writes, key, score, id)
   local list = writes.zadd[key]
   if not list then list = {}; writes.zadd[key] = list end
-  list[#list + 1] = score
+  list[#list + 1] = type(score) == 'number' and fmt(score) or score
   list[#list + 1] = id
 end
 
@@ -487,8 +489,8 @@ end
 -- <typeRateMs>"; concurrency 0 and rate 0 mean no limit.
 
 local NUL, LEX_END = string.char(0), string.char(1)
-local LANE_PATTERN = '^(%d+)|(%d+)|([%w_%.%-,]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
-local SHORT_LANE_PATTERN = '^(%d+)|(%d+)|([%w_%.%-,]*)$'
+local LANE_PATTERN = '^(%d+)|(%d+)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
+local SHORT_LANE_PATTERN = '^(%d+)|(%d+)|([^|]*)$'
 -- A state that may hold a slot of its lane: its letter, flags and lane.
 local HOLDER_PATTERN = '^([LS])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 -- The most parked tasks one step lets out of a lane.
@@ -501,7 +503,9 @@ local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 local NO_GROUP_POLICY = { conc = 0, ordered = false, rate_max = 0, rate_ms = 0, type_max = 0, type_ms = 0 }
 
-local group_policies, lanes, lanes_dirty, fronts = {}, {}, {}, {}
+-- The lanes this script read (name -> record, false while being read), those it changed (in
+-- order), those whose holders it checked, and the head of each priority in the ready set.
+local group_policies, lanes, lanes_dirty, lanes_checked, fronts, count_texts = {}, {}, {}, {}, {}, {}
 
 -- A type's group policy: g:<type>, else the queue's gd, else none (lanes only take turns).
 local function group_policy(config, task_type)
@@ -535,7 +539,23 @@ local function lane_member(lane, rank, id)
   return lane .. NUL .. string.rep('0', 16 - #rank) .. rank .. NUL .. id
 end
 
+-- A count as text (0 for a negative one), printed once per value per script: a batch's lanes
+-- mostly share a few small counts, and printing a number costs more than the rest of a record.
+local function count_text(n)
+  if n < 0 then n = 0 end
+  local text = count_texts[n]
+  if not text then
+    text = fmt(n)
+    count_texts[n] = text
+  end
+  return text
+end
+
 -- Loads the records of the lanes (or @<type>s) named that this script has not read yet: one HMGET.
+-- A record is a table of exactly its eight fields, so it is built once, without a rehash (a claim
+-- reads one per task of a group); its holders stay the record's text ("" or ids joined by ","), and
+-- its last virtual time the text it was read as until enqueue gives a new one (fair_turn), so a
+-- claim neither parses nor prints it.
 local function lanes_load(names)
   local missing = {}
   for _, name in ipairs(names) do
@@ -547,37 +567,42 @@ local function lanes_load(names)
   if #missing == 0 then return end
   local values = redis.call('HMGET', K.groups, unpack(missing))
   for i, name in ipairs(missing) do
-    local record = { held = '', window = 0, count = 0, parked = 0, ready = 0, last = 0, heads = 0 }
-    local text = values[i]
+    local text, record = values[i], nil
     if text then
-      local ready, last, holders = string.match(text, SHORT_LANE_PATTERN)
-      if not ready then
+      local ready, last, held = string.match(text, SHORT_LANE_PATTERN)
+      if ready then
+        record = { ready = tonumber(ready), last = last, held = held, parked = 0, heads = 0, window = 0, count = 0, dirty = false }
+      else
         local parked, heads, window, count
-        ready, last, holders, parked, heads, window, count = string.match(text, LANE_PATTERN)
+        ready, last, held, parked, heads, window, count = string.match(text, LANE_PATTERN)
         if ready then
-          record.parked, record.heads, record.window, record.count = tonumber(parked), tonumber(heads), tonumber(window), tonumber(count)
+          record = {
+            ready = tonumber(ready), last = last, held = held, parked = tonumber(parked),
+            heads = tonumber(heads), window = tonumber(window), count = tonumber(count), dirty = false,
+          }
         end
       end
-      if ready then record.ready, record.last, record.held = tonumber(ready), tonumber(last), holders end
     end
-    lanes[name] = record
+    lanes[name] = record or { ready = 0, last = '0', held = '', parked = 0, heads = 0, window = 0, count = 0, dirty = false }
   end
 end
 
--- A lane's holders as a list, read from the record's text the first time they are needed.
-local function holders_of(record)
-  local list = record.holders
-  if list then return list end
-  local text = record.held
-  if text == '' then
-    list = {}
-  elseif not string.find(text, ',', 1, true) then
-    list = { text }
-  else
-    list = {}
-    for id in string.gmatch(text, '[^,]+') do list[#list + 1] = id end
+-- How many tasks a lane's record names as holding its slots.
+local function holder_count(record)
+  local held = record.held
+  if held == '' then return 0 end
+  local n, at = 1, string.find(held, ',', 1, true)
+  while at do
+    n = n + 1
+    at = string.find(held, ',', at + 1, true)
   end
-  record.holders = list
+  return n
+end
+
+-- The ids a lane's record names as holding its slots, as a list (the uncommon paths).
+local function holder_ids(record)
+  local list = {}
+  for id in string.gmatch(record.held, '[^,]+') do list[#list + 1] = id end
   return list
 end
 
@@ -593,6 +618,12 @@ local function lane_touch(name, record)
   end
 end
 
+-- A task holds one of a lane's slots.
+local function lane_add_holder(name, record, id)
+  record.held = record.held == '' and id or record.held .. ',' .. id
+  lane_touch(name, record)
+end
+
 -- Whether a state text is a task holding a slot of `lane`: leased, or an ordered group's retry
 -- waiting for its time (S, flag "h").
 local function holds(text, lane)
@@ -606,41 +637,39 @@ local NO_TEXTS = {}
 
 -- Drops the holders that no longer hold a slot (acked, or gone) from the loaded lanes `names`,
 -- reading their states with one HMGET. Returns the state texts of those still holding, by id.
+-- The common lane, one holder acked since, costs one field of the HMGET and no table.
 local function lanes_verify(names)
-  if #names == 0 then return NO_TEXTS end
-  local ids, owners, checked, texts = {}, {}, {}, {}
+  local fields, ids, owners = {}, {}, {}
   for _, name in ipairs(names) do
     local r = lanes[name]
-    if r and not r.verified then
-      r.verified = true
-      if r.held ~= '' or r.holders then
-        checked[#checked + 1] = name
-        for _, id in ipairs(holders_of(r)) do
-          ids[#ids + 1] = id
-          owners[#owners + 1] = name
+    if r and not lanes_checked[name] then
+      lanes_checked[name] = true -- once: holders this script adds are not written yet
+    elseif r then
+      r = nil
+    end
+    if r and r.held ~= '' then
+      if string.find(r.held, ',', 1, true) then
+        for id in string.gmatch(r.held, '[^,]+') do
+          ids[#ids + 1], owners[#owners + 1], fields[#fields + 1] = id, name, id .. ':s'
         end
+      else
+        ids[#ids + 1], owners[#owners + 1], fields[#fields + 1] = r.held, name, r.held .. ':s'
       end
+      r.held = '' -- rebuilt below from the holders still holding
     end
   end
-  if #ids == 0 then return texts end
-  local fields = {}
-  for i, id in ipairs(ids) do fields[i] = id .. ':s' end
+  if #ids == 0 then return NO_TEXTS end
   local values = redis.call('HMGET', K.task, unpack(fields))
-  local kept = {}
+  local texts = NO_TEXTS
   for i, id in ipairs(ids) do
     local name, value = owners[i], values[i]
     local first = value and string.byte(value, 1)
-    if (first == 76 or first == 83) and holds(value, name) then -- "L", "S": the others hold nothing
-      kept[name] = kept[name] or {}
-      table.insert(kept[name], id)
-      texts[id] = values[i]
-    end
-  end
-  for _, name in ipairs(checked) do
     local r = lanes[name]
-    local list = kept[name] or {}
-    if #list ~= #holders_of(r) then
-      r.holders = list
+    if (first == 76 or first == 83) and holds(value, name) then -- "L", "S": the others hold nothing
+      r.held = r.held == '' and id or r.held .. ',' .. id
+      if texts == NO_TEXTS then texts = {} end
+      texts[id] = value
+    else
       lane_touch(name, r)
     end
   end
@@ -649,9 +678,15 @@ end
 
 -- Takes `id` out of a lane's holders (its slot is free).
 local function lane_drop_holder(name, record, id)
-  local list = holders_of(record)
-  for i = #list, 1, -1 do
-    if list[i] == id then table.remove(list, i) end
+  local held = record.held
+  if held == id then
+    record.held = ''
+  elseif string.find(held, ',', 1, true) then
+    local kept = {}
+    for holder in string.gmatch(held, '[^,]+') do
+      if holder ~= id then kept[#kept + 1] = holder end
+    end
+    record.held = table.concat(kept, ',')
   end
   lane_touch(name, record)
 end
@@ -663,17 +698,19 @@ local function lanes_flush(now)
   for _, name in ipairs(lanes_dirty) do
     local r = lanes[name]
     r.dirty = false
-    local held = r.holders and table.concat(r.holders, ',') or r.held
+    local held = r.held
     if held == '' and r.ready <= 0 and (r.count == 0 or (r.span and r.window + r.span <= now)) then
       gone[#gone + 1] = name
     else
       fields[#fields + 1] = name
-      -- `..` prints %.14g: exact for these integers, all below 10^14 (times, counts, virtual times).
-      local text = math.max(r.ready, 0) .. '|' .. r.last .. '|' .. held
+      -- `last` is text, or a virtual time below 2^42 that `..` prints exactly (%.14g).
+      local head = count_text(r.ready) .. '|' .. r.last .. '|' .. held
       if r.parked > 0 or r.heads > 0 or r.count > 0 then
-        text = text .. '|' .. math.max(r.parked, 0) .. '|' .. math.max(r.heads, 0) .. '|' .. r.window .. '|' .. r.count
+        fields[#fields + 1] = head .. '|' .. count_text(r.parked) .. '|' .. count_text(r.heads) .. '|' .. fmt(r.window) .. '|' ..
+          count_text(r.count)
+      else
+        fields[#fields + 1] = head
       end
-      fields[#fields + 1] = text
     end
   end
   lanes_dirty = {}
@@ -733,7 +770,8 @@ local function fair_turn(record, band, seq)
     front = seq - 1
     fronts[band] = front
   end
-  local turn = math.max(front + 1, record.last + 1)
+  local last = tonumber(record.last)
+  local turn = front > last and front + 1 or last + 1
   record.last = turn
   return turn
 end
@@ -766,7 +804,7 @@ local function lane_room(lane, record, config, now)
   local room = UNPARK_MAX
   if policy.conc > 0 then
     lanes_verify({ lane })
-    room = math.min(room, policy.conc - #holders_of(record) - record.heads)
+    room = math.min(room, policy.conc - holder_count(record) - record.heads)
   end
   if policy.rate_max > 0 then
     local open, opens_at = rate_open(record, policy.rate_max, policy.rate_ms, now)
@@ -832,7 +870,7 @@ local function lane_add(writes, id, state, config, now)
     redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
     record.parked = record.parked + 1
     lanes_verify({ lane })
-    if record.heads <= 0 and #holders_of(record) == 0 then lane_unpark(lane, config, now) end
+    if record.heads <= 0 and record.held == '' then lane_unpark(lane, config, now) end
     return
   end
   if record.parked > 0 then return lane_park(writes, lane, record, id, state) end
@@ -915,7 +953,7 @@ local function lanes_sweep(config, now)
   lanes_verify(names)
   for _, name in ipairs(names) do
     local record = lanes[name]
-    if record and record.ready <= 0 and #holders_of(record) == 0 then
+    if record and record.ready <= 0 and record.held == '' then
       local rated = string.byte(name, 1) == 64 and string.sub(name, 2) or lane_type(name)
       local policy = rated and group_policy(config, rated) or NO_GROUP_POLICY
       record.span = string.byte(name, 1) == 64 and policy.type_ms or policy.rate_ms

@@ -69,6 +69,11 @@ return guard('claim', function()
     policies[task_type] = known
     return known
   end
+  -- The group policy of a type, kept with its lease policy.
+  local function group_rules(chosen, task_type)
+    chosen.rules = group_policy(config, task_type)
+    return chosen.rules
+  end
   -- A task of a rated type was leased: its window counts it, and once full its type waits.
   local function counted(task_type)
     local name, rules = '@' .. task_type, group_policy(config, task_type)
@@ -143,9 +148,8 @@ return guard('claim', function()
   local function gate(lane, record, task_type, out)
     local rules = group_policy(config, task_type)
     if record.parked > 0 and not out then return true end
-    local holders = rules.conc > 0 and holders_of(record)
-    if holders and #holders >= rules.conc then
-      for _, holder in ipairs(holders) do
+    if rules.conc > 0 and holder_count(record) >= rules.conc then
+      for _, holder in ipairs(holder_ids(record)) do
         local text, here = holding[holder], leased_here[holder]
         if here then
           -- Its state has no flags yet: the first "||" of its text is where they go.
@@ -179,8 +183,7 @@ return guard('claim', function()
     lane_touch(lane, record)
     if record.parked > 0 then unpark[#unpark + 1] = lane end
     if rules.conc == 0 then return '' end
-    local holders = holders_of(record)
-    holders[#holders + 1] = id
+    lane_add_holder(lane, record, id)
     if rules.ordered or record.parked > 0 then return 'p' end
     return ''
   end
@@ -209,18 +212,31 @@ return guard('claim', function()
       fields[i + 1] = heads[i]
     end
     local values = redis.call('HMGET', K.task, unpack(fields))
-    -- The lanes of the page's tasks of groups, in one HMGET (a task of a group always has a state).
-    -- A READY task of a group never claimed is read with one match, like a fresh task's body.
-    local names, g_flags, g_rank, g_lane, g_type = {}, {}, {}, {}, {}
+    -- The fresh tasks of the page (READY, never claimed), read with one match each: a task with no
+    -- state from its body (ungrouped, or of a group and enqueued READY: its rank is its score), one
+    -- of a group let out of parking ("u") from the state it was given. Their lanes, and those of the
+    -- other tasks of groups, are loaded with one HMGET. Indexed by the head's place in the page (1,
+    -- 2, ...), so the lists stay arrays; f_lane is false for an ungrouped task.
+    local names, f_type, f_lane, f_rank, f_out, f_state = {}, {}, {}, {}, {}, {}
     for i = 1, #heads, 2 do
-      local value = values[i]
-      if value then
+      local value, body, at = values[i], values[i + 1], (i + 1) / 2
+      if not value then
+        local enqueued, task_type, group = nil, nil, nil
+        if body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
+        local rank = heads[i + 1]
+        if task_type and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
+          string.find(rank, '^%d+$') then
+          local lane = group ~= '' and task_type .. '|' .. group
+          f_type[at], f_lane[at], f_rank[at], f_out[at] = task_type, lane, rank, false
+          if lane then names[#names + 1] = lane end
+        end
+      else
         local flags, grank, lane, task_type = string.match(value, FRESH_GROUPED_PATTERN)
-        if flags then
-          g_flags[i], g_rank[i], g_lane[i], g_type[i] = flags, grank, lane, task_type
+        if flags and body and string.byte(body, 1) == 49 and #grank <= 16 then
+          f_type[at], f_lane[at], f_rank[at], f_out[at], f_state[at] = task_type, lane, grank, flags == 'u', true
         else
           local other_type, group = string.match(value, LANE_OF_STATE_PATTERN)
-          if other_type then lane = lane_of(other_type, group) end
+          lane = other_type and lane_of(other_type, group)
         end
         if lane then names[#names + 1] = lane end
       end
@@ -228,32 +244,43 @@ return guard('claim', function()
     lanes_load(names)
     for holder, text in pairs(lanes_verify(names)) do holding[holder] = text end
     for i = 1, #heads, 2 do
-      local id, state_value, body, rank = heads[i], values[i], values[i + 1], heads[i + 1]
-      local enqueued, task_type, group
-      if not state_value and body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
-      if g_type[i] and body and string.byte(body, 1) == 49 and #g_rank[i] <= 16 then
-        -- A READY task of a group never claimed: leased inline, or parked when its lane says so.
-        local task_type, lane, out = g_type[i], g_lane[i], g_flags[i] == 'u'
+      local id, state_value, body, rank, at = heads[i], values[i], values[i + 1], heads[i + 1], (i + 1) / 2
+      local task_type, lane = f_type[at], f_lane[at]
+      if lane then
+        -- A fresh task of a group: leased inline, or parked when its lane says so.
+        local out, task_rank = f_out[at], f_rank[at]
         local chosen = policy(task_type)
         local record = lanes[lane]
         if chosen.lease > max_lease then
           if ordered then stop = true; break end
           prefix = false
+        elseif not out and record.parked == 0 and record.held == '' and record.count == 0 and
+          (chosen.rules or group_rules(chosen, task_type)).rate_max == 0 then
+          -- The common case inline: a lane with no task parked, none held and no rate takes it.
+          local rules = chosen.rules
+          record.ready = record.ready - 1
+          if rules.conc > 0 then record.held = id end
+          lane_touch(lane, record)
+          local flags = rules.ordered and 'p' or ''
+          lease_fresh(id, body, task_rank, lane, flags, chosen, task_type)
+          if flags == '' then leased_here[id] = #states end
+          if taken == count then stop = true; break end
         elseif gate(lane, record, task_type, out) then
-          lane_park(writes, lane, record, id, parse_state(state_value))
+          local state = f_state[at] and parse_state(state_value) or
+            new_state('R', now_text, task_rank, task_type, string.sub(lane, #task_type + 2))
+          lane_park(writes, lane, record, id, state)
           popped[#popped + 1] = id
           unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
         else
           local flags = take_lane(lane, record, task_type, out, id)
-          lease_fresh(id, body, g_rank[i], lane, flags, chosen, task_type)
+          lease_fresh(id, body, task_rank, lane, flags, chosen, task_type)
           if flags == '' then leased_here[id] = #states end
           if taken == count then stop = true; break end
         end
-      elseif task_type and group == '' and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
-        string.find(rank, '^%d+$') then
+      elseif task_type then
         local chosen = policy(task_type)
         if chosen.lease <= max_lease then
-          lease_fresh(id, body, rank, task_type .. '|', '', chosen, task_type)
+          lease_fresh(id, body, f_rank[at], task_type .. '|', '', chosen, task_type)
           if taken == count then stop = true; break end
         elseif ordered then
           stop = true

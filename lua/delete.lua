@@ -37,6 +37,11 @@ return guard('delete', function()
       drop_field(writes, id .. ':x')
       -- A record that cannot be trusted may name the wrong set: take it out of every one.
       local state = state_text and (letter == 'R' or letter == 'W' or letter == 'S') and parse_state(state_text)
+      if not state_text and letter == 'R' then
+        -- READY and never claimed: its type and group are its body's (a task of a group too).
+        local info = parse_body(body)
+        if info then state = new_state('R', '0', '0', info.type, info.group) end
+      end
       if state and state.group ~= '' then left[#left + 1] = { id = id, state = state } end
       if letter == 'W' and state then
         zrem(writes, K.grouped, lane_member(lane_of(state.type, state.group), state.rank, id))

@@ -101,8 +101,9 @@ return guard('enqueue', function()
         earliest = math.min(earliest or run_at, run_at)
         known[i] = 'S'
       elseif groups_of[i] ~= '' then
-        -- Into the ready set at its group's next turn, with a state (its score is not its rank).
-        -- Inline: lane_add's common case (the group has no parked task).
+        -- Into the ready set at its group's next turn. Inline: lane_add's common case (the group
+        -- has no parked task and is not ordered), where the task needs no state: like an ungrouped
+        -- one, its rank is its score, here its priority and turn (docs/groups.md).
         local lane = lane_names[i]
         local record = lanes[lane]
         if record.parked > 0 or group_policy(config, types[i]).ordered then
@@ -111,7 +112,6 @@ return guard('enqueue', function()
           local band = ranks[i] - PRIORITY_MIN
           record.ready = record.ready + 1
           lane_touch(lane, record)
-          put(writes, id .. ':s', 'R|0|0|0|' .. now_text .. '||' .. fmt(rank) .. '|' .. lane .. '||')
           zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band, seq), id)
         end
         known[i] = 'R'
