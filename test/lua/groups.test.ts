@@ -158,4 +158,34 @@ describe.each(adapters)("groups over $name", (adapter) => {
     await queue.delete(["g4"]);
     await assertConsistent(redis, queue);
   });
+
+  it("a task enqueued READY into a group, never claimed, is counted, deleted and cancelled with its group", async () => {
+    const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
+    await queue.enqueue(
+      [
+        { id: "a1", type: "job", group: "alice", priority: 2 },
+        { id: "a2", type: "job", group: "alice", priority: 2 },
+        { id: "a3", type: "job", group: "alice" },
+        { id: "b1", type: "job", group: "bob" },
+      ],
+      { now: NOW },
+    );
+    const counts = async () =>
+      Object.fromEntries((await queue.groups()).groups.map((g) => [g.group, [g.ready, g.leased, g.parked]]));
+    expect(await counts()).toEqual({ alice: [3, 0, 0], bob: [1, 0, 0] });
+    // Never claimed, such a task is found and listed with its group, from its body (a3 first: its
+    // priority, 0, runs before 2).
+    expect((await queue.inspect("a2"))?.group).toBe("alice");
+    expect((await queue.find("ready", { group: "alice" })).tasks.map((task) => task.id)).toEqual(["a3", "a1", "a2"]);
+    await queue.delete(["a3"]);
+    await queue.cancel(["b1"], { now: NOW + 1 });
+    await assertConsistent(redis, queue);
+    expect(await counts()).toEqual({ alice: [2, 0, 0] });
+    // Within its group a task's turn follows its arrival, at its priority.
+    const [first] = await queue.claim({ count: 10, now: NOW + 2 });
+    expect(first.id).toBe("a1");
+    await ack(queue, [first], NOW + 3);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 4 }))).toEqual(["a2"]);
+    await assertConsistent(redis, queue);
+  });
 });
