@@ -140,7 +140,19 @@ return guard('claim', function()
   local prefix = true -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
   local unpark = {} -- lanes that gave a task and have parked ones: they may run the next
   local holding = {} -- the states of the lanes' holders from earlier claims, by id (lanes_verify)
-  local leased_here = {} -- the leases of this claim without flags, by id: their state's place in `states`
+  -- The leases of this claim without flags, by id: their state's place in `states`. Kept only
+  -- when a full lane asks (gate), from the states written since it last asked.
+  local leased_here, indexed = {}, 0
+  local function leases_here()
+    for at = indexed + 2, #states, 2 do
+      if string.find(states[at], '^L|%d+|%d+|%d+|%d+||') then
+        local field = states[at - 1]
+        leased_here[string.sub(field, 1, #field - 2)] = at
+      end
+    end
+    indexed = #states
+    return leased_here
+  end
 
   -- Whether a task of a lane must be parked: parked tasks go first (it waits behind them unless it
   -- was let out, "u"), at most `concurrency` leased, at most `rate` claims per window. A lane full
@@ -149,8 +161,9 @@ return guard('claim', function()
     local rules = group_policy(config, task_type)
     if record.parked > 0 and not out then return true end
     if rules.conc > 0 and holder_count(record) >= rules.conc then
+      local here_now = leases_here()
       for _, holder in ipairs(holder_ids(record)) do
-        local text, here = holding[holder], leased_here[holder]
+        local text, here = holding[holder], here_now[holder]
         if here then
           -- Its state has no flags yet: the first "||" of its text is where they go.
           states[here] = string.gsub(states[here], '||', '|p|', 1)
@@ -263,7 +276,6 @@ return guard('claim', function()
           lane_touch(lane, record)
           local flags = rules.ordered and 'p' or ''
           lease_fresh(id, body, task_rank, lane, flags, chosen, task_type)
-          if flags == '' then leased_here[id] = #states end
           if taken == count then stop = true; break end
         elseif gate(lane, record, task_type, out) then
           local state = f_state[at] and parse_state(state_value) or
@@ -274,7 +286,6 @@ return guard('claim', function()
         else
           local flags = take_lane(lane, record, task_type, out, id)
           lease_fresh(id, body, task_rank, lane, flags, chosen, task_type)
-          if flags == '' then leased_here[id] = #states end
           if taken == count then stop = true; break end
         end
       elseif task_type then
@@ -312,7 +323,6 @@ return guard('claim', function()
             state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
             state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, flags, claim_id
             put_state(writes, id, state)
-            if lane and flags == '' then leased_here[id] = #states end
             if task.upgraded then put(writes, id, task.body) end
             leased[#leased + 1] = chosen.deadline
             leased[#leased + 1] = id
