@@ -19,9 +19,12 @@ export interface QueueKeys {
   /** Ids whose record could not be read, by the time they were set aside. */
   corrupt: string;
   seq: string;
-  /** Lex zset: the READY tasks of groups behind their group's head, `<type>/<group>\0<rank>\0<id>`. */
+  /** Lex zset, score 0: the parked READY tasks of groups, `<type>|<group>\0<rank, 16 digits>\0<id>`. */
   grouped: string;
-  /** Hash: per group (`<type>/<group>`) its leased count, rate window and head; per `@<type>` its rate window. */
+  /**
+   * Hash: per group (`<type>|<group>`) `<ready>|<last turn>|<holders>[|<parked>|<let out>|<window>|<count>]`;
+   * per `@<type>` its rate window (docs/groups.md).
+   */
   groups: string;
   /** Zset: groups and `@<type>`s waiting for their next rate window, by when it opens. */
   groupwait: string;
