@@ -22,6 +22,8 @@ export interface Execution {
   attempt: number;
   incarnation: number;
   at: number;
+  /** The `now` of the claim that leased this attempt (starts only). */
+  claimedAt?: number;
 }
 
 export interface Kill {
@@ -183,7 +185,13 @@ export class Supervisor {
         return;
       case "start": {
         this.starts++;
-        this.startLog.push({ id: message.id, attempt: message.attempt, incarnation: incarnation.id, at: Date.now() });
+        this.startLog.push({
+          id: message.id,
+          attempt: message.attempt,
+          incarnation: incarnation.id,
+          at: Date.now(),
+          claimedAt: message.claimedAt,
+        });
         incarnation.lastQuestion = message.question;
         if (this.mayKill()) {
           this.kill(incarnation, "before-handler");
