@@ -278,8 +278,9 @@ return guard('claim', function()
           lease_fresh(id, body, task_rank, lane, flags, chosen, task_type)
           if taken == count then stop = true; break end
         elseif gate(lane, record, task_type, out) then
+          -- One without a state gets one: READY since its enqueue, its rank its score.
           local state = f_state[at] and parse_state(state_value) or
-            new_state('R', now_text, task_rank, task_type, string.sub(lane, #task_type + 2))
+            new_state('R', string.match(body, FRESH_BODY_PATTERN), task_rank, task_type, string.sub(lane, #task_type + 2))
           lane_park(writes, lane, record, id, state)
           popped[#popped + 1] = id
           unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
