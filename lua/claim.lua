@@ -69,11 +69,6 @@ return guard('claim', function()
     policies[task_type] = known
     return known
   end
-  -- The group policy of a type, kept with its lease policy.
-  local function group_rules(chosen, task_type)
-    chosen.rules = group_policy(config, task_type)
-    return chosen.rules
-  end
   -- A task of a rated type was leased: its window counts it, and once full its type waits.
   local function counted(task_type)
     local name, rules = '@' .. task_type, group_policy(config, task_type)
@@ -157,9 +152,10 @@ return guard('claim', function()
   -- Whether a task of a lane must be parked: parked tasks go first (it waits behind them unless it
   -- was let out, "u"), at most `concurrency` leased, at most `rate` claims per window. A lane full
   -- of leases flags them "p", so their settle lets this one out.
-  local function gate(lane, record, task_type, out)
-    local rules = group_policy(config, task_type)
+  local function gate(lane, record, rules, out)
     if record.parked > 0 and not out then return true end
+    -- The common lane, nothing held and no rate, is decided without counting holders or windows.
+    if record.held == '' and rules.rate_max == 0 then return false end
     if rules.conc > 0 and holder_count(record) >= rules.conc then
       local here_now = leases_here()
       for _, holder in ipairs(holder_ids(record)) do
@@ -188,8 +184,7 @@ return guard('claim', function()
   -- one more claim in its window. Returns its lease's flags: "p" when its settle must let the
   -- lane's parked tasks out (an ordered lane, or one with parked tasks; gate flags the others when
   -- it parks a task behind them).
-  local function take_lane(lane, record, task_type, out, id)
-    local rules = group_policy(config, task_type)
+  local function take_lane(lane, record, rules, out, id)
     record.ready = record.ready - 1
     if out then record.heads = record.heads - 1 end
     if rules.rate_max > 0 then rate_count(lane, record, rules.rate_max, rules.rate_ms, now) end
@@ -239,7 +234,7 @@ return guard('claim', function()
         local rank = heads[i + 1]
         if task_type and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
           string.find(rank, '^%d+$') then
-          local lane = group ~= '' and task_type .. '|' .. group
+          local lane = group ~= '' and lane_of(task_type, group)
           f_type[at], f_lane[at], f_rank[at], f_out[at] = task_type, lane, rank, false
           if lane then names[#names + 1] = lane end
         end
@@ -263,21 +258,11 @@ return guard('claim', function()
         -- A fresh task of a group: leased inline, or parked when its lane says so.
         local out, task_rank = f_out[at], f_rank[at]
         local chosen = policy(task_type)
-        local record = lanes[lane]
+        local record, rules = lanes[lane], group_policy(config, task_type)
         if chosen.lease > max_lease then
           if ordered then stop = true; break end
           prefix = false
-        elseif not out and record.parked == 0 and record.held == '' and record.count == 0 and
-          (chosen.rules or group_rules(chosen, task_type)).rate_max == 0 then
-          -- The common case inline: a lane with no task parked, none held and no rate takes it.
-          local rules = chosen.rules
-          record.ready = record.ready - 1
-          if rules.conc > 0 then record.held = id end
-          lane_touch(lane, record)
-          local flags = rules.ordered and 'p' or ''
-          lease_fresh(id, body, task_rank, lane, flags, chosen, task_type)
-          if taken == count then stop = true; break end
-        elseif gate(lane, record, task_type, out) then
+        elseif gate(lane, record, rules, out) then
           -- One without a state gets one: READY since its enqueue, its rank its score.
           local state = f_state[at] and parse_state(state_value) or
             new_state('R', string.match(body, FRESH_BODY_PATTERN), task_rank, task_type, string.sub(lane, #task_type + 2))
@@ -285,7 +270,7 @@ return guard('claim', function()
           popped[#popped + 1] = id
           unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
         else
-          local flags = take_lane(lane, record, task_type, out, id)
+          local flags = take_lane(lane, record, rules, out, id)
           lease_fresh(id, body, task_rank, lane, flags, chosen, task_type)
           if taken == count then stop = true; break end
         end
@@ -315,12 +300,13 @@ return guard('claim', function()
           local lane = state.group ~= '' and lane_of(state.type, state.group)
           local record = lane and lane_get(lane)
           local out = lane and string.find(state.flags, 'u', 1, true) ~= nil
-          if lane and chosen.lease <= max_lease and gate(lane, record, state.type, out) then
+          local rules = lane and group_policy(config, state.type)
+          if lane and chosen.lease <= max_lease and gate(lane, record, rules, out) then
             lane_park(writes, lane, record, id, state)
             popped[#popped + 1] = id
             unpark[#unpark + 1] = lane -- it may be let out at once if its lane has room
           elseif chosen.lease <= max_lease then
-            local flags = lane and take_lane(lane, record, state.type, out, id) or ''
+            local flags = lane and take_lane(lane, record, rules, out, id) or ''
             state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), plus(state.gen, 1)
             state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, flags, claim_id
             put_state(writes, id, state)

@@ -83,17 +83,11 @@ return guard('enqueue', function()
   local lane_names, lanes_named = {}, {}
   for i = 1, n do
     if groups_of[i] ~= '' then
-      lane_names[i] = types[i] .. '|' .. groups_of[i] -- lane_of, inline
+      lane_names[i] = lane_of(types[i], groups_of[i])
       lanes_named[#lanes_named + 1] = lane_names[i]
     end
   end
   lanes_load(lanes_named)
-  -- Per type: 1 when its groups are ordered, else 0.
-  local ordered_types = {}
-  local function ordered_of(task_type)
-    ordered_types[task_type] = group_policy(config, task_type).ordered and 1 or 0
-    return ordered_types[task_type]
-  end
   for i, id in ipairs(ids) do
     if seen[id] == i then
       local base = 2 + (i - 1) * 4
@@ -112,7 +106,7 @@ return guard('enqueue', function()
         -- one, its rank is its score, here its priority and turn (docs/groups.md).
         local lane = lane_names[i]
         local record = lanes[lane]
-        if record.parked > 0 or (ordered_types[types[i]] or ordered_of(types[i])) == 1 then
+        if record.parked > 0 or group_policy(config, types[i]).ordered then
           lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now)
         else
           local band = ranks[i] - PRIORITY_MIN
