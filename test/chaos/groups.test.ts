@@ -134,7 +134,10 @@ it(
     expect(records.get("declined-0")).toMatchObject({ state: "F", attempts: 3 });
     expect(records.get("declined-0")?.error).toMatch(/^(Error: card declined|lease expired after attempt 3 of 3)$/);
     const notDone = [...groupOf.keys()].filter((id) => id !== "declined-0" && records.get(id)?.state !== "D");
-    expect(notDone, "tasks that should be DONE").toEqual([]);
+    expect(
+      notDone,
+      `tasks that should be DONE (seed ${seed}): ${notDone.map((id) => JSON.stringify({ id, ...records.get(id) })).join(", ")}`,
+    ).toEqual([]);
 
     // Order: in an ordered group, every start of a task came after the task before it finished.
     const startsOf = new Map<string, Execution[]>();
