@@ -45,8 +45,22 @@ const ORDER: Array<keyof QueueKeys> = [
   "groupwait",
 ];
 
-/** Key names of `queue`; throws InvalidInputError when the name is not a valid queue name. */
+/**
+ * A key prefix: what a Redis Cluster reads as the hash tag is the first `{...}` of a key, so a brace
+ * in the prefix would scatter a queue's keys over several slots (CROSSSLOT); a prefix keeps to these.
+ */
+const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
+ * Key names of `queue` under `prefix`; throws InvalidInputError when the name is not a valid queue
+ * name or the prefix not a valid key prefix.
+ */
 export function queueKeys(queue: string, prefix = "leaseq"): QueueKeys {
+  if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
+    throw new InvalidInputError(
+      `key prefix must be 1-64 characters of A-Z a-z 0-9 _ . - : (no braces: the queue's {name} is the hash tag of every key), got ${JSON.stringify(String(prefix).slice(0, 80))}`,
+    );
+  }
   if (
     typeof queue !== "string" ||
     queue.length === 0 ||

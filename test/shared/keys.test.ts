@@ -35,4 +35,22 @@ describe("queue keys", () => {
     expect(() => queueKeys(name)).toThrow(InvalidInputError);
     expect(() => queueKeys(name)).toThrow(/queue name must be 1-64 characters of A-Z a-z 0-9 _ \. -/);
   });
+
+  it.each(["leaseq", "app:leaseq", "tenant-1.jobs", "a_b"])(
+    "keeps every key in one slot under the prefix %j",
+    (prefix) => {
+      const keys = Object.values(queueKeys("orders", prefix));
+      expect(new Set(keys.map(slot)).size).toBe(1);
+      expect(keys[0].startsWith(`${prefix}:{orders}:`)).toBe(true);
+    },
+  );
+
+  // Item 16 of issue 23: a brace in the prefix would be the hash tag instead of {queue}.
+  it.each(["x{}", "x{y}", "{", "}", "", "with space", "x".repeat(65), "a\nb"])(
+    "rejects the key prefix %j",
+    (prefix) => {
+      expect(() => queueKeys("orders", prefix)).toThrow(InvalidInputError);
+      expect(() => queueKeys("orders", prefix)).toThrow(/key prefix must be 1-64 characters of A-Z a-z 0-9 _ \. - :/);
+    },
+  );
 });
