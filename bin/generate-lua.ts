@@ -11,15 +11,46 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const LUA_DIR = join(ROOT, "lua");
 export const GENERATED_PATH = join(ROOT, "shared", "scripts.generated.ts");
 
+// A Lua token: a quoted string, a comment (to the end of the line), a run of name or number
+// characters (dots included, so `a.b` and `1.5` stay whole), spaces, or an operator.
+const LUA_TOKEN =
+  /(?<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?<comment>--.*$)|(?<word>[A-Za-z_0-9.]+)|(?<space>\s+)|(?<op>[^\s])/gy;
+
+/** One line of Lua without its comment and without the spaces Lua does not need. */
+function squeezeLine(line: string): string {
+  let out = "";
+  LUA_TOKEN.lastIndex = 0;
+  for (let match = LUA_TOKEN.exec(line); match; match = LUA_TOKEN.exec(line)) {
+    const { comment, space } = match.groups ?? {};
+    if (comment !== undefined) break;
+    if (space !== undefined) continue;
+    const token = match[0];
+    const before = out.at(-1) ?? "";
+    const after = token[0];
+    // A space stays where two names or numbers meet, where a dot would join a number or a `..`
+    // (`1 .. x`), and between two minus signs (`--` would start a comment).
+    if (
+      (/\w/.test(before) && /\w/.test(after)) ||
+      (/[\d.]/.test(before) && after === ".") ||
+      (before === "." && /\d/.test(after)) ||
+      (before === "-" && after === "-")
+    ) {
+      out += " ";
+    }
+    out += token;
+  }
+  return out;
+}
+
 /**
- * Lua without full-line comments, indentation or blank lines: a third of the text Redis parses and
- * the bundles carry. The headers stay readable in lua/; a `--` inside a line is code and is kept.
+ * Lua without comments, indentation, blank lines or the spaces between tokens it does not need: a
+ * third of the text Redis parses and the bundles carry. The headers stay readable in lua/.
  */
 export function compactLua(source: string): string {
   return source
     .split("\n")
-    .map((line) => line.trim())
-    .filter((line) => line !== "" && !line.startsWith("--"))
+    .map(squeezeLine)
+    .filter((line) => line !== "")
     .join("\n");
 }
 

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { App } from "aws-cdk-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compactLua } from "../../bin/generate-lua.js";
 import { LeaseqStack } from "../../infra/stack.js";
 import { LocalSqs } from "../../local/sqs.js";
 import { Queue } from "../../shared/queue.js";
@@ -119,11 +120,11 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
   });
 
   it("contain the Lua scripts and the index.handler the template names", () => {
-    // A code line of the claim script (bundles drop Lua comments and indentation) that a template
-    // literal keeps verbatim (no backtick, no backslash).
+    // A code line of the claim script, as the bundles carry it (compacted: no comments, indentation
+    // or spaces Lua does not need), that a template literal keeps verbatim (no backtick, no backslash).
     const claimLine = readFileSync(join(REPO_ROOT, "lua/claim.lua"), "utf8")
       .split("\n")
-      .map((line) => line.trim())
+      .map((line) => compactLua(line))
       .find((line) => line.startsWith("local promote_limit") && !/[`\\]/.test(line));
     expect(claimLine).toBeDefined();
     for (const fn of [assets.worker, assets.reclaimer]) {
