@@ -93,8 +93,14 @@ export class BatchRun {
   ): Promise<SettleItem | "lost" | "budget"> {
     const base = { id: task.id, token: task.token };
     if (type === undefined) {
+      // The claim leaves alone the tasks of types the queue declares that this worker lacks: this
+      // one's type is declared by no deployment of the queue, so no worker will ever run it.
       const known = Object.keys(this.options.tasks.types).join(", ");
-      return { ...base, outcome: "fail", error: `no handler for task type "${task.type}"; declared types: ${known}` };
+      return {
+        ...base,
+        outcome: "fail",
+        error: `no handler for task type "${task.type}", and the queue declares no such type; this worker's types: ${known}`,
+      };
     }
     const controller = new AbortController();
     this.running.set(task.id, controller);

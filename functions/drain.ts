@@ -52,6 +52,9 @@ export async function drain(options: DrainOptions): Promise<DrainCounts> {
   const shortestLeaseMs = Math.min(...leases);
   const longestLeaseMs = Math.max(...leases);
   const now = options.now ?? Date.now;
+  // A task of a type the queue declares that this worker has no handler for (another deployment's,
+  // or a newer version's still rolling out) stays READY for a worker that has it.
+  const types = Object.keys(options.tasks.types);
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
   for (;;) {
@@ -65,6 +68,7 @@ export async function drain(options: DrainOptions): Promise<DrainCounts> {
         count: options.claimBatch,
         now: now(),
         maxLeaseMs: Math.min(leftMs, 86_400_000),
+        types,
       });
     if (batch.length === 0) {
       // Work falling due in a moment (a retry's backoff, a short delay): wait for it rather than

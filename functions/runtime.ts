@@ -1,4 +1,3 @@
-import { LIMITS } from "../shared/config.js";
 import { type Connection, openStore } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
 import { Queue } from "../shared/queue.js";
@@ -40,9 +39,11 @@ export function openConnection(connection: Connection): Promise<Store> {
 }
 
 /**
- * The queue settings a worker declares: its task policies (types it only accepts get a lease no
- * invocation can fit, so it never claims them; a type nobody declared is refused at enqueue, and
- * one enqueued before the config was written is failed at once, so its lease only has to fit), the order, and the skew and retention from the environment. The worker
+ * The queue settings a worker declares: its task policies, the types it only accepts (another
+ * deployment runs them: their policies are that deployment's, and this worker's claims leave their
+ * tasks alone), the order, and the skew and retention from the environment. A type nobody declared
+ * is refused at enqueue; one enqueued before the config was written gets the default policy (one
+ * attempt, the shortest lease: its worker fails it at once as a type the queue lacks). The worker
  * writes them into the queue's config at its cold start; the local stack writes the same before
  * its demo starts.
  */
@@ -51,7 +52,6 @@ export function queueSettings(config: FunctionConfig, tasks: TaskDeclaration): Q
   const policies: Record<string, { leaseMs: number; maxAttempts: number }> = Object.fromEntries(
     types.map(([name, type]) => [name, { leaseMs: type.leaseMs, maxAttempts: type.maxAttempts }]),
   );
-  for (const name of tasks.acceptTypes) policies[name] = { leaseMs: LIMITS.leaseMaxMs, maxAttempts: 1 };
   const shortestLeaseMs = Math.min(...types.map(([, type]) => type.leaseMs));
   const typeGroups = Object.fromEntries(types.flatMap(([name, type]) => (type.group ? [[name, type.group]] : [])));
   return {
@@ -60,6 +60,7 @@ export function queueSettings(config: FunctionConfig, tasks: TaskDeclaration): Q
     groups: tasks.groups,
     typeGroups,
     strictTypes: true,
+    acceptTypes: [...tasks.acceptTypes],
     defaultPolicy: types.length > 0 ? { leaseMs: shortestLeaseMs, maxAttempts: 1 } : undefined,
     clockSkewMs: config.clockSkewMs,
     doneRetentionMs: config.doneRetentionMs,

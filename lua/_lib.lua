@@ -2,7 +2,7 @@
 -- shared/config.ts (FORMAT_VERSION, ID_MAX_BYTES, TIME_MAX_MS, ...) and this file to each operation
 -- script, so each EVAL body is self-contained and every bound is the one TypeScript checks.
 --
--- Storage format v1 (docs/storage.md). Every key of the queue comes in KEYS, in the order of
+-- Storage format v2 (docs/storage.md). Every key of the queue comes in KEYS, in the order of
 -- shared/keys.ts: task, config, ready, scheduled, leased, done, failed, corrupt, seq, grouped,
 -- groups, groupwait.
 --   task hash, field <id>     the body, written once at enqueue and dropped at ack:
@@ -10,23 +10,36 @@
 --   task hash, field <id>:s   the state, small, rewritten at every move (absent while a task is
 --                             READY and was never claimed):
 --                             "<L>|<attempts>|<gen>|<maxAttempts>|<atMs>|<flags>|<rank>|<type>|<group>|<claim>|<error>"
---     L            R ready, S scheduled, L leased, D done, F failed; W ready behind its group's head
---                  (in the grouped set, not in ready)
+--     L            R ready, S scheduled, L leased, D done, F failed; W ready but parked in the
+--                  grouped set (behind its group's head, or set aside while its type may not run)
 --     attempts     claims that counted (a release gives one back)
---     gen          the lease generation: +1 at every claim, reclaim and release; the token is "<rank>.<gen>"
+--     gen          the lease generation: a claim sets it to the queue's lease counter, a reclaim,
+--                  release or cancel adds one; the token is "<rank>.<gen>", unique per lease
 --     maxAttempts  the type's policy, recorded at claim (0 before the first claim)
 --     atMs         R ready since, S due at, L lease deadline, D/F finished at
 --     flags        "s": returned by a reclaim, so the next claim hands it out alone; "o": a lease
 --                  claimed under format v0, whose holder has a token of the old form; "h": a
 --                  retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile;
---                  "u": READY, let out of its group's parked tasks to run next (with "s": "su")
+--                  "u": READY, let out of its group's parked tasks to run next; "p": a lease whose
+--                  settle lets its group's parked tasks out; "t": parked while its type may not run
 --     rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
 --     claim        the claim id that leased it (L only): a repeated claim returns the same batch
 --   task hash, field <id>:x   why the task was quarantined (ids in the corrupt set only)
+--   task hash, field #lease   the queue's lease counter (ids never start with "#")
+--   task hash, field #v0      and the scheduled set's member #v0 at score 0: the guard that stops a
+--                             worker of format v0 before it pops anything (upgrade_format)
 --   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold, wake
---   grouped, groups, groupwait  the READY tasks of groups (see "Groups" below, and docs/groups.md)
+--   grouped, groups, groupwait  groups and types set aside (see "Groups" below, and docs/groups.md)
 -- A record written by format v0 ("R|type|rank|attempts|claims|max|atMs|errorBytes|error+payload" in
--- field <id>) is read and rewritten as v1 by whichever script meets it first.
+-- field <id>) is read and rewritten as v2 by whichever script meets it first; one of format v1 is
+-- read as it is (docs/storage.md "From format v1").
+--
+-- Two rules every script keeps (test/shared/lua-bounds.test.ts, test/lua/faults.test.ts):
+--   - No variadic command takes more than VARIADIC_MAX values: they all go through read_many and
+--     write_many, which send longer lists in slices (Redis's Lua refuses to unpack about 8,000).
+--   - No error after the first write: a script reads and checks what it needs before it writes,
+--     and what runs after a write cannot raise (parsers return nil, never error). Each script's
+--     header says how it keeps this rule.
 --
 -- Speed: Redis runs these scripts on its one thread, and in its Lua a table costs about 0.6 µs, a
 -- number printed about 0.5 µs and a long pattern match about 1 µs. So a state's fields stay the
@@ -44,6 +57,15 @@ local function keys_of(list)
   }
 end
 local K = keys_of(KEYS)
+
+-- Fields of the task hash that are not a task's (ids never start with "#").
+local LEASE_COUNTER = '#lease'
+local V0_GUARD = '#v0'
+local V0_GUARD_TEXT = 'format v2: a worker of leaseq 0.1.0 (format v0) must not run on this queue (docs/storage.md)'
+-- The scheduled set from just above score 0, where the v0 guard waits: real due times are >= 1.
+local SCHEDULED_FROM = '(0'
+-- The format this release writes, as the config keeps it.
+local FORMAT_TEXT = tostring(FORMAT_VERSION)
 
 -- Raised by the validators; guard() turns it into an error reply with its code.
 local function bad(message)
@@ -130,12 +152,45 @@ local function groups(first, size, max, min)
 end
 
 --------------------------------------------------------------------------------------------------
--- The queue's config (configure.lua writes it; every other script only reads it).
+-- Variadic commands. Redis's Lua refuses to unpack about 8,000 values (its C stack), so every
+-- variadic command of the scripts goes through these two, which send a longer list in slices of at
+-- most VARIADIC_MAX values (a whole number of `stride`s: 2 for field-value pairs). They hold the
+-- only unpacks in lua/ (test/shared/lua-bounds.test.ts).
 
+-- A reading command (HMGET, ZMSCORE) of `names`: its replies, in order, as one list.
+local function read_many(command, key, names)
+  local n = #names
+  if n == 0 then return {} end
+  if n <= VARIADIC_MAX then return redis.call(command, key, unpack(names, 1, n)) end
+  local replies = {}
+  for first = 1, n, VARIADIC_MAX do
+    local reply = redis.call(command, key, unpack(names, first, math.min(n, first + VARIADIC_MAX - 1)))
+    for i = 1, #reply do replies[#replies + 1] = reply[i] end
+  end
+  return replies
+end
+
+-- A writing command (HSET, HDEL, ZADD, ZREM, UNLINK) of `values`; nothing when there are none.
+-- Returns the sum of its replies (what HDEL, ZREM and UNLINK count).
+local function write_many(command, key, values, stride)
+  local n = #values
+  if n == 0 then return 0 end
+  local size = VARIADIC_MAX - VARIADIC_MAX % (stride or 1)
+  local total = 0
+  for first = 1, n, size do
+    total = total + redis.call(command, key, unpack(values, first, math.min(n, first + size - 1)))
+  end
+  return total
+end
+
+--------------------------------------------------------------------------------------------------
+-- The queue's config (configure.lua writes the settings; the scripts keep nextDue, hold, wake).
+
+-- This release reads formats v0 (records only), v1 and v2, and writes v2.
 local function check_version(version)
-  if version and version ~= tostring(FORMAT_VERSION) then
+  if version and version ~= FORMAT_TEXT and version ~= '1' then
     error({ code = 'LEASEQ_FORMAT', message = 'the queue is stored in format v' .. string.sub(version, 1, 10) ..
-      ', and these scripts read and write format v' .. FORMAT_VERSION ..
+      ', and these scripts read formats v0 to v' .. FORMAT_VERSION .. ' and write v' .. FORMAT_VERSION ..
       ': run the leaseq release that matches the queue (docs/storage.md)' })
   end
 end
@@ -162,8 +217,8 @@ end
 local function read_config_fields(names)
   local fields = { 'v' }
   for i, name in ipairs(names) do fields[i + 1] = name end
-  local values = redis.call('HMGET', K.config, unpack(fields))
-  check_version(values[1])
+  local values = read_many('HMGET', K.config, fields)
+  check_version(values[1] or nil)
   local config = { v = values[1] or nil }
   local known = { v = true }
   for i, name in ipairs(names) do
@@ -192,11 +247,13 @@ local function config_int(config, field, default)
   return n
 end
 
--- The task types the queue's config declares (its p:<type> policies), sorted, for an error message.
+-- The task types the queue's config declares (its p:<type> policies and a:<type> accepted types),
+-- sorted, for an error message.
 local function declared_types()
   local names = {}
   for field in pairs(read_config()) do
-    if string.sub(field, 1, 2) == 'p:' then names[#names + 1] = string.sub(field, 3) end
+    local prefix = string.sub(field, 1, 2)
+    if prefix == 'p:' or prefix == 'a:' then names[#names + 1] = string.sub(field, 3) end
   end
   table.sort(names)
   local text = table.concat(names, ', ')
@@ -224,9 +281,26 @@ local function lease_lengths(config)
   return leases
 end
 
+-- The time of config `wake` (a mark may carry "|<call id>" after it: whose it is), or nil.
+local function wake_time(config)
+  local wake = config.wake
+  if not wake then return nil end
+  return tonumber(string.match(wake, '^%d+'))
+end
+
+-- The config `hold` of an ordered queue: its time, and the id of the task it waits for (a hold of
+-- format v1 names none).
+local function hold_of(config)
+  local hold = config.hold
+  if not hold then return nil end
+  local at, id = string.match(hold, '^(%d+)|?(.*)$')
+  return tonumber(at), id ~= '' and id or nil
+end
 --------------------------------------------------------------------------------------------------
 -- Records.
 
+-- A body of format 1 starts with "1" (a record of format v0 with its state letter).
+local BODY_FORMAT_BYTE = string.byte('1')
 local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
 -- A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path).
 local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'
@@ -279,7 +353,9 @@ local function parse_body(text)
   return { enqueued = enqueued, type = task_type, group = group, payload_at = payload_at }
 end
 
--- The lease token: "<rank>.<gen>", both as stored (no number is printed).
+-- The lease token: "<rank>.<gen>", both as stored (no number is printed). The generation of every
+-- lease is the queue's lease counter at its claim, so no two leases share a token, even across a
+-- delete and a new enqueue of the same id.
 local function token_of(state)
   return state.rank .. '.' .. state.gen
 end
@@ -314,7 +390,7 @@ local function read_record(state_value, body_value)
   local task = { body = body_value or nil }
   if state_value then task.state, task.problem = parse_state(state_value) end
   if not task.problem and task.body and task.body ~= '' then
-    if string.byte(task.body, 1) == 49 then -- "1": format v1
+    if string.byte(task.body, 1) == BODY_FORMAT_BYTE then
       task.body_info, task.problem = parse_body(task.body)
     elseif not task.state then
       local state, body = upgrade_v0(task.body)
@@ -342,7 +418,7 @@ local function load(ids, with_body)
     fields[#fields + 1] = id .. ':s'
     if with_body then fields[#fields + 1] = id end
   end
-  local values = redis.call('HMGET', K.task, unpack(fields))
+  local values = read_many('HMGET', K.task, fields)
   if with_body then
     for i, id in ipairs(ids) do tasks[id] = read_record(values[2 * i - 1] or nil, values[2 * i] or nil) end
     return tasks
@@ -353,7 +429,7 @@ local function load(ids, with_body)
   end
   local bodies = {}
   if #missing > 0 then
-    local found = redis.call('HMGET', K.task, unpack(missing))
+    local found = read_many('HMGET', K.task, missing)
     for i, id in ipairs(missing) do bodies[id] = found[i] or nil end
   end
   for i, id in ipairs(ids) do tasks[id] = read_record(values[i] or nil, bodies[id]) end
@@ -409,17 +485,24 @@ local function zrem(writes, key, id)
 end
 
 local function apply(writes)
-  if #writes.fields > 0 then redis.call('HSET', K.task, unpack(writes.fields)) end
-  for key, pairs_list in pairs(writes.zadd) do redis.call('ZADD', key, unpack(pairs_list)) end
-  for key, ids in pairs(writes.zrem) do redis.call('ZREM', key, unpack(ids)) end
-  if #writes.drop > 0 then redis.call('HDEL', K.task, unpack(writes.drop)) end
+  write_many('HSET', K.task, writes.fields, 2)
+  for key, pairs_list in pairs(writes.zadd) do write_many('ZADD', key, pairs_list, 2) end
+  for key, ids in pairs(writes.zrem) do write_many('ZREM', key, ids) end
+  write_many('HDEL', K.task, writes.drop)
 end
 
--- Moves an id whose record cannot be read out of `from` into the corrupt set, with the reason.
-local function quarantine(writes, id, from, reason, now)
+-- The sets a task's id may be in besides grouped (whose members carry its group and rank too).
+local TASK_SETS = { K.ready, K.scheduled, K.leased, K.done, K.failed }
+
+-- Sets aside an id whose record cannot be read: into the corrupt set with the reason, and out of
+-- every set it may be in, whichever its unreadable record named; `member`, when known, is its
+-- member in grouped. A parked task's member not known here is dropped by the next look at its
+-- group (lane_unpark), or by check.
+local function quarantine(writes, id, reason, now, member)
   zadd(writes, K.corrupt, now, id)
   put(writes, id .. ':x', reason)
-  if from then zrem(writes, from, id) end
+  for _, key in ipairs(TASK_SETS) do zrem(writes, key, id) end
+  if member then zrem(writes, K.grouped, member) end
 end
 
 -- A v0 record met by a script that does not rewrite it otherwise: write its v1 form now.
@@ -443,14 +526,15 @@ local function set_next_due(config, due)
   end
 end
 
--- The earliest time something waiting becomes ready: the head of the scheduled set, or of
--- groupwait (a group or a type waiting for its next rate window); NOTHING_DUE when neither.
+-- The earliest time something waiting becomes ready: the head of the scheduled set (the v0 guard
+-- at score 0 aside), or of groupwait (a group or a type waiting to run again); NOTHING_DUE when
+-- neither.
 local function earliest_due()
   local due = NOTHING_DUE
-  for _, key in ipairs({ K.scheduled, K.groupwait }) do
-    local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    if #head > 0 and tonumber(head[2]) < due then due = tonumber(head[2]) end
-  end
+  local head = redis.call('ZRANGEBYSCORE', K.scheduled, SCHEDULED_FROM, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #head > 0 then due = tonumber(head[2]) end
+  head = redis.call('ZRANGE', K.groupwait, 0, 0, 'WITHSCORES')
+  if #head > 0 and tonumber(head[2]) < due then due = tonumber(head[2]) end
   return due
 end
 
@@ -462,39 +546,58 @@ local function note_due(config, due)
   elseif due < known then set_next_due(config, due) end
 end
 
+-- SCHEDULED tasks: the scheduled set without the v0 guard.
+local function scheduled_count()
+  return redis.call('ZCOUNT', K.scheduled, SCHEDULED_FROM, '+inf')
+end
 --------------------------------------------------------------------------------------------------
 -- Groups (docs/groups.md). A task with a group belongs to the lane "<type>|<group>": the tasks of
 -- one type and group. Its READY tasks are in the ready set like any other, scored by fair queuing
 -- instead of arrival: a lane's next task gets the virtual time max(the head of its priority in the
--- ready set, the lane's last) + 1, so lanes take turns, one task each, and a lane with 100,000
--- waiting does not delay one with a single task. A claim that meets a task its lane may not run now
--- (the lane is at its concurrency, or its rate is used up, or older tasks of the lane wait parked)
--- parks it: state W, in the grouped set, a sorted set of score 0 whose members
--- "<lane>\0<rank>\0<id>" (rank as 16 digits) sort by lane, then rank. When the lane may run one
--- again, its first parked tasks go back to the front of the ready set, flagged "u". Every
--- common step (enqueue, claim, ack) reads and writes the lanes of a whole batch with one HMGET and
--- one HSET; only parking and unparking cost a command per task.
---   groups hash, field <lane>   "<ready>|<last>|<holders>[|<parked>|<heads>|<window>|<count>]":
---                               tasks READY (parked included), the last virtual time given, the
---                               ids (comma-separated) of the tasks that held a slot when it was last
---                               written (a lane with a concurrency only); then, when any is not 0,
---                               tasks parked, tasks let out ("u") not claimed yet, the rate
---                               window's start (ms) and its claims. A holder acked since is only
---                               dropped when the lane is next read (its ack writes no record: the
---                               claim flags "p" the leases whose settle must let parked tasks
---                               out). Absent for a lane with nothing READY or held and no window;
---                               tick sweeps the records whose holders are all gone
---   groups hash, field @<type>  the same record for a type's rate across its groups (window, count)
+-- ready set, the lane's last at that priority) + 1, so lanes take turns, one task each, and a lane
+-- with 100,000 waiting does not delay one with a single task. Once a queue has a task with a group
+-- (config fair = 1), its tasks without one take turns the same way, as one more lane ("|", with no
+-- policy), so they are neither starved by the groups nor ahead of them: every READY task of a
+-- priority waits at most a bounded number of rounds (docs/groups.md "Fair turns").
+-- A claim that meets a task its lane may not run now (the lane is at its concurrency, or its rate
+-- is used up, or older tasks of the lane wait parked) parks it: state W, in the grouped set, a
+-- sorted set of score 0 whose members "<lane>\0<rank>\0<id>" (rank as 16 digits) sort by lane, then
+-- rank. When the lane may run one again, its first parked tasks go back behind the head of the
+-- ready set, flagged "u", each holding one of the lane's slots until it is claimed. Every common
+-- step (enqueue, claim, ack) reads and writes the lanes of a whole batch with one HMGET and one
+-- HSET; only parking and letting out cost a command per task.
+--   groups hash, field <lane>   "<ready>|<last>|<slots>[|<parked>|<legacy>|<window>|<count>]":
+--     ready    tasks READY (parked included): what `groups` shows, and when the record may go
+--     last     the lane's last virtual time per priority, "<band>:<time>[,<band>:<time>...]" (at
+--              most LAST_BANDS_MAX, the newest first); a bare number (format v1) stands for any band
+--     slots    the ids (comma-separated) of the tasks using the lane's slots: leased (a lane with a
+--              concurrency), an ordered group's retry keeping its place (S, flag h), and tasks let
+--              out not claimed yet (R, flag u). Every read checks them against their states
+--              (lanes_verify): a task that moved on (acked, cancelled, deleted, quarantined) is
+--              dropped, so no count can outlive its task. An ack writes no record.
+--     parked   tasks parked in grouped under this lane
+--     legacy   tasks let out under format v1, which named no ids (v2 adds none: it only counts down)
+--     window, count  the rate window's start (ms) and its claims
+--     The record goes when nothing is READY, held, parked or counted in a live window (tick's check
+--     sweeps the records whose slots were all acked since); the "|" lane's stays.
+--   groups hash, field @<type>  the type's record: its rate window (window, count) and its parked
+--     count: READY tasks of the type set aside in grouped under "@<type>" while the type is paused
+--     or its window is used up (state W, flag t), by their ready-set score (type_park).
 -- Config g:<type> (else gd): "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,
 -- <typeRateMs>"; concurrency 0 and rate 0 mean no limit.
 
 local NUL, LEX_END = string.char(0), string.char(1)
-local LANE_PATTERN = '^(%d+)|(%d+)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
-local SHORT_LANE_PATTERN = '^(%d+)|(%d+)|([^|]*)$'
--- A state that may hold a slot of its lane: its letter, flags and lane.
-local HOLDER_PATTERN = '^([LS])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
+local AT = 64 -- "@", the first byte of a type's own record
+local LANE_PATTERN = '^(%d+)|([%d:,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
+local SHORT_LANE_PATTERN = '^(%d+)|([%d:,]*)|([^|]*)$'
+-- A state that may use a slot of its lane: its letter, flags and lane.
+local SLOT_STATE_PATTERN = '^([LSRW])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 -- The most parked tasks one step lets out of a lane.
 local UNPARK_MAX = 100
+-- The most tasks set aside by their type one step puts back.
+local TYPE_UNPARK_MAX = 1000
+-- The most lanes and types whose time came one claim opens (a tick opens up to its limit).
+local OPEN_PER_CLAIM = 100
 local MEMBER_PATTERN = '%z(%d+)%z([%w_%.%-]+)$'
 -- A READY task of a group never claimed: its flags ("" or "u"), rank, lane ("<type>|<group>") and type.
 local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-]+)||$'
@@ -502,9 +605,12 @@ local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-]+)
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-]+)|'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 local NO_GROUP_POLICY = { conc = 0, ordered = false, rate_max = 0, rate_ms = 0, type_max = 0, type_ms = 0 }
+-- The lane of the tasks without a group (config fair = 1).
+local UNGROUPED = '|'
+local LAST_BANDS_MAX = 4
 
 -- The lanes this script read (name -> record, false while being read), those it changed (in
--- order), those whose holders it checked, and the head of each priority in the ready set.
+-- order), those whose slots it checked, and the head of each priority in the ready set.
 local group_policies, lanes, lanes_dirty, lanes_checked, fronts, count_texts = {}, {}, {}, {}, {}, {}
 
 -- A type's group policy: g:<type>, else the queue's gd, else none (lanes only take turns).
@@ -535,8 +641,25 @@ local function lane_type(lane)
   return string.match(lane, '^([^|]+)|')
 end
 
+-- The policy of a lane's group (the "|" lane has none).
+local function lane_policy(config, lane)
+  local task_type = lane_type(lane)
+  if not task_type then return NO_GROUP_POLICY end
+  return group_policy(config, task_type)
+end
+
+local function padded(number_text)
+  return string.rep('0', 16 - #number_text) .. number_text
+end
+
 local function lane_member(lane, rank, id)
-  return lane .. NUL .. string.rep('0', 16 - #rank) .. rank .. NUL .. id
+  return lane .. NUL .. padded(rank) .. NUL .. id
+end
+
+-- A task set aside by its type: "@<type>\0<rank, 16 digits>\0<id>", so a type's tasks come back in
+-- rank order.
+local function type_member(task_type, rank, id)
+  return '@' .. task_type .. NUL .. padded(rank) .. NUL .. id
 end
 
 -- A count as text (0 for a negative one), printed once per value per script: a batch's lanes
@@ -551,11 +674,13 @@ local function count_text(n)
   return text
 end
 
+local function empty_record()
+  return { ready = 0, last = '', slots = '', parked = 0, legacy = 0, window = 0, count = 0, dirty = false }
+end
+
 -- Loads the records of the lanes (or @<type>s) named that this script has not read yet: one HMGET.
--- A record is a table of exactly its eight fields, so it is built once, without a rehash (a claim
--- reads one per task of a group); its holders stay the record's text ("" or ids joined by ","), and
--- its last virtual time the text it was read as until enqueue gives a new one (fair_turn), so a
--- claim neither parses nor prints it.
+-- A record is a table of its fields, built once; its slots stay the record's text ("" or ids
+-- joined by ","), and its last times the text they were read as until enqueue gives a new one.
 local function lanes_load(names)
   local missing = {}
   for _, name in ipairs(names) do
@@ -565,45 +690,26 @@ local function lanes_load(names)
     end
   end
   if #missing == 0 then return end
-  local values = redis.call('HMGET', K.groups, unpack(missing))
+  local values = read_many('HMGET', K.groups, missing)
   for i, name in ipairs(missing) do
     local text, record = values[i], nil
     if text then
-      local ready, last, held = string.match(text, SHORT_LANE_PATTERN)
+      local ready, last, slots = string.match(text, SHORT_LANE_PATTERN)
       if ready then
-        record = { ready = tonumber(ready), last = last, held = held, parked = 0, heads = 0, window = 0, count = 0, dirty = false }
+        record = { ready = tonumber(ready), last = last, slots = slots, parked = 0, legacy = 0, window = 0, count = 0, dirty = false }
       else
-        local parked, heads, window, count
-        ready, last, held, parked, heads, window, count = string.match(text, LANE_PATTERN)
+        local parked, legacy, window, count
+        ready, last, slots, parked, legacy, window, count = string.match(text, LANE_PATTERN)
         if ready then
           record = {
-            ready = tonumber(ready), last = last, held = held, parked = tonumber(parked),
-            heads = tonumber(heads), window = tonumber(window), count = tonumber(count), dirty = false,
+            ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),
+            legacy = tonumber(legacy), window = tonumber(window), count = tonumber(count), dirty = false,
           }
         end
       end
     end
-    lanes[name] = record or { ready = 0, last = '0', held = '', parked = 0, heads = 0, window = 0, count = 0, dirty = false }
+    lanes[name] = record or empty_record()
   end
-end
-
--- How many tasks a lane's record names as holding its slots.
-local function holder_count(record)
-  local held = record.held
-  if held == '' then return 0 end
-  local n, at = 1, string.find(held, ',', 1, true)
-  while at do
-    n = n + 1
-    at = string.find(held, ',', at + 1, true)
-  end
-  return n
-end
-
--- The ids a lane's record names as holding its slots, as a list (the uncommon paths).
-local function holder_ids(record)
-  local list = {}
-  for id in string.gmatch(record.held, '[^,]+') do list[#list + 1] = id end
-  return list
 end
 
 local function lane_get(name)
@@ -618,77 +724,106 @@ local function lane_touch(name, record)
   end
 end
 
--- A task holds one of a lane's slots.
-local function lane_add_holder(name, record, id)
-  record.held = record.held == '' and id or record.held .. ',' .. id
+-- How many tasks a lane's record names in its slots.
+local function slot_count(record)
+  local slots = record.slots
+  if slots == '' then return 0 end
+  local n, at = 1, string.find(slots, ',', 1, true)
+  while at do
+    n = n + 1
+    at = string.find(slots, ',', at + 1, true)
+  end
+  return n
+end
+
+local function slot_ids(record)
+  local list = {}
+  for id in string.gmatch(record.slots, '[^,]+') do list[#list + 1] = id end
+  return list
+end
+
+local function has_slot(record, id)
+  local slots = record.slots
+  if slots == id then return true end
+  return slots ~= '' and string.find(',' .. slots .. ',', ',' .. id .. ',', 1, true) ~= nil
+end
+
+local function add_slot(name, record, id)
+  record.slots = record.slots == '' and id or record.slots .. ',' .. id
   lane_touch(name, record)
 end
 
--- Whether a state text is a task holding a slot of `lane`: leased, or an ordered group's retry
--- waiting for its time (S, flag "h").
-local function holds(text, lane)
-  if not text then return false end
-  local letter, flags, task_lane = string.match(text, HOLDER_PATTERN)
-  if not letter or task_lane ~= lane then return false end
-  return letter == 'L' or string.find(flags, 'h', 1, true) ~= nil
+local function drop_slot(name, record, id)
+  local slots = record.slots
+  if slots == id then
+    record.slots = ''
+  elseif string.find(slots, ',', 1, true) then
+    local kept = {}
+    for slot in string.gmatch(slots, '[^,]+') do
+      if slot ~= id then kept[#kept + 1] = slot end
+    end
+    record.slots = table.concat(kept, ',')
+  end
+  lane_touch(name, record)
+end
+
+-- What a state's task does with a slot of `lane`: "lease" (leased), "held" (an ordered group's
+-- retry keeping its place), "out" (let out, not claimed yet: READY, or set aside by its type with
+-- its slot kept), or nil (it uses none).
+local function slot_kind(text, lane)
+  local letter, flags, task_lane = string.match(text, SLOT_STATE_PATTERN)
+  if not letter or task_lane ~= lane then return nil end
+  if letter == 'L' then return 'lease' end
+  if letter == 'S' then return string.find(flags, 'h', 1, true) and 'held' or nil end
+  return string.find(flags, 'u', 1, true) and 'out' or nil
 end
 
 local NO_TEXTS = {}
 
--- Drops the holders that no longer hold a slot (acked, or gone) from the loaded lanes `names`,
--- reading their states with one HMGET. Returns the state texts of those still holding, by id.
--- The common lane, one holder acked since, costs one field of the HMGET and no table.
+-- Checks the slots of the loaded lanes `names` against their tasks' states (one HMGET for all),
+-- once per lane per script (slots this script adds are in its writes, not written yet): a task
+-- that no longer uses its slot is dropped, and `outs` counts the lanes' tasks let out. Returns the
+-- state texts of the leases still holding, by id. The common lane, one lease acked since, costs
+-- one field of the HMGET and no table.
 local function lanes_verify(names)
   local fields, ids, owners = {}, {}, {}
   for _, name in ipairs(names) do
     local r = lanes[name]
     if r and not lanes_checked[name] then
-      lanes_checked[name] = true -- once: holders this script adds are not written yet
-    elseif r then
-      r = nil
-    end
-    if r and r.held ~= '' then
-      if string.find(r.held, ',', 1, true) then
-        for id in string.gmatch(r.held, '[^,]+') do
-          ids[#ids + 1], owners[#owners + 1], fields[#fields + 1] = id, name, id .. ':s'
+      lanes_checked[name] = true
+      r.outs = 0
+      if r.slots ~= '' then
+        if string.find(r.slots, ',', 1, true) then
+          for id in string.gmatch(r.slots, '[^,]+') do
+            ids[#ids + 1], owners[#owners + 1], fields[#fields + 1] = id, name, id .. ':s'
+          end
+        else
+          ids[#ids + 1], owners[#owners + 1], fields[#fields + 1] = r.slots, name, r.slots .. ':s'
         end
-      else
-        ids[#ids + 1], owners[#owners + 1], fields[#fields + 1] = r.held, name, r.held .. ':s'
+        r.slots = '' -- rebuilt below from the tasks still using a slot
       end
-      r.held = '' -- rebuilt below from the holders still holding
     end
   end
   if #ids == 0 then return NO_TEXTS end
-  local values = redis.call('HMGET', K.task, unpack(fields))
+  local values = read_many('HMGET', K.task, fields)
   local texts = NO_TEXTS
   for i, id in ipairs(ids) do
     local name, value = owners[i], values[i]
-    local first = value and string.byte(value, 1)
     local r = lanes[name]
-    if (first == 76 or first == 83) and holds(value, name) then -- "L", "S": the others hold nothing
-      r.held = r.held == '' and id or r.held .. ',' .. id
-      if texts == NO_TEXTS then texts = {} end
-      texts[id] = value
+    local kind = value and slot_kind(value, name)
+    if kind then
+      r.slots = r.slots == '' and id or r.slots .. ',' .. id
+      if kind == 'out' then
+        r.outs = r.outs + 1
+      elseif kind == 'lease' then
+        if texts == NO_TEXTS then texts = {} end
+        texts[id] = value
+      end
     else
       lane_touch(name, r)
     end
   end
   return texts
-end
-
--- Takes `id` out of a lane's holders (its slot is free).
-local function lane_drop_holder(name, record, id)
-  local held = record.held
-  if held == id then
-    record.held = ''
-  elseif string.find(held, ',', 1, true) then
-    local kept = {}
-    for holder in string.gmatch(held, '[^,]+') do
-      if holder ~= id then kept[#kept + 1] = holder end
-    end
-    record.held = table.concat(kept, ',')
-  end
-  lane_touch(name, record)
 end
 
 -- Writes the lane records this script changed: one HSET and at most one HDEL. `now` 0: unknown
@@ -698,31 +833,39 @@ local function lanes_flush(now)
   for _, name in ipairs(lanes_dirty) do
     local r = lanes[name]
     r.dirty = false
-    local held = r.held
-    if held == '' and r.ready <= 0 and (r.count == 0 or (r.span and r.window + r.span <= now)) then
+    local slots = r.slots
+    if name ~= UNGROUPED and slots == '' and r.ready <= 0 and r.parked <= 0 and r.legacy <= 0 and
+      (r.count == 0 or (r.span and r.window + r.span <= now)) then
       gone[#gone + 1] = name
     else
       fields[#fields + 1] = name
-      -- `last` is text, or a virtual time below 2^42 that `..` prints exactly (%.14g).
-      local head = count_text(r.ready) .. '|' .. r.last .. '|' .. held
-      if r.parked > 0 or r.heads > 0 or r.count > 0 then
-        fields[#fields + 1] = head .. '|' .. count_text(r.parked) .. '|' .. count_text(r.heads) .. '|' .. fmt(r.window) .. '|' ..
-          count_text(r.count)
+      local head = count_text(r.ready) .. '|' .. r.last .. '|' .. slots
+      if r.parked > 0 or r.legacy > 0 or r.count > 0 then
+        fields[#fields + 1] = head .. '|' .. count_text(r.parked) .. '|' .. count_text(r.legacy) .. '|' .. fmt(r.window) ..
+          '|' .. count_text(r.count)
       else
         fields[#fields + 1] = head
       end
     end
   end
   lanes_dirty = {}
-  if #fields > 0 then redis.call('HSET', K.groups, unpack(fields)) end
-  if #gone > 0 then redis.call('HDEL', K.groups, unpack(gone)) end
+  write_many('HSET', K.groups, fields, 2)
+  write_many('HDEL', K.groups, gone)
+end
+
+-- The window a claim at `now` counts in: now's window, or a later one a caller with a clock ahead
+-- opened already (a window never moves backwards, so clocks that disagree cannot reopen one).
+local function rate_window(record, span, now)
+  local window = now - now % span
+  if record.window > window then return record.window end
+  return window
 end
 
 -- Whether a rate of `max` claims per `span` ms lets one more claim happen now; else when it will.
 local function rate_open(record, max, span, now)
   if max == 0 then return true end
   record.span = span
-  local window = now - now % span
+  local window = rate_window(record, span, now)
   if record.window ~= window or record.count < max then return true end
   return false, window + span
 end
@@ -730,10 +873,17 @@ end
 -- Counts one claim in a rate window.
 local function rate_count(name, record, max, span, now)
   if max == 0 then return end
-  local window = now - now % span
+  local window = rate_window(record, span, now)
   if record.window ~= window then record.window, record.count = window, 0 end
   record.count, record.span = record.count + 1, span
   lane_touch(name, record)
+end
+
+-- Claims left in the window of `now` (after `reserved` let out for it).
+local function rate_room(record, max, span, now, reserved)
+  local window = rate_window(record, span, now)
+  local used = record.window == window and record.count or 0
+  return max - used - reserved
 end
 
 -- The virtual time of the head of a priority in the ready set (its score's low part), or false
@@ -752,31 +902,78 @@ local function band_of(rank)
   return math.floor(tonumber(rank) / RANK_SEQ_SPAN)
 end
 
--- The ready-set score right behind the head of a rank's priority (its own arrival when none of that
--- priority is READY): where tasks let out or returned go.
+-- The arrival counter as it stands (GET, once per script): no virtual time given so far is above
+-- it by more than a few, so it starts a priority that has nothing READY without going back.
+local seq_known = nil
+local function seq_now()
+  if not seq_known then seq_known = tonumber(redis.call('GET', K.seq)) or 0 end
+  return seq_known
+end
+
+-- The head of a priority, or, when none of it is READY, where its next round starts: `seed` (an
+-- enqueue's arrival before its batch), else the arrival counter.
+local function front_or_start(band, seed)
+  local front = front_of(band)
+  if front then return front end
+  front = seed or seq_now()
+  fronts[band] = front
+  return front
+end
+
+-- The ready-set score right behind the head of a rank's priority: where tasks let out or returned go.
 local function behind_front(rank)
   local band = band_of(rank)
-  local front = front_of(band)
-  return band * RANK_SEQ_SPAN + (front and front + 1 or tonumber(rank) - band * RANK_SEQ_SPAN)
+  return band * RANK_SEQ_SPAN + front_or_start(band) + 1
+end
+
+-- The lane's last virtual time at priority `band`, or nil.
+local function last_of(record, band)
+  local last = record.last
+  if last == '' then return nil end
+  local b, time = string.match(last, '^(%d+):(%d+)$')
+  if b then
+    if tonumber(b) == band then return tonumber(time) end
+    return nil
+  end
+  if not string.find(last, ':', 1, true) then return tonumber(last) end -- format v1: any band
+  for entry_band, entry_time in string.gmatch(last, '(%d+):(%d+)') do
+    if tonumber(entry_band) == band then return tonumber(entry_time) end
+  end
+  return nil
+end
+
+-- Records `time` as the lane's last at `band`: newest first, at most LAST_BANDS_MAX bands.
+local function set_last(record, band, time)
+  local entry = fmt(band) .. ':' .. fmt(time)
+  local last = record.last
+  if last == '' or not string.find(last, ',', 1, true) and string.match(last, '^(%d+):') == string.match(entry, '^(%d+):') then
+    record.last = entry
+    return
+  end
+  local entries = { entry }
+  if string.find(last, ':', 1, true) then
+    local mine = fmt(band)
+    for entry_band, entry_time in string.gmatch(last, '(%d+):(%d+)') do
+      if #entries >= LAST_BANDS_MAX then break end
+      if entry_band ~= mine then entries[#entries + 1] = entry_band .. ':' .. entry_time end
+    end
+  end
+  record.last = table.concat(entries, ',')
 end
 
 -- A new task's turn in its lane: right behind the head of its priority (a lane's first task runs in
--- the next round), and after its lane's last, which it becomes. With none of its priority READY,
--- this batch's first arrival of it (`seq`, its arrival) stands for the head, so the lanes of one
--- batch start level too.
-local function fair_turn(record, band, seq)
-  local front = front_of(band)
-  if not front then
-    front = seq - 1
-    fronts[band] = front
-  end
-  local last = tonumber(record.last)
-  local turn = front > last and front + 1 or last + 1
-  record.last = turn
+-- the next round), and after its lane's last at that priority, which it becomes. With none of its
+-- priority READY, `seed` (an enqueue's arrival before its batch) or the arrival counter starts the
+-- round, so the virtual time of a priority never goes back.
+local function fair_turn(record, band, seed)
+  local front = front_or_start(band, seed)
+  local last = last_of(record, band)
+  local turn = (last and last > front) and last + 1 or front + 1
+  set_last(record, band, turn)
   return turn
 end
 
--- A lane or a type (`@<type>`) waits in groupwait for its rate window to open at `opens_at`; config
+-- A lane or a type (`@<type>`) waits in groupwait until `opens_at`, when it may run again; config
 -- nextDue counts it, so a claim (and a wake-up) comes then.
 local function lane_wait(name, opens_at, config)
   redis.call('ZADD', K.groupwait, opens_at, name)
@@ -784,11 +981,17 @@ local function lane_wait(name, opens_at, config)
   note_due(config, opens_at)
 end
 
--- Parks a READY task of a lane: state W, in the grouped set (the caller takes it out of ready).
+-- Parks a READY task of a lane: state W, in the grouped set (the caller takes it out of ready). A
+-- task let out gives its slot back.
 local function lane_park(writes, lane, record, id, state)
   if string.find(state.flags, 'u', 1, true) then
     state.flags = string.gsub(state.flags, 'u', '')
-    record.heads = record.heads - 1
+    if has_slot(record, id) then
+      drop_slot(lane, record, id)
+      if record.outs then record.outs = record.outs - 1 end
+    elseif record.legacy > 0 then
+      record.legacy = record.legacy - 1
+    end
   end
   state.letter = 'W'
   put_state(writes, id, state)
@@ -797,67 +1000,132 @@ local function lane_park(writes, lane, record, id, state)
   lane_touch(lane, record)
 end
 
--- How many more tasks a lane may run now besides those let out already (its concurrency, its rate
--- window), and when its window opens if the rate is what stops it.
+-- How many more tasks a lane may let out now (its concurrency, its rate window), and when its
+-- window opens if the rate is what stops it.
 local function lane_room(lane, record, config, now)
-  local policy = group_policy(config, lane_type(lane))
+  local policy = lane_policy(config, lane)
   local room = UNPARK_MAX
+  lanes_verify({ lane })
   if policy.conc > 0 then
-    lanes_verify({ lane })
-    room = math.min(room, policy.conc - holder_count(record) - record.heads)
+    room = math.min(room, policy.conc - slot_count(record) - record.legacy)
   end
   if policy.rate_max > 0 then
     local open, opens_at = rate_open(record, policy.rate_max, policy.rate_ms, now)
-    local window = now - now % policy.rate_ms
-    local used = record.window == window and record.count or 0
-    room = math.min(room, policy.rate_max - used - record.heads)
     if not open then return 0, opens_at end
+    room = math.min(room, rate_room(record, policy.rate_max, policy.rate_ms, now, (record.outs or 0) + record.legacy))
   end
   return room, nil
 end
 
+-- The first parked members of `prefix` (a lane, or "@<type>"), at most `limit`, with their ids, the
+-- number parsed from each (rank or score) and the states of their tasks (one HMGET).
+local function parked_page(prefix, limit)
+  local members = redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0, limit)
+  local ids, numbers, fields = {}, {}, {}
+  for i, member in ipairs(members) do
+    local number, id = string.match(member, MEMBER_PATTERN)
+    ids[i], numbers[i] = id or '', number or '0'
+    fields[i] = (id or '') .. ':s'
+  end
+  local values = read_many('HMGET', K.task, fields)
+  return members, ids, numbers, values
+end
+
 -- A lane with parked tasks lets out as many as it may run now, first by rank: back into the ready
--- set right behind the head of their priority (so tasks let out take turns, first out first),
--- flagged "u" (immediate writes). A lane its rate stops waits in groupwait for the next window.
+-- set right behind the head of their priority, flagged "u", each holding a slot until it is claimed
+-- (immediate writes). A lane its rate stops waits in groupwait for the next window. A member whose
+-- task cannot be read is quarantined; one whose task moved on is dropped.
 local function lane_unpark(lane, config, now)
   local record = lane_get(lane)
   if record.parked <= 0 then return end
   local room, opens_at = lane_room(lane, record, config, now)
   if opens_at then lane_wait(lane, opens_at, config) end
   if room <= 0 then return end
-  local members = redis.call('ZRANGE', K.grouped, '[' .. lane .. NUL, '[' .. lane .. LEX_END, 'BYLEX', 'LIMIT', 0, math.min(room, record.parked))
+  local members, ids, _, values = parked_page(lane, math.min(room, record.parked))
   if #members == 0 then record.parked = 0; lane_touch(lane, record); return end
-  local ids = {}
-  for i, member in ipairs(members) do ids[i] = select(2, string.match(member, MEMBER_PATTERN)) or '' end
-  local fields = {}
-  for i, id in ipairs(ids) do fields[i] = id .. ':s' end
-  local values = redis.call('HMGET', K.task, unpack(fields))
-  local states, scores = {}, {}
+  local writes = new_writes()
   for i, id in ipairs(ids) do
-    local state = values[i] and parse_state(values[i])
+    local value = values[i]
+    local state, problem = nil, 'a parked task without its state'
+    if value then state, problem = parse_state(value) end
     record.parked = record.parked - 1
-    if state and state.letter == 'W' then
-      state.letter, state.flags = 'R', state.flags .. 'u'
-      states[#states + 1] = id .. ':s'
-      states[#states + 1] = state_text(state)
-      scores[#scores + 1] = behind_front(state.rank)
-      scores[#scores + 1] = id
-      record.heads = record.heads + 1
+    if not state then
+      record.ready = record.ready - 1
+      quarantine(writes, id, problem, now, members[i])
+    else
+      zrem(writes, K.grouped, members[i])
+      if state.letter == 'W' and lane_of(state.type, state.group) == lane then
+        state.letter, state.flags = 'R', state.flags .. 'u'
+        put_state(writes, id, state)
+        zadd(writes, K.ready, behind_front(state.rank), id)
+        add_slot(lane, record, id)
+        record.outs = (record.outs or 0) + 1
+      end
     end
   end
   lane_touch(lane, record)
-  if #states > 0 then
-    redis.call('HSET', K.task, unpack(states))
-    redis.call('ZADD', K.ready, unpack(scores))
-  end
-  redis.call('ZREM', K.grouped, unpack(members))
+  apply(writes)
 end
 
--- A task of a lane becomes READY (enqueue, a due scheduled task, requeue, repair): into the ready
--- set at its lane's next virtual time, or parked when the lane has parked tasks (it waits its turn
--- behind them, by rank). An ordered lane keeps all its READY tasks parked but one, its head, so
--- they run in rank order whenever they became READY: this one is parked (written at once), and
--- the lane given a head if it has none and nothing leased. Other writes go to `writes`; the caller
+-- A READY task of a type that may not run now (paused, or its rate window used up) is set aside: in
+-- grouped under "@<type>" by its rank, state W with flag t (a task let out keeps its
+-- "u" and its lane's slot), so it holds no place among the heads of the ready set; type_unpark puts
+-- it back when the type may run. The caller takes it out of ready.
+local function type_park(writes, task_type, id, state)
+  state.letter, state.flags = 'W', state.flags .. 't'
+  put_state(writes, id, state)
+  zadd(writes, K.grouped, 0, type_member(task_type, state.rank, id))
+  local name = '@' .. task_type
+  local record = lane_get(name)
+  record.parked = record.parked + 1
+  lane_touch(name, record)
+end
+
+-- Puts back up to `limit` tasks set aside by their type, in rank order: at their rank while the queue
+-- takes no fair turns (where they were), else right behind the head of their priority, keeping
+-- their order (the virtual time of a priority never goes back).
+-- Returns how many are still set aside.
+local function type_unpark(task_type, limit, config, now)
+  local name = '@' .. task_type
+  local record = lane_get(name)
+  if record.parked <= 0 or limit <= 0 then return record.parked end
+  local members, ids, ranks, values = parked_page(name, math.min(limit, record.parked))
+  if #members == 0 then record.parked = 0; lane_touch(name, record); return 0 end
+  local writes = new_writes()
+  local fair = config_get(config, 'fair') == '1'
+  local placed = {}
+  for i, id in ipairs(ids) do
+    local value = values[i]
+    local state, problem = nil, 'a parked task without its state'
+    if value then state, problem = parse_state(value) end
+    record.parked = record.parked - 1
+    if not state then
+      quarantine(writes, id, problem, now, members[i])
+    else
+      zrem(writes, K.grouped, members[i])
+      if state.letter == 'W' and string.find(state.flags, 't', 1, true) then
+        state.letter, state.flags = 'R', string.gsub(state.flags, 't', '')
+        put_state(writes, id, state)
+        local score = ranks[i]
+        if fair then
+          local band = band_of(score)
+          placed[band] = (placed[band] or 0) + 1
+          score = band * RANK_SEQ_SPAN + front_or_start(band) + placed[band]
+        end
+        zadd(writes, K.ready, score, id)
+      end
+    end
+  end
+  lane_touch(name, record)
+  apply(writes)
+  return record.parked
+end
+
+-- A task of a lane becomes READY at its turn (enqueue, a due scheduled task, requeue, repair): into
+-- the ready set at its lane's next virtual time, or parked when the lane has parked tasks (it waits
+-- its turn behind them, by rank). An ordered lane keeps all its READY tasks parked but one, its
+-- head, so they run in rank order whenever they became READY: this one is parked (written at once),
+-- and the lane given a head if it has none and nothing held. Other writes go to `writes`; the caller
 -- takes the task out of the set it was in.
 local function lane_add(writes, id, state, config, now)
   local lane = lane_of(state.type, state.group)
@@ -870,122 +1138,181 @@ local function lane_add(writes, id, state, config, now)
     redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
     record.parked = record.parked + 1
     lanes_verify({ lane })
-    if record.heads <= 0 and record.held == '' then lane_unpark(lane, config, now) end
+    if record.slots == '' and record.legacy <= 0 then lane_unpark(lane, config, now) end
     return
   end
   if record.parked > 0 then return lane_park(writes, lane, record, id, state) end
   local band = band_of(state.rank)
   state.letter = 'R'
   put_state(writes, id, state)
-  zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band, tonumber(state.rank) - band * RANK_SEQ_SPAN), id)
+  zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band), id)
 end
 
 -- A leased (or held) task of a lane is READY again (a retry due now, a release, a reclaim): its
 -- slot is free, and it goes right behind the head of its priority, before the rest of its lane;
 -- when the lane has parked tasks, or is ordered (it is the lane's head again), it is let out ahead
--- of them ("u").
+-- of them ("u"), keeping its slot.
 local function lane_return(writes, id, state, config, now)
   local lane = lane_of(state.type, state.group)
   local record = lane_get(lane)
-  lane_drop_holder(lane, record, id)
+  drop_slot(lane, record, id)
   record.ready = record.ready + 1
   if record.parked > 0 or group_policy(config, state.type).ordered then
     state.flags = state.flags .. 'u'
-    record.heads = record.heads + 1
+    add_slot(lane, record, id)
+    if record.outs then record.outs = record.outs + 1 end
   end
   state.letter = 'R'
   put_state(writes, id, state)
   zadd(writes, K.ready, behind_front(state.rank), id)
 end
 
--- A task of a lane stopped holding one of its slots (done, failed, retried later, cancelled):
+-- A task of a lane stopped using one of its slots (done, failed, retried later, cancelled):
 -- the lane may run its next parked task.
 local function lane_release(lane, id, config, now)
   local record = lane_get(lane)
-  lane_drop_holder(lane, record, id)
+  drop_slot(lane, record, id)
   if record.parked > 0 then lane_unpark(lane, config, now) end
 end
 
--- A READY task of a lane leaves it for good (cancel, delete), once it is out of its set: a task
--- let out gives its place to the next parked one.
+-- A parked task (W) leaves grouped for good (cancel, delete): one parked less in its lane's record,
+-- or its type's (flag t). Returns its member.
+local function parked_gone(id, state)
+  local name, member
+  if string.find(state.flags, 't', 1, true) then
+    name, member = '@' .. state.type, type_member(state.type, state.rank, id)
+  else
+    name = lane_of(state.type, state.group)
+    member = lane_member(name, state.rank, id)
+  end
+  local record = lane_get(name)
+  record.parked = record.parked - 1
+  lane_touch(name, record)
+  return member
+end
+
+-- A READY task of a lane leaves it for good (cancel, delete, quarantine), once it is out of its
+-- set (parked_gone for a parked one): its slot (a task let out) is free for the next parked one.
+-- `now` nil: unknown (delete), the next claim lets it out.
 local function lane_remove(id, state, config, now)
   local lane = lane_of(state.type, state.group)
   local record = lane_get(lane)
   record.ready = record.ready - 1
-  if state.letter == 'W' then record.parked = record.parked - 1 end
-  if string.find(state.flags, 'u', 1, true) then record.heads = record.heads - 1 end
+  if string.find(state.flags, 'u', 1, true) then
+    if has_slot(record, id) then drop_slot(lane, record, id)
+    elseif record.legacy > 0 then record.legacy = record.legacy - 1 end
+  end
   lane_touch(lane, record)
-  if record.parked > 0 then lane_unpark(lane, config, now) end
-end
-
--- A task is READY again: an ungrouped one in the ready set by its rank; one of a group back into its
--- lane, first (`returning`: it held a slot, as a retry due now, a release or a reclaim) or at its
--- turn (lane_add: a due scheduled task, a requeue, a repair). The caller takes it out of its set.
-local function make_ready(writes, id, state, config, now, returning)
-  if state.group == '' then
-    state.letter = 'R'
-    zadd(writes, K.ready, state.rank, id)
-    put_state(writes, id, state)
-  elseif returning then
-    lane_return(writes, id, state, config, now)
-  else
-    lane_add(writes, id, state, config, now)
+  if record.parked > 0 then
+    if now then lane_unpark(lane, config, now) else lane_wait(lane, 0, config) end
   end
 end
 
--- For a script that has no `now` (delete): the next claim looks at the lane (due at once in
--- groupwait) and unparks what it may run.
-local function lane_later(lane, config)
-  lane_wait(lane, 0, config)
+-- A task is READY again: an ungrouped one by its rank (or, once the queue takes fair turns, in the
+-- "|" lane: at its turn, or right behind the head when `returning`); one of a group back into its
+-- lane, first (`returning`: it held a slot, as a retry due now, a release or a reclaim) or at its
+-- turn (lane_add: a due scheduled task, a requeue, a repair). The caller takes it out of its set.
+-- `config` carries fair (config_get).
+local function make_ready(writes, id, state, config, now, returning)
+  if state.group ~= '' then
+    if returning then lane_return(writes, id, state, config, now) else lane_add(writes, id, state, config, now) end
+    return
+  end
+  state.letter = 'R'
+  put_state(writes, id, state)
+  if config_get(config, 'fair') ~= '1' then
+    zadd(writes, K.ready, state.rank, id)
+  elseif returning then
+    zadd(writes, K.ready, behind_front(state.rank), id)
+  else
+    local band = band_of(state.rank)
+    local record = lane_get(UNGROUPED)
+    lane_touch(UNGROUPED, record)
+    zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band), id)
+  end
 end
 
--- One step of tick's sweep of the groups hash (cursor in config gsweep): the records of lanes with
--- nothing READY whose holders were all acked since (their acks write no record), and rate windows
--- that closed, are deleted by lanes_flush.
-local function lanes_sweep(config, now)
-  local cursor = config_get(config, 'gsweep') or '0'
-  local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', 100)
-  if page[1] ~= cursor then redis.call('HSET', K.config, 'gsweep', page[1]) end
-  local names = {}
-  for i = 1, #page[2], 2 do names[#names + 1] = page[2][i] end
-  if #names == 0 then return end
-  lanes_load(names)
-  lanes_verify(names)
-  for _, name in ipairs(names) do
-    local record = lanes[name]
-    if record and record.ready <= 0 and record.held == '' then
-      local rated = string.byte(name, 1) == 64 and string.sub(name, 2) or lane_type(name)
-      local policy = rated and group_policy(config, rated) or NO_GROUP_POLICY
-      record.span = string.byte(name, 1) == 64 and policy.type_ms or policy.rate_ms
-      lane_touch(name, record)
+-- The queue takes fair turns from now on (its first task with a group): its tasks without one form
+-- the "|" lane. The tasks without a group already waiting keep their places, so the lane's last
+-- starts at the arrival counter `seq` (a v1 bare time: any band) when any is READY.
+local function start_fair(config, seq)
+  redis.call('HSET', K.config, 'fair', '1')
+  config.fair = '1'
+  local record = lane_get(UNGROUPED)
+  if record.last == '' and seq > 0 and redis.call('ZCARD', K.ready) > 0 then record.last = fmt(seq) end
+  lane_touch(UNGROUPED, record)
+end
+
+-- A queue of format v1, or a new one, becomes v2 at the first script that writes it this way:
+-- config v = 2 stops the scripts of a v1 release before they write anything, and the guard stops a
+-- v0 worker's claim before it pops anything (its first step reads the due scheduled tasks, and the
+-- guard's record is one it cannot parse). A v1 queue with groups takes fair turns from then on.
+-- `config` must carry v (and fair, or config_get reads it).
+local function upgrade_format(config)
+  if config.v == FORMAT_TEXT then return end
+  local had = config.v
+  redis.call('HSET', K.config, 'v', FORMAT_TEXT)
+  config.v = FORMAT_TEXT
+  redis.call('HSET', K.task, V0_GUARD, V0_GUARD_TEXT)
+  redis.call('ZADD', K.scheduled, 0, V0_GUARD)
+  if had and config_get(config, 'fair') ~= '1' and redis.call('HLEN', K.groups) > 0 then start_fair(config, seq_now()) end
+end
+
+-- Lanes and types whose time came (a rate window opened, a type resumed), at most `limit` of them:
+-- lanes let their parked tasks out, types put back what they set aside. The rest stay due in
+-- groupwait for the next call.
+local function open_windows(config, now, limit, paused_types)
+  local due = redis.call('ZRANGEBYSCORE', K.groupwait, '-inf', fmt(now), 'LIMIT', 0, limit)
+  if #due == 0 then return end
+  write_many('ZREM', K.groupwait, due)
+  for _, name in ipairs(due) do
+    if string.byte(name, 1) ~= AT then
+      lane_unpark(name, config, now)
+    else
+      local task_type = string.sub(name, 2)
+      local paused = paused_types and paused_types[task_type]
+      if not paused then
+        local rules = group_policy(config, task_type)
+        local limit_now, next_time = TYPE_UNPARK_MAX, 0
+        if rules.type_max > 0 then
+          local record = lane_get(name)
+          local open, opens_at = rate_open(record, rules.type_max, rules.type_ms, now)
+          if open then
+            limit_now = math.min(limit_now, rate_room(record, rules.type_max, rules.type_ms, now, 0))
+            next_time = rate_window(record, rules.type_ms, now) + rules.type_ms
+          else
+            limit_now, next_time = 0, opens_at
+          end
+        end
+        if type_unpark(task_type, limit_now, config, now) > 0 then lane_wait(name, next_time, config) end
+      end
     end
   end
 end
 
--- Lanes and types whose rate window opened: lanes run their parked tasks again.
-local function open_windows(config, now)
-  local due = redis.call('ZRANGEBYSCORE', K.groupwait, '-inf', fmt(now), 'LIMIT', 0, MAINTENANCE_MAX)
-  if #due == 0 then return end
-  redis.call('ZREM', K.groupwait, unpack(due))
-  for _, name in ipairs(due) do
-    if string.byte(name, 1) ~= 64 then lane_unpark(name, config, now) end -- "@": a type's window
-  end
+-- The types paused on their own (config pauses), as a set, or nil.
+local function paused_types_of(config)
+  local text = config_get(config, 'pauses')
+  if not text then return nil end
+  local set = {}
+  for name in string.gmatch(text, '[^,]+') do set[name] = true end
+  return set
 end
 
 -- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue (a
--- task of a group into its lane), opens the rate windows that are due, and keeps config nextDue
--- exact. Costs nothing while nothing is due. The caller runs lanes_flush().
-local function promote_due(config, now, now_text, limit)
+-- task of a group into its lane), opens up to `open_limit` lanes and types whose time came, and
+-- keeps config nextDue exact. Costs nothing while nothing is due. The caller runs lanes_flush().
+local function promote_due(config, now, now_text, limit, open_limit)
   local next_due = tonumber(config.nextDue)
   if next_due ~= nil and next_due > now then return 0 end
-  local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', fmt(now), 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', K.scheduled, SCHEDULED_FROM, fmt(now), 'LIMIT', 0, limit)
   if #due > 0 then
     local tasks = load(due, false)
     local writes = new_writes()
     for _, id in ipairs(due) do
       local task = tasks[id]
       if task.problem or not task.state then
-        quarantine(writes, id, K.scheduled, task.problem or 'a SCHEDULED task without its state', now)
+        quarantine(writes, id, task.problem or 'a SCHEDULED task without its state', now)
       else
         local state = task.state
         state.letter, state.at = 'R', now_text
@@ -999,31 +1326,51 @@ local function promote_due(config, now, now_text, limit)
     end
     apply(writes)
   end
-  open_windows(config, now)
+  open_windows(config, now, open_limit or limit, paused_types_of(config))
   set_next_due(config, earliest_due())
   return #due
 end
-
 --------------------------------------------------------------------------------------------------
 -- Wake-ups (docs/wake-ups.md). On AWS a worker runs only when something invokes it, so whoever
 -- makes work fall due arranges for a worker to look then. Config `wake` is the earliest time one is
--- arranged for: a wake-up message due then, or, when in the past, the last claim of a worker still
--- draining, which arranges the next wake-up itself when it stops (rest.lua).
+-- arranged for: a wake-up message due then ("<ms>|<call id>": the call that asked for it, so the
+-- same call repeated after a lost reply is told again), or, when in the past, the last claim of a
+-- worker still draining, which arranges the next wake-up itself when it stops (rest.lua).
+
+-- The calls of the reclaimer's tick say so in their ids (Queue.tick).
+local TICK_CALL = 'tick-'
 
 -- Whether a worker will look at the queue by `due`: a wake-up arranged for no later, or a worker
--- that claimed within WAKE_ACTIVE_MS.
-local function wake_covers(config, now, due)
-  local wake = tonumber(config.wake)
-  return wake ~= nil and wake <= due and wake >= now - WAKE_ACTIVE_MS
+-- that claimed within WAKE_ACTIVE_MS. For the reclaimer's tick (`from_tick`), a wake-up arranged for
+-- later than now by anyone but a tick counts for nothing: the tick cannot know it was ever sent (a
+-- producer's reply lost after the mark was written), and one more message costs an empty claim.
+local function wake_covers(config, now, due, from_tick)
+  local wake = wake_time(config)
+  if wake == nil or wake > due or wake < now - WAKE_ACTIVE_MS then return false end
+  if not from_tick or wake <= now then return true end
+  return string.find(config.wake, '|' .. TICK_CALL, 1, true) ~= nil
+end
+
+-- The wake-up a call arranged in an earlier run of itself (a store's repeat after a lost reply):
+-- its time, while it still matters; else nil.
+local function repeated_wake(config, now, call)
+  local wake = wake_time(config)
+  if wake and wake >= now - WAKE_ACTIVE_MS and config.wake == fmt(wake) .. '|' .. call then return wake end
+  return nil
 end
 
 -- Work falls due at `due` (ms; before now means now). Returns the time the caller must send a
--- wake-up for, and records it in config `wake`; nil when one is arranged already, or when `due` is
--- more than `horizon` ms away (a reclaimer run closer to it arranges that one).
-local function need_wake(config, now, due, horizon)
+-- wake-up for, and records it in config `wake` (with `call`, the caller's id for this call); nil
+-- when one is arranged already, or when `due` is more than `horizon` ms away (a reclaimer run
+-- closer to it arranges that one). A repeat of the call that recorded the mark (a store's retry
+-- after a lost reply) is answered the mark's time again.
+local function need_wake(config, now, due, horizon, call)
   if due < now then due = now end
-  if due > now + horizon or wake_covers(config, now, due) then return nil end
+  if due > now + horizon then return nil end
+  local from_tick = call ~= nil and string.sub(call, 1, #TICK_CALL) == TICK_CALL
+  if wake_covers(config, now, due, from_tick) then return call and repeated_wake(config, now, call) end
   local text = fmt(due)
+  if call then text = text .. '|' .. call end
   redis.call('HSET', K.config, 'wake', text)
   config.wake = text
   return due
@@ -1032,7 +1379,7 @@ end
 -- A claim: a worker is draining now. Written at most every WAKE_ACTIVE_MS / 2, so a busy queue pays
 -- one HSET every few seconds, not one per claim.
 local function mark_active(config, now)
-  local wake = tonumber(config.wake)
+  local wake = wake_time(config)
   if wake == nil or wake > now or wake < now - WAKE_ACTIVE_MS / 2 then
     local text = fmt(now)
     redis.call('HSET', K.config, 'wake', text)
@@ -1040,15 +1387,39 @@ local function mark_active(config, now)
   end
 end
 
--- When scheduled work next falls due, or an ordered queue's hold ends; nil when neither.
--- `config` carries nextDue, ordered and hold.
+-- When scheduled work (or a group or type waiting to run again) next falls due, or an ordered
+-- queue's hold ends; nil when neither. `config` carries nextDue, ordered and hold.
 local function next_due_of(config, now)
   local due = tonumber(config.nextDue)
   if due == nil then due = earliest_due() end
   if due >= NOTHING_DUE then due = nil end
-  local hold = tonumber(config.hold)
+  local hold = hold_of(config)
   if config.ordered == '1' and hold and hold > now and (due == nil or hold < due) then due = hold end
   return due
+end
+
+-- Work was taken away (cancel, delete): a wake-up arranged for later, when nothing falls due by
+-- then any more, is forgotten (`now` 0: unknown, kept), and so is an ordered queue's hold for a
+-- task that left. `config` carries wake, nextDue, ordered, hold.
+local function forget_marks(config, now, gone)
+  local hold, held = hold_of(config)
+  if held and gone[held] then
+    redis.call('HDEL', K.config, 'hold')
+    config.hold = nil
+  end
+  local wake = wake_time(config)
+  if now == 0 or not wake or wake <= now then return end
+  config.nextDue = fmt(earliest_due())
+  local due = next_due_of(config, now)
+  if (due == nil or due > wake) and redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0 then
+    redis.call('HDEL', K.config, 'wake')
+    config.wake = nil
+  end
+end
+
+-- The checks a call id passes: 1-64 characters of A-Z a-z 0-9 _ . - ("" for none).
+local function call_arg(value)
+  return name_arg('callId', value or '', 64, true)
 end
 
 -- Returns up to `limit` leases that expired before now - skew: to READY with their rank (marked
@@ -1064,7 +1435,7 @@ local function reclaim_expired(config, now, now_text, skew, limit)
   for _, id in ipairs(expired) do
     local task = tasks[id]
     if task.problem or not task.state then
-      quarantine(writes, id, K.leased, task.problem or 'a LEASED task without its state', now)
+      quarantine(writes, id, task.problem or 'a LEASED task without its state', now)
     else
       local state = task.state
       state.gen = plus(state.gen, 1) -- revokes the token: a late settle of this lease is stale
@@ -1099,8 +1470,8 @@ local function trim_before(set_key, cutoff, limit)
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':s'
   end
-  redis.call('HDEL', K.task, unpack(fields))
-  redis.call('ZREM', set_key, unpack(old))
+  write_many('HDEL', K.task, fields)
+  write_many('ZREM', set_key, old)
   return #old
 end
 
@@ -1108,11 +1479,12 @@ end
 -- corrupt }. `counts` may carry counts the caller already knows, to save their ZCARD.
 local function queue_stats(now, counts, config)
   counts = counts or {}
-  for _, name in ipairs({ 'ready', 'scheduled', 'leased', 'done', 'failed', 'corrupt' }) do
+  for _, name in ipairs({ 'ready', 'leased', 'done', 'failed', 'corrupt' }) do
     if counts[name] == nil then counts[name] = redis.call('ZCARD', K[name]) end
   end
+  if counts.scheduled == nil then counts.scheduled = scheduled_count() end
   local heads = counts.ready
-  counts.ready = heads + redis.call('ZCARD', K.grouped) -- READY behind their group's head count too
+  counts.ready = heads + redis.call('ZCARD', K.grouped) -- READY tasks parked count too
   local oldest_ready_age, most_overdue, due_scheduled = 0, 0, 0
   if heads > 0 then
     local head = redis.call('ZRANGE', K.ready, 0, 0)[1]
@@ -1132,11 +1504,394 @@ local function queue_stats(now, counts, config)
     most_overdue = math.max(0, now - earliest)
   end
   if counts.scheduled > 0 then
-    due_scheduled = redis.call('ZCOUNT', K.scheduled, '-inf', fmt(now))
+    due_scheduled = redis.call('ZCOUNT', K.scheduled, SCHEDULED_FROM, fmt(now))
   end
   return {
     counts.ready, counts.scheduled, counts.leased, counts.done, counts.failed,
     oldest_ready_age, most_overdue, due_scheduled, counts.corrupt,
     config.paused == '1' and 1 or 0, config.pauses or '',
   }
+end
+
+--------------------------------------------------------------------------------------------------
+-- The consistency check (check.lua, docs/design.md "Checking a queue"): reads the queue in bounded
+-- steps and reports every broken invariant it finds, each with a code, the id or group it is about,
+-- and what was wrong; with `repair`, it repairs what can be repaired safely, in the same step. A
+-- step reads at most `count` records; its cursor says where the next goes on: "" to start, then
+-- "tasks:<hscan cursor>", "sets:<set>:<offset>", "lanes:<hscan cursor>", and "" again at the end.
+-- Each step is one script call, so what it sees of the records it reads is consistent; across
+-- steps a live queue moves on (a task may be seen twice, or not at all, in a step of its set).
+-- The reclaimer's tick runs a step of it every run, repairing (sweep_step).
+
+-- The sets the check reads member by member, in order (after the task hash).
+local CHECK_SETS = { 'ready', 'scheduled', 'leased', 'done', 'failed', 'corrupt', 'grouped' }
+local SET_OF_LETTER = { R = 'ready', S = 'scheduled', L = 'leased', D = 'done', F = 'failed', W = 'grouped' }
+-- The records one tick's sweep reads.
+local SWEEP_PAGE = 100
+
+local function report(problems, code, subject, detail, repaired)
+  problems[#problems + 1] = code
+  problems[#problems + 1] = subject
+  problems[#problems + 1] = detail
+  problems[#problems + 1] = repaired and 1 or 0
+end
+
+-- The queue's config: the format guard, nextDue, an ordered queue's hold, the wake mark.
+local function check_config(config, now, problems, repair)
+  if config.v == FORMAT_TEXT and (not redis.call('ZSCORE', K.scheduled, V0_GUARD) or
+    redis.call('HGET', K.task, V0_GUARD) ~= V0_GUARD_TEXT) then
+    if repair then
+      redis.call('HSET', K.task, V0_GUARD, V0_GUARD_TEXT)
+      redis.call('ZADD', K.scheduled, 0, V0_GUARD)
+    end
+    report(problems, 'v0_guard', V0_GUARD, 'the guard that stops workers of format v0 is missing', repair)
+  end
+  local next_due, earliest = tonumber(config.nextDue), earliest_due()
+  if next_due and next_due > earliest then
+    if repair then set_next_due(config, earliest) end
+    report(problems, 'next_due', 'nextDue', 'config nextDue is ' .. fmt(next_due) .. ', after work due at ' ..
+      fmt(earliest) .. ': claims would not promote it', repair)
+  end
+  local hold, id = hold_of(config)
+  if hold and hold > now and id then
+    local state = redis.call('HGET', K.task, id .. ':s')
+    if not state or string.sub(state, 1, 1) ~= 'R' then
+      if repair then redis.call('HDEL', K.config, 'hold') end
+      report(problems, 'hold', id, 'the ordered queue is held until ' .. fmt(hold) .. ' for a task that is not READY', repair)
+    end
+  end
+  -- A mark ahead of `now` by less than WAKE_ACTIVE_MS points at nothing for a moment at most (a
+  -- worker's claim whose clock is ahead, a wake-up for work just taken away): not a problem.
+  local wake = wake_time(config)
+  local skew = WAKE_ACTIVE_MS
+  if wake and wake > now + skew then
+    local due = next_due_of(config, now)
+    local idle = redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0
+    if wake > now + skew + WAKE_HORIZON_MAX_MS or (idle and (due == nil or due > wake)) then
+      if repair then redis.call('HDEL', K.config, 'wake') end
+      report(problems, 'wake', 'wake', 'a wake-up is arranged for ' .. fmt(wake) .. ', when nothing falls due', repair)
+    end
+  end
+end
+
+-- Puts an id back into the set its readable state names (a repair): READY at its rank (its group's
+-- turn is lost: right behind the head of its priority), the others at their time.
+local function put_back(writes, id, state, now)
+  local letter = state.letter
+  if letter == 'R' then
+    zadd(writes, K.ready, state.group ~= '' and behind_front(state.rank) or state.rank, id)
+  elseif letter == 'W' then
+    if string.find(state.flags, 't', 1, true) then
+      zadd(writes, K.grouped, 0, type_member(state.type, state.rank, id))
+    else
+      zadd(writes, K.grouped, 0, lane_member(lane_of(state.type, state.group), state.rank, id))
+    end
+  else
+    zadd(writes, K[SET_OF_LETTER[letter]], state.at, id)
+  end
+end
+
+-- One page of the task hash: every id met is in exactly the set its record names (a quarantined
+-- one in corrupt only), its record can be read, it has its body unless DONE, its attempts are
+-- within its maximum, a lease's generation is not above the lease counter, and a task using a
+-- slot of a group with a concurrency (a lease, a held retry, one let out) is named by the group's
+-- record.
+local function check_tasks(config, now, cursor, count, problems, repair)
+  local page = redis.call('HSCAN', K.task, cursor, 'COUNT', count)
+  local ids, seen = {}, {}
+  for i = 1, #page[2], 2 do
+    local field = page[2][i]
+    if string.byte(field, 1) ~= 35 then -- "#": the lease counter, the v0 guard
+      local id = string.match(field, '^(.*):[sx]$') or field
+      if not seen[id] then
+        seen[id] = true
+        ids[#ids + 1] = id
+      end
+    end
+  end
+  if #ids == 0 then return page[1] end
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    fields[#fields + 1] = id
+    fields[#fields + 1] = id .. ':x'
+  end
+  fields[#fields + 1] = LEASE_COUNTER
+  local values = read_many('HMGET', K.task, fields)
+  local counter = tonumber(values[#fields])
+  local scores = {}
+  for _, name in ipairs(CHECK_SETS) do
+    if name ~= 'grouped' then scores[name] = read_many('ZMSCORE', K[name], ids) end
+  end
+  -- Each task's record, and the member a parked one must have in grouped.
+  local records, members, member_of = {}, {}, {}
+  local lane_names = {}
+  for i, id in ipairs(ids) do
+    local task = read_record(values[3 * i - 2] or nil, values[3 * i - 1] or nil)
+    task.reason = values[3 * i] or nil
+    records[i] = task
+    local state = task.state
+    if not task.reason and state and state.letter == 'W' then
+      local member = string.find(state.flags, 't', 1, true) and type_member(state.type, state.rank, id) or
+        lane_member(lane_of(state.type, state.group), state.rank, id)
+      member_of[i] = member
+      members[#members + 1] = member
+    end
+    if not task.reason and state and state.group ~= '' then lane_names[#lane_names + 1] = lane_of(state.type, state.group) end
+  end
+  local in_grouped = {}
+  if #members > 0 then
+    local found = read_many('ZMSCORE', K.grouped, members)
+    for j, member in ipairs(members) do in_grouped[member] = found[j] end
+  end
+  lanes_load(lane_names)
+  local writes = new_writes()
+  for i, id in ipairs(ids) do
+    local task = records[i]
+    local state = task.state
+    local expected
+    if task.reason then
+      expected = 'corrupt'
+    elseif task.problem == 'no record' then
+      expected = nil -- a field alone (a quarantine reason without its set is reported below)
+    elseif task.problem then
+      report(problems, 'unreadable', id, 'its record cannot be read (' .. task.problem .. ') and is not quarantined', repair)
+      if repair then quarantine(writes, id, task.problem, now) end
+    else
+      expected = state and SET_OF_LETTER[state.letter] or 'ready'
+    end
+    if expected then
+      local found = {}
+      for _, name in ipairs(CHECK_SETS) do
+        local member = name == 'grouped' and member_of[i]
+        if (name == 'grouped' and member and in_grouped[member]) or (name ~= 'grouped' and scores[name][i]) then
+          found[#found + 1] = name
+        end
+      end
+      local here, others = false, {}
+      for _, name in ipairs(found) do
+        if name == expected then here = true else others[#others + 1] = name end
+      end
+      if not here then
+        local fixable = expected ~= 'corrupt' and state ~= nil
+        report(problems, #found == 0 and 'no_set' or 'wrong_set', id, 'its record says ' .. expected ..
+          (#found == 0 and ', and it is in no set' or ', and it is in ' .. table.concat(found, ', ')), repair and fixable)
+        if repair and fixable then put_back(writes, id, state, now) end
+        if repair and expected == 'corrupt' then zadd(writes, K.corrupt, now, id) end
+      end
+      if #others > 0 and (here or #found > 1) then
+        report(problems, 'two_sets', id, 'it is in ' .. table.concat(found, ' and ') .. '; its record says ' .. expected, repair)
+        if repair then
+          for _, name in ipairs(others) do
+            if name ~= 'grouped' then zrem(writes, K[name], id) end
+          end
+        end
+      end
+    end
+    if state and not task.reason and not task.problem then
+      local has_body = task.body ~= nil
+      if state.letter ~= 'D' and not has_body then
+        report(problems, 'no_body', id, 'a ' .. expected .. ' task without its body (payload)', repair)
+        if repair then quarantine(writes, id, 'a task without its body', now, member_of[i]) end
+      elseif state.letter == 'D' and has_body and not task.upgraded then
+        report(problems, 'done_body', id, 'a DONE task still has its body', repair)
+        if repair then drop_field(writes, id) end
+      end
+      if tonumber(state.max) > 0 and tonumber(state.attempts) > tonumber(state.max) then
+        report(problems, 'attempts', id, 'attempt ' .. state.attempts .. ' of at most ' .. state.max, false)
+      end
+      -- (Before its first claim under format v2, a queue has no counter: that claim starts it at its `now`.)
+      if state.letter == 'L' and counter and tonumber(state.gen) > counter then
+        report(problems, 'lease_counter', id, 'its lease generation ' .. state.gen .. ' is above the lease counter ' ..
+          fmt(counter) .. ': a later claim could reissue its token', repair)
+        if repair then
+          counter = tonumber(state.gen)
+          put(writes, LEASE_COUNTER, state.gen)
+        end
+      end
+      if state.group ~= '' then
+        local lane = lane_of(state.type, state.group)
+        local record, rules = lanes[lane], group_policy(config, state.type)
+        local kind = slot_kind(state_text(state), lane)
+        local needs = kind == 'out' or ((kind == 'lease' or kind == 'held') and rules.conc > 0)
+        if needs and not has_slot(record, id) and not (kind == 'out' and record.legacy > 0) then
+          report(problems, 'group_slots', lane, id .. ' (' .. kind .. ') uses a slot its group\'s record does not name', repair)
+          if repair then add_slot(lane, record, id) end
+        end
+      end
+    end
+  end
+  apply(writes)
+  return page[1]
+end
+
+-- One page of a set: every member has a record that names that set (for grouped: the very member
+-- its parked task has). A member without one is an orphan, dropped on repair; a record that names
+-- another set is reported by the task hash's pages.
+local function check_set(name, offset, count, now, problems, repair)
+  local key = K[name]
+  local page = redis.call('ZRANGE', key, offset, offset + count - 1)
+  if #page == 0 then return nil end
+  local ids = {}
+  for i, member in ipairs(page) do
+    if name == 'grouped' then ids[i] = select(2, string.match(member, MEMBER_PATTERN)) or ''
+    else ids[i] = member end
+  end
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    fields[#fields + 1] = id
+    fields[#fields + 1] = id .. ':x'
+  end
+  local values = read_many('HMGET', K.task, fields)
+  local writes, orphans = new_writes(), {}
+  local parked_by = {}
+  for i, member in ipairs(page) do
+    local id = ids[i]
+    if not (name == 'scheduled' and member == V0_GUARD) then
+      local state_text_value, body, reason = values[3 * i - 2], values[3 * i - 1], values[3 * i]
+      local orphan = false
+      if name == 'grouped' then
+        local state = state_text_value and not reason and parse_state(state_text_value)
+        local expected = state and state.letter == 'W' and (string.find(state.flags, 't', 1, true) and
+          type_member(state.type, state.rank, id) or lane_member(lane_of(state.type, state.group), state.rank, id))
+        orphan = expected ~= member and not (state == nil and state_text_value and not reason) -- unreadable: the task hash's page reports it
+        if not orphan then
+          local owner = string.match(member, '^([^%z]+)%z')
+          parked_by[owner] = (parked_by[owner] or 0) + 1
+        end
+      else
+        orphan = not state_text_value and not body and not reason
+      end
+      if orphan then
+        orphans[#orphans + 1] = member
+        report(problems, 'orphan_member', id, 'a member of ' .. name .. ' whose task is not there', repair)
+      end
+    end
+  end
+  if repair and #orphans > 0 then write_many('ZREM', key, orphans) end
+  -- A group or type with parked members must count them (its record may have gone).
+  if name == 'grouped' then
+    local owners = {}
+    for owner in pairs(parked_by) do owners[#owners + 1] = owner end
+    lanes_load(owners)
+    for _, owner in ipairs(owners) do
+      local record = lanes[owner]
+      if record.parked <= 0 then
+        local parked = redis.call('ZLEXCOUNT', K.grouped, '[' .. owner .. NUL, '[' .. owner .. LEX_END)
+        report(problems, 'group_parked', owner, 'its record counts ' .. record.parked .. ' parked tasks; ' .. parked ..
+          ' are parked', repair)
+        if repair then
+          record.parked = parked
+          if string.byte(owner, 1) ~= AT then record.ready = math.max(record.ready, parked) end
+          lane_touch(owner, record)
+          lane_wait(owner, 0, {})
+        end
+      end
+    end
+  end
+  return offset + #page
+end
+
+-- One page of the groups hash: each record can be read, counts its parked tasks exactly, its slots
+-- hold at most its concurrency, and a group (or type) with parked tasks can let one out now, or
+-- waits in groupwait for when it can. Slots whose tasks moved on are dropped (the sweep that takes
+-- the place of the acks, which write no record), and records with nothing left go.
+local function check_lanes(config, now, cursor, count, problems, repair)
+  local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', count)
+  local names, texts = {}, {}
+  for i = 1, #page[2], 2 do
+    names[#names + 1] = page[2][i]
+    texts[page[2][i]] = page[2][i + 1]
+  end
+  if #names == 0 then return page[1] end
+  lanes_load(names)
+  lanes_verify(names)
+  local paused = paused_types_of(config)
+  for _, name in ipairs(names) do
+    local record, text = lanes[name], texts[name]
+    if not string.match(text, SHORT_LANE_PATTERN) and not string.match(text, LANE_PATTERN) then
+      report(problems, 'group_record', name, 'its record cannot be read', repair)
+      if repair then lane_touch(name, record) end -- written again from what is known (parked counted below)
+    end
+    if name ~= UNGROUPED then
+      local parked = redis.call('ZLEXCOUNT', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END)
+      if parked ~= record.parked then
+        report(problems, 'group_parked', name, 'its record counts ' .. record.parked .. ' parked tasks; ' .. parked ..
+          ' are parked', repair)
+        if repair then
+          record.parked = parked
+          lane_touch(name, record)
+        end
+      end
+      local is_type = string.byte(name, 1) == AT
+      local task_type = is_type and string.sub(name, 2) or lane_type(name)
+      local rules = group_policy(config, task_type)
+      local limit = rules.ordered and 1 or rules.conc
+      if not is_type and limit > 0 and slot_count(record) + record.legacy > limit then
+        report(problems, 'concurrency', name, (slot_count(record) + record.legacy) .. ' tasks use its slots; its concurrency is ' ..
+          limit, false)
+      end
+      if record.parked > 0 and not redis.call('ZSCORE', K.groupwait, name) then
+        local stalled, at = false, now
+        if is_type then
+          stalled = not (paused and paused[task_type])
+        else
+          local room, opens_at = lane_room(name, record, config, now)
+          stalled, at = room > 0 or opens_at ~= nil, opens_at or now
+        end
+        if stalled then
+          report(problems, 'group_stalled', name, record.parked .. ' parked tasks, and nothing will let them out', repair)
+          if repair then lane_wait(name, at > now and at or 0, config) end
+        end
+      end
+    end
+  end
+  return page[1]
+end
+
+-- One step of the check from `cursor`: the problems found (4 values each: code, subject, detail,
+-- repaired 1/0) and the cursor to go on from ("" when the check is complete). `count` bounds the
+-- records a step reads; the config's checks come with the first step.
+local function check_step(config, now, cursor, count, repair)
+  local problems = {}
+  local phase, position = string.match(cursor, '^(%a+):(.*)$')
+  if not phase then
+    check_config(config, now, problems, repair)
+    phase, position = 'tasks', '0'
+  end
+  local next_cursor = ''
+  if phase == 'tasks' then
+    local after = check_tasks(config, now, position, count, problems, repair)
+    next_cursor = after == '0' and 'sets:1:0' or 'tasks:' .. after
+  elseif phase == 'sets' then
+    local index, offset = string.match(position, '^(%d+):(%d+)$')
+    index, offset = tonumber(index) or 1, tonumber(offset) or 0
+    local name = CHECK_SETS[index]
+    if not name then
+      next_cursor = 'lanes:0'
+    else
+      local after = check_set(name, offset, count, now, problems, repair)
+      if after and after - offset >= count then next_cursor = 'sets:' .. index .. ':' .. after
+      elseif index < #CHECK_SETS then next_cursor = 'sets:' .. (index + 1) .. ':0'
+      else next_cursor = 'lanes:0' end
+    end
+  elseif phase == 'lanes' then
+    local after = check_lanes(config, now, position, count, problems, repair)
+    next_cursor = after == '0' and '' or 'lanes:' .. after
+  end
+  return problems, next_cursor
+end
+
+-- The tick's slice of the check: one step of SWEEP_PAGE records from where the last tick's stopped
+-- (config `sweep`), repairing what it finds. Returns the problems it found and repaired.
+local function sweep_step(config, now, count)
+  local cursor = config_get(config, 'sweep') or ''
+  local problems, next_cursor = check_step(config, now, cursor, count, true)
+  if next_cursor ~= cursor then
+    if next_cursor == '' then redis.call('HDEL', K.config, 'sweep')
+    else redis.call('HSET', K.config, 'sweep', next_cursor) end
+    config.sweep = next_cursor ~= '' and next_cursor or nil
+  end
+  return problems
 end

@@ -1,22 +1,24 @@
 -- cancel: stop tasks from running (again): a READY, SCHEDULED or LEASED task ends FAILED with the
 -- error "cancelled", its lease generation moved on, so a worker still running it is answered
 -- stale_token when it settles, and nothing it does changes the task. `requeue` brings it back,
--- `delete` removes it.
+-- `delete` removes it. What followed the task follows it out: its group's slot and count, an
+-- ordered queue's hold for it, a wake-up arranged only for it.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, leased, failed, corrupt are used
+-- KEYS the queue's keys (see _lib.lua): all of them
 -- ARGV[1] now   ms since epoch
--- ARGV[2..] ids, 1..1000 of them
+-- ARGV[2..] ids, 1..1000 of them (an id named twice is cancelled once; the second answers 9)
 -- Returns: per id, 1 each: status 0 cancelled, 2 already DONE, 3 unknown id, 9 already FAILED,
---   6 corrupt (its record cannot be read: it was moved to the corrupt set)
+--   6 corrupt (its record cannot be read: it was moved to the corrupt set, out of every other)
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then: the arguments, the config and every record
+--   are read and checked before the first write.
 local CANCELLED = 'cancelled'
 
 return guard('cancel', function()
   local now, now_text = time_arg('now', ARGV[1])
   local ids = {}
   for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 1], ID_MAX_BYTES) end
-  require_format()
+  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })
   local tasks = load(ids, true)
   local sets = { R = K.ready, S = K.scheduled, L = K.leased }
   local result, writes, seen = {}, new_writes(), {}
@@ -29,9 +31,9 @@ return guard('cancel', function()
     elseif task.problem == 'no record' then
       result[i] = 3
     elseif task.problem then
-      -- The set a record that cannot be read names is not to be trusted: out of every one cancel handles.
-      quarantine(writes, id, nil, task.problem, now)
-      for _, key in ipairs({ K.ready, K.scheduled, K.leased }) do zrem(writes, key, id) end
+      -- The set a record that cannot be read names is not to be trusted: out of every one.
+      quarantine(writes, id, task.problem, now)
+      seen[id] = true
       result[i] = 6
     elseif state and state.letter == 'D' then
       result[i] = 2
@@ -44,9 +46,13 @@ return guard('cancel', function()
         local info = task.body_info
         state = new_state('R', now_text, redis.call('ZSCORE', K.ready, id) or '0', info.type, info.group)
       end
-      if state.group ~= '' then
-        left[#left + 1] = { id = id, letter = letter, flags = state.flags, rank = state.rank, type = state.type, group = state.group }
+      local was = { letter = letter, flags = state.flags, rank = state.rank, type = state.type, group = state.group }
+      if letter == 'W' then
+        zrem(writes, K.grouped, parked_gone(id, state))
+      else
+        zrem(writes, sets[letter], id)
       end
+      if state.group ~= '' then left[#left + 1] = { id = id, was = was } end
       state.letter, state.gen, state.at, state.flags, state.claim, state.error =
         'F', plus(state.gen, 1), now_text, '', '', CANCELLED
       put_state(writes, id, state)
@@ -54,23 +60,19 @@ return guard('cancel', function()
         if task.body then put(writes, id, task.body) else drop_field(writes, id) end
       end
       zadd(writes, K.failed, now, id)
-      if letter == 'W' then
-        zrem(writes, K.grouped, lane_member(lane_of(state.type, state.group), state.rank, id))
-      else
-        zrem(writes, sets[letter], id)
-      end
       result[i] = 0
     end
   end
   apply(writes)
-  local config = {}
-  for _, was in ipairs(left) do
+  for _, item in ipairs(left) do
+    local was = item.was
     if was.letter == 'L' or (was.letter == 'S' and was.flags == 'h') then
-      lane_release(lane_of(was.type, was.group), was.id, config, now) -- its slot is free
+      lane_release(lane_of(was.type, was.group), item.id, config, now) -- its slot is free
     elseif was.letter == 'R' or was.letter == 'W' then
-      lane_remove(was.id, was, config, now)
+      lane_remove(item.id, was, config, now)
     end
   end
+  forget_marks(config, now, seen)
   lanes_flush(now)
   return result
 end)

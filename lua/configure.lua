@@ -1,21 +1,27 @@
--- configure: write the queue's settings into its config, from the one declaration that owns them
--- (the worker's, at its cold start). Idempotent: a declaration already written (same revision)
--- changes nothing. Fields the scripts keep at run time (nextDue, hold, pauses) are left alone.
+-- configure: write the queue's settings into its config, from the declaration of the worker that
+-- runs them (at its cold start). Idempotent: a declaration already written (same revision) changes
+-- nothing. Fields the scripts keep at run time (nextDue, hold, pauses, wake) are left alone.
+-- Deployments may share a queue, each running its own types and accepting the others' (a:<type>):
+-- a declaration writes the policies of the types it runs, marks the types it accepts without
+-- touching their policies (another deployment's), and removes only the per-type fields of types it
+-- neither runs nor accepts.
 --
 -- KEYS the queue's keys (see _lib.lua): config is used
 -- ARGV[1] revision   the declaration's digest (the library computes it from the settings below)
 -- ARGV[2..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,
 --           maxPayloadBytes, maxErrorBytes, strictTypes (1: enqueue refuses a type without a
 --           policy p:<type>), d ("<leaseMs>,<maxAttempts>", the default policy) and
---           p:<type> ("<leaseMs>,<maxAttempts>") per type, gd and g:<type> (group policies:
+--           p:<type> ("<leaseMs>,<maxAttempts>") per type it runs, a:<type> ("1") per type it
+--           accepts (another deployment runs it), gd and g:<type> (group policies:
 --           "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,<typeRateMs>",
---           docs/groups.md); every setting not given is removed
---           (its default applies)
--- Writes also `leases`, the distinct lease lengths of the policies (ms, comma-separated), which a
--- claim reads instead of every policy.
+--           docs/groups.md); every queue-wide setting not given is removed (its default applies)
+-- Writes also `leases`, the distinct lease lengths of the queue's policies, its own and the ones it
+-- keeps (ms, comma-separated), which a claim reads instead of every policy; and the format version
+-- (a queue of format v1 becomes v2).
 -- Returns: 1 when the config changed, 0 when it was already this revision.
 -- Errors: LEASEQ_BAD_ARGUMENT when a field or value is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then (every field is checked, and the config read,
+--   before the first write).
 local SETTINGS = {
   ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
   failedRetentionMs = { 0, RETENTION_MAX_MS }, maxPayloadBytes = { 1, PAYLOAD_MAX_BYTES },
@@ -52,7 +58,7 @@ return guard('configure', function()
     bad('revision must be 1-64 hexadecimal characters')
   end
   local wanted = {}
-  for i = 1, groups(2, 2, 2000, 0) do
+  for i = 1, groups(2, 2, 4000, 0) do
     local field, value = ARGV[2 * i], ARGV[2 * i + 1]
     local range = SETTINGS[field]
     if range then
@@ -67,33 +73,61 @@ return guard('configure', function()
     elseif string.sub(field, 1, 2) == 'p:' then
       name_arg('policy type', string.sub(field, 3), TYPE_MAX_BYTES)
       policy_arg(field, value)
+    elseif string.sub(field, 1, 2) == 'a:' then
+      name_arg('accepted type', string.sub(field, 3), TYPE_MAX_BYTES)
+      if value ~= '1' then bad(field .. ' must be "1"') end
     else
       bad('unknown setting "' .. string.sub(field, 1, 40) .. '"')
     end
     wanted[field] = value
   end
   local current = read_config()
-  if current.rev == revision then return 0 end
-  local stale = {}
-  for field in pairs(current) do
+  if current.rev == revision then
+    upgrade_format(current)
+    lanes_flush(0)
+    return 0
+  end
+  -- The types this declaration runs or accepts; the per-type fields of any other go.
+  local mine = {}
+  for field in pairs(wanted) do
     local prefix = string.sub(field, 1, 2)
-    if (SETTINGS[field] or field == 'd' or field == 'gd' or prefix == 'p:' or prefix == 'g:') and wanted[field] == nil then
-      stale[#stale + 1] = field
+    if prefix == 'p:' or prefix == 'g:' or prefix == 'a:' then mine[string.sub(field, 3)] = true end
+  end
+  local stale, kept = {}, {}
+  for field, value in pairs(current) do
+    local prefix = string.sub(field, 1, 2)
+    if SETTINGS[field] or field == 'd' or field == 'gd' then
+      if wanted[field] == nil then stale[#stale + 1] = field end
+    elseif prefix == 'p:' or prefix == 'g:' or prefix == 'a:' then
+      local task_type = string.sub(field, 3)
+      if not mine[task_type] then
+        stale[#stale + 1] = field
+      elseif wanted['a:' .. task_type] and prefix ~= 'a:' then
+        kept[field] = value -- another deployment's policy of a type this one accepts
+      elseif wanted[field] == nil then
+        stale[#stale + 1] = field
+      end
     end
   end
-  if #stale > 0 then redis.call('HDEL', K.config, unpack(stale)) end
-  local fields = { 'v', FORMAT_VERSION, 'rev', revision }
+  write_many('HDEL', K.config, stale)
+  local fields = { 'rev', revision }
   local leases, distinct = {}, {}
   if not wanted.d then distinct[DEFAULT_LEASE_MS] = true end -- the types without a policy of their own
-  for field, value in pairs(wanted) do
-    fields[#fields + 1] = field
-    fields[#fields + 1] = value
-    if field == 'd' or string.sub(field, 1, 2) == 'p:' then distinct[tonumber(string.match(value, '^%d+'))] = true end
+  for _, set in ipairs({ wanted, kept }) do
+    for field, value in pairs(set) do
+      if set == wanted then
+        fields[#fields + 1] = field
+        fields[#fields + 1] = value
+      end
+      if field == 'd' or string.sub(field, 1, 2) == 'p:' then distinct[tonumber(string.match(value, '^%d+'))] = true end
+    end
   end
   for lease in pairs(distinct) do leases[#leases + 1] = lease end
   table.sort(leases)
   fields[#fields + 1] = 'leases'
   fields[#fields + 1] = table.concat(leases, ',')
-  redis.call('HSET', K.config, unpack(fields))
+  write_many('HSET', K.config, fields, 2)
+  upgrade_format(current)
+  lanes_flush(0)
   return 1
 end)

@@ -8,5 +8,7 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when confirm differs from name; nothing is deleted then.
 return guard('drop', function()
   if ARGV[1] ~= ARGV[2] then bad('confirm must repeat the queue name exactly') end
-  return redis.call('UNLINK', unpack(KEYS))
+  local rest = {}
+  for i = 2, #KEYS do rest[#rest + 1] = KEYS[i] end
+  return write_many('UNLINK', KEYS[1], rest)
 end)

@@ -7,7 +7,7 @@
 --   status 0 ok, 1 stale token, 2 already done, 3 unknown id, 6 corrupt (as in settle)
 --   A lease past its deadline that no reclaim has taken yet can still be extended.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then (both are checked before the first write).
 return guard('extend', function()
   local now = time_arg('now', ARGV[1])
   local items, ids = {}, {}

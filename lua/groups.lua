@@ -6,6 +6,7 @@
 -- ARGV[2] count    1..1000, about how many records one page reads (HSCAN's COUNT)
 -- Returns: { next cursor ("0" when the scan is complete), then per group, 5 each: type, group,
 --   leased (held retries of ordered groups included), ready (parked included), parked }
+--   (types' own records, "@<type>", and the lane of the tasks without a group are not groups)
 --   A group with nothing READY or leased has no record, so it is not listed (one whose holders
 --   were all acked may be listed with 0 and 0 until tick sweeps its record).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
@@ -25,7 +26,7 @@ return guard('groups', function()
   for i = 1, #entries, 2 do
     local name, text = entries[i], entries[i + 1]
     local task_type, group = string.match(name, '^([^|]+)|(.+)$')
-    local ready, holders, parked = string.match(text, '^(%d+)|%d+|([%w_%.%-,]*)|?(%d*)')
+    local ready, holders, parked = string.match(text, '^(%d+)|[%d:,]*|([%w_%.%-,]*)|?(%d*)')
     if task_type and ready then
       local row = { task_type, group, 0, tonumber(ready), tonumber(parked) or 0, name }
       rows[#rows + 1] = row
@@ -38,10 +39,11 @@ return guard('groups', function()
   if #ids > 0 then
     local fields = {}
     for i, id in ipairs(ids) do fields[i] = id .. ':s' end
-    local states = redis.call('HMGET', K.task, unpack(fields))
+    local states = read_many('HMGET', K.task, fields)
     for i = 1, #ids do
       local row = owners[i]
-      if holds(states[i] or nil, row[6]) then row[3] = row[3] + 1 end
+      local kind = states[i] and slot_kind(states[i], row[6])
+      if kind == 'lease' or kind == 'held' then row[3] = row[3] + 1 end
     end
   end
   for _, row in ipairs(rows) do

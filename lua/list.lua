@@ -6,8 +6,9 @@
 -- ARGV[2] offset  0..1000000000
 -- ARGV[3] limit   1..1000
 -- Returns: per task, 6 each: id, score, type, attempts, last error (the reason, for corrupt), group
---   ready lists the ready set (by rank; a group's head by its turn), then the tasks behind their
---   group's head (the grouped set: by group, then rank)
+--   ready lists the ready set (by rank; a group's head by its turn), then the parked ones (the
+--   grouped set: behind their group's head by group, then rank; set aside while their type may not
+--   run, by type, then rank)
 --   A READY task never claimed keeps its type in its body: the page reads those bodies.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
@@ -18,7 +19,12 @@ return guard('list', function()
   require_format()
   local offset = int_arg('offset', ARGV[2], 0, 1000000000)
   local limit = int_arg('limit', ARGV[3], 1, 1000)
-  local page = redis.call('ZRANGE', set, offset, offset + limit - 1, 'WITHSCORES')
+  local page
+  if set == K.scheduled then -- the v0 guard (score 0) aside
+    page = redis.call('ZRANGEBYSCORE', set, SCHEDULED_FROM, '+inf', 'WITHSCORES', 'LIMIT', offset, limit)
+  else
+    page = redis.call('ZRANGE', set, offset, offset + limit - 1, 'WITHSCORES')
+  end
   if set == K.ready and #page < 2 * limit then
     -- Then the READY tasks behind their group's head, by group and rank.
     local from = math.max(0, offset - redis.call('ZCARD', K.ready))
@@ -37,7 +43,7 @@ return guard('list', function()
   if set == K.corrupt and #ids > 0 then
     local fields = {}
     for i, id in ipairs(ids) do fields[i] = id .. ':x' end
-    reasons = redis.call('HMGET', K.task, unpack(fields))
+    reasons = read_many('HMGET', K.task, fields)
   end
   local tasks = load(ids, false)
   local result = {}

@@ -3,13 +3,15 @@
 -- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, corrupt are used
 -- ARGV[1] now    ms since epoch
 -- ARGV[2] limit  1..10000 tasks per call
--- Reads and keeps exact config nextDue (the earliest due time; claims skip the set until then).
+-- Reads and keeps exact config nextDue (the earliest due time; claims skip the set until then); opens
+--   up to `limit` groups and types whose time came (docs/groups.md).
 -- Returns: the number of tasks promoted (fewer than `limit` means none due is left).
--- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed.
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then (both are checked before the first write).
 return guard('promote', function()
   local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  local promoted = promote_due(read_config_fields({ 'nextDue' }), now, now_text, limit)
+  local promoted = promote_due(read_config_fields({ 'nextDue', 'fair', 'pauses' }), now, now_text, limit, limit)
   lanes_flush(now)
   return promoted
 end)

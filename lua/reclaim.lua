@@ -8,11 +8,12 @@
 -- Returns: per reclaimed task, 2 each: id, state ("R" back to READY with its original rank, marked
 --   to be claimed alone next time, or "F" FAILED with error "lease expired after attempt n of m"
 --   when its attempts are used up). Fewer than `limit` tasks means no expired lease is left.
--- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then (both are checked before the first write).
 return guard('reclaim', function()
   local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  local config = read_config_fields({ 'skewMs' })
+  local config = read_config_fields({ 'skewMs', 'fair' })
   local moved = reclaim_expired(config, now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
   lanes_flush(now)
   return moved

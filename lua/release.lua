@@ -8,7 +8,7 @@
 --   revoked), 1 stale token, 2 already done, 3 unknown id, 6 corrupt (as in settle). The next claim issues a
 --   new token.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then (both are checked before the first write).
 return guard('release', function()
   local now, now_text = time_arg('now', ARGV[1])
   local items, ids = {}, {}

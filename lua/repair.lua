@@ -1,33 +1,37 @@
 -- repair: bring quarantined tasks back to READY, when their body can still be read.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, corrupt, seq are used
+-- KEYS the queue's keys (see _lib.lua): all of them
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] ids, 1..1000 of them
 -- Returns: per id, 1 each: status 0 repaired (READY again: its rank if its state could be read,
 --   else a new one at priority 0; attempts 0; a token generation above any it had), 3 unknown id
---   (not quarantined), 7 unrepairable (its body cannot be read either: only `delete` is left).
+--   (not quarantined), 7 unrepairable (its body cannot be read either: only `delete` is left). An
+--   id named twice is repaired once, and answered alike twice.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then: the arguments, the config and every record
+--   are read and checked before the first write.
 return guard('repair', function()
   local now = time_arg('now', ARGV[1])
   local ids = {}
   for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
-  require_format()
+  local config = read_config_fields({ 'fair' })
 
-  local scores = redis.call('ZMSCORE', K.corrupt, unpack(ids))
+  local scores = read_many('ZMSCORE', K.corrupt, ids)
   local fields = {}
   for _, id in ipairs(ids) do
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id
   end
-  local values = redis.call('HMGET', K.task, unpack(fields))
-  local result, writes, fresh = {}, new_writes(), {}
+  local values = read_many('HMGET', K.task, fields)
+  local result, writes, fresh, answered = {}, new_writes(), {}, {}
   for i, id in ipairs(ids) do
     local status = 3
-    if scores[i] then
+    if answered[id] then
+      status = answered[id] -- the same id twice in one call
+    elseif scores[i] then
       local state = values[2 * i - 1] and parse_state(values[2 * i - 1]) or nil
       local body = values[2 * i] or nil
-      local info = body and string.byte(body, 1) == 49 and parse_body(body) or nil
+      local info = body and string.byte(body, 1) == BODY_FORMAT_BYTE and parse_body(body) or nil
       if not info and body then
         local old_state, upgraded = upgrade_v0(body)
         if upgraded then body, info, state = upgraded, parse_body(upgraded), state or old_state end
@@ -43,6 +47,7 @@ return guard('repair', function()
         status = 7
       end
     end
+    answered[id] = status
     result[i] = status
   end
   if #fresh > 0 then
@@ -52,7 +57,6 @@ return guard('repair', function()
       state.rank = fmt((0 - PRIORITY_MIN) * RANK_SEQ_SPAN + seq)
     end
   end
-  local config = {}
   for _, item in ipairs(writes.repaired or {}) do
     make_ready(writes, item.id, item.state, config, now, false)
     put(writes, item.id, item.body)

@@ -1,26 +1,32 @@
--- requeue: send FAILED tasks back to READY with their original rank and a fresh set of attempts.
+-- requeue: send FAILED tasks back to READY with their original rank and a fresh set of attempts
+-- (a task of a group takes its turn in its group; once the queue takes fair turns, one without a
+-- group takes its turn among those: docs/groups.md).
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, failed are used
+-- KEYS the queue's keys (see _lib.lua): all of them
 -- ARGV[1] now   ms since epoch
--- ARGV[2..] ids, 1..1000 of them
+-- ARGV[2..] ids, 1..1000 of them (an id named twice is requeued once, and answered alike twice)
 -- Returns: per id, 1 each: status 0 ok (also for an id requeued already and not claimed since),
 --   2 already done, 3 unknown id, 4 not failed (the task is READY, SCHEDULED or LEASED; nothing
---   changed), 6 corrupt. The last error stays visible to inspect.
+--   changed), 6 corrupt. The last error stays visible to inspect. An ordered queue's hold for a
+--   task requeued ends: it runs as a new attempt.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then: the arguments, the config and every record
+--   are read and checked before the first write.
 return guard('requeue', function()
   local now, now_text = time_arg('now', ARGV[1])
   local ids = {}
   for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
-  require_format()
+  local config = read_config_fields({ 'hold', 'fair' })
 
   local tasks = load(ids, false)
-  local result, writes, config = {}, new_writes(), {}
-  for _, id in ipairs(ids) do
+  local result, writes, answered, requeued = {}, new_writes(), {}, {}
+  for i, id in ipairs(ids) do
     local task = tasks[id]
     local state = task.state
     local status = presence_status(task)
-    if status == 1 then
+    if answered[id] then
+      status = answered[id] -- the same id twice in one call
+    elseif status == 1 then
       status = 4 -- READY, never claimed
     elseif status == nil then
       status = 0
@@ -34,12 +40,17 @@ return guard('requeue', function()
         make_ready(writes, id, state, config, now, false)
         zrem(writes, K.failed, id)
         if task.upgraded then put(writes, id, task.body); task.upgraded = false end
+        requeued[id] = true
       end
     end
+    if status == 6 then quarantine(writes, id, task.problem, now) end
     write_upgrade(writes, id, task)
-    result[#result + 1] = status
+    answered[id] = status
+    result[i] = status
   end
   apply(writes)
+  local _, held = hold_of(config)
+  if held and requeued[held] then redis.call('HDEL', K.config, 'hold') end
   lanes_flush(now)
   return result
 end)

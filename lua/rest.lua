@@ -8,19 +8,23 @@
 --                     longest SQS DelaySeconds is 900 s)
 -- ARGV[3] cutOff      1 when the worker stops because its time ran out (ready work may be left for a
 --                     fresh invocation), 0 when its claims came back empty
--- Reads config: wake, nextDue, ordered, hold, paused (nothing to arrange). Writes wake.
+-- ARGV[4] callId      1-64 characters of A-Z a-z 0-9 _ . -, the same for every sending of this call,
+--                     or "" (none): a repeat after a lost reply is told the wake-up its first run arranged
+-- Reads config: wake, nextDue (scheduled work, and groups or types waiting to run again), ordered,
+--   hold, paused (nothing to arrange). Writes wake.
 -- Returns: the time (ms) a wake-up message must be sent for, or -1 when none is needed (nothing
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then (both are checked before the first write).
 return guard('rest', function()
   local now = time_arg('now', ARGV[1])
   local horizon = int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS)
   local cut_off = int_arg('cutOff', ARGV[3], 0, 1) == 1
+  local call = call_arg(ARGV[4])
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'paused' })
   -- The mark of a draining worker (this one, or one that stopped without resting) covers nothing
   -- once it stops; a wake-up arranged for later stays.
-  local wake = tonumber(config.wake)
+  local wake = wake_time(config)
   if wake and wake <= now then
     redis.call('HDEL', K.config, 'wake')
     config.wake = nil
@@ -36,5 +40,5 @@ return guard('rest', function()
     due = next_due_of(config, now)
   end
   if due == nil then return -1 end
-  return need_wake(config, now, due, horizon) or -1
+  return need_wake(config, now, due, horizon, call ~= '' and call or nil) or -1
 end)

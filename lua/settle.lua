@@ -9,9 +9,9 @@
 --            id, token, "fail", 0, error text
 --          (an ack, the common item, costs three arguments instead of five)
 -- Reads config (only when an item is not an ack: a batch of acks alone reads no config, not even
---   the format version; its tokens came from a claim, which checked it): maxErrorBytes (error text is cut to it), ordered
---   (a retry goes back to READY at once, rank kept, and holds the whole queue until its retry
---   time), nextDue.
+--   the format version; its tokens came from a claim, which checked it): maxErrorBytes (error text
+--   is cut to it), ordered (a retry goes back to READY at once, rank kept, and holds the whole queue
+--   until its retry time: config hold "<retryAtMs>|<id>", which ends with that task), nextDue, fair.
 -- Returns: per item, 2 each: status, state after the call
 --   status 0 ok             state D done, S scheduled or R ready (retry), F failed (fail, or
 --                            retry with no attempts left); also for a retry or fail repeated with
@@ -22,7 +22,8 @@
 --   status 6 corrupt        its record cannot be read: it was moved to the corrupt set
 -- An ack drops the body (the payload). Nothing here reads or rewrites a body.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then: every argument is checked, and the config
+--   and the states read, before the first write.
 return guard('settle', function()
   local now, now_text = time_arg('now', ARGV[1])
   -- Items of 3 (ack) or 5 (retry, fail) arguments; where each starts, and what each asks.
@@ -47,14 +48,14 @@ return guard('settle', function()
     end
   end
   if #ids == 0 then bad('expected at least one item') end
-  local config = all_acks and {} or read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue' })
+  local config = all_acks and {} or read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue', 'fair' })
   local max_error = config_int(config, 'maxErrorBytes', DEFAULT_MAX_ERROR_BYTES)
   local ordered = config.ordered == '1'
 
   local fields = {}
   for i, id in ipairs(ids) do fields[i] = id .. ':s' end
-  local values = redis.call('HMGET', K.task, unpack(fields))
-  local result, writes, hold, earliest = {}, new_writes(), nil, nil
+  local values = read_many('HMGET', K.task, fields)
+  local result, writes, hold, hold_id, earliest = {}, new_writes(), nil, nil, nil
   local tasks = {} -- by id, once an item of this call met it: a second item on it sees the first's change
   local ACKED = { state = { letter = 'D' } } -- what a later item sees of a task an ack here finished
   local replayed = { retry = { S = true, R = true, W = true, F = true }, fail = { F = true } }
@@ -90,10 +91,7 @@ return guard('settle', function()
       local state = task.state
       local status = presence_status(task)
       if status then
-        if status == 6 then
-          quarantine(writes, id, nil, task.problem, now)
-          for _, key in ipairs({ K.leased, K.ready, K.scheduled, K.done, K.failed }) do zrem(writes, key, id) end
-        end
+        if status == 6 then quarantine(writes, id, task.problem, now) end
       elseif outcome ~= 'ack' and replayed[outcome][state.letter] and token_matches(state, token) then
         -- The same retry or fail ran already (a retry after a lost reply), and no claim came since:
         -- answer what it did. An ack is never answered this way: a DONE task says already_done.
@@ -128,7 +126,7 @@ return guard('settle', function()
               if group_policy(config, state.type).ordered then state.flags = 'h' else lane_release(lane, id, config, now) end
             end
           else
-            if ordered and retry_at > now then hold = math.max(hold or 0, retry_at) end
+            if ordered and retry_at > now and retry_at > (hold or 0) then hold, hold_id = retry_at, id end
             make_ready(writes, id, state, config, now, true) -- a task of a group: first in it again
           end
         end
@@ -151,7 +149,7 @@ return guard('settle', function()
   apply(writes)
   lanes_flush(now)
   -- The hold is compared with the callers' `now`, never with Redis's clock.
-  if hold then redis.call('HSET', K.config, 'hold', fmt(hold)) end
+  if hold then redis.call('HSET', K.config, 'hold', fmt(hold) .. '|' .. hold_id) end
   if earliest then config_get(config, 'nextDue'); note_due(config, earliest) end
   return result
 end)

@@ -1,27 +1,35 @@
--- tick: one reclaimer pass in one call: reclaim expired leases, promote due tasks, trim retention,
--- then read the stats. An idle queue costs 8 commands (this EVALSHA, HGETALL config, 6 ZCARD).
+-- tick: one reclaimer pass in one call: reclaim expired leases, promote due tasks (and let out the
+-- groups and types whose time came), check a slice of the queue (check.lua's sweep: the records of
+-- groups whose slots were all acked since go, and what a check may repair safely is repaired),
+-- trim retention, then read the stats. An idle empty queue costs 9 commands (this EVALSHA, HGETALL
+-- config, ZCARD and ZCOUNT of the sets).
 --
 -- KEYS the queue's keys (see _lib.lua): all of them
 -- ARGV[1] now     ms since epoch
 -- ARGV[2] limit   1..10000, the most tasks each step moves or deletes
 -- ARGV[3] wakeHorizonMs  0..900000 (default 0: none): arrange a wake-up for what falls due within
 --                 this long (the time to the reclaimer's next run)
+-- ARGV[4] callId  "tick-" and 1-59 characters of A-Z a-z 0-9 _ . -, the same for every sending of
+--                 this call (or "" for none): a repeat after a lost reply is told the wake-up again
 -- Reads config: skewMs (as in reclaim), doneRetentionMs, failedRetentionMs (as in trim), nextDue,
---   ordered, hold, wake, paused (a paused queue gets no wake-up), pauses. Writes wake when it
---   arranges one.
+--   ordered, hold, wake, paused (a paused queue gets no wake-up), pauses, fair, sweep (where the
+--   sweep goes on). Writes wake when it arranges one: it trusts no wake-up arranged for later than
+--   now but a tick's own, for it cannot know another was ever sent (a producer's reply lost), so
+--   what falls due before its next run gets one from it.
 -- Returns: { reclaimed, reclaimFailed, promoted, doneTrimmed, failedTrimmed, then the 11 values of
 --   stats (ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs,
 --   dueScheduled, corrupt, paused, pauses), then the time (ms) a wake-up must be sent for, "" when none }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then.
+--   another storage format; nothing is written then (both are checked before the first write).
 return guard('tick', function()
   local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
   local horizon = int_arg('wakeHorizonMs', ARGV[3] or '0', 0, WAKE_HORIZON_MAX_MS)
+  local call = call_arg(ARGV[4])
   local config = read_config()
 
-  local counts = {}
-  for _, name in ipairs({ 'leased', 'scheduled', 'done', 'failed' }) do counts[name] = redis.call('ZCARD', K[name]) end
+  local counts = { scheduled = scheduled_count() }
+  for _, name in ipairs({ 'leased', 'done', 'failed' }) do counts[name] = redis.call('ZCARD', K[name]) end
   local reclaimed, reclaim_failed = 0, 0
   if counts.leased > 0 then
     local moved = reclaim_expired(config, now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
@@ -30,12 +38,13 @@ return guard('tick', function()
     end
   end
   -- promote_due also opens the rate windows of groups (it reads nothing before one is due).
-  local promoted = promote_due(config, now, now_text, limit)
-  -- The groups hash is swept while the queue has tasks (or a sweep is under way), so an idle empty
+  local promoted = promote_due(config, now, now_text, limit, limit)
+  -- A slice of the queue is checked while it has tasks (or a sweep is under way), so an idle empty
   -- queue's tick stays a few commands.
-  if counts.leased + counts.scheduled + counts.done + counts.failed > 0 or (config.gsweep or '0') ~= '0' then
-    lanes_sweep(config, now)
+  if counts.leased + counts.scheduled + counts.done + counts.failed > 0 or (config.sweep or '') ~= '' then
+    sweep_step(config, now, SWEEP_PAGE)
   end
+  upgrade_format(config)
   lanes_flush(now)
   local done_retention = config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)
@@ -61,15 +70,14 @@ return guard('tick', function()
   -- Ready work is the reclaimer's own business (it kicks the worker); an idle queue costs nothing.
   local wake_at = nil
   if horizon > 0 and config.paused ~= '1' then
-    local due = nil
-    if stats[2] > 0 or config.ordered == '1' then due = next_due_of(config, now) end
+    local due = next_due_of(config, now)
     if stats[3] > 0 then
       -- A lease that ends before then is reclaimed by the worker that wake-up starts.
       local deadline = tonumber(redis.call('ZRANGE', K.leased, 0, 0, 'WITHSCORES')[2])
       local reclaimable = deadline + config_int(config, 'skewMs', DEFAULT_SKEW_MS) + 1
       if due == nil or reclaimable < due then due = reclaimable end
     end
-    if due then wake_at = need_wake(config, now, due, horizon) end
+    if due then wake_at = need_wake(config, now, due, horizon, call ~= '' and call or TICK_CALL) end
   end
   result[#result + 1] = wake_at and fmt(wake_at) or ''
   return result

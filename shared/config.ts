@@ -5,8 +5,12 @@
  * in docs/design.md "Default settings".
  */
 
-/** The storage format these scripts read and write (docs/storage.md); the queue's config records it. */
-export const FORMAT_VERSION = 1;
+/**
+ * The storage format these scripts write (docs/storage.md); the queue's config records it. They also
+ * read a queue of format v1 and v0, and the first script that writes a v1 queue marks it v2, so the
+ * scripts of a v1 release stop at it (LEASEQ_FORMAT) before they write anything.
+ */
+export const FORMAT_VERSION = 2;
 
 /** 9999-12-31T23:59:59.999Z: the latest time a task may be due, and the largest `now` accepted. */
 const TIME_MAX_MS = 253_402_300_799_999;
@@ -46,6 +50,13 @@ export const LIMITS = {
   rateMax: 1_000_000,
   /** The longest rate interval: one day. */
   rateIntervalMaxMs: 24 * 3600 * 1000,
+  /**
+   * The most values one variadic Redis command takes inside a script: Redis's Lua refuses to unpack
+   * about 8,000, so every variadic call is sent in slices of at most this many (lua/_lib.lua).
+   */
+  variadicMax: 1000,
+  /** Records (tasks, set members, groups) one `check` call reads at most. */
+  checkPageMax: 1000,
 } as const;
 
 /** Wake-ups (docs/wake-ups.md). */
@@ -95,6 +106,8 @@ export const LUA_CONSTANTS: Record<string, number> = {
   PAUSED_TYPES_MAX: LIMITS.pausedTypesMax,
   HISTORY_MINUTES_MAX: LIMITS.historyMinutesMax,
   GROUP_CONCURRENCY_MAX: LIMITS.groupConcurrencyMax,
+  VARIADIC_MAX: LIMITS.variadicMax,
+  CHECK_PAGE_MAX: LIMITS.checkPageMax,
   RATE_MAX: LIMITS.rateMax,
   RATE_INTERVAL_MAX_MS: LIMITS.rateIntervalMaxMs,
   DEFAULT_MAX_PAYLOAD_BYTES: DEFAULTS.maxPayloadBytes,

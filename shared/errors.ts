@@ -75,6 +75,7 @@ export const ITEM_STATUS = {
   7: "unrepairable",
   8: "leased",
   9: "already_failed",
+  10: "not_in_state",
 } as const;
 
 export type ItemStatus = (typeof ITEM_STATUS)[keyof typeof ITEM_STATUS];

@@ -7,6 +7,7 @@ import { SCRIPTS, type ScriptName } from "./scripts.js";
 import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
 import type { Store } from "./store.js";
 import {
+  type CheckProblem,
   type ClaimedTask,
   type EnqueueResult,
   type ExtendResult,
@@ -106,7 +107,7 @@ export class Queue {
     const where = "enqueue";
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
-    const args = [String(now)];
+    const args = [String(now), callId()];
     for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
     const reply = await this.run("enqueue", args);
     const results = tasks.map((task, i) => ({
@@ -156,18 +157,26 @@ export class Queue {
    * ordered queue's gate is closed. Safe to retry: a store resending it after a lost reply gets the
    * same batch back.
    */
-  async claim(options: { count: number; now: number; maxLeaseMs?: number }): Promise<ClaimedTask[]> {
+  async claim(options: {
+    count: number;
+    now: number;
+    maxLeaseMs?: number;
+    types?: readonly string[];
+  }): Promise<ClaimedTask[]> {
     return (await this.claimOrNextDue(options)).tasks;
   }
 
   /**
    * claim, and when nothing was leased: `nextDueMs`, when scheduled work next falls due (or an
-   * ordered queue's hold ends), for a worker deciding whether to wait for it.
+   * ordered queue's hold ends), for a worker deciding whether to wait for it. With `types` (the task
+   * types the caller has a handler for), a task of a type the queue declares but the caller lacks
+   * (another deployment's, or a newer version's) stays READY for a caller that has it.
    */
   async claimOrNextDue(options: {
     count: number;
     now: number;
     maxLeaseMs?: number;
+    types?: readonly string[];
   }): Promise<{ tasks: ClaimedTask[]; nextDueMs: number | undefined }> {
     const now = checkNow("claim", options.now);
     const count = checkInteger("claim", "count", options.count, 1, LIMITS.claimMax);
@@ -178,6 +187,13 @@ export class Queue {
       1,
       LIMITS.leaseMaxMs,
     );
+    const types = options.types ?? [];
+    if (!Array.isArray(types) || types.length > LIMITS.batchMax) {
+      throw new InvalidInputError(
+        `claim: types must be an array of at most ${LIMITS.batchMax} task types, got ${shown(types)}`,
+      );
+    }
+    for (const [index, type] of types.entries()) checkName(`claim: types[${index}]`, "type", type, LIMITS.typeMaxBytes);
     const claimId = randomBytes(12).toString("base64url");
     const reply = await this.run("claim", [
       String(now),
@@ -186,6 +202,7 @@ export class Queue {
       claimId,
       "0",
       String(DEFAULTS.promoteLimit),
+      types.join(","),
     ]);
     if (reply.length === 1) return { tasks: [], nextDueMs: Number(reply[0]) };
     const claimed: ClaimedTask[] = [];
@@ -348,7 +365,12 @@ export class Queue {
   async tick(options: { now: number; limit?: number; wakeHorizonMs?: number }): Promise<TickResult> {
     const now = checkNow("tick", options.now);
     const horizon = checkInteger("tick", "wakeHorizonMs", options.wakeHorizonMs ?? 0, 0, WAKE.horizonMaxMs);
-    const reply = await this.run("tick", [String(now), String(this.limit("tick", options.limit)), String(horizon)]);
+    const reply = await this.run("tick", [
+      String(now),
+      String(this.limit("tick", options.limit)),
+      String(horizon),
+      `tick-${callId()}`,
+    ]);
     return {
       reclaimed: Number(reply[0]),
       reclaimFailed: Number(reply[1]),
@@ -368,7 +390,7 @@ export class Queue {
   async rest(options: { now: number; horizonMs?: number; cutOff?: boolean }): Promise<number | undefined> {
     const now = checkNow("rest", options.now);
     const horizon = checkInteger("rest", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
-    const reply = await this.run("rest", [String(now), String(horizon), options.cutOff ? "1" : "0"]);
+    const reply = await this.run("rest", [String(now), String(horizon), options.cutOff ? "1" : "0", callId()]);
     return Number(reply) >= 0 ? Number(reply) : undefined;
   }
 
@@ -403,11 +425,23 @@ export class Queue {
 
   /**
    * Deletes tasks by id, records included: READY, SCHEDULED, DONE, FAILED or quarantined ones. A
-   * LEASED task is refused (status "leased"): a worker is running it.
+   * LEASED task is refused (status "leased"): a worker is running it. With `state`, a task no longer
+   * in that state (it moved on since a filter found it) is left alone ("not_in_state"). `now` lets
+   * the script forget a wake-up arranged only for what it deleted.
    */
-  async delete(ids: string[]): Promise<ItemResult[]> {
+  async delete(
+    ids: string[],
+    options: { state?: Exclude<TaskState, "leased">; now?: number } = {},
+  ): Promise<ItemResult[]> {
     this.checkIds("delete", ids);
-    const reply = await this.run("delete", ids);
+    const state = options.state ?? "";
+    if (state !== "" && (!LISTABLE.includes(state) || state === ("leased" as TaskState))) {
+      throw new InvalidInputError(
+        `delete: state must be one of ${LISTABLE.filter((s) => s !== "leased").join(", ")}, got ${shown(state)}`,
+      );
+    }
+    const now = options.now === undefined ? 0 : checkNow("delete", options.now);
+    const reply = await this.run("delete", [String(now), state, ...ids]);
     return ids.map((id, i) => ({ id, status: itemStatus("delete", reply[i]) }));
   }
 
@@ -454,7 +488,7 @@ export class Queue {
   private async pauseOrResume(action: "pause" | "resume", options: { now: number; type?: string }) {
     const now = checkNow(action, options.now);
     if (options.type !== undefined) checkName(action, "type", options.type, LIMITS.typeMaxBytes);
-    const reply = await this.run("pause", [String(now), action, options.type ?? ""]);
+    const reply = await this.run("pause", [String(now), action, options.type ?? "", callId()]);
     return { changed: Number(reply[0]) === 1, wakeAtMs: optionalTime(reply[1]) };
   }
 
@@ -543,7 +577,7 @@ export class Queue {
    * included, and resolves to how many it deleted: call again until 0 to purge the state. LEASED
    * tasks are not purged (cancel them).
    */
-  async purge(state: Exclude<TaskState, "leased">, options: { limit?: number } = {}): Promise<number> {
+  async purge(state: Exclude<TaskState, "leased">, options: { limit?: number; now?: number } = {}): Promise<number> {
     if (!LISTABLE.includes(state) || state === ("leased" as TaskState)) {
       throw new InvalidInputError(
         `purge: state must be one of ${LISTABLE.filter((s) => s !== "leased").join(", ")}, got ${shown(state)}`,
@@ -552,7 +586,11 @@ export class Queue {
     const limit = checkInteger("purge", "limit", options.limit ?? 1000, 1, LIMITS.batchMax);
     const page = await this.list(state, { limit });
     if (page.length === 0) return 0;
-    const results = await this.delete(page.map((task) => task.id));
+    // Only what is still in `state` when the delete runs: a task requeued meanwhile stays.
+    const results = await this.delete(
+      page.map((task) => task.id),
+      { state, ...(options.now === undefined ? {} : { now: options.now }) },
+    );
     return results.filter((result) => result.status === "ok").length;
   }
 
@@ -576,6 +614,54 @@ export class Queue {
       });
     }
     return tasks;
+  }
+
+  /**
+   * One step of the queue's consistency check (docs/design.md "Checking a queue"): reads at most
+   * `count` records (1-1000, default 1000) from `cursor` (undefined: the start) and reports every
+   * broken invariant it finds among them; `next` is the cursor to go on from, undefined once the
+   * check is complete. With `repair`, what can be repaired safely is repaired in the same step (each
+   * problem says whether it was). Bounded and resumable: a large queue is checked in many steps.
+   */
+  async check(options: {
+    now: number;
+    cursor?: string;
+    count?: number;
+    repair?: boolean;
+  }): Promise<{ problems: CheckProblem[]; next: string | undefined }> {
+    const now = checkNow("check", options.now);
+    const cursor = options.cursor ?? "";
+    if (typeof cursor !== "string" || cursor.length > 64 || (cursor !== "" && !/^[a-z]+:[\d:]+$/.test(cursor))) {
+      throw new InvalidInputError(`check: cursor must be one a previous check returned, got ${shown(cursor)}`);
+    }
+    const count = checkInteger("check", "count", options.count ?? LIMITS.checkPageMax, 1, LIMITS.checkPageMax);
+    const reply = await this.run("check", [String(now), cursor, String(count), options.repair ? "1" : "0"]);
+    const problems: CheckProblem[] = [];
+    for (let i = 1; i + 3 < reply.length; i += 4) {
+      problems.push({
+        code: String(reply[i]),
+        subject: String(reply[i + 1]),
+        detail: String(reply[i + 2]),
+        repaired: Number(reply[i + 3]) === 1,
+      });
+    }
+    const next = String(reply[0] ?? "");
+    return { problems, next: next === "" ? undefined : next };
+  }
+
+  /**
+   * The whole consistency check, step after step (see check): every problem found, each once. On a
+   * live queue a task may move between steps; check again what it reports before acting on it.
+   */
+  async checkAll(options: { now: number; repair?: boolean; count?: number }): Promise<CheckProblem[]> {
+    const found = new Map<string, CheckProblem>();
+    let cursor: string | undefined;
+    do {
+      const step = await this.check({ ...options, ...(cursor === undefined ? {} : { cursor }) });
+      for (const problem of step.problems) found.set(`${problem.code}\0${problem.subject}\0${problem.detail}`, problem);
+      cursor = step.next;
+    } while (cursor !== undefined);
+    return [...found.values()];
   }
 
   /**
@@ -628,6 +714,14 @@ export class Queue {
       throw toQueueError(name, error);
     }
   }
+}
+
+/**
+ * An id for one call, the same on every sending of it: a script that arranges a wake-up records it
+ * with the mark, so a store's repeat after a lost reply is told the same wake-up (lua/_lib.lua).
+ */
+function callId(): string {
+  return randomBytes(9).toString("base64url");
 }
 
 /** A time a script answered, or undefined for its "" (none). */

@@ -42,6 +42,7 @@ export const SCRIPTS = {
   cancel: withLib("cancel"),
   history: withLib("history", { readOnly: true }),
   groups: withLib("groups", { readOnly: true }),
+  check: withLib("check"),
 } as const satisfies Record<string, LuaScript>;
 
 export type ScriptName = keyof typeof SCRIPTS;

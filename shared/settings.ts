@@ -21,10 +21,16 @@ export interface QueueSettings {
   /** Lease and attempts per task type; types not listed get `defaultPolicy`. */
   policies?: Record<string, LeasePolicy>;
   /**
-   * Only the types in `policies` may be enqueued: enqueue refuses any other, naming the declared
-   * ones (the worker sets it from its task declaration). Default false: any type, `defaultPolicy`.
+   * Only the types in `policies` (and `acceptTypes`) may be enqueued: enqueue refuses any other,
+   * naming the declared ones (the worker sets it from its task declaration). Default false: any
+   * type, `defaultPolicy`.
    */
   strictTypes?: boolean;
+  /**
+   * Types another deployment sharing this queue runs: accepted at enqueue, their policies left as
+   * that deployment wrote them, and never claimed by a worker that passes its own types (docs/deploy.md).
+   */
+  acceptTypes?: string[];
   /** Default 60000 ms, 5 attempts. */
   defaultPolicy?: LeasePolicy;
   /** The group policy of the types without one in `typeGroups` (docs/groups.md). Default: none (groups only take turns). */
@@ -62,6 +68,18 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     typeGroups[type] = checkGroupPolicy(`${where} group policy "${type}"`, policy);
   }
   const groups = settings.groups === undefined ? {} : checkQueueGroupPolicy(`${where} groups`, settings.groups);
+  if (settings.acceptTypes !== undefined && !Array.isArray(settings.acceptTypes)) {
+    throw new InvalidInputError(`${where}: acceptTypes must be an array of task types`);
+  }
+  const acceptTypes = [...new Set(settings.acceptTypes ?? [])].sort();
+  for (const type of acceptTypes) {
+    checkName(where, "accepted type", type, LIMITS.typeMaxBytes);
+    if (type in policies) {
+      throw new InvalidInputError(
+        `${where}: acceptTypes: "${type}" has a policy already (a type is run or accepted, not both)`,
+      );
+    }
+  }
   for (const flag of ["ordered", "strictTypes"] as const) {
     if (settings[flag] !== undefined && typeof settings[flag] !== "boolean") {
       throw new InvalidInputError(`${where}: ${flag} must be true or false`);
@@ -73,6 +91,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     groups,
     typeGroups,
     strictTypes: settings.strictTypes ?? false,
+    acceptTypes,
     defaultPolicy: checkPolicy(`${where} defaultPolicy`, settings.defaultPolicy ?? DEFAULTS),
     maxPayloadBytes: integer("maxPayloadBytes", DEFAULTS.maxPayloadBytes, 1, LIMITS.payloadMaxBytes),
     maxErrorBytes: integer("maxErrorBytes", DEFAULTS.maxErrorBytes, 0, LIMITS.errorMaxBytes),
@@ -97,6 +116,7 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
     ...Object.keys(settings.policies)
       .sort()
       .map((type): [string, string] => [`p:${type}`, policy(settings.policies[type])]),
+    ...settings.acceptTypes.map((type): [string, string] => [`a:${type}`, "1"]),
     ...(Object.keys(settings.groups).length > 0 ? [["gd", groupPolicyText(settings.groups)] as [string, string]] : []),
     ...Object.keys(settings.typeGroups)
       .sort()

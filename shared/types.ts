@@ -66,6 +66,18 @@ export interface TypeGroupPolicy extends GroupPolicy {
   typeRate?: RateLimit;
 }
 
+/** A broken invariant `Queue.check` found (docs/design.md "Checking a queue"). */
+export interface CheckProblem {
+  /** What kind: no_set, two_sets, unreadable, group_parked, group_stalled, hold, wake, ... */
+  code: string;
+  /** The task id, group (`<type>|<group>`), type record (`@<type>`) or config field it is about. */
+  subject: string;
+  /** What was wrong, in words. */
+  detail: string;
+  /** Repaired in the same step (`repair: true` and the problem is one a check repairs safely). */
+  repaired: boolean;
+}
+
 /** One group's counts (Queue.groups). */
 export interface GroupStats {
   type: string;

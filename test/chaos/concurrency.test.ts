@@ -10,7 +10,7 @@ import type { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { captureStdout, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
-import { assertConsistent } from "../helpers/invariants.js";
+import { assertConsistent, taskFields } from "../helpers/invariants.js";
 import { adapters, configuredQueue, rawClient, uniqueQueueName } from "../helpers/stores.js";
 import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
 
@@ -159,7 +159,7 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
     const created = results.flat(2).filter((r) => r.status === "ok");
     expect(created.map((r) => r.id).sort()).toEqual([...ids].sort());
     expect(results.flat(2).filter((r) => r.status === "duplicate")).toHaveLength(19 * ids.length);
-    expect(await redis.hlen(producers[0].keys.task)).toBe(ids.length);
+    expect(await taskFields(redis, producers[0])).toHaveLength(ids.length);
     expect(Number(await redis.get(producers[0].keys.seq))).toBe(ids.length);
     await assertConsistent(redis, producers[0]);
   });

@@ -13,7 +13,7 @@ import { StoreError } from "../../shared/errors.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import { UpstashStore, upstashScript } from "../../shared/stores/upstash.js";
 import { captureStdout, lambdaContext, scheduledEvent } from "../helpers/events.js";
-import { assertConsistent } from "../helpers/invariants.js";
+import { assertConsistent, taskFields } from "../helpers/invariants.js";
 import { configuredQueue, rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
 
@@ -136,7 +136,7 @@ describe("faults through the local Upstash endpoint", () => {
       { id: "a", status: "duplicate", state: "ready" },
     ]);
     drop.count();
-    expect(await redis.hlen(queue.keys.task)).toBe(1);
+    expect(await taskFields(redis, queue)).toHaveLength(1);
     expect(await redis.get(queue.keys.seq)).toBe("1");
     await assertConsistent(redis, queue);
   });

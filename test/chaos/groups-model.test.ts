@@ -106,9 +106,10 @@ function mayRun(world: World, id: string, taken: number): boolean {
   return true;
 }
 
-/** The real queue's task states equal the model's (W, parked, is READY to the world). */
+/** The real queue's task states equal the model's (W, parked, is READY to the world), and its check is clean. */
 async function compare(world: World, real: Real): Promise<void> {
   const records = await assertConsistent(real.redis, real.queue);
+  expect(await real.queue.checkAll({ now: world.now }), "leaseq check").toEqual([]);
   const actual = Object.fromEntries(
     [...records].map(([id, record]) => [
       id,

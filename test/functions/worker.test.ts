@@ -5,7 +5,7 @@ import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
-import { assertConsistent } from "../helpers/invariants.js";
+import { assertConsistent, taskFields } from "../helpers/invariants.js";
 import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
 
 const quick = { baseMs: 50, maxMs: 100 };
@@ -61,7 +61,7 @@ describe.each(adapters)("worker over $name", (adapter) => {
       claimed: 0,
     });
     expect(ran).toHaveLength(2);
-    expect(await redis.hlen(queue.keys.task)).toBe(2);
+    expect(await taskFields(redis, queue)).toHaveLength(2);
   });
 
   it("reports malformed records in batchItemFailures with the reason, and still runs the good ones", async () => {
@@ -158,7 +158,7 @@ describe.each(adapters)("worker over $name", (adapter) => {
     });
     expect(await queue.inspect("u")).toMatchObject({
       state: "failed",
-      lastError: 'no handler for task type "typo"; declared types: bad',
+      lastError: 'no handler for task type "typo", and the queue declares no such type; this worker\'s types: bad',
     });
   });
 

@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import type { Queue } from "../../shared/queue.js";
 
-/** A task as storage format v1 keeps it (docs/storage.md), read straight from Redis. */
+/** A task as storage format v2 keeps it (docs/storage.md), read straight from Redis. */
 export interface RawTask {
   state: string;
   type: string;
@@ -69,6 +69,14 @@ const ZSET_BY_STATE: Record<string, "ready" | "scheduled" | "leased" | "done" | 
   F: "failed",
 };
 
+/**
+ * The fields of the task hash that belong to tasks (bodies, states, quarantine reasons): not the
+ * queue's own, which start with "#" (the lease counter, the guard against workers of format v0).
+ */
+export async function taskFields(redis: Redis, queue: Queue): Promise<string[]> {
+  return (await redis.hkeys(queue.keys.task)).filter((field) => !field.startsWith("#"));
+}
+
 /** Every task of the queue as stored, by id (quarantined ones left out). */
 export async function readTasks(redis: Redis, queue: Queue): Promise<Map<string, RawTask>> {
   const fields = await redis.hgetall(queue.keys.task);
@@ -76,7 +84,8 @@ export async function readTasks(redis: Redis, queue: Queue): Promise<Map<string,
   const page = await redis.zrange(queue.keys.ready, 0, -1, "WITHSCORES");
   for (let i = 0; i < page.length; i += 2) ready.set(page[i], Number(page[i + 1]));
   const ids = new Set<string>();
-  for (const field of Object.keys(fields)) if (!field.includes(":")) ids.add(field);
+  // Fields starting with "#" are the queue's own (the lease counter, the guard against format v0).
+  for (const field of Object.keys(fields)) if (!field.includes(":") && !field.startsWith("#")) ids.add(field);
   for (const field of Object.keys(fields)) if (field.endsWith(":s")) ids.add(field.slice(0, -2));
   const tasks = new Map<string, RawTask>();
   for (const id of ids) {
@@ -93,9 +102,11 @@ export async function readTasks(redis: Redis, queue: Queue): Promise<Map<string,
  */
 export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<string, RawTask>> {
   const tasks = await readTasks(redis, queue);
+  const fair = await redis.hget(queue.keys.config, "fair");
   const members = new Map<string, string[]>();
   for (const zset of Object.values(ZSET_BY_STATE)) {
     for (const member of await redis.zrange(queue.keys[zset], 0, -1)) {
+      if (zset === "scheduled" && member === "#v0") continue; // the guard against workers of format v0
       const id = zset === "grouped" ? member.split("\0")[2] : member;
       members.set(id, [...(members.get(id) ?? []), zset]);
     }
@@ -105,7 +116,8 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
     if (task.state === "D") expect(task.payload, `payload of DONE ${id}`).toBe("");
     else expect(task.payload.length, `payload of ${id}`).toBeGreaterThan(0);
     if (task.maxAttempts > 0) expect(task.attempts).toBeLessThanOrEqual(task.maxAttempts);
-    if (task.state === "R" && task.group === "")
+    // A READY task without a group is at its rank, until the queue takes fair turns (its first group).
+    if (task.state === "R" && task.group === "" && fair !== "1")
       expect(task.rank, `rank of READY ${id}`).toBe(
         (await redis.zscore(queue.keys.ready, id)) === null
           ? Number.NaN
@@ -113,70 +125,71 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
       );
   }
   for (const id of members.keys()) expect(tasks.has(id), `record of ${id}`).toBe(true);
+  expect(await redis.zscore(queue.keys.scheduled, "#v0"), "the guard against workers of format v0").not.toBeNull();
   await assertGroups(redis, queue, tasks);
   return tasks;
 }
 
 /**
- * The groups' invariants (docs/groups.md): a group's record counts its leased tasks and held
- * retries (never more than its concurrency), its READY and its parked tasks; its head is one of its
- * READY tasks; a group with parked tasks and no head is full, or waits for its rate window.
+ * The groups' invariants (docs/groups.md), read independently of the scripts: a group's record
+ * names, among its slots, every lease and held retry (a group with a concurrency) and every task let
+ * out (R or W with flag u), never more than its concurrency; it counts its READY tasks and its
+ * parked ones; a group with parked tasks and no task let out is full, or
+ * waits in groupwait for its rate window. A type's own record counts the tasks set aside by type.
  */
 export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string, RawTask>): Promise<void> {
   const config = await redis.hgetall(queue.keys.config);
   const records = await redis.hgetall(queue.keys.groups);
   const waiting = new Set(await redis.zrange(queue.keys.groupwait, 0, -1));
-  const lanes = new Map<string, { ready: string[]; active: number; parked: number; out: number }>();
+  const lanes = new Map<string, { ready: string[]; active: string[]; parked: number; out: string[] }>();
+  const typeParked = new Map<string, number>();
   const lane = (task: RawTask) => {
     const name = `${task.type}|${task.group}`;
     let entry = lanes.get(name);
     if (!entry) {
-      entry = { ready: [], active: 0, parked: 0, out: 0 };
+      entry = { ready: [], active: [], parked: 0, out: [] };
       lanes.set(name, entry);
     }
     return entry;
   };
   for (const [id, task] of tasks) {
+    if (task.state === "W" && task.flags.includes("t")) typeParked.set(task.type, (typeParked.get(task.type) ?? 0) + 1);
     if (task.group === "") continue;
-    if (task.state === "R") lane(task).ready.push(id);
-    if (task.state === "R" && task.flags.includes("u")) lane(task).out += 1;
-    if (task.state === "L" || (task.state === "S" && task.flags === "h")) lane(task).active += 1;
-    if (task.state === "W") lane(task).parked += 1;
+    if (task.state === "R" || (task.state === "W" && task.flags.includes("t"))) lane(task).ready.push(id);
+    if ((task.state === "R" || task.state === "W") && task.flags.includes("u")) lane(task).out.push(id);
+    if (task.state === "L" || (task.state === "S" && task.flags.includes("h"))) lane(task).active.push(id);
+    if (task.state === "W" && !task.flags.includes("t")) lane(task).parked += 1;
   }
   for (const [name, entry] of lanes) {
-    const [ready = "0", , holderText = "", parked = "0", heads = "0"] = (records[name] ?? "").split("|");
-    const holders = holderText === "" ? [] : holderText.split(",");
-    // The record's holders may name tasks acked since (their acks write no record); those that
-    // still hold a slot are exactly the group's leased tasks and held retries.
-    const holding = holders.filter((id) => {
-      const task = tasks.get(id);
-      return (
-        task !== undefined &&
-        `${task.type}|${task.group}` === name &&
-        (task.state === "L" || (task.state === "S" && task.flags.includes("h")))
-      );
-    });
+    const [ready = "0", , slotText = "", parked = "0", legacy = "0"] = (records[name] ?? "").split("|");
+    const slots = new Set(slotText === "" ? [] : slotText.split(","));
     const type = name.slice(0, name.indexOf("|"));
-    const concurrency = Number((config[`g:${type}`] ?? config.gd ?? "0").split(",")[0]);
-    if (concurrency > 0) expect(holding.length, `leased and held tasks of group ${name}`).toBe(entry.active);
+    const [concurrency = 0, ordered = 0] = (config[`g:${type}`] ?? config.gd ?? "0,0").split(",").map(Number);
+    if (concurrency > 0) {
+      for (const id of entry.active) expect(slots.has(id), `group ${name}'s record names its lease ${id}`).toBe(true);
+      expect(entry.active.length + entry.out.length, `concurrency of group ${name}`).toBeLessThanOrEqual(concurrency);
+    }
+    for (const id of entry.out) {
+      expect(slots.has(id) || Number(legacy) > 0, `group ${name}'s record names its task let out ${id}`).toBe(true);
+    }
+    if (ordered === 1)
+      expect(entry.active.length + entry.out.length, `ordered group ${name}: one at a time`).toBeLessThanOrEqual(1);
     expect(Number(parked), `parked tasks of group ${name}`).toBe(entry.parked);
     expect(Number(ready), `READY tasks of group ${name}`).toBe(entry.ready.length + entry.parked);
-    expect(Number(heads), `tasks let out of group ${name}`).toBe(entry.out);
-    if (concurrency > 0) expect(entry.active, `concurrency of group ${name}`).toBeLessThanOrEqual(concurrency);
-    if (entry.parked > 0 && entry.out === 0) {
+    if (entry.parked > 0 && entry.out.length === 0) {
       expect(
-        (concurrency > 0 && entry.active >= concurrency) || waiting.has(name),
+        (concurrency > 0 && entry.active.length >= concurrency) || waiting.has(name),
         `group ${name} has ${entry.parked} parked tasks and none let out, yet it is not full nor waiting for its rate`,
       ).toBe(true);
     }
   }
+  for (const [type, count] of typeParked) {
+    const parked = (records[`@${type}`] ?? "").split("|")[3] ?? "0";
+    expect(Number(parked), `tasks of type ${type} set aside`).toBe(count);
+  }
   for (const [name, text] of Object.entries(records)) {
-    if (name.startsWith("@") || lanes.has(name)) continue;
-    const [ready, , , parked = "0", heads = "0"] = text.split("|");
-    expect({ ready, parked, heads }, `record of group ${name}, which has no task`).toEqual({
-      ready: "0",
-      parked: "0",
-      heads: "0",
-    });
+    if (name.startsWith("@") || name === "|" || lanes.has(name)) continue;
+    const [, , , parked = "0"] = text.split("|");
+    expect(parked, `record of group ${name}, which has no task`).toBe("0");
   }
 }

@@ -123,6 +123,7 @@ describe("script flags per store", () => {
       expect((await queue.history({ now: NOW, minutes: 5 })).failed).toHaveLength(5);
       await queue.enqueue([{ id: "g", type: "job", group: "acme" }], { now: NOW });
       expect((await queue.groups()).groups).toEqual([{ type: "job", group: "acme", leased: 0, ready: 1, parked: 0 }]);
+      expect(await queue.checkAll({ now: NOW })).toEqual([]);
       expect(await queue.drop({ confirm: "flags" })).toBeGreaterThan(0);
     } finally {
       await store.close();

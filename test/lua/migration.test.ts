@@ -3,6 +3,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
 import { luaScript, type Store } from "../../shared/store.js";
+import { expectClean } from "../helpers/check.js";
 import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
 import { V0_SCRIPTS } from "./fixtures/v0-scripts.js";
 
@@ -108,7 +109,44 @@ describe.each(adapters)("a queue of format v0, over $name", (adapter) => {
     });
     // The DONE task acked under v0 is read as it is until trim deletes it, as it deletes the rest.
     expect(await queue.trim({ now: NOW + 80_000, doneRetentionMs: 0 })).toEqual({ done: 6, failed: 0 });
-    expect(await redis.hlen(k.task)).toBe(0);
+    // Every task's record is gone; what stays is the queue's own (the lease counter, the v0 guard).
+    expect((await redis.hkeys(k.task)).filter((field) => !field.startsWith("#"))).toEqual([]);
+    await redis.del(hold);
+  });
+
+  it("a worker of format v0 still running pops nothing a producer of the new format enqueued", async () => {
+    const store = await adapter.open();
+    stores.push(store);
+    const name = uniqueQueueName("v0w");
+    const queue = new Queue(store, { name });
+    const k = queue.keys;
+    const hold = `leaseq:{${name}}:hold`;
+    // The upgrade order gone wrong: a new producer enqueues while an old worker still drains.
+    await queue.enqueue(
+      [
+        { id: "new-1", type: "job" },
+        { id: "new-2", type: "job", priority: -1 },
+        { id: "new-3", type: "job", delayMs: 1_000 },
+      ],
+      { now: NOW },
+    );
+    const v0Claim = store
+      .evalScript(
+        v0.claim,
+        [k.task, k.ready, k.scheduled, k.leased, hold],
+        [String(NOW + 500), "10", "0", "10", "5000", "3"],
+      )
+      .then(
+        (reply) => reply,
+        (error: unknown) => error,
+      );
+    const answered = await v0Claim;
+    // Whatever the old claim answered (an error), it took nothing: every task is still waiting, in order.
+    expect(Array.isArray(answered) ? answered : []).toEqual([]);
+    expect(await queue.stats({ now: NOW + 2_000 })).toMatchObject({ ready: 2, scheduled: 1, corrupt: 0 });
+    const claimed = await queue.claim({ count: 10, now: NOW + 2_000 });
+    expect(claimed.map((task) => task.id)).toEqual(["new-2", "new-1", "new-3"]);
+    await expectClean(queue, NOW + 2_001);
     await redis.del(hold);
   });
 });

@@ -13,7 +13,7 @@ import { adapters, queueFixture, uniqueQueueName } from "../helpers/stores.js";
 const NOW = 1_800_000_000_000;
 const END_OF_9999 = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-describe.each(adapters)("storage format v1 over $name", (adapter) => {
+describe.each(adapters)("storage format v2 over $name", (adapter) => {
   const { redis, fresh } = queueFixture(adapter, { defaultPolicy: { leaseMs: 10_000, maxAttempts: 3 } });
   const stores: Store[] = [];
   afterAll(async () => {
@@ -40,7 +40,8 @@ describe.each(adapters)("storage format v1 over $name", (adapter) => {
   it("keeps a waiting task in its body and the ready set alone: no state until it is first claimed", async () => {
     const queue = await fresh();
     await queue.enqueue([{ id: "w", type: "t", payload: { n: 1 }, priority: -3 }], { now: NOW });
-    expect(await redis.hkeys(queue.keys.task)).toEqual(["w"]);
+    // Its body alone; "#v0" is the queue's guard against workers of format v0 (docs/storage.md).
+    expect((await redis.hkeys(queue.keys.task)).sort()).toEqual(["#v0", "w"]);
     expect(await queue.inspect("w")).toMatchObject({ state: "ready", type: "t", priority: -3, attempts: 0, atMs: NOW });
   });
 
@@ -179,16 +180,16 @@ describe.each(adapters)("storage format v1 over $name", (adapter) => {
     );
     expect((await reader.claim({ count: 5, now: NOW })).map((task) => task.id)).toEqual(["o1", "o2"]);
     expect(await reader.claim({ count: 5, now: NOW })).toEqual([]); // ordered: nothing while leased
-    expect(await redis.hget(reader.keys.config, "v")).toBe("1");
+    expect(await redis.hget(reader.keys.config, "v")).toBe("2");
   });
 
   it("refuses, with a clear error, a queue stored in another format", async () => {
     const queue = await fresh();
-    await redis.hset(queue.keys.config, "v", "2");
+    await redis.hset(queue.keys.config, "v", "3");
     const error = await queue.claim({ count: 1, now: NOW }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FormatError);
     expect((error as Error).message).toBe(
-      "claim: the queue is stored in format v2, and these scripts read and write format v1: run the leaseq release that matches the queue (docs/storage.md)",
+      "claim: the queue is stored in format v3, and these scripts read formats v0 to v2 and write v2: run the leaseq release that matches the queue (docs/storage.md)",
     );
     await expect(queue.enqueue([{ id: "a", type: "t" }], { now: NOW })).rejects.toThrow(FormatError);
   });
@@ -199,7 +200,7 @@ describe.each(adapters)("storage format v1 over $name", (adapter) => {
     const queue = await fresh();
     await queue.enqueue([{ id: "a", type: "t", payload: { n: 1 } }], { now: NOW });
     const [task] = await queue.claim({ count: 1, now: NOW });
-    await redis.hset(queue.keys.config, "v", "2");
+    await redis.hset(queue.keys.config, "v", "3");
     const before = await readTasks(redis, queue);
     const calls: Array<[string, () => Promise<unknown>]> = [
       ["stats", () => queue.stats({ now: NOW })],
@@ -214,11 +215,13 @@ describe.each(adapters)("storage format v1 over $name", (adapter) => {
       ["reclaim", () => queue.reclaim({ now: NOW + 3_600_000 })],
       ["tick", () => queue.tick({ now: NOW + 3_600_000 })],
       ["trim", () => queue.trim({ now: NOW })],
+      ["cancel", () => queue.cancel(["a"], { now: NOW })],
+      ["check", () => queue.check({ now: NOW, repair: true })],
     ];
     for (const [name, call] of calls) {
       const error = await call().catch((e: unknown) => e);
       expect(error, name).toBeInstanceOf(FormatError);
-      expect((error as Error).message, name).toMatch(/format v2, and these scripts read and write format v1/);
+      expect((error as Error).message, name).toMatch(/format v3, and these scripts read formats v0 to v2 and write v2/);
     }
     expect(await readTasks(redis, queue)).toEqual(before);
   });

@@ -407,7 +407,9 @@ export interface RawRow {
     | "trim"
     | "requeue"
     | "inspect"
-    | "configure";
+    | "configure"
+    | "delete"
+    | "check";
   args: (token: string) => string[];
   error: RegExp;
 }
@@ -419,7 +421,7 @@ export const RAW_ROWS: RawRow[] = [
     (id): RawRow => ({
       what: `enqueue id ${JSON.stringify(id)}`,
       script: "enqueue",
-      args: () => [String(NOW), id, ...ok.slice(1)],
+      args: () => [String(NOW), "", id, ...ok.slice(1)],
       error: /^enqueue: task 1 id must be 1-128 characters/,
     }),
   ),
@@ -427,27 +429,27 @@ export const RAW_ROWS: RawRow[] = [
     (priority): RawRow => ({
       what: `enqueue priority "${priority}"`,
       script: "enqueue",
-      args: () => [String(NOW), "ok-id", priority, String(NOW), body(JSON.stringify(payload()))],
+      args: () => [String(NOW), "", "ok-id", priority, String(NOW), body(JSON.stringify(payload()))],
       error: /^enqueue: task 1 priority must be an integer from -1000 to 1000/,
     }),
   ),
   {
     what: "enqueue runAtMs -1",
     script: "enqueue",
-    args: () => [String(NOW), "ok-id", "0", "-1", body("{}")],
+    args: () => [String(NOW), "", "ok-id", "0", "-1", body("{}")],
     error: /runAtMs must be an integer/,
   },
   {
     what: "enqueue runAtMs after 9999-12-31",
     script: "enqueue",
-    args: () => [String(NOW), "ok-id", "0", "253402300800000", body("{}")],
+    args: () => [String(NOW), "", "ok-id", "0", "253402300800000", body("{}")],
     error: /runAtMs must be an integer from 0 to 253402300799999/,
   },
   ...["", "{}", "2|0|t||{}", "1|x|t||{}", "1|0||||{}", "1|0|a b||{}", `1|0|t|${"g".repeat(129)}|{}`].map(
     (text): RawRow => ({
       what: `enqueue body ${JSON.stringify(text.slice(0, 30))}`,
       script: "enqueue",
-      args: () => [String(NOW), "ok-id", "0", String(NOW), text],
+      args: () => [String(NOW), "", "ok-id", "0", String(NOW), text],
       error:
         /^enqueue: task 1 (body must be "1\|<enqueuedAtMs>\|<type>\|<group>\|<payload>"|type must be|group must be)/,
     }),
@@ -455,13 +457,13 @@ export const RAW_ROWS: RawRow[] = [
   {
     what: "enqueue with a short group",
     script: "enqueue",
-    args: () => [String(NOW), "ok-id", "0", String(NOW)],
-    error: /expected groups of 4 arguments from ARGV\[2\], got 3 arguments/,
+    args: () => [String(NOW), "", "ok-id", "0", String(NOW)],
+    error: /expected groups of 4 arguments from ARGV\[3\], got 3 arguments/,
   },
   {
     what: "enqueue with a valid task then a bad one (no partial write)",
     script: "enqueue",
-    args: () => [String(NOW), ...ok, "bad{id}", ...ok.slice(1)],
+    args: () => [String(NOW), "", ...ok, "bad{id}", ...ok.slice(1)],
     error: /task 2 id must be/,
   },
   {
@@ -538,5 +540,35 @@ export const RAW_ROWS: RawRow[] = [
     script: "configure",
     args: () => ["abc123", "p:t", "0,5"],
     error: /p:t must be "<leaseMs 1\.\.86400000>,<maxAttempts 1\.\.1000>"/,
+  },
+  {
+    what: "enqueue with a call id that is not one",
+    script: "enqueue",
+    args: () => [String(NOW), "a b", ...ok],
+    error: /callId must be 0-64 characters/,
+  },
+  {
+    what: "claim for a type list with a bad type",
+    script: "claim",
+    args: () => [String(NOW), "1", "1000", "c1", "0", "10", "ok,a b"],
+    error: /types must be 1-64 characters/,
+  },
+  {
+    what: "delete only tasks in state leased",
+    script: "delete",
+    args: () => [String(NOW), "leased", "held"],
+    error: /state must be "" \(any\) or one of ready, scheduled, done, failed, corrupt/,
+  },
+  {
+    what: "check from a cursor no step returned",
+    script: "check",
+    args: () => [String(NOW), "x{y}", "10", "0"],
+    error: /cursor must be "" or a cursor a previous step returned/,
+  },
+  {
+    what: "check 1001 records a step",
+    script: "check",
+    args: () => [String(NOW), "", "1001", "0"],
+    error: /count must be an integer from 1 to 1000/,
   },
 ];

@@ -26,10 +26,19 @@ export const stateName = (letter: Letter | undefined) => (letter ? STATE_NAME[le
 export class QueueModel {
   readonly tasks = new Map<string, ModelTask>();
   seq = 0;
-  /** Ordered queues: no claim before this time (ms), set by a retry. The model ignores the key's expiry. */
+  /**
+   * Ordered queues: no claim before this time (ms), set by a retry of `holdId`; it ends with that task
+   * (cancelled, deleted, requeued, or no longer READY when a claim looks).
+   */
   hold: number | undefined;
+  holdId: string | undefined;
   /** The queue is paused: claims lease nothing. */
   paused = false;
+  /**
+   * The queue's lease counter: every claim that leases gives its leases the next value (the first
+   * starts from the claim's `now`), so a token is never issued twice, whatever happens to its id.
+   */
+  leaseCounter: number | undefined;
   /** Task types paused on their own: their tasks stay READY (an ordered queue stops at one). */
   readonly pausedTypes = new Set<string>();
 
@@ -75,7 +84,10 @@ export class QueueModel {
     }
     if (this.options.ordered) {
       if ([...this.tasks.values()].some((task) => task.state === "L")) return [];
-      if (this.hold !== undefined && this.hold > now) return [];
+      if (this.hold !== undefined && this.hold > now) {
+        if (this.holdId !== undefined && this.tasks.get(this.holdId)?.state !== "R") this.forgetHold();
+        else return [];
+      }
     }
     let ready = [...this.tasks].filter(([, t]) => t.state === "R").sort(([, a], [, b]) => a.rank - b.rank);
     if (this.options.ordered) {
@@ -85,6 +97,7 @@ export class QueueModel {
       ready = ready.filter(([, task]) => !this.pausedTypes.has(task.type));
     }
     let batch = ready.slice(0, count);
+    const generation = (this.leaseCounter ?? now) + 1;
     // A reclaimed task goes alone: the batch is just it when it comes first, else cut before it.
     const firstSolo = batch.findIndex(([, task]) => task.flags === "s");
     if (firstSolo === 0) batch = batch.slice(0, 1);
@@ -93,7 +106,8 @@ export class QueueModel {
       const policy = this.options.policies[task.type] ?? this.options.defaultPolicy;
       task.state = "L";
       task.attempts++;
-      task.claims++;
+      task.claims = generation;
+      this.leaseCounter = generation;
       task.maxAttempts = policy.maxAttempts;
       task.at = now + policy.leaseMs;
       task.flags = "";
@@ -119,6 +133,7 @@ export class QueueModel {
     now: number,
   ) {
     let hold: number | undefined;
+    let holdId: string | undefined;
     const results = items.map((item) => {
       const { status, task } = this.fenced(item.id, item.token, item.outcome === "ack" ? undefined : item.outcome);
       if (task) {
@@ -137,13 +152,19 @@ export class QueueModel {
           } else {
             // An ordered queue keeps the task at the head (READY, rank kept) and holds every claim.
             task.state = "R";
-            if (this.options.ordered && retryAt > now) hold = Math.max(hold ?? 0, retryAt);
+            if (this.options.ordered && retryAt > now && retryAt > (hold ?? 0)) {
+              hold = retryAt;
+              holdId = item.id;
+            }
           }
         }
       }
       return { status, state: stateName(this.tasks.get(item.id)?.state) };
     });
-    if (hold !== undefined) this.hold = hold;
+    if (hold !== undefined) {
+      this.hold = hold;
+      this.holdId = holdId;
+    }
     return results;
   }
 
@@ -189,8 +210,15 @@ export class QueueModel {
     return { reclaimed, failed };
   }
 
+  /** The hold ends: its task left (or is READY no more). */
+  forgetHold() {
+    this.hold = undefined;
+    this.holdId = undefined;
+  }
+
   requeue(ids: string[], now: number) {
-    return ids.map((id) => {
+    const requeued = new Set<string>();
+    const results = ids.map((id) => {
       const task = this.tasks.get(id);
       if (!task) return { status: STATUS.unknown };
       if (task.state === "D") return { status: STATUS.done };
@@ -200,8 +228,11 @@ export class QueueModel {
       task.state = "R";
       task.at = now;
       task.attempts = 0;
+      requeued.add(id);
       return { status: STATUS.ok };
     });
+    if (this.holdId !== undefined && requeued.has(this.holdId)) this.forgetHold();
+    return results;
   }
 
   /** Pause or resume the queue (`type` undefined) or one type; whether it changed anything. */
@@ -226,6 +257,7 @@ export class QueueModel {
       if (task.state === "D") return { status: STATUS.done };
       if (task.state === "F" || seen.has(id)) return { status: "already_failed" };
       seen.add(id);
+      if (id === this.holdId) this.forgetHold();
       task.state = "F";
       task.claims++;
       task.at = now;
@@ -244,7 +276,10 @@ export class QueueModel {
       return { status: STATUS.ok };
     });
     ids.forEach((id, i) => {
-      if (results[i].status === STATUS.ok) this.tasks.delete(id);
+      if (results[i].status === STATUS.ok) {
+        this.tasks.delete(id);
+        if (id === this.holdId) this.forgetHold();
+      }
     });
     return results;
   }

@@ -1,0 +1,83 @@
+// Deployments that share a queue, and a worker of the previous version still draining while the
+// new one starts (issue 23, item 15): a worker leaves alone the tasks of a type it has no handler
+// for but the queue declares (another deployment's, or the new version's), and no deployment's cold
+// start overwrites the policies of the types another one runs.
+import { Logger } from "@aws-lambda-powertools/logger";
+import { afterAll, describe, expect, it } from "vitest";
+import type { TaskDefinitions } from "../../functions/tasks.js";
+import { createWorker } from "../../functions/worker.js";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import { expectClean } from "../helpers/check.js";
+import { functionEnv, lambdaContext } from "../helpers/events.js";
+import { adapters, uniqueQueueName } from "../helpers/stores.js";
+
+const drain = { leaseq: "drain" as const };
+const silent = new Logger({ serviceName: "test-worker", logLevel: "SILENT" });
+
+describe.each(adapters)("deployments sharing a queue, over $name", (adapter) => {
+  const stores: Store[] = [];
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+  });
+
+  async function open(name: string) {
+    const store = await adapter.open();
+    stores.push(store);
+    return new Queue(store, { name });
+  }
+  const worker = (name: string, tasks: TaskDefinitions) =>
+    createWorker({ env: functionEnv(adapter, name), tasks, logger: silent });
+
+  it("a worker of the previous version, still draining, leaves a new type's task for the new version", async () => {
+    const name = uniqueQueueName("deploy");
+    const queue = await open(name);
+    const ran: string[] = [];
+    const handler = (task: { id: string }) => void ran.push(task.id);
+    const previous = worker(name, { types: { a: { handler } } });
+    const current = worker(name, { types: { a: { handler }, b: { handler } } });
+    await previous(drain, lambdaContext()); // warm, and draining when the new version starts
+    await current(drain, lambdaContext()); // the new version's cold start declares type b
+    await queue.enqueue([{ id: "b-1", type: "b" }], { now: Date.now() });
+    await previous(drain, lambdaContext());
+    expect(await queue.inspect("b-1")).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
+    await current(drain, lambdaContext());
+    expect(ran).toEqual(["b-1"]);
+    expect(await queue.inspect("b-1")).toMatchObject({ state: "done", attempts: 1 });
+    await expectClean(queue, Date.now());
+  });
+
+  it("two deployments accepting each other's types keep each other's policies at every cold start", async () => {
+    const name = uniqueQueueName("share");
+    const queue = await open(name);
+    const ran: string[] = [];
+    const handler = (task: { id: string }) => void ran.push(task.id);
+    const first = () =>
+      worker(name, { types: { x: { leaseMs: 10_000, maxAttempts: 2, handler } }, acceptTypes: ["y"] });
+    const second = () =>
+      worker(name, { types: { y: { leaseMs: 20_000, maxAttempts: 3, handler } }, acceptTypes: ["x"] });
+    // Both warm, each cold start having written its declaration: the second's last.
+    const a = first();
+    const b = second();
+    await a(drain, lambdaContext());
+    await b(drain, lambdaContext());
+    await queue.enqueue(
+      [
+        { id: "x-1", type: "x" },
+        { id: "y-1", type: "y" },
+      ],
+      { now: Date.now() },
+    );
+    await a(drain, lambdaContext());
+    await b(drain, lambdaContext());
+    // A third cold start of the first deployment: the second's type keeps its policy.
+    await first()(drain, lambdaContext());
+    await queue.enqueue([{ id: "y-2", type: "y" }], { now: Date.now() });
+    await b(drain, lambdaContext());
+    expect(ran.sort()).toEqual(["x-1", "y-1", "y-2"]);
+    expect(await queue.inspect("x-1")).toMatchObject({ state: "done", maxAttempts: 2 });
+    expect(await queue.inspect("y-1")).toMatchObject({ state: "done", maxAttempts: 3 });
+    expect(await queue.inspect("y-2")).toMatchObject({ state: "done", maxAttempts: 3 });
+    await expectClean(queue, Date.now());
+  });
+});

@@ -1,0 +1,246 @@
+// "At least once, never lost, fenced" under groups, rates and the operator's controls: each case
+// here is one an adversarial review reproduced through the public API (issue 23, items 1-12), on a
+// real redis-server over both stores. Each ends with the queue's own consistency check.
+import { describe, expect, it } from "vitest";
+import type { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import type { ClaimedTask } from "../../shared/types.js";
+import { expectClean } from "../helpers/check.js";
+import { adapters, failTasks, queueFixture } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+const ids = (tasks: ClaimedTask[]) => tasks.map((task) => task.id);
+const ack = (queue: Queue, tasks: ClaimedTask[], now: number) =>
+  queue.settle(
+    tasks.map((task) => ({ id: task.id, token: task.token, outcome: "ack" as const })),
+    { now },
+  );
+
+describe.each(adapters)("guarantees over $name", (adapter) => {
+  const { redis, fresh } = queueFixture(adapter);
+
+  it("1: a stale holder's ack never settles a later incarnation of its id (delete, then enqueue again)", async () => {
+    const queue = await fresh();
+    // The head of priority 0 stays put (its type is paused), so the group's turn is the same both times.
+    await queue.enqueue([{ id: "head", type: "other" }], { now: NOW });
+    await queue.pause({ now: NOW, type: "other" });
+    await queue.enqueue([{ id: "x", type: "job", group: "g" }], { now: NOW });
+    const [old] = await queue.claim({ count: 1, now: NOW });
+    expect(old.id).toBe("x");
+    expect(await queue.cancel(["x"], { now: NOW + 1 })).toEqual([{ id: "x", status: "ok" }]);
+    expect(await queue.delete(["x"])).toEqual([{ id: "x", status: "ok" }]);
+    await queue.enqueue([{ id: "x", type: "job", group: "g" }], { now: NOW + 2 });
+    const [renewed] = await queue.claim({ count: 1, now: NOW + 3 });
+    expect(renewed.id).toBe("x");
+    expect(renewed.token).not.toBe(old.token);
+    expect(await ack(queue, [old], NOW + 4)).toEqual([{ id: "x", status: "stale_token", state: "leased" }]);
+    expect(await ack(queue, [renewed], NOW + 5)).toEqual([{ id: "x", status: "ok", state: "done" }]);
+    await expectClean(queue, NOW + 6);
+  });
+
+  it("3: a parked task whose record cannot be read is quarantined, not dropped", async () => {
+    const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
+    await queue.enqueue(
+      [
+        { id: "a", type: "job", group: "g" },
+        { id: "b", type: "job", group: "g" },
+      ],
+      { now: NOW },
+    );
+    const claimed = await queue.claim({ count: 10, now: NOW });
+    expect(ids(claimed)).toEqual(["a"]); // b is parked behind a
+    await redis.hset(queue.keys.task, "b:s", "W|0|0|not a state");
+    await ack(queue, claimed, NOW + 1); // a's slot is free: b's turn, and its record is unreadable
+    expect((await queue.stats({ now: NOW + 2 })).corrupt).toBe(1);
+    expect(await queue.inspect("b")).toMatchObject({ state: "corrupt" });
+    expect((await queue.list("corrupt")).map((task) => task.id)).toEqual(["b"]);
+    await expectClean(queue, NOW + 3);
+  });
+
+  it("4: a filtered delete or purge leaves a task that moved on since it was found", async () => {
+    const queue = await fresh();
+    await failTasks(queue, ["f1", "f2", "f3"], { now: NOW });
+    const found = (await queue.find("failed", {})).tasks.map((task) => task.id);
+    expect(found).toEqual(["f1", "f2", "f3"]);
+    await queue.requeue(["f2"], { now: NOW + 1 }); // an operator (or the dashboard) requeues f2 meanwhile
+    expect(await queue.delete(found, { state: "failed" })).toEqual([
+      { id: "f1", status: "ok" },
+      { id: "f2", status: "not_in_state" },
+      { id: "f3", status: "ok" },
+    ]);
+    expect((await queue.inspect("f2"))?.state).toBe("ready");
+    await queue.delete(["f2"]);
+
+    // purge: a requeue lands between the page it read and the delete it sends.
+    await failTasks(queue, ["g1", "g2"], { now: NOW + 10 });
+    const store = (queue as unknown as { store: Store }).store;
+    const original = store.evalScript.bind(store);
+    let raced = false;
+    (queue as unknown as { store: Store }).store = {
+      ...store,
+      evalScript: async (script, keys, args) => {
+        if (script.name === "delete" && !raced) {
+          raced = true;
+          await queue.requeue(["g1"], { now: NOW + 11 });
+        }
+        return original(script, keys, args);
+      },
+      close: () => store.close(),
+    };
+    expect(await queue.purge("failed")).toBe(1);
+    expect((await queue.inspect("g1"))?.state).toBe("ready");
+    expect(await queue.inspect("g2")).toBeUndefined();
+    (queue as unknown as { store: Store }).store = store;
+    await expectClean(queue, NOW + 12);
+  });
+
+  it("6: cancelling or deleting the task an ordered queue waits for ends the wait", async () => {
+    const queue = await fresh({ ordered: true, policies: { job: { leaseMs: 10_000, maxAttempts: 5 } } });
+    await queue.enqueue(
+      [
+        { id: "poison", type: "job" },
+        { id: "next", type: "job" },
+      ],
+      { now: NOW },
+    );
+    const [poison] = await queue.claim({ count: 1, now: NOW });
+    const year = 366 * 24 * 3600 * 1000;
+    await queue.settle([{ id: poison.id, token: poison.token, outcome: "retry", retryAtMs: NOW + year, error: "x" }], {
+      now: NOW + 1,
+    });
+    expect(await queue.claim({ count: 1, now: NOW + 2 })).toEqual([]); // held for the retry
+    await queue.cancel(["poison"], { now: NOW + 3 });
+    expect(ids(await queue.claim({ count: 1, now: NOW + 4 }))).toEqual(["next"]);
+
+    // The same with delete.
+    const other = await fresh({ ordered: true, policies: { job: { leaseMs: 10_000, maxAttempts: 5 } } });
+    await other.enqueue(
+      [
+        { id: "poison", type: "job" },
+        { id: "next", type: "job" },
+      ],
+      { now: NOW },
+    );
+    const [again] = await other.claim({ count: 1, now: NOW });
+    await other.settle([{ id: again.id, token: again.token, outcome: "retry", retryAtMs: NOW + year, error: "x" }], {
+      now: NOW + 1,
+    });
+    await other.delete(["poison"]);
+    expect(ids(await other.claim({ count: 1, now: NOW + 4 }))).toEqual(["next"]);
+    await expectClean(queue, NOW + 5);
+    await expectClean(other, NOW + 5);
+  });
+
+  it("7: a type whose rate is used up does not hold back the types behind it", async () => {
+    const queue = await fresh({ typeGroups: { slow: { typeRate: { max: 1, perMs: 60_000 } } } });
+    for (let start = 0; start < 1_100; start += 500) {
+      const batch = Array.from({ length: Math.min(500, 1_100 - start) }, (_, i) => ({
+        id: `s${start + i}`,
+        type: "slow",
+      }));
+      await queue.enqueue(batch, { now: NOW });
+    }
+    await queue.enqueue([{ id: "quick", type: "fast" }], { now: NOW });
+    expect(ids(await queue.claim({ count: 5, now: NOW }))).toEqual(["s0"]);
+    // Its window is used: the claims that follow reach the other type within a claim or two.
+    const seen: string[] = [];
+    for (let i = 0; i < 3 && !seen.includes("quick"); i++) {
+      seen.push(...ids(await queue.claim({ count: 5, now: NOW + 1 + i })));
+    }
+    expect(seen).toEqual(["quick"]);
+    await expectClean(queue, NOW + 10);
+  });
+
+  it("8: a task without a group is not starved by a steady backlog of groups (the fairness bound)", async () => {
+    const queue = await fresh();
+    const groups = 20;
+    let n = 0;
+    const refill = async (count: number, now: number) => {
+      const batch = Array.from({ length: count }, () => {
+        n++;
+        return { id: `g${n}`, type: "job", group: `tenant-${n % groups}` };
+      });
+      await queue.enqueue(batch, { now });
+    };
+    await refill(groups * 10, NOW);
+    await queue.enqueue([{ id: "lonely", type: "job" }], { now: NOW });
+    // Tasks without a group take turns as one more group: the lonely task is the first of its group,
+    // so at most 2 × 21 claims (docs/groups.md) come before it, while the groups stay backlogged.
+    const before: string[] = [];
+    for (let step = 0; step < 100; step++) {
+      const claimed = await queue.claim({ count: 1, now: NOW + step });
+      expect(claimed).toHaveLength(1);
+      if (claimed[0].id === "lonely") break;
+      before.push(claimed[0].id);
+      await ack(queue, claimed, NOW + step);
+      await refill(1, NOW + step);
+    }
+    expect(before.length).toBeLessThanOrEqual(2 * (groups + 1));
+    await expectClean(queue, NOW + 200);
+  });
+
+  it("9: naming a parked task twice in one delete counts it once", async () => {
+    const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
+    await queue.enqueue(
+      ["a", "b", "c"].map((id) => ({ id, type: "job", group: "g" })),
+      { now: NOW },
+    );
+    const first = await queue.claim({ count: 10, now: NOW });
+    expect(ids(first)).toEqual(["a"]);
+    expect(await queue.delete(["b", "b"])).toEqual([
+      { id: "b", status: "ok" },
+      { id: "b", status: "ok" },
+    ]);
+    await ack(queue, first, NOW + 1);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 2 }))).toEqual(["c"]);
+    await expectClean(queue, NOW + 3);
+  });
+
+  it("10: an ordered group whose head was quarantined goes on with its next task", async () => {
+    const queue = await fresh({ typeGroups: { job: { ordered: true } } });
+    await queue.enqueue(
+      ["a", "b"].map((id) => ({ id, type: "job", group: "g" })),
+      { now: NOW },
+    );
+    await redis.hset(queue.keys.task, "a:s", "R|garbage");
+    expect(await queue.claim({ count: 10, now: NOW })).toEqual([]);
+    expect((await queue.inspect("a"))?.state).toBe("corrupt");
+    // The group's turn passes to b once the quarantined head is out of it (here: deleted).
+    await queue.delete(["a"]);
+    expect(ids(await queue.claim({ count: 10, now: NOW + 1 }))).toEqual(["b"]);
+    await expectClean(queue, NOW + 2);
+  });
+
+  it("11: a caller whose clock is 1 ms behind never reopens a type's rate window", async () => {
+    const queue = await fresh({ typeGroups: { job: { typeRate: { max: 1, perMs: 1_000 } } } });
+    await queue.enqueue(
+      Array.from({ length: 20 }, (_, i) => ({ id: `t${i}`, type: "job" })),
+      { now: NOW },
+    );
+    let claimed = 0;
+    const boundary = NOW - (NOW % 1_000) + 1_000; // the next window starts here
+    for (let i = 0; i < 10; i++) {
+      claimed += (await queue.claim({ count: 1, now: boundary - 1 })).length; // worker A, 1 ms behind
+      claimed += (await queue.claim({ count: 1, now: boundary })).length; // worker B
+    }
+    // At most twice `max` over any span of one interval (docs/groups.md).
+    expect(claimed).toBeLessThanOrEqual(2);
+    await expectClean(queue, boundary + 1);
+  });
+
+  it("12: cancelling a DONE or FAILED task whose record cannot be read moves it to corrupt alone", async () => {
+    const queue = await fresh();
+    await failTasks(queue, ["f"], { now: NOW });
+    await queue.enqueue([{ id: "d", type: "job" }], { now: NOW });
+    await ack(queue, await queue.claim({ count: 1, now: NOW }), NOW);
+    await redis.hset(queue.keys.task, "f:s", "F|broken", "d:s", "D|broken");
+    expect(await queue.cancel(["f", "d"], { now: NOW + 1 })).toEqual([
+      { id: "f", status: "corrupt" },
+      { id: "d", status: "corrupt" },
+    ]);
+    expect(await redis.zscore(queue.keys.failed, "f")).toBeNull();
+    expect(await redis.zscore(queue.keys.done, "d")).toBeNull();
+    expect((await queue.stats({ now: NOW + 2 })).corrupt).toBe(2);
+    await expectClean(queue, NOW + 3);
+  });
+});

@@ -1,0 +1,108 @@
+// Wake-ups are never lost to a lost reply, a resume or a rate window (issue 23, items 13 and 14):
+// the script that records a wake-up mark answers it again when its caller's store repeats the call,
+// the reclaimer's tick does not trust a mark it cannot know was sent, and resume and tick arrange one
+// for every kind of work falling due. The lost reply is real: the local Upstash endpoint runs the
+// script, then closes the socket, and @upstash/redis's request is retried by the store.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
+import { UpstashStore } from "../../shared/stores/upstash.js";
+import { expectClean } from "../helpers/check.js";
+import { adapters, configuredQueue, queueFixture, redisUrl, uniqueQueueName } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+const NO_BACKOFF = { retries: 2, backoffMs: () => 0 };
+
+describe("a wake-up whose reply was lost", () => {
+  let endpoint: UpstashEndpoint;
+  const stores: UpstashStore[] = [];
+  beforeAll(async () => {
+    endpoint = await startUpstashEndpoint({ redisUrl: redisUrl() });
+  });
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    await endpoint.close();
+  });
+  /** A queue over the endpoint, its scripts loaded (a fault then hits the script's own run, not a NOSCRIPT). */
+  async function open(settings = {}) {
+    const store = new UpstashStore({ url: endpoint.url, token: endpoint.token, retry: NO_BACKOFF });
+    stores.push(store);
+    const queue = await configuredQueue(store, { name: uniqueQueueName("wake"), ...settings });
+    await queue.enqueue([{ id: "warm-up", type: "job", delayMs: 3_600_000 }], { now: NOW - 10_000 });
+    await queue.rest({ now: NOW - 10_000 });
+    return queue;
+  }
+
+  it("13: an enqueue repeated after a lost reply still answers the wake-up its first run arranged", async () => {
+    const queue = await open();
+    const fault = endpoint.faults.add({
+      match: (command) => command.some((arg) => arg.includes("lost-1")),
+      action: { kind: "drop" },
+    });
+    const { results, wakeAtMs } = await queue.enqueueAndWake([{ id: "lost-1", type: "job", delayMs: 30_000 }], {
+      now: NOW,
+    });
+    expect(fault).toMatchObject({ fired: 1 });
+    expect(results).toEqual([{ id: "lost-1", status: "duplicate", state: "scheduled" }]);
+    expect(wakeAtMs).toBe(NOW + 30_000);
+    await expectClean(queue, NOW + 1);
+  });
+
+  it("13: the reclaimer's tick arranges a wake-up a lost reply's mark claims, before it falls due", async () => {
+    const queue = await open();
+    // The producer's reply is lost, and its store gives up: the mark is recorded, no message was sent.
+    const fault = endpoint.faults.add({
+      match: (command) => command.some((arg) => arg.includes("lost-2")),
+      action: { kind: "drop" },
+      times: 3,
+    });
+    await expect(queue.enqueue([{ id: "lost-2", type: "job", delayMs: 30_000 }], { now: NOW })).rejects.toThrow();
+    expect(fault.fired).toBe(3);
+    const tick = await queue.tick({ now: NOW + 1_000, wakeHorizonMs: 70_000 });
+    expect(tick.wakeAtMs).toBe(NOW + 30_000);
+  });
+
+  it("13: a rest repeated after a lost reply answers its wake-up again", async () => {
+    const queue = await open({ policies: { job: { leaseMs: 5_000, maxAttempts: 3 } } });
+    await queue.enqueue([{ id: "r", type: "job", delayMs: 20_000 }], { now: NOW });
+    const fault = endpoint.faults.add({
+      match: (command) => command[0].toUpperCase().startsWith("EVAL") && command.includes(String(NOW + 5)),
+      action: { kind: "drop" },
+    });
+    // A worker stops; the wake-up for the delayed task is its to arrange (the producer's was sent).
+    await queue.claim({ count: 1, now: NOW + 1 });
+    expect(await queue.rest({ now: NOW + 5, horizonMs: 900_000 })).toBe(NOW + 20_000);
+    expect(fault.fired).toBe(1);
+  });
+});
+
+describe.each(adapters)("wake-ups for every kind of work falling due, over $name", (adapter) => {
+  const { fresh } = queueFixture(adapter);
+
+  it("14: a resume arranges the wake-up for a delayed task that falls due while nothing else waits", async () => {
+    const queue = await fresh();
+    await queue.pause({ now: NOW });
+    const { wakeAtMs: whilePaused } = await queue.enqueueAndWake([{ id: "later", type: "job", delayMs: 30_000 }], {
+      now: NOW,
+    });
+    expect(whilePaused).toBeUndefined();
+    const { changed, wakeAtMs } = await queue.resume({ now: NOW + 1_000 });
+    expect(changed).toBe(true);
+    expect(wakeAtMs).toBe(NOW + 30_000);
+    await expectClean(queue, NOW + 2_000);
+  });
+
+  it("14: the tick arranges the wake-up of groups waiting for their rate window when nothing is scheduled", async () => {
+    const queue = await fresh({ typeGroups: { job: { rate: { max: 1, perMs: 10_000 } } } });
+    await queue.enqueue(
+      ["a", "b"].map((id) => ({ id, type: "job", group: "g" })),
+      { now: NOW },
+    );
+    expect((await queue.claim({ count: 10, now: NOW })).map((task) => task.id)).toEqual(["a"]);
+    // b waits for the group's next window; nothing is SCHEDULED, nothing else is due. The worker
+    // that claimed a stopped more than 5 s ago (its claim's mark covers nothing any more).
+    const windowEnds = NOW - (NOW % 10_000) + 10_000;
+    const tick = await queue.tick({ now: NOW + 6_000, wakeHorizonMs: 70_000 });
+    expect(tick.wakeAtMs).toBe(windowEnds);
+    await expectClean(queue, NOW + 200);
+  });
+});
