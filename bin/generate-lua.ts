@@ -5,7 +5,8 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LUA_CONSTANTS } from "../shared/config.js";
-import { blocksFor, topLevelBlocks } from "./lua-prelude.js";
+import { queueKeys } from "../shared/keys.js";
+import { type Block, blocksFor, topLevelBlocks } from "./lua-prelude.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const LUA_DIR = join(ROOT, "lua");
@@ -16,15 +17,18 @@ export const GENERATED_PATH = join(ROOT, "shared", "scripts.generated.ts");
 const LUA_TOKEN =
   /(?<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?<comment>--.*$)|(?<word>[A-Za-z_0-9.]+)|(?<space>\s+)|(?<op>[^\s])/gy;
 
-/** One line of Lua without its comment and without the spaces Lua does not need. */
-function squeezeLine(line: string): string {
+/**
+ * One line of Lua without its comment and without the spaces Lua does not need, each word of
+ * `literals` replaced by its literal (a name mapped to `H.<name>` too: see helperTable).
+ */
+function squeezeLine(line: string, literals: ReadonlyMap<string, string>): string {
   let out = "";
   LUA_TOKEN.lastIndex = 0;
   for (let match = LUA_TOKEN.exec(line); match; match = LUA_TOKEN.exec(line)) {
-    const { comment, space } = match.groups ?? {};
+    const { comment, space, word } = match.groups ?? {};
     if (comment !== undefined) break;
     if (space !== undefined) continue;
-    const token = match[0];
+    const token = (word !== undefined && literals.get(word)) || match[0];
     const before = out.at(-1) ?? "";
     const after = token[0];
     // A space stays where two names or numbers meet, where a dot would join a number or a `..`
@@ -44,46 +48,128 @@ function squeezeLine(line: string): string {
 
 /**
  * Lua without comments, indentation, blank lines or the spaces between tokens it does not need: a
- * third of the text Redis parses and the bundles carry. The headers stay readable in lua/.
+ * third of the text Redis parses and the bundles carry. The headers stay readable in lua/. With
+ * `literals`, each of those names is written as its value (see literalConstants).
  */
-export function compactLua(source: string): string {
+export function compactLua(source: string, literals: ReadonlyMap<string, string> = new Map()): string {
   return source
     .split("\n")
-    .map(squeezeLine)
+    .map((line) => squeezeLine(line, literals))
     .filter((line) => line !== "")
     .join("\n");
 }
 
-/** The bounds and defaults of shared/config.ts as Lua locals: the scripts' prelude starts with them. */
-export function luaConstants(): string {
-  return Object.entries(LUA_CONSTANTS)
-    .map(([name, value]) => `local ${name} = ${value}`)
-    .join("\n");
+/**
+ * The helpers of _lib.lua as fields of one table, `H`: a script's prelude declares `local H = {}`,
+ * each helper `function H.name(...)` (or `H.name = ...`), and every use of a helper reads `H.name`.
+ * Why: Redis runs a script's whole chunk on every call, so every helper's closure is built anew each
+ * time, and Lua 5.1 finds each upvalue a new closure captures by walking the list of open upvalues;
+ * with a local per helper, a claim's closures walked lists of a hundred locals (callgrind: the
+ * largest single cost of a claim after the interpreter loop). With one table, each closure captures
+ * `H` alone. Returns the name → `H.name` map for compactLua, and each block's text rewritten.
+ */
+export function helperTable(blocks: Block[]): { names: Map<string, string>; texts: string[] } {
+  const names = new Map<string, string>();
+  for (const block of blocks) for (const name of block.names) names.set(name, `H.${name}`);
+  const texts = blocks.map((block) =>
+    block.text
+      .split("\n")
+      .map((line) =>
+        line
+          .replace(/^local function ([A-Za-z_][A-Za-z0-9_]*)\(/, "function H.$1(")
+          .replace(/^local ([A-Za-z_][A-Za-z0-9_]*) =/, "H.$1 ="),
+      )
+      .join("\n"),
+  );
+  return { names, texts };
 }
 
 /**
- * The text of the generated module: the shared blocks (the constants and the top-level
- * declarations of _lib.lua, compacted) once, and per operation script the blocks it uses
+ * The names declared inside the functions of `source` (locals, parameters, loop variables) that are
+ * also helpers: helperTable would rewrite them, so generation refuses them (rename the local).
+ */
+export function shadowedHelpers(source: string, helpers: ReadonlyMap<string, string>): string[] {
+  const code = source
+    .split("\n")
+    .map((line) => line.replace(/--.*$/, "").replace(/'(?:[^'\\]|\\.)*'/g, "''"))
+    .join("\n");
+  const found = new Set<string>();
+  const check = (list: string) => {
+    for (const name of list.split(",").map((part) => part.trim())) if (helpers.has(name)) found.add(name);
+  };
+  for (const match of code.matchAll(/^[ \t]+local\s+(?:function\s+)?([\w, \t]+?)\s*(?:=|\(|$)/gm)) check(match[1]);
+  for (const match of code.matchAll(/function\s*[\w.]*\s*\(([^)]*)\)/g)) check(match[1]);
+  for (const match of code.matchAll(/\bfor\s+([\w, \t]+?)\s+(?:in|=)/g)) check(match[1]);
+  for (const match of code.matchAll(/[{,]\s*([A-Za-z_]\w*)\s*=[^=]/g)) check(match[1]); // table constructor keys
+  return [...found];
+}
+
+/** A top-level constant of _lib.lua whose value is a literal: a quoted string or an integer. */
+const LITERAL_LOCAL = /^local ([A-Z][A-Z0-9_]*) = ('(?:[^'\\]|\\.)*'|-?\d+)\s*(?:--.*)?$/;
+
+/**
+ * The names the compacted scripts get as literals: the bounds of shared/config.ts, the constants of
+ * _lib.lua whose value is a literal, and `K.<key>` as `KEYS[<its position>]`. Why: Redis runs a
+ * script's whole chunk on every call, so each helper's closure is built anew each time, and Lua 5.1
+ * finds each upvalue it captures by walking the list of open upvalues: with a local per constant,
+ * that walk was the largest cost of a claim (callgrind). A literal is no upvalue at all.
+ */
+export function literalConstants(libSource: string): Map<string, string> {
+  const literals = new Map<string, string>();
+  const literal = (value: string) => (value.startsWith("-") ? `(${value})` : value);
+  for (const [name, value] of Object.entries(LUA_CONSTANTS)) literals.set(name, literal(String(value)));
+  for (const line of libSource.split("\n")) {
+    const match = LITERAL_LOCAL.exec(line);
+    if (match) literals.set(match[1], literal(match[2]));
+  }
+  for (const [index, name] of Object.keys(queueKeys("q")).entries()) literals.set(`K.${name}`, `KEYS[${index + 1}]`);
+  return literals;
+}
+
+/**
+ * The text of the generated module: the shared blocks (the top-level declarations of _lib.lua,
+ * compacted, constants written as literals) once, and per operation script the blocks it uses
  * (bin/lua-prelude.ts) and its own text. shared/scripts.ts joins them into each EVAL body, so the
- * bundles carry the helpers once.
+ * bundles carry the helpers once. The bounds of shared/config.ts reach every script as literals, so
+ * Lua and TypeScript check the same numbers.
  */
 export function generatedModule(dir: string = LUA_DIR): string {
   const files = readdirSync(dir)
     .filter((name) => name.endsWith(".lua") && !name.startsWith("_"))
     .sort();
-  // The constants first, so Lua and TypeScript check the same bounds; then the shared helpers.
-  const blocks = topLevelBlocks(`${luaConstants()}\n${readFileSync(join(dir, "_lib.lua"), "utf8")}`);
-  const entries = files.map((file) => {
-    const own = readFileSync(join(dir, file), "utf8");
-    return `  ${basename(file, ".lua")}: { uses: ${JSON.stringify(blocksFor(blocks, own))}, text: ${JSON.stringify(compactLua(own))} },`;
+  const lib = readFileSync(join(dir, "_lib.lua"), "utf8");
+  const literals = literalConstants(lib);
+  // A constant written as a literal needs no declaration; the other helpers go into the table H.
+  const declared = topLevelBlocks(lib).filter((block) => !block.names.every((name) => literals.has(name)));
+  const { names, texts } = helperTable(declared);
+  const rewrite = new Map([...literals, ...names]);
+  const sources = new Map(files.map((file) => [file, readFileSync(join(dir, file), "utf8")]));
+  for (const [file, source] of [["_lib.lua", lib], ...sources] as Array<[string, string]>) {
+    const shadowed = shadowedHelpers(source, names);
+    if (shadowed.length > 0) {
+      throw new Error(
+        `${file}: ${shadowed.join(", ")} ${shadowed.length === 1 ? "is a helper" : "are helpers"} of _lib.lua: rename the local`,
+      );
+    }
+  }
+  // What each script uses is read from the compacted text (`K.task` is `KEYS[1]` there: no use of K).
+  const blocks = [
+    { names: ["H"], text: "local H = {}" },
+    ...declared.map((block, index) => ({ names: block.names, text: compactLua(texts[index], rewrite) })),
+  ];
+  const entries = [...sources].map(([file, source]) => {
+    const own = compactLua(source, rewrite);
+    const uses = [...new Set([0, ...blocksFor(blocks, own)])].sort((a, b) => a - b);
+    return `  ${basename(file, ".lua")}: { uses: ${JSON.stringify(uses)}, text: ${JSON.stringify(own)} },`;
   });
   return [
-    "// Generated by `npm run generate` from lua/*.lua: the top-level blocks of lua/_lib.lua (and the",
-    "// constants of shared/config.ts), then each script with the blocks it uses (comment lines and",
-    "// indentation dropped). Do not edit: change the .lua files and run `npm run generate`;",
+    "// Generated by `npm run generate` from lua/*.lua: the top-level blocks of lua/_lib.lua, then each",
+    "// script with the blocks it uses (comments and spaces dropped; the constants of shared/config.ts",
+    "// and of _lib.lua written as literals; the helpers as fields of one table, H: bin/generate-lua.ts).",
+    "// Do not edit: change the .lua files and run `npm run generate`;",
     "// test/shared/scripts-generated.test.ts checks they agree.",
     "export const LUA_BLOCKS: readonly string[] = [",
-    ...blocks.map((block) => `  ${JSON.stringify(compactLua(block.text))},`),
+    ...blocks.map((block) => `  ${JSON.stringify(block.text)},`),
     "];",
     "",
     "export const LUA_SCRIPTS = {",

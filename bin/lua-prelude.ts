@@ -3,7 +3,7 @@
 // function` is a closure built anew each time, so a prelude of helpers a script never calls costs
 // every call of it (about a microsecond a helper here).
 
-interface Block {
+export interface Block {
   names: string[];
   text: string;
 }

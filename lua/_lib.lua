@@ -139,9 +139,9 @@ local function as_time(value)
   return nil
 end
 
--- Number of repeated groups after `first` - 1 fixed arguments, each `size` long: at least `min`
+-- How many items of `size` arguments each follow the first `first` - 1 fixed ones: at least `min`
 -- (default 1), at most `max`.
-local function groups(first, size, max, min)
+local function item_count(first, size, max, min)
   local rest = #ARGV - first + 1
   if rest < size * (min or 1) or rest % size ~= 0 then
     bad('expected groups of ' .. size .. ' arguments from ARGV[' .. first .. '], got ' .. rest .. ' arguments')
@@ -299,8 +299,8 @@ end
 --------------------------------------------------------------------------------------------------
 -- Records.
 
--- A body of format 1 starts with "1" (a record of format v0 with its state letter).
-local BODY_FORMAT_BYTE = string.byte('1')
+-- A body of format 1 starts with "1" (byte 49; a record of format v0 with its state letter).
+local BODY_FORMAT_BYTE = 49
 local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
 -- A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path).
 local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'
@@ -452,7 +452,7 @@ end
 -- removes: an id is always in at least one set, whatever happens.
 
 local function new_writes()
-  return { fields = {}, drop = {}, zadd = {}, zrem = {} }
+  return { fields = {}, drop = {}, adds = {}, removes = {} }
 end
 
 local function put(writes, field, value)
@@ -472,22 +472,22 @@ end
 -- Scores go printed by fmt (a Lua number would be printed by Redis with %.17g: exact for integers
 -- below 2^53, but several times the cost).
 local function zadd(writes, key, score, id)
-  local list = writes.zadd[key]
-  if not list then list = {}; writes.zadd[key] = list end
+  local list = writes.adds[key]
+  if not list then list = {}; writes.adds[key] = list end
   list[#list + 1] = type(score) == 'number' and fmt(score) or score
   list[#list + 1] = id
 end
 
 local function zrem(writes, key, id)
-  local list = writes.zrem[key]
-  if not list then list = {}; writes.zrem[key] = list end
+  local list = writes.removes[key]
+  if not list then list = {}; writes.removes[key] = list end
   list[#list + 1] = id
 end
 
 local function apply(writes)
   write_many('HSET', K.task, writes.fields, 2)
-  for key, pairs_list in pairs(writes.zadd) do write_many('ZADD', key, pairs_list, 2) end
-  for key, ids in pairs(writes.zrem) do write_many('ZREM', key, ids) end
+  for key, pairs_list in pairs(writes.adds) do write_many('ZADD', key, pairs_list, 2) end
+  for key, ids in pairs(writes.removes) do write_many('ZREM', key, ids) end
   write_many('HDEL', K.task, writes.drop)
 end
 
@@ -568,8 +568,9 @@ end
 -- HSET; only parking and letting out cost a command per task.
 --   groups hash, field <lane>   "<ready>|<last>|<slots>[|<parked>|<legacy>|<window>|<count>]":
 --     ready    tasks READY (parked included): what `groups` shows, and when the record may go
---     last     the lane's last virtual time per priority, "<band>:<time>[,<band>:<time>...]" (at
---              most LAST_BANDS_MAX, the newest first); a bare number (format v1) stands for any band
+--     last     the lane's last virtual time per priority, as the ready-set score it gave
+--              ("<score>[,<score>...]": at most LAST_BANDS_MAX priorities, the newest first); a v1
+--              record's, a virtual time alone, reads as one of priority -1000
 --     slots    the ids (comma-separated) of the tasks using the lane's slots: leased (a lane with a
 --              concurrency), an ordered group's retry keeping its place (S, flag h), and tasks let
 --              out not claimed yet (R, flag u). Every read checks them against their states
@@ -586,10 +587,12 @@ end
 -- Config g:<type> (else gd): "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,
 -- <typeRateMs>"; concurrency 0 and rate 0 mean no limit.
 
-local NUL, LEX_END = string.char(0), string.char(1)
+-- The separator of a grouped member's parts, and the byte after it (the end of a BYLEX range).
+local NUL = '\0'
+local LEX_END = '\1'
 local AT = 64 -- "@", the first byte of a type's own record
-local LANE_PATTERN = '^(%d+)|([%d:,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
-local SHORT_LANE_PATTERN = '^(%d+)|([%d:,]*)|([^|]*)$'
+local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
+local SHORT_LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 -- A state that may use a slot of its lane: its letter, flags and lane.
 local SLOT_STATE_PATTERN = '^([LSRW])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 -- The most parked tasks one step lets out of a lane.
@@ -611,7 +614,12 @@ local LAST_BANDS_MAX = 4
 
 -- The lanes this script read (name -> record, false while being read), those it changed (in
 -- order), those whose slots it checked, and the head of each priority in the ready set.
-local group_policies, lanes, lanes_dirty, lanes_checked, fronts, count_texts = {}, {}, {}, {}, {}, {}
+local group_policies = {}
+local lanes = {}
+local lanes_dirty = {}
+local lanes_checked = {}
+local fronts = {}
+local count_texts = {}
 
 -- A type's group policy: g:<type>, else the queue's gd, else none (lanes only take turns).
 local function group_policy(config, task_type)
@@ -674,8 +682,13 @@ local function count_text(n)
   return text
 end
 
+-- A record's table has room for the fields scripts add as they work on it (outs, span, last_score),
+-- so adding them rehashes nothing.
 local function empty_record()
-  return { ready = 0, last = '', slots = '', parked = 0, legacy = 0, window = 0, count = 0, dirty = false }
+  return {
+    ready = 0, last = '', slots = '', parked = 0, legacy = 0, window = 0, count = 0, dirty = false, outs = false,
+    span = false, last_score = false,
+  }
 end
 
 -- Loads the records of the lanes (or @<type>s) named that this script has not read yet: one HMGET.
@@ -696,7 +709,10 @@ local function lanes_load(names)
     if text then
       local ready, last, slots = string.match(text, SHORT_LANE_PATTERN)
       if ready then
-        record = { ready = tonumber(ready), last = last, slots = slots, parked = 0, legacy = 0, window = 0, count = 0, dirty = false }
+        record = {
+          ready = tonumber(ready), last = last, slots = slots, parked = 0, legacy = 0, window = 0, count = 0, dirty = false,
+          outs = false, span = false, last_score = false,
+        }
       else
         local parked, legacy, window, count
         ready, last, slots, parked, legacy, window, count = string.match(text, LANE_PATTERN)
@@ -704,6 +720,7 @@ local function lanes_load(names)
           record = {
             ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),
             legacy = tonumber(legacy), window = tonumber(window), count = tonumber(count), dirty = false,
+            outs = false, span = false, last_score = false,
           }
         end
       end
@@ -767,10 +784,15 @@ local function drop_slot(name, record, id)
   lane_touch(name, record)
 end
 
+-- The first bytes of the states that may use a slot: L, S, R, W (the common D of an acked lease
+-- needs no match).
+local SLOT_LETTERS = { [76] = true, [83] = true, [82] = true, [87] = true }
+
 -- What a state's task does with a slot of `lane`: "lease" (leased), "held" (an ordered group's
 -- retry keeping its place), "out" (let out, not claimed yet: READY, or set aside by its type with
 -- its slot kept), or nil (it uses none).
 local function slot_kind(text, lane)
+  if not SLOT_LETTERS[string.byte(text, 1)] then return nil end
   local letter, flags, task_lane = string.match(text, SLOT_STATE_PATTERN)
   if not letter or task_lane ~= lane then return nil end
   if letter == 'L' then return 'lease' end
@@ -810,7 +832,8 @@ local function lanes_verify(names)
   for i, id in ipairs(ids) do
     local name, value = owners[i], values[i]
     local r = lanes[name]
-    local kind = value and slot_kind(value, name)
+    -- (The common state here, an acked lease's D, needs no match.)
+    local kind = value and SLOT_LETTERS[string.byte(value, 1)] and slot_kind(value, name)
     if kind then
       r.slots = r.slots == '' and id or r.slots .. ',' .. id
       if kind == 'out' then
@@ -839,7 +862,7 @@ local function lanes_flush(now)
       gone[#gone + 1] = name
     else
       fields[#fields + 1] = name
-      local head = count_text(r.ready) .. '|' .. r.last .. '|' .. slots
+      local head = count_text(r.ready) .. '|' .. (r.last_score and fmt(r.last_score) or r.last) .. '|' .. slots
       if r.parked > 0 or r.legacy > 0 or r.count > 0 then
         fields[#fields + 1] = head .. '|' .. count_text(r.parked) .. '|' .. count_text(r.legacy) .. '|' .. fmt(r.window) ..
           '|' .. count_text(r.count)
@@ -926,39 +949,42 @@ local function behind_front(rank)
   return band * RANK_SEQ_SPAN + front_or_start(band) + 1
 end
 
--- The lane's last virtual time at priority `band`, or nil.
+-- The lane's last virtual time at priority `band`, or nil. `last` holds full ready-set scores
+-- (priority band and virtual time in one number), one per band, the newest first; the common lane
+-- has one, kept as a number (`last_score`) while a script works on it, printed once when written.
 local function last_of(record, band)
-  local last = record.last
-  if last == '' then return nil end
-  local b, time = string.match(last, '^(%d+):(%d+)$')
-  if b then
-    if tonumber(b) == band then return tonumber(time) end
-    return nil
+  local score = record.last_score
+  if not score then
+    local last = record.last
+    if last == '' then return nil end
+    score = tonumber(last)
+    if not score then -- several bands: "<score>,<score>,..."
+      for entry in string.gmatch(last, '%d+') do
+        local n = tonumber(entry)
+        if math.floor(n / RANK_SEQ_SPAN) == band then return n - band * RANK_SEQ_SPAN end
+      end
+      return nil
+    end
+    record.last_score = score
   end
-  if not string.find(last, ':', 1, true) then return tonumber(last) end -- format v1: any band
-  for entry_band, entry_time in string.gmatch(last, '(%d+):(%d+)') do
-    if tonumber(entry_band) == band then return tonumber(entry_time) end
-  end
+  if math.floor(score / RANK_SEQ_SPAN) == band then return score - band * RANK_SEQ_SPAN end
   return nil
 end
 
 -- Records `time` as the lane's last at `band`: newest first, at most LAST_BANDS_MAX bands.
 local function set_last(record, band, time)
-  local entry = fmt(band) .. ':' .. fmt(time)
-  local last = record.last
-  if last == '' or not string.find(last, ',', 1, true) and string.match(last, '^(%d+):') == string.match(entry, '^(%d+):') then
-    record.last = entry
+  local score = band * RANK_SEQ_SPAN + time
+  local known = record.last_score or (record.last == '' and score) or tonumber(record.last)
+  if known and math.floor(known / RANK_SEQ_SPAN) == band then
+    record.last_score = score -- the one band it had: printed by lanes_flush
     return
   end
-  local entries = { entry }
-  if string.find(last, ':', 1, true) then
-    local mine = fmt(band)
-    for entry_band, entry_time in string.gmatch(last, '(%d+):(%d+)') do
-      if #entries >= LAST_BANDS_MAX then break end
-      if entry_band ~= mine then entries[#entries + 1] = entry_band .. ':' .. entry_time end
-    end
+  local entries = { fmt(score) }
+  for entry in string.gmatch(record.last_score and fmt(record.last_score) or record.last, '%d+') do
+    if #entries >= LAST_BANDS_MAX then break end
+    if math.floor(tonumber(entry) / RANK_SEQ_SPAN) ~= band then entries[#entries + 1] = entry end
   end
-  record.last = table.concat(entries, ',')
+  record.last, record.last_score = table.concat(entries, ','), nil
 end
 
 -- A new task's turn in its lane: right behind the head of its priority (a lane's first task runs in
@@ -1233,13 +1259,15 @@ local function make_ready(writes, id, state, config, now, returning)
 end
 
 -- The queue takes fair turns from now on (its first task with a group): its tasks without one form
--- the "|" lane. The tasks without a group already waiting keep their places, so the lane's last
--- starts at the arrival counter `seq` (a v1 bare time: any band) when any is READY.
-local function start_fair(config, seq)
+-- the "|" lane. The tasks without a group already waiting keep their places: the lane's last starts
+-- at the last of them in the ready set (of its priority; one of another priority may be passed by
+-- the first tasks without a group that follow, once).
+local function start_fair(config)
   redis.call('HSET', K.config, 'fair', '1')
   config.fair = '1'
   local record = lane_get(UNGROUPED)
-  if record.last == '' and seq > 0 and redis.call('ZCARD', K.ready) > 0 then record.last = fmt(seq) end
+  local tail = redis.call('ZRANGE', K.ready, -1, -1, 'WITHSCORES')
+  if record.last == '' and #tail > 0 then record.last = tail[2] end
   lane_touch(UNGROUPED, record)
 end
 
@@ -1255,7 +1283,7 @@ local function upgrade_format(config)
   config.v = FORMAT_TEXT
   redis.call('HSET', K.task, V0_GUARD, V0_GUARD_TEXT)
   redis.call('ZADD', K.scheduled, 0, V0_GUARD)
-  if had and config_get(config, 'fair') ~= '1' and redis.call('HLEN', K.groups) > 0 then start_fair(config, seq_now()) end
+  if had and config_get(config, 'fair') ~= '1' and redis.call('HLEN', K.groups) > 0 then start_fair(config) end
 end
 
 -- Lanes and types whose time came (a rate window opened, a type resumed), at most `limit` of them:

@@ -17,7 +17,7 @@ local CANCELLED = 'cancelled'
 return guard('cancel', function()
   local now, now_text = time_arg('now', ARGV[1])
   local ids = {}
-  for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 1], ID_MAX_BYTES) end
+  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 1], ID_MAX_BYTES) end
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })
   local tasks = load(ids, true)
   local sets = { R = K.ready, S = K.scheduled, L = K.leased }

@@ -152,7 +152,7 @@ local function new_scan(config, now, now_text, count, max_lease, claim_id, order
     leased_here = {}, indexed = 0, -- this claim's leases without flags, by id: their state's place
     stop = false,
   }
-  writes.zrem[K.ready] = scan.popped
+  writes.removes[K.ready] = scan.popped
   return scan
 end
 
@@ -226,38 +226,6 @@ local function take_lane(s, lane, record, rules, out, id)
   return ''
 end
 
--- Leases a READY task never claimed (no state, or the state enqueue gave a task of a group) inline,
--- without a table: its state text, its lease, its place in the result.
-local function lease_fresh(s, id, body, rank, type_group, flags, chosen, task_type)
-  local states, n = s.states, #s.result
-  states[#states + 1] = id .. ':s'
-  states[#states + 1] = 'L|1|' .. s.gen_text .. '|' .. chosen.max .. '|' .. chosen.deadline .. '|' .. flags .. '|' ..
-    rank .. '|' .. type_group .. '|' .. s.claim_id .. '|'
-  s.leased[#s.leased + 1] = chosen.deadline
-  s.leased[#s.leased + 1] = id
-  s.popped[#s.popped + 1] = id
-  s.result[n + 1], s.result[n + 2], s.result[n + 3], s.result[n + 4], s.result[n + 5] =
-    id, body, '1', rank .. '.' .. s.gen_text, chosen.deadline
-  s.taken = s.taken + 1
-  if chosen.rated then s.choice.counted(task_type) end
-end
-
--- Leases a task read through its record (claimed before, upgraded, let out of a lane...).
-local function lease_read(s, id, task, state, chosen, flags)
-  state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), s.gen_text
-  state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, flags, s.claim_id
-  put_state(s.writes, id, state)
-  if task.upgraded then put(s.writes, id, task.body) end
-  s.leased[#s.leased + 1] = chosen.deadline
-  s.leased[#s.leased + 1] = id
-  s.popped[#s.popped + 1] = id
-  local n = #s.result
-  s.result[n + 1], s.result[n + 2], s.result[n + 3], s.result[n + 4], s.result[n + 5] =
-    id, task.body, state.attempts, token_of(state), state.at
-  s.taken = s.taken + 1
-  if chosen.rated then s.choice.counted(state.type) end
-end
-
 -- A head whose record cannot be read: quarantined. When its body names its group, the group counts
 -- it no more, and may let out its next task (a slot it held is freed when the group's slots are
 -- checked against the states).
@@ -277,10 +245,10 @@ end
 -- The fresh tasks of a page (READY, never claimed), read with one match each: a task with no state
 -- from its body (ungrouped, or of a group and enqueued READY: its rank is its score), one of a group
 -- let out of parking ("u") from the state it was given. Indexed by the head's place in the page (1,
--- 2, ...), so the lists stay arrays; `lane` is false for an ungrouped task. Returns them, and the
--- lanes of the page (the other tasks of groups too), to load with one HMGET.
+-- 2, ...), so the lists stay arrays; `lane` is false for an ungrouped task. Returns the lanes of the
+-- page (the other tasks of groups too), to load with one HMGET, then those lists.
 local function fresh_of(heads, values)
-  local names, f = {}, { type = {}, lane = {}, rank = {}, out = {}, state = {} }
+  local names, f_type, f_lane, f_rank, f_out, f_state = {}, {}, {}, {}, {}, {}
   for i = 1, #heads, 2 do
     local value, body, at = values[i], values[i + 1], (i + 1) / 2
     if not value then
@@ -290,13 +258,13 @@ local function fresh_of(heads, values)
       if task_type and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
         string.find(rank, '^%d+$') then
         local lane = group ~= '' and lane_of(task_type, group)
-        f.type[at], f.lane[at], f.rank[at], f.out[at] = task_type, lane, rank, false
+        f_type[at], f_lane[at], f_rank[at], f_out[at] = task_type, lane, rank, false
         if lane then names[#names + 1] = lane end
       end
     else
       local flags, grank, lane, task_type = string.match(value, FRESH_GROUPED_PATTERN)
       if flags and body and string.byte(body, 1) == BODY_FORMAT_BYTE and #grank <= 16 then
-        f.type[at], f.lane[at], f.rank[at], f.out[at], f.state[at] = task_type, lane, grank, flags == 'u', true
+        f_type[at], f_lane[at], f_rank[at], f_out[at], f_state[at] = task_type, lane, grank, flags == 'u', true
       else
         local other_type, group = string.match(value, LANE_OF_STATE_PATTERN)
         lane = other_type and lane_of(other_type, group)
@@ -304,52 +272,88 @@ local function fresh_of(heads, values)
       if lane then names[#names + 1] = lane end
     end
   end
-  return f, names
+  return names, f_type, f_lane, f_rank, f_out, f_state
 end
 
 -- The state a fresh task gets when it is parked: the one enqueue gave it, else READY since its
 -- enqueue, its rank its score.
-local function fresh_state(f, at, state_value, body, task_type, lane)
-  if f.state[at] then return parse_state(state_value) end
-  return new_state('R', string.match(body, FRESH_BODY_PATTERN), f.rank[at], task_type,
+local function fresh_state(has_state, rank, state_value, body, task_type, lane)
+  if has_state then return parse_state(state_value) end
+  return new_state('R', string.match(body, FRESH_BODY_PATTERN), rank, task_type,
     lane and string.sub(lane, #task_type + 2) or '')
 end
 
 -- One page of heads: each leased, parked in its lane, set aside by its type, left READY, or
--- quarantined, in rank order, until the batch is full or the claim must stop.
+-- quarantined, in rank order, until the batch is full or the claim must stop. The scan's lists are
+-- locals here (the common lease is a few table appends, per task), written back as the page ends.
 local function take_page(s, heads, values)
-  local config, choice = s.config, s.choice
-  local f, names = fresh_of(heads, values)
+  local config, choice, count = s.config, s.choice, s.count
+  local states, result, leased, popped = s.states, s.result, s.leased, s.popped
+  local gen_text, claim_id, taken = s.gen_text, s.claim_id, s.taken
+
+  -- Leases a READY task never claimed (no state, or the state enqueue gave a task of a group)
+  -- inline, without a table: its state text, its lease, its place in the result.
+  local function lease_fresh(id, body, rank, type_group, flags, chosen, task_type)
+    states[#states + 1] = id .. ':s'
+    states[#states + 1] = 'L|1|' .. gen_text .. '|' .. chosen.max .. '|' .. chosen.deadline .. '|' .. flags .. '|' ..
+      rank .. '|' .. type_group .. '|' .. claim_id .. '|'
+    leased[#leased + 1] = chosen.deadline
+    leased[#leased + 1] = id
+    popped[#popped + 1] = id
+    local n = #result
+    result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
+      id, body, '1', rank .. '.' .. gen_text, chosen.deadline
+    taken = taken + 1
+    if chosen.rated then choice.counted(task_type) end
+  end
+  -- Leases a task read through its record (claimed before, upgraded, let out of a lane...).
+  local function lease_read(id, task, state, chosen, flags)
+    state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), gen_text
+    state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, flags, claim_id
+    put_state(s.writes, id, state)
+    if task.upgraded then put(s.writes, id, task.body) end
+    leased[#leased + 1] = chosen.deadline
+    leased[#leased + 1] = id
+    popped[#popped + 1] = id
+    local n = #result
+    result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
+      id, task.body, state.attempts, token_of(state), state.at
+    taken = taken + 1
+    if chosen.rated then choice.counted(state.type) end
+  end
+  local function stop()
+    s.taken, s.stop = taken, true
+  end
+
+  local names, f_type, f_lane, f_rank, f_out, f_state = fresh_of(heads, values)
   lanes_load(names)
   for holder, text in pairs(lanes_verify(names)) do s.holding[holder] = text end
   for i = 1, #heads, 2 do
     local id, state_value, body, score, at = heads[i], values[i], values[i + 1], heads[i + 1], (i + 1) / 2
-    local task_type, lane = f.type[at], f.lane[at]
+    local task_type, lane = f_type[at], f_lane[at]
     if task_type then
       local chosen = choice.of(task_type)
       local action = chosen.action
-      if action == 'stop' then s.stop = true; return end
+      if action == 'stop' then return stop() end
       if action == 'skip' then
         s.prefix = false
-      elseif action == 'park' or lane then
-        if action == 'park' then
-          type_park(s.writes, task_type, id, fresh_state(f, at, state_value, body, task_type, lane))
-          s.popped[#s.popped + 1] = id
+      elseif action == 'park' then
+        type_park(s.writes, task_type, id, fresh_state(f_state[at], f_rank[at], state_value, body, task_type, lane))
+        popped[#popped + 1] = id
+      elseif lane then
+        local record, rules = lanes[lane], group_policy(config, task_type)
+        local out = f_out[at]
+        if gate(s, lane, record, rules, out, id) then
+          lane_park(s.writes, lane, record, id, fresh_state(f_state[at], f_rank[at], state_value, body, task_type, lane))
+          popped[#popped + 1] = id
+          s.unpark[#s.unpark + 1] = lane -- it may be let out at once if its lane has room
         else
-          local record, rules = lanes[lane], group_policy(config, task_type)
-          local out = f.out[at]
-          if gate(s, lane, record, rules, out, id) then
-            lane_park(s.writes, lane, record, id, fresh_state(f, at, state_value, body, task_type, lane))
-            s.popped[#s.popped + 1] = id
-            s.unpark[#s.unpark + 1] = lane -- it may be let out at once if its lane has room
-          else
-            lease_fresh(s, id, body, f.rank[at], lane, take_lane(s, lane, record, rules, out, id), chosen, task_type)
-            if s.taken == s.count then s.stop = true; return end
-          end
+          lease_fresh(id, body, f_rank[at], lane, take_lane(s, lane, record, rules, out, id), chosen, task_type)
+          if taken == count then return stop() end
         end
       else
-        lease_fresh(s, id, body, f.rank[at], task_type .. '|', '', chosen, task_type)
-        if s.taken == s.count then s.stop = true; return end
+        lease_fresh(id, body, f_rank[at], task_type .. '|', '', chosen, task_type)
+        if taken == count then return stop() end
       end
     else
       local task = read_record(state_value or nil, body or nil)
@@ -362,14 +366,14 @@ local function take_page(s, heads, values)
         local chosen = choice.of(state.type)
         local action = chosen.action
         -- A reclaimed task goes alone: the batch stops before it, unless it stays READY anyway.
-        if solo and s.taken > 0 and action == 'lease' then s.stop = true; return end
-        if action == 'stop' then s.stop = true; return end
+        if solo and taken > 0 and action == 'lease' then return stop() end
+        if action == 'stop' then return stop() end
         if action == 'skip' then
           s.prefix = false
         elseif action == 'park' then
           type_park(s.writes, state.type, id, state)
           if task.upgraded then put(s.writes, id, task.body) end
-          s.popped[#s.popped + 1] = id
+          popped[#popped + 1] = id
         else
           local task_lane = state.group ~= '' and lane_of(state.type, state.group)
           local record = task_lane and lane_get(task_lane)
@@ -378,17 +382,17 @@ local function take_page(s, heads, values)
           if task_lane and gate(s, task_lane, record, rules, out, id) then
             lane_park(s.writes, task_lane, record, id, state)
             if task.upgraded then put(s.writes, id, task.body) end
-            s.popped[#s.popped + 1] = id
+            popped[#popped + 1] = id
             s.unpark[#s.unpark + 1] = task_lane
           else
-            local flags = task_lane and take_lane(s, task_lane, record, rules, out, id) or ''
-            lease_read(s, id, task, state, chosen, flags)
-            if solo or s.taken == s.count then s.stop = true; return end
+            lease_read(id, task, state, chosen, task_lane and take_lane(s, task_lane, record, rules, out, id) or '')
+            if solo or taken == count then return stop() end
           end
         end
       end
     end
   end
+  s.taken = taken
 end
 
 -- The ready set's heads, in pages: when every lease fits, the first `count` heads are the batch;
@@ -423,8 +427,8 @@ end
 -- 6. The scan's writes: states and leases (apply), the heads out of READY, the lease counter, and
 -- the lanes that gave a task or parked one let out what they may.
 local function finish_scan(s)
-  if #s.leased > 0 then s.writes.zadd[K.leased] = s.leased end
-  s.writes.zrem[K.ready] = nil
+  if #s.leased > 0 then s.writes.adds[K.leased] = s.leased end
+  s.writes.removes[K.ready] = nil
   if s.taken > 0 then put(s.writes, LEASE_COUNTER, s.gen_text) end
   apply(s.writes)
   local popped = s.popped

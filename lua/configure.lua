@@ -58,7 +58,7 @@ return guard('configure', function()
     bad('revision must be 1-64 hexadecimal characters')
   end
   local wanted = {}
-  for i = 1, groups(2, 2, 4000, 0) do
+  for i = 1, item_count(2, 2, 4000, 0) do
     local field, value = ARGV[2 * i], ARGV[2 * i + 1]
     local range = SETTINGS[field]
     if range then

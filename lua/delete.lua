@@ -26,7 +26,7 @@ return guard('delete', function()
   end
   local letters = LETTERS_OF[wanted]
   local ids = {}
-  for i = 1, groups(3, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 2], ID_MAX_BYTES) end
+  for i = 1, item_count(3, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 2], ID_MAX_BYTES) end
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })
   local fields = {}
   for _, id in ipairs(ids) do

@@ -25,7 +25,7 @@
 return guard('enqueue', function()
   local now, now_text = time_arg('now', ARGV[1])
   local call = call_arg(ARGV[2])
-  local n = groups(3, 4, BATCH_MAX)
+  local n = item_count(3, 4, BATCH_MAX)
 
   -- Checked before anything is written; a message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
@@ -88,7 +88,7 @@ return guard('enqueue', function()
   local last_seq = fresh > 0 and redis.call('INCRBY', K.seq, fresh) or 0
   local seq = last_seq - fresh
   -- The first task with a group: the queue's tasks take fair turns from now on.
-  if any_group and fresh > 0 and config.fair ~= '1' then start_fair(config, seq) end
+  if any_group and fresh > 0 and config.fair ~= '1' then start_fair(config) end
   local fair = config.fair == '1'
   local writes = new_writes()
   local earliest, any_ready = nil, false

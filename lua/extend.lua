@@ -11,7 +11,7 @@
 return guard('extend', function()
   local now = time_arg('now', ARGV[1])
   local items, ids = {}, {}
-  for i = 1, groups(2, 3, BATCH_MAX) do
+  for i = 1, item_count(2, 3, BATCH_MAX) do
     local base = 2 + (i - 1) * 3
     items[i] = {
       id = name_arg('item ' .. i .. ' id', ARGV[base], ID_MAX_BYTES),

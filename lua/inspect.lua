@@ -12,12 +12,12 @@ return guard('inspect', function()
   local id = name_arg('id', ARGV[1], ID_MAX_BYTES)
   require_format()
   local values = redis.call('HMGET', K.task, id .. ':s', id, id .. ':x')
-  local state_text, body, reason = values[1], values[2], values[3]
+  local state_value, body, reason = values[1], values[2], values[3]
   local function priority_of(rank) return math.floor(rank / RANK_SEQ_SPAN) + PRIORITY_MIN end
   local function payload_of(info) return info and string.sub(body, info.payload_at) or '' end
   if reason then
     local quarantined = redis.call('ZSCORE', K.corrupt, id)
-    local state = state_text and parse_state(state_text) or nil
+    local state = state_value and parse_state(state_value) or nil
     local info = body and parse_body(body) or nil
     return {
       'C', state and state.type or (info and info.type) or '', state and state.group or (info and info.group) or '',
@@ -25,7 +25,7 @@ return guard('inspect', function()
       tonumber(quarantined) or 0, reason, payload_of(info), state and state.rank or 0, info and info.enqueued or 0,
     }
   end
-  if not state_text and not body then return {} end
+  if not state_value and not body then return {} end
   local task = load({ id }, true)[id]
   if task.problem then
     return { 'C', '', '', 0, 0, 0, 0, 'unreadable: ' .. task.problem, '', 0, 0 }

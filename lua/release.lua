@@ -12,7 +12,7 @@
 return guard('release', function()
   local now, now_text = time_arg('now', ARGV[1])
   local items, ids = {}, {}
-  for i = 1, groups(2, 2, BATCH_MAX) do
+  for i = 1, item_count(2, 2, BATCH_MAX) do
     local base = 2 + (i - 1) * 2
     items[i] = { id = name_arg('item ' .. i .. ' id', ARGV[base], ID_MAX_BYTES), token = ARGV[base + 1] }
     ids[i] = items[i].id

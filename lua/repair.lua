@@ -13,7 +13,7 @@
 return guard('repair', function()
   local now = time_arg('now', ARGV[1])
   local ids = {}
-  for i = 1, groups(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
+  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
   local config = read_config_fields({ 'fair' })
 
   local scores = read_many('ZMSCORE', K.corrupt, ids)

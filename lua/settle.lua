@@ -137,13 +137,13 @@ return guard('settle', function()
       result[#result + 1] = status == 6 and 'C' or (state and state.letter) or (task.body_info and 'R' or '')
     end
   end
-  if #done > 0 then writes.zadd[K.done] = done end
+  if #done > 0 then writes.adds[K.done] = done end
   if #finished > 0 then
-    local list = writes.zrem[K.leased]
+    local list = writes.removes[K.leased]
     if list then
       for _, id in ipairs(finished) do list[#list + 1] = id end
     else
-      writes.zrem[K.leased] = finished
+      writes.removes[K.leased] = finished
     end
   end
   apply(writes)

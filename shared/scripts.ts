@@ -6,10 +6,16 @@ import { type LuaScript, luaScript } from "./store.js";
 
 type ScriptSource = keyof typeof LUA_SCRIPTS;
 
-/** A script's EVAL body: the shared blocks it uses, then its own text. */
+/**
+ * A script's EVAL body: the shared blocks it uses, then its own text. The first block declares the
+ * table of helpers, H (bin/generate-lua.ts); here it is made with room for the helpers this script
+ * defines, so filling it rehashes nothing (a constructor of that many fields sizes the table).
+ */
 export function luaBody(name: ScriptSource): string {
   const { uses, text } = LUA_SCRIPTS[name];
-  return [...uses.map((index) => LUA_BLOCKS[index]), text].join("\n");
+  const helpers = uses.length - 1;
+  const table = `local H = {${"_=0,".repeat(helpers)}}`;
+  return [table, ...uses.slice(1).map((index) => LUA_BLOCKS[index]), text].join("\n");
 }
 
 function withLib(name: ScriptSource, options: { readOnly?: boolean; repeatArg?: number } = {}): LuaScript {

@@ -120,7 +120,7 @@ describe("the keys of the Lua scripts", () => {
             problems.push(`${file}: a list of sets names ${value}`);
         }
       }
-      for (const match of source.matchAll(/writes\.(?:zadd|zrem)\[([^\]]+)\]/g)) {
+      for (const match of source.matchAll(/writes\.(?:adds|removes)\[([^\]]+)\]/g)) {
         if (match[1] !== "key") check(file, "writes", match[1]);
       }
       // Loops whose variable `key` is passed on: over a literal list of K fields only.
