@@ -1,0 +1,103 @@
+// Two rules every script keeps, read off the sources and the compiled scripts (docs/design.md
+// "Scripts"): no variadic command takes an unbounded list (Redis's Lua refuses to unpack about
+// 8,000 values, so a script given a large but allowed input would fail, possibly half-way), and
+// no script reads a global it does not mean (a helper used before its declaration compiles as a
+// global, and fails only when that path runs).
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { LUA_DIR } from "../../bin/generate-lua.js";
+import { LIMITS } from "../../shared/config.js";
+import { SCRIPTS } from "../../shared/scripts.js";
+
+/** The top-level arguments of a call's argument text (commas inside parentheses do not split). */
+function splitArguments(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let current = "";
+  for (const char of text) {
+    if (char === "(") depth++;
+    if (char === ")") depth--;
+    if (char === "," && depth === 0) {
+      parts.push(current.trim());
+      current = "";
+    } else current += char;
+  }
+  parts.push(current.trim());
+  return parts;
+}
+
+/** Each `unpack(` of lua/, with its file, the function it is in and its arguments. */
+function unpacks(): Array<{ file: string; fn: string; args: string }> {
+  const found: Array<{ file: string; fn: string; args: string }> = [];
+  for (const file of readdirSync(LUA_DIR).filter((name) => name.endsWith(".lua"))) {
+    let fn = "(top level)";
+    for (const line of readFileSync(join(LUA_DIR, file), "utf8").split("\n")) {
+      const code = line.replace(/--.*$/, "");
+      const declared = /^local function ([A-Za-z_]\w*)/.exec(code);
+      if (declared) fn = declared[1];
+      for (const match of code.matchAll(/\bunpack\(([^()]*(?:\([^()]*\)[^()]*)*)\)/g)) {
+        found.push({ file, fn, args: match[1] });
+      }
+    }
+  }
+  return found;
+}
+
+describe("variadic commands in lua/", () => {
+  it("unpack only in read_many and write_many, and only slices whose bound is in sight", () => {
+    const all = unpacks();
+    expect(all.length, "the reading above finds the unpacks").toBeGreaterThan(0);
+    for (const { file, fn, args } of all) {
+      expect(`${file}: ${fn}`).toMatch(/^_lib\.lua: (read_many|write_many)$/);
+      // unpack(list, first, last): never the whole of a list whose length the script cannot see.
+      expect(splitArguments(args), `${file}: unpack(${args})`).toHaveLength(3);
+    }
+  });
+
+  it("slices at most LIMITS.variadicMax values, well below what Redis's Lua can unpack", () => {
+    const lib = readFileSync(join(LUA_DIR, "_lib.lua"), "utf8");
+    expect(lib).toMatch(/if n <= VARIADIC_MAX then return redis\.call\(command, key, unpack\(names, 1, n\)\) end/);
+    expect(lib).toMatch(/local size = VARIADIC_MAX - VARIADIC_MAX % \(stride or 1\)/);
+    expect(LIMITS.variadicMax).toBeLessThanOrEqual(1000);
+  });
+});
+
+describe("the compiled scripts", () => {
+  const dir = mkdtempSync(join(tmpdir(), "leaseq-luac-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  // What a script may read as a global: Redis's Lua environment.
+  const ENVIRONMENT = new Set([
+    "redis",
+    "KEYS",
+    "ARGV",
+    "string",
+    "table",
+    "math",
+    "tonumber",
+    "tostring",
+    "type",
+    "pairs",
+    "ipairs",
+    "unpack",
+    "error",
+    "pcall",
+    "select",
+  ]);
+
+  it.each(Object.values(SCRIPTS).map((script) => [script.name, script] as const))(
+    "%s compiles with Lua 5.1 and reads no global but Redis's",
+    (name, script) => {
+      const file = join(dir, `${name}.lua`);
+      writeFileSync(file, script.body);
+      // luac5.1 -p parses only; -l lists the bytecode, where every global read is a GETGLOBAL.
+      const listing = execFileSync("luac5.1", ["-p", "-l", file], { encoding: "utf8" });
+      const globals = new Set([...listing.matchAll(/[GS]ETGLOBAL\s+\S+\s+\S+\s*;\s*(\S+)/g)].map((match) => match[1]));
+      expect(globals.size, "the listing names the globals read").toBeGreaterThan(0);
+      expect([...globals].filter((global) => !ENVIRONMENT.has(global)).sort()).toEqual([]);
+      expect(listing, "no script writes a global").not.toMatch(/SETGLOBAL/);
+    },
+  );
+});
