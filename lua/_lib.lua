@@ -1593,7 +1593,9 @@ local function check_config(config, now, problems, repair)
   local wake = wake_time(config)
   local skew = WAKE_ACTIVE_MS
   if wake and wake > now + skew then
-    local due = next_due_of(config, now)
+    local due = earliest_due() -- what is due, not what config nextDue says
+    if due >= NOTHING_DUE then due = nil end
+    if config.ordered == '1' and hold and hold > now and (due == nil or hold < due) then due = hold end
     local idle = redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0
     if wake > now + skew + WAKE_HORIZON_MAX_MS or (idle and (due == nil or due > wake)) then
       if repair then redis.call('HDEL', K.config, 'wake') end
@@ -1704,8 +1706,12 @@ local function check_tasks(config, now, cursor, count, problems, repair)
         local fixable = expected ~= 'corrupt' and state ~= nil
         report(problems, #found == 0 and 'no_set' or 'wrong_set', id, 'its record says ' .. expected ..
           (#found == 0 and ', and it is in no set' or ', and it is in ' .. table.concat(found, ', ')), repair and fixable)
-        if repair and fixable then put_back(writes, id, state, now) end
-        if repair and expected == 'corrupt' then zadd(writes, K.corrupt, now, id) end
+        if repair and (fixable or expected == 'corrupt') then
+          if fixable then put_back(writes, id, state, now) else zadd(writes, K.corrupt, now, id) end
+          for _, name in ipairs(others) do
+            if name ~= 'grouped' then zrem(writes, K[name], id) end
+          end
+        end
       end
       if #others > 0 and (here or #found > 1) then
         report(problems, 'two_sets', id, 'it is in ' .. table.concat(found, ' and ') .. '; its record says ' .. expected, repair)
@@ -1911,15 +1917,20 @@ local function check_step(config, now, cursor, count, repair)
   return problems, next_cursor
 end
 
--- The tick's slice of the check: one step of SWEEP_PAGE records from where the last tick's stopped
--- (config `sweep`), repairing what it finds. Returns the problems it found and repaired.
+-- The tick's slice of the check, repairing what it finds: one step of SWEEP_PAGE records of the whole
+-- check from where the last tick's stopped (config `sweep`), and one step of the groups alone (config
+-- `lsweep`), so a group nothing would let run starts again within HLEN(groups) / SWEEP_PAGE runs,
+-- and the records of groups whose slots were all acked since go.
 local function sweep_step(config, now, count)
-  local cursor = config_get(config, 'sweep') or ''
-  local problems, next_cursor = check_step(config, now, cursor, count, true)
-  if next_cursor ~= cursor then
-    if next_cursor == '' then redis.call('HDEL', K.config, 'sweep')
-    else redis.call('HSET', K.config, 'sweep', next_cursor) end
-    config.sweep = next_cursor ~= '' and next_cursor or nil
+  for _, field in ipairs({ 'sweep', 'lsweep' }) do
+    local cursor = config_get(config, field) or (field == 'lsweep' and 'lanes:0' or '')
+    local problems, next_cursor = check_step(config, now, cursor, count, true)
+    if field == 'lsweep' and string.sub(next_cursor, 1, 6) ~= 'lanes:' then next_cursor = '' end
+    if next_cursor ~= cursor then
+      if next_cursor == '' then redis.call('HDEL', K.config, field)
+      else redis.call('HSET', K.config, field, next_cursor) end
+      config[field] = next_cursor ~= '' and next_cursor or nil
+    end
+    if field == 'sweep' and redis.call('EXISTS', K.groups) == 0 then break end
   end
-  return problems
 end

@@ -487,7 +487,6 @@ return guard('claim', function()
   -- 6. Writes: the leases and states, the heads out of READY, the lanes that may let out more, the
   -- lease counter, the lane records, the active mark.
   finish_scan(scan)
-  upgrade_format(config)
   lanes_flush(now)
   if scan.taken == 0 then
     local due = next_due_of(config, now)

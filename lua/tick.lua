@@ -39,12 +39,6 @@ return guard('tick', function()
   end
   -- promote_due also opens the rate windows of groups (it reads nothing before one is due).
   local promoted = promote_due(config, now, now_text, limit, limit)
-  -- A slice of the queue is checked while it has tasks (or a sweep is under way), so an idle empty
-  -- queue's tick stays a few commands.
-  if counts.leased + counts.scheduled + counts.done + counts.failed > 0 or (config.sweep or '') ~= '' then
-    sweep_step(config, now, SWEEP_PAGE)
-  end
-  upgrade_format(config)
   lanes_flush(now)
   local done_retention = config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)
@@ -65,6 +59,12 @@ return guard('tick', function()
   end
   local stats = queue_stats(now, after, config)
   for _, value in ipairs(stats) do result[#result + 1] = value end
+  -- A slice of the queue is checked, repairing, while it has tasks (or a sweep is under way): an
+  -- idle empty queue's tick stays a few commands. Its stats above come before the slice's repairs.
+  if stats[1] + stats[2] + stats[3] + stats[4] + stats[5] + stats[9] > 0 or config.sweep then
+    sweep_step(config, now, SWEEP_PAGE)
+  end
+  lanes_flush(now)
 
   -- What falls due before the reclaimer's next run: a wake-up for it (sent with DelaySeconds).
   -- Ready work is the reclaimer's own business (it kicks the worker); an idle queue costs nothing.
