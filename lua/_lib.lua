@@ -301,6 +301,8 @@ end
 
 -- A body of format 1 starts with "1" (byte 49; a record of format v0 with its state letter).
 local BODY_FORMAT_BYTE = 49
+-- The mark of a quarantined record's state, before the text it had (see quarantine).
+local QUARANTINED = 'C|'
 local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
 -- A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path).
 local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'
@@ -324,6 +326,12 @@ local function parse_state(text)
     letter = letter, attempts = attempts, gen = gen, max = max, at = at, flags = flags, rank = rank,
     type = task_type, group = group, claim = claim, error = string.sub(text, error_at),
   }
+end
+
+-- A quarantined record's state as it was before it was set aside (the text itself otherwise).
+local function unmarked(text)
+  if string.sub(text, 1, 2) == QUARANTINED then return string.sub(text, 3) end
+  return text
 end
 
 local function state_text(state)
@@ -388,6 +396,10 @@ end
 -- quarantine.
 local function read_record(state_value, body_value)
   local task = { body = body_value or nil }
+  if state_value and string.sub(state_value, 1, 2) == QUARANTINED then
+    task.problem = 'quarantined'
+    return task
+  end
   if state_value then task.state, task.problem = parse_state(state_value) end
   if not task.problem and task.body and task.body ~= '' then
     if string.byte(task.body, 1) == BODY_FORMAT_BYTE then
@@ -497,10 +509,20 @@ local TASK_SETS = { K.ready, K.scheduled, K.leased, K.done, K.failed }
 -- Sets aside an id whose record cannot be read: into the corrupt set with the reason, and out of
 -- every set it may be in, whichever its unreadable record named; `member`, when known, is its
 -- member in grouped. A parked task's member not known here is dropped by the next look at its
--- group (lane_unpark), or by check.
+-- group (lane_unpark), or by check. Its state is marked (QUARANTINED before the text it had, kept
+-- to read), so every script, reading the state alone, knows it as quarantined: a worker holding
+-- its token cannot settle it, a cancel cannot bring it back into a set. A record already marked
+-- keeps its reason and the time it was set aside.
 local function quarantine(writes, id, reason, now, member)
-  zadd(writes, K.corrupt, now, id)
-  put(writes, id .. ':x', reason)
+  local old = redis.call('HGET', K.task, id .. ':s')
+  if old and string.sub(old, 1, 2) == QUARANTINED then
+    if redis.call('HEXISTS', K.task, id .. ':x') == 0 then put(writes, id .. ':x', reason) end
+    if not redis.call('ZSCORE', K.corrupt, id) then zadd(writes, K.corrupt, now, id) end
+  else
+    zadd(writes, K.corrupt, now, id)
+    put(writes, id .. ':x', reason)
+    put(writes, id .. ':s', QUARANTINED .. (old or ''))
+  end
   for _, key in ipairs(TASK_SETS) do zrem(writes, key, id) end
   if member then zrem(writes, K.grouped, member) end
 end
@@ -834,6 +856,11 @@ local function lanes_verify(names)
     local r = lanes[name]
     -- (The common state here, an acked lease's D, needs no match.)
     local kind = value and SLOT_LETTERS[string.byte(value, 1)] and slot_kind(value, name)
+    -- A state that cannot be read may be a lease still running: it keeps its slot until a script
+    -- that meets it in its set (the reclaim at its deadline, a claim, the check) quarantines it.
+    if not kind and value and SLOT_LETTERS[string.byte(value, 1)] and not string.match(value, SLOT_STATE_PATTERN) then
+      kind = 'unread'
+    end
     if kind then
       r.slots = r.slots == '' and id or r.slots .. ',' .. id
       if kind == 'out' then
@@ -1007,6 +1034,19 @@ local function lane_wait(name, opens_at, config)
   note_due(config, opens_at)
 end
 
+-- A task was quarantined (its record could not be read): when its body names a group, the group may
+-- have lost a task that held its slot or its turn, so the next claim looks at it (groupwait, due at
+-- once) and lets out what it may; its slots are checked against the states then, and an unreadable
+-- one holds none. `task` is read_record()'s; the body is read when it was not loaded.
+local function after_quarantine(id, task, config)
+  local info = task.body_info
+  if not info then
+    local body = task.body or redis.call('HGET', K.task, id)
+    info = body and string.byte(body, 1) == BODY_FORMAT_BYTE and parse_body(body) or nil
+  end
+  if info and info.group ~= '' then lane_wait(lane_of(info.type, info.group), 0, config) end
+end
+
 -- Parks a READY task of a lane: state W, in the grouped set (the caller takes it out of ready). A
 -- task let out gives its slot back.
 local function lane_park(writes, lane, record, id, state)
@@ -1060,37 +1100,49 @@ end
 -- A lane with parked tasks lets out as many as it may run now, first by rank: back into the ready
 -- set right behind the head of their priority, flagged "u", each holding a slot until it is claimed
 -- (immediate writes). A lane its rate stops waits in groupwait for the next window. A member whose
--- task cannot be read is quarantined; one whose task moved on is dropped.
+-- task cannot be read is quarantined; one whose task moved on, or that has no state, is dropped.
 local function lane_unpark(lane, config, now)
   local record = lane_get(lane)
   if record.parked <= 0 then return end
   local room, opens_at = lane_room(lane, record, config, now)
   if opens_at then lane_wait(lane, opens_at, config) end
   if room <= 0 then return end
-  local members, ids, _, values = parked_page(lane, math.min(room, record.parked))
+  local members, ids, ranks, values = parked_page(lane, math.min(room, record.parked))
   if #members == 0 then record.parked = 0; lane_touch(lane, record); return end
-  local writes = new_writes()
+  local writes, dropped = new_writes(), false
   for i, id in ipairs(ids) do
     local value = values[i]
-    local state, problem = nil, 'a parked task without its state'
+    local state, problem = nil, nil
     if value then state, problem = parse_state(value) end
     record.parked = record.parked - 1
-    if not state then
+    if not value then
+      -- No state: no parked task (parking writes one). A member of a task deleted or quarantined
+      -- while its record could not be read (nothing could name its member), its id perhaps given
+      -- to a task since: dropped. (A member's rank names the task it was, below.)
+      record.ready = record.ready - 1
+      zrem(writes, K.grouped, members[i])
+      dropped = true
+    elseif not state then
       record.ready = record.ready - 1
       quarantine(writes, id, problem, now, members[i])
+      dropped = true
     else
       zrem(writes, K.grouped, members[i])
-      if state.letter == 'W' and lane_of(state.type, state.group) == lane then
+      if state.letter == 'W' and lane_of(state.type, state.group) == lane and padded(state.rank) == ranks[i] then
         state.letter, state.flags = 'R', state.flags .. 'u'
         put_state(writes, id, state)
         zadd(writes, K.ready, behind_front(state.rank), id)
         add_slot(lane, record, id)
         record.outs = (record.outs or 0) + 1
+      else
+        dropped = true -- a member whose task moved on
       end
     end
   end
   lane_touch(lane, record)
   apply(writes)
+  -- A member it could not let out took a place of this step: the next claim lets out the next.
+  if dropped and record.parked > 0 then lane_wait(lane, 0, config) end
 end
 
 -- A READY task of a type that may not run now (paused, or its rate window used up) is set aside: in
@@ -1122,14 +1174,18 @@ local function type_unpark(task_type, limit, config, now)
   local placed = {}
   for i, id in ipairs(ids) do
     local value = values[i]
-    local state, problem = nil, 'a parked task without its state'
+    local state, problem = nil, nil
     if value then state, problem = parse_state(value) end
     record.parked = record.parked - 1
-    if not state then
+    if not value then
+      zrem(writes, K.grouped, members[i]) -- no parked task: a member left by one (see lane_unpark)
+    elseif not state then
       quarantine(writes, id, problem, now, members[i])
+      after_quarantine(id, {}, config) -- a task let out of its group may have held its slot
     else
       zrem(writes, K.grouped, members[i])
-      if state.letter == 'W' and string.find(state.flags, 't', 1, true) then
+      if state.letter == 'W' and string.find(state.flags, 't', 1, true) and state.type == task_type
+        and padded(state.rank) == ranks[i] then
         state.letter, state.flags = 'R', string.gsub(state.flags, 't', '')
         put_state(writes, id, state)
         local score = ranks[i]
@@ -1284,6 +1340,24 @@ local function upgrade_format(config)
   redis.call('HSET', K.task, V0_GUARD, V0_GUARD_TEXT)
   redis.call('ZADD', K.scheduled, 0, V0_GUARD)
   if had and config_get(config, 'fair') ~= '1' and redis.call('HLEN', K.groups) > 0 then start_fair(config) end
+  -- Records quarantined before format v2 have no mark: the first page now, the check the rest.
+  local ids = redis.call('ZRANGE', K.corrupt, 0, VARIADIC_MAX - 1)
+  if #ids == 0 then return end
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    fields[#fields + 1] = id
+  end
+  local values = read_many('HMGET', K.task, fields)
+  local marks = {}
+  for i = 1, #fields, 2 do
+    local value, body = values[i], values[i + 1]
+    if (value or body) and not (value and string.sub(value, 1, 2) == QUARANTINED) then
+      marks[#marks + 1] = fields[i]
+      marks[#marks + 1] = QUARANTINED .. (value or '')
+    end
+  end
+  write_many('HSET', K.task, marks, 2)
 end
 
 -- Lanes and types whose time came (a rate window opened, a type resumed), at most `limit` of them:
@@ -1341,6 +1415,7 @@ local function promote_due(config, now, now_text, limit, open_limit)
       local task = tasks[id]
       if task.problem or not task.state then
         quarantine(writes, id, task.problem or 'a SCHEDULED task without its state', now)
+        after_quarantine(id, task, config)
       else
         local state = task.state
         state.letter, state.at = 'R', now_text
@@ -1464,6 +1539,7 @@ local function reclaim_expired(config, now, now_text, skew, limit)
     local task = tasks[id]
     if task.problem or not task.state then
       quarantine(writes, id, task.problem or 'a LEASED task without its state', now)
+      after_quarantine(id, task, config)
     else
       local state = task.state
       state.gen = plus(state.gen, 1) -- revokes the token: a late settle of this lease is stale
@@ -1682,11 +1758,20 @@ local function check_tasks(config, now, cursor, count, problems, repair)
     local expected
     if task.reason then
       expected = 'corrupt'
+      local value = values[3 * i - 2] or nil
+      if not value or string.sub(value, 1, 2) ~= QUARANTINED then
+        report(problems, 'quarantine_mark', id, 'quarantined, but its state does not say so: a script reading ' ..
+          'the state alone would take it for a task in its queue', repair)
+        if repair then put(writes, id .. ':s', QUARANTINED .. (value or '')) end
+      end
     elseif task.problem == 'no record' then
       expected = nil -- a field alone (a quarantine reason without its set is reported below)
     elseif task.problem then
       report(problems, 'unreadable', id, 'its record cannot be read (' .. task.problem .. ') and is not quarantined', repair)
-      if repair then quarantine(writes, id, task.problem, now) end
+      if repair then
+        quarantine(writes, id, task.problem, now)
+        after_quarantine(id, task, config)
+      end
     else
       expected = state and SET_OF_LETTER[state.letter] or 'ready'
     end

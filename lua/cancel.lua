@@ -6,7 +6,8 @@
 --
 -- KEYS the queue's keys (see _lib.lua): all of them
 -- ARGV[1] now   ms since epoch
--- ARGV[2..] ids, 1..1000 of them (an id named twice is cancelled once; the second answers 9)
+-- ARGV[2..] ids, 1..1000 of them (an id named twice is cancelled once: its second mention answers
+--   what a second call would, 9 for a task it cancelled, 6 for a record it quarantined)
 -- Returns: per id, 1 each: status 0 cancelled, 2 already DONE, 3 unknown id, 9 already FAILED,
 --   6 corrupt (its record cannot be read: it was moved to the corrupt set, out of every other)
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
@@ -27,20 +28,21 @@ return guard('cancel', function()
     local task = tasks[id]
     local state = task.state
     if seen[id] then
-      result[i] = 9 -- the same id twice in one call: cancelled by its first mention
+      result[i] = seen[id] -- the same id twice in one call: answered as a second call would be
     elseif task.problem == 'no record' then
       result[i] = 3
     elseif task.problem then
       -- The set a record that cannot be read names is not to be trusted: out of every one.
       quarantine(writes, id, task.problem, now)
-      seen[id] = true
+      after_quarantine(id, task, config)
+      seen[id] = 6
       result[i] = 6
     elseif state and state.letter == 'D' then
       result[i] = 2
     elseif state and state.letter == 'F' then
       result[i] = 9
     else
-      seen[id] = true
+      seen[id] = 9
       local letter = state and state.letter or 'R'
       if not state then
         local info = task.body_info

@@ -12,7 +12,7 @@
 -- ARGV[4] repair   1 to repair what can be repaired safely, 0 to only report (then nothing is written)
 -- Returns: { the cursor to go on from ("" when the check is complete), then per problem 4 values:
 --   code, the id or group it is about, what was wrong (words), repaired (1/0) }. Codes: v0_guard,
---   next_due, hold, wake, unreadable, no_set, wrong_set, two_sets, no_body, done_body, attempts,
+--   next_due, hold, wake, unreadable, quarantine_mark, no_set, wrong_set, two_sets, no_body, done_body, attempts,
 --   lease_counter, group_slots, orphan_member, group_parked, group_record, concurrency,
 --   group_stalled.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in

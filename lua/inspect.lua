@@ -17,7 +17,7 @@ return guard('inspect', function()
   local function payload_of(info) return info and string.sub(body, info.payload_at) or '' end
   if reason then
     local quarantined = redis.call('ZSCORE', K.corrupt, id)
-    local state = state_value and parse_state(state_value) or nil
+    local state = state_value and parse_state(unmarked(state_value)) or nil
     local info = body and parse_body(body) or nil
     return {
       'C', state and state.type or (info and info.type) or '', state and state.group or (info and info.group) or '',

@@ -29,7 +29,7 @@ return guard('repair', function()
     if answered[id] then
       status = answered[id] -- the same id twice in one call
     elseif scores[i] then
-      local state = values[2 * i - 1] and parse_state(values[2 * i - 1]) or nil
+      local state = values[2 * i - 1] and parse_state(unmarked(values[2 * i - 1])) or nil
       local body = values[2 * i] or nil
       local info = body and string.byte(body, 1) == BODY_FORMAT_BYTE and parse_body(body) or nil
       if not info and body then

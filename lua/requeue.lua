@@ -43,7 +43,10 @@ return guard('requeue', function()
         requeued[id] = true
       end
     end
-    if status == 6 then quarantine(writes, id, task.problem, now) end
+    if status == 6 then
+      quarantine(writes, id, task.problem, now)
+      after_quarantine(id, task, config)
+    end
     write_upgrade(writes, id, task)
     answered[id] = status
     result[i] = status

@@ -91,7 +91,10 @@ return guard('settle', function()
       local state = task.state
       local status = presence_status(task)
       if status then
-        if status == 6 then quarantine(writes, id, task.problem, now) end
+        if status == 6 then
+          quarantine(writes, id, task.problem, now)
+          after_quarantine(id, task, config)
+        end
       elseif outcome ~= 'ack' and replayed[outcome][state.letter] and token_matches(state, token) then
         -- The same retry or fail ran already (a retry after a lost reply), and no claim came since:
         -- answer what it did. An ack is never answered this way: a DONE task says already_done.

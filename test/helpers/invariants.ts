@@ -78,7 +78,11 @@ export async function taskFields(redis: Redis, queue: Queue): Promise<string[]> 
 }
 
 /** Every task of the queue as stored, by id (quarantined ones left out). */
-export async function readTasks(redis: Redis, queue: Queue): Promise<Map<string, RawTask>> {
+export async function readTasks(
+  redis: Redis,
+  queue: Queue,
+  unreadable: ReadonlySet<string> = new Set(),
+): Promise<Map<string, RawTask>> {
   const fields = await redis.hgetall(queue.keys.task);
   const ready = new Map<string, number>();
   const page = await redis.zrange(queue.keys.ready, 0, -1, "WITHSCORES");
@@ -90,6 +94,7 @@ export async function readTasks(redis: Redis, queue: Queue): Promise<Map<string,
   const tasks = new Map<string, RawTask>();
   for (const id of ids) {
     if (fields[`${id}:x`] !== undefined) continue;
+    if (unreadable.has(id)) continue; // made unreadable on purpose by the test, not quarantined yet
     tasks.set(id, parseTask(fields[`${id}:s`], fields[id], ready.get(id)));
   }
   return tasks;
@@ -100,8 +105,14 @@ export async function readTasks(redis: Redis, queue: Queue): Promise<Map<string,
  * sorted set of its state, every member of a state set has a record, payloads exist except for
  * DONE, and attempts never exceed the recorded maximum. Returns the records by id.
  */
-export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<string, RawTask>> {
-  const tasks = await readTasks(redis, queue);
+export async function assertConsistent(
+  redis: Redis,
+  queue: Queue,
+  unreadable: ReadonlySet<string> = new Set(),
+  tainted: ReadonlySet<string> = new Set(),
+  stale: ReadonlySet<string> = new Set(),
+): Promise<Map<string, RawTask>> {
+  const tasks = await readTasks(redis, queue, unreadable);
   const fair = await redis.hget(queue.keys.config, "fair");
   const members = new Map<string, string[]>();
   for (const zset of Object.values(ZSET_BY_STATE)) {
@@ -112,7 +123,10 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
     }
   }
   for (const [id, task] of tasks) {
-    expect(members.get(id), `id ${id} in state ${task.state}`).toEqual([ZSET_BY_STATE[task.state]]);
+    let sets = members.get(id) ?? [];
+    // An id once unreadable may keep a parked member no script could name (lane_unpark drops it).
+    if (stale.has(id)) sets = [...new Set(sets)].filter((set) => set !== "grouped" || task.state === "W");
+    expect(sets, `id ${id} in state ${task.state}`).toEqual([ZSET_BY_STATE[task.state]]);
     if (task.state === "D") expect(task.payload, `payload of DONE ${id}`).toBe("");
     else expect(task.payload.length, `payload of ${id}`).toBeGreaterThan(0);
     if (task.maxAttempts > 0) expect(task.attempts).toBeLessThanOrEqual(task.maxAttempts);
@@ -124,9 +138,10 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
           : Number(await redis.zscore(queue.keys.ready, id)),
       );
   }
-  for (const id of members.keys()) expect(tasks.has(id), `record of ${id}`).toBe(true);
+  for (const id of members.keys())
+    if (!unreadable.has(id) && !stale.has(id)) expect(tasks.has(id), `record of ${id}`).toBe(true);
   expect(await redis.zscore(queue.keys.scheduled, "#v0"), "the guard against workers of format v0").not.toBeNull();
-  await assertGroups(redis, queue, tasks);
+  await assertGroups(redis, queue, tasks, tainted);
   return tasks;
 }
 
@@ -137,7 +152,12 @@ export async function assertConsistent(redis: Redis, queue: Queue): Promise<Map<
  * parked ones; a group with parked tasks and no task let out is full, or
  * waits in groupwait for its rate window. A type's own record counts the tasks set aside by type.
  */
-export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string, RawTask>): Promise<void> {
+export async function assertGroups(
+  redis: Redis,
+  queue: Queue,
+  tasks: Map<string, RawTask>,
+  tainted: ReadonlySet<string> = new Set(),
+): Promise<void> {
   const config = await redis.hgetall(queue.keys.config);
   const records = await redis.hgetall(queue.keys.groups);
   const waiting = new Set(await redis.zrange(queue.keys.groupwait, 0, -1));
@@ -174,9 +194,13 @@ export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string
     }
     if (ordered === 1)
       expect(entry.active.length + entry.out.length, `ordered group ${name}: one at a time`).toBeLessThanOrEqual(1);
-    expect(Number(parked), `parked tasks of group ${name}`).toBe(entry.parked);
-    expect(Number(ready), `READY tasks of group ${name}`).toBe(entry.ready.length + entry.parked);
-    if (entry.parked > 0 && entry.out.length === 0) {
+    // A group that had a task made unreadable on purpose counts what it counted (a hint) until the
+    // check repairs it: its counts are not compared.
+    if (!tainted.has(name)) {
+      expect(Number(parked), `parked tasks of group ${name}`).toBe(entry.parked);
+      expect(Number(ready), `READY tasks of group ${name}`).toBe(entry.ready.length + entry.parked);
+    }
+    if (entry.parked > 0 && entry.out.length === 0 && !tainted.has(name)) {
       expect(
         (concurrency > 0 && entry.active.length >= concurrency) || waiting.has(name),
         `group ${name} has ${entry.parked} parked tasks and none let out, yet it is not full nor waiting for its rate`,
@@ -184,11 +208,12 @@ export async function assertGroups(redis: Redis, queue: Queue, tasks: Map<string
     }
   }
   for (const [type, count] of typeParked) {
+    if (tainted.has(`@${type}`)) continue; // it counted a record made unreadable on purpose
     const parked = (records[`@${type}`] ?? "").split("|")[3] ?? "0";
     expect(Number(parked), `tasks of type ${type} set aside`).toBe(count);
   }
   for (const [name, text] of Object.entries(records)) {
-    if (name.startsWith("@") || name === "|" || lanes.has(name)) continue;
+    if (name.startsWith("@") || name === "|" || lanes.has(name) || tainted.has(name)) continue;
     const [, , , parked = "0"] = text.split("|");
     expect(parked, `record of group ${name}, which has no task`).toBe("0");
   }

@@ -102,6 +102,22 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     expect(await redis.zscore(queue.keys.leased, "ghost")).toBeNull();
   });
 
+  it("a quarantined record whose state does not say so (quarantined before format v2)", async () => {
+    const queue = await fresh();
+    await queue.enqueue([{ id: "q", type: "job" }], { now: NOW });
+    const [task] = await queue.claim({ count: 1, now: NOW });
+    await redis.hdel(queue.keys.task, "q");
+    await queue.checkAll({ now: NOW, repair: true }); // quarantined: no body
+    const marked = await redis.hget(queue.keys.task, "q:s");
+    expect(marked?.startsWith("C|L|")).toBe(true);
+    await redis.hset(queue.keys.task, "q:s", marked?.slice(2) ?? ""); // as format v1 left it
+    await expectFoundAndRepaired(queue, NOW, ["quarantine_mark"]);
+    expect(await redis.hget(queue.keys.task, "q:s")).toBe(marked);
+    expect(await queue.settle([{ id: "q", token: task.token, outcome: "ack" }], { now: NOW })).toEqual([
+      { id: "q", status: "corrupt", state: "corrupt" },
+    ]);
+  });
+
   it("a DONE task that kept its body, attempts past the maximum, a lease above the lease counter", async () => {
     const queue = await fresh();
     await queue.enqueue(

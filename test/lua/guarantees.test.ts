@@ -243,4 +243,56 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     expect((await queue.stats({ now: NOW + 2 })).corrupt).toBe(2);
     await expectClean(queue, NOW + 3);
   });
+
+  it("3b: a quarantined task stays out: its worker's token settles nothing, a cancel does not bring it back", async () => {
+    const queue = await fresh();
+    await queue.enqueue([{ id: "x", type: "job" }], { now: NOW });
+    const claimed = await queue.claim({ count: 1, now: NOW });
+    await redis.hdel(queue.keys.task, "x"); // its body is lost while its worker runs it
+    const repaired = await queue.checkAll({ now: NOW + 1, repair: true });
+    expect(repaired.map((problem) => problem.code)).toEqual(["no_body"]);
+    expect((await queue.inspect("x"))?.state).toBe("corrupt");
+    // Its state still reads as a lease with that token: only the mark keeps the worker out.
+    expect(await ack(queue, claimed, NOW + 2)).toEqual([{ id: "x", status: "corrupt", state: "corrupt" }]);
+    expect(await queue.cancel(["x", "x"], { now: NOW + 3 })).toEqual([
+      { id: "x", status: "corrupt" },
+      { id: "x", status: "corrupt" },
+    ]);
+    expect(await redis.zscore(queue.keys.failed, "x")).toBeNull();
+    expect(await redis.zscore(queue.keys.done, "x")).toBeNull();
+    expect((await queue.stats({ now: NOW + 4 })).corrupt).toBe(1);
+    expect(await queue.inspect("x")).toMatchObject({
+      state: "corrupt",
+      type: "job",
+      lastError: "a task without its body",
+    });
+    await expectClean(queue, NOW + 5);
+  });
+
+  it("3c: a parked task deleted while unreadable does not let out the next task given its id", async () => {
+    const queue = await fresh({ typeGroups: { job: { ordered: true } } });
+    await queue.enqueue(
+      ["a", "b"].map((id) => ({ id, type: "job", group: "g" })),
+      { now: NOW },
+    );
+    const [a] = await queue.claim({ count: 10, now: NOW });
+    expect(a.id).toBe("a"); // b waits, parked, behind it
+    await redis.hset(queue.keys.task, "b:s", "W|not a state");
+    // delete cannot name b's member in grouped (its record is what names it): the member stays.
+    expect(await queue.delete(["b"], { now: NOW + 1 })).toEqual([{ id: "b", status: "ok" }]);
+    await queue.enqueue(
+      ["c", "b"].map((id) => ({ id, type: "job", group: "g" })),
+      { now: NOW + 2 },
+    );
+    const order: string[] = [];
+    let held = [a];
+    for (let step = 3; step < 8 && held.length > 0; step++) {
+      await ack(queue, held, NOW + step);
+      held = await queue.claim({ count: 10, now: NOW + step });
+      order.push(...ids(held));
+    }
+    expect(order).toEqual(["c", "b"]); // the old b's member let out neither the new b nor anything early
+    expect((await queue.stats({ now: NOW + 9 })).corrupt).toBe(0);
+    await expectClean(queue, NOW + 9);
+  });
 });
