@@ -6,6 +6,7 @@ import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
+import { expectClean } from "../helpers/check.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { configuredQueue, uniqueQueueName } from "../helpers/stores.js";
 import { report, scale } from "./helpers/chaos.js";
@@ -150,6 +151,7 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
             if (stats.ready + stats.scheduled + stats.leased === 0) break;
           }
           const records = await assertConsistent(nodes.get(owner) as Redis, queue);
+          await expectClean(queue, now);
           const unfinished = ids.filter((id) => !["D", "F"].includes(records.get(id)?.state ?? ""));
           return {
             owner,

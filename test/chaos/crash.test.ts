@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, expect, it } from "vitest";
 import type { TaskInput } from "../../shared/types.js";
+import { expectClean } from "../helpers/check.js";
 import { functionEnv, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, configuredQueue, rawClient, uniqueQueueName } from "../helpers/stores.js";
@@ -112,6 +113,7 @@ it(
 
     // The total-queue check.
     const records = await assertConsistent(redis, queue);
+    await expectClean(queue, Date.now());
     const unexpected = [...records.keys()].filter((id) => !typeOf.has(id));
     const lost = [...typeOf.keys()].filter((id) => !["D", "F"].includes(records.get(id)?.state ?? ""));
     const wrongOutcome = [...typeOf].filter(([id, type]) => {

@@ -12,6 +12,7 @@ import { type FaultAction, startUpstashEndpoint, type UpstashEndpoint } from "..
 import { StoreError } from "../../shared/errors.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import { UpstashStore, upstashScript } from "../../shared/stores/upstash.js";
+import { expectClean } from "../helpers/check.js";
 import { captureStdout, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent, taskFields } from "../helpers/invariants.js";
 import { configuredQueue, rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
@@ -379,6 +380,7 @@ describe("faults through the local Upstash endpoint", () => {
       await sleep(TIMEOUT_MS + 200); // late replies land
 
       const records = await assertConsistent(redis, queue);
+      await expectClean(queue, now);
       const lost = ids.filter((id) => records.get(id)?.state !== "D");
       const duplicates = [...executions.values()].reduce((sum, n) => sum + n - 1, 0);
       report("faults-soak", {

@@ -6,6 +6,7 @@
 // rate held within one interval of slack.
 import { afterAll, expect, it } from "vitest";
 import type { TaskInput } from "../../shared/types.js";
+import { expectClean } from "../helpers/check.js";
 import { functionEnv, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, configuredQueue, rawClient, uniqueQueueName } from "../helpers/stores.js";
@@ -128,6 +129,7 @@ it(
     expect(drained, `drained within ${DEADLINE_MS} ms (seed ${seed})`).toBe(true);
 
     const records = await assertConsistent(redis, queue);
+    await expectClean(queue, Date.now());
     const lost = [...groupOf.keys()].filter((id) => !["D", "F"].includes(records.get(id)?.state ?? ""));
     expect(lost, `lost (seed ${seed})`).toEqual([]);
     // Declined on every attempt (or its third lease lost to a kill): FAILED after its 3 attempts.

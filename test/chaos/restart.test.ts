@@ -16,6 +16,7 @@ import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
+import { expectClean } from "../helpers/check.js";
 import { captureStdout, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
@@ -249,6 +250,7 @@ describe("Redis restart", () => {
       const redis = new Redis(server.url);
       try {
         const records = await assertConsistent(redis, tcp.queue);
+        await expectClean(tcp.queue, now);
         const missing = [...acknowledged].filter((id) => !records.has(id));
         const undone = [...acked].filter((id) => records.get(id)?.state !== "D");
         const notFinished = [...records].filter(([, r]) => r.state !== "D");

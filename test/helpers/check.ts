@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 import type { Queue } from "../../shared/queue.js";
 
-/** Runs the queue's consistency check to its end (docs/check.md) and expects no problem. */
+/** Runs the queue's consistency check to its end (docs/design.md, "Checking a queue") and expects no problem. */
 export async function expectClean(queue: Queue, now: number): Promise<void> {
   const problems = await queue.checkAll({ now });
   expect(problems, "leaseq check").toEqual([]);
