@@ -1787,7 +1787,16 @@ local function check_tasks(config, now, cursor, count, problems, repair)
       for _, name in ipairs(found) do
         if name == expected then here = true else others[#others + 1] = name end
       end
-      if not here then
+      if not here and not state and expected == 'ready' and #found == 0 then
+        -- READY and never claimed: its rank lived only as its score, so it cannot be put back where
+        -- it was. Set aside with a reason: counted, listed, and READY again by repair.
+        report(problems, 'no_set', id, 'its record says ready, and it is in no set' ..
+          (repair and ' (set aside in corrupt: its rank was not recorded; leaseq repair makes it READY)' or ''), repair)
+        if repair then
+          quarantine(writes, id, 'found in no set by the check: its rank was not recorded', now)
+          after_quarantine(id, task, config)
+        end
+      elseif not here then
         local fixable = expected ~= 'corrupt' and state ~= nil
         report(problems, #found == 0 and 'no_set' or 'wrong_set', id, 'its record says ' .. expected ..
           (#found == 0 and ', and it is in no set' or ', and it is in ' .. table.concat(found, ', ')), repair and fixable)

@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { checkCommand } from "./check.js";
 import { controlCommands } from "./control.js";
 import { dashboardCommand } from "./dashboard.js";
 import { dlqCommands } from "./dlq.js";
@@ -33,6 +34,7 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
   readCommands(program);
   writeCommands(program);
   controlCommands(program);
+  checkCommand(program);
   watchCommand(program);
   dlqCommands(program);
   dashboardCommand(program);

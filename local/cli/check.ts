@@ -1,0 +1,51 @@
+import type { Command } from "commander";
+import type { CheckProblem } from "../../shared/types.js";
+import { queueName, withQueue } from "./connect.js";
+import { OperationError } from "./errors.js";
+
+/** One problem as a line: code, what it is about, what was wrong, and whether it was repaired. */
+function formatProblem(problem: CheckProblem): string {
+  return `${problem.code.padEnd(16)}${problem.subject}  ${problem.detail}${problem.repaired ? "  (repaired)" : ""}`;
+}
+
+/**
+ * Registers `check`: the queue's consistency check (docs/design.md "Checking a queue"), in bounded
+ * steps over the whole queue; with --repair, what can be repaired safely is repaired as it is found.
+ * Exits 1 when a problem is left (found and not repaired), so a scheduled run can alarm on it.
+ */
+export function checkCommand(program: Command): void {
+  program
+    .command("check")
+    .description(
+      "check the queue's invariants (every task in one set, groups, holds, wake-ups); --repair fixes what is safe",
+    )
+    .option("--repair", "repair what can be repaired safely (stray members, counts, holds, marks); the rest is listed")
+    .option("--json", 'print {"queue", "problems": [{code, subject, detail, repaired}], "left"} as JSON')
+    .addHelpText(
+      "after",
+      "\nExit codes: 0 nothing left to do, 1 a problem is left (or the check failed), 2 usage error.\nExamples:\n  leaseq --queue emails check\n  leaseq --queue emails check --repair --json",
+    )
+    .action(async (options: { repair?: boolean; json?: boolean }, command: Command) => {
+      const problems = await withQueue(command, (queue) =>
+        queue.checkAll({ now: Date.now(), repair: options.repair === true }),
+      );
+      const left = problems.filter((problem) => !problem.repaired).length;
+      if (options.json) console.log(JSON.stringify({ queue: queueName(command), problems, left }));
+      else {
+        for (const problem of problems) console.log(formatProblem(problem));
+        const repaired = problems.length - left;
+        console.log(
+          problems.length === 0
+            ? `queue "${queueName(command)}": no problem found`
+            : `queue "${queueName(command)}": ${problems.length} problem(s) found, ${repaired} repaired, ${left} left`,
+        );
+      }
+      if (left > 0) {
+        throw new OperationError(
+          options.repair
+            ? `check: ${left} problem(s) cannot be repaired safely: inspect each task, then repair or delete it`
+            : `check: ${left} problem(s) found: run leaseq check --repair to repair what is safe`,
+        );
+      }
+    });
+}
