@@ -3,10 +3,12 @@
 // repeat-a-stale-ack, with client clocks skewed either way) and runs each against the real queue
 // and the pure model in helpers/model.ts. After every step the replies must agree, and the whole
 // Redis state (every record, every sorted set, the arrival counter) must equal the model's, which
-// checks the §7 invariants step by step; a failure shrinks to a minimal sequence.
+// checks the §7 invariants step by step; a failure shrinks to a minimal sequence. Each sequence
+// ends with the queue's consistency check, which must find nothing.
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Store } from "../../shared/store.js";
+import { expectClean } from "../helpers/check.js";
 import { adapters, openQueue, rawClient } from "../helpers/stores.js";
 import { chaosSeed, report, scale } from "./helpers/chaos.js";
 import { type ModelOptions, QueueModel } from "./helpers/model.js";
@@ -48,6 +50,7 @@ describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
           stores.push(store);
           const world: World = { model: new QueueModel(options), now: START, held: [], retired: [] };
           await fc.asyncModelRun(() => ({ model: world, real: { queue, redis } }), sequence);
+          await expectClean(queue, world.now);
         }),
         { numRuns: runs, seed },
       );
