@@ -38,9 +38,9 @@ export function report(
 }
 
 const DELETABLE = ["ready", "scheduled", "done", "failed", "corrupt"] as const;
-type Deletable = (typeof DELETABLE)[number];
+export type Deletable = (typeof DELETABLE)[number];
 
-interface FilterFlags {
+export interface FilterFlags {
   type?: string;
   group?: string;
   error?: string;
@@ -86,13 +86,22 @@ async function byFilter(
         if (result.status === "ok") outcome.changed.push(result.id);
         else outcome.refused.push(result);
         // Changed, or gone meanwhile: either way no longer in the state.
-        if (result.status === "ok" || result.status === "unknown_id") left++;
+        if (result.status === "ok" || result.status === "unknown_id" || result.status === "not_in_state") left++;
       }
     }
     // The tasks that left the state: the next page starts that much sooner.
     cursor = page.next === undefined ? undefined : page.next - left;
   }
   return outcome;
+}
+
+/**
+ * `delete --state`: deletes the tasks of `state` matching the filters, each only if it is still in
+ * `state` when its batch is deleted: one that moved on since `find` met it (requeued, say) is left
+ * alone and reported "not_in_state".
+ */
+export function deleteByFilter(queue: Queue, state: Deletable, options: FilterFlags) {
+  return byFilter(queue, state, options, (batch) => queue.delete(batch, { state, now: Date.now() }));
 }
 
 function reportFiltered(
@@ -215,9 +224,7 @@ export function writeCommands(program: Command): void {
       if (ids.length > 0) throw new UsageError("delete: give task ids or --state, not both");
       const state = options.state;
       const dryRun = options.dryRun === true || options.yes !== true;
-      const outcome = await withQueue(command, (queue) =>
-        byFilter(queue, state, { ...options, dryRun }, (batch) => queue.delete(batch)),
-      );
+      const outcome = await withQueue(command, (queue) => deleteByFilter(queue, state, { ...options, dryRun }));
       reportFiltered(command, "delete", "deleted", state, outcome, dryRun);
       if (dryRun && options.dryRun !== true && outcome.matched.length > 0)
         console.log("run it again with --yes to delete them");

@@ -220,7 +220,7 @@ export function listPage(ctx: PageContext, view: ListView) {
         ${view.filtered ? html`<a href="${ctx.base}/tasks/${state}">clear</a>` : ""}
       </form>
       <p class="note" data-list-summary>${description}</p>
-      ${actions.length > 0 ? html`<form method="post" action="${ctx.base}/action">${csrfField(ctx)}<input type="hidden" name="back" value="${view.self}">` : ""}
+      ${actions.length > 0 ? html`<form method="post" action="${ctx.base}/action">${csrfField(ctx)}<input type="hidden" name="back" value="${view.self}"><input type="hidden" name="state" value="${state}">` : ""}
         ${
           actions.length > 0
             ? html`<div class="actions">selected:

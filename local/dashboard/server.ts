@@ -399,6 +399,10 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
     let ids = list(form.ids);
     let capped = false;
+    // The list the tasks were chosen from: a delete takes only those still in its state (one that
+    // moved on since the page was drawn, a requeued one say, is left alone: "not_in_state").
+    const listed = text(form.state) ? stateOf(text(form.state) ?? "") : undefined;
+    const deleteIn = listed === undefined || listed === "leased" ? {} : { state: listed, now: at };
     if (text(form.scope) === "matching") {
       const state = stateOf(text(form.state) ?? "");
       if (!actionsFor(state).includes(action)) {
@@ -416,7 +420,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     for (let start = 0; start < ids.length; start += LIMITS.batchMax) {
       const batch = ids.slice(start, start + LIMITS.batchMax);
       if (action === "requeue") results.push(...(await queue.requeue(batch, { now: at })));
-      else if (action === "delete") results.push(...(await queue.delete(batch)));
+      else if (action === "delete") results.push(...(await queue.delete(batch, deleteIn)));
       else results.push(...(await queue.cancel(batch, { now: at })));
     }
     const ok = results.filter((result) => result.status === "ok").length;

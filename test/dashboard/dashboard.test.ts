@@ -190,6 +190,24 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await page.close();
   });
 
+  it("delete of tasks selected on the failed list leaves one requeued since the page was drawn", async () => {
+    const { queue, dashboard, base } = await fixture();
+    await failTasks(queue, ["d1", "d2"], { error: "gone" });
+    const { page } = await newPage(browser());
+    await page.goto(dashboard.url);
+    await page.goto(`${base}/tasks/failed`);
+    await page.click('input[name=ids][value="d1"]');
+    await page.click('input[name=ids][value="d2"]');
+    // Another operator requeues d2 while this page is open.
+    await queue.requeue(["d2"], { now: Date.now() });
+    await clickAndWait(page, "button[value=delete]");
+    expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("deleted 1 of 2 tasks");
+    expect(await page.$eval("body", (el) => el.textContent)).toContain("not_in_state");
+    expect(await queue.inspect("d1")).toBeUndefined();
+    expect((await queue.inspect("d2"))?.state, "the requeued task stays READY").toBe("ready");
+    await page.close();
+  });
+
   it("read-only mode shows no action and refuses an action POST with 403", async () => {
     const { queue, dashboard, base } = await fixture({ readOnly: true });
     await failTasks(queue, ["ro-1"]);
