@@ -1797,11 +1797,12 @@ local function check_tasks(config, now, cursor, count, problems, repair)
           after_quarantine(id, task, config)
         end
       elseif not here then
-        local fixable = expected ~= 'corrupt' and state ~= nil
+        -- Put back where its record says (a quarantined one: in corrupt, its reason kept).
+        local fixable = expected == 'corrupt' or state ~= nil
         report(problems, #found == 0 and 'no_set' or 'wrong_set', id, 'its record says ' .. expected ..
           (#found == 0 and ', and it is in no set' or ', and it is in ' .. table.concat(found, ', ')), repair and fixable)
-        if repair and (fixable or expected == 'corrupt') then
-          if fixable then put_back(writes, id, state, now) else zadd(writes, K.corrupt, now, id) end
+        if repair and fixable then
+          if expected == 'corrupt' then zadd(writes, K.corrupt, now, id) else put_back(writes, id, state, now) end
           for _, name in ipairs(others) do
             if name ~= 'grouped' then zrem(writes, K[name], id) end
           end

@@ -118,6 +118,18 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     ]);
   });
 
+  it("a quarantined task out of the corrupt set is put back there, its reason kept", async () => {
+    const queue = await fresh();
+    await queue.enqueue([{ id: "q", type: "job" }], { now: NOW });
+    await queue.claim({ count: 1, now: NOW });
+    await redis.hdel(queue.keys.task, "q");
+    await queue.checkAll({ now: NOW, repair: true }); // quarantined: no body
+    await redis.zrem(queue.keys.corrupt, "q");
+    await expectFoundAndRepaired(queue, NOW, ["no_set"]);
+    expect(await queue.inspect("q")).toMatchObject({ state: "corrupt", lastError: "a task without its body" });
+    expect((await queue.stats({ now: NOW })).corrupt).toBe(1);
+  });
+
   it("a DONE task that kept its body, attempts past the maximum, a lease above the lease counter", async () => {
     const queue = await fresh();
     await queue.enqueue(
