@@ -1926,14 +1926,22 @@ end
 -- hold at most its concurrency, and a group (or type) with parked tasks can let one out now, or
 -- waits in groupwait for when it can. Slots whose tasks moved on are dropped (the sweep that takes
 -- the place of the acks, which write no record), and records with nothing left go.
-local function check_lanes(config, now, cursor, count, problems, repair)
+-- `position` is an HSCAN cursor, and after a ":" how many records of that cursor's page were read
+-- already: a small hash (a listpack) comes whole from one HSCAN, and a step reads at most `count` of
+-- its records. Returns the position to go on from, "0" when the groups are done.
+local function check_lanes(config, now, position, count, problems, repair)
+  local cursor, skip = string.match(position, '^(%d+):(%d+)$')
+  cursor, skip = cursor or position, tonumber(skip) or 0
   local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', count)
+  local entries = page[2]
+  local last = math.min(#entries / 2, skip + count)
   local names, texts = {}, {}
-  for i = 1, #page[2], 2 do
-    names[#names + 1] = page[2][i]
-    texts[page[2][i]] = page[2][i + 1]
+  for i = 2 * skip + 1, 2 * last, 2 do
+    names[#names + 1] = entries[i]
+    texts[entries[i]] = entries[i + 1]
   end
-  if #names == 0 then return page[1] end
+  local after = last < #entries / 2 and cursor .. ':' .. last or page[1]
+  if #names == 0 then return after end
   lanes_load(names)
   lanes_verify(names)
   local paused = paused_types_of(config)
@@ -1944,7 +1952,10 @@ local function check_lanes(config, now, cursor, count, problems, repair)
       if repair then lane_touch(name, record) end -- written again from what is known (parked counted below)
     end
     if name ~= UNGROUPED then
-      local parked = redis.call('ZLEXCOUNT', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END)
+      -- Counted when the record says some are parked (members of a record that says none are found
+      -- by the grouped set's own step): one command per group with parked tasks, none for the rest.
+      local parked = record.parked > 0 and
+        redis.call('ZLEXCOUNT', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END) or 0
       if parked ~= record.parked then
         report(problems, 'group_parked', name, 'its record counts ' .. record.parked .. ' parked tasks; ' .. parked ..
           ' are parked', repair)
@@ -1976,7 +1987,7 @@ local function check_lanes(config, now, cursor, count, problems, repair)
       end
     end
   end
-  return page[1]
+  return after
 end
 
 -- One step of the check from `cursor`: the problems found (4 values each: code, subject, detail,

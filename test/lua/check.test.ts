@@ -57,6 +57,37 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     expect(steps).toBeGreaterThan(5);
   });
 
+  it("reads at most `count` group records a step, also when Redis hands the small groups hash over whole", async () => {
+    const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
+    const groups = 300; // a listpack: one HSCAN returns every record
+    await queue.enqueue(
+      Array.from({ length: 2 * groups }, (_, i) => ({ id: `t${i}`, type: "job", group: `g${i % groups}` })),
+      { now: NOW },
+    );
+    expect(await queue.claim({ count: 1000, now: NOW })).toHaveLength(groups); // each group: a lease, one parked
+    expect(await redis.hlen(queue.keys.groups)).toBeGreaterThanOrEqual(groups);
+    let cursor: string | undefined = "lanes:0";
+    let steps = 0;
+    while (cursor !== undefined) {
+      const step: { problems: CheckProblem[]; next: string | undefined } = await queue.check({
+        now: NOW,
+        count: 50,
+        cursor,
+      });
+      expect(step.problems).toEqual([]);
+      cursor = step.next;
+      steps++;
+    }
+    expect(steps).toBeGreaterThanOrEqual(groups / 50);
+    // A group whose record lost count of its parked task is still found, in its step.
+    await redis.hset(
+      queue.keys.groups,
+      "job|g7",
+      ((await redis.hget(queue.keys.groups, "job|g7")) ?? "").replace(/\|1\|0\|/, "|3|0|"),
+    );
+    expect(codes(await queue.checkAll({ now: NOW, count: 50 }))).toEqual(["group_parked"]);
+  });
+
   it("the format's guard, config nextDue, an ordered queue's hold, a wake-up mark", async () => {
     const queue = await fresh({ ordered: true });
     await queue.enqueue([{ id: "later", type: "job", delayMs: 60_000 }], { now: NOW });
