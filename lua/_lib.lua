@@ -1404,12 +1404,26 @@ end
 -- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue (a
 -- task of a group into its lane), opens up to `open_limit` lanes and types whose time came, and
 -- keeps config nextDue exact. Costs nothing while nothing is due. The caller runs lanes_flush().
+-- Reads the group records of the loaded `tasks` (by id) that have a group, and checks their slots:
+-- one HMGET for the records and one for the slots' states, instead of one of each per group as
+-- the moves below meet them.
+local function lanes_of_tasks(ids, tasks)
+  local names = {}
+  for _, id in ipairs(ids) do
+    local state = tasks[id].state
+    if state and not tasks[id].problem and state.group ~= '' then names[#names + 1] = lane_of(state.type, state.group) end
+  end
+  lanes_load(names)
+  lanes_verify(names)
+end
+
 local function promote_due(config, now, now_text, limit, open_limit)
   local next_due = tonumber(config.nextDue)
   if next_due ~= nil and next_due > now then return 0 end
   local due = redis.call('ZRANGEBYSCORE', K.scheduled, SCHEDULED_FROM, fmt(now), 'LIMIT', 0, limit)
   if #due > 0 then
     local tasks = load(due, false)
+    lanes_of_tasks(due, tasks)
     local writes = new_writes()
     for _, id in ipairs(due) do
       local task = tasks[id]
@@ -1534,6 +1548,7 @@ local function reclaim_expired(config, now, now_text, skew, limit)
   local result = {}
   if #expired == 0 then return result end
   local tasks = load(expired, false)
+  lanes_of_tasks(expired, tasks)
   local writes = new_writes()
   for _, id in ipairs(expired) do
     local task = tasks[id]
@@ -1945,6 +1960,14 @@ local function check_lanes(config, now, position, count, problems, repair)
   lanes_load(names)
   lanes_verify(names)
   local paused = paused_types_of(config)
+  -- Whether each record with parked tasks waits in groupwait: one ZMSCORE for the page.
+  local parked_names = {}
+  for _, name in ipairs(names) do
+    if name ~= UNGROUPED and lanes[name].parked > 0 then parked_names[#parked_names + 1] = name end
+  end
+  local waiting = {}
+  local scores = read_many('ZMSCORE', K.groupwait, parked_names)
+  for i, name in ipairs(parked_names) do waiting[name] = scores[i] end
   for _, name in ipairs(names) do
     local record, text = lanes[name], texts[name]
     if not string.match(text, SHORT_LANE_PATTERN) and not string.match(text, LANE_PATTERN) then
@@ -1972,7 +1995,7 @@ local function check_lanes(config, now, position, count, problems, repair)
         report(problems, 'concurrency', name, (slot_count(record) + record.legacy) .. ' tasks use its slots; its concurrency is ' ..
           limit, false)
       end
-      if record.parked > 0 and not redis.call('ZSCORE', K.groupwait, name) then
+      if record.parked > 0 and not waiting[name] then
         local stalled, at = false, now
         if is_type then
           stalled = not (paused and paused[task_type])
