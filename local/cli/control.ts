@@ -1,5 +1,6 @@
 import { Argument, type Command } from "commander";
 import { createProducer } from "../../functions/producer.js";
+import { wakeDelaySeconds } from "../../functions/wake.js";
 import { listQueues, Queue } from "../../shared/queue.js";
 import { openStore, queueName, withQueue } from "./connect.js";
 import { sqsClient } from "./dlq.js";
@@ -38,13 +39,18 @@ export function controlCommands(program: Command): void {
           changed ? `${past} ${what}` : `${what} was ${action === "pause" ? "paused" : "not paused"} already`,
         );
         if (wakeAtMs !== undefined) {
-          // Ready work waits for a worker: with the worker's queue URL, wake one now (docs/wake-ups.md).
+          // Work waits for a worker (ready now, or falling due soon): with the worker's queue URL, a
+          // wake-up due when resume said (docs/wake-ups.md).
           const queueUrl = process.env.LEASEQ_QUEUE_URL;
           if (queueUrl) {
             const client = sqsClient();
             try {
-              await createProducer({ queueUrl, client }).wake(0);
-              console.log(`sent a wake-up to ${queueUrl}`);
+              const now = Date.now();
+              const delaySeconds = wakeDelaySeconds(wakeAtMs, now);
+              await createProducer({ queueUrl, client }).wake(delaySeconds);
+              console.log(
+                `sent a wake-up to ${queueUrl}${delaySeconds > 0 ? `, due in ${delaySeconds} s (when the first task falls due)` : ""}`,
+              );
             } finally {
               client.destroy();
             }

@@ -59,6 +59,29 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
     expect((await queue.claim({ count: 5, now: Date.now() })).map((task) => task.id)).toEqual(["a"]);
   });
 
+  it("resume with only delayed work sends a wake-up due when it falls due, not one now", async () => {
+    const { queue, name } = fresh();
+    await queue.pause({ now: Date.now() });
+    await queue.enqueue([{ id: "later", type: "email", delayMs: 30_000 }], { now: Date.now() });
+    const sqs = new LocalSqs(async () => undefined);
+    await sqs.listen();
+    try {
+      const resumed = await runCli(["resume"], {
+        REDIS_URL: redisUrl(),
+        LEASEQ_QUEUE: name,
+        LEASEQ_QUEUE_URL: sqs.queueUrl,
+        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+      });
+      expect(resumed.code).toBe(0);
+      expect(resumed.stdout).toMatch(/sent a wake-up to .*, due in (29|30) s/);
+      const [message] = sqs.queue.all();
+      expect(message.body).toBe('{"leaseq":"wake"}');
+      expect(message.availableAtMs - Date.now()).toBeGreaterThan(25_000);
+    } finally {
+      await sqs.close();
+    }
+  });
+
   it("cancel ends tasks FAILED 'cancelled'; a DONE or unknown one exits 1 naming why", async () => {
     const { cli, queue } = fresh();
     const now = Date.now();
