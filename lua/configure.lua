@@ -3,12 +3,17 @@
 -- nothing. Fields the scripts keep at run time (nextDue, hold, pauses, wake) are left alone.
 -- Deployments may share a queue, each running its own types and accepting the others' (a:<type>):
 -- a declaration writes the policies of the types it runs, marks the types it accepts without
--- touching their policies (another deployment's), and removes only the per-type fields of types it
--- neither runs nor accepts.
+-- touching their policies (another deployment's). The per-type fields of a type it neither runs nor
+-- accepts are retired, not removed: kept with a mark r:<type> = the time (ms) it was first found
+-- missing, and removed by a declaration that meets them TYPE_RETIRE_MS (a day) later. So a worker of
+-- the previous version starting after the new one (or the other way round) takes no type's policy
+-- away while both may run: a claim leaves the type's tasks READY for a worker that has it. A
+-- declaration that runs or accepts the type again drops its mark.
 --
 -- KEYS the queue's keys (see _lib.lua): config is used
 -- ARGV[1] revision   the declaration's digest (the library computes it from the settings below)
--- ARGV[2..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,
+-- ARGV[2] now        ms since epoch (when a type is retired, and when its fields go)
+-- ARGV[3..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,
 --           maxPayloadBytes, maxErrorBytes, strictTypes (1: enqueue refuses a type without a
 --           policy p:<type>), d ("<leaseMs>,<maxAttempts>", the default policy) and
 --           p:<type> ("<leaseMs>,<maxAttempts>") per type it runs, a:<type> ("1") per type it
@@ -57,9 +62,10 @@ return guard('configure', function()
   if type(revision) ~= 'string' or not string.find(revision, '^%x+$') or #revision > 64 then
     bad('revision must be 1-64 hexadecimal characters')
   end
+  local now = time_arg('now', ARGV[2])
   local wanted = {}
-  for i = 1, item_count(2, 2, 4000, 0) do
-    local field, value = ARGV[2 * i], ARGV[2 * i + 1]
+  for i = 1, item_count(3, 2, 4000, 0) do
+    local field, value = ARGV[2 * i + 1], ARGV[2 * i + 2]
     local range = SETTINGS[field]
     if range then
       int_arg(field, value, range[1], range[2])
@@ -87,21 +93,29 @@ return guard('configure', function()
     lanes_flush(0)
     return 0
   end
-  -- The types this declaration runs or accepts; the per-type fields of any other go.
+  -- The types this declaration runs or accepts; any other is retired (kept a day, then removed).
   local mine = {}
   for field in pairs(wanted) do
     local prefix = string.sub(field, 1, 2)
     if prefix == 'p:' or prefix == 'g:' or prefix == 'a:' then mine[string.sub(field, 3)] = true end
   end
-  local stale, kept = {}, {}
+  local stale, kept, retiring = {}, {}, {}
   for field, value in pairs(current) do
     local prefix = string.sub(field, 1, 2)
     if SETTINGS[field] or field == 'd' or field == 'gd' then
       if wanted[field] == nil then stale[#stale + 1] = field end
-    elseif prefix == 'p:' or prefix == 'g:' or prefix == 'a:' then
+    elseif prefix == 'p:' or prefix == 'g:' or prefix == 'a:' or prefix == 'r:' then
       local task_type = string.sub(field, 3)
       if not mine[task_type] then
-        stale[#stale + 1] = field
+        local retired = tonumber(current['r:' .. task_type])
+        if retired and retired + TYPE_RETIRE_MS <= now then
+          stale[#stale + 1] = field
+        elseif prefix ~= 'r:' then
+          kept[field] = value
+          if not retired then retiring[task_type] = true end
+        end
+      elseif prefix == 'r:' then
+        stale[#stale + 1] = field -- run or accepted again
       elseif wanted['a:' .. task_type] and prefix ~= 'a:' then
         kept[field] = value -- another deployment's policy of a type this one accepts
       elseif wanted[field] == nil then
@@ -111,6 +125,10 @@ return guard('configure', function()
   end
   write_many('HDEL', K.config, stale)
   local fields = { 'rev', revision }
+  for task_type in pairs(retiring) do
+    fields[#fields + 1] = 'r:' .. task_type
+    fields[#fields + 1] = fmt(now)
+  end
   local leases, distinct = {}, {}
   if not wanted.d then distinct[DEFAULT_LEASE_MS] = true end -- the types without a policy of their own
   for _, set in ipairs({ wanted, kept }) do

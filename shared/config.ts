@@ -79,6 +79,8 @@ export const DEFAULTS = {
   clockSkewMs: 2_000,
   doneRetentionMs: 24 * 3600 * 1000,
   failedRetentionMs: 7 * 24 * 3600 * 1000,
+  /** How long a type no declaration runs keeps its policy (configure retires it, docs/deploy.md). */
+  typeRetireMs: 24 * 3600 * 1000,
 } as const;
 
 /** Characters allowed in ids, types, groups and queue names. */
@@ -117,6 +119,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   DEFAULT_SKEW_MS: DEFAULTS.clockSkewMs,
   DEFAULT_DONE_RETENTION_MS: DEFAULTS.doneRetentionMs,
   DEFAULT_FAILED_RETENTION_MS: DEFAULTS.failedRetentionMs,
+  TYPE_RETIRE_MS: DEFAULTS.typeRetireMs,
   WAKE_ACTIVE_MS: WAKE.activeMs,
   WAKE_HORIZON_MAX_MS: WAKE.horizonMaxMs,
 };

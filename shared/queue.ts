@@ -76,11 +76,13 @@ export class Queue {
   /**
    * Writes `settings` (default: this Queue's) into the queue's config, where every script reads
    * them. Idempotent: the same settings again change nothing. Resolves to whether the config changed.
+   * A type no longer declared keeps its policy a day (`now`, default the clock: docs/deploy.md).
    */
-  async configure(settings?: QueueSettings): Promise<boolean> {
+  async configure(settings?: QueueSettings, options: { now?: number } = {}): Promise<boolean> {
     const resolved = settings === undefined ? this.settings : resolveSettings("configure", settings);
     const { revision, fields } = configFields(resolved);
-    const [changed] = await this.run("configure", [revision, ...fields]);
+    const now = checkNow("configure", options.now ?? Date.now());
+    const [changed] = await this.run("configure", [revision, String(now), ...fields]);
     return Number(changed) === 1;
   }
 

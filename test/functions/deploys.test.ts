@@ -13,7 +13,10 @@ import { functionEnv, lambdaContext } from "../helpers/events.js";
 import { adapters, uniqueQueueName } from "../helpers/stores.js";
 
 const drain = { leaseq: "drain" as const };
-const silent = new Logger({ serviceName: "test-worker", logLevel: "SILENT" });
+const silent = new Logger({
+  serviceName: "test-worker",
+  logLevel: (process.env.DEBUG_WORKER ? "DEBUG" : "SILENT") as "SILENT",
+});
 
 describe.each(adapters)("deployments sharing a queue, over $name", (adapter) => {
   const stores: Store[] = [];
@@ -45,6 +48,54 @@ describe.each(adapters)("deployments sharing a queue, over $name", (adapter) => 
     expect(ran).toEqual(["b-1"]);
     expect(await queue.inspect("b-1")).toMatchObject({ state: "done", attempts: 1 });
     await expectClean(queue, Date.now());
+  });
+
+  it("a worker of the previous version starting after the new one takes no type away from it", async () => {
+    const name = uniqueQueueName("deploy");
+    const queue = await open(name);
+    const ran: string[] = [];
+    const handler = (task: { id: string }) => void ran.push(task.id);
+    const current = worker(name, { types: { a: { handler }, b: { handler, leaseMs: 120_000 } } });
+    await current(drain, lambdaContext()); // the new version's cold start declares type b
+    const previous = worker(name, { types: { a: { handler } } });
+    await previous(drain, lambdaContext()); // a late cold start of the previous version
+    await queue.enqueue([{ id: "b-1", type: "b" }], { now: Date.now() });
+    await previous(drain, lambdaContext());
+    expect(await queue.inspect("b-1")).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
+    await current(drain, lambdaContext());
+    expect(ran).toEqual(["b-1"]);
+    expect(await queue.inspect("b-1")).toMatchObject({ state: "done", attempts: 1 });
+    // Still b's own policy (its lease), not the default, while it is retired.
+    await queue.enqueue([{ id: "b-2", type: "b" }], { now: Date.now() });
+    const [leased] = await queue.claim({ count: 1, now: Date.now(), types: ["b"] });
+    expect(leased.leaseDeadlineMs - Date.now()).toBeGreaterThan(100_000);
+    await expectClean(queue, Date.now());
+  });
+
+  it("a type no declaration has any more keeps its policy a day, then its fields go", async () => {
+    const name = uniqueQueueName("deploy");
+    const queue = await open(name);
+    const start = Date.now();
+    const both = {
+      defaultPolicy: { leaseMs: 1_000, maxAttempts: 1 },
+      strictTypes: true,
+      policies: { a: { leaseMs: 1_000, maxAttempts: 1 }, b: { leaseMs: 5_000, maxAttempts: 2 } },
+    };
+    const onlyA = { ...both, policies: { a: both.policies.a } };
+    await queue.configure(both, { now: start });
+    await queue.configure(onlyA, { now: start + 1_000 });
+    expect(await queue.enqueue([{ id: "b-1", type: "b" }], { now: start + 2_000 })).toMatchObject([{ status: "ok" }]);
+    await queue.configure(both, { now: start + 3_000 }); // declared again: no longer retired
+    await queue.configure(onlyA, { now: start + 4_000 }); // retired again, from now
+    const day = 86_400_000;
+    await queue.configure({ ...onlyA, maxPayloadBytes: 999 }, { now: start + 2_000 + day });
+    expect(await queue.enqueue([{ id: "b-2", type: "b" }], { now: start + 2_000 + day })).toMatchObject([
+      { status: "ok" },
+    ]);
+    await queue.configure({ ...onlyA, maxPayloadBytes: 1000 }, { now: start + 4_000 + 86_400_000 });
+    await expect(queue.enqueue([{ id: "b-3", type: "b" }], { now: start + 4_000 + 86_400_000 })).rejects.toThrow(
+      /type "b" is not declared/,
+    );
   });
 
   it("two deployments accepting each other's types keep each other's policies at every cold start", async () => {

@@ -532,13 +532,13 @@ export const RAW_ROWS: RawRow[] = [
   {
     what: "configure an unknown setting",
     script: "configure",
-    args: () => ["abc123", "sneaky", "1"],
+    args: () => ["abc123", String(NOW), "sneaky", "1"],
     error: /unknown setting "sneaky"/,
   },
   {
     what: "configure a policy out of range",
     script: "configure",
-    args: () => ["abc123", "p:t", "0,5"],
+    args: () => ["abc123", String(NOW), "p:t", "0,5"],
     error: /p:t must be "<leaseMs 1\.\.86400000>,<maxAttempts 1\.\.1000>"/,
   },
   {
