@@ -1,12 +1,13 @@
 -- release: give back leased tasks that were never started (or were cut off by the time budget),
 -- without using an attempt.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, leased are used
+-- KEYS the queue's keys (see _lib.lua): task, config, ready, leased, corrupt (and for a task of a
+--   group grouped, groups, groupwait) are used
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] per item, 2 each: id, token
 -- Returns: per item, 1 each: status 0 ok (back to READY with its rank, attempt given back, token
---   revoked), 1 stale token, 2 already done, 3 unknown id, 6 corrupt (as in settle). The next claim issues a
---   new token.
+--   revoked), 1 stale token, 2 already done, 3 unknown id, 6 corrupt (its record cannot be read: set
+--   aside in corrupt, as settle does). The next claim issues a new token.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 return guard('release', function()
@@ -28,6 +29,10 @@ return guard('release', function()
     local present = presence_status(task)
     if present then
       status = present
+      if present == 6 then -- unreadable: set aside now, as settle does, not at its deadline
+        quarantine(writes, item.id, task.problem, now)
+        after_quarantine(item.id, task, config)
+      end
     elseif state.letter ~= 'L' or not token_matches(state, item.token) then
       status = 1
     else
