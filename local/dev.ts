@@ -2,7 +2,7 @@
 // demo's task types or your own (`--tasks ./src/tasks.ts`). See docs/local.md.
 import { Command, Option } from "commander";
 import type { TaskDeclaration } from "../functions/tasks.js";
-import { redact } from "./cli/errors.js";
+import { redact } from "../shared/text.js";
 import { integer } from "./cli/parse.js";
 import { startDashboard } from "./dashboard/server.js";
 import { isTerminal } from "./live.js";

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEAD_LETTER_ATTRIBUTES } from "../functions/dead-letter.js";
+import { redact } from "../shared/text.js";
 import type { QueueStats } from "../shared/types.js";
-import { redact } from "./cli/errors.js";
 import { type CrashReport, crashMidBatch } from "./crash.js";
 import { type DemoWorkload, demoWorkload, sendWorkload } from "./demo.js";
 import { liveOutput, Throughput } from "./live.js";

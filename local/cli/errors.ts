@@ -27,18 +27,3 @@ export function exitCodeOf(error: unknown): number {
   }
   return EXIT.failed;
 }
-
-/** Replaces every secret in `text` (the Upstash token, a password in REDIS_URL) with `***`. */
-export function redact(text: string, env: NodeJS.ProcessEnv = process.env): string {
-  const secrets: string[] = [];
-  if (env.UPSTASH_REDIS_REST_TOKEN) secrets.push(env.UPSTASH_REDIS_REST_TOKEN);
-  if (env.REDIS_URL) {
-    try {
-      const password = decodeURIComponent(new URL(env.REDIS_URL).password);
-      if (password) secrets.push(password);
-    } catch {
-      // A malformed REDIS_URL is reported where it is parsed; nothing to redact from it here.
-    }
-  }
-  return secrets.reduce((out, secret) => out.split(secret).join("***"), text);
-}

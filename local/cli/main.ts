@@ -1,10 +1,11 @@
 import { Command } from "commander";
+import { redact } from "../../shared/text.js";
 import { checkCommand } from "./check.js";
 import { controlCommands } from "./control.js";
 import { dashboardCommand } from "./dashboard.js";
 import { dlqCommands } from "./dlq.js";
 import { enqueueCommand } from "./enqueue.js";
-import { exitCodeOf, redact } from "./errors.js";
+import { exitCodeOf } from "./errors.js";
 import { readCommands } from "./read.js";
 import { watchCommand } from "./watch.js";
 import { writeCommands } from "./write.js";

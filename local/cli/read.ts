@@ -1,10 +1,11 @@
 import { Argument, type Command } from "commander";
 import { LIMITS } from "../../shared/config.js";
 import type { Queue } from "../../shared/queue.js";
+import { AT_LABEL, duration } from "../../shared/text.js";
 import type { GroupStats, ListedTask, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
-import { duration, durationArg, integer } from "./parse.js";
+import { durationArg, integer } from "./parse.js";
 
 const STATES: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
 
@@ -28,16 +29,6 @@ export function formatStats(stats: QueueStats): string {
     ...(stats.pausedTypes.length > 0 ? [`paused types: ${stats.pausedTypes.join(", ")} (leaseq resume --type)`] : []),
   ].join("\n");
 }
-
-/** What a task's `atMs` means in each state. */
-export const AT_LABEL: Record<TaskState, string> = {
-  ready: "ready since",
-  scheduled: "due at",
-  leased: "lease until",
-  done: "finished at",
-  failed: "failed at",
-  corrupt: "set aside at",
-};
 
 function formatTask(task: TaskInfo): string {
   const lines = [

@@ -3,9 +3,8 @@
 // style: the page script and style sheets are files under /assets/ (see assets.ts).
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
+import { AT_LABEL, duration } from "../../shared/text.js";
 import type { ItemResult, ListedTask, QueueHistory, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
-import { duration } from "../cli/parse.js";
-import { AT_LABEL } from "../cli/read.js";
 import { STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;

@@ -16,9 +16,8 @@ import { LIMITS } from "../../shared/config.js";
 import { InvalidInputError } from "../../shared/errors.js";
 import { listQueues, Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
+import { parseDuration, redact } from "../../shared/text.js";
 import type { ItemResult, QueueHistory, QueueStats, TaskState } from "../../shared/types.js";
-import { redact } from "../cli/errors.js";
-import { parseDuration } from "../cli/parse.js";
 import { ASSETS } from "./assets.js";
 import {
   actionsFor,
