@@ -2,10 +2,10 @@
 // demo's task types or your own (`--tasks ./src/tasks.ts`). See docs/local.md.
 import { Command, Option } from "commander";
 import type { TaskDeclaration } from "../functions/tasks.js";
+import { isTerminal } from "../shared/live.js";
 import { redact } from "../shared/text.js";
 import { integer } from "./cli/parse.js";
 import { startDashboard } from "./dashboard/server.js";
-import { isTerminal } from "./live.js";
 import { NoRedisError } from "./redis.js";
 import { type DemoRun, runDemo } from "./run-demo.js";
 import { type Stack, startStack } from "./stack.js";

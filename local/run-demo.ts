@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEAD_LETTER_ATTRIBUTES } from "../functions/dead-letter.js";
+import { liveOutput, Throughput } from "../shared/live.js";
 import { redact } from "../shared/text.js";
 import type { QueueStats } from "../shared/types.js";
 import { type CrashReport, crashMidBatch } from "./crash.js";
 import { type DemoWorkload, demoWorkload, sendWorkload } from "./demo.js";
-import { liveOutput, Throughput } from "./live.js";
 import { type Stack, WORKER_FUNCTION } from "./stack.js";
 import { type DemoSummary, finishedTasks, formatSummary, summarize } from "./summary.js";
 import { renderView } from "./view.js";

@@ -1,5 +1,5 @@
+import type { Frame } from "../shared/live.js";
 import type { QueueStats } from "../shared/types.js";
-import type { Frame } from "./live.js";
 import type { SqsCounts } from "./sqs.js";
 import type { StackCounts } from "./stack.js";
 
