@@ -4,7 +4,7 @@
 // SCREENSHOTS_DB, default 15), serves the all-queues dashboard over it, photographs two pages in
 // headless Chromium, then drops the three queues.
 //   node --import tsx bin/screenshots.ts
-import { startDashboard } from "../local/dashboard/server.js";
+import { startDashboard } from "../cli/dashboard/server.js";
 import { listQueues, Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { launchBrowser } from "../test/dashboard/browser.js";

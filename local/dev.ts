@@ -1,10 +1,10 @@
 // `npm start` and `leaseq dev`: the whole system on this machine, no AWS account needed, running the
 // demo's task types or your own (`--tasks ./src/tasks.ts`). See docs/local.md.
 import { Command, InvalidArgumentError, Option } from "commander";
+import { startDashboard } from "../cli/dashboard/server.js";
 import type { TaskDeclaration } from "../functions/tasks.js";
 import { isTerminal } from "../shared/live.js";
 import { redact } from "../shared/text.js";
-import { startDashboard } from "./dashboard/server.js";
 import { NoRedisError } from "./redis.js";
 import { type DemoRun, runDemo } from "./run-demo.js";
 import { type Stack, startStack } from "./stack.js";

@@ -1,15 +1,15 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { PAYLOAD_SHOWN_BYTES } from "../../local/dashboard/pages.js";
-import { startDashboard } from "../../local/dashboard/server.js";
+import { PAYLOAD_SHOWN_BYTES } from "../../cli/dashboard/pages.js";
+import { startDashboard } from "../../cli/dashboard/server.js";
 import { adapters, openQueue, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
 /** Starts `leaseq dashboard ...args` from source; resolves once it printed its URL. */
 async function startCli(args: string[]) {
-  const child = spawn(process.execPath, ["--import", "tsx", "local/cli/bin.ts", "dashboard", "--port", "0", ...args], {
+  const child = spawn(process.execPath, ["--import", "tsx", "cli/bin.ts", "dashboard", "--port", "0", ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl() },
     stdio: ["ignore", "pipe", "pipe"],

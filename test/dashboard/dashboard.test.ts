@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { describe, expect, it } from "vitest";
-import { type RunningDashboard, startDashboard } from "../../local/dashboard/server.js";
+import { type RunningDashboard, startDashboard } from "../../cli/dashboard/server.js";
 import { type Adapter, adapters, failTasks, openQueue } from "../helpers/stores.js";
 import { clickAndWait, newPage } from "./browser.js";
 import { browserPerFile } from "./browser-per-file.js";

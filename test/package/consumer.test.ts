@@ -71,9 +71,9 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
       expect(files).toContain(`dist/${entry}.js`);
       expect(files).toContain(`dist/${entry}.d.ts`);
     }
-    expect(files).toContain("dist/local/cli/bin.js");
+    expect(files).toContain("dist/cli/bin.js");
     expect(
-      files.filter((file) => !/^dist\/(shared|functions|infra|local)\/|^(package\.json|README\.md)$/.test(file)),
+      files.filter((file) => !/^dist\/(shared|functions|infra|cli|local)\/|^(package\.json|README\.md)$/.test(file)),
     ).toEqual([]);
     expect(files.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
     const installed = JSON.parse(readFileSync(join(project, "node_modules/leaseq/package.json"), "utf8"));

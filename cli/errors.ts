@@ -1,5 +1,5 @@
 import { CommanderError } from "commander";
-import { ConfigError, InvalidInputError } from "../../shared/errors.js";
+import { ConfigError, InvalidInputError } from "../shared/errors.js";
 
 /** Exit codes of the `leaseq` CLI. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;

@@ -1,8 +1,8 @@
 import { Argument, type Command } from "commander";
-import { LIMITS } from "../../shared/config.js";
-import type { Queue } from "../../shared/queue.js";
-import { AT_LABEL, duration } from "../../shared/text.js";
-import type { GroupStats, ListedTask, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
+import { LIMITS } from "../shared/config.js";
+import type { Queue } from "../shared/queue.js";
+import { AT_LABEL, duration } from "../shared/text.js";
+import type { GroupStats, ListedTask, QueueStats, TaskInfo, TaskState } from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
 import { durationArg, integer } from "./parse.js";

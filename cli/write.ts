@@ -1,8 +1,8 @@
 import { type Command, Option } from "commander";
-import { DEFAULTS, LIMITS } from "../../shared/config.js";
-import type { Queue } from "../../shared/queue.js";
-import { duration } from "../../shared/text.js";
-import type { TaskState } from "../../shared/types.js";
+import { DEFAULTS, LIMITS } from "../shared/config.js";
+import type { Queue } from "../shared/queue.js";
+import { duration } from "../shared/text.js";
+import type { TaskState } from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError, UsageError } from "./errors.js";
 import { durationArg, integer } from "./parse.js";

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `leaseq` command (package.json "bin" runs its compiled form, dist/local/cli/bin.js).
+// The `leaseq` command (package.json "bin" runs its compiled form, dist/cli/bin.js).
 import { main } from "./main.js";
 
 // `leaseq list ready | head` closes the pipe early: stop quietly, as Unix tools do.

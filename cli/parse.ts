@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "commander";
-import { parseDuration } from "../../shared/text.js";
+import { parseDuration } from "../shared/text.js";
 
 /** A commander argument parser for an integer from `min` to `max`. */
 export function integer(min: number, max: number): (text: string) => number {

@@ -1,10 +1,10 @@
 import type { Command } from "commander";
-import { openConnection } from "../../functions/runtime.js";
-import { connectionFromEnv, describeConnection } from "../../shared/connection.js";
-import { ConfigError, CredentialsError, StoreError } from "../../shared/errors.js";
-import { queueKeys } from "../../shared/keys.js";
-import { Queue, type QueueOptions } from "../../shared/queue.js";
-import type { Store } from "../../shared/store.js";
+import { openConnection } from "../functions/runtime.js";
+import { connectionFromEnv, describeConnection } from "../shared/connection.js";
+import { ConfigError, CredentialsError, StoreError } from "../shared/errors.js";
+import { queueKeys } from "../shared/keys.js";
+import { Queue, type QueueOptions } from "../shared/queue.js";
+import type { Store } from "../shared/store.js";
 import { OperationError, UsageError } from "./errors.js";
 
 /** A store opened from the environment, and what it points at (no secrets in `where`). */

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
-import { CredentialsError, StoreError } from "../../shared/errors.js";
-import { listQueues } from "../../shared/queue.js";
-import { type RunningDashboard, startDashboard } from "../dashboard/server.js";
+import { CredentialsError, StoreError } from "../shared/errors.js";
+import { listQueues } from "../shared/queue.js";
 import { openStore, withQueue } from "./connect.js";
+import { type RunningDashboard, startDashboard } from "./dashboard/server.js";
 import { OperationError, UsageError } from "./errors.js";
 import { integer } from "./parse.js";
 

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { CheckProblem } from "../../shared/types.js";
+import type { CheckProblem } from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
 

@@ -1,7 +1,7 @@
 import { Argument, type Command } from "commander";
-import { createProducer } from "../../functions/producer.js";
-import { wakeDelaySeconds } from "../../functions/wake.js";
-import { listQueues, Queue } from "../../shared/queue.js";
+import { createProducer } from "../functions/producer.js";
+import { wakeDelaySeconds } from "../functions/wake.js";
+import { listQueues, Queue } from "../shared/queue.js";
 import { openStore, queueName, withQueue } from "./connect.js";
 import { sqsClient } from "./dlq.js";
 import { UsageError } from "./errors.js";

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import { liveOutput, Throughput } from "../../shared/live.js";
+import { liveOutput, Throughput } from "../shared/live.js";
 import { queueName, withQueue } from "./connect.js";
 import { integer } from "./parse.js";
 import { formatStats } from "./read.js";

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { redact } from "../../shared/text.js";
+import { redact } from "../shared/text.js";
 import { checkCommand } from "./check.js";
 import { controlCommands } from "./control.js";
 import { dashboardCommand } from "./dashboard.js";
@@ -57,7 +57,7 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
  */
 export async function main(argv: string[] = process.argv): Promise<number> {
   if (argv[2] === "dev") {
-    const { runDev } = await import("../dev.js");
+    const { runDev } = await import("../local/dev.js");
     return runDev(argv.slice(3), "leaseq dev", "npx leaseq");
   }
   try {

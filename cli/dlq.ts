@@ -8,7 +8,7 @@ import {
   StartMessageMoveTaskCommand,
 } from "@aws-sdk/client-sqs";
 import type { Command } from "commander";
-import { DEAD_LETTER_ATTRIBUTES } from "../../functions/dead-letter.js";
+import { DEAD_LETTER_ATTRIBUTES } from "../functions/dead-letter.js";
 import { UsageError } from "./errors.js";
 import { integer } from "./parse.js";
 
