@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
-import { pingRedis } from "../local/redis-server.js";
+import { pingRedis } from "../dev/redis-server.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { leaseqContender } from "./leaseq.js";
 import { num, table } from "./table.js";

@@ -4,9 +4,9 @@
 // started; the figures are that time minus when the task was sent (immediate), or minus when it
 // was due (delayed, retry). Wake-ups, not the reclaimer, are what start them on time.
 import { SQSClient } from "@aws-sdk/client-sqs";
+import { startStack } from "../dev/stack.js";
 import { createProducer } from "../functions/producer.js";
 import { defineTasks } from "../functions/tasks.js";
-import { startStack } from "../local/stack.js";
 import { Queue } from "../shared/queue.js";
 import { UpstashStore } from "../shared/stores/upstash.js";
 import { round } from "./stats.js";

@@ -1,5 +1,5 @@
 import { Redis } from "ioredis";
-import { type StartedRedis, startRedisServer } from "../local/redis-server.js";
+import { type StartedRedis, startRedisServer } from "../dev/redis-server.js";
 
 /**
  * A redis-server of the benchmark's own, on a free loopback port: nobody else's commands land in

@@ -57,7 +57,7 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
  */
 export async function main(argv: string[] = process.argv): Promise<number> {
   if (argv[2] === "dev") {
-    const { runDev } = await import("../local/dev.js");
+    const { runDev } = await import("../dev/dev.js");
     return runDev(argv.slice(3), "leaseq dev", "npx leaseq");
   }
   try {

@@ -5,10 +5,10 @@
 // answers "already done", and a claim whose reply was lost comes back through the reclaimer.
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type FaultAction, startUpstashEndpoint, type UpstashEndpoint } from "../../dev/upstash-endpoint/index.js";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import type { TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
-import { type FaultAction, startUpstashEndpoint, type UpstashEndpoint } from "../../local/upstash-endpoint/index.js";
 import { StoreError } from "../../shared/errors.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import { UpstashStore, upstashScript } from "../../shared/stores/upstash.js";

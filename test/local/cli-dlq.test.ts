@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LocalSqs } from "../../dev/sqs.js";
 import { sqsDeadLetterSender } from "../../functions/dead-letter.js";
 import { functionSqsClient } from "../../functions/wake.js";
-import { LocalSqs } from "../../local/sqs.js";
 import { sqsRecord } from "../helpers/events.js";
 import { runCli } from "./cli-run.js";
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { NoRedisError, resolveRedis } from "../../local/redis.js";
+import { NoRedisError, resolveRedis } from "../../dev/redis.js";
 import { freePort, pingRedis } from "../helpers/redis-server.js";
 import { redisUrl } from "../helpers/stores.js";
 import { runNode } from "./cli-run.js";
@@ -63,7 +63,7 @@ describe("npm start finds or starts Redis", () => {
     // A PATH holding nothing at all: node is spawned by its absolute path.
     const emptyPath = mkdtempSync(join(tmpdir(), "leaseq-no-redis-"));
     const deadPort = await freePort();
-    const result = await runNode(["--import", "tsx", "local/start.ts", "--exit-when-drained"], {
+    const result = await runNode(["--import", "tsx", "dev/start.ts", "--exit-when-drained"], {
       PATH: emptyPath,
       HOME: process.env.HOME,
       LEASEQ_DEFAULT_REDIS_PORT: String(deadPort),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { seededRandom } from "../../local/random.js";
+import { seededRandom } from "../../dev/random.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, queueFixture } from "../helpers/stores.js";
 

@@ -73,7 +73,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     }
     expect(files).toContain("dist/cli/bin.js");
     expect(
-      files.filter((file) => !/^dist\/(shared|functions|infra|cli|local)\/|^(package\.json|README\.md)$/.test(file)),
+      files.filter((file) => !/^dist\/(shared|functions|infra|cli|dev)\/|^(package\.json|README\.md)$/.test(file)),
     ).toEqual([]);
     expect(files.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
     const installed = JSON.parse(readFileSync(join(project, "node_modules/leaseq/package.json"), "utf8"));

@@ -1,7 +1,7 @@
 // Shared by the chaos suites: the small/full switch, a seeded PRNG, and the figures each suite
 // prints (docs/reliability.md quotes those of a full run).
 import { appendFileSync } from "node:fs";
-import { seededRandom } from "../../../local/random.js";
+import { seededRandom } from "../../../dev/random.js";
 
 /** `LEASEQ_CHAOS=full` (npm run test:chaos) runs the big versions; `npm test` runs the small ones. */
 export const FULL = process.env.LEASEQ_CHAOS === "full";

@@ -1,7 +1,7 @@
 // A worker that dies mid-batch, for the demo: it claims a batch like a worker, reports what it
 // holds on stdout as one JSON line, then waits for the SIGKILL the local stack sends it. Nothing
 // releases its leases: only the reclaimer can bring the tasks back.
-// Use: node --import tsx local/crash-worker.ts QUEUE COUNT LEASE_MS
+// Use: node --import tsx dev/crash-worker.ts QUEUE COUNT LEASE_MS
 import { connectionFromEnv, openStore } from "../shared/connection.js";
 import { Queue } from "../shared/queue.js";
 

@@ -13,7 +13,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 /**
  * Simulates a worker dying mid-batch: enqueues `ids` at the top priority, starts
- * local/crash-worker.ts in a child process that claims them with a `leaseMs` lease, and SIGKILLs
+ * dev/crash-worker.ts in a child process that claims them with a `leaseMs` lease, and SIGKILLs
  * it as soon as it reports its claim. Nothing releases those leases; the reclaimer must recover
  * them once they expire. `env` is how the child reaches Redis (the Upstash endpoint).
  */
