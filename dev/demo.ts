@@ -11,7 +11,7 @@ export interface DemoWorkload {
 }
 
 /**
- * `count` tasks across the example types of functions/demo/tasks.ts: mostly `echo` with
+ * `count` tasks across the example types of dev/demo/tasks.ts: mostly `echo` with
  * priorities from -3 to 3, a tenth delayed by up to 4 s, a tenth `flaky` (fails once or twice,
  * then succeeds on retry), two `slow` ones that outlive their 2 s lease unless it is extended, and
  * one `poison` that fails every attempt and must end FAILED. Ids start with `prefix`.

@@ -91,7 +91,7 @@ redis-server from PATH on a free port, stopped on exit.`,
 /** Loads the task types to run: the user's module, or the demo's. */
 async function taskTypes(module: string | undefined, crashLeaseMs: number): Promise<TaskDeclaration> {
   if (module) return (await import("./tasks-module.js")).loadTasksModule(module);
-  return (await import("../functions/demo/tasks.js")).demoTasks({ crashLeaseMs });
+  return (await import("./demo/tasks.js")).demoTasks({ crashLeaseMs });
 }
 
 /**
