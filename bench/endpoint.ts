@@ -31,7 +31,7 @@ interface Endpoint {
  * parsing must not count as the endpoint stalling, nor the endpoint's work as the client's.
  */
 async function startEndpoint(): Promise<Endpoint> {
-  const module = pathToFileURL(resolve(root, "dev/upstash-endpoint/index.ts")).href;
+  const module = pathToFileURL(resolve(root, "dev/standins/upstash/index.ts")).href;
   const script = [
     `const { startUpstashEndpoint } = await import(${JSON.stringify(module)});`,
     `const endpoint = await startUpstashEndpoint({ redisUrl: ${JSON.stringify(redisUrl)} });`,

@@ -6,7 +6,7 @@ import type { Store } from "../shared/store.js";
 import { UpstashStore } from "../shared/stores/upstash.js";
 
 /**
- * The local Upstash-compatible endpoint (dev/upstash-endpoint) in front of the benchmark's
+ * The local Upstash-compatible endpoint (dev/standins/upstash) in front of the benchmark's
  * redis-server, in a process of its own: Upstash does not run inside the worker, so its HTTP and
  * JSON work must not eat the consumers' event loop. The consumers use the real UpstashStore.
  */
@@ -20,7 +20,7 @@ export async function startLocalUpstash(
   root: string,
   redisUrl: string,
 ): Promise<LocalUpstash | { unavailable: string }> {
-  const endpoint = pathToFileURL(resolve(root, "dev/upstash-endpoint/index.ts")).href;
+  const endpoint = pathToFileURL(resolve(root, "dev/standins/upstash/index.ts")).href;
   const script = [
     `const { startUpstashEndpoint } = await import(${JSON.stringify(endpoint)});`,
     `const endpoint = await startUpstashEndpoint({ redisUrl: ${JSON.stringify(redisUrl)} });`,

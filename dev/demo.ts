@@ -1,6 +1,6 @@
 import type { TaskInput } from "../shared/types.js";
 import { seededRandom } from "./random.js";
-import type { LocalSqs } from "./sqs.js";
+import type { LocalSqs } from "./standins/sqs/index.js";
 
 /** The demo workload: every task it sends, and the ids worth following. */
 export interface DemoWorkload {

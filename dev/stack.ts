@@ -9,11 +9,11 @@ import type { TaskDeclaration } from "../functions/tasks.js";
 import { createWorker } from "../functions/worker.js";
 import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
-import { type LocalLambdaApi, startLambdaApi } from "./lambda-api.js";
-import { lambdaContext } from "./lambda-context.js";
 import { type LocalRedis, resolveRedis } from "./redis.js";
-import { LocalSqs } from "./sqs.js";
-import { startUpstashEndpoint, type UpstashEndpoint } from "./upstash-endpoint/index.js";
+import { type LocalLambdaApi, startLambdaApi } from "./standins/lambda/lambda-api.js";
+import { lambdaContext } from "./standins/lambda/lambda-context.js";
+import { LocalSqs } from "./standins/sqs/index.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "./standins/upstash/index.js";
 
 /** How the local stack runs; every field has a default suited to a laptop demo. */
 export interface StackOptions {

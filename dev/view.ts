@@ -1,7 +1,7 @@
 import type { Frame } from "../shared/live.js";
 import type { QueueStats } from "../shared/types.js";
-import type { SqsCounts } from "./sqs.js";
 import type { StackCounts } from "./stack.js";
+import type { SqsCounts } from "./standins/sqs/index.js";
 
 /** Everything one redraw of the local stack's live view shows. */
 export interface ViewSnapshot {

@@ -5,7 +5,7 @@
 // answers "already done", and a claim whose reply was lost comes back through the reclaimer.
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type FaultAction, startUpstashEndpoint, type UpstashEndpoint } from "../../dev/upstash-endpoint/index.js";
+import { type FaultAction, startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import type { TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/upstash-endpoint/index.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { createWorker } from "../../functions/worker.js";
 import { StoreError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";

@@ -2,7 +2,7 @@
 // once with its reason (the worker sends it there); within a message only the invalid tasks do.
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalSqs } from "../../dev/sqs.js";
+import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";

@@ -5,7 +5,7 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { LocalSqs } from "../../dev/sqs.js";
+import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createProducer } from "../../functions/producer.js";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import { createWorker } from "../../functions/worker.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/upstash-endpoint/index.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { deleteMatching } from "./redis-keys.js";
 import { pingRedis, type StartedRedis, startRedisServer } from "./redis-server.js";
 

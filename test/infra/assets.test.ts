@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { App } from "aws-cdk-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalSqs } from "../../dev/sqs.js";
+import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { LeaseqStack } from "../../infra/stack.js";
 import { Queue } from "../../shared/queue.js";
 import { LUA_SCRIPTS } from "../../shared/scripts.generated.js";

@@ -2,7 +2,7 @@
 // resume, cancel, purge, requeue and delete by filter (with their dry runs), list with filters and
 // errors, and queues.
 import { afterAll, describe, expect, it } from "vitest";
-import { LocalSqs } from "../../dev/sqs.js";
+import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { failTasks, redisUrl, uniqueQueueName } from "../helpers/stores.js";

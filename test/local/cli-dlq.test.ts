@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalSqs } from "../../dev/sqs.js";
+import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { sqsDeadLetterSender } from "../../functions/dead-letter.js";
 import { functionSqsClient } from "../../functions/wake.js";
 import { sqsRecord } from "../helpers/events.js";

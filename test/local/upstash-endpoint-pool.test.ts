@@ -5,7 +5,7 @@
 import type { Redis } from "ioredis";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/upstash-endpoint/index.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
 import { rawClient, redisUrl } from "../helpers/stores.js";
 import { keyMaker, poster } from "./upstash-endpoint-http.js";

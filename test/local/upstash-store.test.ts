@@ -3,7 +3,7 @@
 import { inspect } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/upstash-endpoint/index.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { ConfigError, ScriptArgumentError, StoreError, toQueueError } from "../../shared/errors.js";
 import { scriptKeys } from "../../shared/keys.js";
 import { Queue } from "../../shared/queue.js";

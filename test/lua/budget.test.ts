@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/upstash-endpoint/index.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";

@@ -4,7 +4,7 @@
 // for every kind of work falling due. The lost reply is real: the local Upstash endpoint runs the
 // script, then closes the socket, and @upstash/redis's request is retried by the store.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/upstash-endpoint/index.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
 import { expectClean } from "../helpers/check.js";
 import { adapters, configuredQueue, queueFixture, redisUrl, uniqueQueueName } from "../helpers/stores.js";

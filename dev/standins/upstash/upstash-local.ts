@@ -2,8 +2,8 @@
 // redis://127.0.0.1:6379), printing the two variables @upstash/redis reads. Stops on Ctrl-C.
 //   UPSTASH_LOCAL_PORT   port on 127.0.0.1 (default 8079; 0 picks a free one)
 //   UPSTASH_LOCAL_TOKEN  the bearer token (default: a fresh random one)
-import { startUpstashEndpoint } from "./upstash-endpoint/index.js";
-import { parseRedisUrl, RespConnection } from "./upstash-endpoint/resp.js";
+import { startUpstashEndpoint } from "./index.js";
+import { parseRedisUrl, RespConnection } from "./resp.js";
 
 const redisUrl = process.env.REDIS_URL || "redis://127.0.0.1:6379";
 const port = Number(process.env.UPSTASH_LOCAL_PORT ?? 8079);
