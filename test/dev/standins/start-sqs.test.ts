@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { describe, expect, it } from "vitest";
-import { LocalSqs, SqsError } from "../../dev/standins/sqs/index.js";
+import { LocalSqs, SqsError } from "../../../dev/standins/sqs/index.js";
 
 const until = async (condition: () => boolean, timeoutMs = 5_000) => {
   const deadline = Date.now() + timeoutMs;

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { NoRedisError, resolveRedis } from "../../dev/redis.js";
+import { runNode } from "../cli/cli-run.js";
 import { freePort, pingRedis } from "../helpers/redis-server.js";
 import { redisUrl } from "../helpers/stores.js";
-import { runNode } from "./cli-run.js";
 
 describe("npm start finds or starts Redis", () => {
   it("uses REDIS_URL when it is set", async () => {

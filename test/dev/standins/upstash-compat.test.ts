@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { errors, Redis } from "@upstash/redis";
 import { describe, expect, inject, it } from "vitest";
-import { uniqueQueueName } from "../helpers/stores.js";
+import { uniqueQueueName } from "../../helpers/stores.js";
 
 const url = inject("upstashUrl");
 const token = inject("upstashToken");

@@ -4,10 +4,10 @@ import { randomBytes } from "node:crypto";
 import { request } from "node:http";
 import type { Page } from "puppeteer-core";
 import { describe, expect, it } from "vitest";
-import { queueOfSegment, queueSegment } from "../../cli/dashboard/queue.js";
-import { type RunningDashboard, startDashboard } from "../../cli/dashboard/server.js";
-import type { Queue } from "../../shared/queue.js";
-import { type Adapter, adapters, failTasks, openQueue, uniqueQueueName } from "../helpers/stores.js";
+import { queueOfSegment, queueSegment } from "../../../cli/dashboard/queue.js";
+import { type RunningDashboard, startDashboard } from "../../../cli/dashboard/server.js";
+import type { Queue } from "../../../shared/queue.js";
+import { type Adapter, adapters, failTasks, openQueue, uniqueQueueName } from "../../helpers/stores.js";
 import { clickAndWait, newPage } from "./browser.js";
 import { browserPerFile } from "./browser-per-file.js";
 

@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import { describe, expect, it } from "vitest";
-import { type RunningDashboard, startDashboard } from "../../cli/dashboard/server.js";
-import { type Adapter, adapters, failTasks, openQueue } from "../helpers/stores.js";
+import { type RunningDashboard, startDashboard } from "../../../cli/dashboard/server.js";
+import { type Adapter, adapters, failTasks, openQueue } from "../../helpers/stores.js";
 import { clickAndWait, newPage } from "./browser.js";
 import { browserPerFile } from "./browser-per-file.js";
 

@@ -8,12 +8,12 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
-import { Queue } from "../../shared/queue.js";
-import { SCRIPTS } from "../../shared/scripts.js";
-import { TcpStore } from "../../shared/stores/tcp.js";
-import { UpstashStore, upstashScript } from "../../shared/stores/upstash.js";
-import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
+import { Queue } from "../../../shared/queue.js";
+import { SCRIPTS } from "../../../shared/scripts.js";
+import { TcpStore } from "../../../shared/stores/tcp.js";
+import { UpstashStore, upstashScript } from "../../../shared/stores/upstash.js";
+import { type StartedRedis, startRedisServer } from "../../helpers/redis-server.js";
 
 const NOW = 1_800_000_000_000;
 const sha1 = (body: string) => createHash("sha1").update(body, "utf8").digest("hex");

@@ -1,6 +1,6 @@
 import { InvokeCommand, LambdaClient, ResourceNotFoundException } from "@aws-sdk/client-lambda";
 import { afterAll, describe, expect, it } from "vitest";
-import { startLambdaApi } from "../../dev/standins/lambda/lambda-api.js";
+import { startLambdaApi } from "../../../dev/standins/lambda/lambda-api.js";
 
 describe("the local Lambda API stand-in, called by @aws-sdk/client-lambda", async () => {
   const received: unknown[] = [];

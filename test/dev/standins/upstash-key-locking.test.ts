@@ -6,8 +6,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
-import { rawClient, redisUrl } from "../helpers/stores.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
+import { rawClient, redisUrl } from "../../helpers/stores.js";
 import { keyMaker, poster } from "./upstash-endpoint-http.js";
 
 let endpoint: UpstashEndpoint;

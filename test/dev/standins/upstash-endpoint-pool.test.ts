@@ -5,9 +5,9 @@
 import type { Redis } from "ioredis";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
-import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
-import { rawClient, redisUrl } from "../helpers/stores.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
+import { type StartedRedis, startRedisServer } from "../../helpers/redis-server.js";
+import { rawClient, redisUrl } from "../../helpers/stores.js";
 import { keyMaker, poster } from "./upstash-endpoint-http.js";
 
 const keys = keyMaker("endpoint-pool");

@@ -3,9 +3,9 @@
 import { networkInterfaces } from "node:os";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
-import { freePort } from "../helpers/redis-server.js";
-import { rawClient, redisUrl } from "../helpers/stores.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
+import { freePort } from "../../helpers/redis-server.js";
+import { rawClient, redisUrl } from "../../helpers/stores.js";
 import { keyMaker, poster } from "./upstash-endpoint-http.js";
 
 const MAX_BODY_BYTES = 4096;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { md5OfAttributes, messageBytes, selectAttributes, validateMessage } from "../../dev/standins/sqs/message.js";
+import { md5OfAttributes, messageBytes, selectAttributes, validateMessage } from "../../../dev/standins/sqs/message.js";
 
 // Published digests of SQS's MD5OfMessageAttributes algorithm (from the README of the
 // aws-md5-of-message-attributes npm package), so the encoding is checked against outside values.

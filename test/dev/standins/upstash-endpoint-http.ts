@@ -1,7 +1,7 @@
 // Helpers the endpoint tests share: a plain-fetch client, and unique keys removed after each test.
 import type { Redis } from "ioredis";
-import type { UpstashEndpoint } from "../../dev/standins/upstash/index.js";
-import { uniqueQueueName } from "../helpers/stores.js";
+import type { UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
+import { uniqueQueueName } from "../../helpers/stores.js";
 
 export interface Answer {
   status: number;

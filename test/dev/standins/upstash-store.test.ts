@@ -3,14 +3,14 @@
 import { inspect } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
-import { ConfigError, ScriptArgumentError, StoreError, toQueueError } from "../../shared/errors.js";
-import { scriptKeys } from "../../shared/keys.js";
-import { Queue } from "../../shared/queue.js";
-import { SCRIPTS } from "../../shared/scripts.js";
-import { UpstashStore, upstashScript } from "../../shared/stores/upstash.js";
-import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
-import { uniqueQueueName } from "../helpers/stores.js";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
+import { ConfigError, ScriptArgumentError, StoreError, toQueueError } from "../../../shared/errors.js";
+import { scriptKeys } from "../../../shared/keys.js";
+import { Queue } from "../../../shared/queue.js";
+import { SCRIPTS } from "../../../shared/scripts.js";
+import { UpstashStore, upstashScript } from "../../../shared/stores/upstash.js";
+import { type StartedRedis, startRedisServer } from "../../helpers/redis-server.js";
+import { uniqueQueueName } from "../../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 const NO_BACKOFF = { retries: 2, backoffMs: () => 0 };

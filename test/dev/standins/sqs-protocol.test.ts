@@ -22,7 +22,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { afterEach, describe, expect, it } from "vitest";
-import { LocalSqs, type LocalSqsOptions } from "../../dev/standins/sqs/index.js";
+import { LocalSqs, type LocalSqsOptions } from "../../../dev/standins/sqs/index.js";
 
 const opened: Array<{ sqs: LocalSqs; client: SQSClient }> = [];
 afterEach(async () => {
