@@ -57,8 +57,19 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
  */
 export async function main(argv: string[] = process.argv): Promise<number> {
   if (argv[2] === "dev") {
-    const { runDev } = await import("../dev/dev.js");
-    return runDev(argv.slice(3), "leaseq dev", "npx leaseq");
+    // The one tie between the CLI and the local stack: this verb runs it, with the CLI's dashboard.
+    const [{ runDev }, { startDashboard }] = await Promise.all([
+      import("../dev/dev.js"),
+      import("./dashboard/server.js"),
+    ]);
+    // `npm start` is `leaseq dev` from this repository's sources: its messages name it so.
+    const fromNpmStart = process.env.npm_lifecycle_event === "start";
+    return runDev(
+      argv.slice(3),
+      fromNpmStart ? "npm start --" : "leaseq dev",
+      fromNpmStart ? "npm run cli --" : "npx leaseq",
+      startDashboard,
+    );
   }
   try {
     await buildProgram().parseAsync(argv);

@@ -1,7 +1,6 @@
 // `npm start` and `leaseq dev`: the whole system on this machine, no AWS account needed, running the
 // demo's task types or your own (`--tasks ./src/tasks.ts`). See docs/local.md.
 import { Command, InvalidArgumentError, Option } from "commander";
-import { startDashboard } from "../cli/dashboard/server.js";
 import type { TaskDeclaration } from "../functions/tasks.js";
 import { isTerminal } from "../shared/live.js";
 import { redact } from "../shared/text.js";
@@ -94,11 +93,24 @@ async function taskTypes(module: string | undefined, crashLeaseMs: number): Prom
   return (await import("./demo/tasks.js")).demoTasks({ crashLeaseMs });
 }
 
+/** Starts a dashboard over the stack's queue: the CLI's own (`leaseq dashboard`), handed in by its `dev` verb. */
+export type DashboardStarter = (options: {
+  queue: Stack["queue"];
+  where: string;
+  port: number;
+}) => Promise<{ url: string; close(): Promise<void> }>;
+
 /**
  * Runs the local stack on `args` (the words after `npm start --` or `leaseq dev`); resolves to the
- * exit code. `cliHint` is how a user runs the CLI from here, shown in the start-up lines.
+ * exit code. `cliHint` is how a user runs the CLI from here, shown in the start-up lines;
+ * `startDashboard` serves the dashboard (the local stack imports nothing of the CLI).
  */
-export async function runDev(args: string[], name: string, cliHint: string): Promise<number> {
+export async function runDev(
+  args: string[],
+  name: string,
+  cliHint: string,
+  startDashboard: DashboardStarter,
+): Promise<number> {
   const program = buildProgram(name);
   program.exitOverride();
   try {
@@ -153,7 +165,7 @@ export async function runDev(args: string[], name: string, cliHint: string): Pro
     return 1;
   }
   started = stack;
-  let dashboard: Awaited<ReturnType<typeof startDashboard>>;
+  let dashboard: Awaited<ReturnType<DashboardStarter>>;
   try {
     dashboard = await startDashboard({ queue: stack.queue, where: `Redis at ${redact(stack.redis.url)}`, port: 0 });
   } catch (error) {

@@ -63,7 +63,7 @@ describe("npm start finds or starts Redis", () => {
     // A PATH holding nothing at all: node is spawned by its absolute path.
     const emptyPath = mkdtempSync(join(tmpdir(), "leaseq-no-redis-"));
     const deadPort = await freePort();
-    const result = await runNode(["--import", "tsx", "dev/start.ts", "--exit-when-drained"], {
+    const result = await runNode(["--import", "tsx", "cli/bin.ts", "dev", "--exit-when-drained"], {
       PATH: emptyPath,
       HOME: process.env.HOME,
       LEASEQ_DEFAULT_REDIS_PORT: String(deadPort),

@@ -111,7 +111,7 @@ describe("npm start", () => {
     const result = await run(
       process.execPath,
       // A long crash lease: those tasks are still leased at Ctrl-C, and slow tasks are running.
-      ["--import", "tsx", "dev/start.ts", "--crash-lease-ms=60000", "--slow-ms=4000", "--view-interval-ms=200"],
+      ["--import", "tsx", "cli/bin.ts", "dev", "--crash-lease-ms=60000", "--slow-ms=4000", "--view-interval-ms=200"],
       env,
       (stdout, kill) => {
         // Interrupt while the worker holds at least 2 claimed tasks besides the crashed 8: it runs
