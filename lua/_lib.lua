@@ -420,17 +420,24 @@ local function read_record(state_value, body_value)
   return task
 end
 
+-- The fields of each of `ids` in the task hash, in this order: its state, with `body` its body, with
+-- `reason` its quarantine reason; and their values (one HMGET, sliced), the same number per id.
+local function record_fields(ids, body, reason)
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    if body then fields[#fields + 1] = id end
+    if reason then fields[#fields + 1] = id .. ':x' end
+  end
+  return read_many('HMGET', K.task, fields), fields
+end
+
 -- Loads tasks by id: HMGET of their state fields (and bodies when `with_body`), a table by id of
 -- read_record()'s. A missing state is looked up in the body once, for records of format v0.
 local function load(ids, with_body)
   local tasks = {}
   if #ids == 0 then return tasks end
-  local fields = {}
-  for _, id in ipairs(ids) do
-    fields[#fields + 1] = id .. ':s'
-    if with_body then fields[#fields + 1] = id end
-  end
-  local values = read_many('HMGET', K.task, fields)
+  local values = record_fields(ids, with_body, false)
   if with_body then
     for i, id in ipairs(ids) do tasks[id] = read_record(values[2 * i - 1] or nil, values[2 * i] or nil) end
     return tasks
@@ -1343,12 +1350,7 @@ local function upgrade_format(config)
   -- Records quarantined before format v2 have no mark: the first page now, the check the rest.
   local ids = redis.call('ZRANGE', K.corrupt, 0, VARIADIC_MAX - 1)
   if #ids == 0 then return end
-  local fields = {}
-  for _, id in ipairs(ids) do
-    fields[#fields + 1] = id .. ':s'
-    fields[#fields + 1] = id
-  end
-  local values = read_many('HMGET', K.task, fields)
+  local values, fields = record_fields(ids, true, false)
   local marks = {}
   for i = 1, #fields, 2 do
     local value, body = values[i], values[i + 1]
@@ -1881,13 +1883,7 @@ local function check_set(name, offset, count, now, problems, repair)
     if name == 'grouped' then ids[i] = select(2, string.match(member, MEMBER_PATTERN)) or ''
     else ids[i] = member end
   end
-  local fields = {}
-  for _, id in ipairs(ids) do
-    fields[#fields + 1] = id .. ':s'
-    fields[#fields + 1] = id
-    fields[#fields + 1] = id .. ':x'
-  end
-  local values = read_many('HMGET', K.task, fields)
+  local values = record_fields(ids, true, true)
   local writes, orphans = new_writes(), {}
   local parked_by = {}
   for i, member in ipairs(page) do

@@ -28,13 +28,7 @@ return guard('delete', function()
   local ids = {}
   for i = 1, item_count(3, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 2], ID_MAX_BYTES) end
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })
-  local fields = {}
-  for _, id in ipairs(ids) do
-    fields[#fields + 1] = id .. ':s'
-    fields[#fields + 1] = id
-    fields[#fields + 1] = id .. ':x'
-  end
-  local values = read_many('HMGET', K.task, fields)
+  local values = record_fields(ids, true, true)
   local sets = { R = K.ready, S = K.scheduled, D = K.done, F = K.failed }
   local result, writes, left, answered, gone = {}, new_writes(), {}, {}, {}
   for i, id in ipairs(ids) do

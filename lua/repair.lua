@@ -17,12 +17,7 @@ return guard('repair', function()
   local config = read_config_fields({ 'fair' })
 
   local scores = read_many('ZMSCORE', K.corrupt, ids)
-  local fields = {}
-  for _, id in ipairs(ids) do
-    fields[#fields + 1] = id .. ':s'
-    fields[#fields + 1] = id
-  end
-  local values = read_many('HMGET', K.task, fields)
+  local values = record_fields(ids, true, false)
   local result, writes, fresh, answered = {}, new_writes(), {}, {}
   for i, id in ipairs(ids) do
     local status = 3

@@ -19,6 +19,16 @@ function fresh() {
   return { name, queue, cli };
 }
 
+/** `leaseq resume` of queue `name`, given the worker's queue (a local SQS stand-in) to wake. */
+function resumeWaking(name: string, sqs: LocalSqs) {
+  return runCli(["resume"], {
+    REDIS_URL: redisUrl(),
+    LEASEQ_QUEUE: name,
+    LEASEQ_QUEUE_URL: sqs.queueUrl,
+    LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+  });
+}
+
 describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
   it("pause shows in stats and stops claims; resume --type and resume bring the work back", async () => {
     const { cli, queue, name } = fresh();
@@ -42,12 +52,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
     const sqs = new LocalSqs(async () => undefined);
     await sqs.listen();
     try {
-      const resumed = await runCli(["resume"], {
-        REDIS_URL: redisUrl(),
-        LEASEQ_QUEUE: name,
-        LEASEQ_QUEUE_URL: sqs.queueUrl,
-        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
-      });
+      const resumed = await resumeWaking(name, sqs);
       expect(resumed).toMatchObject({
         code: 0,
         stdout: `resumed queue "${name}"\nsent a wake-up to ${sqs.queueUrl}\n`,
@@ -66,12 +71,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
     const sqs = new LocalSqs(async () => undefined);
     await sqs.listen();
     try {
-      const resumed = await runCli(["resume"], {
-        REDIS_URL: redisUrl(),
-        LEASEQ_QUEUE: name,
-        LEASEQ_QUEUE_URL: sqs.queueUrl,
-        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
-      });
+      const resumed = await resumeWaking(name, sqs);
       expect(resumed.code).toBe(0);
       expect(resumed.stdout).toMatch(/sent a wake-up to .*, due in (29|30) s/);
       const [message] = sqs.queue.all();
