@@ -10,6 +10,49 @@ import { type Block, blocksFor, topLevelBlocks } from "./lua-prelude.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const LUA_DIR = join(ROOT, "lua");
+/**
+ * The files of lua/lib/, the helpers every script may use, in the order they are joined (a helper
+ * is declared before the helpers that use it). generatedModule refuses a file of lua/lib/ missing
+ * here, and one listed that is not there.
+ */
+export const LIB_FILES = [
+  "arguments",
+  "variadic",
+  "config",
+  "records",
+  "writes",
+  "steps",
+  "groups",
+  "wake-ups",
+  "check",
+];
+
+/** The shared helpers: the files of lua/lib/ in LIB_FILES order, joined. */
+export function libSource(dir: string = LUA_DIR): string {
+  const present = readdirSync(join(dir, "lib"))
+    .filter((name) => name.endsWith(".lua"))
+    .map((name) => basename(name, ".lua"))
+    .sort();
+  const listed = [...LIB_FILES].sort();
+  if (present.join() !== listed.join()) {
+    throw new Error(`lua/lib/ holds ${present.join(", ")}; LIB_FILES lists ${listed.join(", ")}: make them agree`);
+  }
+  return LIB_FILES.map((name) => readFileSync(join(dir, "lib", `${name}.lua`), "utf8")).join("\n");
+}
+
+/** Every Lua source: the operation scripts of lua/ and the helpers of lua/lib/, by path under lua/. */
+export function luaSources(dir: string = LUA_DIR): Array<[string, string]> {
+  const scripts = readdirSync(dir)
+    .filter((name) => name.endsWith(".lua"))
+    .sort();
+  return [
+    ...LIB_FILES.map((name): [string, string] => [
+      `lib/${name}.lua`,
+      readFileSync(join(dir, "lib", `${name}.lua`), "utf8"),
+    ]),
+    ...scripts.map((name): [string, string] => [name, readFileSync(join(dir, name), "utf8")]),
+  ];
+}
 export const GENERATED_PATH = join(ROOT, "shared", "scripts.generated.ts");
 
 // A Lua token: a quoted string, a comment (to the end of the line), a run of name or number
@@ -60,7 +103,7 @@ export function compactLua(source: string, literals: ReadonlyMap<string, string>
 }
 
 /**
- * The helpers of _lib.lua as fields of one table, `H`: a script's prelude declares `local H = {}`,
+ * The helpers of lua/lib/ as fields of one table, `H`: a script's prelude declares `local H = {}`,
  * each helper `function H.name(...)` (or `H.name = ...`), and every use of a helper reads `H.name`.
  * Why: Redis runs a script's whole chunk on every call, so every helper's closure is built anew each
  * time, and Lua 5.1 finds each upvalue a new closure captures by walking the list of open upvalues;
@@ -104,12 +147,12 @@ export function shadowedHelpers(source: string, helpers: ReadonlyMap<string, str
   return [...found];
 }
 
-/** A top-level constant of _lib.lua whose value is a literal: a quoted string or an integer. */
+/** A top-level constant of lua/lib/ whose value is a literal: a quoted string or an integer. */
 const LITERAL_LOCAL = /^local ([A-Z][A-Z0-9_]*) = ('(?:[^'\\]|\\.)*'|-?\d+)\s*(?:--.*)?$/;
 
 /**
  * The names the compacted scripts get as literals: the bounds of shared/config.ts, the constants of
- * _lib.lua whose value is a literal, and `K.<key>` as `KEYS[<its position>]`. Why: Redis runs a
+ * lua/lib/ whose value is a literal, and `K.<key>` as `KEYS[<its position>]`. Why: Redis runs a
  * script's whole chunk on every call, so each helper's closure is built anew each time, and Lua 5.1
  * finds each upvalue it captures by walking the list of open upvalues: with a local per constant,
  * that walk was the largest cost of a claim (callgrind). A literal is no upvalue at all.
@@ -127,7 +170,7 @@ export function literalConstants(libSource: string): Map<string, string> {
 }
 
 /**
- * The text of the generated module: the shared blocks (the top-level declarations of _lib.lua,
+ * The text of the generated module: the shared blocks (the top-level declarations of lua/lib/,
  * compacted, constants written as literals) once, and per operation script the blocks it uses
  * (bin/lua-prelude.ts) and its own text. shared/scripts.ts joins them into each EVAL body, so the
  * bundles carry the helpers once. The bounds of shared/config.ts reach every script as literals, so
@@ -135,20 +178,20 @@ export function literalConstants(libSource: string): Map<string, string> {
  */
 export function generatedModule(dir: string = LUA_DIR): string {
   const files = readdirSync(dir)
-    .filter((name) => name.endsWith(".lua") && !name.startsWith("_"))
+    .filter((name) => name.endsWith(".lua"))
     .sort();
-  const lib = readFileSync(join(dir, "_lib.lua"), "utf8");
+  const lib = libSource(dir);
   const literals = literalConstants(lib);
   // A constant written as a literal needs no declaration; the other helpers go into the table H.
   const declared = topLevelBlocks(lib).filter((block) => !block.names.every((name) => literals.has(name)));
   const { names, texts } = helperTable(declared);
   const rewrite = new Map([...literals, ...names]);
   const sources = new Map(files.map((file) => [file, readFileSync(join(dir, file), "utf8")]));
-  for (const [file, source] of [["_lib.lua", lib], ...sources] as Array<[string, string]>) {
+  for (const [file, source] of [["lua/lib/", lib], ...sources] as Array<[string, string]>) {
     const shadowed = shadowedHelpers(source, names);
     if (shadowed.length > 0) {
       throw new Error(
-        `${file}: ${shadowed.join(", ")} ${shadowed.length === 1 ? "is a helper" : "are helpers"} of _lib.lua: rename the local`,
+        `${file}: ${shadowed.join(", ")} ${shadowed.length === 1 ? "is a helper" : "are helpers"} of lua/lib/: rename the local`,
       );
     }
   }
@@ -163,9 +206,9 @@ export function generatedModule(dir: string = LUA_DIR): string {
     return `  ${basename(file, ".lua")}: { uses: ${JSON.stringify(uses)}, text: ${JSON.stringify(own)} },`;
   });
   return [
-    "// Generated by `npm run generate` from lua/*.lua: the top-level blocks of lua/_lib.lua, then each",
+    "// Generated by `npm run generate` from lua/*.lua: the top-level blocks of lua/lib/*.lua, then each",
     "// script with the blocks it uses (comments and spaces dropped; the constants of shared/config.ts",
-    "// and of _lib.lua written as literals; the helpers as fields of one table, H: bin/generate-lua.ts).",
+    "// and of lua/lib/ written as literals; the helpers as fields of one table, H: bin/generate-lua.ts).",
     "// Do not edit: change the .lua files and run `npm run generate`;",
     "// test/shared/scripts-generated.test.ts checks they agree.",
     "export const LUA_BLOCKS: readonly string[] = [",

@@ -1,4 +1,4 @@
-// The prelude each script gets: only the parts of lua/_lib.lua (and of the constants) it uses,
+// The prelude each script gets: only the parts of lua/lib/ (and of the constants) it uses,
 // transitively. Redis runs a script's whole chunk on every EVALSHA, and each top-level `local
 // function` is a closure built anew each time, so a prelude of helpers a script never calls costs
 // every call of it (about a microsecond a helper here).

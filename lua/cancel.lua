@@ -4,7 +4,7 @@
 -- `delete` removes it. What followed the task follows it out: its group's slot and count, an
 -- ordered queue's hold for it, a wake-up arranged only for it.
 --
--- KEYS the queue's keys (see _lib.lua): all of them
+-- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] ids, 1..1000 of them (an id named twice is cancelled once: its second mention answers
 --   what a second call would, 9 for a task it cancelled, 6 for a record it quarantined)

@@ -5,7 +5,7 @@
 -- hold or a wake-up mark that points at nothing, config nextDue after work already due. With
 -- repair, it also repairs what can be repaired safely, in the same step.
 --
--- KEYS the queue's keys (see _lib.lua): all of them
+-- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] now      ms since epoch
 -- ARGV[2] cursor   "" to start, then the cursor the last step returned (at most 64 characters)
 -- ARGV[3] count    1..1000, the most records (tasks, set members, groups) this step reads

@@ -2,7 +2,7 @@
 -- a repeat with the same claim id (a store's retry after a lost reply) returns the batch the first
 -- run leased, with the same tokens, and charges no second attempt.
 --
--- KEYS the queue's keys (see _lib.lua): all of them
+-- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] now            ms since epoch
 -- ARGV[2] count          1..1000, the most tasks to lease
 -- ARGV[3] maxLeaseMs     1..86400000: lease only tasks whose type's lease is at most this (the time

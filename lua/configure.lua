@@ -10,7 +10,7 @@
 -- away while both may run: a claim leaves the type's tasks READY for a worker that has it. A
 -- declaration that runs or accepts the type again drops its mark.
 --
--- KEYS the queue's keys (see _lib.lua): config is used
+-- KEYS the queue's keys (see lib/arguments.lua): config is used
 -- ARGV[1] revision   the declaration's digest (the library computes it from the settings below)
 -- ARGV[2] now        ms since epoch (when a type is retired, and when its fields go)
 -- ARGV[3..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,

@@ -4,7 +4,7 @@
 -- `purge`) never deletes a task that moved on after it was found. What followed a task follows it
 -- out: its group's count and slot, an ordered queue's hold for it, a wake-up arranged only for it.
 --
--- KEYS the queue's keys (see _lib.lua): all of them
+-- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] now     ms since epoch, or 0 when the caller gave none (a wake-up arranged for later is
 --                 then kept, even when nothing falls due by then any more)
 -- ARGV[2] state   "" (any state), or the state each task must be in: ready (parked ones too),

@@ -1,6 +1,6 @@
 -- drop: delete a whole queue, every key of it: tasks in every state, config, counters. Irreversible.
 --
--- KEYS the queue's keys (see _lib.lua): all of them
+-- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] confirm   the queue's name, repeated: a guard against dropping the wrong queue by mistake
 -- ARGV[2] name      the name the keys were built from (the caller's)
 -- Returns: the number of keys that existed and were deleted (UNLINK: Redis frees big hashes in the

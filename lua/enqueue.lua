@@ -1,6 +1,6 @@
 -- enqueue: add a batch of tasks; idempotent by id. A body is written once here and never rewritten.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, seq, and for tasks of a
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, scheduled, seq, and for tasks of a
 --   group (or once the queue has groups) grouped, groups, groupwait are used
 -- ARGV[1] now              ms since epoch
 -- ARGV[2] callId           1-64 characters of A-Z a-z 0-9 _ . -, the same for every sending of this

@@ -1,6 +1,6 @@
 -- extend: push the lease deadline of leased tasks, each fenced by its lease token.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, leased are used
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, leased are used
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] per item, 3 each: id, token, leaseMs (1..86400000: the new deadline is now + leaseMs)
 -- Returns: per item, 2 each: status, lease deadline (ms; 0 unless status is 0)

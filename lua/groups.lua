@@ -1,7 +1,7 @@
 -- groups: a page of the queue's groups with their counts, for stats per group. Read-only: one
 -- HSCAN step over the groups hash (docs/groups.md), so a queue with many groups is read in pages.
 --
--- KEYS the queue's keys (see _lib.lua): config, groups are used
+-- KEYS the queue's keys (see lib/arguments.lua): config, groups are used
 -- ARGV[1] cursor   the HSCAN cursor: "0" to start, then the cursor the last page returned
 -- ARGV[2] count    1..1000, about how many records one page reads (HSCAN's COUNT)
 -- Returns: { next cursor ("0" when the scan is complete), then per group, 5 each: type, group,

@@ -2,7 +2,7 @@
 -- finish times that score the done and failed sets (so what retention trimmed is not counted).
 -- Read-only; one ZCOUNT per minute and set.
 --
--- KEYS the queue's keys (see _lib.lua): config, done, failed are used
+-- KEYS the queue's keys (see lib/arguments.lua): config, done, failed are used
 -- ARGV[1] now      ms since epoch
 -- ARGV[2] minutes  1..240
 -- Returns: { startMs (the first minute's start: the minute `now` is in, minus minutes - 1), then per

@@ -1,6 +1,6 @@
 -- inspect: one task's record. Read-only.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready are used
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, ready are used
 -- ARGV[1] id
 -- Returns: {} when the id is unknown, else { state (R S L D F, or C when quarantined), type, group,
 --   priority, attempts, maxAttempts (0 before the first claim), atMs (R ready since, S due at,

@@ -1,6 +1,6 @@
 -- list: a page of the tasks in one state, in that state's order. Read-only.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, and the state's set (ready: rank, scheduled: due ms,
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, and the state's set (ready: rank, scheduled: due ms,
 --   leased: lease deadline ms, done/failed: finish ms, corrupt: quarantine ms)
 -- ARGV[1] state   ready | scheduled | leased | done | failed | corrupt
 -- ARGV[2] offset  0..1000000000

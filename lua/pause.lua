@@ -3,7 +3,7 @@
 -- as claims meet them (an ordered queue stops at one), so they hold back no other type. The
 -- reclaimer still reclaims, promotes and trims, and sends no wake-up nor kick for what is paused.
 --
--- KEYS the queue's keys (see _lib.lua): config, ready, scheduled, groupwait are used
+-- KEYS the queue's keys (see lib/arguments.lua): config, ready, scheduled, groupwait are used
 -- ARGV[1] now     ms since epoch
 -- ARGV[2] action  "pause" or "resume"
 -- ARGV[3] type    "" for the whole queue, else a task type (1-64 characters of A-Z a-z 0-9 _ . -)

@@ -1,6 +1,6 @@
 -- promote: move due SCHEDULED tasks to READY with the rank they were given at enqueue.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, corrupt are used
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, scheduled, corrupt are used
 -- ARGV[1] now    ms since epoch
 -- ARGV[2] limit  1..10000 tasks per call
 -- Reads and keeps exact config nextDue (the earliest due time; claims skip the set until then); opens

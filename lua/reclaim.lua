@@ -1,7 +1,7 @@
 -- reclaim: return a bounded batch of expired leases. Safe when several run at once: each call is
 -- atomic and only sees leases the others left, so each expired id moves exactly once.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, leased, failed, corrupt are used
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, leased, failed, corrupt are used
 -- ARGV[1] now     ms since epoch
 -- ARGV[2] limit   1..10000 leases per call
 -- Reads config: skewMs (a lease counts as expired only when deadline < now - skewMs; default 2000).

@@ -1,7 +1,7 @@
 -- release: give back leased tasks that were never started (or were cut off by the time budget),
 -- without using an attempt.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, leased, corrupt (and for a task of a
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, leased, corrupt (and for a task of a
 --   group grouped, groups, groupwait) are used
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] per item, 2 each: id, token

@@ -1,6 +1,6 @@
 -- repair: bring quarantined tasks back to READY, when their body can still be read.
 --
--- KEYS the queue's keys (see _lib.lua): all of them
+-- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] ids, 1..1000 of them
 -- Returns: per id, 1 each: status 0 repaired (READY again: its rank if its state could be read,

@@ -2,7 +2,7 @@
 -- (a task of a group takes its turn in its group; once the queue takes fair turns, one without a
 -- group takes its turn among those: docs/groups.md).
 --
--- KEYS the queue's keys (see _lib.lua): all of them
+-- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] ids, 1..1000 of them (an id named twice is requeued once, and answered alike twice)
 -- Returns: per id, 1 each: status 0 ok (also for an id requeued already and not claimed since),

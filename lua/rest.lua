@@ -2,7 +2,7 @@
 -- while it ran); now it arranges the wake-up it would have been: for the ready work it leaves
 -- behind when its time ran out, else for when scheduled work (or an ordered queue's hold) falls due.
 --
--- KEYS the queue's keys (see _lib.lua): config, ready, scheduled, leased are used
+-- KEYS the queue's keys (see lib/arguments.lua): config, ready, scheduled, leased are used
 -- ARGV[1] now         ms since epoch
 -- ARGV[2] horizonMs   0..900000: wake-ups further away than this are left to the reclaimer (the
 --                     longest SQS DelaySeconds is 900 s)

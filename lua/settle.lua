@@ -1,6 +1,6 @@
 -- settle: finish a batch of leased tasks, each fenced by the lease token its claim returned.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, leased, done, failed,
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, scheduled, leased, done, failed,
 --   corrupt are used
 -- ARGV[1] now             ms since epoch
 -- ARGV[2..] per item: id, token, outcome, then for "retry" and "fail" two more:

@@ -1,6 +1,6 @@
 -- stats: counts per state and the two ages an operator alarms on. Read-only.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, ready, scheduled, leased, done, failed, corrupt are
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, scheduled, leased, done, failed, corrupt are
 --   used
 -- ARGV[1] now  ms since epoch
 -- Returns: { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs,

@@ -4,7 +4,7 @@
 -- trim retention, then read the stats. An idle empty queue costs 9 commands (this EVALSHA, HGETALL
 -- config, ZCARD and ZCOUNT of the sets).
 --
--- KEYS the queue's keys (see _lib.lua): all of them
+-- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] now     ms since epoch
 -- ARGV[2] limit   1..10000, the most tasks each step moves or deletes
 -- ARGV[3] wakeHorizonMs  0..900000 (default 0: none): arrange a wake-up for what falls due within

@@ -1,7 +1,7 @@
 -- trim: delete DONE and FAILED tasks older than their retention, records included. Once trimmed,
 -- an id is unknown again: enqueueing it again creates a new task.
 --
--- KEYS the queue's keys (see _lib.lua): task, config, done, failed are used
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, done, failed are used
 -- ARGV[1] now                ms since epoch
 -- ARGV[2] limit              1..10000 tasks per set per call
 -- ARGV[3] doneRetentionMs    -1 (the queue's config: doneRetentionMs, default 24 h) or 0..31622400000

@@ -52,7 +52,7 @@ export const LIMITS = {
   rateIntervalMaxMs: 24 * 3600 * 1000,
   /**
    * The most values one variadic Redis command takes inside a script: Redis's Lua refuses to unpack
-   * about 8,000, so every variadic call is sent in slices of at most this many (lua/_lib.lua).
+   * about 8,000, so every variadic call is sent in slices of at most this many (lua/lib/variadic.lua).
    */
   variadicMax: 1000,
   /** Records (tasks, set members, groups) one `check` call reads at most. */

@@ -4,7 +4,7 @@ import { InvalidInputError } from "./errors.js";
 /**
  * The Redis keys of one queue (storage format v1, docs/storage.md). All share the hash tag
  * `{<queue>}`, so they live in one slot. Every script gets all of them in KEYS, in this order
- * (lua/_lib.lua reads them by position).
+ * (lua/lib/arguments.lua reads them by position).
  */
 export interface QueueKeys {
   /** Hash: `<id>` the body (written once), `<id>:s` the state, `<id>:x` why it was quarantined. */

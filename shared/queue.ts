@@ -720,7 +720,7 @@ export class Queue {
 
 /**
  * An id for one call, the same on every sending of it: a script that arranges a wake-up records it
- * with the mark, so a store's repeat after a lost reply is told the same wake-up (lua/_lib.lua).
+ * with the mark, so a store's repeat after a lost reply is told the same wake-up (lua/lib/wake-ups.lua).
  */
 function callId(): string {
   return randomBytes(9).toString("base64url");

@@ -22,7 +22,7 @@ export interface RawTask {
 const STATE = /^([RSLDFW])\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|([a-z]*)\|(\d+)\|([^|]*)\|([^|]*)\|([^|]*)\|/;
 const BODY = /^1\|(\d+)\|([^|]+)\|([^|]*)\|/;
 
-/** Parses the fields of one task (its state and body) as lua/_lib.lua writes them. */
+/** Parses the fields of one task (its state and body) as lua/lib/records.lua writes them. */
 export function parseTask(stateText: string | undefined, bodyText: string | undefined, readyRank?: number): RawTask {
   const body = bodyText === undefined ? undefined : BODY.exec(bodyText);
   if (bodyText !== undefined && !body) throw new Error(`malformed body ${JSON.stringify(bodyText.slice(0, 80))}`);

@@ -4,11 +4,11 @@
 // no script reads a global it does not mean (a helper used before its declaration compiles as a
 // global, and fails only when that path runs).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { LUA_DIR } from "../../bin/generate-lua.js";
+import { LUA_DIR, luaSources } from "../../bin/generate-lua.js";
 import { LIMITS } from "../../shared/config.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 
@@ -32,9 +32,9 @@ function splitArguments(text: string): string[] {
 /** Each `unpack(` of lua/, with its file, the function it is in and its arguments. */
 function unpacks(): Array<{ file: string; fn: string; args: string }> {
   const found: Array<{ file: string; fn: string; args: string }> = [];
-  for (const file of readdirSync(LUA_DIR).filter((name) => name.endsWith(".lua"))) {
+  for (const [file, text] of luaSources()) {
     let fn = "(top level)";
-    for (const line of readFileSync(join(LUA_DIR, file), "utf8").split("\n")) {
+    for (const line of text.split("\n")) {
       const code = line.replace(/--.*$/, "");
       const declared = /^local function ([A-Za-z_]\w*)/.exec(code);
       if (declared) fn = declared[1];
@@ -51,14 +51,14 @@ describe("variadic commands in lua/", () => {
     const all = unpacks();
     expect(all.length, "the reading above finds the unpacks").toBeGreaterThan(0);
     for (const { file, fn, args } of all) {
-      expect(`${file}: ${fn}`).toMatch(/^_lib\.lua: (read_many|write_many)$/);
+      expect(`${file}: ${fn}`).toMatch(/^lib\/variadic\.lua: (read_many|write_many)$/);
       // unpack(list, first, last): never the whole of a list whose length the script cannot see.
       expect(splitArguments(args), `${file}: unpack(${args})`).toHaveLength(3);
     }
   });
 
   it("slices at most LIMITS.variadicMax values, well below what Redis's Lua can unpack", () => {
-    const lib = readFileSync(join(LUA_DIR, "_lib.lua"), "utf8");
+    const lib = readFileSync(join(LUA_DIR, "lib", "variadic.lua"), "utf8");
     expect(lib).toMatch(/if n <= VARIADIC_MAX then return redis\.call\(command, key, unpack\(names, 1, n\)\) end/);
     expect(lib).toMatch(/local size = VARIADIC_MAX - VARIADIC_MAX % \(stride or 1\)/);
     expect(LIMITS.variadicMax).toBeLessThanOrEqual(1000);

@@ -4,28 +4,26 @@
 // slice variadic commands, read_many and write_many, a command every caller names literally), and
 // its key is one of the queue's keys taken from KEYS (K.<name>), or a helper's parameter that every
 // caller fills with one.
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LUA_DIR } from "../../bin/generate-lua.js";
+import { luaSources } from "../../bin/generate-lua.js";
 import { queueKeys } from "../../shared/keys.js";
 
-// The queue's keys, by the names shared/keys.ts gives them (lua/_lib.lua reads them by position).
+// The queue's keys, by the names shared/keys.ts gives them (lua/lib/arguments.lua reads them by position).
 const KEY_NAMES = Object.keys(queueKeys("q"));
 const K_FIELD = new RegExp(`^K\\.(${KEY_NAMES.join("|")})$`);
 /** Parameters and loop variables that hold a key; each is checked against its callers below. */
 const KEY_VARIABLES = new Set(["set_key", "set", "key", "K[name]", "K[SET_OF_LETTER[letter]]"]);
 
-/** The code of a Lua file without its comments (no string in lua/ contains "--"). */
-function code(file: string): string {
-  return readFileSync(join(LUA_DIR, file), "utf8")
+/** Lua code without its comments (no string in lua/ contains "--"). */
+function code(text: string): string {
+  return text
     .split("\n")
     .map((line) => line.replace(/--.*$/, ""))
     .join("\n");
 }
 
-const files = readdirSync(LUA_DIR).filter((name) => name.endsWith(".lua"));
-const sources = new Map(files.map((file) => [file, code(file)]));
+/** Every Lua source by its path under lua/: the helpers of lua/lib/ and the operation scripts. */
+const sources = new Map(luaSources().map(([file, text]) => [file, code(text)]));
 
 /** The first argument expressions of every call of `callee` (text up to the next top-level comma). */
 function firstArguments(source: string, callee: RegExp, skip = 0): string[] {
@@ -62,7 +60,7 @@ describe("the keys of the Lua scripts", () => {
         .map((line) => `${file}: ${line.trim()}`),
     );
     expect(uses).toEqual([
-      "_lib.lua: local K = keys_of(KEYS)",
+      "lib/arguments.lua: local K = keys_of(KEYS)",
       "drop.lua: for i = 2, #KEYS do rest[#rest + 1] = KEYS[i] end",
       "drop.lua: return write_many('UNLINK', KEYS[1], rest)",
     ]);
@@ -76,7 +74,8 @@ describe("the keys of the Lua scripts", () => {
       )) {
         const [, callee, command, key] = match;
         // The helpers pass their callers' command and key on (their callers are checked here too).
-        if (callee === "redis.call" && command === "command" && key.trim() === "key" && file === "_lib.lua") continue;
+        if (callee === "redis.call" && command === "command" && key.trim() === "key" && file === "lib/variadic.lua")
+          continue;
         if (!/^'[A-Z_]+'$/.test(command)) problems.push(`${file}: command ${command} is not a literal`);
         else if (command === "'UNLINK'" && file === "drop.lua" && key.trim() === "KEYS[1]") continue;
         else if (!K_FIELD.test(key.trim()) && !KEY_VARIABLES.has(key.trim()))
@@ -108,7 +107,7 @@ describe("the keys of the Lua scripts", () => {
       for (const key of firstArguments(source, /(?<!function )(?<![.\w])zadd\(/g, 1)) check(file, "zadd", key);
       for (const key of firstArguments(source, /(?<!function )(?<![.\w])zrem\(/g, 1)) {
         // quarantine() passes its own `from` on; delete.lua picks from its table of sets (checked below).
-        if (!(key === "from" && file === "_lib.lua") && key !== "key" && key !== "sets[letter]")
+        if (!(key === "from" && file.startsWith("lib/")) && key !== "key" && key !== "sets[letter]")
           check(file, "zrem", key);
       }
       // The lists of sets a loop's `key` or `K[name]` runs over.

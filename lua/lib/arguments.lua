@@ -1,0 +1,155 @@
+-- lua/lib/: the helpers shared by every leaseq script, one file per section, joined in the order
+-- of LIB_FILES (bin/generate-lua.ts): arguments, variadic, config, records, writes, steps, groups,
+-- wake-ups, check. The generator gives each operation script the helpers it uses (transitively) and
+-- the constants of shared/config.ts (FORMAT_VERSION, ID_MAX_BYTES, TIME_MAX_MS, ...) as literals, so
+-- each EVAL body is self-contained and every bound is the one TypeScript checks. This file: the
+-- storage format, the queue's keys, errors and the arguments' checks.
+--
+-- Storage format v2 (docs/storage.md). Every key of the queue comes in KEYS, in the order of
+-- shared/keys.ts: task, config, ready, scheduled, leased, done, failed, corrupt, seq, grouped,
+-- groups, groupwait.
+--   task hash, field <id>     the body, written once at enqueue and dropped at ack:
+--                             "1|<enqueuedAtMs>|<type>|<group>|<payload>"
+--   task hash, field <id>:s   the state, small, rewritten at every move (absent while a task is
+--                             READY and was never claimed):
+--                             "<L>|<attempts>|<gen>|<maxAttempts>|<atMs>|<flags>|<rank>|<type>|<group>|<claim>|<error>"
+--     L            R ready, S scheduled, L leased, D done, F failed; W ready but parked in the
+--                  grouped set (behind its group's head, or set aside while its type may not run)
+--     attempts     claims that counted (a release gives one back)
+--     gen          the lease generation: a claim sets it to the queue's lease counter, a reclaim,
+--                  release or cancel adds one; the token is "<rank>.<gen>", unique per lease
+--     maxAttempts  the type's policy, recorded at claim (0 before the first claim)
+--     atMs         R ready since, S due at, L lease deadline, D/F finished at
+--     flags        "s": returned by a reclaim, so the next claim hands it out alone; "o": a lease
+--                  claimed under format v0, whose holder has a token of the old form; "h": a
+--                  retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile;
+--                  "u": READY, let out of its group's parked tasks to run next; "p": a lease whose
+--                  settle lets its group's parked tasks out; "t": parked while its type may not run
+--     rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
+--     claim        the claim id that leased it (L only): a repeated claim returns the same batch
+--   task hash, field <id>:x   why the task was quarantined (ids in the corrupt set only)
+--   task hash, field #lease   the queue's lease counter (ids never start with "#")
+--   task hash, field #v0      and the scheduled set's member #v0 at score 0: the guard that stops a
+--                             worker of format v0 before it pops anything (upgrade_format)
+--   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold, wake
+--   grouped, groups, groupwait  groups and types set aside (see "Groups" below, and docs/groups.md)
+-- A record written by format v0 ("R|type|rank|attempts|claims|max|atMs|errorBytes|error+payload" in
+-- field <id>) is read and rewritten as v2 by whichever script meets it first; one of format v1 is
+-- read as it is (docs/storage.md "From format v1").
+--
+-- Two rules every script keeps (test/shared/lua-bounds.test.ts, test/lua/faults.test.ts):
+--   - No variadic command takes more than VARIADIC_MAX values: they all go through read_many and
+--     write_many, which send longer lists in slices (Redis's Lua refuses to unpack about 8,000).
+--   - No error after the first write: a script reads and checks what it needs before it writes,
+--     and what runs after a write cannot raise (parsers return nil, never error). Each script's
+--     header says how it keeps this rule.
+--
+-- Speed: Redis runs these scripts on its one thread, and in its Lua a table costs about 0.6 µs, a
+-- number printed about 0.5 µs and a long pattern match about 1 µs. So a state's fields stay the
+-- text they were read as (numbers are converted only where arithmetic needs them), error messages
+-- are built only when there is an error, and a batch's writes end as one command per key.
+
+local RANK_SEQ_SPAN = 4398046511104 -- 2^42 arrival sequence numbers per priority level
+local NAME_PATTERN = '^[%w_%.%-]+$'
+
+local function keys_of(list)
+  return {
+    task = list[1], config = list[2], ready = list[3], scheduled = list[4], leased = list[5],
+    done = list[6], failed = list[7], corrupt = list[8], seq = list[9], grouped = list[10],
+    groups = list[11], groupwait = list[12],
+  }
+end
+local K = keys_of(KEYS)
+
+-- Fields of the task hash that are not a task's (ids never start with "#").
+local LEASE_COUNTER = '#lease'
+local V0_GUARD = '#v0'
+local V0_GUARD_TEXT = 'format v2: a worker of leaseq 0.1.0 (format v0) must not run on this queue (docs/storage.md)'
+-- The scheduled set from just above score 0, where the v0 guard waits: real due times are >= 1.
+local SCHEDULED_FROM = '(0'
+-- The format this release writes, as the config keeps it.
+local FORMAT_TEXT = tostring(FORMAT_VERSION)
+
+-- Raised by the validators; guard() turns it into an error reply with its code.
+local function bad(message)
+  error({ code = 'LEASEQ_BAD_ARGUMENT', message = message })
+end
+
+-- Runs an operation; a validation failure becomes an error reply, and an error Redis raised keeps
+-- its code (WRONGTYPE, OOM, ...) instead of being wrapped as "ERR user_script:N: ...". Every script
+-- validates before its first write, so an error reply means nothing was written.
+local function guard(operation, body)
+  local ok, result = pcall(body)
+  if ok then return result end
+  if type(result) == 'table' and result.code then
+    return redis.error_reply(result.code .. ' ' .. operation .. ': ' .. result.message)
+  end
+  if type(result) == 'string' and string.find(result, '^%u[%u_]+ ') then
+    return redis.error_reply(result)
+  end
+  error(result, 0)
+end
+
+-- Integers print exactly: %d of a double below 2^53 is the integer itself (`..` would print %.14g),
+-- and costs a tenth of %.0f, which goes through glibc's multi-precision float printing.
+local function fmt(n)
+  return string.format('%d', n)
+end
+
+-- The text of a validated integer argument: as given when it is plain digits, else printed.
+local function int_text(value, n)
+  if string.find(value, '^%d+$') and #value <= 16 then return value end
+  return fmt(n)
+end
+
+local function is_int(n, low, high)
+  return n ~= nil and n == n and n == math.floor(n) and n >= low and n <= high
+end
+
+-- An integer within [low, high]; names the argument and echoes the value when it is not.
+local function int_arg(name, value, low, high)
+  local n = tonumber(value)
+  if not is_int(n, low, high) then
+    bad(name .. ' must be an integer from ' .. fmt(low) .. ' to ' .. fmt(high) .. ', got "' ..
+      string.sub(tostring(value), 1, 40) .. '"')
+  end
+  return n
+end
+
+-- A time in ms (0 .. the end of 9999): the number, and its text as a record stores it.
+local function time_arg(name, value)
+  local n = int_arg(name, value, 0, TIME_MAX_MS)
+  return n, int_text(value, n)
+end
+
+local function name_arg(name, value, max_bytes, optional)
+  if type(value) ~= 'string' or (value == '' and optional) then return value end
+  if #value < 1 or #value > max_bytes or not string.find(value, NAME_PATTERN) then
+    bad(name .. ' must be ' .. (optional and '0' or '1') .. '-' .. max_bytes .. ' characters of A-Z a-z 0-9 _ . -')
+  end
+  return value
+end
+
+-- The fast checks of a batch's hot loops: no message is built unless one fails (then the caller
+-- asks name_arg or time_arg for it).
+local function is_name(value, max_bytes)
+  return type(value) == 'string' and #value >= 1 and #value <= max_bytes and string.find(value, NAME_PATTERN) ~= nil
+end
+
+local function as_time(value)
+  local n = tonumber(value)
+  if n and n >= 0 and n <= TIME_MAX_MS and n % 1 == 0 then return n end
+  return nil
+end
+
+-- How many items of `size` arguments each follow the first `first` - 1 fixed ones: at least `min`
+-- (default 1), at most `max`.
+local function item_count(first, size, max, min)
+  local rest = #ARGV - first + 1
+  if rest < size * (min or 1) or rest % size ~= 0 then
+    bad('expected groups of ' .. size .. ' arguments from ARGV[' .. first .. '], got ' .. rest .. ' arguments')
+  end
+  local n = rest / size
+  if n > max then bad('at most ' .. max .. ' items per call, got ' .. n) end
+  return n
+end

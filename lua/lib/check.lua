@@ -1,0 +1,424 @@
+-- The consistency check (check.lua, docs/design.md "Checking a queue"): reads the queue in bounded
+-- steps and reports every broken invariant it finds, each with a code, the id or group it is about,
+-- and what was wrong; with `repair`, it repairs what can be repaired safely, in the same step. A
+-- step reads at most `count` records; its cursor says where the next goes on: "" to start, then
+-- "tasks:<hscan cursor>", "sets:<set>:<offset>", "lanes:<hscan cursor>", and "" again at the end.
+-- Each step is one script call, so what it sees of the records it reads is consistent; across
+-- steps a live queue moves on (a task may be seen twice, or not at all, in a step of its set).
+-- The reclaimer's tick runs a step of it every run, repairing (sweep_step).
+
+-- The sets the check reads member by member, in order (after the task hash).
+local CHECK_SETS = { 'ready', 'scheduled', 'leased', 'done', 'failed', 'corrupt', 'grouped' }
+local SET_OF_LETTER = { R = 'ready', S = 'scheduled', L = 'leased', D = 'done', F = 'failed', W = 'grouped' }
+-- The records one tick's sweep reads.
+local SWEEP_PAGE = 100
+
+local function report(problems, code, subject, detail, repaired)
+  problems[#problems + 1] = code
+  problems[#problems + 1] = subject
+  problems[#problems + 1] = detail
+  problems[#problems + 1] = repaired and 1 or 0
+end
+
+-- The queue's config: the format guard, nextDue, an ordered queue's hold, the wake mark.
+local function check_config(config, now, problems, repair)
+  if config.v == FORMAT_TEXT and (not redis.call('ZSCORE', K.scheduled, V0_GUARD) or
+    redis.call('HGET', K.task, V0_GUARD) ~= V0_GUARD_TEXT) then
+    if repair then
+      redis.call('HSET', K.task, V0_GUARD, V0_GUARD_TEXT)
+      redis.call('ZADD', K.scheduled, 0, V0_GUARD)
+    end
+    report(problems, 'v0_guard', V0_GUARD, 'the guard that stops workers of format v0 is missing', repair)
+  end
+  local next_due, earliest = tonumber(config.nextDue), earliest_due()
+  if next_due and next_due > earliest then
+    if repair then set_next_due(config, earliest) end
+    report(problems, 'next_due', 'nextDue', 'config nextDue is ' .. fmt(next_due) .. ', after work due at ' ..
+      fmt(earliest) .. ': claims would not promote it', repair)
+  end
+  local hold, id = hold_of(config)
+  if hold and hold > now and id then
+    local state = redis.call('HGET', K.task, id .. ':s')
+    if not state or string.sub(state, 1, 1) ~= 'R' then
+      if repair then redis.call('HDEL', K.config, 'hold') end
+      report(problems, 'hold', id, 'the ordered queue is held until ' .. fmt(hold) .. ' for a task that is not READY', repair)
+    end
+  end
+  -- A mark ahead of `now` by less than WAKE_ACTIVE_MS points at nothing for a moment at most (a
+  -- worker's claim whose clock is ahead, a wake-up for work just taken away): not a problem.
+  local wake = wake_time(config)
+  local skew = WAKE_ACTIVE_MS
+  if wake and wake > now + skew then
+    local due = earliest_due() -- what is due, not what config nextDue says
+    if due >= NOTHING_DUE then due = nil end
+    if config.ordered == '1' and hold and hold > now and (due == nil or hold < due) then due = hold end
+    local idle = redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0
+    if wake > now + skew + WAKE_HORIZON_MAX_MS or (idle and (due == nil or due > wake)) then
+      if repair then redis.call('HDEL', K.config, 'wake') end
+      report(problems, 'wake', 'wake', 'a wake-up is arranged for ' .. fmt(wake) .. ', when nothing falls due', repair)
+    end
+  end
+end
+
+-- Puts an id back into the set its readable state names (a repair): READY at its rank (its group's
+-- turn is lost: right behind the head of its priority), the others at their time.
+local function put_back(writes, id, state, now)
+  local letter = state.letter
+  if letter == 'R' then
+    zadd(writes, K.ready, state.group ~= '' and behind_front(state.rank) or state.rank, id)
+  elseif letter == 'W' then
+    if string.find(state.flags, 't', 1, true) then
+      zadd(writes, K.grouped, 0, type_member(state.type, state.rank, id))
+    else
+      zadd(writes, K.grouped, 0, lane_member(lane_of(state.type, state.group), state.rank, id))
+    end
+  else
+    zadd(writes, K[SET_OF_LETTER[letter]], state.at, id)
+  end
+end
+
+-- One page of the task hash: every id met is in exactly the set its record names (a quarantined
+-- one in corrupt only), its record can be read, it has its body unless DONE, its attempts are
+-- within its maximum, a lease's generation is not above the lease counter, and a task using a
+-- slot of a group with a concurrency (a lease, a held retry, one let out) is named by the group's
+-- record.
+local function check_tasks(config, now, cursor, count, problems, repair)
+  local page = redis.call('HSCAN', K.task, cursor, 'COUNT', count)
+  local ids, seen = {}, {}
+  for i = 1, #page[2], 2 do
+    local field = page[2][i]
+    if string.byte(field, 1) ~= 35 then -- "#": the lease counter, the v0 guard
+      local id = string.match(field, '^(.*):[sx]$') or field
+      if not seen[id] then
+        seen[id] = true
+        ids[#ids + 1] = id
+      end
+    end
+  end
+  if #ids == 0 then return page[1] end
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    fields[#fields + 1] = id
+    fields[#fields + 1] = id .. ':x'
+  end
+  fields[#fields + 1] = LEASE_COUNTER
+  local values = read_many('HMGET', K.task, fields)
+  local counter = tonumber(values[#fields])
+  local scores = {}
+  for _, name in ipairs(CHECK_SETS) do
+    if name ~= 'grouped' then scores[name] = read_many('ZMSCORE', K[name], ids) end
+  end
+  -- Each task's record, and the member a parked one must have in grouped.
+  local records, members, member_of = {}, {}, {}
+  local lane_names = {}
+  for i, id in ipairs(ids) do
+    local task = read_record(values[3 * i - 2] or nil, values[3 * i - 1] or nil)
+    task.reason = values[3 * i] or nil
+    records[i] = task
+    local state = task.state
+    if not task.reason and state and state.letter == 'W' then
+      local member = string.find(state.flags, 't', 1, true) and type_member(state.type, state.rank, id) or
+        lane_member(lane_of(state.type, state.group), state.rank, id)
+      member_of[i] = member
+      members[#members + 1] = member
+    end
+    if not task.reason and state and state.group ~= '' then lane_names[#lane_names + 1] = lane_of(state.type, state.group) end
+  end
+  local in_grouped = {}
+  if #members > 0 then
+    local found = read_many('ZMSCORE', K.grouped, members)
+    for j, member in ipairs(members) do in_grouped[member] = found[j] end
+  end
+  lanes_load(lane_names)
+  local writes = new_writes()
+  for i, id in ipairs(ids) do
+    local task = records[i]
+    local state = task.state
+    local expected
+    if task.reason then
+      expected = 'corrupt'
+      local value = values[3 * i - 2] or nil
+      if not value or string.sub(value, 1, 2) ~= QUARANTINED then
+        report(problems, 'quarantine_mark', id, 'quarantined, but its state does not say so: a script reading ' ..
+          'the state alone would take it for a task in its queue', repair)
+        if repair then put(writes, id .. ':s', QUARANTINED .. (value or '')) end
+      end
+    elseif task.problem == 'no record' then
+      expected = nil -- a field alone (a quarantine reason without its set is reported below)
+    elseif task.problem then
+      report(problems, 'unreadable', id, 'its record cannot be read (' .. task.problem .. ') and is not quarantined', repair)
+      if repair then
+        quarantine(writes, id, task.problem, now)
+        after_quarantine(id, task, config)
+      end
+    else
+      expected = state and SET_OF_LETTER[state.letter] or 'ready'
+    end
+    if expected then
+      local found = {}
+      for _, name in ipairs(CHECK_SETS) do
+        local member = name == 'grouped' and member_of[i]
+        if (name == 'grouped' and member and in_grouped[member]) or (name ~= 'grouped' and scores[name][i]) then
+          found[#found + 1] = name
+        end
+      end
+      local here, others = false, {}
+      for _, name in ipairs(found) do
+        if name == expected then here = true else others[#others + 1] = name end
+      end
+      if not here and not state and expected == 'ready' and #found == 0 then
+        -- READY and never claimed: its rank lived only as its score, so it cannot be put back where
+        -- it was. Set aside with a reason: counted, listed, and READY again by repair.
+        report(problems, 'no_set', id, 'its record says ready, and it is in no set' ..
+          (repair and ' (set aside in corrupt: its rank was not recorded; leaseq repair makes it READY)' or ''), repair)
+        if repair then
+          quarantine(writes, id, 'found in no set by the check: its rank was not recorded', now)
+          after_quarantine(id, task, config)
+        end
+      elseif not here then
+        -- Put back where its record says (a quarantined one: in corrupt, its reason kept).
+        local fixable = expected == 'corrupt' or state ~= nil
+        report(problems, #found == 0 and 'no_set' or 'wrong_set', id, 'its record says ' .. expected ..
+          (#found == 0 and ', and it is in no set' or ', and it is in ' .. table.concat(found, ', ')), repair and fixable)
+        if repair and fixable then
+          if expected == 'corrupt' then zadd(writes, K.corrupt, now, id) else put_back(writes, id, state, now) end
+          for _, name in ipairs(others) do
+            if name ~= 'grouped' then zrem(writes, K[name], id) end
+          end
+        end
+      end
+      if #others > 0 and (here or #found > 1) then
+        report(problems, 'two_sets', id, 'it is in ' .. table.concat(found, ' and ') .. '; its record says ' .. expected, repair)
+        if repair then
+          for _, name in ipairs(others) do
+            if name ~= 'grouped' then zrem(writes, K[name], id) end
+          end
+        end
+      end
+    end
+    if state and not task.reason and not task.problem then
+      local has_body = task.body ~= nil
+      if state.letter ~= 'D' and not has_body then
+        report(problems, 'no_body', id, 'a ' .. expected .. ' task without its body (payload)', repair)
+        if repair then quarantine(writes, id, 'a task without its body', now, member_of[i]) end
+      elseif state.letter == 'D' and has_body and not task.upgraded then
+        report(problems, 'done_body', id, 'a DONE task still has its body', repair)
+        if repair then drop_field(writes, id) end
+      end
+      if tonumber(state.max) > 0 and tonumber(state.attempts) > tonumber(state.max) then
+        report(problems, 'attempts', id, 'attempt ' .. state.attempts .. ' of at most ' .. state.max, false)
+      end
+      -- (Before its first claim under format v2, a queue has no counter: that claim starts it at its `now`.)
+      if state.letter == 'L' and counter and tonumber(state.gen) > counter then
+        report(problems, 'lease_counter', id, 'its lease generation ' .. state.gen .. ' is above the lease counter ' ..
+          fmt(counter) .. ': a later claim could reissue its token', repair)
+        if repair then
+          counter = tonumber(state.gen)
+          put(writes, LEASE_COUNTER, state.gen)
+        end
+      end
+      if state.group ~= '' then
+        local lane = lane_of(state.type, state.group)
+        local record, rules = lanes[lane], group_policy(config, state.type)
+        local kind = slot_kind(state_text(state), lane)
+        local needs = kind == 'out' or ((kind == 'lease' or kind == 'held') and rules.conc > 0)
+        if needs and not has_slot(record, id) and not (kind == 'out' and record.legacy > 0) then
+          report(problems, 'group_slots', lane, id .. ' (' .. kind .. ') uses a slot its group\'s record does not name', repair)
+          if repair then add_slot(lane, record, id) end
+        end
+      end
+    end
+  end
+  apply(writes)
+  return page[1]
+end
+
+-- One page of a set: every member has a record that names that set (for grouped: the very member
+-- its parked task has). A member without one is an orphan, dropped on repair; a record that names
+-- another set is reported by the task hash's pages.
+local function check_set(name, offset, count, now, problems, repair)
+  local key = K[name]
+  local page = redis.call('ZRANGE', key, offset, offset + count - 1)
+  if #page == 0 then return nil end
+  local ids = {}
+  for i, member in ipairs(page) do
+    if name == 'grouped' then ids[i] = select(2, string.match(member, MEMBER_PATTERN)) or ''
+    else ids[i] = member end
+  end
+  local values = record_fields(ids, true, true)
+  local writes, orphans = new_writes(), {}
+  local parked_by = {}
+  for i, member in ipairs(page) do
+    local id = ids[i]
+    if not (name == 'scheduled' and member == V0_GUARD) then
+      local state_text_value, body, reason = values[3 * i - 2], values[3 * i - 1], values[3 * i]
+      local orphan = false
+      if name == 'grouped' then
+        local state = state_text_value and not reason and parse_state(state_text_value)
+        local expected = state and state.letter == 'W' and (string.find(state.flags, 't', 1, true) and
+          type_member(state.type, state.rank, id) or lane_member(lane_of(state.type, state.group), state.rank, id))
+        orphan = expected ~= member and not (state == nil and state_text_value and not reason) -- unreadable: the task hash's page reports it
+        if not orphan then
+          local owner = string.match(member, '^([^%z]+)%z')
+          parked_by[owner] = (parked_by[owner] or 0) + 1
+        end
+      else
+        orphan = not state_text_value and not body and not reason
+      end
+      if orphan then
+        orphans[#orphans + 1] = member
+        report(problems, 'orphan_member', id, 'a member of ' .. name .. ' whose task is not there', repair)
+      end
+    end
+  end
+  if repair and #orphans > 0 then write_many('ZREM', key, orphans) end
+  -- A group or type with parked members must count them (its record may have gone).
+  if name == 'grouped' then
+    local owners = {}
+    for owner in pairs(parked_by) do owners[#owners + 1] = owner end
+    lanes_load(owners)
+    for _, owner in ipairs(owners) do
+      local record = lanes[owner]
+      if record.parked <= 0 then
+        local parked = redis.call('ZLEXCOUNT', K.grouped, '[' .. owner .. NUL, '[' .. owner .. LEX_END)
+        report(problems, 'group_parked', owner, 'its record counts ' .. record.parked .. ' parked tasks; ' .. parked ..
+          ' are parked', repair)
+        if repair then
+          record.parked = parked
+          if string.byte(owner, 1) ~= AT then record.ready = math.max(record.ready, parked) end
+          lane_touch(owner, record)
+          lane_wait(owner, 0, {})
+        end
+      end
+    end
+  end
+  return offset + #page
+end
+
+-- One page of the groups hash: each record can be read, counts its parked tasks exactly, its slots
+-- hold at most its concurrency, and a group (or type) with parked tasks can let one out now, or
+-- waits in groupwait for when it can. Slots whose tasks moved on are dropped (the sweep that takes
+-- the place of the acks, which write no record), and records with nothing left go.
+-- `position` is an HSCAN cursor, and after a ":" how many records of that cursor's page were read
+-- already: a small hash (a listpack) comes whole from one HSCAN, and a step reads at most `count` of
+-- its records. Returns the position to go on from, "0" when the groups are done.
+local function check_lanes(config, now, position, count, problems, repair)
+  local cursor, skip = string.match(position, '^(%d+):(%d+)$')
+  cursor, skip = cursor or position, tonumber(skip) or 0
+  local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', count)
+  local entries = page[2]
+  local last = math.min(#entries / 2, skip + count)
+  local names, texts = {}, {}
+  for i = 2 * skip + 1, 2 * last, 2 do
+    names[#names + 1] = entries[i]
+    texts[entries[i]] = entries[i + 1]
+  end
+  local after = last < #entries / 2 and cursor .. ':' .. last or page[1]
+  if #names == 0 then return after end
+  lanes_load(names)
+  lanes_verify(names)
+  local paused = paused_types_of(config)
+  -- Whether each record with parked tasks waits in groupwait: one ZMSCORE for the page.
+  local parked_names = {}
+  for _, name in ipairs(names) do
+    if name ~= UNGROUPED and lanes[name].parked > 0 then parked_names[#parked_names + 1] = name end
+  end
+  local waiting = {}
+  local scores = read_many('ZMSCORE', K.groupwait, parked_names)
+  for i, name in ipairs(parked_names) do waiting[name] = scores[i] end
+  for _, name in ipairs(names) do
+    local record, text = lanes[name], texts[name]
+    if not string.match(text, SHORT_LANE_PATTERN) and not string.match(text, LANE_PATTERN) then
+      report(problems, 'group_record', name, 'its record cannot be read', repair)
+      if repair then lane_touch(name, record) end -- written again from what is known (parked counted below)
+    end
+    if name ~= UNGROUPED then
+      -- Counted when the record says some are parked (members of a record that says none are found
+      -- by the grouped set's own step): one command per group with parked tasks, none for the rest.
+      local parked = record.parked > 0 and
+        redis.call('ZLEXCOUNT', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END) or 0
+      if parked ~= record.parked then
+        report(problems, 'group_parked', name, 'its record counts ' .. record.parked .. ' parked tasks; ' .. parked ..
+          ' are parked', repair)
+        if repair then
+          record.parked = parked
+          lane_touch(name, record)
+        end
+      end
+      local is_type = string.byte(name, 1) == AT
+      local task_type = is_type and string.sub(name, 2) or lane_type(name)
+      local rules = group_policy(config, task_type)
+      local limit = rules.ordered and 1 or rules.conc
+      if not is_type and limit > 0 and slot_count(record) + record.legacy > limit then
+        report(problems, 'concurrency', name, (slot_count(record) + record.legacy) .. ' tasks use its slots; its concurrency is ' ..
+          limit, false)
+      end
+      if record.parked > 0 and not waiting[name] then
+        local stalled, at = false, now
+        if is_type then
+          stalled = not (paused and paused[task_type])
+        else
+          local room, opens_at = lane_room(name, record, config, now)
+          stalled, at = room > 0 or opens_at ~= nil, opens_at or now
+        end
+        if stalled then
+          report(problems, 'group_stalled', name, record.parked .. ' parked tasks, and nothing will let them out', repair)
+          if repair then lane_wait(name, at > now and at or 0, config) end
+        end
+      end
+    end
+  end
+  return after
+end
+
+-- One step of the check from `cursor`: the problems found (4 values each: code, subject, detail,
+-- repaired 1/0) and the cursor to go on from ("" when the check is complete). `count` bounds the
+-- records a step reads; the config's checks come with the first step.
+local function check_step(config, now, cursor, count, repair)
+  local problems = {}
+  local phase, position = string.match(cursor, '^(%a+):(.*)$')
+  if not phase then
+    check_config(config, now, problems, repair)
+    phase, position = 'tasks', '0'
+  end
+  local next_cursor = ''
+  if phase == 'tasks' then
+    local after = check_tasks(config, now, position, count, problems, repair)
+    next_cursor = after == '0' and 'sets:1:0' or 'tasks:' .. after
+  elseif phase == 'sets' then
+    local index, offset = string.match(position, '^(%d+):(%d+)$')
+    index, offset = tonumber(index) or 1, tonumber(offset) or 0
+    local name = CHECK_SETS[index]
+    if not name then
+      next_cursor = 'lanes:0'
+    else
+      local after = check_set(name, offset, count, now, problems, repair)
+      if after and after - offset >= count then next_cursor = 'sets:' .. index .. ':' .. after
+      elseif index < #CHECK_SETS then next_cursor = 'sets:' .. (index + 1) .. ':0'
+      else next_cursor = 'lanes:0' end
+    end
+  elseif phase == 'lanes' then
+    local after = check_lanes(config, now, position, count, problems, repair)
+    next_cursor = after == '0' and '' or 'lanes:' .. after
+  end
+  return problems, next_cursor
+end
+
+-- The tick's slice of the check, repairing what it finds: one step of SWEEP_PAGE records of the whole
+-- check from where the last tick's stopped (config `sweep`), and one step of the groups alone (config
+-- `lsweep`), so a group nothing would let run starts again within HLEN(groups) / SWEEP_PAGE runs,
+-- and the records of groups whose slots were all acked since go.
+local function sweep_step(config, now, count)
+  for _, field in ipairs({ 'sweep', 'lsweep' }) do
+    local cursor = config_get(config, field) or (field == 'lsweep' and 'lanes:0' or '')
+    local problems, next_cursor = check_step(config, now, cursor, count, true)
+    if field == 'lsweep' and string.sub(next_cursor, 1, 6) ~= 'lanes:' then next_cursor = '' end
+    if next_cursor ~= cursor then
+      if next_cursor == '' then redis.call('HDEL', K.config, field)
+      else redis.call('HSET', K.config, field, next_cursor) end
+      config[field] = next_cursor ~= '' and next_cursor or nil
+    end
+    if field == 'sweep' and redis.call('EXISTS', K.groups) == 0 then break end
+  end
+end

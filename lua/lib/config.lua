@@ -1,0 +1,112 @@
+-- The queue's config (configure.lua writes the settings; the scripts keep nextDue, hold, wake).
+
+-- This release reads formats v0 (records only), v1 and v2, and writes v2.
+local function check_version(version)
+  if version and version ~= FORMAT_TEXT and version ~= '1' then
+    error({ code = 'LEASEQ_FORMAT', message = 'the queue is stored in format v' .. string.sub(version, 1, 10) ..
+      ', and these scripts read formats v0 to v' .. FORMAT_VERSION .. ' and write v' .. FORMAT_VERSION ..
+      ': run the leaseq release that matches the queue (docs/storage.md)' })
+  end
+end
+
+-- For the scripts that read no setting: the format version alone (one HGET).
+local function require_format()
+  check_version(redis.call('HGET', K.config, 'v') or nil)
+end
+
+-- Which fields of a config table were read: `true` for all of them (read_config), else a set.
+local config_known = {}
+
+-- The whole config as a table (HGETALL: a handful of fields), the format version checked.
+local function read_config()
+  local flat = redis.call('HGETALL', K.config)
+  local config = {}
+  for i = 1, #flat, 2 do config[flat[i]] = flat[i + 1] end
+  check_version(config.v)
+  config_known[config] = true
+  return config
+end
+
+-- Some fields only (HMGET), the format version checked.
+local function read_config_fields(names)
+  local fields = { 'v' }
+  for i, name in ipairs(names) do fields[i + 1] = name end
+  local values = read_many('HMGET', K.config, fields)
+  check_version(values[1] or nil)
+  local config = { v = values[1] or nil }
+  local known = { v = true }
+  for i, name in ipairs(names) do
+    config[name] = values[i + 1] or nil
+    known[name] = true
+  end
+  config_known[config] = known
+  return config
+end
+
+-- A config field, read (HGET) the first time it is asked for when the caller's table lacks it.
+local function config_get(config, name)
+  local known = config_known[config]
+  if known == true then return config[name] end
+  if not known then known = {}; config_known[config] = known end
+  if not known[name] then
+    config[name] = redis.call('HGET', K.config, name) or nil
+    known[name] = true
+  end
+  return config[name]
+end
+
+local function config_int(config, field, default)
+  local n = tonumber(config[field])
+  if n == nil then return default end
+  return n
+end
+
+-- The task types the queue's config declares (its p:<type> policies and a:<type> accepted types),
+-- sorted, for an error message.
+local function declared_types()
+  local names = {}
+  for field in pairs(read_config()) do
+    local prefix = string.sub(field, 1, 2)
+    if prefix == 'p:' or prefix == 'a:' then names[#names + 1] = string.sub(field, 3) end
+  end
+  table.sort(names)
+  local text = table.concat(names, ', ')
+  if #text > 400 then text = string.sub(text, 1, 400) .. ', ...' end
+  return text
+end
+
+-- A type's lease and attempts: its own policy "p:<type>" = "<leaseMs>,<maxAttempts>", else the
+-- queue's default policy "d", else the library defaults.
+local function policy_of(config, task_type)
+  local text = config['p:' .. task_type] or config.d
+  if text then
+    local lease, max = string.match(text, '^(%d+),(%d+)$')
+    if lease then return tonumber(lease), tonumber(max) end
+  end
+  return DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
+end
+
+-- The distinct lease lengths of the queue's policies, ascending (configure writes them as
+-- `leases`; a queue never configured has the library's default lease only).
+local function lease_lengths(config)
+  local leases = {}
+  for lease in string.gmatch(config.leases or '', '%d+') do leases[#leases + 1] = tonumber(lease) end
+  if #leases == 0 then leases[1] = DEFAULT_LEASE_MS end
+  return leases
+end
+
+-- The time of config `wake` (a mark may carry "|<call id>" after it: whose it is), or nil.
+local function wake_time(config)
+  local wake = config.wake
+  if not wake then return nil end
+  return tonumber(string.match(wake, '^%d+'))
+end
+
+-- The config `hold` of an ordered queue: its time, and the id of the task it waits for (a hold of
+-- format v1 names none).
+local function hold_of(config)
+  local hold = config.hold
+  if not hold then return nil end
+  local at, id = string.match(hold, '^(%d+)|?(.*)$')
+  return tonumber(at), id ~= '' and id or nil
+end

@@ -1,0 +1,168 @@
+-- Records.
+
+-- A body of format 1 starts with "1" (byte 49; a record of format v0 with its state letter).
+local BODY_FORMAT_BYTE = 49
+-- The mark of a quarantined record's state, before the text it had (see quarantine).
+local QUARANTINED = 'C|'
+local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
+-- A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path).
+local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'
+local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|()'
+-- The same prefix without the payload's position: enqueued, type, group (claim's common path).
+local FRESH_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|'
+local V0_PATTERN = '^([RSLDF])|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|()'
+
+-- A state text as a table of its fields, each the text it was stored as (attempts, gen, max, at and
+-- rank are digits: tonumber where arithmetic needs them), or nil and the reason it cannot be read.
+-- Never raises.
+local function parse_state(text)
+  local letter, attempts, gen, max, at, flags, rank, task_type, group, claim, error_at = string.match(text, STATE_PATTERN)
+  if not letter then return nil, 'unreadable state record' end
+  -- Digits only, so only their length can put them out of range: 16 digits for a rank (below 2^53)
+  -- and a generation, 15 for a time, 4 for attempts.
+  if #rank > 16 or #gen > 16 or #at > 15 or #attempts > 4 or #max > 4 then
+    return nil, 'state record with a number out of range'
+  end
+  return {
+    letter = letter, attempts = attempts, gen = gen, max = max, at = at, flags = flags, rank = rank,
+    type = task_type, group = group, claim = claim, error = string.sub(text, error_at),
+  }
+end
+
+-- A quarantined record's state as it was before it was set aside (the text itself otherwise).
+local function unmarked(text)
+  if string.sub(text, 1, 2) == QUARANTINED then return string.sub(text, 3) end
+  return text
+end
+
+local function state_text(state)
+  return state.letter .. '|' .. state.attempts .. '|' .. state.gen .. '|' .. state.max .. '|' .. state.at .. '|' ..
+    state.flags .. '|' .. state.rank .. '|' .. state.type .. '|' .. state.group .. '|' .. state.claim .. '|' .. state.error
+end
+
+-- A new state, for a task that had none (READY, never claimed).
+local function new_state(letter, at, rank, task_type, group)
+  return {
+    letter = letter, attempts = '0', gen = '0', max = '0', at = at, flags = '', rank = rank, type = task_type,
+    group = group, claim = '', error = '',
+  }
+end
+
+local function plus(text, delta)
+  return tostring(tonumber(text) + delta)
+end
+
+-- The prefix of a body: { enqueued, type, group, payload_at }, or nil and why. Never raises; reads
+-- only the prefix, however long the payload.
+local function parse_body(text)
+  local enqueued, task_type, group, payload_at = string.match(text, BODY_PATTERN)
+  if not enqueued then return nil, 'unreadable body record' end
+  enqueued = tonumber(enqueued)
+  if not is_int(enqueued, 0, TIME_MAX_MS) then return nil, 'body record with a time out of range' end
+  return { enqueued = enqueued, type = task_type, group = group, payload_at = payload_at }
+end
+
+-- The lease token: "<rank>.<gen>", both as stored (no number is printed). The generation of every
+-- lease is the queue's lease counter at its claim, so no two leases share a token, even across a
+-- delete and a new enqueue of the same id.
+local function token_of(state)
+  return state.rank .. '.' .. state.gen
+end
+
+-- Whether `token` is the state's lease token. A lease claimed under format v0 (flag "o") was handed
+-- out as "<arrival seq>.<gen>": that form is honoured for it until the lease ends.
+local function token_matches(state, token)
+  if token == state.rank .. '.' .. state.gen then return true end
+  return state.flags == 'o' and token == fmt(tonumber(state.rank) % RANK_SEQ_SPAN) .. '.' .. state.gen
+end
+
+-- A record of format v0 as a v1 state and body, or nil. The upgrade is written by the caller.
+local function upgrade_v0(text)
+  local letter, task_type, rank, attempts, claims, max, at, error_bytes, body_at = string.match(text, V0_PATTERN)
+  if not letter or not string.find(task_type, NAME_PATTERN) or #rank > 16 or #attempts > 4 then return nil end
+  local payload_at = body_at + tonumber(error_bytes)
+  at = fmt(math.min(math.max(0, tonumber(at)), TIME_MAX_MS))
+  local state = {
+    letter = letter, attempts = attempts, gen = claims, max = max, at = at, flags = letter == 'L' and 'o' or '',
+    rank = rank, type = task_type, group = '', claim = '', error = string.sub(text, body_at, payload_at - 1),
+  }
+  local body = nil
+  if letter ~= 'D' then body = '1|' .. at .. '|' .. task_type .. '||' .. string.sub(text, payload_at) end
+  return state, body
+end
+
+-- One task's record from its fields as fetched: the state text (nil: READY, never claimed, or
+-- not loaded) and the body (nil when absent or not loaded). Returns { state, body, body_info,
+-- upgraded, problem }. Never raises: a record it cannot read gets `problem`, for the caller to
+-- quarantine.
+local function read_record(state_value, body_value)
+  local task = { body = body_value or nil }
+  if state_value and string.sub(state_value, 1, 2) == QUARANTINED then
+    task.problem = 'quarantined'
+    return task
+  end
+  if state_value then task.state, task.problem = parse_state(state_value) end
+  if not task.problem and task.body and task.body ~= '' then
+    if string.byte(task.body, 1) == BODY_FORMAT_BYTE then
+      task.body_info, task.problem = parse_body(task.body)
+    elseif not task.state then
+      local state, body = upgrade_v0(task.body)
+      if state then
+        task.state, task.upgraded = state, true
+        task.body = body
+        if body then task.body_info = parse_body(body) end
+      else
+        task.problem = 'unreadable record (neither format v1 nor v0)'
+      end
+    end
+  end
+  if not task.problem and not task.state and not task.body then task.problem = 'no record' end
+  if not task.problem and not task.state and not task.body_info then task.problem = 'a READY task without its body' end
+  return task
+end
+
+-- The fields of each of `ids` in the task hash, in this order: its state, with `body` its body, with
+-- `reason` its quarantine reason; and their values (one HMGET, sliced), the same number per id.
+local function record_fields(ids, body, reason)
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id .. ':s'
+    if body then fields[#fields + 1] = id end
+    if reason then fields[#fields + 1] = id .. ':x' end
+  end
+  return read_many('HMGET', K.task, fields), fields
+end
+
+-- Loads tasks by id: HMGET of their state fields (and bodies when `with_body`), a table by id of
+-- read_record()'s. A missing state is looked up in the body once, for records of format v0.
+local function load(ids, with_body)
+  local tasks = {}
+  if #ids == 0 then return tasks end
+  local values = record_fields(ids, with_body, false)
+  if with_body then
+    for i, id in ipairs(ids) do tasks[id] = read_record(values[2 * i - 1] or nil, values[2 * i] or nil) end
+    return tasks
+  end
+  local missing = {}
+  for i, id in ipairs(ids) do
+    if not values[i] then missing[#missing + 1] = id end
+  end
+  local bodies = {}
+  if #missing > 0 then
+    local found = read_many('HMGET', K.task, missing)
+    for i, id in ipairs(missing) do bodies[id] = found[i] or nil end
+  end
+  for i, id in ipairs(ids) do tasks[id] = read_record(values[i] or nil, bodies[id]) end
+  return tasks
+end
+
+-- The item status of a task a fenced call names, before its token is compared: 3 unknown id, 6 a
+-- record that cannot be read, 1 (stale) a READY task never claimed, 2 already done; nil when its
+-- state is there to check the token against.
+local function presence_status(task)
+  if task.problem == 'no record' then return 3 end
+  if task.problem then return 6 end
+  if not task.state then return 1 end
+  if task.state.letter == 'D' then return 2 end
+  return nil
+end
