@@ -1,0 +1,458 @@
+import { randomBytes } from "node:crypto";
+import { DEFAULTS, LIMITS, WAKE } from "./config.js";
+import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
+import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
+import { buildBody, parseBody } from "./records.js";
+import { SCRIPTS, type ScriptName } from "./scripts.js";
+import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
+import type { Store } from "./store.js";
+import {
+  type ClaimedTask,
+  type EnqueueResult,
+  type ExtendResult,
+  type ItemResult,
+  type QueueStats,
+  type ReclaimResult,
+  type SettleItem,
+  type SettleResult,
+  STATE_BY_LETTER,
+  type TaskInput,
+  type TaskState,
+  type TickResult,
+} from "./types.js";
+import { checkBatch, checkInteger, checkName, checkNow, dueTime, serializePayload, shown } from "./validate.js";
+
+export interface QueueOptions {
+  /** Queue name, `^[A-Za-z0-9_.-]{1,64}$`; it is the hash tag of every key. */
+  name: string;
+  /** Key prefix before the `{queue}` tag. Default "leaseq". */
+  keyPrefix?: string;
+  /**
+   * The settings this process expects (the caps it checks input against before sending). They
+   * reach Redis only through `configure()`; the scripts follow the queue's config, whatever a
+   * caller holds.
+   */
+  settings?: QueueSettings;
+}
+
+const OPTION_NAMES = ["name", "keyPrefix", "settings"];
+export const LISTABLE: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
+
+/**
+ * What producers, workers and the reclaimer call on a queue: configure, enqueue, claim, settle,
+ * extend, release, and the maintenance (reclaim, promote, trim, tick, rest, stats). Every method is
+ * one script call, atomic in Redis; inputs are validated before anything is sent. `Queue`
+ * (shared/queue.ts) adds the operator's verbs; use it.
+ */
+export class QueueCore {
+  readonly name: string;
+  readonly keys: QueueKeys;
+  /** The settings this process expects (defaults applied). */
+  readonly settings: ResolvedSettings;
+  private readonly keyList: string[];
+
+  constructor(
+    private readonly store: Store,
+    options: QueueOptions,
+  ) {
+    const unknown = Object.keys(options ?? {}).filter((key) => !OPTION_NAMES.includes(key));
+    if (unknown.length > 0) {
+      throw new InvalidInputError(
+        `new Queue: unknown option${unknown.length === 1 ? "" : "s"} ${unknown.map((key) => JSON.stringify(key)).join(", ")}: the options are ${OPTION_NAMES.join(", ")}; the queue's settings (order, policies, retention, caps) go in \`settings\` and reach Redis through configure()`,
+      );
+    }
+    this.keys = queueKeys(options.name, options.keyPrefix);
+    this.keyList = scriptKeys(this.keys);
+    this.name = options.name;
+    this.settings = resolveSettings("new Queue", options.settings);
+  }
+
+  /**
+   * Writes `settings` (default: this Queue's) into the queue's config, where every script reads
+   * them. Idempotent: the same settings again change nothing. Resolves to whether the config changed.
+   * A type no longer declared keeps its policy a day (`now`, default the clock: docs/deploy.md).
+   */
+  async configure(settings?: QueueSettings, options: { now?: number } = {}): Promise<boolean> {
+    const resolved = settings === undefined ? this.settings : resolveSettings("configure", settings);
+    const { revision, fields } = configFields(resolved);
+    const now = checkNow("configure", options.now ?? Date.now());
+    const [changed] = await this.run("configure", [revision, String(now), ...fields]);
+    return Number(changed) === 1;
+  }
+
+  /**
+   * Adds tasks, idempotent by id: a known id (in any state, DONE within retention included) is
+   * reported as `duplicate` and left untouched. Throws InvalidInputError, naming the task and field,
+   * before anything is written when any task is malformed.
+   */
+  async enqueue(tasks: TaskInput[], options: { now: number }): Promise<EnqueueResult[]> {
+    return (await this.enqueueAndWake(tasks, options)).results;
+  }
+
+  /**
+   * enqueue, and when a worker must be woken for what it added: `wakeAtMs`, the time to send a
+   * wake-up for (now for ready work; a delayed task's due time within 15 minutes). Undefined when a
+   * wake-up is arranged already (another producer's, a draining worker's) or the task is due later
+   * than 15 minutes (the reclaimer arranges that one). The producer helper of `leaseq/lambda`
+   * sends the wake-up (docs/wake-ups.md).
+   */
+  async enqueueAndWake(
+    tasks: TaskInput[],
+    options: { now: number },
+  ): Promise<{ results: EnqueueResult[]; wakeAtMs: number | undefined }> {
+    const where = "enqueue";
+    const now = checkNow(where, options.now);
+    checkBatch(where, tasks, LIMITS.batchMax);
+    const args = [String(now), callId()];
+    for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
+    const reply = await this.run("enqueue", args);
+    const results = tasks.map((task, i) => ({
+      id: task.id,
+      status: itemStatus(where, reply[2 * i]) === "duplicate" ? ("duplicate" as const) : ("ok" as const),
+      state: STATE_BY_LETTER[String(reply[2 * i + 1])],
+    }));
+    return { results, wakeAtMs: optionalTime(reply[2 * tasks.length]) };
+  }
+
+  /**
+   * Checks tasks as enqueue would, without sending anything: per task, undefined when it would be
+   * accepted, else the message of the InvalidInputError enqueue would throw for it.
+   */
+  checkTasks(tasks: readonly TaskInput[], options: { now: number }): Array<string | undefined> {
+    const now = checkNow("checkTasks", options.now);
+    return tasks.map((task, index) => {
+      try {
+        this.taskArgs(`task ${index + 1}`, task, now);
+        return undefined;
+      } catch (error) {
+        if (error instanceof InvalidInputError) return error.message;
+        throw error;
+      }
+    });
+  }
+
+  private taskArgs(label: string, task: TaskInput, now: number): string[] {
+    if (task === null || typeof task !== "object")
+      throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
+    const id = checkName(label, "id", task.id, LIMITS.idMaxBytes);
+    const at = `${label} (id ${id})`;
+    const type = checkName(at, "type", task.type, LIMITS.typeMaxBytes);
+    const group = task.group === undefined ? "" : checkName(at, "group", task.group, LIMITS.groupMaxBytes);
+    return [
+      id,
+      String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
+      String(dueTime(at, task, now)),
+      buildBody(now, type, group, serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
+    ];
+  }
+
+  /**
+   * Promotes due scheduled tasks, then leases up to `count` ready tasks in rank order, each for
+   * its type's lease (the queue's config). With `maxLeaseMs` (the time the caller has left), only
+   * tasks whose lease fits are taken; the others stay READY. Returns [] when nothing is ready or an
+   * ordered queue's gate is closed. Safe to retry: a store resending it after a lost reply gets the
+   * same batch back.
+   */
+  async claim(options: {
+    count: number;
+    now: number;
+    maxLeaseMs?: number;
+    types?: readonly string[];
+  }): Promise<ClaimedTask[]> {
+    return (await this.claimOrNextDue(options)).tasks;
+  }
+
+  /**
+   * claim, and when nothing was leased: `nextDueMs`, when scheduled work next falls due (or an
+   * ordered queue's hold ends), for a worker deciding whether to wait for it. With `types` (the task
+   * types the caller has a handler for), a task of a type the queue declares but the caller lacks
+   * (another deployment's, or a newer version's) stays READY for a caller that has it.
+   */
+  async claimOrNextDue(options: {
+    count: number;
+    now: number;
+    maxLeaseMs?: number;
+    types?: readonly string[];
+  }): Promise<{ tasks: ClaimedTask[]; nextDueMs: number | undefined }> {
+    const now = checkNow("claim", options.now);
+    const count = checkInteger("claim", "count", options.count, 1, LIMITS.claimMax);
+    const maxLeaseMs = checkInteger(
+      "claim",
+      "maxLeaseMs",
+      options.maxLeaseMs ?? LIMITS.leaseMaxMs,
+      1,
+      LIMITS.leaseMaxMs,
+    );
+    const types = options.types ?? [];
+    if (!Array.isArray(types) || types.length > LIMITS.batchMax) {
+      throw new InvalidInputError(
+        `claim: types must be an array of at most ${LIMITS.batchMax} task types, got ${shown(types)}`,
+      );
+    }
+    for (const [index, type] of types.entries()) checkName(`claim: types[${index}]`, "type", type, LIMITS.typeMaxBytes);
+    const claimId = randomBytes(12).toString("base64url");
+    const reply = await this.run("claim", [
+      String(now),
+      String(count),
+      String(maxLeaseMs),
+      claimId,
+      "0",
+      String(DEFAULTS.promoteLimit),
+      types.join(","),
+    ]);
+    if (reply.length === 1) return { tasks: [], nextDueMs: Number(reply[0]) };
+    const claimed: ClaimedTask[] = [];
+    for (let i = 0; i < reply.length; i += 5) {
+      const token = String(reply[i + 3]);
+      const rank = Number(token.slice(0, token.indexOf(".")));
+      const body = parseBody(String(reply[i + 1]));
+      claimed.push({
+        id: String(reply[i]),
+        type: body.type,
+        group: body.group === "" ? undefined : body.group,
+        payload: body.payload,
+        attempt: Number(reply[i + 2]),
+        token,
+        rank,
+        priority: Math.floor(rank / 2 ** 42) + LIMITS.priorityMin,
+        leaseDeadlineMs: Number(reply[i + 4]),
+      });
+    }
+    return { tasks: claimed, nextDueMs: undefined };
+  }
+
+  /**
+   * Finishes leased tasks, each fenced by its token: ack → DONE (payload dropped); retry →
+   * SCHEDULED at `retryAtMs` (READY if due) with its rank kept, or FAILED when its attempts are
+   * used up; fail → FAILED. A stale token changes nothing and is reported per item.
+   */
+  async settle(items: SettleItem[], options: { now: number }): Promise<SettleResult[]> {
+    const where = "settle";
+    const now = checkNow(where, options.now);
+    checkBatch(where, items, LIMITS.batchMax);
+    const args = [String(now)];
+    items.forEach((item, index) => {
+      const label = `${where}: item ${index + 1}`;
+      const id = checkName(label, "id", item?.id, LIMITS.idMaxBytes);
+      if (typeof item.token !== "string")
+        throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
+      if (item.outcome === "ack") args.push(id, item.token, "ack");
+      else if (item.outcome === "retry") {
+        const retryAt = checkInteger(`${label} (id ${id})`, "retryAtMs", item.retryAtMs, 0, LIMITS.timeMaxMs);
+        args.push(id, item.token, "retry", String(retryAt), this.errorText(item.error));
+      } else if (item.outcome === "fail") args.push(id, item.token, "fail", "0", this.errorText(item.error));
+      else {
+        throw new InvalidInputError(
+          `${label} (id ${id}): outcome must be "ack", "retry" or "fail", got ${shown((item as { outcome: unknown }).outcome)}`,
+        );
+      }
+    });
+    const reply = await this.run("settle", args);
+    return items.map((item, i) => ({
+      id: item.id,
+      status: itemStatus(where, reply[2 * i]),
+      state: STATE_BY_LETTER[String(reply[2 * i + 1])],
+    }));
+  }
+
+  /** Acks tasks (settle with outcome "ack"). */
+  async ack(tasks: Array<{ id: string; token: string }>, options: { now: number }): Promise<SettleResult[]> {
+    return this.settle(
+      tasks.map(({ id, token }) => ({ id, token, outcome: "ack" as const })),
+      options,
+    );
+  }
+
+  /** Pushes lease deadlines to now + leaseMs, fenced by token. */
+  async extend(
+    items: Array<{ id: string; token: string; leaseMs: number }>,
+    options: { now: number },
+  ): Promise<ExtendResult[]> {
+    const where = "extend";
+    const now = checkNow(where, options.now);
+    checkBatch(where, items, LIMITS.batchMax);
+    const args = [String(now)];
+    items.forEach((item, index) => {
+      const label = `${where}: item ${index + 1}`;
+      const id = checkName(label, "id", item?.id, LIMITS.idMaxBytes);
+      args.push(
+        id,
+        this.token(label, item.token),
+        String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
+      );
+    });
+    const reply = await this.run("extend", args);
+    return items.map((item, i) => {
+      const status = itemStatus(where, reply[2 * i]);
+      return { id: item.id, status, leaseDeadlineMs: status === "ok" ? Number(reply[2 * i + 1]) : undefined };
+    });
+  }
+
+  /** Gives back claimed tasks that were never started: READY again, rank kept, attempt returned. */
+  async release(items: Array<{ id: string; token: string }>, options: { now: number }): Promise<ItemResult[]> {
+    const where = "release";
+    const now = checkNow(where, options.now);
+    checkBatch(where, items, LIMITS.batchMax);
+    const args = [String(now)];
+    items.forEach((item, index) => {
+      const label = `${where}: item ${index + 1}`;
+      args.push(checkName(label, "id", item?.id, LIMITS.idMaxBytes), this.token(label, item.token));
+    });
+    const reply = await this.run("release", args);
+    return items.map((item, i) => ({ id: item.id, status: itemStatus(where, reply[i]) }));
+  }
+
+  /** Returns up to `limit` expired leases (deadline < now − the queue's clock skew) to READY or FAILED. */
+  async reclaim(options: { now: number; limit?: number }): Promise<ReclaimResult> {
+    const now = checkNow("reclaim", options.now);
+    const limit = this.limit("reclaim", options.limit);
+    const reply = await this.run("reclaim", [String(now), String(limit)]);
+    const result: ReclaimResult = { reclaimed: [], failed: [], more: reply.length / 2 >= limit };
+    for (let i = 0; i < reply.length; i += 2) {
+      (reply[i + 1] === "F" ? result.failed : result.reclaimed).push(String(reply[i]));
+    }
+    return result;
+  }
+
+  /** Moves up to `limit` due scheduled tasks to READY; returns how many moved. */
+  async promote(options: { now: number; limit?: number }): Promise<number> {
+    const now = checkNow("promote", options.now);
+    const [promoted] = await this.run("promote", [String(now), String(this.limit("promote", options.limit))]);
+    return Number(promoted);
+  }
+
+  /**
+   * Deletes DONE and FAILED tasks older than their retention (the queue's config, or the one given
+   * for this call), at most `limit` of each.
+   */
+  async trim(options: {
+    now: number;
+    limit?: number;
+    doneRetentionMs?: number;
+    failedRetentionMs?: number;
+  }): Promise<{ done: number; failed: number }> {
+    const where = "trim";
+    const now = checkNow(where, options.now);
+    const retention = (field: "doneRetentionMs" | "failedRetentionMs") =>
+      options[field] === undefined
+        ? "-1"
+        : String(checkInteger(where, field, options[field], 0, LIMITS.retentionMaxMs));
+    const reply = await this.run("trim", [
+      String(now),
+      String(this.limit(where, options.limit)),
+      retention("doneRetentionMs"),
+      retention("failedRetentionMs"),
+    ]);
+    return { done: Number(reply[0]), failed: Number(reply[1]) };
+  }
+
+  /** Counts per state and the ages operators alarm on. Read-only. */
+  async stats(options: { now: number }): Promise<QueueStats> {
+    const now = checkNow("stats", options.now);
+    return parseStats(await this.run("stats", [String(now)]), 0);
+  }
+
+  /** One reclaimer pass in one call: reclaim, promote, trim, then stats. */
+  /**
+   * One reclaimer pass in one call: reclaim, promote, trim, then stats. With `wakeHorizonMs` (the
+   * time to the reclaimer's next run, at most 15 minutes), it also arranges a wake-up for what
+   * falls due before then: `wakeAtMs` says when to send it (docs/wake-ups.md).
+   */
+  async tick(options: { now: number; limit?: number; wakeHorizonMs?: number }): Promise<TickResult> {
+    const now = checkNow("tick", options.now);
+    const horizon = checkInteger("tick", "wakeHorizonMs", options.wakeHorizonMs ?? 0, 0, WAKE.horizonMaxMs);
+    const reply = await this.run("tick", [
+      String(now),
+      String(this.limit("tick", options.limit)),
+      String(horizon),
+      `tick-${callId()}`,
+    ]);
+    return {
+      reclaimed: Number(reply[0]),
+      reclaimFailed: Number(reply[1]),
+      promoted: Number(reply[2]),
+      doneTrimmed: Number(reply[3]),
+      failedTrimmed: Number(reply[4]),
+      ...parseStats(reply, 5),
+      wakeAtMs: optionalTime(reply[16]),
+    };
+  }
+
+  /**
+   * A worker stops draining: arranges the wake-up it would have been (for the ready work it leaves
+   * when `cutOff`, its time having run out; else for when scheduled work or an ordered queue's
+   * hold falls due within `horizonMs`). Resolves to the time to send that wake-up for, or undefined.
+   */
+  async rest(options: { now: number; horizonMs?: number; cutOff?: boolean }): Promise<number | undefined> {
+    const now = checkNow("rest", options.now);
+    const horizon = checkInteger("rest", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
+    const reply = await this.run("rest", [String(now), String(horizon), options.cutOff ? "1" : "0", callId()]);
+    return Number(reply) >= 0 ? Number(reply) : undefined;
+  }
+
+  protected checkIds(where: string, ids: string[]): void {
+    checkBatch(where, ids, LIMITS.batchMax);
+    for (const [index, id] of ids.entries()) checkName(`${where}: id ${index + 1}`, "id", id, LIMITS.idMaxBytes);
+  }
+
+  protected limit(where: string, limit: number | undefined): number {
+    return checkInteger(where, "limit", limit ?? DEFAULTS.maintenanceLimit, 1, LIMITS.maintenanceMax);
+  }
+
+  protected token(label: string, token: unknown): string {
+    if (typeof token !== "string" || token.length === 0 || token.length > 64) {
+      throw new InvalidInputError(`${label}: token must be the string a claim returned, got ${shown(token)}`);
+    }
+    return token;
+  }
+
+  protected errorText(error: unknown): string {
+    const text = typeof error === "string" ? error : String(error);
+    const bytes = Buffer.from(text);
+    if (bytes.length <= this.settings.maxErrorBytes) return text;
+    // Cut on a character boundary so the stored text stays valid UTF-8.
+    return bytes
+      .subarray(0, this.settings.maxErrorBytes)
+      .toString()
+      .replace(/\uFFFD+$/, "");
+  }
+
+  protected async run(name: ScriptName, args: string[]): Promise<unknown[]> {
+    try {
+      const reply = await this.store.evalScript(SCRIPTS[name], this.keyList, args);
+      return Array.isArray(reply) ? reply : [reply];
+    } catch (error) {
+      throw toQueueError(name, error);
+    }
+  }
+}
+
+/**
+ * An id for one call, the same on every sending of it: a script that arranges a wake-up records it
+ * with the mark, so a store's repeat after a lost reply is told the same wake-up (lua/lib/wake-ups.lua).
+ */
+export function callId(): string {
+  return randomBytes(9).toString("base64url");
+}
+
+/** A time a script answered, or undefined for its "" (none). */
+export function optionalTime(value: unknown): number | undefined {
+  return value === "" || value === undefined || value === null ? undefined : Number(value);
+}
+
+export function parseStats(reply: unknown[], offset: number): QueueStats {
+  const n = (i: number) => Number(reply[offset + i]);
+  return {
+    ready: n(0),
+    scheduled: n(1),
+    leased: n(2),
+    done: n(3),
+    failed: n(4),
+    oldestReadyAgeMs: n(5),
+    mostOverdueLeaseMs: n(6),
+    dueScheduled: n(7),
+    corrupt: n(8),
+    paused: n(9) === 1,
+    pausedTypes: String(reply[offset + 10] ?? "") === "" ? [] : String(reply[offset + 10]).split(","),
+  };
+}
