@@ -178,7 +178,7 @@ export async function runLatency(
         for (const taskId of retryIds) {
           if (retryDue.has(taskId) || retried.has(taskId)) continue;
           const task = await library.inspect(taskId);
-          if (task?.state === "scheduled") retryDue.set(taskId, task.atMs);
+          if (task?.state === "scheduled") retryDue.set(taskId, task.dueAt ?? 0);
         }
         await sleep(20);
       }

@@ -2,7 +2,14 @@ import { Argument, type Command } from "commander";
 import { LIMITS } from "../shared/config.js";
 import type { Queue } from "../shared/queue.js";
 import { AT_LABEL, duration } from "../shared/text.js";
-import type { GroupStats, ListedTask, QueueStats, TaskInfo, TaskState } from "../shared/types.js";
+import {
+  type GroupStats,
+  type ListedTask,
+  type QueueStats,
+  type TaskInfo,
+  type TaskState,
+  TIME_OF_STATE,
+} from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
 import { durationArg, integer } from "./parse.js";
@@ -38,7 +45,7 @@ function formatTask(task: TaskInfo): string {
     ...(task.group ? [["group", task.group]] : []),
     ["priority", String(task.priority)],
     ["attempts", task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : String(task.attempts)],
-    [AT_LABEL[task.state], new Date(task.atMs).toISOString()],
+    [AT_LABEL[task.state], new Date(task[TIME_OF_STATE[task.state]] ?? 0).toISOString()],
   ];
   if (task.lastError) lines.push([task.state === "corrupt" ? "why" : "last error", task.lastError]);
   lines.push(["payload", task.payload === "" ? "(dropped when done)" : task.payload]);
@@ -89,7 +96,9 @@ export function readCommands(program: Command): void {
       }
       if (options.json) {
         const payload = task.payload === "" ? null : JSON.parse(task.payload);
-        console.log(JSON.stringify({ ...task, payload, at: new Date(task.atMs).toISOString() }));
+        console.log(
+          JSON.stringify({ ...task, payload, at: new Date(task[TIME_OF_STATE[task.state]] ?? 0).toISOString() }),
+        );
       } else console.log(formatTask(task));
     });
 

@@ -24,3 +24,4 @@ export type { RetryPolicy } from "./stores/retry.js";
 export { TcpStore } from "./stores/tcp.js";
 export { RedisReplyError, UpstashStore, type UpstashStoreOptions } from "./stores/upstash.js";
 export type * from "./types.js";
+export { TIME_OF_STATE } from "./types.js";

@@ -13,6 +13,7 @@ import {
   type TaskFilter,
   type TaskInfo,
   type TaskState,
+  TIME_OF_STATE,
 } from "./types.js";
 import { checkInteger, checkName, checkNow, shown } from "./validate.js";
 
@@ -30,15 +31,16 @@ export class Queue extends QueueCore {
     checkName("inspect", "id", id, LIMITS.idMaxBytes);
     const reply = await this.run("inspect", [id]);
     if (reply.length === 0) return undefined;
+    const state = STATE_BY_LETTER[String(reply[0])];
     return {
       id,
-      state: STATE_BY_LETTER[String(reply[0])],
+      state,
       type: String(reply[1]),
       group: String(reply[2]) === "" ? undefined : String(reply[2]),
       priority: Number(reply[3]),
       attempts: Number(reply[4]),
       maxAttempts: Number(reply[5]),
-      atMs: Number(reply[6]),
+      [TIME_OF_STATE[state]]: Number(reply[6]),
       lastError: String(reply[7]),
       payload: String(reply[8]),
       rank: Number(reply[9]),

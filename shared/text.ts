@@ -23,7 +23,7 @@ export function parseDuration(text: string | undefined): number | undefined {
   return Math.round(Number(match[1]) * unit[(match[2]?.toLowerCase() ?? "ms") as keyof typeof unit]);
 }
 
-/** What a task's `atMs` means in each state. */
+/** The label of the time a task's state gives it (TaskInfo, TIME_OF_STATE), per state. */
 export const AT_LABEL: Record<TaskState, string> = {
   ready: "ready since",
   scheduled: "due at",

@@ -199,6 +199,16 @@ export interface TickResult extends QueueStats {
   failedTrimmed: number;
 }
 
+/** The field of TaskInfo that holds the time a task's state gives it. */
+export const TIME_OF_STATE = {
+  ready: "readySince",
+  scheduled: "dueAt",
+  leased: "leaseDeadline",
+  done: "finishedAt",
+  failed: "finishedAt",
+  corrupt: "setAsideAt",
+} as const satisfies Record<TaskState, keyof TaskInfo>;
+
 export interface TaskInfo {
   id: string;
   state: TaskState;
@@ -208,8 +218,16 @@ export interface TaskInfo {
   attempts: number;
   /** 0 until the first claim records the type's policy. */
   maxAttempts: number;
-  /** ready: since; scheduled: due at; leased: lease deadline; done/failed: finished at. */
-  atMs: number;
+  /** READY: since when (ms). The one time a task has is named for its state (TIME_OF_STATE). */
+  readySince?: number;
+  /** SCHEDULED: when it falls due (ms). */
+  dueAt?: number;
+  /** LEASED: when its lease ends (ms). */
+  leaseDeadline?: number;
+  /** DONE or FAILED: when it finished (ms). */
+  finishedAt?: number;
+  /** CORRUPT: when it was set aside (ms). */
+  setAsideAt?: number;
   lastError: string;
   /** JSON text; empty once DONE. */
   payload: string;

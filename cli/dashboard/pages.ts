@@ -4,7 +4,15 @@
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import { AT_LABEL, duration } from "../../shared/text.js";
-import type { ItemResult, ListedTask, QueueHistory, QueueStats, TaskInfo, TaskState } from "../../shared/types.js";
+import {
+  type ItemResult,
+  type ListedTask,
+  type QueueHistory,
+  type QueueStats,
+  type TaskInfo,
+  type TaskState,
+  TIME_OF_STATE,
+} from "../../shared/types.js";
 import { STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -285,7 +293,7 @@ export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
         <dt>priority</dt><dd data-field="priority">${task.priority}</dd>
         <dt>attempts</dt><dd data-field="attempts">${task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : `${task.attempts} (no claim yet)`}</dd>
         <dt>enqueued</dt><dd>${time(task.enqueuedAtMs, now)}</dd>
-        <dt>${AT_LABEL[task.state]}</dt><dd>${time(task.atMs, now)}</dd>
+        <dt>${AT_LABEL[task.state]}</dt><dd>${time(task[TIME_OF_STATE[task.state]] ?? 0, now)}</dd>
         ${task.state === "ready" ? html`<dt>rank</dt><dd>${task.rank}</dd>` : ""}
         <dt>${task.state === "corrupt" ? "why" : "last error"}</dt><dd class="error" data-field="lastError">${task.lastError || html`<span class="note">none</span>`}</dd>
       </dl>

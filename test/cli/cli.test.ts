@@ -55,10 +55,10 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     ).toBe(0);
     const delayed = await queue.inspect("f");
     expect(delayed).toMatchObject({ state: "scheduled", payload: '{"report":42}' });
-    expect(delayed?.atMs).toBeGreaterThanOrEqual(before + 60_000);
+    expect(delayed?.dueAt).toBeGreaterThanOrEqual(before + 60_000);
     const runAt = new Date(Date.now() + 3_600_000).toISOString();
     expect((await cli(["enqueue", "--type", "r", "--id", "at", "--run-at", runAt])).code).toBe(0);
-    expect(await queue.inspect("at")).toMatchObject({ state: "scheduled", atMs: Date.parse(runAt) });
+    expect(await queue.inspect("at")).toMatchObject({ state: "scheduled", dueAt: Date.parse(runAt) });
     const generated = await cli(["enqueue", "--type", "r", "--json"]);
     const result = JSON.parse(generated.stdout);
     expect(result).toMatchObject({ status: "ok", state: "ready" });

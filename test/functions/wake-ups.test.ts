@@ -137,8 +137,8 @@ describe("wake-ups", () => {
     const [wake] = wakes();
     expect(wakes()).toHaveLength(1);
     const visibleAt = wake.sentMs + wake.delayMs;
-    expect(visibleAt).toBeLessThanOrEqual(retry?.atMs ?? 0);
-    expect(visibleAt).toBeGreaterThan((retry?.atMs ?? 0) - 1_000);
+    expect(visibleAt).toBeLessThanOrEqual(retry?.dueAt ?? 0);
+    expect(visibleAt).toBeGreaterThan((retry?.dueAt ?? 0) - 1_000);
   });
 
   it("arranges a task due in 40 minutes at the reclaimer run before it falls due (the test's clock)", async () => {

@@ -124,7 +124,7 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
       "orphan_member",
       "unreadable",
     ]);
-    expect(await queue.inspect("s")).toMatchObject({ state: "scheduled", atMs: NOW + 60_000 });
+    expect(await queue.inspect("s")).toMatchObject({ state: "scheduled", dueAt: NOW + 60_000 });
     expect(await redis.zscore(queue.keys.failed, "f1")).not.toBeNull();
     expect(await redis.zscore(queue.keys.done, "f1")).toBeNull();
     expect(await redis.zscore(queue.keys.done, "f2")).toBeNull();

@@ -141,7 +141,7 @@ describe.each(adapters)("controls over $name", (adapter) => {
       { id: "leased", status: "stale_token", state: "failed" },
     ]);
     for (const id of ["leased", "ready", "later"]) {
-      expect(await queue.inspect(id)).toMatchObject({ state: "failed", lastError: "cancelled", atMs: NOW + 10 });
+      expect(await queue.inspect(id)).toMatchObject({ state: "failed", lastError: "cancelled", finishedAt: NOW + 10 });
     }
     const [done] = await queue.claim({ count: 1, now: NOW + 30 });
     await queue.ack([done], { now: NOW + 30 });

@@ -187,7 +187,7 @@ describe.each(adapters)("groups over $name", (adapter) => {
     // Its group full, a2 is parked by the next claim: given a state then, it is still READY since
     // its enqueue.
     expect(await queue.claim({ count: 10, now: NOW + 3 })).toEqual([]);
-    expect(await queue.inspect("a2")).toMatchObject({ state: "ready", atMs: NOW, enqueuedAtMs: NOW });
+    expect(await queue.inspect("a2")).toMatchObject({ state: "ready", readySince: NOW, enqueuedAtMs: NOW });
     expect(await counts()).toEqual({ alice: [1, 1, 1] });
     await ack(queue, [first], NOW + 3);
     expect(ids(await queue.claim({ count: 10, now: NOW + 4 }))).toEqual(["a2"]);

@@ -23,7 +23,7 @@ describe.each(adapters)("settle over $name", (adapter) => {
       { id: "a", status: "ok", state: "done" },
       { id: "b", status: "ok", state: "done" },
     ]);
-    expect(await queue.inspect("a")).toMatchObject({ state: "done", payload: "", atMs: NOW + 10 });
+    expect(await queue.inspect("a")).toMatchObject({ state: "done", payload: "", finishedAt: NOW + 10 });
     expect(await redis.zscore(queue.keys.done, "a")).toBe(String(NOW + 10));
     expect(await queue.ack([claimed[0]], { now: NOW + 20 })).toEqual([
       { id: "a", status: "already_done", state: "done" },
@@ -60,7 +60,7 @@ describe.each(adapters)("settle over $name", (adapter) => {
       state: "scheduled",
       lastError: "timeout",
       attempts: 1,
-      atMs: retryAt,
+      dueAt: retryAt,
     });
 
     // Attempt 2 and 3 fail too; the third has no attempts left: FAILED with its error and payload kept.

@@ -42,14 +42,20 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     await queue.enqueue([{ id: "w", type: "t", payload: { n: 1 }, priority: -3 }], { now: NOW });
     // Its body alone; "#v0" is the queue's guard against workers of format v0 (docs/storage.md).
     expect((await redis.hkeys(queue.keys.task)).sort()).toEqual(["#v0", "w"]);
-    expect(await queue.inspect("w")).toMatchObject({ state: "ready", type: "t", priority: -3, attempts: 0, atMs: NOW });
+    expect(await queue.inspect("w")).toMatchObject({
+      state: "ready",
+      type: "t",
+      priority: -3,
+      attempts: 0,
+      readySince: NOW,
+    });
   });
 
   it("round-trips a task due at 9999-12-31T23:59:59.999Z through enqueue, inspect, a duplicate enqueue and promote", async () => {
     const queue = await fresh();
     const far = { id: "far", type: "t", payload: { last: true }, runAt: END_OF_9999 };
     expect(await queue.enqueue([far], { now: NOW })).toEqual([{ id: "far", status: "ok", state: "scheduled" }]);
-    expect(await queue.inspect("far")).toMatchObject({ state: "scheduled", atMs: END_OF_9999 });
+    expect(await queue.inspect("far")).toMatchObject({ state: "scheduled", dueAt: END_OF_9999 });
     expect(await redis.zscore(queue.keys.scheduled, "far")).toBe(String(END_OF_9999));
     expect(await queue.enqueue([far], { now: NOW })).toEqual([{ id: "far", status: "duplicate", state: "scheduled" }]);
     expect(await queue.promote({ now: END_OF_9999 - 1 })).toBe(0);
