@@ -1,4 +1,4 @@
-// The groups section (issue 15): the throughput of 10,000 tasks spread over 1,000 groups of
+// The groups section: the throughput of 10,000 tasks spread over 1,000 groups of
 // concurrency 1 against the same tasks without groups, in interleaved rounds of one run; the
 // commands each costs per task; and how many claims a tenant's single task waits while another
 // tenant of the same priority has 100,000 waiting.
@@ -112,7 +112,7 @@ export async function runGroups(
   };
 }
 
-/** results.json → groups: the figures issue 15 names, with their targets. */
+/** results.json → groups: the groups figures, with their targets. */
 export function groupsJson(g: GroupsResult) {
   const ratio = g.throughputRatio.median;
   const commands = g.commandsRatio.median;

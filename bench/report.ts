@@ -10,7 +10,7 @@ import { bytes, num, table, withSpread } from "./table.js";
 import type { ThroughputResult } from "./throughput.js";
 
 export const HEADLINE_BATCH = 20;
-/** The payload of the payload-size row (issue 13): 64 KiB of JSON. */
+/** The payload of the payload-size row: 64 KiB of JSON. */
 export const LARGE_PAYLOAD_BYTES = 64 * 1024;
 
 export interface Measurements {
@@ -200,7 +200,7 @@ function systemFigures(m: Measurements, system: "leaseq" | "naive" | "bullmq") {
   return figures;
 }
 
-/** The figures for bench/results.json: the shape issue 7 asks for, then everything measured. */
+/** The figures for bench/results.json: the headline shape, then everything measured. */
 export function resultsJson(m: Measurements): Record<string, unknown> {
   const upstash = m.settings.batchSizes.map((size) => find(m.throughput, "leaseq-upstash", size));
   const bull = find(m.throughput, "bullmq", 1, 50);
@@ -300,7 +300,7 @@ export function renderLatency(latency: LatencyResult): string {
       `wake-up message(s) (${latency.sqsRequestsPerTask} SQS requests per task) and ran in ${num(latency.burst.drainedInMs)} ms. ` +
       `Whole run: ${latency.wakeUps} wake-ups sent, ${latency.reclaimerRuns} reclaimer run(s).`,
     "",
-    "Latency targets (issue 14):",
+    "Latency targets:",
     "",
     table(
       ["target", "wanted", "measured", "met"],

@@ -87,7 +87,7 @@ local function check_tasks(config, now, cursor, count, problems, repair)
   local ids, seen = {}, {}
   for i = 1, #page[2], 2 do
     local field = page[2][i]
-    if string.byte(field, 1) ~= 35 then -- "#": the lease counter, the v0 guard
+    if string.byte(field, 1) ~= OWN_FIELD_BYTE then -- not the lease counter, the v0 guard
       local id = string.match(field, '^(.*):[sx]$') or field
       if not seen[id] then
         seen[id] = true

@@ -233,7 +233,11 @@ end
 
 -- The first bytes of the states that may use a slot: L, S, R, W (the common D of an acked lease
 -- needs no match).
-local SLOT_LETTERS = { [76] = true, [83] = true, [82] = true, [87] = true }
+local LEASED_BYTE = 76 -- "L"
+local SCHEDULED_BYTE = 83 -- "S"
+local READY_BYTE = 82 -- "R"
+local PARKED_BYTE = 87 -- "W"
+local SLOT_LETTERS = { [LEASED_BYTE] = true, [SCHEDULED_BYTE] = true, [READY_BYTE] = true, [PARKED_BYTE] = true }
 
 -- What a state's task does with a slot of `lane`: "lease" (leased), "held" (an ordered group's
 -- retry keeping its place), "out" (let out, not claimed yet: READY, or set aside by its type with

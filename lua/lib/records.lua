@@ -4,6 +4,8 @@
 local BODY_FORMAT_BYTE = 49
 -- The mark of a quarantined record's state, before the text it had (see quarantine).
 local QUARANTINED = 'C|'
+-- The first byte of the task hash's own fields (#lease, #v0): ids never start with it.
+local OWN_FIELD_BYTE = 35 -- "#"
 local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
 -- A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path).
 local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'

@@ -1,4 +1,4 @@
-// Redis Cluster (issue 8, item 6): a local 3-master cluster started here runs the queue over the
+// Redis Cluster: a local 3-master cluster started here runs the queue over the
 // TCP adapter (an ioredis Cluster client), with queues whose hash tags hash to slots on each of
 // the three masters. Every script runs on each queue, so a key outside the queue's slot would
 // fail with CROSSSLOT; then a mixed workload with crashes drains on all queues at once.

@@ -1,4 +1,4 @@
-// Concurrency (issue 8, item 4): 10 reclaimers at once, 20 workers at once on one queue, and an
+// Concurrency: 10 reclaimers at once, 20 workers at once on one queue, and an
 // ordered queue under 10 concurrent invocations, each over both adapters: with separate clients
 // racing on the queue API, and with that many Lambda handler instances invoked at once.
 import { Logger } from "@aws-lambda-powertools/logger";

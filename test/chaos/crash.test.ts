@@ -1,4 +1,4 @@
-// Crash injection (issue 8, item 1): worker processes running the real worker code over the
+// Crash injection: worker processes running the real worker code over the
 // Upstash path (the local endpoint) drain a queue fed directly and through SQS batches, while a
 // supervisor SIGKILLs them at chosen moments and restarts them, with a reclaimer process running
 // (and killed too). Afterwards, a Jepsen-style total-queue check: what went in came out.

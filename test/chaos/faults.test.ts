@@ -1,4 +1,4 @@
-// Faults through the local Upstash endpoint (issue 8, item 3). A private endpoint instance (the
+// Faults through the local Upstash endpoint. A private endpoint instance (the
 // shared one stays clean for the other suites) in front of the test Redis drops replies after
 // Redis applied a claim, an ack or an enqueue, answers 5xx (before or after applying), answers
 // late, and goes away altogether. Expect: nothing lost, never two live leases, a repeated ack

@@ -1,4 +1,4 @@
-// Groups under crashes (issue 15): ten worker processes running the real worker code over the
+// Groups under crashes: ten worker processes running the real worker code over the
 // Upstash path drain groups of four kinds while a supervisor SIGKILLs them and the reclaimer, and
 // tasks are retried. Afterwards: nothing lost; in an ordered group no task started before the one
 // before it was DONE or FAILED; no group ever had more tasks leased than its concurrency; a group

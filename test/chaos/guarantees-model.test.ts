@@ -1,4 +1,4 @@
-// Model-based testing of the guarantees under groups, rates and the operator's controls (issue 23):
+// Model-based testing of the guarantees under groups, rates and the operator's controls:
 // fast-check generates sequences of enqueues (an ordered type, a type of concurrency 2, a type
 // rated per group and across its groups, a type with no policy; a few groups or none; three
 // priorities; some delayed; an id named twice in one call), claims, settles, releases, crashed

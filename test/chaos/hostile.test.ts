@@ -1,4 +1,4 @@
-// Hostile input (issue 8, item 7): every row of helpers/hostile-inputs.ts gets a clear error,
+// Hostile input: every row of helpers/hostile-inputs.ts gets a clear error,
 // leaves Redis exactly as it was (compared key by key with `snapshot`), and no error text or log
 // line carries the Upstash token or a payload. The scripts refuse bad ARGV on their own too, the
 // worker rejects bad SQS bodies record by record, and the local endpoint refuses requests that

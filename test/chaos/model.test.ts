@@ -1,4 +1,4 @@
-// Model-based testing (issue 8, item 2): fast-check generates sequences of queue operations
+// Model-based testing: fast-check generates sequences of queue operations
 // (enqueue, claim, settle, extend, release, reclaim, requeue, trim, advance-time, crash-a-worker,
 // repeat-a-stale-ack, with client clocks skewed either way) and runs each against the real queue
 // and the pure model in helpers/model.ts. After every step the replies must agree, and the whole

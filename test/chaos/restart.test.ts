@@ -1,4 +1,4 @@
-// Redis restarted mid-run (issue 8, item 5), on servers this file starts. Without persistence a
+// Redis restarted mid-run, on servers this file starts. Without persistence a
 // restart loses every task (docs/reliability.md says so); with AOF and `appendfsync always` Redis writes
 // each script's effects to disk before it answers, so nothing acknowledged is lost even to a
 // SIGKILL. While Redis is down, calls fail fast with a clear StoreError; they work again once it

@@ -1,5 +1,5 @@
 // Deployments that share a queue, and a worker of the previous version still draining while the
-// new one starts (issue 23, item 15): a worker leaves alone the tasks of a type it has no handler
+// new one starts: a worker leaves alone the tasks of a type it has no handler
 // for but the queue declares (another deployment's, or the new version's), and no deployment's cold
 // start overwrites the policies of the types another one runs.
 import { Logger } from "@aws-lambda-powertools/logger";

@@ -1,4 +1,4 @@
-// Large but allowed inputs (issue 23, item 5): thousands of groups waiting for one rate window,
+// Large but allowed inputs: thousands of groups waiting for one rate window,
 // thousands of leases across the groups of one claim page, and the largest `limit` each
 // maintenance call accepts. Redis's Lua refuses to unpack about 8,000 values; no script may fail
 // on a size the library lets a caller reach, and none may stop half-way after writing.

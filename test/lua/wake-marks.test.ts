@@ -1,4 +1,4 @@
-// Wake-ups are never lost to a lost reply, a resume or a rate window (issue 23, items 13 and 14):
+// Wake-ups are never lost to a lost reply, a resume or a rate window:
 // the script that records a wake-up mark answers it again when its caller's store repeats the call,
 // the reclaimer's tick does not trust a mark it cannot know was sent, and resume and tick arrange one
 // for every kind of work falling due. The lost reply is real: the local Upstash endpoint runs the

@@ -45,7 +45,7 @@ describe("queue keys", () => {
     },
   );
 
-  // Item 16 of issue 23: a brace in the prefix would be the hash tag instead of {queue}.
+  // A brace in the prefix would be the hash tag instead of {queue}.
   it.each(["x{}", "x{y}", "{", "}", "", "with space", "x".repeat(65), "a\nb"])(
     "rejects the key prefix %j",
     (prefix) => {
