@@ -3,6 +3,8 @@
  * measured on lighter work. Priorities are mixed (four levels); BullMQ counts priority 1 as the
  * most urgent, so it gets the same order shifted by one.
  */
+import { LIMITS } from "../shared/config.js";
+
 export interface BenchTask {
   id: string;
   type: string;
@@ -14,7 +16,7 @@ export interface BenchTask {
 export const TASK_TYPE = "email";
 export const PRIORITY_LEVELS = 4;
 /** Arrival positions per priority level in the naive design's score, as in leaseq's rank. */
-const SEQUENCE_SPAN = 2 ** 42;
+const SEQUENCE_SPAN = LIMITS.rankSpan;
 
 export function taskId(index: number): string {
   return `task-${String(index).padStart(7, "0")}`;

@@ -1,6 +1,7 @@
 import { Argument, type Command } from "commander";
 import { LIMITS } from "../shared/config.js";
 import type { Queue } from "../shared/queue.js";
+import { priorityOfRank } from "../shared/records.js";
 import { AT_LABEL, duration } from "../shared/text.js";
 import {
   type GroupStats,
@@ -138,7 +139,7 @@ export function readCommands(program: Command): void {
         // A ready task's score is its rank; the priority is its high part (see shared/queue.ts claim).
         const when =
           state === "ready"
-            ? `priority ${Math.floor(task.score / 2 ** 42) + LIMITS.priorityMin}`
+            ? `priority ${priorityOfRank(task.score)}`
             : `${AT_LABEL[state]} ${new Date(task.score).toISOString()}`;
         if (state === "corrupt") console.log(`${task.id}  ${when}  ${task.lastError}`);
         else {

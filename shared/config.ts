@@ -22,6 +22,11 @@ export const LIMITS = {
   queueNameMaxBytes: 64,
   priorityMin: -1000,
   priorityMax: 1000,
+  /**
+   * Arrival positions per priority level: a rank is `(priority - priorityMin) × rankSpan + arrival`,
+   * an exact integer below 2^53 (docs/design.md). The one place this number is written.
+   */
+  rankSpan: 2 ** 42,
   /** Most tasks one enqueue, settle, extend, release, requeue or delete call takes. */
   batchMax: 1000,
   /** Most tasks one claim leases. */
@@ -93,6 +98,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   TYPE_MAX_BYTES: LIMITS.typeMaxBytes,
   GROUP_MAX_BYTES: LIMITS.groupMaxBytes,
   PRIORITY_MIN: LIMITS.priorityMin,
+  RANK_SEQ_SPAN: LIMITS.rankSpan,
   PRIORITY_MAX: LIMITS.priorityMax,
   BATCH_MAX: LIMITS.batchMax,
   CLAIM_MAX: LIMITS.claimMax,

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
-import { buildBody, parseBody } from "./records.js";
+import { buildBody, parseBody, priorityOfRank } from "./records.js";
 import { SCRIPTS, type ScriptName } from "./scripts.js";
 import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
 import type { Store } from "./store.js";
@@ -214,7 +214,7 @@ export class QueueCore {
         attempt: Number(reply[i + 2]),
         token,
         rank,
-        priority: Math.floor(rank / 2 ** 42) + LIMITS.priorityMin,
+        priority: priorityOfRank(rank),
         leaseDeadlineMs: Number(reply[i + 4]),
       });
     }

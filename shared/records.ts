@@ -1,4 +1,15 @@
+import { LIMITS } from "./config.js";
 import { StoreError } from "./errors.js";
+
+/** A rank's priority: its high part (docs/design.md, "States and leases"). */
+export function priorityOfRank(rank: number): number {
+  return Math.floor(rank / LIMITS.rankSpan) + LIMITS.priorityMin;
+}
+
+/** The rank of the `arrival`-th task of `priority`. */
+export function rankOf(priority: number, arrival: number): number {
+  return (priority - LIMITS.priorityMin) * LIMITS.rankSpan + arrival;
+}
 
 /**
  * A task's body as stored (docs/storage.md): "1|<enqueuedAtMs>|<type>|<group>|<payload>". The

@@ -49,7 +49,6 @@
 -- text they were read as (numbers are converted only where arithmetic needs them), error messages
 -- are built only when there is an error, and a batch's writes end as one command per key.
 
-local RANK_SEQ_SPAN = 4398046511104 -- 2^42 arrival sequence numbers per priority level
 local NAME_PATTERN = '^[%w_%.%-]+$'
 
 local function keys_of(list)

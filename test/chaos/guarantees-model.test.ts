@@ -13,6 +13,7 @@ import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
+import { rankOf } from "../../shared/records.js";
 import { argsForRetry, type Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { assertConsistent } from "../helpers/invariants.js";
@@ -267,7 +268,7 @@ class Enqueue extends Step {
         state: item.delayMs > 0 ? "S" : "R",
         type: item.type,
         group: item.group,
-        rank: (item.priority + 1000) * 2 ** 42 + ++world.seq,
+        rank: rankOf(item.priority, ++world.seq),
         attempts: 0,
         solo: false,
         held: false,
@@ -731,7 +732,7 @@ class Repair extends Step {
       task.attempts = 0;
       task.solo = false;
       task.held = false;
-      task.rank = 1000 * 2 ** 42 + ++world.seq;
+      task.rank = rankOf(0, ++world.seq);
       if (ordered(task)) chooseHead(world, laneOf(task));
     }
     await compare(world, real);

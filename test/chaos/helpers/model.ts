@@ -1,3 +1,4 @@
+import { LIMITS } from "../../../shared/config.js";
 import type { RawTask } from "../../helpers/invariants.js";
 // A small pure model of one leaseq queue (not ordered), written from DESIGN.md and the script
 // headers in lua/, for the model-based suite: the real queue and this model take the same
@@ -17,7 +18,7 @@ export interface ModelOptions {
   ordered?: boolean;
 }
 
-const SEQ_SPAN = 2 ** 42;
+const SEQ_SPAN = LIMITS.rankSpan;
 const STATUS = { ok: "ok", stale: "stale_token", done: "already_done", unknown: "unknown_id" } as const;
 const STATE_NAME: Record<Letter, string> = { R: "ready", S: "scheduled", L: "leased", D: "done", F: "failed" };
 
