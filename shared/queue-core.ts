@@ -228,24 +228,18 @@ export class QueueCore {
    */
   async settle(items: SettleItem[], options: { now: number }): Promise<SettleResult[]> {
     const where = "settle";
-    const now = checkNow(where, options.now);
-    checkBatch(where, items, LIMITS.batchMax);
-    const args = [String(now)];
-    items.forEach((item, index) => {
-      const label = `${where}: item ${index + 1}`;
-      const id = checkName(label, "id", item?.id, LIMITS.idMaxBytes);
+    const args = this.itemArgs(where, items, options.now, (item, id, label) => {
       if (typeof item.token !== "string")
         throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
-      if (item.outcome === "ack") args.push(id, item.token, "ack");
-      else if (item.outcome === "retry") {
+      if (item.outcome === "ack") return [id, item.token, "ack"];
+      if (item.outcome === "retry") {
         const retryAt = checkInteger(`${label} (id ${id})`, "retryAtMs", item.retryAtMs, 0, LIMITS.timeMaxMs);
-        args.push(id, item.token, "retry", String(retryAt), this.errorText(item.error));
-      } else if (item.outcome === "fail") args.push(id, item.token, "fail", "0", this.errorText(item.error));
-      else {
-        throw new InvalidInputError(
-          `${label} (id ${id}): outcome must be "ack", "retry" or "fail", got ${shown((item as { outcome: unknown }).outcome)}`,
-        );
+        return [id, item.token, "retry", String(retryAt), this.errorText(item.error)];
       }
+      if (item.outcome === "fail") return [id, item.token, "fail", "0", this.errorText(item.error)];
+      throw new InvalidInputError(
+        `${label} (id ${id}): outcome must be "ack", "retry" or "fail", got ${shown((item as { outcome: unknown }).outcome)}`,
+      );
     });
     const reply = await this.run("settle", args);
     return items.map((item, i) => ({
@@ -269,18 +263,11 @@ export class QueueCore {
     options: { now: number },
   ): Promise<ExtendResult[]> {
     const where = "extend";
-    const now = checkNow(where, options.now);
-    checkBatch(where, items, LIMITS.batchMax);
-    const args = [String(now)];
-    items.forEach((item, index) => {
-      const label = `${where}: item ${index + 1}`;
-      const id = checkName(label, "id", item?.id, LIMITS.idMaxBytes);
-      args.push(
-        id,
-        this.token(label, item.token),
-        String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
-      );
-    });
+    const args = this.itemArgs(where, items, options.now, (item, id, label) => [
+      id,
+      this.token(label, item.token),
+      String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
+    ]);
     const reply = await this.run("extend", args);
     return items.map((item, i) => {
       const status = itemStatus(where, reply[2 * i]);
@@ -291,13 +278,7 @@ export class QueueCore {
   /** Gives back claimed tasks that were never started: READY again, rank kept, attempt returned. */
   async release(items: Array<{ id: string; token: string }>, options: { now: number }): Promise<ItemResult[]> {
     const where = "release";
-    const now = checkNow(where, options.now);
-    checkBatch(where, items, LIMITS.batchMax);
-    const args = [String(now)];
-    items.forEach((item, index) => {
-      const label = `${where}: item ${index + 1}`;
-      args.push(checkName(label, "id", item?.id, LIMITS.idMaxBytes), this.token(label, item.token));
-    });
+    const args = this.itemArgs(where, items, options.now, (item, id, label) => [id, this.token(label, item.token)]);
     const reply = await this.run("release", args);
     return items.map((item, i) => ({ id: item.id, status: itemStatus(where, reply[i]) }));
   }
@@ -388,6 +369,25 @@ export class QueueCore {
     const horizon = checkInteger("rest", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
     const reply = await this.run("rest", [String(now), String(horizon), options.cutOff ? "1" : "0", callId()]);
     return Number(reply) >= 0 ? Number(reply) : undefined;
+  }
+
+  /**
+   * The arguments of a call on leased tasks: `now` (checked), then per item what `encode` gives, its
+   * id checked first; `label` names the item in errors. Throws before anything is sent.
+   */
+  protected itemArgs<T extends { id: string }>(
+    where: string,
+    items: T[],
+    now: number,
+    encode: (item: T, id: string, label: string) => string[],
+  ): string[] {
+    const args = [String(checkNow(where, now))];
+    checkBatch(where, items, LIMITS.batchMax);
+    items.forEach((item, index) => {
+      const label = `${where}: item ${index + 1}`;
+      args.push(...encode(item, checkName(label, "id", item?.id, LIMITS.idMaxBytes), label));
+    });
+    return args;
   }
 
   protected checkIds(where: string, ids: string[]): void {
