@@ -3,6 +3,7 @@ import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
+import { REPLIES, replyRows } from "./replies.js";
 import { SCRIPTS, type ScriptName } from "./scripts.js";
 import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
 import type { Store } from "./store.js";
@@ -106,12 +107,12 @@ export class QueueCore {
     const args = [String(now), callId()];
     for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
     const reply = await this.run("enqueue", args);
-    const results = tasks.map((task, i) => ({
-      id: task.id,
-      status: itemStatus(where, reply[2 * i]) === "duplicate" ? ("duplicate" as const) : ("ok" as const),
-      state: STATE_BY_LETTER[String(reply[2 * i + 1])],
+    const results = replyRows("enqueue", reply, tasks.length).map((record, i) => ({
+      id: tasks[i].id,
+      status: itemStatus(where, record.status) === "duplicate" ? ("duplicate" as const) : ("ok" as const),
+      state: STATE_BY_LETTER[String(record.state)],
     }));
-    return { results, wakeAtMs: optionalTime(reply[2 * tasks.length]) };
+    return { results, wakeAtMs: optionalTime(reply[REPLIES.enqueue.fields.length * tasks.length]) };
   }
 
   /**
@@ -201,23 +202,22 @@ export class QueueCore {
       types.join(","),
     ]);
     if (reply.length === 1) return { tasks: [], nextDueMs: Number(reply[0]) };
-    const claimed: ClaimedTask[] = [];
-    for (let i = 0; i < reply.length; i += 5) {
-      const token = String(reply[i + 3]);
+    const claimed = replyRows("claim", reply).map((record): ClaimedTask => {
+      const token = String(record.token);
       const rank = Number(token.slice(0, token.indexOf(".")));
-      const body = parseBody(String(reply[i + 1]));
-      claimed.push({
-        id: String(reply[i]),
+      const body = parseBody(String(record.body));
+      return {
+        id: String(record.id),
         type: body.type,
         group: body.group === "" ? undefined : body.group,
         payload: body.payload,
-        attempt: Number(reply[i + 2]),
+        attempt: Number(record.attempt),
         token,
         rank,
         priority: priorityOfRank(rank),
-        leaseDeadlineMs: Number(reply[i + 4]),
-      });
-    }
+        leaseDeadlineMs: Number(record.deadline),
+      };
+    });
     return { tasks: claimed, nextDueMs: undefined };
   }
 
@@ -242,10 +242,10 @@ export class QueueCore {
       );
     });
     const reply = await this.run("settle", args);
-    return items.map((item, i) => ({
-      id: item.id,
-      status: itemStatus(where, reply[2 * i]),
-      state: STATE_BY_LETTER[String(reply[2 * i + 1])],
+    return replyRows("settle", reply, items.length).map((record, i) => ({
+      id: items[i].id,
+      status: itemStatus(where, record.status),
+      state: STATE_BY_LETTER[String(record.state)],
     }));
   }
 
@@ -269,9 +269,9 @@ export class QueueCore {
       String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
     ]);
     const reply = await this.run("extend", args);
-    return items.map((item, i) => {
-      const status = itemStatus(where, reply[2 * i]);
-      return { id: item.id, status, leaseDeadlineMs: status === "ok" ? Number(reply[2 * i + 1]) : undefined };
+    return replyRows("extend", reply, items.length).map((record, i) => {
+      const status = itemStatus(where, record.status);
+      return { id: items[i].id, status, leaseDeadlineMs: status === "ok" ? Number(record.deadline) : undefined };
     });
   }
 
@@ -288,10 +288,9 @@ export class QueueCore {
     const now = checkNow("reclaim", options.now);
     const limit = this.limit("reclaim", options.limit);
     const reply = await this.run("reclaim", [String(now), String(limit)]);
-    const result: ReclaimResult = { reclaimed: [], failed: [], more: reply.length / 2 >= limit };
-    for (let i = 0; i < reply.length; i += 2) {
-      (reply[i + 1] === "F" ? result.failed : result.reclaimed).push(String(reply[i]));
-    }
+    const moved = replyRows("reclaim", reply);
+    const result: ReclaimResult = { reclaimed: [], failed: [], more: moved.length >= limit };
+    for (const { id, letter } of moved) (letter === "F" ? result.failed : result.reclaimed).push(String(id));
     return result;
   }
 

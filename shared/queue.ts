@@ -2,6 +2,7 @@ import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError, itemStatus } from "./errors.js";
 import { queueKeys } from "./keys.js";
 import { callId, LISTABLE, optionalTime, QueueCore } from "./queue-core.js";
+import { replyRows } from "./replies.js";
 import type { Store } from "./store.js";
 import {
   type CheckProblem,
@@ -133,13 +134,13 @@ export class Queue extends QueueCore {
     const now = checkNow("history", options.now);
     const minutes = checkInteger("history", "minutes", options.minutes ?? 60, 1, LIMITS.historyMinutesMax);
     const reply = await this.run("history", [String(now), String(minutes)]);
-    const done: number[] = [];
-    const failed: number[] = [];
-    for (let i = 1; i < reply.length; i += 2) {
-      done.push(Number(reply[i]));
-      failed.push(Number(reply[i + 1]));
-    }
-    return { startMs: Number(reply[0]), bucketMs: 60_000, done, failed };
+    const minutesFound = replyRows("history", reply);
+    return {
+      startMs: Number(reply[0]),
+      bucketMs: 60_000,
+      done: minutesFound.map((minute) => Number(minute.done)),
+      failed: minutesFound.map((minute) => Number(minute.failed)),
+    };
   }
 
   /**
@@ -156,16 +157,15 @@ export class Queue extends QueueCore {
     }
     const count = checkInteger("groups", "count", options.count ?? 100, 1, 1000);
     const reply = await this.run("groups", [cursor, String(count)]);
-    const groups: GroupStats[] = [];
-    for (let i = 1; i < reply.length; i += 5) {
-      groups.push({
-        type: String(reply[i]),
-        group: String(reply[i + 1]),
-        leased: Number(reply[i + 2]),
-        ready: Number(reply[i + 3]),
-        parked: Number(reply[i + 4]),
-      });
-    }
+    const groups = replyRows("groups", reply).map(
+      (record): GroupStats => ({
+        type: String(record.type),
+        group: String(record.group),
+        leased: Number(record.leased),
+        ready: Number(record.ready),
+        parked: Number(record.parked),
+      }),
+    );
     const next = String(reply[0]);
     return { groups, next: next === "0" ? undefined : next };
   }
@@ -235,18 +235,16 @@ export class Queue extends QueueCore {
     const offset = checkInteger("list", "offset", options.offset ?? 0, 0, 1_000_000_000);
     const limit = checkInteger("list", "limit", options.limit ?? 100, 1, 1000);
     const reply = await this.run("list", [state, String(offset), String(limit)]);
-    const tasks: ListedTask[] = [];
-    for (let i = 0; i < reply.length; i += 6) {
-      tasks.push({
-        id: String(reply[i]),
-        score: Number(reply[i + 1]),
-        type: String(reply[i + 2]),
-        attempts: Number(reply[i + 3]),
-        lastError: String(reply[i + 4]),
-        group: String(reply[i + 5]) === "" ? undefined : String(reply[i + 5]),
-      });
-    }
-    return tasks;
+    return replyRows("list", reply).map(
+      (record): ListedTask => ({
+        id: String(record.id),
+        score: Number(record.score),
+        type: String(record.type),
+        attempts: Number(record.attempts),
+        lastError: String(record.lastError),
+        group: String(record.group) === "" ? undefined : String(record.group),
+      }),
+    );
   }
 
   /**
@@ -269,15 +267,14 @@ export class Queue extends QueueCore {
     }
     const count = checkInteger("check", "count", options.count ?? LIMITS.checkPageMax, 1, LIMITS.checkPageMax);
     const reply = await this.run("check", [String(now), cursor, String(count), options.repair ? "1" : "0"]);
-    const problems: CheckProblem[] = [];
-    for (let i = 1; i + 3 < reply.length; i += 4) {
-      problems.push({
-        code: String(reply[i]),
-        subject: String(reply[i + 1]),
-        detail: String(reply[i + 2]),
-        repaired: Number(reply[i + 3]) === 1,
-      });
-    }
+    const problems = replyRows("check", reply).map(
+      (record): CheckProblem => ({
+        code: String(record.code),
+        subject: String(record.subject),
+        detail: String(record.detail),
+        repaired: Number(record.repaired) === 1,
+      }),
+    );
     const next = String(reply[0] ?? "");
     return { problems, next: next === "" ? undefined : next };
   }
