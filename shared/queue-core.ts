@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
+import { type FixedArgs, type OperationName, REPLIES, replyRows, scriptArgs } from "./protocol.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
-import { REPLIES, replyRows } from "./replies.js";
-import { SCRIPTS, type ScriptName } from "./scripts.js";
+import { SCRIPTS } from "./scripts.js";
 import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
 import type { Store } from "./store.js";
 import {
@@ -77,7 +77,7 @@ export class QueueCore {
     const resolved = settings === undefined ? this.settings : resolveSettings("configure", settings);
     const { revision, fields } = configFields(resolved);
     const now = checkNow("configure", options.now ?? Date.now());
-    const [changed] = await this.run("configure", [revision, String(now), ...fields]);
+    const [changed] = await this.run("configure", { revision, now: String(now) }, fields);
     return Number(changed) === 1;
   }
 
@@ -104,9 +104,9 @@ export class QueueCore {
     const where = "enqueue";
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
-    const args = [String(now), callId()];
+    const args: string[] = [];
     for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
-    const reply = await this.run("enqueue", args);
+    const reply = await this.run("enqueue", { now: String(now), callId: callId() }, args);
     const results = replyRows("enqueue", reply, tasks.length).map((record, i) => ({
       id: tasks[i].id,
       status: itemStatus(where, record.status) === "duplicate" ? ("duplicate" as const) : ("ok" as const),
@@ -192,15 +192,15 @@ export class QueueCore {
     }
     for (const [index, type] of types.entries()) checkName(`claim: types[${index}]`, "type", type, LIMITS.typeMaxBytes);
     const claimId = randomBytes(12).toString("base64url");
-    const reply = await this.run("claim", [
-      String(now),
-      String(count),
-      String(maxLeaseMs),
+    const reply = await this.run("claim", {
+      now: String(now),
+      count: String(count),
+      maxLeaseMs: String(maxLeaseMs),
       claimId,
-      "0",
-      String(DEFAULTS.promoteLimit),
-      types.join(","),
-    ]);
+      repeat: "0",
+      promoteLimit: String(DEFAULTS.promoteLimit),
+      types: types.join(","),
+    });
     if (reply.length === 1) return { tasks: [], nextDueMs: Number(reply[0]) };
     const claimed = replyRows("claim", reply).map((record): ClaimedTask => {
       const token = String(record.token);
@@ -228,7 +228,8 @@ export class QueueCore {
    */
   async settle(items: SettleItem[], options: { now: number }): Promise<SettleResult[]> {
     const where = "settle";
-    const args = this.itemArgs(where, items, options.now, (item, id, label) => {
+    const now = checkNow(where, options.now);
+    const args = this.itemArgs(where, items, (item, id, label) => {
       if (typeof item.token !== "string")
         throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
       if (item.outcome === "ack") return [id, item.token, "ack"];
@@ -241,7 +242,7 @@ export class QueueCore {
         `${label} (id ${id}): outcome must be "ack", "retry" or "fail", got ${shown((item as { outcome: unknown }).outcome)}`,
       );
     });
-    const reply = await this.run("settle", args);
+    const reply = await this.run("settle", { now: String(now) }, args);
     return replyRows("settle", reply, items.length).map((record, i) => ({
       id: items[i].id,
       status: itemStatus(where, record.status),
@@ -263,12 +264,13 @@ export class QueueCore {
     options: { now: number },
   ): Promise<ExtendResult[]> {
     const where = "extend";
-    const args = this.itemArgs(where, items, options.now, (item, id, label) => [
+    const now = checkNow(where, options.now);
+    const args = this.itemArgs(where, items, (item, id, label) => [
       id,
       this.token(label, item.token),
       String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
     ]);
-    const reply = await this.run("extend", args);
+    const reply = await this.run("extend", { now: String(now) }, args);
     return replyRows("extend", reply, items.length).map((record, i) => {
       const status = itemStatus(where, record.status);
       return { id: items[i].id, status, leaseDeadlineMs: status === "ok" ? Number(record.deadline) : undefined };
@@ -278,8 +280,9 @@ export class QueueCore {
   /** Gives back claimed tasks that were never started: READY again, rank kept, attempt returned. */
   async release(items: Array<{ id: string; token: string }>, options: { now: number }): Promise<ItemResult[]> {
     const where = "release";
-    const args = this.itemArgs(where, items, options.now, (item, id, label) => [id, this.token(label, item.token)]);
-    const reply = await this.run("release", args);
+    const now = checkNow(where, options.now);
+    const args = this.itemArgs(where, items, (item, id, label) => [id, this.token(label, item.token)]);
+    const reply = await this.run("release", { now: String(now) }, args);
     return items.map((item, i) => ({ id: item.id, status: itemStatus(where, reply[i]) }));
   }
 
@@ -287,7 +290,7 @@ export class QueueCore {
   async reclaim(options: { now: number; limit?: number }): Promise<ReclaimResult> {
     const now = checkNow("reclaim", options.now);
     const limit = this.limit("reclaim", options.limit);
-    const reply = await this.run("reclaim", [String(now), String(limit)]);
+    const reply = await this.run("reclaim", { now: String(now), limit: String(limit) });
     const moved = replyRows("reclaim", reply);
     const result: ReclaimResult = { reclaimed: [], failed: [], more: moved.length >= limit };
     for (const { id, letter } of moved) (letter === "F" ? result.failed : result.reclaimed).push(String(id));
@@ -297,7 +300,10 @@ export class QueueCore {
   /** Moves up to `limit` due scheduled tasks to READY; returns how many moved. */
   async promote(options: { now: number; limit?: number }): Promise<number> {
     const now = checkNow("promote", options.now);
-    const [promoted] = await this.run("promote", [String(now), String(this.limit("promote", options.limit))]);
+    const [promoted] = await this.run("promote", {
+      now: String(now),
+      limit: String(this.limit("promote", options.limit)),
+    });
     return Number(promoted);
   }
 
@@ -317,19 +323,19 @@ export class QueueCore {
       options[field] === undefined
         ? "-1"
         : String(checkInteger(where, field, options[field], 0, LIMITS.retentionMaxMs));
-    const reply = await this.run("trim", [
-      String(now),
-      String(this.limit(where, options.limit)),
-      retention("doneRetentionMs"),
-      retention("failedRetentionMs"),
-    ]);
+    const reply = await this.run("trim", {
+      now: String(now),
+      limit: String(this.limit(where, options.limit)),
+      doneRetentionMs: retention("doneRetentionMs"),
+      failedRetentionMs: retention("failedRetentionMs"),
+    });
     return { done: Number(reply[0]), failed: Number(reply[1]) };
   }
 
   /** Counts per state and the ages operators alarm on. Read-only. */
   async stats(options: { now: number }): Promise<QueueStats> {
     const now = checkNow("stats", options.now);
-    return parseStats(await this.run("stats", [String(now)]), 0);
+    return parseStats(await this.run("stats", { now: String(now) }), 0);
   }
 
   /** One reclaimer pass in one call: reclaim, promote, trim, then stats. */
@@ -341,12 +347,12 @@ export class QueueCore {
   async tick(options: { now: number; limit?: number; wakeHorizonMs?: number }): Promise<TickResult> {
     const now = checkNow("tick", options.now);
     const horizon = checkInteger("tick", "wakeHorizonMs", options.wakeHorizonMs ?? 0, 0, WAKE.horizonMaxMs);
-    const reply = await this.run("tick", [
-      String(now),
-      String(this.limit("tick", options.limit)),
-      String(horizon),
-      `tick-${callId()}`,
-    ]);
+    const reply = await this.run("tick", {
+      now: String(now),
+      limit: String(this.limit("tick", options.limit)),
+      wakeHorizonMs: String(horizon),
+      callId: `tick-${callId()}`,
+    });
     return {
       reclaimed: Number(reply[0]),
       reclaimFailed: Number(reply[1]),
@@ -366,21 +372,25 @@ export class QueueCore {
   async rest(options: { now: number; horizonMs?: number; cutOff?: boolean }): Promise<number | undefined> {
     const now = checkNow("rest", options.now);
     const horizon = checkInteger("rest", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
-    const reply = await this.run("rest", [String(now), String(horizon), options.cutOff ? "1" : "0", callId()]);
+    const reply = await this.run("rest", {
+      now: String(now),
+      horizonMs: String(horizon),
+      cutOff: options.cutOff ? "1" : "0",
+      callId: callId(),
+    });
     return Number(reply) >= 0 ? Number(reply) : undefined;
   }
 
   /**
-   * The arguments of a call on leased tasks: `now` (checked), then per item what `encode` gives, its
-   * id checked first; `label` names the item in errors. Throws before anything is sent.
+   * The items of a call on leased tasks: per item what `encode` gives, its id checked first;
+   * `label` names the item in errors. Throws before anything is sent.
    */
   protected itemArgs<T extends { id: string }>(
     where: string,
     items: T[],
-    now: number,
     encode: (item: T, id: string, label: string) => string[],
   ): string[] {
-    const args = [String(checkNow(where, now))];
+    const args: string[] = [];
     checkBatch(where, items, LIMITS.batchMax);
     items.forEach((item, index) => {
       const label = `${where}: item ${index + 1}`;
@@ -416,9 +426,14 @@ export class QueueCore {
       .replace(/\uFFFD+$/, "");
   }
 
-  protected async run(name: ScriptName, args: string[]): Promise<unknown[]> {
+  /** One script call: its fixed arguments by name (shared/protocol.ts), then its items. */
+  protected async run<N extends OperationName>(
+    name: N,
+    fixed: FixedArgs<N>,
+    items: readonly string[] = [],
+  ): Promise<unknown[]> {
     try {
-      const reply = await this.store.evalScript(SCRIPTS[name], this.keyList, args);
+      const reply = await this.store.evalScript(SCRIPTS[name], this.keyList, scriptArgs(name, fixed, items));
       return Array.isArray(reply) ? reply : [reply];
     } catch (error) {
       throw toQueueError(name, error);

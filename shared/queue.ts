@@ -1,8 +1,8 @@
 import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError, itemStatus } from "./errors.js";
 import { queueKeys } from "./keys.js";
+import { replyRows } from "./protocol.js";
 import { callId, LISTABLE, optionalTime, QueueCore } from "./queue-core.js";
-import { replyRows } from "./replies.js";
 import type { Store } from "./store.js";
 import {
   type CheckProblem,
@@ -30,7 +30,7 @@ export class Queue extends QueueCore {
   /** One task's state and record, or undefined when the id is unknown. A quarantined one is "corrupt". */
   async inspect(id: string): Promise<TaskInfo | undefined> {
     checkName("inspect", "id", id, LIMITS.idMaxBytes);
-    const reply = await this.run("inspect", [id]);
+    const reply = await this.run("inspect", { id });
     if (reply.length === 0) return undefined;
     const state = STATE_BY_LETTER[String(reply[0])];
     return {
@@ -53,7 +53,7 @@ export class Queue extends QueueCore {
   async requeue(ids: string[], options: { now: number }): Promise<ItemResult[]> {
     const now = checkNow("requeue", options.now);
     this.checkIds("requeue", ids);
-    const reply = await this.run("requeue", [String(now), ...ids]);
+    const reply = await this.run("requeue", { now: String(now) }, ids);
     return ids.map((id, i) => ({ id, status: itemStatus("requeue", reply[i]) }));
   }
 
@@ -75,7 +75,7 @@ export class Queue extends QueueCore {
       );
     }
     const now = options.now === undefined ? 0 : checkNow("delete", options.now);
-    const reply = await this.run("delete", [String(now), state, ...ids]);
+    const reply = await this.run("delete", { now: String(now), state }, ids);
     return ids.map((id, i) => ({ id, status: itemStatus("delete", reply[i]) }));
   }
 
@@ -86,7 +86,7 @@ export class Queue extends QueueCore {
   async repair(ids: string[], options: { now: number }): Promise<ItemResult[]> {
     const now = checkNow("repair", options.now);
     this.checkIds("repair", ids);
-    const reply = await this.run("repair", [String(now), ...ids]);
+    const reply = await this.run("repair", { now: String(now) }, ids);
     return ids.map((id, i) => ({ id, status: itemStatus("repair", reply[i]) }));
   }
 
@@ -98,7 +98,7 @@ export class Queue extends QueueCore {
   async cancel(ids: string[], options: { now: number }): Promise<ItemResult[]> {
     const now = checkNow("cancel", options.now);
     this.checkIds("cancel", ids);
-    const reply = await this.run("cancel", [String(now), ...ids]);
+    const reply = await this.run("cancel", { now: String(now) }, ids);
     return ids.map((id, i) => ({ id, status: itemStatus("cancel", reply[i]) }));
   }
 
@@ -122,7 +122,7 @@ export class Queue extends QueueCore {
   private async pauseOrResume(action: "pause" | "resume", options: { now: number; type?: string }) {
     const now = checkNow(action, options.now);
     if (options.type !== undefined) checkName(action, "type", options.type, LIMITS.typeMaxBytes);
-    const reply = await this.run("pause", [String(now), action, options.type ?? "", callId()]);
+    const reply = await this.run("pause", { now: String(now), action, type: options.type ?? "", callId: callId() });
     return { changed: Number(reply[0]) === 1, wakeAtMs: optionalTime(reply[1]) };
   }
 
@@ -133,7 +133,7 @@ export class Queue extends QueueCore {
   async history(options: { now: number; minutes?: number }): Promise<QueueHistory> {
     const now = checkNow("history", options.now);
     const minutes = checkInteger("history", "minutes", options.minutes ?? 60, 1, LIMITS.historyMinutesMax);
-    const reply = await this.run("history", [String(now), String(minutes)]);
+    const reply = await this.run("history", { now: String(now), minutes: String(minutes) });
     const minutesFound = replyRows("history", reply);
     return {
       startMs: Number(reply[0]),
@@ -156,7 +156,7 @@ export class Queue extends QueueCore {
       throw new InvalidInputError(`groups: cursor must be a cursor a previous call returned, got ${shown(cursor)}`);
     }
     const count = checkInteger("groups", "count", options.count ?? 100, 1, 1000);
-    const reply = await this.run("groups", [cursor, String(count)]);
+    const reply = await this.run("groups", { cursor, count: String(count) });
     const groups = replyRows("groups", reply).map(
       (record): GroupStats => ({
         type: String(record.type),
@@ -234,7 +234,7 @@ export class Queue extends QueueCore {
     }
     const offset = checkInteger("list", "offset", options.offset ?? 0, 0, 1_000_000_000);
     const limit = checkInteger("list", "limit", options.limit ?? 100, 1, 1000);
-    const reply = await this.run("list", [state, String(offset), String(limit)]);
+    const reply = await this.run("list", { state, offset: String(offset), limit: String(limit) });
     return replyRows("list", reply).map(
       (record): ListedTask => ({
         id: String(record.id),
@@ -266,7 +266,12 @@ export class Queue extends QueueCore {
       throw new InvalidInputError(`check: cursor must be one a previous check returned, got ${shown(cursor)}`);
     }
     const count = checkInteger("check", "count", options.count ?? LIMITS.checkPageMax, 1, LIMITS.checkPageMax);
-    const reply = await this.run("check", [String(now), cursor, String(count), options.repair ? "1" : "0"]);
+    const reply = await this.run("check", {
+      now: String(now),
+      cursor,
+      count: String(count),
+      repair: options.repair ? "1" : "0",
+    });
     const problems = replyRows("check", reply).map(
       (record): CheckProblem => ({
         code: String(record.code),
@@ -305,7 +310,7 @@ export class Queue extends QueueCore {
         `drop: confirm must repeat the queue name "${this.name}" exactly, got ${shown(options?.confirm)}`,
       );
     }
-    const [deleted] = await this.run("drop", [options.confirm, this.name]);
+    const [deleted] = await this.run("drop", { confirm: options.confirm, name: this.name });
     return Number(deleted);
   }
 }

@@ -1,6 +1,7 @@
 // The only user of the Lua sources: shared/scripts.generated.ts carries each script of lua/ with the
 // prelude it needs, as text (see bin/generate-lua.ts), so the library loads the same way under Node,
 // tsx, vitest and bundlers.
+import { argIndex } from "./protocol.js";
 import { LUA_BLOCKS, LUA_SCRIPTS } from "./scripts.generated.js";
 import { type LuaScript, luaScript } from "./store.js";
 
@@ -26,9 +27,9 @@ function withLib(name: ScriptSource, options: { readOnly?: boolean; repeatArg?: 
 export const SCRIPTS = {
   configure: withLib("configure"),
   enqueue: withLib("enqueue"),
-  // ARGV[5] (index 4) is the repeat flag: a store's retry sets it, so the script looks for the
-  // batch the first run leased before it leases another.
-  claim: withLib("claim", { repeatArg: 4 }),
+  // The repeat flag: a store's retry sets it, so the script looks for the batch the first run
+  // leased before it leases another.
+  claim: withLib("claim", { repeatArg: argIndex("claim", "repeat") }),
   settle: withLib("settle"),
   extend: withLib("extend"),
   release: withLib("release"),
