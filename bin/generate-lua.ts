@@ -169,6 +169,29 @@ export function literalConstants(libSource: string): Map<string, string> {
   return literals;
 }
 
+/** The helpers of lua/lib/ (of `helpers`) that a script's own code names, comments aside, sorted. */
+export function helpersNamed(source: string, helpers: ReadonlySet<string>): string[] {
+  const code = source
+    .split("\n")
+    .map((line) => line.replace(/--.*$/, "").replace(/'(?:[^'\\]|\\.)*'/g, "''"))
+    .join("\n");
+  const found = new Set<string>();
+  for (const match of code.matchAll(/(?<![.\w])([A-Za-z_][A-Za-z0-9_]*)/g))
+    if (helpers.has(match[1])) found.add(match[1]);
+  return [...found].sort();
+}
+
+/** What a script's header says it uses: the names of its `-- Uses:` lines (undefined: none). */
+export function declaredUses(source: string): string[] | undefined {
+  const lines = source.split("\n").filter((line) => line.startsWith("-- Uses:"));
+  if (lines.length === 0) return undefined;
+  return lines
+    .flatMap((line) => line.slice("-- Uses:".length).split(","))
+    .map((name) => name.trim())
+    .filter((name) => name !== "")
+    .sort();
+}
+
 /**
  * The text of the generated module: the shared blocks (the top-level declarations of lua/lib/,
  * compacted, constants written as literals) once, and per operation script the blocks it uses
@@ -192,6 +215,21 @@ export function generatedModule(dir: string = LUA_DIR): string {
     if (shadowed.length > 0) {
       throw new Error(
         `${file}: ${shadowed.join(", ")} ${shadowed.length === 1 ? "is a helper" : "are helpers"} of lua/lib/: rename the local`,
+      );
+    }
+  }
+  // Each script's header names the helpers of lua/lib/ it calls (`-- Uses:`), so a reader sees its
+  // dependencies where it is: held to what its code names.
+  const helperNames = new Set(declared.flatMap((block) => block.names));
+  for (const [file, source] of sources) {
+    const named = helpersNamed(source, helperNames);
+    const said = declaredUses(source) ?? [];
+    const missing = named.filter((name) => !said.includes(name));
+    const extra = said.filter((name) => !named.includes(name));
+    if (missing.length > 0 || extra.length > 0) {
+      throw new Error(
+        `lua/${file}: its "-- Uses:" lines must name the helpers of lua/lib/ it calls` +
+          `${missing.length > 0 ? `; missing: ${missing.join(", ")}` : ""}${extra.length > 0 ? `; not used: ${extra.join(", ")}` : ""}`,
       );
     }
   }

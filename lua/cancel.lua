@@ -13,6 +13,10 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
+-- Uses: K, after_quarantine, apply, drop_field, forget_marks, guard, item_count, lane_of
+-- Uses: lane_release, lane_remove, lanes_flush, load, name_arg, new_state, new_writes, parked_gone
+-- Uses: plus, put, put_state, quarantine, read_config_fields, time_arg, zadd, zrem
+
 local CANCELLED = 'cancelled'
 
 return guard('cancel', function()

@@ -17,6 +17,8 @@
 --   group_stalled.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
+-- Uses: bad, check_step, guard, int_arg, lanes_flush, read_config, time_arg
+
 return guard('check', function()
   local now = time_arg('now', ARGV[1])
   local cursor = ARGV[2] or ''

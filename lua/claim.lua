@@ -31,6 +31,13 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format. Both come before the first write: after its checks the claim only
 --   reads, parses (never raising) and writes.
+-- Uses: K, add_slot, apply, drop_slot, fmt, group_policy, guard, has_slot, hold_of, int_arg
+-- Uses: int_text, lane_get, lane_of, lane_park, lane_touch, lane_unpark, lane_wait, lanes
+-- Uses: lanes_flush, lanes_load, lanes_verify, lease_lengths, load, mark_active, name_arg
+-- Uses: new_state, new_writes, next_due_of, parse_body, parse_state, paused_types_of, plus
+-- Uses: policy_of, promote_due, put, put_state, quarantine, rate_count, rate_open, read_config
+-- Uses: read_many, read_record, slot_count, slot_ids, time_arg, token_of, type_park, write_many
+
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
 local function repeated_batch(leases, now, claim_id)

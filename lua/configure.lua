@@ -27,6 +27,9 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when a field or value is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (every field is checked, and the config read,
 --   before the first write).
+-- Uses: K, bad, fmt, guard, int_arg, is_int, item_count, lanes_flush, name_arg, read_config
+-- Uses: time_arg, upgrade_format, write_many
+
 local SETTINGS = {
   ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
   failedRetentionMs = { 0, RETENTION_MAX_MS }, maxPayloadBytes = { 1, PAYLOAD_MAX_BYTES },

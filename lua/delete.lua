@@ -15,6 +15,10 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
+-- Uses: K, apply, bad, drop_field, drop_slot, forget_marks, guard, item_count, lane_get, lane_of
+-- Uses: lane_remove, lane_wait, lanes_flush, name_arg, new_state, new_writes, parked_gone
+-- Uses: parse_body, parse_state, read_config_fields, record_fields, time_arg, zrem
+
 local LETTERS_OF = { ready = { R = true, W = true }, scheduled = { S = true }, done = { D = true },
   failed = { F = true }, corrupt = { C = true } }
 

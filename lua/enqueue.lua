@@ -22,6 +22,12 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists,
 --   comes before the first write (INCRBY of seq).
+-- Uses: K, apply, as_time, bad, call_arg, config_int, declared_types, fair_turn, fmt, group_policy
+-- Uses: guard, int_arg, int_text, is_name, item_count, lane_add, lane_of, lane_touch, lanes
+-- Uses: lanes_flush, lanes_load, name_arg, need_wake, new_state, new_writes, note_due, put
+-- Uses: put_state, read_config_fields, read_many, repeated_wake, start_fair, time_arg
+-- Uses: upgrade_format, zadd
+
 return guard('enqueue', function()
   local now, now_text = time_arg('now', ARGV[1])
   local call = call_arg(ARGV[2])

@@ -8,6 +8,9 @@
 --   A lease past its deadline that no reclaim has taken yet can still be extended.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
+-- Uses: K, apply, fmt, guard, int_arg, item_count, load, name_arg, new_writes, presence_status, put
+-- Uses: put_state, require_format, time_arg, token_matches, write_upgrade, zadd
+
 return guard('extend', function()
   local now = time_arg('now', ARGV[1])
   local items, ids = {}, {}

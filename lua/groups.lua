@@ -11,6 +11,8 @@
 --   were all acked may be listed with 0 and 0 until tick sweeps its record).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
+-- Uses: K, bad, guard, int_arg, read_many, require_format, slot_kind
+
 return guard('groups', function()
   local cursor = ARGV[1]
   if type(cursor) ~= 'string' or not string.find(cursor, '^%d+$') or #cursor > 20 then

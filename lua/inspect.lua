@@ -8,6 +8,8 @@
 --   C), payload ("" once DONE), rank, enqueuedAtMs }
 -- Errors: LEASEQ_BAD_ARGUMENT when the id is malformed, LEASEQ_FORMAT when the queue is in another
 --   storage format.
+-- Uses: K, guard, load, name_arg, parse_body, parse_state, require_format, unmarked
+
 return guard('inspect', function()
   local id = name_arg('id', ARGV[1], ID_MAX_BYTES)
   require_format()

@@ -12,6 +12,8 @@
 --   A READY task never claimed keeps its type in its body: the page reads those bodies.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
+-- Uses: K, bad, guard, int_arg, load, read_many, require_format
+
 return guard('list', function()
   local sets = { ready = K.ready, scheduled = K.scheduled, leased = K.leased, done = K.done, failed = K.failed, corrupt = K.corrupt }
   local set = sets[ARGV[1]]

@@ -17,6 +17,9 @@
 --   (a resume with work ready now, or falling due within 15 minutes: docs/wake-ups.md), "" when none }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
+-- Uses: K, bad, call_arg, fmt, guard, lane_wait, lanes_flush, name_arg, need_wake, next_due_of
+-- Uses: read_config_fields, repeated_wake, time_arg, type_unpark, wake_time
+
 return guard('pause', function()
   local now = time_arg('now', ARGV[1])
   local action = ARGV[2]

@@ -10,6 +10,8 @@
 --   when its attempts are used up). Fewer than `limit` tasks means no expired lease is left.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
+-- Uses: config_int, guard, int_arg, lanes_flush, read_config_fields, reclaim_expired, time_arg
+
 return guard('reclaim', function()
   local now, now_text = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)

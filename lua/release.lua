@@ -10,6 +10,10 @@
 --   aside in corrupt, as settle does). The next claim issues a new token.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
+-- Uses: K, after_quarantine, apply, guard, item_count, lanes_flush, load, make_ready, name_arg
+-- Uses: new_writes, plus, presence_status, put, quarantine, require_format, time_arg, token_matches
+-- Uses: write_upgrade, zrem
+
 return guard('release', function()
   local now, now_text = time_arg('now', ARGV[1])
   local items, ids = {}, {}

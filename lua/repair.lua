@@ -10,6 +10,10 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
+-- Uses: K, apply, drop_field, fmt, guard, item_count, lanes_flush, make_ready, name_arg, new_state
+-- Uses: new_writes, parse_body, parse_state, put, read_config_fields, read_many, record_fields
+-- Uses: time_arg, unmarked, upgrade_v0, zrem
+
 return guard('repair', function()
   local now = time_arg('now', ARGV[1])
   local ids = {}

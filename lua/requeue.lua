@@ -12,6 +12,10 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
+-- Uses: K, after_quarantine, apply, guard, hold_of, item_count, lanes_flush, load, make_ready
+-- Uses: name_arg, new_writes, presence_status, put, quarantine, read_config_fields, time_arg
+-- Uses: write_upgrade, zrem
+
 return guard('requeue', function()
   local now, now_text = time_arg('now', ARGV[1])
   local ids = {}

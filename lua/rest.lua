@@ -16,6 +16,9 @@
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
+-- Uses: K, call_arg, guard, int_arg, need_wake, next_due_of, read_config_fields, time_arg
+-- Uses: wake_time
+
 return guard('rest', function()
   local now = time_arg('now', ARGV[1])
   local horizon = int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS)

@@ -24,6 +24,11 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every argument is checked, and the config
 --   and the states read, before the first write.
+-- Uses: K, after_quarantine, apply, as_time, bad, config_get, config_int, drop_field, fmt
+-- Uses: group_policy, guard, is_name, lane_of, lane_release, lanes_flush, make_ready, name_arg
+-- Uses: new_writes, note_due, presence_status, put_state, quarantine, read_config_fields, read_many
+-- Uses: read_record, time_arg, token_matches, write_upgrade, zadd
+
 return guard('settle', function()
   local now, now_text = time_arg('now', ARGV[1])
   -- Items of 3 (ack) or 5 (retry, fail) arguments; where each starts, and what each asks.

@@ -8,6 +8,8 @@
 -- ARGV[4] failedRetentionMs  -1 (config failedRetentionMs, default 7 days) or 0..31622400000
 -- Returns: { doneTrimmed, failedTrimmed } (a count equal to `limit` means more may be left).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
+-- Uses: K, config_int, guard, int_arg, read_config_fields, time_arg, trim_before
+
 return guard('trim', function()
   local now = time_arg('now', ARGV[1])
   local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
