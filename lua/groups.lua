@@ -4,7 +4,7 @@
 -- KEYS the queue's keys (see lib/arguments.lua): config, groups are used
 -- ARGV[1] cursor   the HSCAN cursor: "0" to start, then the cursor the last page returned
 -- ARGV[2] count    1..1000, about how many records one page reads (HSCAN's COUNT)
--- Returns: { next cursor ("0" when the scan is complete), then per group, 5 each: type, group,
+-- Returns: { next cursor ("" when the scan is complete), then per group, 5 each: type, group,
 --   leased (held retries of ordered groups included), ready (parked included), parked }
 --   (types' own records, "@<type>", and the lane of the tasks without a group are not groups)
 --   A group with nothing READY or leased has no record, so it is not listed (one whose holders
@@ -21,7 +21,7 @@ return guard('groups', function()
   local count = int_arg('count', ARGV[2], 1, 1000)
   require_format()
   local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', count)
-  local result = { page[1] }
+  local result = { page[1] == '0' and '' or page[1] }
   local entries = page[2]
   -- The records, and their holders' states (one HMGET): a holder acked since is not counted.
   local rows, ids, owners = {}, {}, {}

@@ -12,11 +12,11 @@
 --                     or "" (none): a repeat after a lost reply is told the wake-up its first run arranged
 -- Reads config: wake, nextDue (scheduled work, and groups or types waiting to run again), ordered,
 --   hold, paused (nothing to arrange). Writes wake.
--- Returns: the time (ms) a wake-up message must be sent for, or -1 when none is needed (nothing
+-- Returns: the time (ms) a wake-up message must be sent for, or "" when none is needed (nothing
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, call_arg, guard, int_arg, need_wake, next_due_of, read_config_fields, time_arg
+-- Uses: K, call_arg, fmt, guard, int_arg, need_wake, next_due_of, read_config_fields, time_arg
 -- Uses: wake_time
 
 return guard('rest', function()
@@ -34,14 +34,15 @@ return guard('rest', function()
   end
   local due
   if config.paused == '1' then
-    return -1 -- a paused queue: its resume arranges the wake-up
+    return '' -- a paused queue: its resume arranges the wake-up
   elseif config.ordered == '1' and redis.call('ZCARD', K.leased) > 0 then
-    return -1 -- the worker holding the lease rests after it
+    return '' -- the worker holding the lease rests after it
   elseif cut_off and redis.call('ZCARD', K.ready) > 0 then
     due = now
   else
     due = next_due_of(config, now)
   end
-  if due == nil then return -1 end
-  return need_wake(config, now, due, horizon, call ~= '' and call or nil) or -1
+  if due == nil then return '' end
+  local wake_at = need_wake(config, now, due, horizon, call ~= '' and call or nil)
+  return wake_at and fmt(wake_at) or ''
 end)

@@ -378,7 +378,7 @@ export class QueueCore {
       cutOff: options.cutOff ? "1" : "0",
       callId: callId(),
     });
-    return Number(reply) >= 0 ? Number(reply) : undefined;
+    return optionalTime(reply[0]);
   }
 
   /**

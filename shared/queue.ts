@@ -167,7 +167,7 @@ export class Queue extends QueueCore {
       }),
     );
     const next = String(reply[0]);
-    return { groups, next: next === "0" ? undefined : next };
+    return { groups, next: next === "" ? undefined : next };
   }
 
   /**
