@@ -1,14 +1,16 @@
 -- extend: push the lease deadline of leased tasks, each fenced by its lease token.
 --
--- KEYS the queue's keys (see lib/arguments.lua): task, config, leased are used
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, leased, corrupt (and for a task of a
+--   group grouped, groups, groupwait) are used
 -- ARGV[1] now   ms since epoch
 -- ARGV[2..] per item, 3 each: id, token, leaseMs (1..86400000: the new deadline is now + leaseMs)
 -- Returns: per item, 2 each: status, lease deadline (ms; 0 unless status is 0)
---   status 0 ok, 1 stale token, 2 already done, 3 unknown id, 6 corrupt (as in settle)
+--   status 0 ok, 1 stale token, 2 already done, 3 unknown id, 6 corrupt (its record cannot be read:
+--   set aside in corrupt, as settle and release do)
 --   A lease past its deadline that no reclaim has taken yet can still be extended.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, apply, fmt, guard, int_arg, item_count, load, name_arg, new_writes, presence_status, put
+-- Uses: K, apply, fenced_presence, fmt, guard, int_arg, item_count, load, name_arg, new_writes, put
 -- Uses: put_state, require_format, time_arg, token_matches, write_upgrade, zadd
 
 return guard('extend', function()
@@ -26,12 +28,12 @@ return guard('extend', function()
   require_format()
 
   local tasks = load(ids, false)
-  local result, writes = {}, new_writes()
+  local result, writes, config = {}, new_writes(), {}
   for _, item in ipairs(items) do
     local task = tasks[item.id]
     local state = task.state
     local status, deadline = 0, 0
-    local present = presence_status(task)
+    local present = fenced_presence(writes, item.id, task, config, now)
     if present then
       status = present
     elseif state.letter ~= 'L' or not token_matches(state, item.token) then

@@ -10,9 +10,8 @@
 --   aside in corrupt, as settle does). The next claim issues a new token.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, after_quarantine, apply, guard, item_count, lanes_flush, load, make_ready, name_arg
--- Uses: new_writes, plus, presence_status, put, quarantine, require_format, time_arg, token_matches
--- Uses: write_upgrade, zrem
+-- Uses: K, apply, fenced_presence, guard, item_count, lanes_flush, load, make_ready, name_arg
+-- Uses: new_writes, plus, put, require_format, time_arg, token_matches, write_upgrade, zrem
 
 return guard('release', function()
   local now, now_text = time_arg('now', ARGV[1])
@@ -30,13 +29,9 @@ return guard('release', function()
     local task = tasks[item.id]
     local state = task.state
     local status = 0
-    local present = presence_status(task)
+    local present = fenced_presence(writes, item.id, task, config, now)
     if present then
       status = present
-      if present == 6 then -- unreadable: set aside now, as settle does, not at its deadline
-        quarantine(writes, item.id, task.problem, now)
-        after_quarantine(item.id, task, config)
-      end
     elseif state.letter ~= 'L' or not token_matches(state, item.token) then
       status = 1
     else

@@ -24,10 +24,10 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every argument is checked, and the config
 --   and the states read, before the first write.
--- Uses: K, after_quarantine, apply, as_time, bad, config_get, config_int, drop_field, fmt
+-- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fenced_presence, fmt
 -- Uses: group_policy, guard, is_name, lane_of, lane_release, lanes_flush, make_ready, name_arg
--- Uses: new_writes, note_due, presence_status, put_state, quarantine, read_config_fields, read_many
--- Uses: read_record, time_arg, token_matches, write_upgrade, zadd
+-- Uses: new_writes, note_due, put_state, read_config_fields, read_many, read_record, time_arg
+-- Uses: token_matches, write_upgrade, zadd
 
 return guard('settle', function()
   local now, now_text = time_arg('now', ARGV[1])
@@ -94,12 +94,9 @@ return guard('settle', function()
         tasks[id] = task
       end
       local state = task.state
-      local status = presence_status(task)
+      local status = fenced_presence(writes, id, task, config, now)
       if status then
-        if status == 6 then
-          quarantine(writes, id, task.problem, now)
-          after_quarantine(id, task, config)
-        end
+        -- nothing more: a record that cannot be read was set aside
       elseif outcome ~= 'ack' and replayed[outcome][state.letter] and token_matches(state, token) then
         -- The same retry or fail ran already (a retry after a lost reply), and no claim came since:
         -- answer what it did. An ack is never answered this way: a DONE task says already_done.

@@ -476,6 +476,17 @@ local function after_quarantine(id, task, config)
   if info and info.group ~= '' then lane_wait(lane_of(info.type, info.group), 0, config) end
 end
 
+-- The status of a task a fenced call (settle, extend, release) names, before its token is compared
+-- (presence_status); a record that cannot be read is set aside at once (6), whichever call met it.
+local function fenced_presence(writes, id, task, config, now)
+  local status = presence_status(task)
+  if status == 6 then
+    quarantine(writes, id, task.problem, now)
+    after_quarantine(id, task, config)
+  end
+  return status
+end
+
 -- Parks a READY task of a lane: state W, in the grouped set (the caller takes it out of ready). A
 -- task let out gives its slot back.
 local function lane_park(writes, lane, record, id, state)

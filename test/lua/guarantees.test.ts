@@ -269,23 +269,34 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     await expectClean(queue, NOW + 5);
   });
 
-  it("3d: releasing a lease whose record cannot be read sets it aside at once, its group's slot freed", async () => {
-    const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
-    await queue.enqueue(
-      ["r1", "r2"].map((id) => ({ id, type: "job", group: "g" })),
-      { now: NOW },
-    );
-    const [task] = await queue.claim({ count: 1, now: NOW });
-    await redis.hset(queue.keys.task, `${task.id}:s`, "L|garbled"); // its state cannot be read
-    expect(await queue.release([{ id: task.id, token: task.token }], { now: NOW + 1 })).toEqual([
-      { id: task.id, status: "corrupt" },
-    ]);
-    expect(await queue.inspect(task.id)).toMatchObject({ state: "corrupt" });
-    expect(await redis.zscore(queue.keys.leased, task.id)).toBeNull();
-    // The group's next task runs: the slot the unreadable lease held is free.
-    expect((await queue.claim({ count: 1, now: NOW + 2 })).map((next) => next.id)).toEqual(["r2"]);
-    await expectClean(queue, NOW + 3);
-  });
+  it.each([
+    ["releasing", (queue: Queue, task: ClaimedTask) => queue.release([task], { now: NOW + 1 })],
+    [
+      "extending",
+      async (queue: Queue, task: ClaimedTask) =>
+        (await queue.extend([{ ...task, leaseMs: 1_000 }], { now: NOW + 1 })).map(({ id, status, leaseDeadlineMs }) => {
+          expect(leaseDeadlineMs).toBeUndefined();
+          return { id, status };
+        }),
+    ],
+  ] as const)(
+    "3d: %s a lease whose record cannot be read sets it aside at once, its group's slot freed",
+    async (_, call) => {
+      const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
+      await queue.enqueue(
+        ["r1", "r2"].map((id) => ({ id, type: "job", group: "g" })),
+        { now: NOW },
+      );
+      const [task] = await queue.claim({ count: 1, now: NOW });
+      await redis.hset(queue.keys.task, `${task.id}:s`, "L|garbled"); // its state cannot be read
+      expect(await call(queue, task)).toEqual([{ id: task.id, status: "corrupt" }]);
+      expect(await queue.inspect(task.id)).toMatchObject({ state: "corrupt" });
+      expect(await redis.zscore(queue.keys.leased, task.id)).toBeNull();
+      // The group's next task runs: the slot the unreadable lease held is free.
+      expect((await queue.claim({ count: 1, now: NOW + 2 })).map((next) => next.id)).toEqual(["r2"]);
+      await expectClean(queue, NOW + 3);
+    },
+  );
 
   it("3c: a parked task deleted while unreadable does not let out the next task given its id", async () => {
     const queue = await fresh({ typeGroups: { job: { ordered: true } } });
