@@ -1,16 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import { parseDuration } from "../shared/text.js";
 
-/** A commander argument parser for an integer from `min` to `max`. */
-export function integer(min: number, max: number): (text: string) => number {
-  return (text) => {
-    const value = Number(text);
-    if (text.trim() === "" || !Number.isInteger(value) || value < min || value > max) {
-      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}.`);
-    }
-    return value;
-  };
-}
+export { integer } from "../shared/options.js";
 
 /** A commander argument parser for an ISO 8601 time, e.g. 2030-01-02T03:04:05Z; returns ms since epoch. */
 export function isoTime(text: string): number {

@@ -1,26 +1,13 @@
 // `npm start` and `leaseq dev`: the whole system on this machine, no AWS account needed, running the
-// demo's task types or your own (`--tasks ./src/tasks.ts`). See docs/local.md.
-import { Command, InvalidArgumentError, Option } from "commander";
+// demo's task types or your own (`--tasks ./src/tasks.ts`). See docs/dev.md.
+import { Command, Option } from "commander";
 import type { TaskDeclaration } from "../functions/tasks.js";
 import { isTerminal } from "../shared/live.js";
+import { integer } from "../shared/options.js";
 import { redact } from "../shared/text.js";
 import { NoRedisError } from "./redis.js";
 import { type DemoRun, runDemo } from "./run-demo.js";
 import { type Stack, startStack } from "./stack.js";
-
-/**
- * A commander argument parser for an integer from `min` to `max`: the same as the CLI's, kept here so
- * the local stack imports nothing of the CLI.
- */
-function integer(min: number, max: number): (text: string) => number {
-  return (text) => {
-    const value = Number(text);
-    if (text.trim() === "" || !Number.isInteger(value) || value < min || value > max) {
-      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}.`);
-    }
-    return value;
-  };
-}
 
 const LOG_LEVELS = ["SILENT", "CRITICAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"] as const;
 

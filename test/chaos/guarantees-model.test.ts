@@ -241,6 +241,21 @@ abstract class Step implements Command {
   }
 }
 
+/** A control naming ids (cancel, delete, requeue): described by its verb and ids. */
+abstract class IdsStep extends Step {
+  abstract readonly verb: string;
+  constructor(
+    readonly ids: string[],
+    skew: number,
+    lost: boolean,
+  ) {
+    super(skew, lost);
+  }
+  describe() {
+    return `${this.verb}(${this.ids.join(", ")})`;
+  }
+}
+
 class Enqueue extends Step {
   constructor(
     readonly items: Array<{ id: string; type: string; group: string; priority: number; delayMs: number }>,
@@ -499,14 +514,8 @@ class Tick extends Step {
   }
 }
 
-class Cancel extends Step {
-  constructor(
-    readonly ids: string[],
-    skew: number,
-    lost: boolean,
-  ) {
-    super(skew, lost);
-  }
+class Cancel extends IdsStep {
+  readonly verb = "cancel";
   async run(world: World, real: Real) {
     count("cancel");
     const got = await this.queue(real).cancel(this.ids, { now: this.at(world) });
@@ -541,19 +550,10 @@ class Cancel extends Step {
     this.expectStatuses(got, want);
     await compare(world, real);
   }
-  describe() {
-    return `cancel(${this.ids.join(", ")})`;
-  }
 }
 
-class Delete extends Step {
-  constructor(
-    readonly ids: string[],
-    skew: number,
-    lost: boolean,
-  ) {
-    super(skew, lost);
-  }
+class Delete extends IdsStep {
+  readonly verb = "delete";
   async run(world: World, real: Real) {
     count("delete");
     const got = await this.queue(real).delete(this.ids, { now: this.at(world) });
@@ -564,8 +564,8 @@ class Delete extends Step {
       const task = world.tasks.get(id);
       let status = "ok";
       if (!task) status = "unknown_id";
-      else if (task.state === "L" && !task.unreadable) status = "leased";
-      else if (task.unreadable && task.state !== "C" && task.state === "L") status = "leased";
+      else if (task.state === "L")
+        status = "leased"; // readable or not: a delete refuses a lease
       else {
         world.tasks.delete(id);
         const lane = laneOf(task);
@@ -581,19 +581,10 @@ class Delete extends Step {
     this.expectStatuses(got, want);
     await compare(world, real);
   }
-  describe() {
-    return `delete(${this.ids.join(", ")})`;
-  }
 }
 
-class Requeue extends Step {
-  constructor(
-    readonly ids: string[],
-    skew: number,
-    lost: boolean,
-  ) {
-    super(skew, lost);
-  }
+class Requeue extends IdsStep {
+  readonly verb = "requeue";
   override check(world: Readonly<World>) {
     return this.ids.every((id) => world.tasks.get(id)?.state === "F" && !world.tasks.get(id)?.unreadable);
   }
@@ -613,9 +604,6 @@ class Requeue extends Step {
       if (ordered(task)) chooseHead(world, laneOf(task));
     }
     await compare(world, real);
-  }
-  describe() {
-    return `requeue(${this.ids.join(", ")})`;
   }
 }
 
