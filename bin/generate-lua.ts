@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { LUA_CONSTANTS } from "../shared/config.js";
 import { queueKeys } from "../shared/keys.js";
 import { type Block, blocksFor, topLevelBlocks } from "./lua-prelude.js";
+import { protocolLua, runtimeProtocol, withScriptsTable } from "./lua-protocol.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const LUA_DIR = join(ROOT, "lua");
@@ -17,6 +18,7 @@ export const LUA_DIR = join(ROOT, "lua");
  */
 export const LIB_FILES = [
   "arguments",
+  "protocol",
   "variadic",
   "config",
   "records",
@@ -54,6 +56,9 @@ export function luaSources(dir: string = LUA_DIR): Array<[string, string]> {
   ];
 }
 export const GENERATED_PATH = join(ROOT, "shared", "scripts.generated.ts");
+export const DESIGN_PATH = join(ROOT, "docs", "design.md");
+/** lua/lib/protocol.lua: written from shared/protocol/ (bin/lua-protocol.ts) before the module. */
+export const PROTOCOL_LUA_PATH = join(LUA_DIR, "lib", "protocol.lua");
 
 // A Lua token: a quoted string, a comment (to the end of the line), a run of name or number
 // characters (dots included, so `a.b` and `1.5` stay whole), spaces, or an operator.
@@ -257,10 +262,17 @@ export function generatedModule(dir: string = LUA_DIR): string {
     ...entries,
     "} as const;",
     "",
+    "// Each operation's argument names and reply field names (shared/protocol/operations.ts, names only:",
+    "// what the library encodes and decodes by; the rest of the declaration stays out of the bundles).",
+    `export const PROTOCOL = ${JSON.stringify(runtimeProtocol())} as const;`,
+    "",
   ].join("\n");
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  writeFileSync(PROTOCOL_LUA_PATH, protocolLua());
   writeFileSync(GENERATED_PATH, generatedModule());
-  console.log(`wrote ${GENERATED_PATH.slice(ROOT.length + 1)}`);
+  writeFileSync(DESIGN_PATH, withScriptsTable(readFileSync(DESIGN_PATH, "utf8")));
+  for (const path of [PROTOCOL_LUA_PATH, GENERATED_PATH, DESIGN_PATH])
+    console.log(`wrote ${path.slice(ROOT.length + 1)}`);
 }

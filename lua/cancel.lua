@@ -13,14 +13,14 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, after_quarantine, apply, drop_field, forget_marks, guard, item_count, lane_of
--- Uses: lane_release, lane_remove, lanes_flush, load, name_arg, new_state, new_writes, parked_gone
--- Uses: plus, put, put_state, quarantine, read_config_fields, time_arg, zadd, zrem
+-- Uses: K, after_quarantine, apply, cancel_args, drop_field, forget_marks, guard, item_count
+-- Uses: lane_of, lane_release, lane_remove, lanes_flush, load, name_arg, new_state, new_writes
+-- Uses: parked_gone, plus, put, put_state, quarantine, read_config_fields, zadd, zrem
 
 local CANCELLED = 'cancelled'
 
 return guard('cancel', function()
-  local now, now_text = time_arg('now', ARGV[1])
+  local now, now_text = cancel_args()
   local ids = {}
   for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 1], ID_MAX_BYTES) end
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })

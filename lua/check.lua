@@ -17,16 +17,13 @@
 --   group_stalled.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: bad, check_step, guard, int_arg, lanes_flush, read_config, time_arg
+-- Uses: bad, check_args, check_step, guard, lanes_flush, read_config
 
 return guard('check', function()
-  local now = time_arg('now', ARGV[1])
-  local cursor = ARGV[2] or ''
+  local now, _, cursor, count, repair = check_args()
   if cursor ~= '' and (#cursor > 64 or not string.find(cursor, '^%a+:[%d:]+$')) then
     bad('cursor must be "" or a cursor a previous step returned, got "' .. string.sub(cursor, 1, 40) .. '"')
   end
-  local count = int_arg('count', ARGV[3], 1, CHECK_PAGE_MAX)
-  local repair = int_arg('repair', ARGV[4], 0, 1) == 1
   local config = read_config()
   local problems, next_cursor = check_step(config, now, cursor, count, repair)
   if repair then lanes_flush(now) end

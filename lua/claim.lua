@@ -31,12 +31,12 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format. Both come before the first write: after its checks the claim only
 --   reads, parses (never raising) and writes.
--- Uses: K, add_slot, apply, drop_slot, fmt, group_policy, guard, has_slot, hold_of, int_arg
+-- Uses: K, add_slot, apply, claim_args, drop_slot, fmt, group_policy, guard, has_slot, hold_of
 -- Uses: int_text, lane_get, lane_of, lane_park, lane_touch, lane_unpark, lane_wait, lanes
 -- Uses: lanes_flush, lanes_load, lanes_verify, lease_lengths, load, mark_active, name_arg
 -- Uses: new_state, new_writes, next_due_of, parse_body, parse_state, paused_types_of, plus
 -- Uses: policy_of, promote_due, put, put_state, quarantine, rate_count, rate_open, read_config
--- Uses: read_many, read_record, slot_count, slot_ids, time_arg, token_of, type_park, write_many
+-- Uses: read_many, read_record, slot_count, slot_ids, state_line, token_of, type_park, write_many
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
@@ -262,7 +262,7 @@ local function fresh_of(heads, values)
       local enqueued, task_type, group = nil, nil, nil
       if body then enqueued, task_type, group = string.match(body, FRESH_BODY_PATTERN) end
       local rank = heads[i + 1]
-      if task_type and (#enqueued < 15 or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= 16 and
+      if task_type and (#enqueued < DIGITS_ENQUEUED or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= DIGITS_RANK and
         string.find(rank, '^%d+$') then
         local lane = group ~= '' and lane_of(task_type, group)
         f_type[at], f_lane[at], f_rank[at], f_out[at] = task_type, lane, rank, false
@@ -270,7 +270,7 @@ local function fresh_of(heads, values)
       end
     else
       local flags, grank, lane, task_type = string.match(value, FRESH_GROUPED_PATTERN)
-      if flags and body and string.byte(body, 1) == BODY_FORMAT_BYTE and #grank <= 16 then
+      if flags and body and string.byte(body, 1) == BODY_FORMAT_BYTE and #grank <= DIGITS_RANK then
         f_type[at], f_lane[at], f_rank[at], f_out[at], f_state[at] = task_type, lane, grank, flags == 'u', true
       else
         local other_type, group = string.match(value, LANE_OF_STATE_PATTERN)
@@ -302,8 +302,7 @@ local function take_page(s, heads, values)
   -- inline, without a table: its state text, its lease, its place in the result.
   local function lease_fresh(id, body, rank, type_group, flags, chosen, task_type)
     states[#states + 1] = id .. ':s'
-    states[#states + 1] = 'L|1|' .. gen_text .. '|' .. chosen.max .. '|' .. chosen.deadline .. '|' .. flags .. '|' ..
-      rank .. '|' .. type_group .. '|' .. claim_id .. '|'
+    states[#states + 1] = state_line('L', '1', gen_text, chosen.max, chosen.deadline, flags, rank, type_group, claim_id, '')
     leased[#leased + 1] = chosen.deadline
     leased[#leased + 1] = id
     popped[#popped + 1] = id
@@ -446,16 +445,11 @@ local function finish_scan(s)
 end
 
 return guard('claim', function()
-  local now, now_text = time_arg('now', ARGV[1])
-  local count = int_arg('count', ARGV[2], 1, CLAIM_MAX)
-  local max_lease = int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS)
-  local claim_id = name_arg('claimId', ARGV[4], 64)
-  local is_repeat = int_arg('repeat', ARGV[5], 0, 1) == 1
-  local promote_limit = int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX)
+  local now, now_text, count, max_lease, claim_id, is_repeat, promote_limit, types = claim_args()
   local runs = nil -- the caller's types, or nil: any
-  if (ARGV[7] or '') ~= '' then
+  if types ~= '' then
     runs = {}
-    for name in string.gmatch(ARGV[7], '[^,]+') do runs[name_arg('types', name, TYPE_MAX_BYTES)] = true end
+    for name in string.gmatch(types, '[^,]+') do runs[name_arg('types', name, TYPE_MAX_BYTES)] = true end
   end
   local config = read_config()
   local ordered, paused = config.ordered == '1', config.paused == '1'

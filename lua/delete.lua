@@ -15,19 +15,15 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, apply, bad, drop_field, drop_slot, forget_marks, guard, item_count, lane_get, lane_of
--- Uses: lane_remove, lane_wait, lanes_flush, name_arg, new_state, new_writes, parked_gone
--- Uses: parse_body, parse_state, read_config_fields, record_fields, time_arg, zrem
+-- Uses: K, apply, delete_args, drop_field, drop_slot, forget_marks, guard, item_count, lane_get
+-- Uses: lane_of, lane_remove, lane_wait, lanes_flush, name_arg, new_state, new_writes, parked_gone
+-- Uses: parse_body, parse_state, read_config_fields, record_fields, zrem
 
 local LETTERS_OF = { ready = { R = true, W = true }, scheduled = { S = true }, done = { D = true },
   failed = { F = true }, corrupt = { C = true } }
 
 return guard('delete', function()
-  local now = time_arg('now', ARGV[1])
-  local wanted = ARGV[2] or ''
-  if wanted ~= '' and not LETTERS_OF[wanted] then
-    bad('state must be "" (any) or one of ready, scheduled, done, failed, corrupt, got "' .. string.sub(wanted, 1, 20) .. '"')
-  end
+  local now, _, wanted = delete_args()
   local letters = LETTERS_OF[wanted]
   local ids = {}
   for i = 1, item_count(3, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 2], ID_MAX_BYTES) end

@@ -6,10 +6,11 @@
 -- Returns: the number of keys that existed and were deleted (UNLINK: Redis frees big hashes in the
 --   background, so a queue of millions of tasks does not block the server).
 -- Errors: LEASEQ_BAD_ARGUMENT when confirm differs from name; nothing is deleted then.
--- Uses: bad, guard, write_many
+-- Uses: bad, drop_args, guard, write_many
 
 return guard('drop', function()
-  if ARGV[1] ~= ARGV[2] then bad('confirm must repeat the queue name exactly') end
+  local confirm, name = drop_args()
+  if confirm ~= name then bad('confirm must repeat the queue name exactly') end
   local rest = {}
   for i = 2, #KEYS do rest[#rest + 1] = KEYS[i] end
   return write_many('UNLINK', KEYS[1], rest)

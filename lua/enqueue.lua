@@ -22,15 +22,14 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists,
 --   comes before the first write (INCRBY of seq).
--- Uses: K, apply, as_time, bad, call_arg, config_int, declared_types, fair_turn, fmt, group_policy
--- Uses: guard, int_arg, int_text, is_name, item_count, lane_add, lane_of, lane_touch, lanes
--- Uses: lanes_flush, lanes_load, name_arg, need_wake, new_state, new_writes, note_due, put
+-- Uses: K, apply, as_time, bad, config_int, declared_types, enqueue_args, fair_turn, fmt
+-- Uses: group_policy, guard, int_arg, int_text, is_name, item_count, lane_add, lane_of, lane_touch
+-- Uses: lanes, lanes_flush, lanes_load, name_arg, need_wake, new_state, new_writes, note_due, put
 -- Uses: put_state, read_config_fields, read_many, repeated_wake, start_fair, time_arg
 -- Uses: upgrade_format, zadd
 
 return guard('enqueue', function()
-  local now, now_text = time_arg('now', ARGV[1])
-  local call = call_arg(ARGV[2])
+  local now, now_text, call = enqueue_args()
   local n = item_count(3, 4, BATCH_MAX)
 
   -- Checked before anything is written; a message is built only for the task that fails.
@@ -47,7 +46,7 @@ return guard('enqueue', function()
     local run_at = as_time(ARGV[base + 2])
     if not run_at then time_arg('task ' .. i .. ' runAtMs', ARGV[base + 2]) end
     local enqueued, task_type, group, payload_at = string.match(body, BODY_PATTERN)
-    if not enqueued or #enqueued > 15 then
+    if not enqueued or #enqueued > DIGITS_ENQUEUED then
       bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"')
     end
     if #task_type > TYPE_MAX_BYTES then name_arg('task ' .. i .. ' type', task_type, TYPE_MAX_BYTES) end

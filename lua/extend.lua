@@ -10,11 +10,11 @@
 --   A lease past its deadline that no reclaim has taken yet can still be extended.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, apply, fenced_presence, fmt, guard, int_arg, item_count, load, name_arg, new_writes, put
--- Uses: put_state, require_format, time_arg, token_matches, write_upgrade, zadd
+-- Uses: K, apply, extend_args, fenced_presence, fmt, guard, int_arg, item_count, load, name_arg
+-- Uses: new_writes, put, put_state, require_format, token_matches, write_upgrade, zadd
 
 return guard('extend', function()
-  local now = time_arg('now', ARGV[1])
+  local now = extend_args()
   local items, ids = {}, {}
   for i = 1, item_count(2, 3, BATCH_MAX) do
     local base = 2 + (i - 1) * 3

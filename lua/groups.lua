@@ -11,14 +11,11 @@
 --   were all acked may be listed with 0 and 0 until tick sweeps its record).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
--- Uses: K, bad, guard, int_arg, read_many, require_format, slot_kind
+-- Uses: K, bad, groups_args, guard, read_many, require_format, slot_kind
 
 return guard('groups', function()
-  local cursor = ARGV[1]
-  if type(cursor) ~= 'string' or not string.find(cursor, '^%d+$') or #cursor > 20 then
-    bad('cursor must be the digits of an HSCAN cursor ("0" to start)')
-  end
-  local count = int_arg('count', ARGV[2], 1, 1000)
+  local cursor, count = groups_args()
+  if not string.find(cursor, '^%d+$') or #cursor > 20 then bad('cursor must be the digits of an HSCAN cursor ("0" to start)') end
   require_format()
   local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', count)
   local result = { page[1] == '0' and '' or page[1] }

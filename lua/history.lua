@@ -9,11 +9,10 @@
 --   minute, oldest first, 2 each: done, failed }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
--- Uses: K, fmt, guard, int_arg, require_format, time_arg
+-- Uses: K, fmt, guard, history_args, require_format
 
 return guard('history', function()
-  local now = time_arg('now', ARGV[1])
-  local minutes = int_arg('minutes', ARGV[2], 1, HISTORY_MINUTES_MAX)
+  local now, _, minutes = history_args()
   require_format()
   local start = (math.floor(now / 60000) - minutes + 1) * 60000
   local result = { fmt(start) }

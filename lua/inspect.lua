@@ -8,10 +8,10 @@
 --   C), payload ("" once DONE), rank, enqueuedAtMs }
 -- Errors: LEASEQ_BAD_ARGUMENT when the id is malformed, LEASEQ_FORMAT when the queue is in another
 --   storage format.
--- Uses: K, guard, load, name_arg, parse_body, parse_state, require_format, unmarked
+-- Uses: K, guard, inspect_args, load, parse_body, parse_state, require_format, unmarked
 
 return guard('inspect', function()
-  local id = name_arg('id', ARGV[1], ID_MAX_BYTES)
+  local id = inspect_args()
   require_format()
   local values = redis.call('HMGET', K.task, id .. ':s', id, id .. ':x')
   local state_value, body, reason = values[1], values[2], values[3]

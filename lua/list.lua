@@ -12,15 +12,13 @@
 --   A READY task never claimed keeps its type in its body: the page reads those bodies.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
--- Uses: K, bad, guard, int_arg, load, read_many, require_format
+-- Uses: K, guard, list_args, load, read_many, require_format
 
 return guard('list', function()
   local sets = { ready = K.ready, scheduled = K.scheduled, leased = K.leased, done = K.done, failed = K.failed, corrupt = K.corrupt }
-  local set = sets[ARGV[1]]
-  if not set then bad('state must be one of ready, scheduled, leased, done, failed, corrupt') end
+  local state, offset, limit = list_args()
+  local set = sets[state]
   require_format()
-  local offset = int_arg('offset', ARGV[2], 0, 1000000000)
-  local limit = int_arg('limit', ARGV[3], 1, 1000)
   local page
   if set == K.scheduled then -- the v0 guard (score 0) aside
     page = redis.call('ZRANGEBYSCORE', set, SCHEDULED_FROM, '+inf', 'WITHSCORES', 'LIMIT', offset, limit)

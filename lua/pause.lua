@@ -17,16 +17,11 @@
 --   (a resume with work ready now, or falling due within 15 minutes: docs/wake-ups.md), "" when none }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, bad, call_arg, fmt, guard, lane_wait, lanes_flush, name_arg, need_wake, next_due_of
--- Uses: read_config_fields, repeated_wake, time_arg, type_unpark, wake_time
+-- Uses: K, bad, fmt, guard, lane_wait, lanes_flush, need_wake, next_due_of, pause_args
+-- Uses: read_config_fields, repeated_wake, type_unpark, wake_time
 
 return guard('pause', function()
-  local now = time_arg('now', ARGV[1])
-  local action = ARGV[2]
-  if action ~= 'pause' and action ~= 'resume' then bad('action must be "pause" or "resume", got "' .. string.sub(tostring(action), 1, 40) .. '"') end
-  local task_type = ARGV[3] or ''
-  if task_type ~= '' then name_arg('type', task_type, TYPE_MAX_BYTES) end
-  local call = call_arg(ARGV[4])
+  local now, _, action, task_type, call = pause_args()
   local config = read_config_fields({ 'paused', 'pauses', 'wake', 'nextDue', 'ordered', 'hold' })
   local pausing, changed = action == 'pause', 0
   if task_type == '' then

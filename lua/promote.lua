@@ -8,11 +8,10 @@
 -- Returns: the number of tasks promoted (fewer than `limit` means none due is left).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: guard, int_arg, lanes_flush, promote_due, read_config_fields, time_arg
+-- Uses: guard, lanes_flush, promote_args, promote_due, read_config_fields
 
 return guard('promote', function()
-  local now, now_text = time_arg('now', ARGV[1])
-  local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
+  local now, now_text, limit = promote_args()
   local promoted = promote_due(read_config_fields({ 'nextDue', 'fair', 'pauses' }), now, now_text, limit, limit)
   lanes_flush(now)
   return promoted

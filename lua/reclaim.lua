@@ -10,11 +10,10 @@
 --   when its attempts are used up). Fewer than `limit` tasks means no expired lease is left.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: config_int, guard, int_arg, lanes_flush, read_config_fields, reclaim_expired, time_arg
+-- Uses: config_int, guard, lanes_flush, read_config_fields, reclaim_args, reclaim_expired
 
 return guard('reclaim', function()
-  local now, now_text = time_arg('now', ARGV[1])
-  local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
+  local now, now_text, limit = reclaim_args()
   local config = read_config_fields({ 'skewMs', 'fair' })
   local moved = reclaim_expired(config, now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)
   lanes_flush(now)

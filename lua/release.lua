@@ -11,10 +11,10 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: K, apply, fenced_presence, guard, item_count, lanes_flush, load, make_ready, name_arg
--- Uses: new_writes, plus, put, require_format, time_arg, token_matches, write_upgrade, zrem
+-- Uses: new_writes, plus, put, release_args, require_format, token_matches, write_upgrade, zrem
 
 return guard('release', function()
-  local now, now_text = time_arg('now', ARGV[1])
+  local now, now_text = release_args()
   local items, ids = {}, {}
   for i = 1, item_count(2, 2, BATCH_MAX) do
     local base = 2 + (i - 1) * 2

@@ -12,10 +12,10 @@
 --   are read and checked before the first write.
 -- Uses: K, apply, drop_field, fmt, guard, item_count, lanes_flush, make_ready, name_arg, new_state
 -- Uses: new_writes, parse_body, parse_state, put, read_config_fields, read_many, record_fields
--- Uses: time_arg, unmarked, upgrade_v0, zrem
+-- Uses: repair_args, unmarked, upgrade_v0, zrem
 
 return guard('repair', function()
-  local now = time_arg('now', ARGV[1])
+  local now = repair_args()
   local ids = {}
   for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
   local config = read_config_fields({ 'fair' })

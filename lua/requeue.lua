@@ -13,11 +13,11 @@
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
 -- Uses: K, after_quarantine, apply, guard, hold_of, item_count, lanes_flush, load, make_ready
--- Uses: name_arg, new_writes, presence_status, put, quarantine, read_config_fields, time_arg
+-- Uses: name_arg, new_writes, presence_status, put, quarantine, read_config_fields, requeue_args
 -- Uses: write_upgrade, zrem
 
 return guard('requeue', function()
-  local now, now_text = time_arg('now', ARGV[1])
+  local now, now_text = requeue_args()
   local ids = {}
   for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
   local config = read_config_fields({ 'hold', 'fair' })

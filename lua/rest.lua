@@ -16,14 +16,10 @@
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, call_arg, fmt, guard, int_arg, need_wake, next_due_of, read_config_fields, time_arg
--- Uses: wake_time
+-- Uses: K, fmt, guard, need_wake, next_due_of, read_config_fields, rest_args, wake_time
 
 return guard('rest', function()
-  local now = time_arg('now', ARGV[1])
-  local horizon = int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS)
-  local cut_off = int_arg('cutOff', ARGV[3], 0, 1) == 1
-  local call = call_arg(ARGV[4])
+  local now, _, horizon, cut_off, call = rest_args()
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'paused' })
   -- The mark of a draining worker (this one, or one that stopped without resting) covers nothing
   -- once it stops; a wake-up arranged for later stays.

@@ -26,11 +26,11 @@
 --   and the states read, before the first write.
 -- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fenced_presence, fmt
 -- Uses: group_policy, guard, is_name, lane_of, lane_release, lanes_flush, make_ready, name_arg
--- Uses: new_writes, note_due, put_state, read_config_fields, read_many, read_record, time_arg
--- Uses: token_matches, write_upgrade, zadd
+-- Uses: new_writes, note_due, put_state, read_config_fields, read_many, read_record, settle_args
+-- Uses: state_line, time_arg, token_matches, write_upgrade, zadd
 
 return guard('settle', function()
-  local now, now_text = time_arg('now', ARGV[1])
+  local now, now_text = settle_args()
   -- Items of 3 (ack) or 5 (retry, fail) arguments; where each starts, and what each asks.
   local all_acks, ids, starts, outcomes, at = true, {}, {}, {}, 2
   while at <= #ARGV do
@@ -73,11 +73,10 @@ return guard('settle', function()
     if outcome == 'ack' and values[i] and not tasks[id] then
       attempts, gen, max, flags, rank, type_group = string.match(values[i], ACK_STATE_PATTERN)
     end
-    if attempts and flags == '' and #rank <= 16 and #gen <= 16 and #attempts <= 4 and #max <= 4 and
-      token == rank .. '.' .. gen then
+    if attempts and flags == '' and #rank <= DIGITS_RANK and #gen <= DIGITS_GEN and
+      #attempts <= DIGITS_ATTEMPTS and #max <= DIGITS_MAX and token == rank .. '.' .. gen then
       states[#states + 1] = fields[i]
-      states[#states + 1] = 'D|' .. attempts .. '|' .. gen .. '|' .. max .. '|' .. now_text .. '||' .. rank .. '|' ..
-        type_group .. '||'
+      states[#states + 1] = state_line('D', attempts, gen, max, now_text, '', rank, type_group, '', '')
       done[#done + 1] = now_text
       done[#done + 1] = id
       finished[#finished + 1] = id

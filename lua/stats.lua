@@ -13,9 +13,9 @@
 --   pauses              the paused task types, comma-separated ("" when none)
 -- Errors: LEASEQ_BAD_ARGUMENT when `now` is malformed, LEASEQ_FORMAT when the queue is in another
 --   storage format.
--- Uses: guard, queue_stats, read_config_fields, time_arg
+-- Uses: guard, queue_stats, read_config_fields, stats_args
 
 return guard('stats', function()
-  local now = time_arg('now', ARGV[1])
+  local now = stats_args()
   return queue_stats(now, nil, read_config_fields({ 'paused', 'pauses' }))
 end)

@@ -21,15 +21,11 @@
 --   dueScheduled, corrupt, paused, pauses), then the time (ms) a wake-up must be sent for, "" when none }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, call_arg, config_int, fmt, guard, int_arg, lanes_flush, need_wake, next_due_of
--- Uses: promote_due, queue_stats, read_config, reclaim_expired, scheduled_count, sweep_step
--- Uses: time_arg, trim_before
+-- Uses: K, config_int, fmt, guard, lanes_flush, need_wake, next_due_of, promote_due, queue_stats
+-- Uses: read_config, reclaim_expired, scheduled_count, sweep_step, tick_args, trim_before
 
 return guard('tick', function()
-  local now, now_text = time_arg('now', ARGV[1])
-  local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  local horizon = int_arg('wakeHorizonMs', ARGV[3] or '0', 0, WAKE_HORIZON_MAX_MS)
-  local call = call_arg(ARGV[4])
+  local now, now_text, limit, horizon, call = tick_args()
   local config = read_config()
 
   local counts = { scheduled = scheduled_count() }

@@ -8,13 +8,10 @@
 -- ARGV[4] failedRetentionMs  -1 (config failedRetentionMs, default 7 days) or 0..31622400000
 -- Returns: { doneTrimmed, failedTrimmed } (a count equal to `limit` means more may be left).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed; nothing is written then.
--- Uses: K, config_int, guard, int_arg, read_config_fields, time_arg, trim_before
+-- Uses: K, config_int, guard, read_config_fields, trim_args, trim_before
 
 return guard('trim', function()
-  local now = time_arg('now', ARGV[1])
-  local limit = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  local done_given = int_arg('doneRetentionMs', ARGV[3], -1, RETENTION_MAX_MS)
-  local failed_given = int_arg('failedRetentionMs', ARGV[4], -1, RETENTION_MAX_MS)
+  local now, _, limit, done_given, failed_given = trim_args()
   local config = read_config_fields({ 'doneRetentionMs', 'failedRetentionMs' })
   local done_retention = done_given >= 0 and done_given or config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = failed_given >= 0 and failed_given

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
-import { type FixedArgs, type OperationName, REPLIES, replyRows, scriptArgs } from "./protocol.js";
+import { type FixedArgs, type OperationName, readReply, replyRows, scriptArgs } from "./protocol/index.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
 import { SCRIPTS } from "./scripts.js";
 import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
@@ -107,12 +107,13 @@ export class QueueCore {
     const args: string[] = [];
     for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
     const reply = await this.run("enqueue", { now: String(now), callId: callId() }, args);
-    const results = replyRows("enqueue", reply, tasks.length).map((record, i) => ({
+    const { rows, wakeAt } = readReply("enqueue", reply, tasks.length);
+    const results = rows.map((record, i) => ({
       id: tasks[i].id,
       status: itemStatus(where, record.status) === "duplicate" ? ("duplicate" as const) : ("ok" as const),
       state: STATE_BY_LETTER[String(record.state)],
     }));
-    return { results, wakeAtMs: optionalTime(reply[REPLIES.enqueue.fields.length * tasks.length]) };
+    return { results, wakeAtMs: optionalTime(wakeAt) };
   }
 
   /**
@@ -283,7 +284,10 @@ export class QueueCore {
     const now = checkNow(where, options.now);
     const args = this.itemArgs(where, items, (item, id, label) => [id, this.token(label, item.token)]);
     const reply = await this.run("release", { now: String(now) }, args);
-    return items.map((item, i) => ({ id: item.id, status: itemStatus(where, reply[i]) }));
+    return replyRows("release", reply, items.length).map((record, i) => ({
+      id: items[i].id,
+      status: itemStatus(where, record.status),
+    }));
   }
 
   /** Returns up to `limit` expired leases (deadline < now − the queue's clock skew) to READY or FAILED. */
@@ -300,11 +304,11 @@ export class QueueCore {
   /** Moves up to `limit` due scheduled tasks to READY; returns how many moved. */
   async promote(options: { now: number; limit?: number }): Promise<number> {
     const now = checkNow("promote", options.now);
-    const [promoted] = await this.run("promote", {
+    const reply = await this.run("promote", {
       now: String(now),
       limit: String(this.limit("promote", options.limit)),
     });
-    return Number(promoted);
+    return Number(readReply("promote", reply).promoted);
   }
 
   /**
@@ -329,13 +333,14 @@ export class QueueCore {
       doneRetentionMs: retention("doneRetentionMs"),
       failedRetentionMs: retention("failedRetentionMs"),
     });
-    return { done: Number(reply[0]), failed: Number(reply[1]) };
+    const { doneTrimmed, failedTrimmed } = readReply("trim", reply);
+    return { done: Number(doneTrimmed), failed: Number(failedTrimmed) };
   }
 
   /** Counts per state and the ages operators alarm on. Read-only. */
   async stats(options: { now: number }): Promise<QueueStats> {
     const now = checkNow("stats", options.now);
-    return parseStats(await this.run("stats", { now: String(now) }), 0);
+    return parseStats(readReply("stats", await this.run("stats", { now: String(now) })));
   }
 
   /** One reclaimer pass in one call: reclaim, promote, trim, then stats. */
@@ -353,14 +358,15 @@ export class QueueCore {
       wakeHorizonMs: String(horizon),
       callId: `tick-${callId()}`,
     });
+    const values = readReply("tick", reply);
     return {
-      reclaimed: Number(reply[0]),
-      reclaimFailed: Number(reply[1]),
-      promoted: Number(reply[2]),
-      doneTrimmed: Number(reply[3]),
-      failedTrimmed: Number(reply[4]),
-      ...parseStats(reply, 5),
-      wakeAtMs: optionalTime(reply[16]),
+      reclaimed: Number(values.reclaimed),
+      reclaimFailed: Number(values.reclaimFailed),
+      promoted: Number(values.promoted),
+      doneTrimmed: Number(values.doneTrimmed),
+      failedTrimmed: Number(values.failedTrimmed),
+      ...parseStats(values),
+      wakeAtMs: optionalTime(values.wakeAt),
     };
   }
 
@@ -378,7 +384,7 @@ export class QueueCore {
       cutOff: options.cutOff ? "1" : "0",
       callId: callId(),
     });
-    return optionalTime(reply[0]);
+    return optionalTime(readReply("rest", reply).wakeAt);
   }
 
   /**
@@ -454,19 +460,20 @@ export function optionalTime(value: unknown): number | undefined {
   return value === "" || value === undefined || value === null ? undefined : Number(value);
 }
 
-export function parseStats(reply: unknown[], offset: number): QueueStats {
-  const n = (i: number) => Number(reply[offset + i]);
+/** The stats of a reply of stats or tick, by the names their declarations give. */
+export function parseStats(values: ReturnType<typeof readReply<"stats">>): QueueStats {
+  const pauses = String(values.pauses ?? "");
   return {
-    ready: n(0),
-    scheduled: n(1),
-    leased: n(2),
-    done: n(3),
-    failed: n(4),
-    oldestReadyAgeMs: n(5),
-    mostOverdueLeaseMs: n(6),
-    dueScheduled: n(7),
-    corrupt: n(8),
-    paused: n(9) === 1,
-    pausedTypes: String(reply[offset + 10] ?? "") === "" ? [] : String(reply[offset + 10]).split(","),
+    ready: Number(values.ready),
+    scheduled: Number(values.scheduled),
+    leased: Number(values.leased),
+    done: Number(values.done),
+    failed: Number(values.failed),
+    oldestReadyAgeMs: Number(values.oldestReadyAgeMs),
+    mostOverdueLeaseMs: Number(values.mostOverdueLeaseMs),
+    dueScheduled: Number(values.dueScheduled),
+    corrupt: Number(values.corrupt),
+    paused: Number(values.paused) === 1,
+    pausedTypes: pauses === "" ? [] : pauses.split(","),
   };
 }

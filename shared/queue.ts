@@ -1,7 +1,7 @@
 import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError, itemStatus } from "./errors.js";
 import { queueKeys } from "./keys.js";
-import { replyRows } from "./protocol.js";
+import { type OperationName, readReply, replyRows } from "./protocol/index.js";
 import { callId, LISTABLE, optionalTime, QueueCore } from "./queue-core.js";
 import type { Store } from "./store.js";
 import {
@@ -32,20 +32,21 @@ export class Queue extends QueueCore {
     checkName("inspect", "id", id, LIMITS.idMaxBytes);
     const reply = await this.run("inspect", { id });
     if (reply.length === 0) return undefined;
-    const state = STATE_BY_LETTER[String(reply[0])];
+    const record = readReply("inspect", reply);
+    const state = STATE_BY_LETTER[String(record.state)];
     return {
       id,
       state,
-      type: String(reply[1]),
-      group: String(reply[2]) === "" ? undefined : String(reply[2]),
-      priority: Number(reply[3]),
-      attempts: Number(reply[4]),
-      maxAttempts: Number(reply[5]),
-      [TIME_OF_STATE[state]]: Number(reply[6]),
-      lastError: String(reply[7]),
-      payload: String(reply[8]),
-      rank: Number(reply[9]),
-      enqueuedAtMs: Number(reply[10]),
+      type: String(record.type),
+      group: String(record.group) === "" ? undefined : String(record.group),
+      priority: Number(record.priority),
+      attempts: Number(record.attempts),
+      maxAttempts: Number(record.maxAttempts),
+      [TIME_OF_STATE[state]]: Number(record.at),
+      lastError: String(record.lastError),
+      payload: String(record.payload),
+      rank: Number(record.rank),
+      enqueuedAtMs: Number(record.enqueuedAtMs),
     };
   }
 
@@ -54,7 +55,7 @@ export class Queue extends QueueCore {
     const now = checkNow("requeue", options.now);
     this.checkIds("requeue", ids);
     const reply = await this.run("requeue", { now: String(now) }, ids);
-    return ids.map((id, i) => ({ id, status: itemStatus("requeue", reply[i]) }));
+    return this.idStatuses("requeue", ids, reply);
   }
 
   /**
@@ -76,7 +77,7 @@ export class Queue extends QueueCore {
     }
     const now = options.now === undefined ? 0 : checkNow("delete", options.now);
     const reply = await this.run("delete", { now: String(now), state }, ids);
-    return ids.map((id, i) => ({ id, status: itemStatus("delete", reply[i]) }));
+    return this.idStatuses("delete", ids, reply);
   }
 
   /**
@@ -87,7 +88,7 @@ export class Queue extends QueueCore {
     const now = checkNow("repair", options.now);
     this.checkIds("repair", ids);
     const reply = await this.run("repair", { now: String(now) }, ids);
-    return ids.map((id, i) => ({ id, status: itemStatus("repair", reply[i]) }));
+    return this.idStatuses("repair", ids, reply);
   }
 
   /**
@@ -99,7 +100,7 @@ export class Queue extends QueueCore {
     const now = checkNow("cancel", options.now);
     this.checkIds("cancel", ids);
     const reply = await this.run("cancel", { now: String(now) }, ids);
-    return ids.map((id, i) => ({ id, status: itemStatus("cancel", reply[i]) }));
+    return this.idStatuses("cancel", ids, reply);
   }
 
   /**
@@ -123,7 +124,8 @@ export class Queue extends QueueCore {
     const now = checkNow(action, options.now);
     if (options.type !== undefined) checkName(action, "type", options.type, LIMITS.typeMaxBytes);
     const reply = await this.run("pause", { now: String(now), action, type: options.type ?? "", callId: callId() });
-    return { changed: Number(reply[0]) === 1, wakeAtMs: optionalTime(reply[1]) };
+    const { changed, wakeAt } = readReply("pause", reply);
+    return { changed: Number(changed) === 1, wakeAtMs: optionalTime(wakeAt) };
   }
 
   /**
@@ -134,9 +136,9 @@ export class Queue extends QueueCore {
     const now = checkNow("history", options.now);
     const minutes = checkInteger("history", "minutes", options.minutes ?? 60, 1, LIMITS.historyMinutesMax);
     const reply = await this.run("history", { now: String(now), minutes: String(minutes) });
-    const minutesFound = replyRows("history", reply);
+    const { start, rows: minutesFound } = readReply("history", reply);
     return {
-      startMs: Number(reply[0]),
+      startMs: Number(start),
       bucketMs: 60_000,
       done: minutesFound.map((minute) => Number(minute.done)),
       failed: minutesFound.map((minute) => Number(minute.failed)),
@@ -157,7 +159,8 @@ export class Queue extends QueueCore {
     }
     const count = checkInteger("groups", "count", options.count ?? 100, 1, 1000);
     const reply = await this.run("groups", { cursor, count: String(count) });
-    const groups = replyRows("groups", reply).map(
+    const { cursor: next, rows } = readReply("groups", reply);
+    const groups = rows.map(
       (record): GroupStats => ({
         type: String(record.type),
         group: String(record.group),
@@ -166,8 +169,7 @@ export class Queue extends QueueCore {
         parked: Number(record.parked),
       }),
     );
-    const next = String(reply[0]);
-    return { groups, next: next === "" ? undefined : next };
+    return { groups, next: String(next) === "" ? undefined : String(next) };
   }
 
   /**
@@ -272,7 +274,8 @@ export class Queue extends QueueCore {
       count: String(count),
       repair: options.repair ? "1" : "0",
     });
-    const problems = replyRows("check", reply).map(
+    const { cursor: next, rows } = readReply("check", reply);
+    const problems = rows.map(
       (record): CheckProblem => ({
         code: String(record.code),
         subject: String(record.subject),
@@ -280,14 +283,25 @@ export class Queue extends QueueCore {
         repaired: Number(record.repaired) === 1,
       }),
     );
-    const next = String(reply[0] ?? "");
-    return { problems, next: next === "" ? undefined : next };
+    return { problems, next: String(next ?? "") === "" ? undefined : String(next) };
   }
 
   /**
    * The whole consistency check, step after step (see check): every problem found, each once. On a
    * live queue a task may move between steps; check again what it reports before acting on it.
    */
+  /** Per id, the status its row of a reply of ids answers. */
+  private idStatuses(
+    name: Extract<OperationName, "requeue" | "cancel" | "delete" | "repair">,
+    ids: string[],
+    reply: unknown[],
+  ): ItemResult[] {
+    return replyRows(name, reply, ids.length).map((record, i) => ({
+      id: ids[i],
+      status: itemStatus(name, record.status),
+    }));
+  }
+
   async checkAll(options: { now: number; repair?: boolean; count?: number }): Promise<CheckProblem[]> {
     const found = new Map<string, CheckProblem>();
     let cursor: string | undefined;

@@ -1,5 +1,6 @@
 import { LIMITS } from "./config.js";
 import { StoreError } from "./errors.js";
+import { BODY_FORMAT, buildBody as bodyOf } from "./protocol/record.js";
 
 /** A rank's priority: its high part (docs/design.md, "States and leases"). */
 export function priorityOfRank(rank: number): number {
@@ -12,17 +13,19 @@ export function rankOf(priority: number, arrival: number): number {
 }
 
 /**
- * A task's body as stored (docs/storage.md): "1|<enqueuedAtMs>|<type>|<group>|<payload>". The
- * library builds it, the scripts check its prefix and store it as it came, and a claim returns it
- * whole: no script splits a payload out or copies it into a new string.
+ * A task's body as stored (shared/protocol/record.ts): "1|<enqueuedAtMs>|<type>|<group>|<payload>".
+ * The library builds it, the scripts check its prefix and store it as it came, and a claim returns
+ * it whole: no script splits a payload out or copies it into a new string.
  */
 export function buildBody(enqueuedAtMs: number, type: string, group: string, payload: string): string {
-  return `1|${enqueuedAtMs}|${type}|${group}|${payload}`;
+  return bodyOf({ enqueued: enqueuedAtMs, type, group, payload });
 }
+
+const BODY_PREFIX = new RegExp(`^${BODY_FORMAT}\\|(\\d+)\\|([^|]+)\\|([^|]*)\\|`);
 
 /** The parts of a body; throws StoreError when it is not one (a store answering something else). */
 export function parseBody(body: string): { enqueuedAtMs: number; type: string; group: string; payload: string } {
-  const match = /^1\|(\d+)\|([^|]+)\|([^|]*)\|/.exec(body);
+  const match = BODY_PREFIX.exec(body);
   if (!match) throw new StoreError(`claim: the script returned a body that is not format v1`, undefined);
   return {
     enqueuedAtMs: Number(match[1]),

@@ -1,7 +1,7 @@
 // The only user of the Lua sources: shared/scripts.generated.ts carries each script of lua/ with the
 // prelude it needs, as text (see bin/generate-lua.ts), so the library loads the same way under Node,
 // tsx, vitest and bundlers.
-import { argIndex } from "./protocol.js";
+import { argIndex } from "./protocol/index.js";
 import { LUA_BLOCKS, LUA_SCRIPTS } from "./scripts.generated.js";
 import { type LuaScript, luaScript } from "./store.js";
 

@@ -8,25 +8,12 @@
 -- Storage format v2 (docs/storage.md). Every key of the queue comes in KEYS, in the order of
 -- shared/keys.ts: task, config, ready, scheduled, leased, done, failed, corrupt, seq, grouped,
 -- groups, groupwait.
---   task hash, field <id>     the body, written once at enqueue and dropped at ack:
---                             "1|<enqueuedAtMs>|<type>|<group>|<payload>"
+--   task hash, field <id>     the body, written once at enqueue and dropped at ack
 --   task hash, field <id>:s   the state, small, rewritten at every move (absent while a task is
---                             READY and was never claimed):
---                             "<L>|<attempts>|<gen>|<maxAttempts>|<atMs>|<flags>|<rank>|<type>|<group>|<claim>|<error>"
---     L            R ready, S scheduled, L leased, D done, F failed; W ready but parked in the
---                  grouped set (behind its group's head, or set aside while its type may not run)
---     attempts     claims that counted (a release gives one back)
---     gen          the lease generation: a claim sets it to the queue's lease counter, a reclaim,
---                  release or cancel adds one; the token is "<rank>.<gen>", unique per lease
---     maxAttempts  the type's policy, recorded at claim (0 before the first claim)
---     atMs         R ready since, S due at, L lease deadline, D/F finished at
---     flags        "s": returned by a reclaim, so the next claim hands it out alone; "o": a lease
---                  claimed under format v0, whose holder has a token of the old form; "h": a
---                  retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile;
---                  "u": READY, let out of its group's parked tasks to run next; "p": a lease whose
---                  settle lets its group's parked tasks out; "t": parked while its type may not run
---     rank         (priority + 1000) * 2^42 + arrival sequence: an exact integer below 2^53
---     claim        the claim id that leased it (L only): a repeated claim returns the same batch
+--                             READY and was never claimed). Both records' fields, flags and bounds
+--                             are declared in shared/protocol/record.ts; lua/lib/protocol.lua holds
+--                             the patterns and state writers generated from it. The lease token is
+--                             "<rank>.<gen>", unique per lease.
 --   task hash, field <id>:x   why the task was quarantined (ids in the corrupt set only)
 --   task hash, field #lease   the queue's lease counter (ids never start with "#")
 --   task hash, field #v0      and the scheduled set's member #v0 at score 0: the guard that stops a

@@ -40,8 +40,6 @@ local LEX_END = '\1'
 local AT = 64 -- "@", the first byte of a type's own record
 local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
 local SHORT_LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
--- A state that may use a slot of its lane: its letter, flags and lane.
-local SLOT_STATE_PATTERN = '^([LSRW])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 -- The most parked tasks one step lets out of a lane.
 local UNPARK_MAX = 100
 -- The most tasks set aside by their type one step puts back.
@@ -49,10 +47,6 @@ local TYPE_UNPARK_MAX = 1000
 -- The most lanes and types whose time came one claim opens (a tick opens up to its limit).
 local OPEN_PER_CLAIM = 100
 local MEMBER_PATTERN = '%z(%d+)%z([%w_%.%-]+)$'
--- A READY task of a group never claimed: its flags ("" or "u"), rank, lane ("<type>|<group>") and type.
-local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-]+)||$'
--- The type and group of a state whose group is not empty.
-local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-]+)|'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 local NO_GROUP_POLICY = { conc = 0, ordered = false, rate_max = 0, rate_ms = 0, type_max = 0, type_ms = 0 }
 -- The lane of the tasks without a group (config fair = 1).

@@ -1,17 +1,11 @@
--- Records.
+-- Records: reading and checking a task's record. Its layout is declared in shared/protocol/record.ts;
+-- the patterns (STATE_PATTERN, BODY_PATTERN, ...), the DIGITS_ bounds, state_line, state_text and
+-- new_state come from there through lua/lib/protocol.lua.
 
--- A body of format 1 starts with "1" (byte 49; a record of format v0 with its state letter).
-local BODY_FORMAT_BYTE = 49
 -- The mark of a quarantined record's state, before the text it had (see quarantine).
 local QUARANTINED = 'C|'
 -- The first byte of the task hash's own fields (#lease, #v0): ids never start with it.
 local OWN_FIELD_BYTE = 35 -- "#"
-local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
--- A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path).
-local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'
-local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|()'
--- The same prefix without the payload's position: enqueued, type, group (claim's common path).
-local FRESH_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|'
 local V0_PATTERN = '^([RSLDF])|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|()'
 
 -- A state text as a table of its fields, each the text it was stored as (attempts, gen, max, at and
@@ -20,9 +14,9 @@ local V0_PATTERN = '^([RSLDF])|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|()
 local function parse_state(text)
   local letter, attempts, gen, max, at, flags, rank, task_type, group, claim, error_at = string.match(text, STATE_PATTERN)
   if not letter then return nil, 'unreadable state record' end
-  -- Digits only, so only their length can put them out of range: 16 digits for a rank (below 2^53)
-  -- and a generation, 15 for a time, 4 for attempts.
-  if #rank > 16 or #gen > 16 or #at > 15 or #attempts > 4 or #max > 4 then
+  -- Digits only, so only their length can put them out of range (the DIGITS_ bounds of the record's
+  -- declaration: a rank and a generation stay below 2^53).
+  if #rank > DIGITS_RANK or #gen > DIGITS_GEN or #at > DIGITS_AT or #attempts > DIGITS_ATTEMPTS or #max > DIGITS_MAX then
     return nil, 'state record with a number out of range'
   end
   return {
@@ -35,19 +29,6 @@ end
 local function unmarked(text)
   if string.sub(text, 1, 2) == QUARANTINED then return string.sub(text, 3) end
   return text
-end
-
-local function state_text(state)
-  return state.letter .. '|' .. state.attempts .. '|' .. state.gen .. '|' .. state.max .. '|' .. state.at .. '|' ..
-    state.flags .. '|' .. state.rank .. '|' .. state.type .. '|' .. state.group .. '|' .. state.claim .. '|' .. state.error
-end
-
--- A new state, for a task that had none (READY, never claimed).
-local function new_state(letter, at, rank, task_type, group)
-  return {
-    letter = letter, attempts = '0', gen = '0', max = '0', at = at, flags = '', rank = rank, type = task_type,
-    group = group, claim = '', error = '',
-  }
 end
 
 local function plus(text, delta)
@@ -81,7 +62,9 @@ end
 -- A record of format v0 as a v1 state and body, or nil. The upgrade is written by the caller.
 local function upgrade_v0(text)
   local letter, task_type, rank, attempts, claims, max, at, error_bytes, body_at = string.match(text, V0_PATTERN)
-  if not letter or not string.find(task_type, NAME_PATTERN) or #rank > 16 or #attempts > 4 then return nil end
+  if not letter or not string.find(task_type, NAME_PATTERN) or #rank > DIGITS_RANK or #attempts > DIGITS_ATTEMPTS then
+    return nil
+  end
   local payload_at = body_at + tonumber(error_bytes)
   at = fmt(math.min(math.max(0, tonumber(at)), TIME_MAX_MS))
   local state = {
@@ -89,7 +72,7 @@ local function upgrade_v0(text)
     rank = rank, type = task_type, group = '', claim = '', error = string.sub(text, body_at, payload_at - 1),
   }
   local body = nil
-  if letter ~= 'D' then body = '1|' .. at .. '|' .. task_type .. '||' .. string.sub(text, payload_at) end
+  if letter ~= 'D' then body = body_line(at, task_type, '', string.sub(text, payload_at)) end
   return state, body
 end
 

@@ -23,9 +23,10 @@ beforeAll(() => {
   execFileSync("npm", ["run", "--silent", "build:lambda"], { cwd: root, stdio: "ignore" });
 });
 
-// About 153 KB each today (`npm run build:lambda` prints them); the limit leaves room for dependency
-// bumps while still catching a bundle that starts carrying the AWS SDK or the CDK (over 1 MB).
-it("keeps what each function loads at a cold start under 250 KB minified (ioredis is an on-demand chunk)", () => {
+// About 254 KB each today (`npm run build:lambda` prints them; 249 KB before the scripts' argument
+// prologues and the protocol's names were generated); the limit leaves room for dependency bumps
+// while still catching a bundle that starts carrying the AWS SDK or the CDK (over 1 MB).
+it("keeps what each function loads at a cold start under 270 KB minified (ioredis is an on-demand chunk)", () => {
   for (const bundle of ["worker", "reclaimer"]) {
     const dir = `${root}dist/lambda/${bundle}/`;
     const chunks = readdirSync(`${dir}chunks`).filter((file) => !file.startsWith("tcp-"));
@@ -33,7 +34,7 @@ it("keeps what each function loads at a cold start under 250 KB minified (ioredi
       (sum, file) => sum + statSync(file).size,
       0,
     );
-    expect(bytes / 1024, `${bundle} bundle KB`).toBeLessThan(250);
+    expect(bytes / 1024, `${bundle} bundle KB`).toBeLessThan(270);
   }
 });
 

@@ -1,42 +1,35 @@
-// The protocol is declared once (shared/protocol.ts) and the library encodes every call through it;
-// the two other places that spell it out are held to it here: each script's header in lua/ (its
-// ARGV lines) and docs/design.md's scripts table (its ARGV column).
+// The protocol is declared once (shared/protocol/): the library encodes every call and decodes
+// every reply through it, and `npm run generate` writes the scripts' record patterns and argument
+// prologues (lua/lib/protocol.lua) and docs/design.md's scripts table from it. Held here: each
+// script's header in lua/ names the declared arguments, docs/design.md carries the table the
+// declaration gives, and the declared record is what the scripts write on a real Redis.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LUA_DIR, luaSources } from "../../bin/generate-lua.js";
-import { ARGS, type OperationName } from "../../shared/protocol.js";
+import { DESIGN_PATH, LUA_DIR, luaSources } from "../../bin/generate-lua.js";
+import { withScriptsTable } from "../../bin/lua-protocol.js";
+import { readReply } from "../../shared/protocol/index.js";
+import { OPERATIONS, type OperationName } from "../../shared/protocol/operations.js";
+import { recordPatterns, stateFieldNames } from "../../shared/protocol/record.js";
 import { SCRIPTS } from "../../shared/scripts.js";
+import { adapters, queueFixture } from "../helpers/stores.js";
 
-const operations = Object.keys(ARGS) as OperationName[];
+const operations = Object.keys(OPERATIONS) as OperationName[];
 
-/** A script header's arguments: the fixed names in order, and the text of its `ARGV[k..]` line. */
-function headerArguments(source: string): { fixed: string[]; itemsAt?: number; items?: string } {
+/** A script header's arguments: the fixed names in order, and where its `ARGV[k..]` line starts. */
+function headerArguments(source: string): { fixed: string[]; itemsAt?: number } {
   const fixed: string[] = [];
   let itemsAt: number | undefined;
-  let items: string | undefined;
   for (const line of source.split("\n")) {
     const one = /^-- ARGV\[(\d+)\] ([A-Za-z]+)/.exec(line);
     if (one) {
       expect(Number(one[1]), `ARGV[${one[1]}] ${one[2]} in order`).toBe(fixed.length + 1);
       fixed.push(one[2]);
     }
-    const rest = /^-- ARGV\[(\d+)\.\.\] (.*)$/.exec(line);
-    if (rest) [itemsAt, items] = [Number(rest[1]), rest[2]];
+    const items = /^-- ARGV\[(\d+)\.\.\]/.exec(line);
+    if (items) itemsAt = Number(items[1]);
   }
-  return { fixed, itemsAt, items };
-}
-
-/** The names of the ARGV column of a row of docs/design.md's scripts table, before its items. */
-function documentedArguments(cell: string): string[] {
-  let text = cell;
-  // Drop parenthesised notes, innermost first.
-  for (let previous = ""; previous !== text; ) [previous, text] = [text, text.replace(/\([^()]*\)/g, "")];
-  return text
-    .split(/,? then /)[0]
-    .split(",")
-    .map((part) => part.trim())
-    .filter((part) => part !== "");
+  return { fixed, itemsAt };
 }
 
 describe("the protocol declaration", () => {
@@ -49,24 +42,73 @@ describe("the protocol declaration", () => {
     expect(Object.keys(SCRIPTS).sort()).toEqual([...operations].sort());
   });
 
-  it.each(operations)("%s: its header in lua/ names the declared arguments in order", (name) => {
-    const header = headerArguments(readFileSync(join(LUA_DIR, `${name}.lua`), "utf8"));
-    const declared = ARGS[name] as { fixed: readonly string[]; items?: string };
-    expect(header.fixed).toEqual(declared.fixed);
-    if (declared.items === undefined) expect(header.items, "no items after the fixed arguments").toBeUndefined();
-    else {
-      expect(header.itemsAt).toBe(declared.fixed.length + 1);
-      expect(header.items?.startsWith(declared.items), `ARGV[${header.itemsAt}..] ${header.items}`).toBe(true);
-    }
+  it.each(operations)(
+    "%s: its header names the declared arguments in order, and it checks them with %s_args()",
+    (name) => {
+      const source = readFileSync(join(LUA_DIR, `${name}.lua`), "utf8");
+      const header = headerArguments(source);
+      const declared = OPERATIONS[name];
+      expect(header.fixed).toEqual(declared.args.map((arg) => arg.name));
+      expect(header.itemsAt, "ARGV[k..] after the fixed arguments when items follow them").toBe(
+        "items" in declared ? declared.args.length + 1 : undefined,
+      );
+      expect(source).toContain(`${name}_args()`);
+    },
+  );
+
+  it("docs/design.md's scripts table is the one the declaration gives (`npm run generate` writes it)", () => {
+    const design = readFileSync(DESIGN_PATH, "utf8");
+    expect(design).toBe(withScriptsTable(design));
+    // And a row edited by hand is caught.
+    const edited = design.replace("| `list` | state", "| `list` | status");
+    expect(edited).not.toBe(design);
+    expect(withScriptsTable(edited)).not.toBe(edited);
   });
 
-  it("docs/design.md's scripts table lists each operation with the declared arguments", () => {
-    const design = readFileSync(join(LUA_DIR, "..", "docs", "design.md"), "utf8");
-    const rows = new Map<string, string>();
-    for (const match of design.matchAll(/^\| `([a-z]+)` \| (.*?) \| .* \|$/gm)) rows.set(match[1], match[2]);
-    for (const name of operations) {
-      expect(rows.has(name), `a row for ${name}`).toBe(true);
-      expect(documentedArguments(rows.get(name) ?? ""), name).toEqual(ARGS[name].fixed);
-    }
+  it("reads a reply by the declared names: head, rows, tail", () => {
+    const reply = ["0", "R", "5", "S", "1700000000000"];
+    expect(readReply("enqueue", reply, 2)).toEqual({
+      rows: [
+        { status: "0", state: "R" },
+        { status: "5", state: "S" },
+      ],
+      wakeAt: "1700000000000",
+    });
+    expect(readReply("groups", ["", "t", "g", 1, 2, 3])).toEqual({
+      cursor: "",
+      rows: [{ type: "t", group: "g", leased: 1, ready: 2, parked: 3 }],
+    });
+  });
+});
+
+describe("the declared record is what the scripts write (real Redis)", () => {
+  const { redis, fresh } = queueFixture(adapters[0]);
+
+  it("every state a task goes through, and its body, match the declared patterns", async () => {
+    const queue = await fresh();
+    const now = Date.now();
+    await queue.enqueue([{ id: "p1", type: "t", group: "g", payload: { a: 1 } }], { now });
+    const match = async (pattern: string, field: string) =>
+      (await redis.eval(
+        "local v = redis.call('HGET', KEYS[1], ARGV[2]) if not v then return {} end return { string.match(v, ARGV[1]) }",
+        1,
+        queue.keys.task,
+        pattern,
+        field,
+      )) as unknown[];
+    // A body: enqueued, type, group, and where the payload starts.
+    expect((await match(recordPatterns().BODY_PATTERN, "p1")).slice(1, 3)).toEqual(["t", "g"]);
+    const tasks = await queue.claim({ count: 1, now });
+    expect(tasks.map((task) => task.id)).toEqual(["p1"]);
+    // A lease: every field (the error as its position), and what the claim's and settle's fast paths read.
+    const leased = await match(recordPatterns().STATE_PATTERN, "p1:s");
+    expect(leased).toHaveLength(stateFieldNames().length);
+    expect(leased[0]).toBe("L");
+    expect(`${leased[6]}.${leased[2]}`).toBe(tasks[0].token);
+    expect(await match(recordPatterns().ACK_STATE_PATTERN, "p1:s")).toHaveLength(6);
+    expect(await match(recordPatterns().SLOT_STATE_PATTERN, "p1:s")).toEqual(["L", "", "t|g"]);
+    expect(await match(recordPatterns().LANE_OF_STATE_PATTERN, "p1:s")).toEqual(["t", "g"]);
+    await queue.ack(tasks, { now });
+    expect((await match(recordPatterns().STATE_PATTERN, "p1:s"))[0]).toBe("D");
   });
 });

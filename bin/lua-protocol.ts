@@ -1,0 +1,210 @@
+// The Lua side of shared/protocol/: `npm run generate` writes lua/lib/protocol.lua from the record's
+// declaration (its patterns, digit bounds and the functions that write a state) and the operations'
+// (per operation, `<name>_args()`: its fixed arguments checked and returned in their declared
+// order). The scripts read records and arguments only through them, so a field or an argument is
+// declared in one place. test/shared/scripts-generated.test.ts fails when the file drifts.
+import { LUA_CONSTANTS } from "../shared/config.js";
+import { type Arg, fieldName, OPERATIONS, type Operation, type OperationName } from "../shared/protocol/operations.js";
+import {
+  BODY_FIELDS,
+  BODY_FORMAT,
+  recordBounds,
+  recordPatterns,
+  STATE_FIELDS,
+  type StateField,
+} from "../shared/protocol/record.js";
+
+/** A Lua string literal of `text` (single-quoted). */
+function quoted(text: string): string {
+  return `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+}
+
+/** A Lua parameter name for a field: `type` and `error` are Lua's own. */
+function luaName(field: string): string {
+  return field === "type" ? "task_type" : field === "error" ? "error_text" : field;
+}
+
+/** The Lua expression that checks `arg`, ARGV[`at`], and gives its value(s). */
+function argCheck(arg: Arg, at: number): string {
+  const value = `ARGV[${at}]`;
+  switch (arg.kind) {
+    case "time":
+      return `time_arg('${arg.name}', ${value})`;
+    case "int":
+      return `int_arg('${arg.name}', ${arg.default === undefined ? value : `${value} or '${arg.default}'`}, ${arg.min}, ${arg.max})`;
+    case "flag":
+      return `int_arg('${arg.name}', ${value}, 0, 1) == 1`;
+    case "name":
+      return arg.optional
+        ? `name_arg('${arg.name}', ${value} or '', ${arg.max}, true)`
+        : `name_arg('${arg.name}', ${value}, ${arg.max})`;
+    case "callId":
+      return `call_arg(${value})`;
+    case "choice":
+      return `choice_arg('${arg.name}', ${value} or '', ${quoted(`,${arg.values.join(",")},`)}, ${arg.optional ? "true" : "false"})`;
+    case "text":
+      return `${value} or ''`;
+  }
+}
+
+/** `<name>_args()`: the operation's fixed arguments, checked in order; a time gives its number and text. */
+function argsFunction(name: OperationName): string {
+  const args: readonly Arg[] = OPERATIONS[name].args;
+  const lines = [`-- ${name}: ${args.map((arg, i) => `ARGV[${i + 1}] ${arg.name}`).join(", ")}`];
+  lines.push(`local function ${name}_args()`);
+  const returned: string[] = [];
+  args.forEach((arg, i) => {
+    const local = `a${i + 1}`;
+    if (arg.kind === "time") {
+      lines.push(`  local ${local}, ${local}_text = ${argCheck(arg, i + 1)}`);
+      returned.push(local, `${local}_text`);
+    } else {
+      lines.push(`  local ${local} = ${argCheck(arg, i + 1)}`);
+      returned.push(local);
+    }
+  });
+  lines.push(`  return ${returned.join(", ")}`, "end");
+  return lines.join("\n");
+}
+
+const FIELDS = Object.keys(STATE_FIELDS) as StateField[];
+
+/** state_line, state_text and new_state, from the state's fields in their declared order. */
+function stateFunctions(): string {
+  // state_line takes type and group as one "<type>|<group>" (the lane), as the patterns capture them.
+  const params = FIELDS.filter((field) => field !== "group").map((field) =>
+    field === "type" ? "lane" : luaName(field),
+  );
+  const given = FIELDS.filter((field) => !("initial" in STATE_FIELDS[field]));
+  return [
+    '-- A state record\'s text: its fields in their declared order, "|" between them; `lane` is type and',
+    '-- group as one, "<type>|<group>" (as the patterns capture them).',
+    `local function state_line(${params.join(", ")})`,
+    `  return ${params.join(" .. '|' .. ")}`,
+    "end",
+    "",
+    "-- The text of a state read with parse_state (or made with new_state).",
+    "local function state_text(state)",
+    `  return state_line(${FIELDS.filter((field) => field !== "group")
+      .map((field) => (field === "type" ? "state.type .. '|' .. state.group" : `state.${field}`))
+      .join(", ")})`,
+    "end",
+    "",
+    "-- A new state, for a task that had none (never claimed): the given fields, the others their initial value.",
+    `local function new_state(${given.map(luaName).join(", ")})`,
+    "  return {",
+    ...FIELDS.map((field) => {
+      const declared = STATE_FIELDS[field] as { initial?: string };
+      return `    ${field} = ${declared.initial === undefined ? luaName(field) : quoted(declared.initial)},`;
+    }),
+    "  }",
+    "end",
+    "",
+    "-- A body record's text: the format mark, then its fields in their declared order.",
+    `local function body_line(${Object.keys(BODY_FIELDS).map(luaName).join(", ")})`,
+    `  return '${BODY_FORMAT}|' .. ${Object.keys(BODY_FIELDS).map(luaName).join(" .. '|' .. ")}`,
+    "end",
+  ].join("\n");
+}
+
+/** The text of lua/lib/protocol.lua. */
+export function protocolLua(): string {
+  return [
+    "-- Generated by `npm run generate` from shared/protocol/ (record.ts, operations.ts): do not edit;",
+    "-- change the declaration and run `npm run generate` (bin/lua-protocol.ts).",
+    "--",
+    "-- The task record: the patterns each script reads a record with, the most digits of its numbers,",
+    "-- and the functions that write a state.",
+    ...Object.entries(recordPatterns()).map(([name, pattern]) => `local ${name} = ${quoted(pattern)}`),
+    ...Object.entries(recordBounds()).map(([name, digits]) => `local ${name} = ${digits}`),
+    `-- A body of the current format starts with "${BODY_FORMAT}" (a record of format v0 with its state letter).`,
+    `local BODY_FORMAT_BYTE = ${BODY_FORMAT.charCodeAt(0)}`,
+    "",
+    stateFunctions(),
+    "",
+    '-- A `choice` argument: one of the comma-separated `values` ("" too when `optional`).',
+    "local function choice_arg(name, value, values, optional)",
+    "  if value == '' and optional then return value end",
+    "  if value == '' or string.find(value, ',', 1, true) or not string.find(values, ',' .. value .. ',', 1, true) then",
+    "    bad(name .. ' must be ' .. (optional and '\"\" or ' or '') .. 'one of ' .. string.sub(values, 2, -2) ..",
+    "      ', got \"' .. string.sub(value, 1, 40) .. '\"')",
+    "  end",
+    "  return value",
+    "end",
+    "",
+    "-- Each operation's fixed arguments, checked in their declared order (a time gives its number, then",
+    "-- its text), before the script reads or writes anything.",
+    ...(Object.keys(OPERATIONS) as OperationName[]).map(argsFunction),
+    "",
+  ].join("\n");
+}
+
+/** A bound as the docs show it: a number, or the value of the shared/config.ts constant it names. */
+function bound(value: number | string): string {
+  const n = typeof value === "number" ? value : LUA_CONSTANTS[value];
+  if (n === undefined) throw new Error(`shared/protocol/operations.ts: no constant ${value} in LUA_CONSTANTS`);
+  return n < 0 ? `−${-n}` : String(n);
+}
+
+/** One argument as docs/design.md's ARGV column shows it. */
+function argText(arg: Arg): string {
+  const notes: string[] = [];
+  if (arg.kind === "int") notes.push(`${bound(arg.min)}..${bound(arg.max)}${arg.unit ? ` ${arg.unit}` : ""}`);
+  if (arg.kind === "time") notes.push("ms");
+  if (arg.kind === "flag") notes.push("0/1");
+  if (arg.kind === "choice")
+    notes.push(`${arg.optional ? '`""`, ' : ""}${arg.values.map((v) => `\`${v}\``).join("/")}`);
+  if (arg.kind === "callId") notes.push('retry-safe, or `""`');
+  if (arg.note) notes.push(arg.note);
+  return notes.length === 0 ? arg.name : `${arg.name} (${notes.join("; ")})`;
+}
+
+/** docs/design.md's scripts table: one row per operation, from its declaration. */
+export function scriptsTable(): string {
+  const rows = (Object.keys(OPERATIONS) as OperationName[]).map((name) => {
+    const { args, items, reply } = OPERATIONS[name] as Operation;
+    const argv = [
+      args.map(argText).join(", "),
+      ...(items ? [`then per ${items.per}: ${items.fields.join(", ")}${items.note ? ` (${items.note})` : ""}`] : []),
+    ].join(", ");
+    const parts: string[] = [];
+    if (reply.head) parts.push(reply.head.join(", "));
+    if (reply.fields) parts.push(`${parts.length > 0 ? "then " : ""}per ${reply.per}: ${reply.fields.join(", ")}`);
+    if (reply.tail) parts.push(`then ${reply.tail.join(", ")}`);
+    let returns = parts.join(", ");
+    if (reply.note) returns += reply.note.startsWith("(") ? ` ${reply.note}` : `; ${reply.note}`;
+    return `| \`${name}\` | ${argv} | ${returns} |`;
+  });
+  return ["| script | ARGV | returns |", "|---|---|---|", ...rows].join("\n");
+}
+
+export const TABLE_START =
+  "<!-- the scripts table: `npm run generate` writes it from shared/protocol/operations.ts -->";
+export const TABLE_END = "<!-- end of the scripts table -->";
+
+/** `design` (docs/design.md's text) with its scripts table as the declaration gives it. */
+export function withScriptsTable(design: string): string {
+  const start = design.indexOf(TABLE_START);
+  const end = design.indexOf(TABLE_END);
+  if (start < 0 || end < start)
+    throw new Error(`docs/design.md: the scripts table must sit between ${TABLE_START} and ${TABLE_END}`);
+  return `${design.slice(0, start + TABLE_START.length)}\n${scriptsTable()}\n${design.slice(end)}`;
+}
+
+/** The declaration's names, all the library needs at run time: per operation its argument names and reply fields. */
+export function runtimeProtocol(): Record<
+  string,
+  { args: string[]; head: string[]; fields: string[]; tail: string[] }
+> {
+  return Object.fromEntries(
+    (Object.entries(OPERATIONS) as Array<[string, Operation]>).map(([name, { args, reply }]) => [
+      name,
+      {
+        args: args.map((arg) => arg.name),
+        head: (reply.head ?? []).map(fieldName),
+        fields: (reply.fields ?? []).map(fieldName),
+        tail: (reply.tail ?? []).map(fieldName),
+      },
+    ]),
+  );
+}

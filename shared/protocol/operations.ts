@@ -1,0 +1,299 @@
+// Each operation script's contract, declared once: its arguments (ARGV, by name, in order, with
+// their kind and bounds), the items that follow them, and its reply. From this table
+// `npm run generate` writes each script's argument prologue (lua/lib/protocol.lua: `<name>_args()`
+// checks and returns the fixed arguments in order) and docs/design.md's scripts table; `Queue`
+// encodes every call and decodes every reply through it (./index.ts). Every call gets all the
+// queue's keys (shared/keys.ts), in their order, so KEYS is the same for every operation.
+
+/**
+ * One fixed argument. `time`: ms since epoch, 0 .. TIME_MAX_MS (the prologue returns the number
+ * and its text); `int`: an integer within [min, max] (a number, or the name of a constant of
+ * shared/config.ts's LUA_CONSTANTS; `default` when it is absent); `flag`: 0 or 1 (a boolean); `name`: 1 to `max` characters of
+ * A-Z a-z 0-9 _ . - ("" too when `optional`); `callId`: the retry-safe call id, a name of 1-64
+ * characters or "" (none); `choice`: one of `values` ("" too when `optional`); `text`: passed as
+ * it is, checked by the script (`note` says what it must be).
+ */
+export type Arg = { name: string; note?: string } & (
+  | { kind: "time" }
+  | { kind: "int"; min: number | string; max: number | string; unit?: "ms"; default?: number }
+  | { kind: "flag" }
+  | { kind: "name"; max: number | string; optional?: boolean }
+  | { kind: "callId" }
+  | { kind: "choice"; values: readonly string[]; optional?: boolean }
+  | { kind: "text" }
+);
+
+/** What follows the fixed arguments: `per` item, its `fields` (each "<name> (<note>)"), or `text`. */
+export type Items = { per: string; fields: readonly string[]; note?: string };
+
+/**
+ * A reply: `head` values, then `rows` of `fields` (`per` one of them), then `tail` values. Each
+ * field is "<name>" or "<name> (<what it holds>)": the name is what `Queue` decodes it by, the
+ * whole text what docs/design.md shows. `note` follows in the docs.
+ */
+export type Reply = {
+  head?: readonly string[];
+  per?: string;
+  fields?: readonly string[];
+  tail?: readonly string[];
+  note?: string;
+};
+
+export type Operation = { args: readonly Arg[]; items?: Items; reply: Reply };
+
+const now = { name: "now", kind: "time" } as const;
+const callId = { name: "callId", kind: "callId" } as const;
+const limit = { name: "limit", kind: "int", min: 1, max: "MAINTENANCE_MAX" } as const;
+const ids = { per: "id", fields: ["id"], note: "1..1000 of them" } as const;
+const WAKE_AT = 'wakeAt (the time to send a wake-up for, or `""`)';
+/** The values of stats, in order (tick answers them too). */
+const STATS = [
+  "ready (parked included)",
+  "scheduled",
+  "leased",
+  "done",
+  "failed",
+  "oldestReadyAgeMs",
+  "mostOverdueLeaseMs",
+  "dueScheduled",
+  "corrupt",
+  "paused (1/0)",
+  "pauses (paused types, comma-separated)",
+] as const;
+
+export const OPERATIONS = {
+  configure: {
+    args: [{ name: "revision", kind: "text", note: "the declaration's digest, 1-64 hex characters" }, now],
+    items: { per: "setting", fields: ["field", "value"] },
+    reply: {
+      head: ["changed (1, or 0: already this revision)"],
+      note: "a type the declaration no longer runs or accepts is retired, its fields kept a day (`r:<type>`, [deploy.md](deploy.md))",
+    },
+  },
+  enqueue: {
+    args: [now, callId],
+    items: { per: "task", fields: ["id", "priority (-1000..1000)", "runAtMs", "body"] },
+    reply: {
+      per: "task",
+      fields: ["status (0, 5)", "state (`R`/`S`, or a duplicate's, `C` if quarantined)"],
+      tail: [WAKE_AT],
+    },
+  },
+  claim: {
+    args: [
+      now,
+      { name: "count", kind: "int", min: 1, max: "CLAIM_MAX" },
+      { name: "maxLeaseMs", kind: "int", min: 1, max: "LEASE_MAX_MS", unit: "ms" },
+      { name: "claimId", kind: "name", max: 64 },
+      { name: "repeat", kind: "flag", note: "1: may repeat an earlier call of this claim id" },
+      { name: "promoteLimit", kind: "int", min: 1, max: "MAINTENANCE_MAX" },
+      { name: "types", kind: "text", note: 'the caller\'s, comma-separated, or `""`: any' },
+    ],
+    reply: {
+      per: "task in rank order",
+      fields: ["id", "body", "attempt", "token", "deadline (the lease's)"],
+      note: "when none: the next due time alone, or `[]`; a solo task comes alone",
+    },
+  },
+  settle: {
+    args: [now],
+    items: {
+      per: "item",
+      fields: ["id", "token", "outcome (`ack`; or `retry`/`fail`, then retryAtMs, error)"],
+    },
+    reply: { per: "item", fields: ["status (0, 1, 2, 3, 6)", "state (after: `D`/`S`/`R`/`F`, `C` when quarantined)"] },
+  },
+  extend: {
+    args: [now],
+    items: { per: "item", fields: ["id", "token", "leaseMs"] },
+    reply: {
+      per: "item",
+      fields: ["status (0, 1, 2, 3, 6)", "deadline (the new one)"],
+      note: "an unreadable one set aside (6)",
+    },
+  },
+  release: {
+    args: [now],
+    items: { per: "item", fields: ["id", "token"] },
+    reply: {
+      per: "item",
+      fields: ["status (0, 1, 2, 3, 6)"],
+      note: "READY again, rank kept, attempt given back, token revoked; an unreadable one set aside (6)",
+    },
+  },
+  reclaim: {
+    args: [now, limit],
+    reply: {
+      per: "task",
+      fields: ["id", 'letter (`R`: READY, rank kept, solo; `F`: "lease expired after attempt n of m")'],
+    },
+  },
+  promote: { args: [now, limit], reply: { head: ["promoted"] } },
+  trim: {
+    args: [
+      now,
+      limit,
+      { name: "doneRetentionMs", kind: "int", min: -1, max: "RETENTION_MAX_MS", unit: "ms", note: "-1: the config's" },
+      {
+        name: "failedRetentionMs",
+        kind: "int",
+        min: -1,
+        max: "RETENTION_MAX_MS",
+        unit: "ms",
+        note: "-1: the config's",
+      },
+    ],
+    reply: { head: ["doneTrimmed", "failedTrimmed"] },
+  },
+  stats: { args: [now], reply: { head: STATS } },
+  tick: {
+    args: [
+      now,
+      limit,
+      { name: "wakeHorizonMs", kind: "int", min: 0, max: "WAKE_HORIZON_MAX_MS", unit: "ms", default: 0 },
+      callId,
+    ],
+    reply: { head: ["reclaimed", "reclaimFailed", "promoted", "doneTrimmed", "failedTrimmed", ...STATS, WAKE_AT] },
+  },
+  rest: {
+    args: [
+      now,
+      { name: "horizonMs", kind: "int", min: 0, max: "WAKE_HORIZON_MAX_MS", unit: "ms" },
+      { name: "cutOff", kind: "flag", note: "1: the worker's time ran out" },
+      callId,
+    ],
+    reply: { head: [WAKE_AT], note: "([wake-ups.md](wake-ups.md))" },
+  },
+  inspect: {
+    args: [{ name: "id", kind: "name", max: "ID_MAX_BYTES" }],
+    reply: {
+      head: [
+        "state",
+        "type",
+        "group",
+        "priority",
+        "attempts",
+        "maxAttempts",
+        "at (`Queue.inspect` names it for the state: readySince, dueAt, leaseDeadline, finishedAt, setAsideAt)",
+        "lastError",
+        "payload",
+        "rank",
+        "enqueuedAtMs",
+      ],
+      note: "`[]` for an unknown id",
+    },
+  },
+  requeue: {
+    args: [now],
+    items: ids,
+    reply: { per: "id", fields: ["status (0, 2, 3, 4, 6)"], note: "FAILED → READY, rank kept, attempts reset" },
+  },
+  list: {
+    args: [
+      { name: "state", kind: "choice", values: ["ready", "scheduled", "leased", "done", "failed", "corrupt"] },
+      { name: "offset", kind: "int", min: 0, max: 1_000_000_000 },
+      { name: "limit", kind: "int", min: 1, max: 1000 },
+    ],
+    reply: {
+      per: "task",
+      fields: ["id", "score", "type", "attempts", "lastError (the reason, for corrupt)", "group"],
+      note: "`ready` lists the parked tasks after the ready set",
+    },
+  },
+  repair: {
+    args: [now],
+    items: ids,
+    reply: {
+      per: "id",
+      fields: ["status (0, 3, 7)"],
+      note: "a quarantined task READY again when its body can be read",
+    },
+  },
+  delete: {
+    args: [
+      { ...now, note: "0: none" },
+      {
+        name: "state",
+        kind: "choice",
+        values: ["ready", "scheduled", "done", "failed", "corrupt"],
+        optional: true,
+        note: "the state a filter found the tasks in",
+      },
+    ],
+    items: ids,
+    reply: {
+      per: "id",
+      fields: ["status (0, 3, 8, 10)"],
+      note: "deleted, unknown, LEASED (refused), no longer in that state (nothing changed)",
+    },
+  },
+  drop: {
+    args: [
+      { name: "confirm", kind: "text", note: "the queue's name" },
+      { name: "name", kind: "text" },
+    ],
+    reply: { head: ["deleted (keys; UNLINK frees them in the background)"] },
+  },
+  pause: {
+    args: [
+      now,
+      { name: "action", kind: "choice", values: ["pause", "resume"] },
+      { name: "type", kind: "name", max: "TYPE_MAX_BYTES", optional: true, note: '`""`: the queue' },
+      callId,
+    ],
+    reply: {
+      head: ["changed (1/0)", WAKE_AT],
+      note: "a resume with work ready now or falling due within 15 minutes answers a wake-up time",
+    },
+  },
+  cancel: {
+    args: [now],
+    items: ids,
+    reply: {
+      per: "id",
+      fields: ["status (0, 2, 3, 6, 9)"],
+      note: 'READY, SCHEDULED or LEASED → FAILED "cancelled", generation + 1',
+    },
+  },
+  history: {
+    args: [now, { name: "minutes", kind: "int", min: 1, max: "HISTORY_MINUTES_MAX" }],
+    reply: {
+      head: ["start (the first minute's)"],
+      per: "minute",
+      fields: ["done", "failed"],
+      note: "`ZCOUNT` of the finish times",
+    },
+  },
+  groups: {
+    args: [
+      { name: "cursor", kind: "text", note: 'an HSCAN cursor, `"0"` to start' },
+      { name: "count", kind: "int", min: 1, max: 1000 },
+    ],
+    reply: {
+      head: ['cursor (the next, `""` at the end)'],
+      per: "group",
+      fields: ["type", "group", "leased", "ready", "parked"],
+    },
+  },
+  check: {
+    args: [
+      now,
+      { name: "cursor", kind: "text", note: '`""` to start' },
+      { name: "count", kind: "int", min: 1, max: "CHECK_PAGE_MAX" },
+      { name: "repair", kind: "flag" },
+    ],
+    reply: {
+      head: ['cursor (to go on from, `""` at the end)'],
+      per: "problem",
+      fields: ["code", "subject", "detail", "repaired (1/0)"],
+      note: "([Checking a queue](#checking-a-queue))",
+    },
+  },
+} as const satisfies Record<string, Operation>;
+
+export type OperationName = keyof typeof OPERATIONS;
+
+/** A field's name: its text up to the first space ("status (0, 5)" is `status`). */
+export function fieldName(field: string): string {
+  return field.split(" ")[0];
+}

@@ -1,0 +1,248 @@
+// A task's record, declared once (docs/storage.md): the state field `<id>:s` and the body field
+// `<id>` of the task hash. `npm run generate` derives from these tables the Lua patterns every
+// script reads a record with, the bounds its parsers check and the function that writes a state
+// (lua/lib/protocol.lua); shared/records.ts builds and parses a body with the same declaration.
+
+/** The state letters (the first field of a state record), and what each means. */
+export const STATE_LETTERS = {
+  R: "ready",
+  S: "scheduled",
+  L: "leased",
+  D: "done",
+  F: "failed",
+  W: "ready, but parked in the grouped set (behind its group's head, or set aside while its type may not run)",
+} as const;
+
+/** The flags a state may carry (its `flags` field: lower-case letters). */
+export const STATE_FLAGS = {
+  s: "returned by a reclaim: the next claim hands it out alone",
+  o: "a lease claimed under format v0, whose holder has a token of the old form",
+  h: "a retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile",
+  u: "READY, let out of its group's parked tasks to run next",
+  p: "a lease whose settle lets its group's parked tasks out",
+  t: "parked while its type may not run",
+} as const;
+
+/**
+ * How a field is written: `letter` one of STATE_LETTERS; `digits` an integer in decimal, at most
+ * `maxDigits` of them (so only its length needs checking); `flags` lower-case letters; `name` 0 or
+ * more characters of A-Z a-z 0-9 _ . -; `rest` the remainder of the record, whatever it holds.
+ */
+type FieldKind = "letter" | "digits" | "flags" | "name" | "rest";
+type Field = { kind: FieldKind; maxDigits?: number; initial?: string; meaning: string };
+
+/**
+ * The state record's fields, in the order they are written, "|" between them. `initial` is the
+ * value of a new state (a task that was never claimed); a field without one is given.
+ */
+export const STATE_FIELDS = {
+  letter: { kind: "letter", meaning: "the state (STATE_LETTERS)" },
+  attempts: { kind: "digits", maxDigits: 4, initial: "0", meaning: "claims that counted (a release gives one back)" },
+  gen: {
+    kind: "digits",
+    maxDigits: 16,
+    initial: "0",
+    meaning:
+      "the lease generation: a claim sets it to the queue's lease counter, a reclaim, release or cancel adds one",
+  },
+  max: { kind: "digits", maxDigits: 4, initial: "0", meaning: "the type's maxAttempts, recorded at claim" },
+  at: {
+    kind: "digits",
+    maxDigits: 15,
+    meaning: "R ready since, S due at, L lease deadline, D/F finished at (ms since epoch)",
+  },
+  flags: { kind: "flags", initial: "", meaning: "STATE_FLAGS" },
+  rank: {
+    kind: "digits",
+    maxDigits: 16,
+    meaning: "(priority + 1000) × rankSpan + arrival sequence: an exact integer below 2^53",
+  },
+  type: { kind: "name", meaning: "the task's type" },
+  group: { kind: "name", meaning: "the task's group, or empty" },
+  claim: {
+    kind: "name",
+    initial: "",
+    meaning: "the claim id that leased it (L only): a repeated claim returns the same batch",
+  },
+  error: { kind: "rest", initial: "", meaning: "the last error" },
+} as const satisfies Record<string, Field>;
+
+export type StateField = keyof typeof STATE_FIELDS;
+export const stateFieldNames = () => Object.keys(STATE_FIELDS) as StateField[];
+
+/** The body's format mark: a body of the current format starts with it (a v0 record with its letter). */
+export const BODY_FORMAT = "1";
+
+/** The body record's fields after its format mark, in order, "|" between them. */
+export const BODY_FIELDS = {
+  enqueued: { kind: "digits", maxDigits: 15, meaning: "when it was enqueued (ms since epoch)" },
+  type: { kind: "name", meaning: "the task's type (1 or more characters)" },
+  group: { kind: "name", meaning: "the task's group, or empty" },
+  payload: { kind: "rest", meaning: "the payload's JSON, as the producer serialised it" },
+} as const satisfies Record<string, Field>;
+
+export type BodyField = keyof typeof BODY_FIELDS;
+
+// Lua pattern classes per kind: strict (as written), loose (any length, for a record only skimmed)
+// and filled (at least one character).
+const CLASS: Record<Exclude<FieldKind, "rest">, { strict: string; loose: string; filled: string }> = {
+  letter: { strict: `[${Object.keys(STATE_LETTERS).join("")}]`, loose: ".", filled: "." },
+  digits: { strict: "%d+", loose: "%d*", filled: "%d+" },
+  flags: { strict: "%l*", loose: "%l*", filled: "%l+" },
+  name: { strict: "[%w_%.%-]*", loose: "[^|]*", filled: "[%w_%.%-]+" },
+};
+
+/**
+ * How a pattern reads one field: `take` captures it, `skip` matches it uncaptured; `loose` and
+ * `filled` change the class (CLASS); a `literal` is matched as written (no magic characters), a
+ * `lua` text as a pattern. `lane` captures type and group together ("<type>|<group>").
+ */
+export type Read =
+  | "take"
+  | "skip"
+  | "take loose"
+  | "skip loose"
+  | "take filled"
+  | "skip filled"
+  | { literal: string }
+  | { lua: string };
+
+/**
+ * A Lua pattern over a record of `fields`, from its first field through `through`: each field as
+ * `reads` says (unnamed: skip), anchored at the start. `end` is what follows the last field read:
+ * "|" (the next field starts), "$" (the record ends there) or "()" (the position of the next field,
+ * for a `rest` field taken apart). `prefix` is matched before the first field (the body's mark).
+ */
+function recordPattern<T extends Record<string, Field>>(
+  fields: T,
+  spec: {
+    reads: Partial<Record<keyof T, Read>>;
+    through: keyof T & string;
+    end: "|" | "|$" | "|()";
+    prefix?: string;
+    lane?: { from: keyof T; to: keyof T; read: "take" };
+  },
+): string {
+  const names = Object.keys(fields) as Array<keyof T & string>;
+  const parts: string[] = [];
+  for (const name of names.slice(0, names.indexOf(spec.through) + 1)) {
+    const field: Field = fields[name];
+    const read = spec.reads[name] ?? "skip";
+    if (field.kind === "rest") throw new Error(`recordPattern: ${name} is the rest of the record; end with "|()"`);
+    let text: string;
+    if (typeof read === "object")
+      text = "literal" in read ? read.literal.replace(/[%^$().[\]*+\-?|]/g, (c) => `%${c}`) : read.lua;
+    else {
+      const [verb, variant = "strict"] = read.split(" ") as ["take" | "skip", "loose" | "filled" | "strict"];
+      const cls = CLASS[field.kind][variant];
+      text = verb === "take" ? `(${cls})` : cls;
+    }
+    if (spec.lane?.from === name) text = `(${text}`;
+    if (spec.lane?.to === name) text = `${text})`;
+    parts.push(text);
+  }
+  return `^${spec.prefix ?? ""}${parts.join("|")}${spec.end}`;
+}
+
+/**
+ * The patterns the scripts read records with, by their Lua names. Each is derived from the
+ * declarations above, so a field added there moves every pattern that reads past it. (Functions,
+ * not constants: only the generator and the tests need them, so the bundles do not carry them.)
+ */
+export const recordPatterns = () => ({
+  /** Every field of a state, the error's position last. */
+  STATE_PATTERN: recordPattern(STATE_FIELDS, {
+    reads: Object.fromEntries(stateFieldNames().map((name) => [name, "take"])),
+    through: "claim",
+    end: "|()",
+  }),
+  /** A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path). */
+  ACK_STATE_PATTERN: recordPattern(STATE_FIELDS, {
+    reads: { letter: { literal: "L" }, attempts: "take", gen: "take", max: "take", flags: "take", rank: "take" },
+    through: "claim",
+    end: "|",
+    lane: { from: "type", to: "group", read: "take" },
+  }),
+  /**
+   * The state enqueue gives a task of a group, READY and never claimed (claim's common path): its
+   * flags ("u" when let out of parking), rank, "<type>|<group>" and type.
+   */
+  FRESH_GROUPED_PATTERN: recordPattern(STATE_FIELDS, {
+    reads: {
+      letter: { literal: "R" },
+      attempts: { literal: "0" },
+      gen: { literal: "0" },
+      max: { literal: "0" },
+      flags: { lua: "(u?)" },
+      rank: "take",
+      type: "take filled",
+      group: "skip filled",
+      claim: { literal: "" },
+    },
+    through: "claim",
+    end: "|$",
+    lane: { from: "type", to: "group", read: "take" },
+  }),
+  /** Any state's type and group, both non-empty (the lane of a task of a group). */
+  LANE_OF_STATE_PATTERN: recordPattern(STATE_FIELDS, {
+    reads: {
+      letter: "skip",
+      attempts: "skip loose",
+      gen: "skip loose",
+      max: "skip loose",
+      at: "skip loose",
+      rank: "skip loose",
+      type: "take filled",
+      group: "take filled",
+    },
+    through: "group",
+    end: "|",
+  }),
+  /** The letter, flags and "<type>|<group>" of a state that may hold its group's slot. */
+  SLOT_STATE_PATTERN: recordPattern(STATE_FIELDS, {
+    reads: {
+      letter: { lua: "([LSRW])" },
+      attempts: "skip loose",
+      gen: "skip loose",
+      max: "skip loose",
+      at: "skip loose",
+      flags: "take",
+      rank: "skip loose",
+      type: "skip loose",
+      group: "skip loose",
+    },
+    through: "group",
+    end: "|",
+    lane: { from: "type", to: "group", read: "take" },
+  }),
+  /** A body's enqueue time, type and group, and the payload's position. */
+  BODY_PATTERN: recordPattern(BODY_FIELDS, {
+    prefix: `${BODY_FORMAT}|`,
+    reads: { enqueued: "take", type: "take filled", group: "take" },
+    through: "group",
+    end: "|()",
+  }),
+  /** The same without the payload's position (claim's common path). */
+  FRESH_BODY_PATTERN: recordPattern(BODY_FIELDS, {
+    prefix: `${BODY_FORMAT}|`,
+    reads: { enqueued: "take", type: "take filled", group: "take" },
+    through: "group",
+    end: "|",
+  }),
+});
+
+/**
+ * The most digits of the records' numeric fields, by their Lua names: `DIGITS_<FIELD>` (DIGITS_RANK,
+ * DIGITS_GEN, ...). A parser checks a field's length against it before it does arithmetic.
+ */
+export const recordBounds = (): Record<string, number> =>
+  Object.fromEntries(
+    [...Object.entries(STATE_FIELDS), ...Object.entries(BODY_FIELDS)]
+      .filter(([, field]) => "maxDigits" in field)
+      .map(([name, field]) => [`DIGITS_${name.toUpperCase()}`, (field as Field).maxDigits as number]),
+  );
+
+/** The body of a task as stored: the format mark, then BODY_FIELDS in order. */
+export function buildBody(fields: Record<BodyField, string | number>): string {
+  return [BODY_FORMAT, ...(Object.keys(BODY_FIELDS) as BodyField[]).map((name) => fields[name])].join("|");
+}
