@@ -23,7 +23,7 @@ export interface WorkerOptions {
   logger?: Logger;
 }
 
-/** The worker's Lambda handler: SQS events (task lists and wake-ups) and the reclaimer's drain kicks. */
+/** The worker's Lambda handler: SQS events (task lists and wake-ups) and the reclaimer's drain invocations. */
 export type WorkerHandler = (
   event: SQSEvent | DrainEvent,
   context: Pick<Context, "getRemainingTimeInMillis">,
