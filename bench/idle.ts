@@ -12,8 +12,8 @@ export interface IdleResult {
 
 /**
  * leaseq when idle: nothing polls; the reclaimer runs one `tick` per minute (EventBridge
- * rate(1 minute)) and kicks the worker only when work is waiting. So: the commands of one tick
- * on an empty queue, once per minute.
+ * rate(1 minute)) and starts the worker (a drain invocation) only when work is waiting. So: the
+ * commands of one tick on an empty queue, once per minute.
  */
 export async function leaseqIdle(redis: BenchRedis): Promise<IdleResult> {
   await flush(redis);

@@ -242,7 +242,7 @@ export function resultsJson(m: Measurements): Record<string, unknown> {
   };
 }
 
-/** Issue 14's targets: every p99 within a second, wake-ups at most 0.05 SQS requests per task. */
+/** The latency targets: every p99 within a second, wake-ups at most 0.05 SQS requests per task. */
 export function latencyTargets(latency: LatencyResult): Target[] {
   const cases: Array<[string, Percentiles]> = [
     ["enqueue through SQS to handler start, p99", latency.immediateSqs],

@@ -91,7 +91,7 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
             crash: crash ? { pid: crash.report.pid, claimed: crash.report.claimed.length } : undefined,
             sqs: stack.sqs.stats(now),
             stack: stack.counts,
-            drains: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
+            drainInvocations: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
           }),
         );
         if (options.exitWhenDrained && (await isDrained(stack, stats, workload, crash?.ids))) {
@@ -169,7 +169,7 @@ async function buildResult(
       deadLettered: sqs.deadLettered,
       deadLetters: deadLetterReasons(stack),
     },
-    kicks: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
+    drainInvocations: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
     reclaimerRuns: stack.counts.reclaimerRuns,
   });
   const left = `  left in the queue: ${stats.ready} ready, ${stats.scheduled} scheduled, ${stats.leased} leased`;
@@ -179,7 +179,7 @@ async function buildResult(
     : [
         `Stopped after ${(json.durationMs / 1000).toFixed(1)} s: queue ${options.queue} holds ${stats.done} done and ${stats.failed} failed tasks.`,
         left,
-        `  SQS: ${json.sqs.invocations} worker invocations, ${json.sqs.redelivered} redelivered, ${json.sqs.deadLettered} dead-lettered; ${json.kicks} drain kicks`,
+        `  SQS: ${json.sqs.invocations} worker invocations, ${json.sqs.redelivered} redelivered, ${json.sqs.deadLettered} dead-lettered; ${json.drainInvocations} drain invocations`,
         ...json.sqs.deadLetters.map((letter) => `    dead letter ×${letter.messages}: ${letter.reason}`),
       ];
   if (run.failure) lines.push(`npm start: ${redact((run.failure as Error).message ?? String(run.failure))}`);

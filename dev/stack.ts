@@ -64,7 +64,7 @@ export interface Stack {
 /** The reclaimer's Lambda timeout in the stack's defaults. */
 const RECLAIMER_TIMEOUT_MS = 60_000;
 
-/** The worker's function name, as the reclaimer kicks it (LEASEQ_WORKER_FUNCTION). */
+/** The worker's function name, the one the reclaimer's drain invocations start (LEASEQ_WORKER_FUNCTION). */
 export const WORKER_FUNCTION = "leaseq-worker";
 
 /**

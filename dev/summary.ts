@@ -43,7 +43,7 @@ export interface DemoSummary {
     /** What is in the dead-letter queue and why: the worker's reason, or the redrive policy. */
     deadLetters: Array<{ reason: string; messages: number }>;
   };
-  kicks: number;
+  drainInvocations: number;
   reclaimerRuns: number;
 }
 
@@ -58,7 +58,7 @@ export interface SummaryInput {
   poisonId: string | undefined;
   crash: { pid: number; ids: string[] } | undefined;
   sqs: DemoSummary["sqs"];
-  kicks: number;
+  drainInvocations: number;
   reclaimerRuns: number;
 }
 
@@ -88,7 +88,7 @@ export function summarize(input: SummaryInput): DemoSummary {
     retried: Math.max(0, extraAttempts - input.reclaimed),
     durationMs: input.durationMs,
     sqs: input.sqs,
-    kicks: input.kicks,
+    drainInvocations: input.drainInvocations,
     reclaimerRuns: input.reclaimerRuns,
   };
   if (input.poisonId) {
@@ -126,7 +126,7 @@ export function formatSummary(summary: DemoSummary): string {
     );
   }
   lines.push(
-    `  SQS: ${sqs.messages} messages, ${sqs.invocations} worker invocations, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered; ${summary.kicks} drain kicks`,
+    `  SQS: ${sqs.messages} messages, ${sqs.invocations} worker invocations, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered; ${summary.drainInvocations} drain invocations`,
   );
   for (const letter of sqs.deadLetters) lines.push(`    dead letter ×${letter.messages}: ${letter.reason}`);
   return lines.join("\n");

@@ -15,7 +15,8 @@ export interface ViewSnapshot {
   crash: { pid: number; claimed: number } | undefined;
   sqs: SqsCounts;
   stack: StackCounts;
-  drains: number;
+  /** The reclaimer's invocations of the worker without SQS. */
+  drainInvocations: number;
 }
 
 const BAR_WIDTH = 30;
@@ -50,7 +51,7 @@ export function renderView(view: ViewSnapshot): Frame {
     );
   }
   lines.push(
-    `  worker    ${sqs.invocations} SQS invocations, ${view.drains} drain kicks · SQS ${sqs.visible} waiting, ${sqs.inFlight} in flight, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered`,
+    `  worker    ${sqs.invocations} SQS invocations, ${view.drainInvocations} drain invocations · SQS ${sqs.visible} waiting, ${sqs.inFlight} in flight, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered`,
     `  reclaimer ${stack.reclaimerRuns} runs, ${stack.reclaimed} leases reclaimed${stack.reclaimFailed > 0 ? `, ${stack.reclaimFailed} expired with no attempts left (FAILED)` : ""}${stack.reclaimerErrors > 0 ? `, ${stack.reclaimerErrors} failed runs (${stack.lastReclaimerError})` : ""}`,
   );
   if (view.crash) {
@@ -65,7 +66,7 @@ export function renderView(view: ViewSnapshot): Frame {
     stats.paused ? "paused" : "",
     `tasks/s=${rate}`,
     view.demo ? `finished=${view.demo.finished}/${view.demo.total}` : "",
-    `sqs_invocations=${sqs.invocations} kicks=${view.drains} reclaimed=${stack.reclaimed} dead_lettered=${sqs.deadLettered}`,
+    `sqs_invocations=${sqs.invocations} drain_invocations=${view.drainInvocations} reclaimed=${stack.reclaimed} dead_lettered=${sqs.deadLettered}`,
   ]
     .filter(Boolean)
     .join(" ");

@@ -8,12 +8,18 @@ export interface FunctionConfig {
   connection: Connection;
   /** Tasks one claim leases (LEASEQ_CLAIM_BATCH). */
   claimBatch: number;
-  /** The worker function the reclaimer kicks (LEASEQ_WORKER_FUNCTION); unset: no kicks. */
+  /** The worker the reclaimer's drain invocations start (LEASEQ_WORKER_FUNCTION); unset: none. */
   workerFunction: string | undefined;
-  /** Most drain kicks per reclaimer run (LEASEQ_MAX_KICKS). */
-  maxKicks: number;
-  /** Only kick when the head of the ready queue has waited at least this long (LEASEQ_KICK_AFTER_MS). */
-  kickAfterMs: number;
+  /**
+   * Most drain invocations per reclaimer run (LEASEQ_MAX_KICKS: the variable keeps the older word,
+   * "kick", for a drain invocation, so a deployment that sets it goes on working).
+   */
+  maxDrainInvocations: number;
+  /**
+   * No drain invocation until the head of the ready queue has waited at least this long
+   * (LEASEQ_KICK_AFTER_MS).
+   */
+  drainInvocationAfterMs: number;
   /** Lambda API endpoint override, for local runs and tests (LEASEQ_LAMBDA_ENDPOINT). */
   lambdaEndpoint: string | undefined;
   /** Time the worker keeps free at the end of an invocation (LEASEQ_SAFETY_MARGIN_MS). */
@@ -77,8 +83,8 @@ export function readConfig(env: Env): FunctionConfig {
     connection: connection as Connection,
     claimBatch: integer("LEASEQ_CLAIM_BATCH", 20, 1, 100),
     workerFunction: env.LEASEQ_WORKER_FUNCTION || undefined,
-    maxKicks: integer("LEASEQ_MAX_KICKS", 4, 0, 100),
-    kickAfterMs: integer("LEASEQ_KICK_AFTER_MS", 0, 0, 3_600_000),
+    maxDrainInvocations: integer("LEASEQ_MAX_KICKS", 4, 0, 100),
+    drainInvocationAfterMs: integer("LEASEQ_KICK_AFTER_MS", 0, 0, 3_600_000),
     lambdaEndpoint: env.LEASEQ_LAMBDA_ENDPOINT || undefined,
     safetyMarginMs: integer("LEASEQ_SAFETY_MARGIN_MS", 1_000, 0, 60_000),
     flushAfterMs: integer("LEASEQ_FLUSH_AFTER_MS", 1_000, 0, 60_000),

@@ -99,7 +99,8 @@ export function createProducer(options: ProducerOptions) {
      * wake-up message the queue asks for, if any: none while a wake-up is arranged already or a
      * worker is draining, so a burst of enqueues sends a handful (docs/wake-ups.md). Tasks due
      * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
-     * A refused wake-up throws after the tasks are in (they run at the reclaimer's next kick).
+     * A refused wake-up throws after the tasks are in (they run at the reclaimer's next drain
+     * invocation).
      * Tasks without an id get a random one first, as with `send` (the results carry the ids).
      */
     async enqueue(

@@ -8,7 +8,7 @@ import { createRuntime, type Runtime } from "./runtime.js";
 import { functionSqsClient, sqsWakeSender, type WakeSender } from "./wake.js";
 
 const LIMIT = 1000; // tasks per reclaim/promote/trim call
-const TASKS_PER_KICK = 500; // backlog one drain invocation is expected to take on
+const TASKS_PER_DRAIN_INVOCATION = 500; // backlog one drain invocation is expected to take on
 /** Wake-ups are arranged for what falls due before the next run, and this much after (a late run). */
 const WAKE_MARGIN_MS = 10_000;
 
@@ -21,10 +21,13 @@ export interface ReclaimerOptions {
 
 export interface ReclaimerSummary extends TickResult {
   trimmed: number;
-  /** Drain kicks the Lambda API accepted. */
-  kicks: number;
-  /** Drain kicks it refused or that never arrived (logged with the answer; the run still succeeds). */
-  failedKicks: number;
+  /** Drain invocations the Lambda API accepted. */
+  drainInvocations: number;
+  /**
+   * Drain invocations it refused or that never arrived (logged with the answer; the run still
+   * succeeds).
+   */
+  failedDrainInvocations: number;
   /** When a wake-up was sent for (ms): work falling due before the next run (docs/wake-ups.md). */
   wakeAtMs: number | undefined;
 }
@@ -48,8 +51,8 @@ function lambdaClient(config: FunctionConfig): LambdaClient {
 /**
  * Builds the reclaimer handler: one pass reclaims expired leases, promotes due tasks and trims
  * retention (continuing in bounded batches while the time budget lasts), publishes the queue
- * metrics in CloudWatch EMF, and kicks the worker when ready tasks are waiting. Overlapping runs
- * are harmless: every step is one atomic script.
+ * metrics in CloudWatch EMF, and starts the worker without SQS (a drain invocation) when ready
+ * tasks are waiting. Overlapping runs are harmless: every step is one atomic script.
  */
 export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandler {
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-reclaimer" });
@@ -86,28 +89,35 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
         (n) => n >= LIMIT,
       );
     }
-    const summary: ReclaimerSummary = { ...totals, ...statsOf(tick), kicks: 0, failedKicks: 0, wakeAtMs: undefined };
+    const summary: ReclaimerSummary = {
+      ...totals,
+      ...statsOf(tick),
+      drainInvocations: 0,
+      failedDrainInvocations: 0,
+      wakeAtMs: undefined,
+    };
     const wakeAtMs = totals.wakeAtMs ?? tick.wakeAtMs;
     if (wakeAtMs !== undefined && waker) {
       try {
         await waker.wake(wakeAtMs, Date.now());
         summary.wakeAtMs = wakeAtMs;
       } catch (error) {
-        // As a failed kick: logged, never thrown, so the metrics below are still published. The
-        // queue's `wake` says it is arranged; once that time has passed by WAKE.activeMs it no
-        // longer counts, and the next run arranges it again.
-        logger.warn("wake-up not sent", { queue: config.queue, wakeAtMs, error: kickError(error) });
+        // As a failed drain invocation: logged, never thrown, so the metrics below are still
+        // published. The queue's `wake` says it is arranged; once that time has passed by
+        // WAKE.activeMs it no longer counts, and the next run arranges it again.
+        logger.warn("wake-up not sent", { queue: config.queue, wakeAtMs, error: apiError(error) });
       }
     }
 
-    // A paused queue is not drained: its resume arranges the wake-up (or the first run after it kicks).
+    // A paused queue is not drained: its resume arranges the wake-up (or the first run after it
+    // starts a drain invocation).
     if (
       config.workerFunction &&
       !summary.paused &&
       summary.ready > 0 &&
-      summary.oldestReadyAgeMs >= config.kickAfterMs
+      summary.oldestReadyAgeMs >= config.drainInvocationAfterMs
     ) {
-      const wanted = Math.min(config.maxKicks, Math.ceil(summary.ready / TASKS_PER_KICK));
+      const wanted = Math.min(config.maxDrainInvocations, Math.ceil(summary.ready / TASKS_PER_DRAIN_INVOCATION));
       const payload = new TextEncoder().encode(JSON.stringify({ leaseq: "drain" }));
       const sent = await Promise.allSettled(
         Array.from({ length: wanted }, () =>
@@ -116,16 +126,17 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
           ),
         ),
       );
-      // A refused kick (throttled, a 5xx) only delays the drain to the next run; the metrics below
-      // must still be published, so it is logged, never thrown. Only a Redis failure fails a run.
+      // A refused drain invocation (throttled, a 5xx) only delays the drain to the next run; the
+      // metrics below must still be published, so it is logged, never thrown. Only a Redis failure
+      // fails a run.
       for (const outcome of sent) {
-        if (outcome.status === "fulfilled") summary.kicks++;
+        if (outcome.status === "fulfilled") summary.drainInvocations++;
         else {
-          summary.failedKicks++;
-          logger.warn("drain kick failed", {
+          summary.failedDrainInvocations++;
+          logger.warn("drain invocation failed", {
             queue: config.queue,
             function: config.workerFunction,
-            error: kickError(outcome.reason),
+            error: apiError(outcome.reason),
           });
         }
       }
@@ -148,8 +159,8 @@ function statsOf(tick: TickResult) {
   return { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled, paused };
 }
 
-/** What the Lambda API answered a failed kick, without request details. */
-function kickError(error: unknown): Record<string, unknown> {
+/** What the AWS API (Lambda, or SQS for a wake-up) answered a failed call, without request details. */
+function apiError(error: unknown): Record<string, unknown> {
   const details = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
   return { name: details?.name, message: details?.message, httpStatusCode: details?.$metadata?.httpStatusCode };
 }

@@ -23,7 +23,7 @@ export interface WorkerOptions {
   logger?: Logger;
 }
 
-/** The worker's Lambda handler: SQS events (task lists and wake-ups) and the reclaimer's drain kicks. */
+/** The worker's Lambda handler: SQS events (task lists and wake-ups) and the reclaimer's drain invocations. */
 export type WorkerHandler = (
   event: SQSEvent | DrainEvent,
   context: Pick<Context, "getRemainingTimeInMillis">,
@@ -85,13 +85,14 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       flushAfterMs: config.flushAfterMs,
       lingerMs: config.lingerMs,
     });
-    // Stopping: arrange the wake-up this worker would have been (docs/wake-ups.md). A failed send
-    // is logged, not thrown: the records were handled, and the reclaimer's run is the safety net.
+    // Stopping: hand off, arranging the wake-up this worker would have been (docs/wake-ups.md). A
+    // failed send is logged, not thrown: the records were handled, and the reclaimer's run is the
+    // safety net.
     let wakeAtMs: number | undefined;
     let wakeError: string | undefined;
     try {
       const now = Date.now();
-      wakeAtMs = await queue.rest({ now, cutOff: counts.cutOff || counts.released > 0 });
+      wakeAtMs = await queue.handOff({ now, cutOff: counts.cutOff || counts.released > 0 });
       if (wakeAtMs !== undefined && waker) await waker.wake(wakeAtMs, now);
     } catch (error) {
       wakeError = (error as Error).message;

@@ -100,7 +100,7 @@ export class LeaseQueue extends Construct {
       }),
     );
     this.reclaimer = this.makeFunction("Reclaimer", settings.reclaimerEntry, {
-      description: `leaseq reclaimer for queue "${settings.queueName}": reclaims expired leases, publishes metrics, kicks the worker`,
+      description: `leaseq reclaimer for queue "${settings.queueName}": reclaims expired leases, publishes metrics, starts the worker (drain invocations)`,
       timeout: settings.reclaimerTimeout,
       memorySize: settings.reclaimerMemoryMb,
       environment: {
@@ -127,8 +127,9 @@ export class LeaseQueue extends Construct {
       new PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [this.worker.functionArn] }),
     );
     for (const fn of [this.worker, this.reclaimer]) this.secret.grantRead(fn);
-    // Async invocations (the reclaimer's kicks, the schedule's ticks) are not retried by Lambda:
-    // the next tick, one schedule period later, does the same work, and a retry would only overlap it.
+    // Async invocations (the reclaimer's drain invocations, the schedule's ticks) are not retried
+    // by Lambda: the next tick, one schedule period later, does the same work, and a retry would
+    // only overlap it.
     for (const fn of [this.worker, this.reclaimer]) {
       fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: settings.reclaimSchedule });
     }

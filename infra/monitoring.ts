@@ -119,7 +119,7 @@ export class LeaseQueueMonitoring extends Construct {
       // No invocation datapoint at all is the failure this alarm exists for, hence BREACHING.
       reclaimerNotInvoked: alarm(
         "ReclaimerNotInvoked",
-        "the reclaimer has not run for 3 schedule periods: expired leases stay leased and nothing kicks the worker.",
+        "the reclaimer has not run for 3 schedule periods: expired leases stay leased and no drain invocation starts the worker.",
         {
           metric: reclaimer.metricInvocations({ period, statistic: "Sum" }),
           threshold: 1,

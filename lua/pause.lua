@@ -1,7 +1,8 @@
 -- pause: pause or resume a queue, or one task type of it. A paused queue's claims lease nothing
 -- (a claim repeated after a lost reply still returns its batch); a paused type's tasks are set aside
 -- as claims meet them (an ordered queue stops at one), so they hold back no other type. The
--- reclaimer still reclaims, promotes and trims, and sends no wake-up nor kick for what is paused.
+-- reclaimer still reclaims, promotes and trims, and sends no wake-up nor drain invocation for what
+-- is paused.
 --
 -- KEYS the queue's keys (see lib/arguments.lua): config, ready, scheduled, groupwait are used
 -- ARGV[1] now     ms since epoch

@@ -67,7 +67,7 @@ return guard('tick', function()
   lanes_flush(now)
 
   -- What falls due before the reclaimer's next run: a wake-up for it (sent with DelaySeconds).
-  -- Ready work is the reclaimer's own business (it kicks the worker); an idle queue costs nothing.
+  -- Ready work is the reclaimer's own business (a drain invocation); an idle queue costs nothing.
   local wake_at = nil
   if horizon > 0 and config.paused ~= '1' then
     local due = next_due_of(config, now)

@@ -41,7 +41,7 @@ export const LISTABLE: TaskState[] = ["ready", "scheduled", "leased", "done", "f
 
 /**
  * What producers, workers and the reclaimer call on a queue: configure, enqueue, claim, settle,
- * extend, release, and the maintenance (reclaim, promote, trim, tick, rest, stats). Every method is
+ * extend, release, and the maintenance (reclaim, promote, trim, tick, handOff, stats). Every method is
  * one script call, atomic in Redis; inputs are validated before anything is sent. `Queue`
  * (shared/queue.ts) adds the operator's verbs; use it.
  */
@@ -371,20 +371,21 @@ export class QueueCore {
   }
 
   /**
-   * A worker stops draining: arranges the wake-up it would have been (for the ready work it leaves
-   * when `cutOff`, its time having run out; else for when scheduled work or an ordered queue's
-   * hold falls due within `horizonMs`). Resolves to the time to send that wake-up for, or undefined.
+   * A worker stops draining and hands the queue back to wake-ups: arranges the wake-up it would
+   * have been (for the ready work it leaves when `cutOff`, its time having run out; else for when
+   * scheduled work or an ordered queue's hold falls due within `horizonMs`). Resolves to the time
+   * to send that wake-up for, or undefined.
    */
-  async rest(options: { now: number; horizonMs?: number; cutOff?: boolean }): Promise<number | undefined> {
-    const now = checkNow("rest", options.now);
-    const horizon = checkInteger("rest", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
-    const reply = await this.run("rest", {
+  async handOff(options: { now: number; horizonMs?: number; cutOff?: boolean }): Promise<number | undefined> {
+    const now = checkNow("handoff", options.now);
+    const horizon = checkInteger("handoff", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
+    const reply = await this.run("handoff", {
       now: String(now),
       horizonMs: String(horizon),
       cutOff: options.cutOff ? "1" : "0",
       callId: callId(),
     });
-    return optionalTime(readReply("rest", reply).wakeAt);
+    return optionalTime(readReply("handoff", reply).wakeAt);
   }
 
   /**

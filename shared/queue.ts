@@ -114,7 +114,8 @@ export class Queue extends QueueCore {
 
   /**
    * Resumes what `pause` paused. `wakeAtMs` is set when ready work is waiting and no worker is
-   * arranged to look: send a wake-up (the producer's `wake()`), or the reclaimer's next run kicks one.
+   * arranged to look: send a wake-up (the producer's `wake()`), or the reclaimer's next run starts
+   * a worker (a drain invocation).
    */
   async resume(options: { now: number; type?: string }): Promise<{ changed: boolean; wakeAtMs: number | undefined }> {
     return this.pauseOrResume("resume", options);

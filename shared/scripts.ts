@@ -38,7 +38,7 @@ export const SCRIPTS = {
   trim: withLib("trim"),
   stats: withLib("stats", { readOnly: true }),
   tick: withLib("tick"),
-  rest: withLib("rest"),
+  handoff: withLib("handoff"),
   inspect: withLib("inspect", { readOnly: true }),
   requeue: withLib("requeue"),
   list: withLib("list", { readOnly: true }),

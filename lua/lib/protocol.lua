@@ -135,8 +135,8 @@ local function tick_args()
   local a4 = call_arg(ARGV[4])
   return a1, a1_text, a2, a3, a4
 end
--- rest: ARGV[1] now, ARGV[2] horizonMs, ARGV[3] cutOff, ARGV[4] callId
-local function rest_args()
+-- handoff: ARGV[1] now, ARGV[2] horizonMs, ARGV[3] cutOff, ARGV[4] callId
+local function handoff_args()
   local a1, a1_text = time_arg('now', ARGV[1])
   local a2 = int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS)
   local a3 = int_arg('cutOff', ARGV[3], 0, 1) == 1

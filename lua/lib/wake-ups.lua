@@ -2,7 +2,7 @@
 -- makes work fall due arranges for a worker to look then. Config `wake` is the earliest time one is
 -- arranged for: a wake-up message due then ("<ms>|<call id>": the call that asked for it, so the
 -- same call repeated after a lost reply is told again), or, when in the past, the last claim of a
--- worker still draining, which arranges the next wake-up itself when it stops (rest.lua).
+-- worker still draining, which arranges the next wake-up itself when it stops (handoff.lua).
 
 -- The calls of the reclaimer's tick say so in their ids (Queue.tick).
 local TICK_CALL = 'tick-'

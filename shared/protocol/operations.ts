@@ -155,7 +155,7 @@ export const OPERATIONS = {
     ],
     reply: { head: ["reclaimed", "reclaimFailed", "promoted", "doneTrimmed", "failedTrimmed", ...STATS, WAKE_AT] },
   },
-  rest: {
+  handoff: {
     args: [
       now,
       { name: "horizonMs", kind: "int", min: 0, max: "WAKE_HORIZON_MAX_MS", unit: "ms" },

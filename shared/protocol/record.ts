@@ -26,9 +26,9 @@ export const STATE_FLAGS = {
 /**
  * How a field is written: `letter` one of STATE_LETTERS; `digits` an integer in decimal, at most
  * `maxDigits` of them (so only its length needs checking); `flags` lower-case letters; `name` 0 or
- * more characters of A-Z a-z 0-9 _ . -; `rest` the remainder of the record, whatever it holds.
+ * more characters of A-Z a-z 0-9 _ . -; `remainder` the rest of the record, whatever it holds.
  */
-type FieldKind = "letter" | "digits" | "flags" | "name" | "rest";
+type FieldKind = "letter" | "digits" | "flags" | "name" | "remainder";
 type Field = { kind: FieldKind; maxDigits?: number; initial?: string; meaning: string };
 
 /**
@@ -64,7 +64,7 @@ export const STATE_FIELDS = {
     initial: "",
     meaning: "the claim id that leased it (L only): a repeated claim returns the same batch",
   },
-  error: { kind: "rest", initial: "", meaning: "the last error" },
+  error: { kind: "remainder", initial: "", meaning: "the last error" },
 } as const satisfies Record<string, Field>;
 
 export type StateField = keyof typeof STATE_FIELDS;
@@ -78,14 +78,14 @@ export const BODY_FIELDS = {
   enqueued: { kind: "digits", maxDigits: 15, meaning: "when it was enqueued (ms since epoch)" },
   type: { kind: "name", meaning: "the task's type (1 or more characters)" },
   group: { kind: "name", meaning: "the task's group, or empty" },
-  payload: { kind: "rest", meaning: "the payload's JSON, as the producer serialised it" },
+  payload: { kind: "remainder", meaning: "the payload's JSON, as the producer serialised it" },
 } as const satisfies Record<string, Field>;
 
 export type BodyField = keyof typeof BODY_FIELDS;
 
 // Lua pattern classes per kind: strict (as written), loose (any length, for a record only skimmed)
 // and filled (at least one character).
-const CLASS: Record<Exclude<FieldKind, "rest">, { strict: string; loose: string; filled: string }> = {
+const CLASS: Record<Exclude<FieldKind, "remainder">, { strict: string; loose: string; filled: string }> = {
   letter: { strict: `[${Object.keys(STATE_LETTERS).join("")}]`, loose: ".", filled: "." },
   digits: { strict: "%d+", loose: "%d*", filled: "%d+" },
   flags: { strict: "%l*", loose: "%l*", filled: "%l+" },
@@ -111,7 +111,7 @@ export type Read =
  * A Lua pattern over a record of `fields`, from its first field through `through`: each field as
  * `reads` says (unnamed: skip), anchored at the start. `end` is what follows the last field read:
  * "|" (the next field starts), "$" (the record ends there) or "()" (the position of the next field,
- * for a `rest` field taken apart). `prefix` is matched before the first field (the body's mark).
+ * for a `remainder` field taken apart). `prefix` is matched before the first field (the body's mark).
  */
 function recordPattern<T extends Record<string, Field>>(
   fields: T,
@@ -128,7 +128,8 @@ function recordPattern<T extends Record<string, Field>>(
   for (const name of names.slice(0, names.indexOf(spec.through) + 1)) {
     const field: Field = fields[name];
     const read = spec.reads[name] ?? "skip";
-    if (field.kind === "rest") throw new Error(`recordPattern: ${name} is the rest of the record; end with "|()"`);
+    if (field.kind === "remainder")
+      throw new Error(`recordPattern: ${name} is the remainder of the record; end with "|()"`);
     let text: string;
     if (typeof read === "object")
       text = "literal" in read ? read.literal.replace(/[%^$().[\]*+\-?|]/g, (c) => `%${c}`) : read.lua;

@@ -67,7 +67,7 @@ describe.each(adapters)("the built bundles over $name", (adapter) => {
       const queue = new Queue(store, { name });
       expect(await queue.inspect("b1")).toMatchObject({ state: "done", attempts: 1 });
       const summary = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
-      expect(summary.result).toMatchObject({ done: 1, ready: 0, leased: 0, kicks: 0 });
+      expect(summary.result).toMatchObject({ done: 1, ready: 0, leased: 0, drainInvocations: 0 });
     } finally {
       process.env = saved;
     }

@@ -31,7 +31,7 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
     return new Queue(store, { name });
   }
 
-  it("kicks the worker through the Lambda API with a drain event, and publishes the queue metrics as EMF", async () => {
+  it("invokes the worker through the Lambda API with a drain event, and publishes the queue metrics as EMF", async () => {
     const name = uniqueQueueName("r");
     const queue = await queueNamed(name);
     const api = await recordingLambdaApi();
@@ -49,7 +49,7 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
         metrics: new Metrics({ namespace: "leaseq-test", serviceName: "reclaimer" }),
       });
       const { result, lines } = await captureStdout(() => handler(scheduledEvent(), lambdaContext()));
-      expect(result).toMatchObject({ ready: 5, kicks: 1 });
+      expect(result).toMatchObject({ ready: 5, drainInvocations: 1 });
       expect(api.calls).toHaveLength(1);
       expect(api.calls[0].url).toBe("/2015-03-31/functions/leaseq-worker-fn/invocations");
       expect(api.calls[0].headers["x-amz-invocation-type"]).toBe("Event");
@@ -79,7 +79,7 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
   });
 
   it.each([429, 500])(
-    "logs a kick the Lambda API refuses (%i) and still publishes its metrics; the run succeeds",
+    "logs a drain invocation the Lambda API refuses (%i) and still publishes its metrics; the run succeeds",
     async (status) => {
       const name = uniqueQueueName("r");
       const queue = await queueNamed(name);
@@ -97,24 +97,27 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
         const { result, lines } = await captureStdout(() => handler(scheduledEvent(), lambdaContext()), {
           stderr: true,
         });
-        expect(result).toMatchObject({ ready: 1, kicks: 0, failedKicks: 1 });
+        expect(result).toMatchObject({ ready: 1, drainInvocations: 0, failedDrainInvocations: 1 });
         expect(api.calls.length).toBeGreaterThanOrEqual(1); // the SDK's own retries may resend it
         // stderr may also carry Node's own warnings (the AWS SDK's Node version notice): JSON lines only.
         const entries = lines.filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
         expect(entries.find((entry) => entry._aws?.CloudWatchMetrics)).toMatchObject({ queue: name, ready: 1 });
-        expect(entries.find((entry) => entry.message === "drain kick failed")).toMatchObject({
+        expect(entries.find((entry) => entry.message === "drain invocation failed")).toMatchObject({
           level: "WARN",
           function: "leaseq-worker-fn",
           error: { httpStatusCode: status },
         });
-        expect(entries.find((entry) => entry.message === "reclaimer run")).toMatchObject({ kicks: 0, failedKicks: 1 });
+        expect(entries.find((entry) => entry.message === "reclaimer run")).toMatchObject({
+          drainInvocations: 0,
+          failedDrainInvocations: 1,
+        });
       } finally {
         await api.close();
       }
     },
   );
 
-  it("does not kick when nothing is ready", async () => {
+  it("starts no drain invocation when nothing is ready", async () => {
     const name = uniqueQueueName("r");
     await queueNamed(name);
     const api = await recordingLambdaApi();
@@ -124,7 +127,7 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
         logger: silent(),
       });
       const { result } = await captureStdout(() => handler(scheduledEvent(), lambdaContext()));
-      expect(result.kicks).toBe(0);
+      expect(result.drainInvocations).toBe(0);
       expect(api.calls).toHaveLength(0);
     } finally {
       await api.close();

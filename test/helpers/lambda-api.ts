@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 /**
  * A loopback HTTP server standing in for the Lambda API: answers every request `status` (202, as
  * Lambda accepts an async invoke; a 429 or 500 plays a throttled or failing API) and records it, so
- * a test can assert what the reclaimer's kick sent (path, invocation type, body).
+ * a test can assert what the reclaimer's drain invocation sent (path, invocation type, body).
  */
 export async function recordingLambdaApi(status = 202) {
   const calls: Array<{ url: string; headers: IncomingMessage["headers"]; body: string }> = [];

@@ -5,7 +5,7 @@ import { pathToFileURL } from "node:url";
 import { App } from "aws-cdk-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
-import { LeaseqStack } from "../../infra/stack.js";
+import { LeaseqStack } from "../../examples/reference/stack.js";
 import { Queue } from "../../shared/queue.js";
 import { LUA_SCRIPTS } from "../../shared/scripts.generated.js";
 import type { Store } from "../../shared/store.js";
@@ -177,7 +177,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
         { now: Date.now() - 1_000 },
       );
       const tick = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
-      expect(tick.result).toMatchObject({ ready: 2, done: 2, kicks: 1 });
+      expect(tick.result).toMatchObject({ ready: 2, done: 2, drainInvocations: 1 });
       const emf = tick.lines.map((line) => JSON.parse(line)).find((entry) => entry._aws?.CloudWatchMetrics);
       const directive = emf._aws.CloudWatchMetrics[0];
       expect(directive.Namespace).toBe(assets.alarmMetric.Namespace);

@@ -28,7 +28,7 @@ describe("a wake-up whose reply was lost", () => {
     stores.push(store);
     const queue = await configuredQueue(store, { name: uniqueQueueName("wake"), ...settings });
     await queue.enqueue([{ id: "warm-up", type: "job", delayMs: 3_600_000 }], { now: NOW - 10_000 });
-    await queue.rest({ now: NOW - 10_000 });
+    await queue.handOff({ now: NOW - 10_000 });
     return queue;
   }
 
@@ -61,7 +61,7 @@ describe("a wake-up whose reply was lost", () => {
     expect(tick.wakeAtMs).toBe(NOW + 30_000);
   });
 
-  it("13: a rest repeated after a lost reply answers its wake-up again", async () => {
+  it("13: a handoff repeated after a lost reply answers its wake-up again", async () => {
     const queue = await open({ policies: { job: { leaseMs: 5_000, maxAttempts: 3 } } });
     await queue.enqueue([{ id: "r", type: "job", delayMs: 20_000 }], { now: NOW });
     const fault = endpoint.faults.add({
@@ -70,7 +70,7 @@ describe("a wake-up whose reply was lost", () => {
     });
     // A worker stops; the wake-up for the delayed task is its to arrange (the producer's was sent).
     await queue.claim({ count: 1, now: NOW + 1 });
-    expect(await queue.rest({ now: NOW + 5, horizonMs: 900_000 })).toBe(NOW + 20_000);
+    expect(await queue.handOff({ now: NOW + 5, horizonMs: 900_000 })).toBe(NOW + 20_000);
     expect(fault.fired).toBe(1);
   });
 });

@@ -20,8 +20,8 @@ const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
 /**
  * A loopback stand-in for the Lambda Invoke API, as @aws-sdk/client-lambda calls it: POST
  * /2015-03-31/functions/{name}/invocations. `X-Amz-Invocation-Type: Event` answers 202 at once and
- * runs the function in the background (the reclaimer's kick); RequestResponse answers 200 with the
- * result; DryRun 204. Requests are not signature-checked: it only binds to 127.0.0.1.
+ * runs the function in the background (the reclaimer's drain invocation); RequestResponse answers
+ * 200 with the result; DryRun 204. Requests are not signature-checked: it only binds to 127.0.0.1.
  */
 export async function startLambdaApi(functions: Record<string, LocalFunction>): Promise<LocalLambdaApi> {
   const counts: Record<string, number> = {};

@@ -1,6 +1,6 @@
 // The crash suite's supervisor: it forks worker and reclaimer processes (test/chaos/fixtures/
 // chaos-child.ts, the real Lambda handlers over the Upstash path), feeds them invocations as
-// Lambda would (SQS batches, drain kicks, scheduled reclaimer runs), and SIGKILLs them at chosen
+// Lambda would (SQS batches, drain invocations, scheduled reclaimer runs), and SIGKILLs them at chosen
 // moments, restarting each one it kills. It records every execution a worker reports and every
 // kill, so the test can trace each duplicate execution to a kill.
 import { type ChildProcess, fork } from "node:child_process";
@@ -231,7 +231,7 @@ export class Supervisor {
     }
   }
 
-  /** Gives each idle process its next invocation: an SQS batch if one waits, else a drain kick. */
+  /** Gives each idle process its next invocation: an SQS batch if one waits, else a drain invocation. */
   private pump(): void {
     const now = Date.now();
     for (const incarnation of this.incarnations.values()) {

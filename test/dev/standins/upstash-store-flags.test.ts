@@ -107,7 +107,7 @@ describe("script flags per store", () => {
       expect((await queue.requeue(["c"], { now: NOW }))[0].status).toBe("ok");
       expect(await queue.reclaim({ now: NOW + 60_000 })).toMatchObject({ reclaimed: [d.id] });
       expect(await queue.promote({ now: NOW })).toBe(0);
-      expect(await queue.rest({ now: NOW, cutOff: true })).toBe(NOW); // ready work left: wake now
+      expect(await queue.handOff({ now: NOW, cutOff: true })).toBe(NOW); // ready work left: wake now
       expect(await queue.trim({ now: NOW + 86_400_000 * 2 })).toEqual({ done: 1, failed: 0 });
       expect(await queue.tick({ now: NOW + 1 })).toMatchObject({ ready: 3 });
       expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 3, corrupt: 0 });

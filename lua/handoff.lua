@@ -1,6 +1,7 @@
--- rest: a worker stops draining. Its claims kept config `wake` fresh (it covered work falling due
--- while it ran); now it arranges the wake-up it would have been: for the ready work it leaves
--- behind when its time ran out, else for when scheduled work (or an ordered queue's hold) falls due.
+-- handoff: a worker stops draining and hands the queue back to wake-ups. While it drained, its
+-- claims kept config `wake` fresh (it covered work falling due while it ran); now it arranges the
+-- wake-up it would have been: for the ready work it leaves behind when its time ran out, else for
+-- when scheduled work (or an ordered queue's hold) falls due.
 --
 -- KEYS the queue's keys (see lib/arguments.lua): config, ready, scheduled, leased are used
 -- ARGV[1] now         ms since epoch
@@ -16,12 +17,12 @@
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, fmt, guard, need_wake, next_due_of, read_config_fields, rest_args, wake_time
+-- Uses: K, fmt, guard, need_wake, next_due_of, handoff_args, read_config_fields, wake_time
 
-return guard('rest', function()
-  local now, _, horizon, cut_off, call = rest_args()
+return guard('handoff', function()
+  local now, _, horizon, cut_off, call = handoff_args()
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'paused' })
-  -- The mark of a draining worker (this one, or one that stopped without resting) covers nothing
+  -- The mark of a draining worker (this one, or one that stopped without handing off) covers nothing
   -- once it stops; a wake-up arranged for later stays.
   local wake = wake_time(config)
   if wake and wake <= now then
@@ -32,7 +33,7 @@ return guard('rest', function()
   if config.paused == '1' then
     return '' -- a paused queue: its resume arranges the wake-up
   elseif config.ordered == '1' and redis.call('ZCARD', K.leased) > 0 then
-    return '' -- the worker holding the lease rests after it
+    return '' -- the worker holding the lease hands off after it
   elseif cut_off and redis.call('ZCARD', K.ready) > 0 then
     due = now
   else
