@@ -63,8 +63,7 @@ describe("worker function", () => {
         LEASEQ_QUEUE: "orders",
         UPSTASH_SECRET_ARN: { Ref: secret.logicalId },
         LEASEQ_CLAIM_BATCH: "20",
-        LEASEQ_TASKS:
-          "parallel;crash:5000:3:1000:60000,echo:30000:3:1000:60000,flaky:30000:5:1000:30000,poison:30000:3:500:5000,slow:2000:3:1000:30000;",
+        LEASEQ_TASKS: "parallel;echo:30000:3:1000:60000,send-webhook:30000:5:2000:300000;",
         LEASEQ_WORKER_TIMEOUT_MS: "300000",
         LEASEQ_DLQ_URL: { Ref: dlq.logicalId },
         // Its own queue: where it sends the wake-up it arranges as it stops (docs/wake-ups.md).

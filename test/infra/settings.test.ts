@@ -2,11 +2,11 @@ import { App, Duration, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { Topic } from "aws-cdk-lib/aws-sns";
 import { describe, expect, it } from "vitest";
+import { propsFromContext } from "../../examples/reference/context.js";
+import { LeaseqStack } from "../../examples/reference/stack.js";
 import { defineTasks } from "../../functions/tasks.js";
-import { propsFromContext } from "../../infra/context.js";
 import { LeaseQueue } from "../../infra/lease-queue.js";
 import { type LeaseQueueProps, LeaseQueuePropsError, resolveSettings } from "../../infra/settings.js";
-import { LeaseqStack } from "../../infra/stack.js";
 import { REQUIRED_PROPS, SKIP_BUNDLING } from "./synth.js";
 
 /** The problems resolveSettings reports for `props`, or [] when it accepts them. */

@@ -1,9 +1,9 @@
 import { App, type StackProps } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { vi } from "vitest";
+import { LeaseqStack, REFERENCE_WORKER_ENTRY } from "../../examples/reference/stack.js";
 import { defineTasks } from "../../functions/tasks.js";
 import type { LeaseQueueProps } from "../../infra/settings.js";
-import { LeaseqStack, REFERENCE_WORKER_ENTRY } from "../../infra/stack.js";
 
 // Every infra test file imports this module. The first synth in a worker loads aws-cdk-lib, which
 // takes over 10 s on a busy 2-CPU machine; the shared 30 s default timeout is too tight for that.

@@ -8,7 +8,7 @@ import { build, type Metafile } from "esbuild";
 import { BUNDLE_FILE, bundleOptions, DEFAULT_RECLAIMER_ENTRY } from "leaseq/cdk";
 import { REFERENCE_WORKER_ENTRY } from "./stack.js";
 
-const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const ENTRIES = { worker: REFERENCE_WORKER_ENTRY, reclaimer: DEFAULT_RECLAIMER_ENTRY };
 const kilobytes = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../helpers/paths.js";
 // Imported for its raised test timeout, as in every infra test file (a cold cdk synth takes seconds).
-import "./synth.js";
+import "../infra/synth.js";
 
 const outdirs: string[] = [];
 
@@ -30,7 +30,7 @@ afterAll(() => {
   for (const outdir of outdirs) rmSync(outdir, { recursive: true, force: true });
 });
 
-describe("npm run synth (infra/app.ts through the cdk CLI)", () => {
+describe("npm run synth (examples/reference/app.ts through the cdk CLI)", () => {
   it("synthesizes offline with bundled assets and cdk-nag: only the two reasoned suppressions", () => {
     const run = cdkSynth();
     expect(run.stderr).not.toMatch(/\[Error at|AwsSolutions-.*: /);

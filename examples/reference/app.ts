@@ -12,6 +12,6 @@ const stack = new LeaseqStack(app, app.node.tryGetContext("stackName") ?? "Lease
   leaseQueue: propsFromContext(app.node),
 });
 // cdk-nag reports as error annotations, which make `cdk synth` fail: a new finding stops the build
-// until it is fixed or suppressed with a reason in infra/nag.ts.
+// until it is fixed or suppressed with a reason in ./nag.ts.
 suppressNagFindings(stack.leaseQueue);
 Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));

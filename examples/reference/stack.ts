@@ -2,10 +2,10 @@ import { fileURLToPath } from "node:url";
 import { CfnOutput, Stack, type StackProps } from "aws-cdk-lib";
 import type { Construct } from "constructs";
 import { LeaseQueue, type LeaseQueueProps } from "leaseq/cdk";
-import tasks from "../dev/demo/tasks.js";
+import tasks from "./tasks.js";
 
-/** The reference deployment's worker entry: the demo task types, as a user's own entry would be. */
-export const REFERENCE_WORKER_ENTRY = fileURLToPath(new URL("../dev/demo/worker.ts", import.meta.url));
+/** The reference deployment's worker entry (./worker.ts), as a user's own entry would be. */
+export const REFERENCE_WORKER_ENTRY = fileURLToPath(new URL("./worker.ts", import.meta.url));
 
 /** The reference deployment: one LeaseQueue and the outputs a user needs after `cdk deploy`. */
 export class LeaseqStack extends Stack {

@@ -2,12 +2,12 @@ import { App, Aspects, type Stack } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
-import { suppressNagFindings } from "../../infra/nag.js";
+import { suppressNagFindings } from "../../examples/reference/nag.js";
+import { LeaseqStack } from "../../examples/reference/stack.js";
 import type { LeaseQueueProps } from "../../infra/settings.js";
-import { LeaseqStack } from "../../infra/stack.js";
-import { SKIP_BUNDLING } from "./synth.js";
+import { SKIP_BUNDLING } from "../infra/synth.js";
 
-/** The reference stack checked by cdk-nag AwsSolutions, as infra/app.ts does it. */
+/** The reference stack checked by cdk-nag AwsSolutions, as examples/reference/app.ts does it. */
 function checked(props: Partial<LeaseQueueProps>, suppress = true): Stack {
   const app = new App({ context: SKIP_BUNDLING });
   const stack = new LeaseqStack(app, "Nag", { leaseQueue: props });
