@@ -7,9 +7,8 @@
 // ends with the queue's consistency check, which must find nothing.
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Store } from "../../shared/store.js";
 import { expectClean } from "../helpers/check.js";
-import { adapters, openQueue, rawClient } from "../helpers/stores.js";
+import { adapters, openQueue, queueFixture, rawClient } from "../helpers/stores.js";
 import { chaosSeed, report, scale } from "./helpers/chaos.js";
 import { type ModelOptions, QueueModel } from "./helpers/model.js";
 import { commandsFor, OPTIONS, START, takeTally, type World } from "./helpers/model-commands.js";
@@ -20,12 +19,7 @@ const variants = adapters.flatMap((adapter) => [
 ]);
 
 describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, fresh } = queueFixture(adapter);
 
   const runs = (adapter.name === "tcp" ? scale(40, 1_000) : scale(10, 150)) / (ordered ? 2 : 1);
   const maxCommands = scale(40, 100);
@@ -39,7 +33,7 @@ describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
       await fc.assert(
         fc.asyncProperty(fc.commands(commands, { maxCommands, size: "max" }), async (sequence) => {
           sequences++;
-          const { store, queue } = await openQueue(adapter, {
+          const queue = await fresh({
             policies: OPTIONS.policies,
             defaultPolicy: OPTIONS.defaultPolicy,
             doneRetentionMs: OPTIONS.doneRetentionMs,
@@ -47,7 +41,6 @@ describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
             clockSkewMs: 0,
             ordered,
           });
-          stores.push(store);
           const world: World = { model: new QueueModel(options), now: START, held: [], retired: [] };
           await fc.asyncModelRun(() => ({ model: world, real: { queue, redis } }), sequence);
           await expectClean(queue, world.now);

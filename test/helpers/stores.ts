@@ -97,22 +97,33 @@ export async function snapshot(redis: Redis, queue: Queue): Promise<Record<strin
 }
 
 /**
- * For one describe block: `fresh(options)` opens a queue on `adapter` (over `defaults`), `redis` is a
- * raw client for assertions; both are closed after the block.
+ * For one describe block: `open()` opens a store on `adapter`, `redis` is a raw client for
+ * assertions; both are closed after the block.
  */
-export function queueFixture(adapter: Adapter, defaults: TestQueueOptions = {}) {
+export function storeFixture(adapter: Adapter) {
   const redis = rawClient();
-  const closers: Array<() => Promise<void>> = [];
+  const stores: Store[] = [];
   afterAll(async () => {
-    for (const close of closers) await close();
+    for (const store of stores) await store.close();
     redis.disconnect();
   });
-  const fresh = async (options: TestQueueOptions = {}): Promise<Queue> => {
-    const opened = await openQueue(adapter, { ...defaults, ...options });
-    closers.push(opened.close);
-    return opened.queue;
+  const open = async (): Promise<Store> => {
+    const store = await adapter.open();
+    stores.push(store);
+    return store;
   };
-  return { redis, fresh };
+  return { redis, open };
+}
+
+/**
+ * For one describe block: `fresh(options)` opens a queue on a store of its own (over `defaults`),
+ * `open()` a store, `redis` is a raw client for assertions; all are closed after the block.
+ */
+export function queueFixture(adapter: Adapter, defaults: TestQueueOptions = {}) {
+  const { redis, open } = storeFixture(adapter);
+  const fresh = async (options: TestQueueOptions = {}): Promise<Queue> =>
+    configuredQueue(await open(), { name: uniqueQueueName(), ...defaults, ...options });
+  return { redis, open, fresh };
 }
 
 /** A task for failTasks: its id (type "job", the call's error), or its id with a type and error of its own. */
