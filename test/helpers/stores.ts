@@ -6,6 +6,7 @@ import type { QueueSettings } from "../../shared/settings.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
+import type { ClaimedTask } from "../../shared/types.js";
 import { deleteMatching } from "./redis-keys.js";
 
 export const redisUrl = (): string => inject("redisUrl");
@@ -125,6 +126,16 @@ export function queueFixture(adapter: Adapter, defaults: TestQueueOptions = {}) 
     configuredQueue(await open(), { name: uniqueQueueName(), ...defaults, ...options });
   return { redis, open, fresh };
 }
+
+/** The ids of claimed tasks, in the order claimed. */
+export const ids = (tasks: ClaimedTask[]): string[] => tasks.map((task) => task.id);
+
+/** Acks `tasks` at `now` in one settle call; resolves to its per-task results. */
+export const ack = (queue: Queue, tasks: ClaimedTask[], now: number) =>
+  queue.settle(
+    tasks.map((task) => ({ id: task.id, token: task.token, outcome: "ack" as const })),
+    { now },
+  );
 
 /** A task for failTasks: its id (type "job", the call's error), or its id with a type and error of its own. */
 export type TaskToFail = string | { id: string; type?: string; error?: string };
