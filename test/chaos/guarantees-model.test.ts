@@ -18,7 +18,7 @@ import { argsForRetry, type Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, configuredQueue, storeFixture, uniqueQueueName } from "../helpers/stores.js";
-import { chaosSeed, report, scale } from "./helpers/chaos.js";
+import { checkSequences, report, scale } from "./helpers/chaos.js";
 
 const START = 1_800_000_000_000;
 const LEASE_MS = 1_000;
@@ -780,41 +780,35 @@ describe.each(adapters)("groups, rates and controls, model-based over $name", (a
   it(
     `keeps every guarantee over ${runs} random sequences of up to ${maxCommands} operations`,
     async () => {
-      const seed = chaosSeed();
-      let sequences = 0;
-      await fc.assert(
-        fc.asyncProperty(fc.commands(commands, { maxCommands, size: "max" }), async (sequence) => {
-          sequences++;
-          const policy = { leaseMs: LEASE_MS, maxAttempts: MAX_ATTEMPTS };
-          const store = await open();
-          const queue = await configuredQueue(store, {
-            name: uniqueQueueName(),
-            policies: Object.fromEntries(TYPES.map((type) => [type, policy])),
-            typeGroups: {
-              ord: { ordered: true },
-              two: { concurrency: 2 },
-              rt: { rate: { max: 2, perMs: 1_000 }, typeRate: { max: 3, perMs: 1_000 } },
-            },
-            clockSkewMs: 0,
-          });
-          const lossy = new Queue(lossyStore(store), { name: queue.name });
-          const world: World = {
-            now: START,
-            seq: 0,
-            tasks: new Map(),
-            held: [],
-            heads: new Map(),
-            pending: new Set(),
-            paused: false,
-            pausedTypes: new Set(),
-            windows: new Map(),
-            tainted: new Set(),
-            stale: new Set(),
-          };
-          await fc.asyncModelRun(() => ({ model: world, real: { queue, lossy, redis } }), sequence);
-        }),
-        { numRuns: runs, seed },
-      );
+      const { seed, sequences } = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
+        const policy = { leaseMs: LEASE_MS, maxAttempts: MAX_ATTEMPTS };
+        const store = await open();
+        const queue = await configuredQueue(store, {
+          name: uniqueQueueName(),
+          policies: Object.fromEntries(TYPES.map((type) => [type, policy])),
+          typeGroups: {
+            ord: { ordered: true },
+            two: { concurrency: 2 },
+            rt: { rate: { max: 2, perMs: 1_000 }, typeRate: { max: 3, perMs: 1_000 } },
+          },
+          clockSkewMs: 0,
+        });
+        const lossy = new Queue(lossyStore(store), { name: queue.name });
+        const world: World = {
+          now: START,
+          seq: 0,
+          tasks: new Map(),
+          held: [],
+          heads: new Map(),
+          pending: new Set(),
+          paused: false,
+          pausedTypes: new Set(),
+          windows: new Map(),
+          tainted: new Set(),
+          stale: new Set(),
+        };
+        await fc.asyncModelRun(() => ({ model: world, real: { queue, lossy, redis } }), sequence);
+      });
       const operations = { ...tally };
       for (const key of Object.keys(tally)) delete tally[key];
       const steps = Object.values(operations).reduce((sum, n) => sum + n, 0);

@@ -9,7 +9,7 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { expectClean } from "../helpers/check.js";
 import { adapters, openQueue, queueFixture, rawClient } from "../helpers/stores.js";
-import { chaosSeed, report, scale } from "./helpers/chaos.js";
+import { checkSequences, report, scale } from "./helpers/chaos.js";
 import { type ModelOptions, QueueModel } from "./helpers/model.js";
 import { commandsFor, OPTIONS, START, takeTally, type World } from "./helpers/model-commands.js";
 
@@ -28,25 +28,19 @@ describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
   it(
     `agrees with the model over ${runs} random sequences of up to ${maxCommands} operations`,
     async () => {
-      const seed = chaosSeed();
-      let sequences = 0;
-      await fc.assert(
-        fc.asyncProperty(fc.commands(commands, { maxCommands, size: "max" }), async (sequence) => {
-          sequences++;
-          const queue = await fresh({
-            policies: OPTIONS.policies,
-            defaultPolicy: OPTIONS.defaultPolicy,
-            doneRetentionMs: OPTIONS.doneRetentionMs,
-            failedRetentionMs: OPTIONS.failedRetentionMs,
-            clockSkewMs: 0,
-            ordered,
-          });
-          const world: World = { model: new QueueModel(options), now: START, held: [], retired: [] };
-          await fc.asyncModelRun(() => ({ model: world, real: { queue, redis } }), sequence);
-          await expectClean(queue, world.now);
-        }),
-        { numRuns: runs, seed },
-      );
+      const { seed, sequences } = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
+        const queue = await fresh({
+          policies: OPTIONS.policies,
+          defaultPolicy: OPTIONS.defaultPolicy,
+          doneRetentionMs: OPTIONS.doneRetentionMs,
+          failedRetentionMs: OPTIONS.failedRetentionMs,
+          clockSkewMs: 0,
+          ordered,
+        });
+        const world: World = { model: new QueueModel(options), now: START, held: [], retired: [] };
+        await fc.asyncModelRun(() => ({ model: world, real: { queue, redis } }), sequence);
+        await expectClean(queue, world.now);
+      });
       const operations = takeTally();
       const steps = Object.entries(operations)
         .filter(([name]) => name !== "zombie-ack-accepted")
