@@ -1,15 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Job, Queue, Worker } from "bullmq";
-import {
-  type Backlog,
-  type Contender,
-  ENQUEUE_BATCH,
-  inFlight,
-  LOAD_BATCH,
-  LOAD_IN_FLIGHT,
-  timed,
-} from "./contender.js";
-import { type BenchTask, chunks } from "./workload.js";
+import { type Backlog, type Contender, enqueueBatches, loadBatches, timed } from "./contender.js";
+import type { BenchTask } from "./workload.js";
 
 export interface BullmqSetup {
   host: string;
@@ -56,7 +48,7 @@ export async function bullmqContender(setup: BullmqSetup): Promise<Contender> {
   let enqueued = 0;
   return {
     async enqueue(tasks) {
-      for (const batch of chunks(tasks, ENQUEUE_BATCH)) await queue.addBulk(batch.map(toJob));
+      await enqueueBatches(tasks, (batch) => queue.addBulk(batch.map(toJob)));
       enqueued += tasks.length;
     },
     async drain() {
@@ -88,9 +80,7 @@ export async function bullmqBacklog(setup: Omit<BullmqSetup, "concurrency">): Pr
   const token = randomUUID();
   return {
     async load(tasks) {
-      await inFlight(chunks(tasks, LOAD_BATCH), LOAD_IN_FLIGHT, async (batch) => {
-        await queue.addBulk(batch.map(toJob));
-      });
+      await loadBatches(tasks, (batch) => queue.addBulk(batch.map(toJob)));
     },
     async claimSample(count) {
       const jobs: Job[] = [];

@@ -1,4 +1,4 @@
-import type { BenchTask } from "./workload.js";
+import { type BenchTask, chunks } from "./workload.js";
 
 /** Producers enqueue in batches of this many tasks in every system (BullMQ: addBulk of 100). */
 export const ENQUEUE_BATCH = 100;
@@ -40,4 +40,16 @@ export async function timed(work: () => Promise<unknown>): Promise<number> {
   const start = process.hrtime.bigint();
   await work();
   return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+/** A producer's enqueue in every system: `add` on each batch of `ENQUEUE_BATCH` tasks, one call after the other. */
+export async function enqueueBatches(tasks: BenchTask[], add: (batch: BenchTask[]) => Promise<unknown>): Promise<void> {
+  for (const batch of chunks(tasks, ENQUEUE_BATCH)) await add(batch);
+}
+
+/** The bulk loader of a backlog: `add` on each batch of `LOAD_BATCH` tasks, `LOAD_IN_FLIGHT` calls in flight. */
+export async function loadBatches(tasks: BenchTask[], add: (batch: BenchTask[]) => Promise<unknown>): Promise<void> {
+  await inFlight(chunks(tasks, LOAD_BATCH), LOAD_IN_FLIGHT, async (batch) => {
+    await add(batch);
+  });
 }

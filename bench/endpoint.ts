@@ -2,13 +2,13 @@
 // endpoint against redis-cli on the same server, and how long a PING waits meanwhile.
 // `node --import tsx bench/endpoint.ts` (REDIS_URL, default redis://127.0.0.1:6379; the list
 // goes under a unique key that is deleted at the end).
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { dirname, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis } from "ioredis";
+import { type LocalUpstash, startLocalUpstash } from "./upstash.js";
 
 const ELEMENTS = 300_000;
 const RUNS = 3;
@@ -22,43 +22,6 @@ const TARGET_PING_MS = 100;
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const key = `bench:endpoint:${randomBytes(6).toString("hex")}`;
-
-interface Endpoint {
-  url: string;
-  token: string;
-  child: ChildProcess;
-}
-
-/**
- * The endpoint in a process of its own, as bench/upstash.ts runs it: the measuring client's JSON
- * parsing must not count as the endpoint stalling, nor the endpoint's work as the client's.
- */
-async function startEndpoint(): Promise<Endpoint> {
-  const module = pathToFileURL(resolve(root, "dev/standins/upstash/index.ts")).href;
-  const script = [
-    `const { startUpstashEndpoint } = await import(${JSON.stringify(module)});`,
-    `const endpoint = await startUpstashEndpoint({ redisUrl: ${JSON.stringify(redisUrl)} });`,
-    "console.log(JSON.stringify({ url: endpoint.url, token: endpoint.token }));",
-    "process.on('SIGTERM', async () => { await endpoint.close(); process.exit(0); });",
-  ].join("\n");
-  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-    cwd: root,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const line = await new Promise<string | undefined>((done) => {
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", done);
-    child.once("exit", () => done(undefined));
-  });
-  if (line === undefined) throw new Error("the endpoint process exited before printing its URL");
-  return { ...(JSON.parse(line) as { url: string; token: string }), child };
-}
-
-async function stopEndpoint(endpoint: Endpoint): Promise<void> {
-  if (endpoint.child.exitCode !== null) return;
-  const exited = new Promise((done) => endpoint.child.once("exit", done));
-  endpoint.child.kill("SIGTERM");
-  await exited;
-}
 
 /** Fills the list in batches, so no single RPUSH is itself a large request. */
 async function fill(redis: Redis): Promise<void> {
@@ -91,7 +54,7 @@ function timeRedisCli(): Promise<number> {
 }
 
 /** Plain fetch of one command; resolves to the raw body (not parsed, so the client costs little). */
-async function post(endpoint: Endpoint, command: string[]): Promise<string> {
+async function post(endpoint: LocalUpstash, command: string[]): Promise<string> {
   const response = await fetch(endpoint.url, {
     method: "POST",
     headers: { Authorization: `Bearer ${endpoint.token}` },
@@ -103,7 +66,7 @@ async function post(endpoint: Endpoint, command: string[]): Promise<string> {
 }
 
 /** PINGs one after another while `busy` runs; resolves to each PING's latency in ms. */
-async function pingsDuring(endpoint: Endpoint, busy: Promise<unknown>): Promise<number[]> {
+async function pingsDuring(endpoint: LocalUpstash, busy: Promise<unknown>): Promise<number[]> {
   let done = false;
   busy.finally(() => {
     done = true;
@@ -122,14 +85,17 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 
 const redis = new Redis(redisUrl);
-let endpoint: Endpoint | undefined;
+let endpoint: LocalUpstash | undefined;
 try {
   await fill(redis);
-  endpoint = await startEndpoint();
-  const started = endpoint;
+  // The endpoint in a process of its own, as bench/run.ts runs it: the measuring client's JSON
+  // parsing must not count as the endpoint stalling, nor the endpoint's work as the client's.
+  const local = await startLocalUpstash(root, redisUrl);
+  if ("unavailable" in local) throw new Error(local.unavailable);
+  endpoint = local;
   const client = new UpstashRedis({
-    url: started.url,
-    token: started.token,
+    url: local.url,
+    token: local.token,
     automaticDeserialization: false,
     enableAutoPipelining: false,
     retry: { retries: 0 },
@@ -156,8 +122,8 @@ try {
     if (values.length !== ELEMENTS) throw new Error(`@upstash/redis got ${values.length} elements`);
 
     begun = performance.now();
-    const lrange = post(started, ["LRANGE", key, "0", "-1"]).then(() => performance.now() - begun);
-    const pings = await pingsDuring(started, lrange);
+    const lrange = post(local, ["LRANGE", key, "0", "-1"]).then(() => performance.now() - begun);
+    const pings = await pingsDuring(local, lrange);
     fetched.push(await lrange);
     pingMax.push(Math.max(...pings));
     pingCounts.push(pings.length);
@@ -183,5 +149,5 @@ try {
 } finally {
   await redis.del(key);
   redis.disconnect();
-  if (endpoint) await stopEndpoint(endpoint);
+  await endpoint?.close();
 }

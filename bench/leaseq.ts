@@ -1,15 +1,7 @@
 import { Queue } from "../shared/queue.js";
 import type { Store } from "../shared/store.js";
-import {
-  type Backlog,
-  type Contender,
-  ENQUEUE_BATCH,
-  inFlight,
-  LOAD_BATCH,
-  LOAD_IN_FLIGHT,
-  timed,
-} from "./contender.js";
-import { type BenchTask, chunks } from "./workload.js";
+import { type Backlog, type Contender, enqueueBatches, loadBatches, timed } from "./contender.js";
+import type { BenchTask } from "./workload.js";
 
 export interface LeaseqSetup {
   /** Opens one store: one per consumer and one for the producer, as separate Lambdas would. */
@@ -48,11 +40,11 @@ export async function leaseqContender(setup: LeaseqSetup): Promise<Contender> {
   return {
     async enqueue(tasks) {
       let index = 0;
-      for (const batch of chunks(tasks, ENQUEUE_BATCH)) {
+      await enqueueBatches(tasks, async (batch) => {
         const inputs = batch.map((task) => toInput(task, groupOf(index++)));
         const results = await producer.queue.enqueue(inputs, { now: Date.now() });
         if (results.some((result) => result.status !== "ok")) throw new Error("leaseq: an enqueue was refused");
-      }
+      });
     },
     async drain() {
       const counts = await Promise.all(consumers.map(({ queue }) => drainLoop(queue, setup.batchSize)));
@@ -83,12 +75,12 @@ export async function leaseqBacklog(setup: Pick<LeaseqSetup, "openStore" | "queu
   const { store, queue } = await openQueue(setup);
   return {
     async load(tasks) {
-      await inFlight(chunks(tasks, LOAD_BATCH), LOAD_IN_FLIGHT, async (batch) => {
-        await queue.enqueue(
+      await loadBatches(tasks, (batch) =>
+        queue.enqueue(
           batch.map((task) => toInput(task)),
           { now: Date.now() },
-        );
-      });
+        ),
+      );
     },
     async claimSample(count) {
       let claimed: Awaited<ReturnType<Queue["claim"]>> = [];

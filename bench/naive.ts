@@ -1,18 +1,10 @@
 import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
-import {
-  type Backlog,
-  type Contender,
-  ENQUEUE_BATCH,
-  inFlight,
-  LOAD_BATCH,
-  LOAD_IN_FLIGHT,
-  timed,
-} from "./contender.js";
+import { type Backlog, type Contender, enqueueBatches, loadBatches, timed } from "./contender.js";
 
 const claimScript = readFileSync(new URL("./naive-claim.lua", import.meta.url), "utf8");
 
-import { type BenchTask, chunks, naiveScore, payloadText, taskIndex } from "./workload.js";
+import { type BenchTask, naiveScore, payloadText, taskIndex } from "./workload.js";
 
 type NaiveClient = Redis & {
   naiveClaim(queue: string, processing: string, payload: string, count: number, now: number): Promise<string[]>;
@@ -79,7 +71,7 @@ export async function naiveContender(setup: {
   await naiveClaim(producer, naiveKeys(`${setup.queueName}-warm`), 1);
   return {
     async enqueue(tasks) {
-      for (const batch of chunks(tasks, ENQUEUE_BATCH)) await naiveEnqueue(producer, keys, batch);
+      await enqueueBatches(tasks, (batch) => naiveEnqueue(producer, keys, batch));
     },
     async drain() {
       const counts = await Promise.all(
@@ -111,7 +103,7 @@ export async function naiveBacklog(setup: { url: string; queueName: string }): P
   await naiveClaim(client, naiveKeys(`${setup.queueName}-warm`), 1);
   return {
     async load(tasks) {
-      await inFlight(chunks(tasks, LOAD_BATCH), LOAD_IN_FLIGHT, (batch) => naiveEnqueue(client, keys, batch));
+      await loadBatches(tasks, (batch) => naiveEnqueue(client, keys, batch));
     },
     async claimSample(count) {
       let claimed: string[] = [];

@@ -12,6 +12,7 @@ import { UpstashStore } from "../shared/stores/upstash.js";
  */
 export interface LocalUpstash {
   url: string;
+  token: string;
   openStore(): Store;
   close(): Promise<void>;
 }
@@ -43,6 +44,7 @@ export async function startLocalUpstash(
   const { url, token } = JSON.parse(line) as { url: string; token: string };
   return {
     url,
+    token,
     openStore: () => new UpstashStore({ url, token }),
     close: async () => {
       if (child.exitCode !== null) return;

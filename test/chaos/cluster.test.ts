@@ -6,7 +6,7 @@ import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
-import { expectClean } from "../helpers/check.js";
+import { expectClean, isDrained } from "../helpers/check.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { configuredQueue, uniqueQueueName } from "../helpers/stores.js";
 import { report, scale } from "./helpers/chaos.js";
@@ -147,8 +147,7 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
               );
             }
             await queue.tick({ now });
-            const stats = await queue.stats({ now });
-            if (stats.ready + stats.scheduled + stats.leased === 0) break;
+            if (await isDrained(queue, now)) break;
           }
           const records = await assertConsistent(nodes.get(owner) as Redis, queue);
           await expectClean(queue, now);

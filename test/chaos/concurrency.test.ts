@@ -2,16 +2,15 @@
 // ordered queue under 10 concurrent invocations, each over both adapters: with separate clients
 // racing on the queue API, and with that many Lambda handler instances invoked at once.
 import { Logger } from "@aws-lambda-powertools/logger";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import type { TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
 import type { Queue } from "../../shared/queue.js";
-import type { Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { captureStdout, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent, taskFields } from "../helpers/invariants.js";
-import { adapters, configuredQueue, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, configuredQueue, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
 
 const NOW = 1_800_000_000_000;
@@ -19,19 +18,13 @@ const LEASE_MS = 1_000;
 const silent = () => new Logger({ serviceName: "concurrency", logLevel: "SILENT" });
 
 describe.each(adapters)("concurrency over $name", (adapter) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, open } = storeFixture(adapter);
 
   /** `n` queues on one queue name, each on its own client (its own connection or HTTP requests). */
   async function clients(n: number, name: string, ordered = false): Promise<Queue[]> {
     return Promise.all(
       Array.from({ length: n }, async () => {
-        const store = await adapter.open();
-        stores.push(store);
+        const store = await open();
         return configuredQueue(store, {
           name,
           ordered,

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, expect, it } from "vitest";
 import type { TaskInput } from "../../shared/types.js";
-import { expectClean } from "../helpers/check.js";
+import { expectClean, isDrained } from "../helpers/check.js";
 import { functionEnv, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, configuredQueue, rawClient, uniqueQueueName } from "../helpers/stores.js";
@@ -93,12 +93,9 @@ it(
           await sleep(30);
           continue;
         }
-        if (supervisor.messagesOutstanding === 0) {
-          const stats = await queue.stats({ now: Date.now() });
-          if (stats.ready + stats.scheduled + stats.leased === 0) {
-            drained = true;
-            break;
-          }
+        if (supervisor.messagesOutstanding === 0 && (await isDrained(queue, Date.now()))) {
+          drained = true;
+          break;
         }
         await sleep(200);
       }

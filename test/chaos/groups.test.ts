@@ -6,7 +6,7 @@
 // rate held within one interval of slack.
 import { afterAll, expect, it } from "vitest";
 import type { TaskInput } from "../../shared/types.js";
-import { expectClean } from "../helpers/check.js";
+import { expectClean, isDrained } from "../helpers/check.js";
 import { functionEnv, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, configuredQueue, rawClient, uniqueQueueName } from "../helpers/stores.js";
@@ -111,8 +111,7 @@ it(
           await sleep(20);
           continue;
         }
-        const stats = await queue.stats({ now: Date.now() });
-        if (stats.ready + stats.scheduled + stats.leased === 0) {
+        if (await isDrained(queue, Date.now())) {
           drained = true;
           break;
         }

@@ -11,14 +11,14 @@
 // a reclaimed task alone), and no claim came back empty-handed while a task could run.
 import fc from "fast-check";
 import type { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
 import { rankOf } from "../../shared/records.js";
 import { argsForRetry, type Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, openQueue, rawClient } from "../helpers/stores.js";
-import { chaosSeed, report, scale } from "./helpers/chaos.js";
+import { adapters, configuredQueue, storeFixture, uniqueQueueName } from "../helpers/stores.js";
+import { checkSequences, report, scale } from "./helpers/chaos.js";
 
 const START = 1_800_000_000_000;
 const LEASE_MS = 1_000;
@@ -774,51 +774,41 @@ function lossyStore(inner: Store): Store {
 }
 
 describe.each(adapters)("groups, rates and controls, model-based over $name", (adapter) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, open } = storeFixture(adapter);
   const runs = adapter.name === "tcp" ? scale(25, 1_000) : scale(8, 150);
   const maxCommands = scale(40, 100);
   it(
     `keeps every guarantee over ${runs} random sequences of up to ${maxCommands} operations`,
     async () => {
-      const seed = chaosSeed();
-      let sequences = 0;
-      await fc.assert(
-        fc.asyncProperty(fc.commands(commands, { maxCommands, size: "max" }), async (sequence) => {
-          sequences++;
-          const policy = { leaseMs: LEASE_MS, maxAttempts: MAX_ATTEMPTS };
-          const { store, queue } = await openQueue(adapter, {
-            policies: Object.fromEntries(TYPES.map((type) => [type, policy])),
-            typeGroups: {
-              ord: { ordered: true },
-              two: { concurrency: 2 },
-              rt: { rate: { max: 2, perMs: 1_000 }, typeRate: { max: 3, perMs: 1_000 } },
-            },
-            clockSkewMs: 0,
-          });
-          stores.push(store);
-          const lossy = new Queue(lossyStore(store), { name: queue.name });
-          const world: World = {
-            now: START,
-            seq: 0,
-            tasks: new Map(),
-            held: [],
-            heads: new Map(),
-            pending: new Set(),
-            paused: false,
-            pausedTypes: new Set(),
-            windows: new Map(),
-            tainted: new Set(),
-            stale: new Set(),
-          };
-          await fc.asyncModelRun(() => ({ model: world, real: { queue, lossy, redis } }), sequence);
-        }),
-        { numRuns: runs, seed },
-      );
+      const { seed, sequences } = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
+        const policy = { leaseMs: LEASE_MS, maxAttempts: MAX_ATTEMPTS };
+        const store = await open();
+        const queue = await configuredQueue(store, {
+          name: uniqueQueueName(),
+          policies: Object.fromEntries(TYPES.map((type) => [type, policy])),
+          typeGroups: {
+            ord: { ordered: true },
+            two: { concurrency: 2 },
+            rt: { rate: { max: 2, perMs: 1_000 }, typeRate: { max: 3, perMs: 1_000 } },
+          },
+          clockSkewMs: 0,
+        });
+        const lossy = new Queue(lossyStore(store), { name: queue.name });
+        const world: World = {
+          now: START,
+          seq: 0,
+          tasks: new Map(),
+          held: [],
+          heads: new Map(),
+          pending: new Set(),
+          paused: false,
+          pausedTypes: new Set(),
+          windows: new Map(),
+          tainted: new Set(),
+          stale: new Set(),
+        };
+        await fc.asyncModelRun(() => ({ model: world, real: { queue, lossy, redis } }), sequence);
+      });
       const operations = { ...tally };
       for (const key of Object.keys(tally)) delete tally[key];
       const steps = Object.values(operations).reduce((sum, n) => sum + n, 0);
@@ -832,22 +822,18 @@ describe.each(adapters)("groups, rates and controls, model-based over $name", (a
 // 10,000 leases, each control at its largest batch, a lost reply at that size, the invariants and
 // the check after each phase.
 describe.each(adapters.filter((adapter) => adapter.name === "tcp"))("at scale, over $name", (adapter) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, open } = storeFixture(adapter);
 
   it(
     "20,000 groups and 10,000 leases: nothing lost, no group over its limits, the check clean",
     async () => {
       const groups = 10_000; // of each type: 20,000 in all
-      const { store, queue } = await openQueue(adapter, {
+      const store = await open();
+      const queue = await configuredQueue(store, {
+        name: uniqueQueueName(),
         policies: { conc: { leaseMs: 120_000, maxAttempts: 3 }, rt: { leaseMs: 120_000, maxAttempts: 3 } },
         typeGroups: { conc: { concurrency: 1 }, rt: { rate: { max: 1, perMs: 60_000 } } },
       });
-      stores.push(store);
       const lossy = new Queue(lossyStore(store), { name: queue.name });
       let now = START;
       const clean = async () => {

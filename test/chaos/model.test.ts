@@ -7,10 +7,9 @@
 // ends with the queue's consistency check, which must find nothing.
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Store } from "../../shared/store.js";
 import { expectClean } from "../helpers/check.js";
-import { adapters, openQueue, rawClient } from "../helpers/stores.js";
-import { chaosSeed, report, scale } from "./helpers/chaos.js";
+import { adapters, openQueue, queueFixture, rawClient } from "../helpers/stores.js";
+import { checkSequences, report, scale } from "./helpers/chaos.js";
 import { type ModelOptions, QueueModel } from "./helpers/model.js";
 import { commandsFor, OPTIONS, START, takeTally, type World } from "./helpers/model-commands.js";
 
@@ -20,12 +19,7 @@ const variants = adapters.flatMap((adapter) => [
 ]);
 
 describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, fresh } = queueFixture(adapter);
 
   const runs = (adapter.name === "tcp" ? scale(40, 1_000) : scale(10, 150)) / (ordered ? 2 : 1);
   const maxCommands = scale(40, 100);
@@ -34,26 +28,19 @@ describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
   it(
     `agrees with the model over ${runs} random sequences of up to ${maxCommands} operations`,
     async () => {
-      const seed = chaosSeed();
-      let sequences = 0;
-      await fc.assert(
-        fc.asyncProperty(fc.commands(commands, { maxCommands, size: "max" }), async (sequence) => {
-          sequences++;
-          const { store, queue } = await openQueue(adapter, {
-            policies: OPTIONS.policies,
-            defaultPolicy: OPTIONS.defaultPolicy,
-            doneRetentionMs: OPTIONS.doneRetentionMs,
-            failedRetentionMs: OPTIONS.failedRetentionMs,
-            clockSkewMs: 0,
-            ordered,
-          });
-          stores.push(store);
-          const world: World = { model: new QueueModel(options), now: START, held: [], retired: [] };
-          await fc.asyncModelRun(() => ({ model: world, real: { queue, redis } }), sequence);
-          await expectClean(queue, world.now);
-        }),
-        { numRuns: runs, seed },
-      );
+      const { seed, sequences } = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
+        const queue = await fresh({
+          policies: OPTIONS.policies,
+          defaultPolicy: OPTIONS.defaultPolicy,
+          doneRetentionMs: OPTIONS.doneRetentionMs,
+          failedRetentionMs: OPTIONS.failedRetentionMs,
+          clockSkewMs: 0,
+          ordered,
+        });
+        const world: World = { model: new QueueModel(options), now: START, held: [], retired: [] };
+        await fc.asyncModelRun(() => ({ model: world, real: { queue, redis } }), sequence);
+        await expectClean(queue, world.now);
+      });
       const operations = takeTally();
       const steps = Object.entries(operations)
         .filter(([name]) => name !== "zombie-ack-accepted")

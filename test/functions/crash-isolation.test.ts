@@ -3,23 +3,17 @@
 import { fork } from "node:child_process";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import { Queue } from "../../shared/queue.js";
-import type { Store } from "../../shared/store.js";
 import { captureStdout, envWithoutConnection, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const upstash = adapters.filter((adapter) => adapter.name === "upstash"); // the Lambda path
 
 describe.each(upstash)("a worker process that dies mid-batch, over $name", (adapter) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, open } = storeFixture(adapter);
 
   /** One invocation in a child process; SIGKILLed by the test when `killWhen` starts. Resolves to the tasks it started. */
   async function invocation(name: string, killWhen?: string): Promise<string[]> {
@@ -53,8 +47,7 @@ describe.each(upstash)("a worker process that dies mid-batch, over $name", (adap
   }
 
   async function queueWith(name: string, tasks: Array<{ id: string; killsItsProcess?: boolean }>) {
-    const store = await adapter.open();
-    stores.push(store);
+    const store = await open();
     const queue = new Queue(store, { name });
     await queue.enqueue(
       tasks.map(({ id, killsItsProcess }) => ({ id, type: "job", payload: { workMs: 150, killsItsProcess } })),

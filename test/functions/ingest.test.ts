@@ -5,17 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
-import type { Store } from "../../shared/store.js";
 import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { taskFields } from "../helpers/invariants.js";
-import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const SECRET = "s3cr3t-payload-never-logged";
 const echo = { types: { echo: { leaseMs: 5_000, handler: () => {} }, email: { leaseMs: 5_000, handler: () => {} } } };
 
 describe.each(adapters)("ingest over $name", (adapter) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
+  const { redis, open } = storeFixture(adapter);
   let sqs: LocalSqs;
   beforeAll(async () => {
     sqs = new LocalSqs(async () => undefined);
@@ -23,14 +21,11 @@ describe.each(adapters)("ingest over $name", (adapter) => {
   });
   afterAll(async () => {
     await sqs.close();
-    for (const store of stores) await store.close();
-    redis.disconnect();
   });
 
   async function setup(extraEnv: Record<string, string> = {}) {
     const name = uniqueQueueName("ingest");
-    const store = await adapter.open();
-    stores.push(store);
+    const store = await open();
     const worker = createWorker({
       tasks: echo,
       env: functionEnv(adapter, name, {
@@ -95,8 +90,7 @@ describe.each(adapters)("ingest over $name", (adapter) => {
 
   it('takes a task\'s "group" from the SQS body; the handler sees it, and an ordered group runs in order', async () => {
     const name = uniqueQueueName("ingest-group");
-    const store = await adapter.open();
-    stores.push(store);
+    const store = await open();
     const ran: string[] = [];
     const worker = createWorker({
       tasks: {

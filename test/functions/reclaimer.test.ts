@@ -1,16 +1,15 @@
 import { fork } from "node:child_process";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import type { TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
-import type { Store } from "../../shared/store.js";
 import { captureStdout, envWithoutConnection, functionEnv, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { recordingLambdaApi } from "../helpers/lambda-api.js";
-import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const registry: TaskDefinitions = {
   ordered: false,
@@ -19,15 +18,9 @@ const registry: TaskDefinitions = {
 const silent = () => new Logger({ serviceName: "test", logLevel: "SILENT" });
 
 describe.each(adapters)("reclaimer over $name", (adapter) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, open } = storeFixture(adapter);
   async function queueNamed(name: string) {
-    const store = await adapter.open();
-    stores.push(store);
+    const store = await open();
     return new Queue(store, { name });
   }
 

@@ -1,27 +1,20 @@
 import { Logger } from "@aws-lambda-powertools/logger";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PermanentError, type TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
-import type { Store } from "../../shared/store.js";
 import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { assertConsistent, taskFields } from "../helpers/invariants.js";
-import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const quick = { baseMs: 50, maxMs: 100 };
 
 describe.each(adapters)("worker over $name", (adapter) => {
-  const redis = rawClient();
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, open } = storeFixture(adapter);
 
   async function setup(registry: TaskDefinitions, extraEnv: Record<string, string> = {}) {
     const name = uniqueQueueName("w");
-    const store = await adapter.open();
-    stores.push(store);
+    const store = await open();
     const queue = new Queue(store, { name });
     const handler = createWorker({
       env: functionEnv(adapter, name, extraEnv),

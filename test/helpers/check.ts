@@ -6,3 +6,9 @@ export async function expectClean(queue: Queue, now: number): Promise<void> {
   const problems = await queue.checkAll({ now });
   expect(problems, "leaseq check").toEqual([]);
 }
+
+/** Whether the queue is drained at `now`: nothing ready, scheduled or leased, every task DONE or FAILED. */
+export async function isDrained(queue: Queue, now: number): Promise<boolean> {
+  const stats = await queue.stats({ now });
+  return stats.ready + stats.scheduled + stats.leased === 0;
+}

@@ -6,6 +6,7 @@ import type { QueueSettings } from "../../shared/settings.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
+import type { ClaimedTask } from "../../shared/types.js";
 import { deleteMatching } from "./redis-keys.js";
 
 export const redisUrl = (): string => inject("redisUrl");
@@ -97,23 +98,44 @@ export async function snapshot(redis: Redis, queue: Queue): Promise<Record<strin
 }
 
 /**
- * For one describe block: `fresh(options)` opens a queue on `adapter` (over `defaults`), `redis` is a
- * raw client for assertions; both are closed after the block.
+ * For one describe block: `open()` opens a store on `adapter`, `redis` is a raw client for
+ * assertions; both are closed after the block.
  */
-export function queueFixture(adapter: Adapter, defaults: TestQueueOptions = {}) {
+export function storeFixture(adapter: Adapter) {
   const redis = rawClient();
-  const closers: Array<() => Promise<void>> = [];
+  const stores: Store[] = [];
   afterAll(async () => {
-    for (const close of closers) await close();
+    for (const store of stores) await store.close();
     redis.disconnect();
   });
-  const fresh = async (options: TestQueueOptions = {}): Promise<Queue> => {
-    const opened = await openQueue(adapter, { ...defaults, ...options });
-    closers.push(opened.close);
-    return opened.queue;
+  const open = async (): Promise<Store> => {
+    const store = await adapter.open();
+    stores.push(store);
+    return store;
   };
-  return { redis, fresh };
+  return { redis, open };
 }
+
+/**
+ * For one describe block: `fresh(options)` opens a queue on a store of its own (over `defaults`),
+ * `open()` a store, `redis` is a raw client for assertions; all are closed after the block.
+ */
+export function queueFixture(adapter: Adapter, defaults: TestQueueOptions = {}) {
+  const { redis, open } = storeFixture(adapter);
+  const fresh = async (options: TestQueueOptions = {}): Promise<Queue> =>
+    configuredQueue(await open(), { name: uniqueQueueName(), ...defaults, ...options });
+  return { redis, open, fresh };
+}
+
+/** The ids of claimed tasks, in the order claimed. */
+export const ids = (tasks: ClaimedTask[]): string[] => tasks.map((task) => task.id);
+
+/** Acks `tasks` at `now` in one settle call; resolves to its per-task results. */
+export const ack = (queue: Queue, tasks: ClaimedTask[], now: number) =>
+  queue.settle(
+    tasks.map((task) => ({ id: task.id, token: task.token, outcome: "ack" as const })),
+    { now },
+  );
 
 /** A task for failTasks: its id (type "job", the call's error), or its id with a type and error of its own. */
 export type TaskToFail = string | { id: string; type?: string; error?: string };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../dev/random.js";
+import { isDrained } from "../helpers/check.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, queueFixture } from "../helpers/stores.js";
 
@@ -44,8 +45,7 @@ describe.each(adapters)("conservation over $name", (adapter) => {
       }
       await queue.tick({ now });
       if (round % 25 === 0) await assertConsistent(redis, queue);
-      const stats = await queue.stats({ now });
-      if (stats.ready + stats.scheduled + stats.leased === 0) break;
+      if (await isDrained(queue, now)) break;
     }
     const tasks = await assertConsistent(redis, queue);
     expect(tasks.size).toBe(ids.length);

@@ -1,19 +1,10 @@
 // Groups (docs/groups.md): order, concurrency and rate per group, and groups taking turns, on a
 // real redis-server over both stores.
 import { describe, expect, it } from "vitest";
-import type { Queue } from "../../shared/queue.js";
-import type { ClaimedTask } from "../../shared/types.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, queueFixture } from "../helpers/stores.js";
+import { ack, adapters, ids, queueFixture } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
-
-const ids = (tasks: ClaimedTask[]) => tasks.map((task) => task.id);
-const ack = (queue: Queue, tasks: ClaimedTask[], now: number) =>
-  queue.settle(
-    tasks.map((task) => ({ id: task.id, token: task.token, outcome: "ack" as const })),
-    { now },
-  );
 
 describe.each(adapters)("groups over $name", (adapter) => {
   const { redis, fresh } = queueFixture(adapter);

@@ -6,15 +6,9 @@ import type { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { expectClean } from "../helpers/check.js";
-import { adapters, failTasks, queueFixture } from "../helpers/stores.js";
+import { ack, adapters, failTasks, ids, queueFixture } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
-const ids = (tasks: ClaimedTask[]) => tasks.map((task) => task.id);
-const ack = (queue: Queue, tasks: ClaimedTask[], now: number) =>
-  queue.settle(
-    tasks.map((task) => ({ id: task.id, token: task.token, outcome: "ack" as const })),
-    { now },
-  );
 
 describe.each(adapters)("guarantees over $name", (adapter) => {
   const { redis, fresh } = queueFixture(adapter);

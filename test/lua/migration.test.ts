@@ -1,10 +1,10 @@
 // A queue filled by leaseq 0.1.0 (storage format v0) drains under the scripts of format v1: each
 // record is read in its old form and rewritten as v1 by the first script that meets it.
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
-import { luaScript, type Store } from "../../shared/store.js";
+import { luaScript } from "../../shared/store.js";
 import { expectClean } from "../helpers/check.js";
-import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 import { V0_SCRIPTS } from "./fixtures/v0-scripts.js";
 
 const NOW = 1_800_000_000_000;
@@ -15,16 +15,10 @@ const v0 = {
 };
 
 describe.each(adapters)("a queue of format v0, over $name", (adapter) => {
-  const stores: Store[] = [];
-  const redis = rawClient();
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-    redis.disconnect();
-  });
+  const { redis, open } = storeFixture(adapter);
 
   it("drains under format v1: every waiting, scheduled, leased, failed and done task keeps its meaning", async () => {
-    const store = await adapter.open();
-    stores.push(store);
+    const store = await open();
     const name = uniqueQueueName("v0");
     const queue = new Queue(store, { name });
     const k = queue.keys;
@@ -115,8 +109,7 @@ describe.each(adapters)("a queue of format v0, over $name", (adapter) => {
   });
 
   it("a worker of format v0 still running pops nothing a producer of the new format enqueued", async () => {
-    const store = await adapter.open();
-    stores.push(store);
+    const store = await open();
     const name = uniqueQueueName("v0w");
     const queue = new Queue(store, { name });
     const k = queue.keys;

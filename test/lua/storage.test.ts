@@ -1,6 +1,6 @@
 // Storage format v1 (docs/storage.md): bodies written once, exact numbers over the whole range,
 // records that cannot be read set aside without losing their batch, repeatable claims, the config.
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../shared/config.js";
 import { FormatError } from "../../shared/errors.js";
 import { scriptKeys } from "../../shared/keys.js";
@@ -14,11 +14,7 @@ const NOW = 1_800_000_000_000;
 const END_OF_9999 = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 describe.each(adapters)("storage format v2 over $name", (adapter) => {
-  const { redis, fresh } = queueFixture(adapter, { defaultPolicy: { leaseMs: 10_000, maxAttempts: 3 } });
-  const stores: Store[] = [];
-  afterAll(async () => {
-    for (const store of stores) await store.close();
-  });
+  const { redis, open, fresh } = queueFixture(adapter, { defaultPolicy: { leaseMs: 10_000, maxAttempts: 3 } });
 
   it("writes a body once: moves rewrite only the small state, whatever the payload's size", async () => {
     const queue = await fresh();
@@ -167,8 +163,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
 
   it("keeps what every caller must agree on in the queue's config: written once, read by every script", async () => {
     const name = uniqueQueueName("config");
-    const store = await adapter.open();
-    stores.push(store);
+    const store = await open();
     const writer = new Queue(store, { name, settings: { ordered: true, maxPayloadBytes: 100, clockSkewMs: 0 } });
     expect(await writer.configure()).toBe(true);
     expect(await writer.configure()).toBe(false); // the same declaration again changes nothing

@@ -1,6 +1,7 @@
-// Shared by the chaos suites: the small/full switch, a seeded PRNG, and the figures each suite
-// prints (docs/reliability.md quotes those of a full run).
+// Shared by the chaos suites: the small/full switch, a seeded PRNG, the model-based run, and the
+// figures each suite prints (docs/reliability.md quotes those of a full run).
 import { appendFileSync } from "node:fs";
+import fc from "fast-check";
 import { seededRandom } from "../../../dev/random.js";
 
 /** `LEASEQ_CHAOS=full` (npm run test:chaos) runs the big versions; `npm test` runs the small ones. */
@@ -31,4 +32,25 @@ export function report(suite: string, figures: Record<string, number | string | 
   console.log(`[chaos] ${JSON.stringify(line)}`);
   const file = process.env.LEASEQ_CHAOS_FIGURES;
   if (file) appendFileSync(file, `${JSON.stringify(line)}\n`);
+}
+
+/**
+ * The model-based run of a suite: `check` on `runs` random sequences of up to `maxCommands` drawn
+ * from `commands`, from the suite's seed (chaosSeed); resolves to that seed and how many ran.
+ */
+export async function checkSequences<Model extends object, Real>(
+  commands: fc.Arbitrary<fc.AsyncCommand<Model, Real>>[],
+  { runs, maxCommands }: { runs: number; maxCommands: number },
+  check: (sequence: Iterable<fc.AsyncCommand<Model, Real>>) => Promise<void>,
+): Promise<{ seed: number; sequences: number }> {
+  const seed = chaosSeed();
+  let sequences = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.commands(commands, { maxCommands, size: "max" }), async (sequence) => {
+      sequences++;
+      await check(sequence);
+    }),
+    { numRuns: runs, seed },
+  );
+  return { seed, sequences };
 }
