@@ -47,24 +47,25 @@ function argCheck(arg: Arg, at: number): string {
   }
 }
 
-/** `<name>_args()`: the operation's fixed arguments, checked in order; a time gives its number and text. */
+/**
+ * `<name>_args()`: the operation's fixed arguments, checked in order (the times first: each gives
+ * its number and its text, so it needs a local; the others are checked where they are returned).
+ */
 function argsFunction(name: OperationName): string {
   const args: readonly Arg[] = OPERATIONS[name].args;
-  const lines = [`-- ${name}: ${args.map((arg, i) => `ARGV[${i + 1}] ${arg.name}`).join(", ")}`];
-  lines.push(`local function ${name}_args()`);
-  const returned: string[] = [];
-  args.forEach((arg, i) => {
-    const local = `a${i + 1}`;
-    if (arg.kind === "time") {
-      lines.push(`  local ${local}, ${local}_text = ${argCheck(arg, i + 1)}`);
-      returned.push(local, `${local}_text`);
-    } else {
-      lines.push(`  local ${local} = ${argCheck(arg, i + 1)}`);
-      returned.push(local);
-    }
+  const locals: string[] = [];
+  const returned = args.flatMap((arg, i) => {
+    if (arg.kind !== "time") return [argCheck(arg, i + 1)];
+    locals.push(`  local t${i + 1}, t${i + 1}_text = ${argCheck(arg, i + 1)}`);
+    return [`t${i + 1}`, `t${i + 1}_text`];
   });
-  lines.push(`  return ${returned.join(", ")}`, "end");
-  return lines.join("\n");
+  return [
+    `-- ${name}: ${args.map((arg, i) => `ARGV[${i + 1}] ${arg.name}`).join(", ")}`,
+    `local function ${name}_args()`,
+    ...locals,
+    `  return ${returned.join(", ")}`,
+    "end",
+  ].join("\n");
 }
 
 const FIELDS = Object.keys(STATE_FIELDS) as StateField[];

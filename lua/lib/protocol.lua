@@ -66,147 +66,112 @@ end
 -- its text), before the script reads or writes anything.
 -- configure: ARGV[1] revision, ARGV[2] now
 local function configure_args()
-  local a1 = ARGV[1] or ''
-  local a2, a2_text = time_arg('now', ARGV[2])
-  return a1, a2, a2_text
+  local t2, t2_text = time_arg('now', ARGV[2])
+  return ARGV[1] or '', t2, t2_text
 end
 -- enqueue: ARGV[1] now, ARGV[2] callId
 local function enqueue_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = call_arg(ARGV[2])
-  return a1, a1_text, a2
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, call_arg(ARGV[2])
 end
 -- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types
 local function claim_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = int_arg('count', ARGV[2], 1, CLAIM_MAX)
-  local a3 = int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS)
-  local a4 = name_arg('claimId', ARGV[4], 64)
-  local a5 = int_arg('repeat', ARGV[5], 0, 1) == 1
-  local a6 = int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX)
-  local a7 = ARGV[7] or ''
-  return a1, a1_text, a2, a3, a4, a5, a6, a7
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, int_arg('count', ARGV[2], 1, CLAIM_MAX), int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS), name_arg('claimId', ARGV[4], 64), int_arg('repeat', ARGV[5], 0, 1) == 1, int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX), ARGV[7] or ''
 end
 -- settle: ARGV[1] now
 local function settle_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  return a1, a1_text
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text
 end
 -- extend: ARGV[1] now
 local function extend_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  return a1, a1_text
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text
 end
 -- release: ARGV[1] now
 local function release_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  return a1, a1_text
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text
 end
 -- reclaim: ARGV[1] now, ARGV[2] limit
 local function reclaim_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  return a1, a1_text, a2
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
 end
 -- promote: ARGV[1] now, ARGV[2] limit
 local function promote_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  return a1, a1_text, a2
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
 end
 -- trim: ARGV[1] now, ARGV[2] limit, ARGV[3] doneRetentionMs, ARGV[4] failedRetentionMs
 local function trim_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  local a3 = int_arg('doneRetentionMs', ARGV[3], -1, RETENTION_MAX_MS)
-  local a4 = int_arg('failedRetentionMs', ARGV[4], -1, RETENTION_MAX_MS)
-  return a1, a1_text, a2, a3, a4
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX), int_arg('doneRetentionMs', ARGV[3], -1, RETENTION_MAX_MS), int_arg('failedRetentionMs', ARGV[4], -1, RETENTION_MAX_MS)
 end
 -- stats: ARGV[1] now
 local function stats_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  return a1, a1_text
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text
 end
 -- tick: ARGV[1] now, ARGV[2] limit, ARGV[3] wakeHorizonMs, ARGV[4] callId
 local function tick_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX)
-  local a3 = int_arg('wakeHorizonMs', ARGV[3] or '0', 0, WAKE_HORIZON_MAX_MS)
-  local a4 = call_arg(ARGV[4])
-  return a1, a1_text, a2, a3, a4
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX), int_arg('wakeHorizonMs', ARGV[3] or '0', 0, WAKE_HORIZON_MAX_MS), call_arg(ARGV[4])
 end
 -- handoff: ARGV[1] now, ARGV[2] horizonMs, ARGV[3] cutOff, ARGV[4] callId
 local function handoff_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS)
-  local a3 = int_arg('cutOff', ARGV[3], 0, 1) == 1
-  local a4 = call_arg(ARGV[4])
-  return a1, a1_text, a2, a3, a4
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS), int_arg('cutOff', ARGV[3], 0, 1) == 1, call_arg(ARGV[4])
 end
 -- inspect: ARGV[1] id
 local function inspect_args()
-  local a1 = name_arg('id', ARGV[1], ID_MAX_BYTES)
-  return a1
+  return name_arg('id', ARGV[1], ID_MAX_BYTES)
 end
 -- requeue: ARGV[1] now
 local function requeue_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  return a1, a1_text
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text
 end
 -- list: ARGV[1] state, ARGV[2] offset, ARGV[3] limit
 local function list_args()
-  local a1 = choice_arg('state', ARGV[1] or '', ',ready,scheduled,leased,done,failed,corrupt,', false)
-  local a2 = int_arg('offset', ARGV[2], 0, 1000000000)
-  local a3 = int_arg('limit', ARGV[3], 1, 1000)
-  return a1, a2, a3
+  return choice_arg('state', ARGV[1] or '', ',ready,scheduled,leased,done,failed,corrupt,', false), int_arg('offset', ARGV[2], 0, 1000000000), int_arg('limit', ARGV[3], 1, 1000)
 end
 -- repair: ARGV[1] now
 local function repair_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  return a1, a1_text
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text
 end
 -- delete: ARGV[1] now, ARGV[2] state
 local function delete_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = choice_arg('state', ARGV[2] or '', ',ready,scheduled,done,failed,corrupt,', true)
-  return a1, a1_text, a2
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, choice_arg('state', ARGV[2] or '', ',ready,scheduled,done,failed,corrupt,', true)
 end
 -- drop: ARGV[1] confirm, ARGV[2] name
 local function drop_args()
-  local a1 = ARGV[1] or ''
-  local a2 = ARGV[2] or ''
-  return a1, a2
+  return ARGV[1] or '', ARGV[2] or ''
 end
 -- pause: ARGV[1] now, ARGV[2] action, ARGV[3] type, ARGV[4] callId
 local function pause_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = choice_arg('action', ARGV[2] or '', ',pause,resume,', false)
-  local a3 = name_arg('type', ARGV[3] or '', TYPE_MAX_BYTES, true)
-  local a4 = call_arg(ARGV[4])
-  return a1, a1_text, a2, a3, a4
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, choice_arg('action', ARGV[2] or '', ',pause,resume,', false), name_arg('type', ARGV[3] or '', TYPE_MAX_BYTES, true), call_arg(ARGV[4])
 end
 -- cancel: ARGV[1] now
 local function cancel_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  return a1, a1_text
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text
 end
 -- history: ARGV[1] now, ARGV[2] minutes
 local function history_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = int_arg('minutes', ARGV[2], 1, HISTORY_MINUTES_MAX)
-  return a1, a1_text, a2
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, int_arg('minutes', ARGV[2], 1, HISTORY_MINUTES_MAX)
 end
 -- groups: ARGV[1] cursor, ARGV[2] count
 local function groups_args()
-  local a1 = ARGV[1] or ''
-  local a2 = int_arg('count', ARGV[2], 1, 1000)
-  return a1, a2
+  return ARGV[1] or '', int_arg('count', ARGV[2], 1, 1000)
 end
 -- check: ARGV[1] now, ARGV[2] cursor, ARGV[3] count, ARGV[4] repair
 local function check_args()
-  local a1, a1_text = time_arg('now', ARGV[1])
-  local a2 = ARGV[2] or ''
-  local a3 = int_arg('count', ARGV[3], 1, CHECK_PAGE_MAX)
-  local a4 = int_arg('repair', ARGV[4], 0, 1) == 1
-  return a1, a1_text, a2, a3, a4
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, ARGV[2] or '', int_arg('count', ARGV[3], 1, CHECK_PAGE_MAX), int_arg('repair', ARGV[4], 0, 1) == 1
 end
