@@ -1,0 +1,72 @@
+// The rooms of the tree (README "Where things are") and the imports allowed between them: the
+// library imports nothing of ours, nothing imports upward, the CLI and the local stack meet only at
+// the `dev` verb, the stand-ins import nothing of leaseq, and nothing shipped imports the examples.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "../helpers/paths.js";
+
+/** Every .ts file below `dir` (relative to the repository). */
+function files(dir: string): string[] {
+  const found: string[] = [];
+  for (const name of readdirSync(join(REPO_ROOT, dir))) {
+    const path = join(dir, name);
+    if (statSync(join(REPO_ROOT, path)).isDirectory()) found.push(...files(path));
+    else if (name.endsWith(".ts")) found.push(path);
+  }
+  return found;
+}
+
+/** The repository paths a file imports (static and dynamic, relative specifiers and leaseq/*). */
+function imports(file: string): string[] {
+  const text = readFileSync(join(REPO_ROOT, file), "utf8");
+  const found: string[] = [];
+  for (const match of text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)"([^"]+)"/g)) {
+    const specifier = match[1];
+    if (specifier.startsWith(".")) found.push(relative(REPO_ROOT, resolve(REPO_ROOT, dirname(file), specifier)));
+    else if (specifier === "leaseq") found.push("shared/index.js");
+    else if (specifier === "leaseq/lambda") found.push("functions/index.js");
+    else if (specifier === "leaseq/cdk") found.push("infra/index.js");
+  }
+  return found;
+}
+
+const room = (path: string) => (path.startsWith("dev/standins/") ? "dev/standins" : path.split("/")[0]);
+
+/** Per room, the rooms it may import (its own always). */
+const ALLOWED: Record<string, string[]> = {
+  shared: [],
+  functions: ["shared"],
+  infra: ["shared", "functions"],
+  cli: ["shared", "functions"],
+  dev: ["shared", "functions", "infra", "dev/standins"],
+  "dev/standins": [],
+  examples: ["shared", "functions", "infra"],
+};
+
+describe("the rooms", () => {
+  it.each(Object.keys(ALLOWED))("%s imports only the rooms below it", (name) => {
+    const wrong: string[] = [];
+    for (const file of files(name)) {
+      if (name === "dev" && file.startsWith("dev/standins/")) continue;
+      for (const target of imports(file)) {
+        const to = room(target);
+        if (to === name || ALLOWED[name].includes(to) || !(to in ALLOWED)) continue;
+        // The one tie between the CLI and the local stack: the `dev` verb loads the runner.
+        if (file === "cli/main.ts" && target === "dev/dev.js") continue;
+        wrong.push(`${file} → ${target}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it("examples/ imports the package by name, as a user's code does: no relative path leaves examples/", () => {
+    const outside = files("examples").flatMap((file) =>
+      [...readFileSync(join(REPO_ROOT, file), "utf8").matchAll(/from\s+"(\.[^"]+)"/g)]
+        .map((match) => relative(REPO_ROOT, resolve(REPO_ROOT, dirname(file), match[1])))
+        .filter((target) => !target.startsWith("examples/"))
+        .map((target) => `${file} → ${target}`),
+    );
+    expect(outside).toEqual([]);
+  });
+});
