@@ -124,7 +124,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
     // test/shared/scripts-generated.test.ts holds to lua/), that a template literal keeps verbatim.
     const claimLine = LUA_SCRIPTS.claim.text
       .split("\n")
-      .find((line) => line.startsWith("local promote_limit") && !/[`\\]/.test(line));
+      .find((line) => line.startsWith("local now,now_text,count,max_lease") && !/[`\\]/.test(line));
     expect(claimLine).toBeDefined();
     for (const fn of [assets.worker, assets.reclaimer]) {
       expect(fn.handler).toBe("index.handler");
@@ -134,7 +134,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
     expect(assets.worker.directory).not.toBe(assets.reclaimer.directory);
   });
 
-  it("take an SQS task list to DONE, publish the metrics the alarms watch, and kick the worker", async () => {
+  it("take an SQS task list to DONE, publish the metrics the alarms watch, and start the worker with a drain invocation", async () => {
     const api = await recordingLambdaApi();
     const sqs = new LocalSqs(async () => undefined);
     await sqs.listen();
@@ -168,7 +168,8 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
         sqs.deadLetters.map((letter) => [letter.body, letter.messageAttributes.LeaseqReason?.StringValue]),
       ).toEqual([["not json", "body is not JSON (8 characters)"]]);
 
-      // 2. Tasks wait in READY: the reclaimer publishes EMF matching the alarms and kicks the worker.
+      // 2. Tasks wait in READY: the reclaimer publishes EMF matching the alarms and starts the worker
+      // with a drain invocation.
       await queue.enqueue(
         [
           { id: "k1", type: "echo" },
@@ -198,7 +199,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       expect(api.calls[0].url).toContain("/functions/leaseq-worker-under-test/invocations");
       expect(api.calls[0].headers["x-amz-invocation-type"]).toBe("Event");
 
-      // 3. The kick's drain event runs the worker, which takes the waiting tasks to DONE.
+      // 3. The drain invocation runs the worker, which takes the waiting tasks to DONE.
       await captureStdout(() => worker(JSON.parse(api.calls[0].body), lambdaContext()));
       for (const id of ["k1", "k2"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
     } finally {

@@ -92,7 +92,7 @@ describe("worker function", () => {
 });
 
 describe("reclaimer function", () => {
-  it("runs Node.js 22 on ARM64 and knows the worker it kicks", () => {
+  it("runs Node.js 22 on ARM64 and knows the worker it starts with a drain invocation", () => {
     const { template } = synth();
     expect(reclaimer(template).properties).toMatchObject({
       Runtime: "nodejs22.x",
