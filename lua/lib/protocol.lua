@@ -56,7 +56,8 @@ end
 local function choice_arg(name, value, values, optional)
   if value == '' and optional then return value end
   if value == '' or string.find(value, ',', 1, true) or not string.find(values, ',' .. value .. ',', 1, true) then
-    bad(name .. ' must be ' .. (optional and '"" or ' or '') .. 'one of ' .. string.sub(values, 2, -2) ..
+    bad(name .. ' must be ' .. (optional and '"" (any) or ' or '') .. 'one of ' ..
+      string.gsub(string.sub(values, 2, -2), ',', ', ') ..
       ', got "' .. string.sub(value, 1, 40) .. '"')
   end
   return value
