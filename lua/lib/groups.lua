@@ -830,36 +830,42 @@ local function paused_types_of(config)
   return set
 end
 
--- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue (a
--- task of a group into its lane), opens up to `open_limit` lanes and types whose time came, and
--- keeps config nextDue exact. Costs nothing while nothing is due. The caller runs lanes_flush().
--- Reads the group records of the loaded `tasks` (by id) that have a group, and checks their slots:
--- one HMGET for the records and one for the slots' states, instead of one of each per group as
--- the moves below meet them.
-local function lanes_of_tasks(ids, tasks)
+-- Loads the tasks a maintenance step moves (`ids`, a page of one set) and the records of their
+-- groups, checking their slots (one HMGET for the records and one for the slots' states, instead
+-- of one of each per group as the moves meet them). A task that cannot be read, or has no state
+-- (`missing` says why then), is set aside in `writes` and gets `problem`: the caller moves the
+-- others. Returns the tasks by id.
+local function load_to_move(ids, writes, config, now, missing)
+  local tasks = load(ids, false)
   local names = {}
   for _, id in ipairs(ids) do
-    local state = tasks[id].state
-    if state and not tasks[id].problem and state.group ~= '' then names[#names + 1] = lane_of(state.type, state.group) end
+    local task = tasks[id]
+    if task.problem or not task.state then
+      task.problem = task.problem or missing
+      quarantine(writes, id, task.problem, now)
+      after_quarantine(id, task, config)
+    elseif task.state.group ~= '' then
+      names[#names + 1] = lane_of(task.state.type, task.state.group)
+    end
   end
   lanes_load(names)
   lanes_verify(names)
+  return tasks
 end
 
+-- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue (a
+-- task of a group into its lane), opens up to `open_limit` lanes and types whose time came, and
+-- keeps config nextDue exact. Costs nothing while nothing is due. The caller runs lanes_flush().
 local function promote_due(config, now, now_text, limit, open_limit)
   local next_due = tonumber(config.nextDue)
   if next_due ~= nil and next_due > now then return 0 end
   local due = redis.call('ZRANGEBYSCORE', K.scheduled, SCHEDULED_FROM, fmt(now), 'LIMIT', 0, limit)
   if #due > 0 then
-    local tasks = load(due, false)
-    lanes_of_tasks(due, tasks)
     local writes = new_writes()
+    local tasks = load_to_move(due, writes, config, now, 'a SCHEDULED task without its state')
     for _, id in ipairs(due) do
       local task = tasks[id]
-      if task.problem or not task.state then
-        quarantine(writes, id, task.problem or 'a SCHEDULED task without its state', now)
-        after_quarantine(id, task, config)
-      else
+      if not task.problem then
         local state = task.state
         state.letter, state.at = 'R', now_text
         if task.upgraded and task.body then put(writes, id, task.body) end

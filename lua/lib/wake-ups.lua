@@ -97,15 +97,11 @@ local function reclaim_expired(config, now, now_text, skew, limit)
   local expired = redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(' .. fmt(now - skew), 'LIMIT', 0, limit)
   local result = {}
   if #expired == 0 then return result end
-  local tasks = load(expired, false)
-  lanes_of_tasks(expired, tasks)
   local writes = new_writes()
+  local tasks = load_to_move(expired, writes, config, now, 'a LEASED task without its state')
   for _, id in ipairs(expired) do
     local task = tasks[id]
-    if task.problem or not task.state then
-      quarantine(writes, id, task.problem or 'a LEASED task without its state', now)
-      after_quarantine(id, task, config)
-    else
+    if not task.problem then
       local state = task.state
       state.gen = plus(state.gen, 1) -- revokes the token: a late settle of this lease is stale
       state.claim = ''

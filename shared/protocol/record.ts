@@ -100,7 +100,6 @@ const CLASS: Record<Exclude<FieldKind, "remainder">, { strict: string; loose: st
 export type Read =
   | "take"
   | "skip"
-  | "take loose"
   | "skip loose"
   | "take filled"
   | "skip filled"
