@@ -38,8 +38,17 @@ export interface FunctionConfig {
   deadLetterQueueUrl: string | undefined;
   /** SQS endpoint override, for the local stack and tests (LEASEQ_SQS_ENDPOINT). */
   sqsEndpoint: string | undefined;
-  /** The worker's own SQS queue, where wake-ups go (LEASEQ_QUEUE_URL, set by the construct); unset: none sent. */
-  queueUrl: string | undefined;
+  /**
+   * Where wake-ups go: the worker's wake queue (LEASEQ_WAKE_QUEUE_URL, set by the construct; a
+   * deployment of one queue set LEASEQ_QUEUE_URL, still read); unset: none sent.
+   */
+  wakeQueueUrl: string | undefined;
+  /**
+   * What this function does with its SQS records (LEASEQ_ROLE): `worker` ingests, drains and hands
+   * off; `intake` only validates and enqueues the task lists and sends the wake-up they need, so a
+   * task is in Redis however busy the workers are (docs/lambda.md "Intake").
+   */
+  role: "worker" | "intake";
   /** A draining worker waits for work falling due within this long instead of stopping (LEASEQ_LINGER_MS, default 5000). */
   lingerMs: number;
   /** How often the reclaimer runs (LEASEQ_RECLAIM_PERIOD_MS, default 60000): it arranges wake-ups for what falls due before its next run. */
@@ -95,10 +104,14 @@ export function readConfig(env: Env): FunctionConfig {
     deployedTasks: env.LEASEQ_TASKS || undefined,
     deadLetterQueueUrl: env.LEASEQ_DLQ_URL || undefined,
     sqsEndpoint: env.LEASEQ_SQS_ENDPOINT || undefined,
-    queueUrl: env.LEASEQ_QUEUE_URL || undefined,
+    wakeQueueUrl: env.LEASEQ_WAKE_QUEUE_URL || env.LEASEQ_QUEUE_URL || undefined,
+    role: "worker",
     lingerMs: integer("LEASEQ_LINGER_MS", 5_000, 0, 60_000),
     reclaimPeriodMs: integer("LEASEQ_RECLAIM_PERIOD_MS", 60_000, 100, 3_600_000),
   };
+  const role = env.LEASEQ_ROLE || "worker";
+  if (role === "worker" || role === "intake") config.role = role;
+  else problems.push(`LEASEQ_ROLE must be "worker" or "intake", got ${JSON.stringify(role)}`);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

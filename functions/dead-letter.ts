@@ -60,8 +60,20 @@ export function sqsDeadLetterSender(queueUrl: string, client: SQSClient): DeadLe
       if (size > MAX_MESSAGE_BYTES) {
         throw new Error(`the dead letter would be ${size} bytes with its attributes; SQS takes ${MAX_MESSAGE_BYTES}`);
       }
+      // A FIFO queue's dead letters go to a FIFO queue: in the record's group, one letter per record.
+      const fifo = queueUrl.endsWith(".fifo")
+        ? {
+            MessageGroupId: letter.record.attributes?.MessageGroupId ?? "leaseq",
+            MessageDeduplicationId: letter.record.messageId,
+          }
+        : {};
       await client.send(
-        new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: letter.body, MessageAttributes: attributes }),
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: letter.body,
+          MessageAttributes: attributes,
+          ...fifo,
+        }),
       );
     },
   };

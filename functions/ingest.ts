@@ -1,6 +1,7 @@
 import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
+import type { TaskInput } from "../shared/types.js";
 import type { DeadLetterSender } from "./dead-letter.js";
 import { type RejectedTask, readRecord } from "./sqs.js";
 import type { TaskDeclaration } from "./tasks.js";
@@ -11,8 +12,15 @@ export interface IngestResult {
   duplicates: number;
   /** Records or tasks rejected as permanently invalid, with why (never a payload). */
   rejected: Array<{ messageId: string; reason: string; deadLettered: boolean }>;
-  /** Records SQS must deliver again: their invalid input could not reach the dead-letter queue. */
+  /**
+   * Records SQS must deliver again: their invalid input could not reach the dead-letter queue, or
+   * (FIFO) an earlier record of their message group is delivered again.
+   */
   failures: SQSBatchResponse["batchItemFailures"];
+  /** The earliest wake-up the enqueues asked for (docs/wake-ups.md), when one did. */
+  wakeAtMs: number | undefined;
+  /** Tasks enqueued that are ready now (no delay), new or not. */
+  readyNow: number;
 }
 
 export interface IngestOptions {
@@ -31,7 +39,22 @@ export interface IngestOptions {
  * A Redis failure is thrown, so the whole batch fails and SQS redelivers it.
  */
 export async function ingest(records: SQSRecord[], options: IngestOptions): Promise<IngestResult> {
-  const result: IngestResult = { enqueued: 0, duplicates: 0, rejected: [], failures: [] };
+  const result: IngestResult = {
+    enqueued: 0,
+    duplicates: 0,
+    rejected: [],
+    failures: [],
+    wakeAtMs: undefined,
+    readyNow: 0,
+  };
+  // A FIFO queue's group whose record must come again: its later records wait with it, so no task
+  // of the group is enqueued ahead of one sent before it.
+  const heldGroups = new Set<string>();
+  const hold = (record: SQSRecord) => {
+    result.failures.push({ itemIdentifier: record.messageId });
+    const group = record.attributes?.MessageGroupId;
+    if (group !== undefined) heldGroups.add(group);
+  };
   const runnable = new Set([...Object.keys(options.tasks.types), ...options.tasks.acceptTypes]);
   const declared = [...runnable].join(", ");
 
@@ -47,10 +70,15 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
       }
     }
     result.rejected.push({ messageId: record.messageId, reason, deadLettered });
-    if (!deadLettered) result.failures.push({ itemIdentifier: record.messageId });
+    if (!deadLettered) hold(record);
   };
 
   for (const record of records) {
+    const group = record.attributes?.MessageGroupId;
+    if (group !== undefined && heldGroups.has(group)) {
+      hold(record);
+      continue;
+    }
     const intent = readRecord(record);
     if (intent.kind === "wake") continue;
     if (intent.kind === "reject") {
@@ -74,10 +102,13 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     });
     if (valid.length > 0) {
       try {
-        const results = await options.queue.enqueue(
+        const now = options.now();
+        const { results, wakeAtMs } = await options.queue.enqueueAndWake(
           valid.map((item) => item.task),
-          { now: options.now() },
+          { now },
         );
+        if (wakeAtMs !== undefined) result.wakeAtMs = Math.min(wakeAtMs, result.wakeAtMs ?? wakeAtMs);
+        result.readyNow += valid.filter(({ task }) => readyAt(task, now) <= now).length;
         result.enqueued += results.filter((r) => r.status === "ok").length;
         result.duplicates += results.filter((r) => r.status === "duplicate").length;
       } catch (error) {
@@ -95,4 +126,10 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     }
   }
   return result;
+}
+
+/** When a task may first run. */
+function readyAt(task: TaskInput, now: number): number {
+  if (task.runAt !== undefined) return Number(task.runAt);
+  return now + (task.delayMs ?? 0);
 }

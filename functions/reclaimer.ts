@@ -64,7 +64,9 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     runtime ??= (async () => {
       const config = readConfig(options.env ?? process.env);
       // The reclaimer never claims: it needs no task types (and its bundle carries no handlers).
-      const waker = config.queueUrl ? sqsWakeSender(config.queueUrl, functionSqsClient(config.sqsEndpoint)) : undefined;
+      const waker = config.wakeQueueUrl
+        ? sqsWakeSender(config.wakeQueueUrl, functionSqsClient(config.sqsEndpoint))
+        : undefined;
       return { ...(await createRuntime(config, undefined)), lambda: lambdaClient(config), waker };
     })();
     const { queue, config, lambda, waker } = await runtime.catch((error: unknown) => {

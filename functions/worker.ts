@@ -1,8 +1,9 @@
 import { Logger } from "@aws-lambda-powertools/logger";
-import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { ConfigError } from "../shared/errors.js";
+import type { Queue } from "../shared/queue.js";
 import { readConfig } from "./config.js";
-import { sqsDeadLetterSender } from "./dead-letter.js";
+import { type DeadLetterSender, sqsDeadLetterSender } from "./dead-letter.js";
 import { drain } from "./drain.js";
 import { ingest } from "./ingest.js";
 import { createRuntime, type Runtime } from "./runtime.js";
@@ -55,10 +56,10 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       ...(config.workerTimeoutMs === undefined ? [] : timeoutProblems(tasks, config.workerTimeoutMs)),
     ];
     if (problems.length > 0) throw new ConfigError(problems);
-    const sqs = config.deadLetterQueueUrl || config.queueUrl ? functionSqsClient(config.sqsEndpoint) : undefined;
+    const sqs = config.deadLetterQueueUrl || config.wakeQueueUrl ? functionSqsClient(config.sqsEndpoint) : undefined;
     const deadLetters =
       config.deadLetterQueueUrl && sqs ? sqsDeadLetterSender(config.deadLetterQueueUrl, sqs) : undefined;
-    const waker = config.queueUrl && sqs ? sqsWakeSender(config.queueUrl, sqs) : undefined;
+    const waker = config.wakeQueueUrl && sqs ? sqsWakeSender(config.wakeQueueUrl, sqs) : undefined;
     return { ...(await createRuntime(config, tasks)), deadLetters, waker };
   };
 
@@ -71,6 +72,9 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     });
 
     const records = isSqsEvent(event) ? event.Records : [];
+    if (config.role === "intake") {
+      return intake(records, { queue, tasks, deadLetters, waker, claimBatch: config.claimBatch, logger, startedAt });
+    }
     const ingested = await ingest(records, { queue, tasks, deadLetters, now: Date.now });
     // A wake-up may be for a lease that ended (its worker gone): return it before draining.
     const reclaimed = records.some((record) => readRecord(record).kind === "wake")
@@ -100,6 +104,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     }
     logger.info("worker invocation", {
       queue: config.queue,
+      role: "worker",
       trigger: isSqsEvent(event) ? "sqs" : "drain",
       records: records.length,
       enqueued: ingested.enqueued,
@@ -112,4 +117,49 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     });
     return { batchItemFailures: ingested.failures };
   };
+}
+
+interface IntakeOptions {
+  queue: Queue;
+  tasks: TaskDeclaration;
+  deadLetters: DeadLetterSender | undefined;
+  waker: WakeSender | undefined;
+  claimBatch: number;
+  logger: Logger;
+  startedAt: number;
+}
+
+/**
+ * The intake role: enqueue the batch's task lists (rejections to the dead-letter queue) and wake a
+ * worker, never run a task, so a task is in Redis within moments of its send however busy the
+ * workers are. The wake-up is the one the queue asks for (none while a worker drains or one is
+ * arranged), and one now besides when this batch brought more ready tasks than one claim takes:
+ * a burst starts workers as it arrives, as when every SQS batch started one. A failed wake-up is
+ * logged, not thrown: the tasks are in, and the reclaimer's run is the safety net.
+ */
+async function intake(records: SQSRecord[], options: IntakeOptions): Promise<SQSBatchResponse> {
+  const { queue, logger } = options;
+  const ingested = await ingest(records, { ...options, now: Date.now });
+  const now = Date.now();
+  const wakeAtMs = ingested.readyNow >= options.claimBatch ? now : ingested.wakeAtMs;
+  let wakeError: string | undefined;
+  if (wakeAtMs !== undefined && options.waker) {
+    try {
+      await options.waker.wake(wakeAtMs, now);
+    } catch (error) {
+      wakeError = (error as Error).message;
+      logger.warn("wake-up not sent", { queue: queue.name, wakeAtMs, error: wakeError });
+    }
+  }
+  logger.info("intake invocation", {
+    queue: queue.name,
+    role: "intake",
+    records: records.length,
+    enqueued: ingested.enqueued,
+    duplicates: ingested.duplicates,
+    rejected: ingested.rejected,
+    wakeAtMs,
+    durationMs: Date.now() - options.startedAt,
+  });
+  return { batchItemFailures: ingested.failures };
 }

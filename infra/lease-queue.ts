@@ -19,16 +19,24 @@ import { type LeaseQueueProps, type LeaseQueueSettings, resolveSettings } from "
 export type { LeaseQueueProps } from "./settings.js";
 
 /**
- * leaseq on AWS: an encrypted, TLS-only SQS queue with a dead-letter queue feeding the worker
- * Lambda, the reclaimer Lambda on an EventBridge schedule, the Upstash credentials secret, alarms
- * and a dashboard. Props are validated at synth (every problem in one LeaseQueuePropsError).
+ * leaseq on AWS: the task queue (encrypted, TLS-only SQS, standard or FIFO, with a dead-letter
+ * queue) feeding the intake Lambda, which puts each task in Redis and wakes a worker; the wake
+ * queue feeding the worker Lambda; the reclaimer Lambda on an EventBridge schedule; the Upstash
+ * credentials secret, alarms and a dashboard. The intake and the worker are one bundle, your
+ * worker entry, in two roles (LEASEQ_ROLE). Props are validated at synth (every problem in one
+ * LeaseQueuePropsError).
  */
 export class LeaseQueue extends Construct {
   /** The props with defaults applied. */
   readonly settings: LeaseQueueSettings;
-  /** Producers send `{"tasks":[…]}` (or `{}` as a wake-up) here. */
+  /** The task queue: producers send `{"tasks":[…]}` here; the intake reads it. */
   readonly queue: Queue;
+  /** Task-queue messages the intake refused (with their reason) or could not take in maxReceiveCount receives. */
   readonly deadLetterQueue: Queue;
+  /** Wake-ups (`{"leaseq":"wake"}`, delayed to when work falls due): each starts a worker. */
+  readonly wakeQueue: Queue;
+  /** Validates and enqueues what the task queue brings, and wakes the worker; runs no task. */
+  readonly intake: LambdaFn;
   readonly worker: LambdaFn;
   readonly reclaimer: LambdaFn;
   /** Holds `{"url": "...", "token": "..."}`: the Upstash REST URL and token. */
@@ -45,11 +53,13 @@ export class LeaseQueue extends Construct {
     const settings = resolveSettings(props);
     this.settings = settings;
 
+    const fifo = settings.fifo ? { fifo: true, contentBasedDeduplication: false } : {};
     this.deadLetterQueue = new Queue(this, "DeadLetterQueue", {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       // The longest SQS allows: dead messages wait for a human, who may be on holiday.
       retentionPeriod: Duration.days(14),
+      ...fifo,
     });
     this.queue = new Queue(this, "Queue", {
       encryption: QueueEncryption.SQS_MANAGED,
@@ -57,6 +67,16 @@ export class LeaseQueue extends Construct {
       // A batch may be retried while an earlier receive of it still runs; 6x the timeout leaves room for that.
       visibilityTimeout: settings.visibilityTimeout,
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
+      ...fifo,
+    });
+    // A wake-up is worth nothing after an hour (the reclaimer runs every few minutes and arranges
+    // its own), so the wake queue keeps messages an hour and has no dead-letter queue: a worker
+    // that fails takes its wake-up again after the visibility timeout, until then.
+    this.wakeQueue = new Queue(this, "WakeQueue", {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: settings.wakeVisibilityTimeout,
+      retentionPeriod: Duration.hours(1),
     });
 
     // A created secret holds empty fields, never a credential: the template stays free of secrets
@@ -72,33 +92,47 @@ export class LeaseQueue extends Construct {
       LEASEQ_QUEUE: settings.queueName,
       UPSTASH_SECRET_ARN: this.secret.secretArn,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-      // Wake-ups go to the worker's own queue (docs/wake-ups.md), from the worker as it stops and
-      // from the reclaimer for what falls due before its next run.
-      LEASEQ_QUEUE_URL: this.queue.queueUrl,
+      // Wake-ups go to the wake queue (docs/wake-ups.md): from the intake for what it enqueued,
+      // from the worker as it stops, from the reclaimer for what falls due before its next run.
+      LEASEQ_WAKE_QUEUE_URL: this.wakeQueue.queueUrl,
     };
     if (settings.claimBatchSize !== undefined) environment.LEASEQ_CLAIM_BATCH = String(settings.claimBatchSize);
 
+    // The intake and the worker check their declaration against these at cold start.
+    const declared = { LEASEQ_TASKS: policyText(settings.tasks), LEASEQ_DLQ_URL: this.deadLetterQueue.queueUrl };
+    this.intake = this.makeFunction("Intake", settings.workerEntry, {
+      description: `leaseq intake for queue "${settings.queueName}": puts the task queue's tasks in Redis and wakes the worker`,
+      timeout: settings.intakeTimeout,
+      memorySize: settings.intakeMemoryMb,
+      environment: {
+        ...environment,
+        ...declared,
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAMES.intake,
+        LEASEQ_ROLE: "intake",
+      },
+    });
     this.worker = this.makeFunction("Worker", settings.workerEntry, {
-      description: `leaseq worker for queue "${settings.queueName}": ingests SQS task lists and drains the queue`,
+      description: `leaseq worker for queue "${settings.queueName}": drains the queue when woken`,
       timeout: settings.workerTimeout,
       memorySize: settings.workerMemoryMb,
       environment: {
         ...environment,
+        ...declared,
         POWERTOOLS_SERVICE_NAME: SERVICE_NAMES.worker,
-        // The worker checks its own task declaration against these at cold start.
-        LEASEQ_TASKS: policyText(settings.tasks),
         LEASEQ_WORKER_TIMEOUT_MS: String(settings.workerTimeout.toMilliseconds()),
-        // Permanently invalid input goes here at once, not after maxReceiveCount receives.
-        LEASEQ_DLQ_URL: this.deadLetterQueue.queueUrl,
       },
     });
-    // Exactly SendMessage: grantSendMessages would add GetQueueAttributes and GetQueueUrl, unused here.
-    this.worker.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["sqs:SendMessage"],
-        resources: [this.deadLetterQueue.queueArn, this.queue.queueArn],
-      }),
-    );
+    // Exactly SendMessage: grantSendMessages would add GetQueueAttributes and GetQueueUrl, unused
+    // here. Permanently invalid input goes to the dead-letter queue at once, not after
+    // maxReceiveCount receives (the worker too: a task list sent to the wake queue is still read).
+    for (const fn of [this.intake, this.worker]) {
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ["sqs:SendMessage"],
+          resources: [this.deadLetterQueue.queueArn, this.wakeQueue.queueArn],
+        }),
+      );
+    }
     this.reclaimer = this.makeFunction("Reclaimer", settings.reclaimerEntry, {
       description: `leaseq reclaimer for queue "${settings.queueName}": reclaims expired leases, publishes metrics, starts the worker (drain invocations)`,
       timeout: settings.reclaimerTimeout,
@@ -111,13 +145,21 @@ export class LeaseQueue extends Construct {
       },
     });
     this.reclaimer.addToRolePolicy(
-      new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.queue.queueArn] }),
+      new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.wakeQueue.queueArn] }),
     );
 
-    this.worker.addEventSource(
+    this.intake.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: settings.batchSize,
         maxBatchingWindow: settings.maxBatchingWindow.toMilliseconds() > 0 ? settings.maxBatchingWindow : undefined,
+        reportBatchItemFailures: true,
+        maxConcurrency: settings.intakeMaxConcurrency,
+      }),
+    );
+    // One wake-up, one worker: a batch of several would start one worker for them all.
+    this.worker.addEventSource(
+      new SqsEventSource(this.wakeQueue, {
+        batchSize: 1,
         reportBatchItemFailures: true,
         maxConcurrency: settings.maxConcurrency,
       }),
@@ -126,11 +168,11 @@ export class LeaseQueue extends Construct {
     this.reclaimer.addToRolePolicy(
       new PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [this.worker.functionArn] }),
     );
-    for (const fn of [this.worker, this.reclaimer]) this.secret.grantRead(fn);
+    for (const fn of [this.intake, this.worker, this.reclaimer]) this.secret.grantRead(fn);
     // Async invocations (the reclaimer's drain invocations, the schedule's ticks) are not retried
     // by Lambda: the next tick, one schedule period later, does the same work, and a retry would
     // only overlap it.
-    for (const fn of [this.worker, this.reclaimer]) {
+    for (const fn of [this.intake, this.worker, this.reclaimer]) {
       fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: settings.reclaimSchedule });
     }
 
@@ -157,6 +199,7 @@ export class LeaseQueue extends Construct {
       metrics: this.metrics,
       queue: this.queue,
       deadLetterQueue: this.deadLetterQueue,
+      intake: this.intake,
       worker: this.worker,
       reclaimer: this.reclaimer,
       alarmTopic: this.alarmTopic,

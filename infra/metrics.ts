@@ -20,7 +20,11 @@ export type QueueMetricName =
  * reclaimer names its service "leaseq-reclaimer" (functions/reclaimer.ts); the construct sets the
  * same in POWERTOOLS_SERVICE_NAME, so both agree whichever one Powertools reads.
  */
-export const SERVICE_NAMES = { worker: "leaseq-worker", reclaimer: "leaseq-reclaimer" } as const;
+export const SERVICE_NAMES = {
+  intake: "leaseq-intake",
+  worker: "leaseq-worker",
+  reclaimer: "leaseq-reclaimer",
+} as const;
 
 /**
  * The reclaimer's CloudWatch namespace. Not a prop: functions/reclaimer.ts names it in its Metrics

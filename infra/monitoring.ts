@@ -24,6 +24,7 @@ export interface MonitoringProps {
   readonly metrics: QueueMetrics;
   readonly queue: IQueue;
   readonly deadLetterQueue: IQueue;
+  readonly intake: IFunction;
   readonly worker: IFunction;
   readonly reclaimer: IFunction;
   /** Receives alarm and OK actions when given. */
@@ -33,6 +34,7 @@ export interface MonitoringProps {
 /** The alarms of one leaseq deployment, by what each says is wrong. */
 export interface LeaseQueueAlarms {
   readonly deadLetterQueueNotEmpty: Alarm;
+  readonly intakeBehind: Alarm;
   readonly oldestReadyTaskTooOld: Alarm;
   readonly failedTasksGrowing: Alarm;
   readonly leasesOverdue: Alarm;
@@ -41,7 +43,7 @@ export interface LeaseQueueAlarms {
 }
 
 /**
- * Alarms and a dashboard on the reclaimer's queue metrics, the SQS queues and both functions.
+ * Alarms and a dashboard on the reclaimer's queue metrics, the SQS queues and the three functions.
  * Queue metrics come once per reclaimer run, so their period is the reclaim schedule; when they
  * stop coming, `reclaimerNotInvoked` or `reclaimerErrors` fires, so the others treat missing data
  * as not breaching instead of paging twice for one cause.
@@ -52,7 +54,7 @@ export class LeaseQueueMonitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
-    const { settings, metrics, worker, reclaimer } = props;
+    const { settings, metrics, intake, worker, reclaimer } = props;
     const period = settings.reclaimSchedule;
     const minute = Duration.minutes(1);
 
@@ -81,6 +83,17 @@ export class LeaseQueueMonitoring extends Construct {
           }),
           threshold: 1,
           comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        },
+      ),
+      // The intake puts a task in Redis within a second of its send; a minute means it is not running.
+      intakeBehind: alarm(
+        "IntakeBehind",
+        "a task has waited more than a minute in the task queue: the intake is failing, throttled or refusing to start.",
+        {
+          metric: props.queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: "Maximum" }),
+          threshold: 60,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 2,
         },
       ),
       oldestReadyTaskTooOld: alarm(
@@ -147,7 +160,8 @@ export class LeaseQueueMonitoring extends Construct {
     });
     const graph = (title: string, left: Metric[] | MathExpression[], width = 8) =>
       new GraphWidget({ title, left, width, height: 6 });
-    const both = (make: (fn: IFunction, label: string) => Metric) => [
+    const each = (make: (fn: IFunction, label: string) => Metric) => [
+      make(intake, "intake"),
       make(worker, "worker"),
       make(reclaimer, "reclaimer"),
     ];
@@ -164,22 +178,22 @@ export class LeaseQueueMonitoring extends Construct {
       graph("Oldest ready task age (ms)", [metrics.metric("oldestReadyAgeMs", period)]),
       graph("Most overdue lease (ms)", [metrics.metric("mostOverdueLeaseMs", period)]),
       graph("SQS messages visible", [
-        props.queue.metricApproximateNumberOfMessagesVisible({ period: minute, label: "queue" }),
+        props.queue.metricApproximateNumberOfMessagesVisible({ period: minute, label: "task queue" }),
         props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, label: "dead-letter queue" }),
       ]),
     );
     this.dashboard.addWidgets(
       graph(
         "Function errors",
-        both((fn, label) => fn.metricErrors({ period: minute, label })),
+        each((fn, label) => fn.metricErrors({ period: minute, label })),
       ),
       graph(
         "Function throttles",
-        both((fn, label) => fn.metricThrottles({ period: minute, label })),
+        each((fn, label) => fn.metricThrottles({ period: minute, label })),
       ),
       graph(
         "Function duration p99 (ms)",
-        both((fn, label) => fn.metricDuration({ period: minute, statistic: "p99", label })),
+        each((fn, label) => fn.metricDuration({ period: minute, statistic: "p99", label })),
       ),
     );
     this.dashboard.addWidgets(

@@ -18,21 +18,37 @@ export interface LeaseQueueProps {
    * relative to the directory `cdk` runs in (your CDK app's). Bundled with esbuild. Required.
    */
   readonly workerEntry: string;
-  /** Worker timeout, 1-900 s; the SQS visibility timeout is 6 times this. Default 5 minutes. */
+  /** Worker timeout, 1-900 s; the wake queue's visibility timeout is 6 times this. Default 5 minutes. */
   readonly workerTimeout?: Duration;
+  /**
+   * The task queue is SQS FIFO (`<name>.fifo`): the intake reads each message group in send order,
+   * and producers set `MessageGroupId` to the task's group, so an ordered group runs in the order
+   * one producer sent its tasks, also in separate messages (docs/groups.md). Changing it replaces
+   * the queue (a new URL). Default false.
+   */
+  readonly fifo?: boolean;
+  /** Intake function timeout, 1-900 s; the task queue's visibility timeout is 6 times this. Default 30 s. */
+  readonly intakeTimeout?: Duration;
+  /** Intake function memory in MB, 128-10240. Default 256. */
+  readonly intakeMemoryMb?: number;
+  /** Most concurrent intake invocations SQS starts, 2-1000. Default 10. */
+  readonly intakeMaxConcurrency?: number;
   /** Worker memory in MB, 128-10240. Default 256. */
   readonly workerMemoryMb?: number;
   /** Reclaimer timeout, 1-900 s. Default 60 seconds. */
   readonly reclaimerTimeout?: Duration;
   /** Reclaimer memory in MB, 128-10240. Default 256. */
   readonly reclaimerMemoryMb?: number;
-  /** SQS records per worker invocation: 1-10, or up to 10000 with a batching window ≥ 1 s. Default 10. */
+  /**
+   * Task-queue records per intake invocation: 1-10, or up to 10000 with a batching window ≥ 1 s
+   * (a FIFO queue: 1-10). Default 10.
+   */
   readonly batchSize?: number;
-  /** How long SQS gathers records before invoking, 0-300 s. Default 0. */
+  /** How long SQS gathers task-queue records before invoking the intake, 0-300 s (not on FIFO). Default 0. */
   readonly maxBatchingWindow?: Duration;
-  /** Most concurrent worker invocations SQS starts, 2-1000. Default 10. */
+  /** Most concurrent worker invocations the wake queue starts, 2-1000. Default 10. */
   readonly maxConcurrency?: number;
-  /** Receives of one SQS message before it moves to the dead-letter queue, 1-1000. Default 5. */
+  /** Receives of one task-queue message before it moves to the dead-letter queue, 1-1000. Default 5. */
   readonly maxReceiveCount?: number;
   /** Tasks one worker claim leases (`LEASEQ_CLAIM_BATCH`), 1-100. Default: the functions' own (20). */
   readonly claimBatchSize?: number;
@@ -61,6 +77,9 @@ export const LEASE_QUEUE_DEFAULTS = {
   queueName: "default",
   workerTimeoutSeconds: 300,
   workerMemoryMb: 256,
+  intakeTimeoutSeconds: 30,
+  intakeMemoryMb: 256,
+  intakeMaxConcurrency: 10,
   reclaimerTimeoutSeconds: 60,
   reclaimerMemoryMb: 256,
   batchSize: 10,

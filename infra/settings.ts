@@ -17,9 +17,16 @@ export interface LeaseQueueSettings {
   maxLeaseMs: number;
   workerTimeout: Duration;
   workerMemoryMb: number;
+  fifo: boolean;
+  intakeTimeout: Duration;
+  intakeMemoryMb: number;
+  intakeMaxConcurrency: number;
   reclaimerTimeout: Duration;
   reclaimerMemoryMb: number;
+  /** The task queue's: 6 × the intake timeout. */
   visibilityTimeout: Duration;
+  /** The wake queue's: 6 × the worker timeout. */
+  wakeVisibilityTimeout: Duration;
   batchSize: number;
   maxBatchingWindow: Duration;
   maxConcurrency: number;
@@ -101,6 +108,14 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     1,
     900,
   );
+  const intakeTimeout = seconds(
+    "intakeTimeout",
+    props.intakeTimeout ?? Duration.seconds(D.intakeTimeoutSeconds),
+    1,
+    900,
+  );
+  const fifo = props.fifo ?? false;
+  if (typeof fifo !== "boolean") problems.push(`fifo must be true or false, got ${shown(fifo)}`);
   const reclaimerTimeout = seconds(
     "reclaimerTimeout",
     props.reclaimerTimeout ?? Duration.seconds(D.reclaimerTimeoutSeconds),
@@ -113,14 +128,19 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     0,
     300,
   );
+  if (fifo && maxBatchingWindow.toMilliseconds() > 0) {
+    problems.push(
+      `maxBatchingWindow is not supported with fifo (AWS reads FIFO queues without one), got ${maxBatchingWindow.toHumanString()}`,
+    );
+  }
   // AWS: more than 10 records per batch requires a batching window of at least 1 second.
-  const batchMax = maxBatchingWindow.toMilliseconds() >= 1000 ? 10_000 : 10;
+  const batchMax = maxBatchingWindow.toMilliseconds() >= 1000 && !fifo ? 10_000 : 10;
   const batchSize = integer(
     "batchSize",
     props.batchSize ?? D.batchSize,
     1,
     batchMax,
-    batchMax === 10 ? " (up to 10000 needs maxBatchingWindow ≥ 1 s)" : "",
+    fifo ? " (a FIFO queue)" : batchMax === 10 ? " (up to 10000 needs maxBatchingWindow ≥ 1 s)" : "",
   );
 
   const reclaimSchedule = props.reclaimSchedule ?? Duration.minutes(D.reclaimScheduleMinutes);
@@ -180,7 +200,17 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     workerMemoryMb: integer("workerMemoryMb", props.workerMemoryMb ?? D.workerMemoryMb, 128, 10_240, " MB"),
     reclaimerTimeout,
     reclaimerMemoryMb: integer("reclaimerMemoryMb", props.reclaimerMemoryMb ?? D.reclaimerMemoryMb, 128, 10_240, " MB"),
-    visibilityTimeout: Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * workerTimeout.toSeconds({ integral: false })),
+    fifo,
+    intakeTimeout,
+    intakeMemoryMb: integer("intakeMemoryMb", props.intakeMemoryMb ?? D.intakeMemoryMb, 128, 10_240, " MB"),
+    intakeMaxConcurrency: integer(
+      "intakeMaxConcurrency",
+      props.intakeMaxConcurrency ?? D.intakeMaxConcurrency,
+      2,
+      1000,
+    ),
+    visibilityTimeout: Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * intakeTimeout.toSeconds({ integral: false })),
+    wakeVisibilityTimeout: Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * workerTimeout.toSeconds({ integral: false })),
     batchSize,
     maxBatchingWindow,
     maxConcurrency: integer("maxConcurrency", props.maxConcurrency ?? D.maxConcurrency, 2, 1000),

@@ -18,7 +18,10 @@ export function propsFromContext(node: Node): Partial<LeaseQueueProps> {
   const seconds = number("workerTimeoutSeconds");
   const minutes = number("reclaimScheduleMinutes");
   const window = number("maxBatchingWindowSeconds");
+  const fifo = text("fifo");
   return {
+    // "true" or "false"; anything else reaches the construct as given and is refused there.
+    fifo: fifo === undefined ? undefined : fifo === "true" ? true : fifo === "false" ? false : (fifo as never),
     queueName: text("queueName"),
     upstashSecretArn: text("upstashSecretArn"),
     alarmEmail: text("alarmEmail"),

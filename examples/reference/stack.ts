@@ -18,8 +18,12 @@ export class LeaseqStack extends Stack {
       workerEntry: REFERENCE_WORKER_ENTRY,
       ...props.leaseQueue,
     });
-    const { queue, deadLetterQueue, worker, reclaimer, monitoring, secret } = this.leaseQueue;
-    new CfnOutput(this, "QueueUrl", { value: queue.queueUrl, description: 'SQS queue: send {"tasks":[...]} here' });
+    const { queue, deadLetterQueue, wakeQueue, worker, reclaimer, monitoring, secret } = this.leaseQueue;
+    new CfnOutput(this, "QueueUrl", { value: queue.queueUrl, description: 'Task queue: send {"tasks":[...]} here' });
+    new CfnOutput(this, "WakeQueueUrl", {
+      value: wakeQueue.queueUrl,
+      description: "Wake-ups start workers: LEASEQ_WAKE_QUEUE_URL for producer.enqueue and leaseq resume",
+    });
     new CfnOutput(this, "DeadLetterQueueUrl", {
       value: deadLetterQueue.queueUrl,
       description: "Invalid input and messages out of receives: leaseq dlq show / redrive",

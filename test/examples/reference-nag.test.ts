@@ -49,15 +49,23 @@ describe("cdk-nag AwsSolutions", () => {
   it("would fail without the suppressions: they are needed, not decoration", () => {
     const stack = checked({}, false);
     expect(findings(stack, "findError").sort()).toEqual([
+      "/Nag/LeaseQueue/Intake/Resource: AwsSolutions-L1",
       "/Nag/LeaseQueue/Reclaimer/Resource: AwsSolutions-L1",
       "/Nag/LeaseQueue/UpstashSecret/Resource: AwsSolutions-SMG4",
+      "/Nag/LeaseQueue/WakeQueue/Resource: AwsSolutions-SQS3",
       "/Nag/LeaseQueue/Worker/Resource: AwsSolutions-L1",
     ]);
   });
 
-  it("suppresses only the Node.js runtime version and the rotation of a created secret, each with its reason", () => {
+  it("suppresses only the Node.js runtime version, the rotation of a created secret and the wake queue's dead-letter queue, each with its reason", () => {
     const recorded = suppressions(checked({}));
-    expect(recorded.map((s) => s.id).sort()).toEqual(["AwsSolutions-L1", "AwsSolutions-L1", "AwsSolutions-SMG4"]);
+    expect(recorded.map((s) => s.id).sort()).toEqual([
+      "AwsSolutions-L1",
+      "AwsSolutions-L1",
+      "AwsSolutions-L1",
+      "AwsSolutions-SMG4",
+      "AwsSolutions-SQS3",
+    ]);
     for (const { reason } of recorded) expect(reason.length).toBeGreaterThan(80);
   });
 });

@@ -74,7 +74,7 @@ function synthesize(queueName: string) {
     .map((r) => r.Properties.Metrics?.[0]?.MetricStat?.Metric)
     .find((metric) => metric?.MetricName === "oldestReadyAgeMs");
   if (!alarmMetric) throw new Error("no alarm on oldestReadyAgeMs in the template");
-  return { outdir, worker: lambda("worker"), reclaimer: lambda("reclaimer"), alarmMetric };
+  return { outdir, intake: lambda("intake"), worker: lambda("worker"), reclaimer: lambda("reclaimer"), alarmMetric };
 }
 
 /**
@@ -91,7 +91,7 @@ function deployedEnv(
   const replaced: Record<string, string> = {
     LEASEQ_WORKER_FUNCTION: "leaseq-worker-under-test",
     LEASEQ_DLQ_URL: stand.sqs.deadLetterQueueUrl,
-    LEASEQ_QUEUE_URL: stand.sqs.queueUrl,
+    LEASEQ_WAKE_QUEUE_URL: stand.sqs.queueUrl,
   };
   for (const [name, value] of Object.entries(template)) {
     if (name === "UPSTASH_SECRET_ARN") continue;
@@ -132,9 +132,11 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       expect(bundle.includes(claimLine ?? "-"), `${fn.directory}/index.mjs lacks lua/claim.lua`).toBe(true);
     }
     expect(assets.worker.directory).not.toBe(assets.reclaimer.directory);
+    // The intake is the worker's bundle in another role.
+    expect(assets.intake.directory).toBe(assets.worker.directory);
   });
 
-  it("take an SQS task list to DONE, publish the metrics the alarms watch, and start the worker with a drain invocation", async () => {
+  it("take an SQS task list through the intake and a wake-up to DONE, publish the metrics the alarms watch, and start the worker with a drain invocation", async () => {
     const api = await recordingLambdaApi();
     const sqs = new LocalSqs(async () => undefined);
     await sqs.listen();
@@ -142,31 +144,43 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
     // Only the connection from the test helper: LEASEQ_QUEUE and the rest come from the template.
     const { LEASEQ_QUEUE: _, ...connection } = functionEnv(adapter, queueName);
     try {
+      const intakeEnv = deployedEnv(assets.intake.env, connection, { lambdaApi: api.url, sqs });
       const workerEnv = deployedEnv(assets.worker.env, connection, { lambdaApi: api.url, sqs });
       const reclaimerEnv = deployedEnv(assets.reclaimer.env, connection, { lambdaApi: api.url, sqs });
       expect(workerEnv.LEASEQ_QUEUE).toBe(queueName);
-      process.env = { ...envWithoutConnection(), ...workerEnv, ...reclaimerEnv };
-      // The query string gives each adapter its own module instance, hence its own cold start.
-      const load = async (directory: string): Promise<Handler> =>
-        (await import(`${pathToFileURL(join(directory, "index.mjs")).href}?${adapter.name}`)).handler;
-      const worker = await load(assets.worker.directory);
-      const reclaimer = await load(assets.reclaimer.directory);
+      // The query string gives each adapter and role its own module instance, hence its own cold
+      // start, which reads the environment of that moment.
+      const load = async (directory: string, role: string): Promise<Handler> =>
+        (await import(`${pathToFileURL(join(directory, "index.mjs")).href}?${adapter.name}-${role}`)).handler;
+      const intake = await load(assets.intake.directory, "intake");
+      const worker = await load(assets.worker.directory, "worker");
+      const reclaimer = await load(assets.reclaimer.directory, "reclaimer");
 
       const store = await adapter.open();
       stores.push(store);
       const queue = new Queue(store, { name: queueName });
 
-      // 1. SQS delivers a task list and a malformed record: the tasks end DONE, the record goes to
-      // the dead-letter queue at once (the worker may send there), with its reason.
+      // 1. SQS delivers a task list and a malformed record to the intake: the tasks are READY and
+      // a wake-up is on the wake queue; the record goes to the dead-letter queue at once, with its
+      // reason. The intake runs no task.
+      const base = envWithoutConnection();
+      process.env = { ...base, ...intakeEnv };
       const good = sqsRecord({ tasks: [{ id: "a1", type: "echo", payload: { n: 1 } }, { type: "echo" }] }, "m-good");
       const { result } = await captureStdout(() =>
-        worker(sqsEvent(good, sqsRecord("not json", "m-bad")), lambdaContext()),
+        intake(sqsEvent(good, sqsRecord("not json", "m-bad")), lambdaContext()),
       );
       expect(result.batchItemFailures).toEqual([]);
-      for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
+      for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "ready" });
       expect(
         sqs.deadLetters.map((letter) => [letter.body, letter.messageAttributes.LeaseqReason?.StringValue]),
       ).toEqual([["not json", "body is not JSON (8 characters)"]]);
+      const wakeUps = sqs.queue.all().map((message) => message.body);
+      expect(wakeUps).toEqual(['{"leaseq":"wake"}']);
+
+      // The wake-up starts the worker, which takes them to DONE.
+      process.env = { ...base, ...workerEnv, ...reclaimerEnv };
+      await captureStdout(() => worker(sqsEvent(sqsRecord(JSON.parse(wakeUps[0]), "m-wake")), lambdaContext()));
+      for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
 
       // 2. Tasks wait in READY: the reclaimer publishes EMF matching the alarms and starts the worker
       // with a drain invocation.

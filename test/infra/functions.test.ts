@@ -4,14 +4,21 @@ import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { describe, expect, it } from "vitest";
 import { onlyResource, synth } from "./synth.js";
 
-const worker = (template: Template) =>
+const lambdaFunction = (description: string) => (template: Template) =>
   onlyResource(template, "AWS::Lambda::Function", {
-    Properties: { Description: Match.stringLikeRegexp("^leaseq worker") },
+    Properties: { Description: Match.stringLikeRegexp(`^leaseq ${description}`) },
   });
-const reclaimer = (template: Template) =>
-  onlyResource(template, "AWS::Lambda::Function", {
-    Properties: { Description: Match.stringLikeRegexp("^leaseq reclaimer") },
-  });
+const intake = lambdaFunction("intake");
+const worker = lambdaFunction("worker");
+const reclaimer = lambdaFunction("reclaimer");
+const taskQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
+const deadLetterQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
+const wakeQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 3600 } });
+const mappingOf = (template: Template, fnLogicalId: string) =>
+  onlyResource(template, "AWS::Lambda::EventSourceMapping", { Properties: { FunctionName: { Ref: fnLogicalId } } });
 
 /** Every IAM policy statement in the template. */
 function statements(template: Template): Array<Record<string, unknown>> {
@@ -20,10 +27,60 @@ function statements(template: Template): Array<Record<string, unknown>> {
   );
 }
 
+describe("intake function", () => {
+  it("is the worker's bundle in the intake role, with a short timeout", () => {
+    const { template } = synth();
+    template.resourceCountIs("AWS::Lambda::Function", 3);
+    expect(intake(template).properties).toMatchObject({
+      Runtime: "nodejs22.x",
+      Architectures: ["arm64"],
+      Handler: "index.handler",
+      Timeout: 30,
+      MemorySize: 256,
+      Environment: { Variables: { LEASEQ_ROLE: "intake", POWERTOOLS_SERVICE_NAME: "leaseq-intake" } },
+    });
+    const key = (f: { properties: Record<string, unknown> }) => (f.properties.Code as { S3Key: string }).S3Key;
+    expect(key(intake(template))).toBe(key(worker(template)));
+  });
+
+  it("is fed by the task queue with batch size, window, partial batch failures and its own maximum concurrency", () => {
+    const { template } = synth({
+      batchSize: 50,
+      maxBatchingWindow: Duration.seconds(2),
+      intakeMaxConcurrency: 3,
+      maxConcurrency: 7,
+    });
+    expect(mappingOf(template, intake(template).logicalId).properties).toEqual({
+      EventSourceArn: { "Fn::GetAtt": [taskQueue(template).logicalId, "Arn"] },
+      FunctionName: { Ref: intake(template).logicalId },
+      BatchSize: 50,
+      MaximumBatchingWindowInSeconds: 2,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      ScalingConfig: { MaximumConcurrency: 3 },
+    });
+  });
+
+  it("gets the task policies, the dead-letter and wake queues, and no worker timeout (it runs no task)", () => {
+    const { template } = synth({ queueName: "orders" });
+    const secret = onlyResource(template, "AWS::SecretsManager::Secret");
+    expect(intake(template).properties.Environment).toEqual({
+      Variables: {
+        LEASEQ_QUEUE: "orders",
+        UPSTASH_SECRET_ARN: { Ref: secret.logicalId },
+        LEASEQ_ROLE: "intake",
+        LEASEQ_TASKS: "parallel;echo:30000:3:1000:60000,send-webhook:30000:5:2000:300000;",
+        LEASEQ_DLQ_URL: { Ref: deadLetterQueue(template).logicalId },
+        LEASEQ_WAKE_QUEUE_URL: { Ref: wakeQueue(template).logicalId },
+        POWERTOOLS_SERVICE_NAME: "leaseq-intake",
+        POWERTOOLS_METRICS_NAMESPACE: "leaseq",
+      },
+    });
+  });
+});
+
 describe("worker function", () => {
   it("runs Node.js 22 on ARM64 from the bundled index.mjs with the default timeout and memory", () => {
     const { template } = synth();
-    template.resourceCountIs("AWS::Lambda::Function", 2);
     expect(worker(template).properties).toMatchObject({
       Runtime: "nodejs22.x",
       Architectures: ["arm64"],
@@ -33,31 +90,30 @@ describe("worker function", () => {
     });
   });
 
-  it("is fed by the queue with batch size, window, partial batch failures and maximum concurrency", () => {
-    const { template } = synth({ batchSize: 50, maxBatchingWindow: Duration.seconds(2), maxConcurrency: 7 });
-    const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
-    const mapping = onlyResource(template, "AWS::Lambda::EventSourceMapping");
-    expect(mapping.properties).toEqual({
-      EventSourceArn: { "Fn::GetAtt": [queue.logicalId, "Arn"] },
+  it("is started by the wake queue, one wake-up per invocation, up to maxConcurrency at once", () => {
+    const { template } = synth({ maxConcurrency: 7 });
+    expect(mappingOf(template, worker(template).logicalId).properties).toEqual({
+      EventSourceArn: { "Fn::GetAtt": [wakeQueue(template).logicalId, "Arn"] },
       FunctionName: { Ref: worker(template).logicalId },
-      BatchSize: 50,
-      MaximumBatchingWindowInSeconds: 2,
+      BatchSize: 1,
       FunctionResponseTypes: ["ReportBatchItemFailures"],
       ScalingConfig: { MaximumConcurrency: 7 },
     });
   });
 
-  it("defaults to 10 records, no batching window and 10 concurrent invocations", () => {
-    const mapping = onlyResource(synth().template, "AWS::Lambda::EventSourceMapping");
-    expect(mapping.properties).toMatchObject({ BatchSize: 10, ScalingConfig: { MaximumConcurrency: 10 } });
-    expect(mapping.properties.MaximumBatchingWindowInSeconds).toBeUndefined();
+  it("defaults to 10 records a batch for the intake, no batching window and 10 concurrent invocations each", () => {
+    const { template } = synth();
+    const intakeMapping = mappingOf(template, intake(template).logicalId);
+    expect(intakeMapping.properties).toMatchObject({ BatchSize: 10, ScalingConfig: { MaximumConcurrency: 10 } });
+    expect(intakeMapping.properties.MaximumBatchingWindowInSeconds).toBeUndefined();
+    expect(mappingOf(template, worker(template).logicalId).properties).toMatchObject({
+      ScalingConfig: { MaximumConcurrency: 10 },
+    });
   });
 
-  it("gets the queue name, the secret ARN, its task policies and timeout, both queues and the metrics settings, and nothing else", () => {
+  it("gets the queue name, the secret ARN, its task policies and timeout, the dead-letter and wake queues and the metrics settings, and nothing else", () => {
     const { template } = synth({ queueName: "orders", claimBatchSize: 20 });
     const secret = onlyResource(template, "AWS::SecretsManager::Secret");
-    const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
-    const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
     expect(worker(template).properties.Environment).toEqual({
       Variables: {
         LEASEQ_QUEUE: "orders",
@@ -65,28 +121,30 @@ describe("worker function", () => {
         LEASEQ_CLAIM_BATCH: "20",
         LEASEQ_TASKS: "parallel;echo:30000:3:1000:60000,send-webhook:30000:5:2000:300000;",
         LEASEQ_WORKER_TIMEOUT_MS: "300000",
-        LEASEQ_DLQ_URL: { Ref: dlq.logicalId },
-        // Its own queue: where it sends the wake-up it arranges as it stops (docs/wake-ups.md).
-        LEASEQ_QUEUE_URL: { Ref: queue.logicalId },
+        LEASEQ_DLQ_URL: { Ref: deadLetterQueue(template).logicalId },
+        // Where it sends the wake-up it arranges as it stops (docs/wake-ups.md).
+        LEASEQ_WAKE_QUEUE_URL: { Ref: wakeQueue(template).logicalId },
         POWERTOOLS_SERVICE_NAME: "leaseq-worker",
         POWERTOOLS_METRICS_NAMESPACE: "leaseq",
       },
     });
   });
 
-  it("may send to the dead-letter queue and to its own queue (wake-ups), the reclaimer to that queue only", () => {
+  it("intake and worker may send to the dead-letter queue and the wake queue, the reclaimer to the wake queue only; nobody to the task queue", () => {
     const { template } = synth();
-    const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
-    const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
+    const dlq = deadLetterQueue(template).logicalId;
+    const wake = wakeQueue(template).logicalId;
     const sends = statements(template).filter((statement) =>
       [statement.Action].flat().some((action) => String(action).startsWith("sqs:Send")),
     );
+    const both = {
+      Action: "sqs:SendMessage",
+      Resource: [{ "Fn::GetAtt": [dlq, "Arn"] }, { "Fn::GetAtt": [wake, "Arn"] }],
+    };
     expect(sends).toEqual([
-      expect.objectContaining({
-        Action: "sqs:SendMessage",
-        Resource: [{ "Fn::GetAtt": [dlq.logicalId, "Arn"] }, { "Fn::GetAtt": [queue.logicalId, "Arn"] }],
-      }),
-      expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [queue.logicalId, "Arn"] } }),
+      expect.objectContaining(both),
+      expect.objectContaining(both),
+      expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [wake, "Arn"] } }),
     ]);
   });
 });
@@ -148,7 +206,7 @@ describe("reclaimer function", () => {
   });
 });
 
-describe("both functions", () => {
+describe("the functions", () => {
   it("have their own code asset (a shared asset cache once gave the reclaimer the worker's bundle)", () => {
     const { template } = synth();
     const key = (fn: { properties: Record<string, unknown> }) => (fn.properties.Code as { S3Key: string }).S3Key;
@@ -157,8 +215,8 @@ describe("both functions", () => {
 
   it("do not retry asynchronous invocations: the next tick replaces a failed one", () => {
     const { template } = synth();
-    template.resourceCountIs("AWS::Lambda::EventInvokeConfig", 2);
-    for (const fn of [worker(template), reclaimer(template)]) {
+    template.resourceCountIs("AWS::Lambda::EventInvokeConfig", 3);
+    for (const fn of [intake(template), worker(template), reclaimer(template)]) {
       template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
         FunctionName: { Ref: fn.logicalId },
         MaximumRetryAttempts: 0,
@@ -169,9 +227,9 @@ describe("both functions", () => {
 
   it("log to their own log group with retention, writable only by their own role", () => {
     const { template } = synth();
-    template.resourceCountIs("AWS::Logs::LogGroup", 2);
+    template.resourceCountIs("AWS::Logs::LogGroup", 3);
     template.allResourcesProperties("AWS::Logs::LogGroup", { RetentionInDays: 30 });
-    for (const fn of [worker(template), reclaimer(template)]) {
+    for (const fn of [intake(template), worker(template), reclaimer(template)]) {
       const logGroupId = (fn.properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
       const roleId = (fn.properties.Role as { "Fn::GetAtt": string[] })["Fn::GetAtt"][0];
       template.hasResourceProperties("AWS::IAM::Policy", {

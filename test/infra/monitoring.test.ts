@@ -41,6 +41,19 @@ describe("alarms", () => {
     });
   });
 
+  it("fires when a task has waited more than a minute in the task queue (the intake is not taking it)", () => {
+    const { template } = synth();
+    const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
+    expect(alarm(template, "task queue")).toMatchObject({
+      Namespace: "AWS/SQS",
+      MetricName: "ApproximateAgeOfOldestMessage",
+      Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [queue.logicalId, "QueueName"] } }],
+      ComparisonOperator: "GreaterThanThreshold",
+      Threshold: 60,
+      EvaluationPeriods: 2,
+    });
+  });
+
   it("fires when the oldest ready task is older than the threshold", () => {
     const { template } = synth({ queueName: "orders", oldestReadyAgeAlarmMs: 90_000 });
     expect(alarm(template, "ready task has waited")).toMatchObject({
@@ -98,7 +111,7 @@ describe("alarms", () => {
 
   it("have no actions and no topic without alarmEmail or alarmTopic", () => {
     const { template } = synth();
-    template.resourceCountIs("AWS::CloudWatch::Alarm", 6);
+    template.resourceCountIs("AWS::CloudWatch::Alarm", 7);
     template.resourceCountIs("AWS::SNS::Topic", 0);
     template.allResourcesProperties("AWS::CloudWatch::Alarm", { AlarmActions: Match.absent() });
   });

@@ -1,5 +1,5 @@
 import { Duration } from "aws-cdk-lib";
-import { Match } from "aws-cdk-lib/assertions";
+import { Match, type Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { onlyResource, synth } from "./synth.js";
 
@@ -18,26 +18,33 @@ const tlsOnly = (queueLogicalId: string) => ({
   Queues: [{ Ref: queueLogicalId }],
 });
 
+const taskQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
+const deadLetterQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
+const wakeQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 3600 } });
+
 describe("SQS queues", () => {
-  it("creates an encrypted queue whose redrive policy points at an encrypted dead-letter queue", () => {
+  it("creates an encrypted task queue whose redrive policy points at an encrypted dead-letter queue, and an encrypted wake queue", () => {
     const { template } = synth();
-    template.resourceCountIs("AWS::SQS::Queue", 2);
-    const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
+    template.resourceCountIs("AWS::SQS::Queue", 3);
+    const dlq = deadLetterQueue(template);
     expect(dlq.properties.SqsManagedSseEnabled).toBe(true);
-    const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
-    expect(queue.properties).toMatchObject({
+    expect(taskQueue(template).properties).toMatchObject({
       SqsManagedSseEnabled: true,
       RedrivePolicy: { deadLetterTargetArn: { "Fn::GetAtt": [dlq.logicalId, "Arn"] }, maxReceiveCount: 5 },
     });
+    expect(wakeQueue(template).properties).toMatchObject({ SqsManagedSseEnabled: true });
+    expect(wakeQueue(template).properties.RedrivePolicy).toBeUndefined();
   });
 
-  it("denies every request without TLS on both queues", () => {
+  it("denies every request without TLS on every queue", () => {
     const { template } = synth();
-    const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
-    const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
-    template.resourceCountIs("AWS::SQS::QueuePolicy", 2);
-    template.hasResourceProperties("AWS::SQS::QueuePolicy", tlsOnly(queue.logicalId));
-    template.hasResourceProperties("AWS::SQS::QueuePolicy", tlsOnly(dlq.logicalId));
+    template.resourceCountIs("AWS::SQS::QueuePolicy", 3);
+    for (const queue of [taskQueue(template), deadLetterQueue(template), wakeQueue(template)]) {
+      template.hasResourceProperties("AWS::SQS::QueuePolicy", tlsOnly(queue.logicalId));
+    }
   });
 
   it("takes maxReceiveCount from props", () => {
@@ -45,10 +52,26 @@ describe("SQS queues", () => {
     template.hasResourceProperties("AWS::SQS::Queue", { RedrivePolicy: Match.objectLike({ maxReceiveCount: 3 }) });
   });
 
-  it("derives the visibility timeout as 6 times the worker timeout", () => {
-    synth().template.hasResourceProperties("AWS::SQS::Queue", { VisibilityTimeout: 1800 });
-    synth({ workerTimeout: Duration.seconds(120) }).template.hasResourceProperties("AWS::SQS::Queue", {
-      VisibilityTimeout: 720,
-    });
+  it("derives the task queue's visibility timeout from the intake's timeout and the wake queue's from the worker's (6 times each)", () => {
+    const defaults = synth().template;
+    expect(taskQueue(defaults).properties.VisibilityTimeout).toBe(180);
+    expect(wakeQueue(defaults).properties.VisibilityTimeout).toBe(1800);
+    const given = synth({ workerTimeout: Duration.seconds(120), intakeTimeout: Duration.seconds(10) }).template;
+    expect(taskQueue(given).properties.VisibilityTimeout).toBe(60);
+    expect(wakeQueue(given).properties.VisibilityTimeout).toBe(720);
+  });
+
+  it("with fifo, makes the task queue and its dead-letter queue FIFO, without content-based deduplication, and keeps the wake queue standard (wake-ups are delayed)", () => {
+    const { template } = synth({ fifo: true });
+    for (const queue of [taskQueue(template), deadLetterQueue(template)]) {
+      expect(queue.properties).toMatchObject({ FifoQueue: true, ContentBasedDeduplication: false });
+    }
+    expect(wakeQueue(template).properties.FifoQueue).toBeUndefined();
+  });
+
+  it("refuses a batching window with fifo, and more than 10 records a batch", () => {
+    expect(() => synth({ fifo: true, maxBatchingWindow: Duration.seconds(1), batchSize: 100 })).toThrow(
+      /maxBatchingWindow is not supported with fifo[\s\S]*batchSize must be an integer from 1 to 10 \(a FIFO queue\), got 100/,
+    );
   });
 });

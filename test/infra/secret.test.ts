@@ -27,11 +27,11 @@ describe("Upstash credentials secret", () => {
     expect(secret.properties.GenerateSecretString).toBeUndefined();
   });
 
-  it("is readable by exactly the two functions, on exactly that secret, and only its ARN is in their environment", () => {
+  it("is readable by exactly the three functions, on exactly that secret, and only its ARN is in their environment", () => {
     const { template } = synth();
     const secret = onlyResource(template, "AWS::SecretsManager::Secret");
     const grants = secretGrants(template);
-    expect(grants).toHaveLength(2);
+    expect(grants).toHaveLength(3);
     for (const grant of grants) {
       expect(grant).toEqual({
         Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
@@ -42,11 +42,11 @@ describe("Upstash credentials secret", () => {
     for (const variables of functionEnvironments(template)) {
       expect(variables.UPSTASH_SECRET_ARN).toEqual({ Ref: secret.logicalId });
       // The queues' URLs are no credentials: Refs to the queues the functions may send to.
-      const queueUrls = ["LEASEQ_DLQ_URL", "LEASEQ_QUEUE_URL"];
+      const queueUrls = ["LEASEQ_DLQ_URL", "LEASEQ_WAKE_QUEUE_URL"];
       expect(
         Object.keys(variables).filter((name) => /URL|TOKEN|PASSWORD/.test(name) && !queueUrls.includes(name)),
       ).toEqual([]);
-      expect(variables.LEASEQ_QUEUE_URL).toMatchObject({ Ref: expect.stringMatching(/^LeaseQueue/) });
+      expect(variables.LEASEQ_WAKE_QUEUE_URL).toMatchObject({ Ref: expect.stringMatching(/^LeaseQueue/) });
     }
   });
 

@@ -158,15 +158,15 @@ describe("context (cdk deploy -c key=value)", () => {
         workerTimeoutSeconds: "120",
         reclaimScheduleMinutes: "2",
         alarmEmail: "oncall@example.com",
+        fifo: "true",
       },
     });
     const stack = new LeaseqStack(app, "Context", { leaseQueue: propsFromContext(app.node) });
     const template = Template.fromStack(stack);
-    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
-      BatchSize: 5,
-      ScalingConfig: { MaximumConcurrency: 4 },
-    });
+    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", { BatchSize: 5 });
+    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", { ScalingConfig: { MaximumConcurrency: 4 } });
     template.hasResourceProperties("AWS::SQS::Queue", { VisibilityTimeout: 720 });
+    template.hasResourceProperties("AWS::SQS::Queue", { FifoQueue: true });
     template.hasResourceProperties("AWS::Events::Rule", { ScheduleExpression: "rate(2 minutes)" });
     template.hasResourceProperties("AWS::SNS::Subscription", { Endpoint: "oncall@example.com" });
     expect(stack.leaseQueue.settings).toMatchObject({ queueName: "orders", maxReceiveCount: 2 });

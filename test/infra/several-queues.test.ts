@@ -12,26 +12,28 @@ describe("several LeaseQueues in one stack", () => {
     const emails = new LeaseQueue(stack, "Emails", { ...REQUIRED_PROPS, queueName: "emails" });
     const ledger = new LeaseQueue(stack, "Ledger", { ...REQUIRED_PROPS, queueName: "ledger", tasks: ordered });
     const template = Template.fromStack(stack);
-    template.resourceCountIs("AWS::SQS::Queue", 4);
-    template.resourceCountIs("AWS::Lambda::Function", 4);
-    template.resourceCountIs("AWS::Lambda::EventSourceMapping", 2);
+    template.resourceCountIs("AWS::SQS::Queue", 6);
+    template.resourceCountIs("AWS::Lambda::Function", 6);
+    template.resourceCountIs("AWS::Lambda::EventSourceMapping", 4);
     template.resourceCountIs("AWS::Events::Rule", 2);
     template.resourceCountIs("AWS::CloudWatch::Dashboard", 2);
-    template.resourceCountIs("AWS::CloudWatch::Alarm", 12);
-    // Each worker knows its own queue and its own task policies.
+    template.resourceCountIs("AWS::CloudWatch::Alarm", 14);
+    // Each intake and worker knows its own queue and its own task policies.
     const workers = Object.values(template.findResources("AWS::Lambda::Function"))
       .map((fn) => fn.Properties.Environment.Variables)
       .filter((variables) => "LEASEQ_TASKS" in variables);
     expect(workers.map((variables) => [variables.LEASEQ_QUEUE, variables.LEASEQ_TASKS]).sort()).toEqual([
       ["emails", "parallel;echo:30000:5:1000:300000;"],
+      ["emails", "parallel;echo:30000:5:1000:300000;"],
+      ["ledger", "ordered;post-entry:20000:5:1000:300000;"],
       ["ledger", "ordered;post-entry:20000:5:1000:300000;"],
     ]);
     // The alarms describe which queue they watch.
     const descriptions = Object.values(template.findResources("AWS::CloudWatch::Alarm")).map(
       (alarm) => alarm.Properties.AlarmDescription as string,
     );
-    expect(descriptions.filter((text) => text.startsWith('leaseq queue "emails"'))).toHaveLength(6);
-    expect(descriptions.filter((text) => text.startsWith('leaseq queue "ledger"'))).toHaveLength(6);
+    expect(descriptions.filter((text) => text.startsWith('leaseq queue "emails"'))).toHaveLength(7);
+    expect(descriptions.filter((text) => text.startsWith('leaseq queue "ledger"'))).toHaveLength(7);
     expect(emails.queue.node.path).not.toBe(ledger.queue.node.path);
   });
 });
