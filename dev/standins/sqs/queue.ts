@@ -1,31 +1,10 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { sqsErrors } from "./errors.js";
 import { MAX_MESSAGE_BYTES, md5OfBody, type SqsAttributes, validateMessage } from "./message.js";
+import { decodeReceipt, encodeReceipt } from "./receipts.js";
+import type { Received, StoredMessage } from "./stored-message.js";
 
-/** How a message got into its queue: sent, moved there by a redrive policy, or by a message move task. */
-export type Arrival = "send" | "redrive" | "move";
-
-/** One message as a queue keeps it. */
-export interface StoredMessage {
-  messageId: string;
-  body: string;
-  attributes: SqsAttributes;
-  md5OfBody: string;
-  sentMs: number;
-  /** Hidden until then: the delay of a message never received, else the visibility timeout of its last receive. */
-  availableAtMs: number;
-  receiveCount: number;
-  firstReceivedMs: number | undefined;
-  arrival: Arrival;
-  /** The queue a redrive policy moved it from (the DeadLetterQueueSourceArn system attribute). */
-  sourceArn?: string;
-}
-
-/** A message handed out by a receive, with the receipt handle of that receive. */
-export interface Received {
-  message: StoredMessage;
-  receiptHandle: string;
-}
+export type { Arrival, Received, StoredMessage } from "./stored-message.js";
 
 /** The RedrivePolicy of a source queue. */
 export interface RedrivePolicy {
@@ -54,8 +33,6 @@ export interface QueueTotals {
   /** Messages this queue's redrive policy moved to its dead-letter queue. */
   redriven: number;
 }
-
-const HANDLE_TAG = "leaseq-local-sqs";
 
 /**
  * One standard queue: messages in send order, each hidden while delayed or in flight; a receive
@@ -131,7 +108,8 @@ export class SqsQueue {
       message.firstReceivedMs ??= now;
       if (message.receiveCount > 1) this.totals.redelivered++;
       message.availableAtMs = now + visibilityTimeoutMs;
-      received.push({ message, receiptHandle: this.handle(message) });
+      const receipt = { queueName: this.name, messageId: message.messageId, receiveCount: message.receiveCount };
+      received.push({ message, receiptHandle: encodeReceipt(receipt) });
     }
     return received;
   }
@@ -141,8 +119,8 @@ export class SqsQueue {
    * without deleting, as the SQS API reference documents; so does a handle of a deleted message.
    */
   delete(receiptHandle: string): boolean {
-    const message = this.find(receiptHandle);
-    if (message === undefined || this.handleCount(receiptHandle) !== message.receiveCount) return false;
+    const message = this.receivedBy(receiptHandle);
+    if (message === undefined) return false;
     this.messages.delete(message.messageId);
     this.totals.deleted++;
     return true;
@@ -150,10 +128,8 @@ export class SqsQueue {
 
   /** ChangeMessageVisibility: counts from now; 0 makes the message available at once. */
   changeVisibility(receiptHandle: string, timeoutSeconds: number, now = Date.now()): void {
-    const message = this.find(receiptHandle);
-    if (message === undefined || this.handleCount(receiptHandle) !== message.receiveCount) {
-      throw sqsErrors.receiptHandleExpired(receiptHandle);
-    }
+    const message = this.receivedBy(receiptHandle);
+    if (message === undefined) throw sqsErrors.receiptHandleExpired(receiptHandle);
     if (message.availableAtMs <= now) throw sqsErrors.messageNotInflight();
     message.availableAtMs = now + timeoutSeconds * 1000;
     this.notify();
@@ -214,32 +190,18 @@ export class SqsQueue {
     });
   }
 
-  /** Checks a receipt handle is one of this queue's (else ReceiptHandleIsInvalid); undefined once deleted. */
-  find(receiptHandle: string): StoredMessage | undefined {
-    const [tag, queue, messageId] = this.decode(receiptHandle);
-    if (tag !== HANDLE_TAG || queue !== this.name || Number.isNaN(this.handleCount(receiptHandle))) {
-      throw sqsErrors.receiptHandleIsInvalid(receiptHandle);
-    }
-    return this.messages.get(messageId);
+  /**
+   * The message a receipt handle of this queue names, if it is still in the queue and that receive
+   * was its last; throws ReceiptHandleIsInvalid for a handle this queue never handed out.
+   */
+  private receivedBy(receiptHandle: string): StoredMessage | undefined {
+    const receipt = decodeReceipt(receiptHandle);
+    if (receipt === undefined || receipt.queueName !== this.name) throw sqsErrors.receiptHandleIsInvalid(receiptHandle);
+    const message = this.messages.get(receipt.messageId);
+    return message?.receiveCount === receipt.receiveCount ? message : undefined;
   }
 
   private notify(): void {
     for (const wake of [...this.waiters]) wake();
-  }
-
-  // The handle names the queue, the message and which receive it came from, so no table of
-  // handles has to be kept; the random tail makes every handle differ, as SQS's do.
-  private handle(message: StoredMessage): string {
-    const parts = [HANDLE_TAG, this.name, message.messageId, message.receiveCount, randomBytes(6).toString("hex")];
-    return Buffer.from(parts.join("\n")).toString("base64url");
-  }
-
-  private decode(receiptHandle: string): string[] {
-    return Buffer.from(receiptHandle, "base64url").toString("utf8").split("\n");
-  }
-
-  private handleCount(receiptHandle: string): number {
-    const parts = this.decode(receiptHandle);
-    return parts.length === 5 && /^\d+$/.test(parts[3]) ? Number(parts[3]) : Number.NaN;
   }
 }
