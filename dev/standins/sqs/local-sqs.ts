@@ -1,4 +1,5 @@
 import { SqsBroker } from "./broker.js";
+import { FIFO_SUFFIX } from "./fifo.js";
 import { EventSourceMapping, type SqsHandler } from "./mapping.js";
 import type { SqsAttributes } from "./message.js";
 import { MoveTasks } from "./moves.js";
@@ -17,18 +18,30 @@ export interface LocalSqsOptions {
   concurrency?: number;
   /** Longest idle wait of a poller between receives. Default 25 ms. */
   pollMs?: number;
-  /** The source queue's name. Default `leaseq-local`. */
+  /**
+   * The source queue's name. Default `leaseq-local`. With `fifo`, `.fifo` is added when the name
+   * lacks it; a name ending in `.fifo` makes the queues FIFO unless `fifo` is false (then refused).
+   */
   queueName?: string;
-  /** The dead-letter queue's name. Default `<queueName>-dlq`. */
+  /** The dead-letter queue's name. Default `<queueName>-dlq`; with `fifo`, `.fifo` is added as to `queueName`. */
   deadLetterQueueName?: string;
   /** The source queue's DelaySeconds. Default 0. */
   delaySeconds?: number;
+  /** Makes the source queue and its dead-letter queue FIFO queues. Default false. */
+  fifo?: boolean;
+  /** FIFO only: a send without a deduplication id is deduplicated by the SHA-256 of its body. Default false. */
+  contentBasedDeduplication?: boolean;
 }
 
 /** Options of the in-process `send`, as SendMessage's. */
 export interface LocalSendOptions {
+  /** Refused on a FIFO queue unless 0, as SQS does: a FIFO queue's delay is the queue's. */
   delaySeconds?: number;
   messageAttributes?: SqsAttributes;
+  /** Required on a FIFO queue, refused on a standard one. */
+  messageGroupId?: string;
+  /** FIFO only; required unless the queue has content-based deduplication. */
+  messageDeduplicationId?: string;
   /** The send time (SentTimestamp); default now. */
   now?: number;
 }
@@ -61,6 +74,8 @@ export interface LocalMessage {
   /** Hidden from receives until this time (a delay, or the visibility timeout after a receive). */
   visibleAtMs: number;
   messageAttributes: SqsAttributes;
+  /** FIFO queues: the message's group. */
+  messageGroupId?: string;
 }
 
 /** A message of the dead-letter queue and how it got there. */
@@ -80,7 +95,17 @@ function view(message: StoredMessage): LocalMessage {
     firstReceivedMs: message.firstReceivedMs,
     visibleAtMs: message.availableAtMs,
     messageAttributes: message.attributes,
+    ...(message.messageGroupId !== undefined && { messageGroupId: message.messageGroupId }),
   };
+}
+
+// The queues' names: a FIFO queue's must end in .fifo, so it is added where missing.
+function queueNames(options: LocalSqsOptions): { source: string; deadLetter: string; fifo: boolean } {
+  const given = options.queueName ?? "leaseq-local";
+  const fifo = options.fifo ?? given.endsWith(FIFO_SUFFIX);
+  const base = fifo && given.endsWith(FIFO_SUFFIX) ? given.slice(0, -FIFO_SUFFIX.length) : given;
+  const withSuffix = (name: string) => (fifo && !name.endsWith(FIFO_SUFFIX) ? `${name}${FIFO_SUFFIX}` : name);
+  return { source: withSuffix(given), deadLetter: withSuffix(options.deadLetterQueueName ?? `${base}-dlq`), fifo };
 }
 
 /**
@@ -98,10 +123,13 @@ export class LocalSqs {
   private readonly mapping: EventSourceMapping;
   private server: SqsServer | undefined;
 
+  /** Throws when a queue cannot be created (a name SQS refuses). */
   constructor(handler: SqsHandler, options: LocalSqsOptions = {}) {
-    const name = options.queueName ?? "leaseq-local";
-    this.deadLetterQueue = this.broker.createQueue(options.deadLetterQueueName ?? `${name}-dlq`);
-    this.queue = this.broker.createQueue(name, {
+    const names = queueNames(options);
+    const kind = { fifo: names.fifo, contentBasedDeduplication: options.contentBasedDeduplication ?? false };
+    this.deadLetterQueue = this.broker.createQueue(names.deadLetter, kind);
+    this.queue = this.broker.createQueue(names.source, {
+      ...kind,
       visibilityTimeoutMs: options.visibilityTimeoutMs ?? 30_000,
       delaySeconds: options.delaySeconds ?? 0,
       redrivePolicy: { deadLetterTargetArn: this.deadLetterQueue.arn, maxReceiveCount: options.maxReceiveCount ?? 5 },
@@ -129,9 +157,14 @@ export class LocalSqs {
     return this.broker.urlOf(this.deadLetterQueue);
   }
 
-  /** Sends to the source queue, as SendMessage (same validation; throws its SqsError); returns the message id. */
+  /**
+   * Sends to the source queue, as SendMessage (same validation; throws its SqsError); returns the
+   * message id, on a FIFO queue that of the first message sent with the same deduplication id in
+   * the last 5 minutes, if any (then nothing is stored).
+   */
   send(body: string, options: LocalSendOptions = {}): string {
-    return this.queue.send(body, options.messageAttributes, options.delaySeconds, options.now).messageId;
+    const { messageAttributes: attributes, now, ...members } = options;
+    return this.queue.send(body, { attributes, ...members }, now).messageId;
   }
 
   /** Starts the mapping's pollers: `concurrency` loops, each invoking the handler with one batch at a time. */

@@ -24,15 +24,16 @@ function queueAttributes(queue: SqsQueue, now = Date.now()): Record<string, stri
     VisibilityTimeout: String(Math.ceil(settings.visibilityTimeoutMs / 1000)),
     RedrivePolicy: settings.redrivePolicy && JSON.stringify(settings.redrivePolicy),
     SqsManagedSseEnabled: "false",
+    // A standard queue has no FIFO attributes: asked for, they are left out, as SQS does.
+    FifoQueue: settings.fifo ? "true" : undefined,
+    ContentBasedDeduplication: settings.fifo ? String(settings.contentBasedDeduplication) : undefined,
+    DeduplicationScope: settings.fifo ? "queue" : undefined,
+    FifoThroughputLimit: settings.fifo ? "perQueue" : undefined,
     // Valid names the local queues never set: asked for, they are left out, as SQS does.
     Policy: undefined,
     RedriveAllowPolicy: undefined,
     KmsMasterKeyId: undefined,
     KmsDataKeyReusePeriodSeconds: undefined,
-    FifoQueue: undefined,
-    ContentBasedDeduplication: undefined,
-    DeduplicationScope: undefined,
-    FifoThroughputLimit: undefined,
   };
 }
 

@@ -1,5 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { sqsErrors } from "./errors.js";
+import {
+  Deduplication,
+  FIFO_SUFFIX,
+  FIRST_SEQUENCE_NUMBER,
+  type FifoMembers,
+  fifoIds,
+  receivableInGroupOrder,
+  refuseFifoMembers,
+} from "./fifo.js";
 import { MAX_MESSAGE_BYTES, md5OfBody, type SqsAttributes, validateMessage } from "./message.js";
 import { decodeReceipt, encodeReceipt } from "./receipts.js";
 import type { Received, StoredMessage } from "./stored-message.js";
@@ -14,6 +23,10 @@ export interface RedrivePolicy {
 
 /** A queue's settings; the defaults are SQS's. */
 export interface QueueSettings {
+  /** A FIFO queue (its name ends in `.fifo`). Default: whether the name ends in `.fifo`. */
+  fifo?: boolean;
+  /** FIFO queues: a send without MessageDeduplicationId is deduplicated by the SHA-256 of its body. Default false. */
+  contentBasedDeduplication?: boolean;
   /** Default 30 s; milliseconds, so tests can run with short timeouts. */
   visibilityTimeoutMs?: number;
   /** The queue's DelaySeconds. Default 0. */
@@ -32,21 +45,31 @@ export interface QueueTotals {
   redelivered: number;
   /** Messages this queue's redrive policy moved to its dead-letter queue. */
   redriven: number;
+  /** FIFO sends accepted but not stored: their deduplication id was seen in the last 5 minutes. */
+  deduplicated: number;
+}
+
+/** What a send names besides the body, as SendMessage's members do. */
+export interface SendOptions extends FifoMembers {
+  attributes?: SqsAttributes;
 }
 
 /**
- * One standard queue: messages in send order, each hidden while delayed or in flight; a receive
- * takes the available ones, and moves those already received maxReceiveCount times to the
- * dead-letter queue instead, as SQS's redrive policy does. Long polls wait on `waitForMessages`.
+ * One queue: messages in send order, each hidden while delayed or in flight; a receive takes the
+ * available ones, and moves those already received maxReceiveCount times to the dead-letter queue
+ * instead, as SQS's redrive policy does. Long polls wait on `waitForMessages`. A FIFO queue also
+ * deduplicates sends, and hands a group's messages out in send order, none while one is in flight.
  */
 export class SqsQueue {
   readonly settings: Required<Omit<QueueSettings, "redrivePolicy">> & { redrivePolicy?: RedrivePolicy };
-  readonly totals: QueueTotals = { sent: 0, deleted: 0, redelivered: 0, redriven: 0 };
+  readonly totals: QueueTotals = { sent: 0, deleted: 0, redelivered: 0, redriven: 0, deduplicated: 0 };
   readonly createdMs = Date.now();
   lastPurgeMs: number | undefined;
   // A Map keeps insertion (send) order and deletes in O(1).
   private readonly messages = new Map<string, StoredMessage>();
   private readonly waiters = new Set<() => void>();
+  private readonly deduplication = new Deduplication<StoredMessage>();
+  private nextSequenceNumber = FIRST_SEQUENCE_NUMBER;
 
   constructor(
     readonly name: string,
@@ -56,6 +79,8 @@ export class SqsQueue {
     private readonly resolve: (arn: string) => SqsQueue | undefined,
   ) {
     this.settings = {
+      fifo: name.endsWith(FIFO_SUFFIX),
+      contentBasedDeduplication: false,
       visibilityTimeoutMs: 30_000,
       delaySeconds: 0,
       maxMessageBytes: MAX_MESSAGE_BYTES,
@@ -64,12 +89,25 @@ export class SqsQueue {
     };
   }
 
-  /** SendMessage: validates as SQS does (throws its SqsError) and stores the message. */
-  send(body: string, attributes: SqsAttributes = {}, delaySeconds?: number, now = Date.now()): StoredMessage {
-    const delay = delaySeconds ?? this.settings.delaySeconds;
+  /**
+   * SendMessage: validates as SQS does (throws its SqsError) and stores the message. On a FIFO
+   * queue, a deduplication id seen in the last 5 minutes returns the first message sent with it
+   * and stores nothing.
+   */
+  send(body: string, options: SendOptions = {}, now = Date.now()): StoredMessage {
+    const attributes = options.attributes ?? {};
+    const delay = options.delaySeconds ?? this.settings.delaySeconds;
     validateMessage(body, attributes, delay, this.settings.maxMessageBytes);
+    const ids = this.settings.fifo
+      ? fifoIds(body, options, this.settings.contentBasedDeduplication)
+      : refuseFifoMembers(options);
+    const original = ids && this.deduplication.find(ids.messageDeduplicationId, now);
+    if (original) {
+      this.totals.deduplicated++;
+      return original;
+    }
     this.totals.sent++;
-    return this.accept({
+    const message = this.accept({
       messageId: randomUUID(),
       body,
       attributes,
@@ -79,22 +117,33 @@ export class SqsQueue {
       receiveCount: 0,
       firstReceivedMs: undefined,
       arrival: "send",
+      ...ids,
     });
+    if (ids) this.deduplication.remember(ids.messageDeduplicationId, message, now);
+    return message;
   }
 
-  /** Stores a message as it is (a redrive or a move task brings it) and wakes long polls. */
+  /**
+   * Stores a message as it is (a redrive or a move task brings it) and wakes long polls. A FIFO
+   * queue gives it the next sequence number, so they grow in the order it takes messages.
+   */
   accept(message: StoredMessage): StoredMessage {
+    if (this.settings.fifo) message.sequenceNumber = String(this.nextSequenceNumber++);
     this.messages.set(message.messageId, message);
     this.notify();
     return message;
   }
 
-  /** Takes up to `max` available messages, hiding each for `visibilityTimeoutMs`. */
+  /**
+   * Takes up to `max` available messages, hiding each for `visibilityTimeoutMs`; on a FIFO queue,
+   * only those `receivableInGroupOrder` allows, in that order.
+   */
   receive(max: number, visibilityTimeoutMs = this.settings.visibilityTimeoutMs, now = Date.now()): Received[] {
     const received: Received[] = [];
     const policy = this.settings.redrivePolicy;
     const deadLetterQueue = policy && this.resolve(policy.deadLetterTargetArn);
-    for (const message of this.messages.values()) {
+    const candidates = this.settings.fifo ? receivableInGroupOrder(this.messages, now) : this.messages.values();
+    for (const message of candidates) {
       if (received.length >= max) break;
       if (message.availableAtMs > now) continue;
       if (policy && deadLetterQueue && message.receiveCount >= policy.maxReceiveCount) {
@@ -123,6 +172,8 @@ export class SqsQueue {
     if (message === undefined) return false;
     this.messages.delete(message.messageId);
     this.totals.deleted++;
+    // On a FIFO queue the deleted message may have held its group back: long polls look again.
+    if (this.settings.fifo) this.notify();
     return true;
   }
 

@@ -17,6 +17,12 @@ export interface StoredMessage {
   arrival: Arrival;
   /** The queue a redrive policy moved it from (the DeadLetterQueueSourceArn system attribute). */
   sourceArn?: string;
+  /** FIFO queues: the group it is ordered within. */
+  messageGroupId?: string;
+  /** FIFO queues: the id a send within 5 minutes with the same id is deduplicated by. */
+  messageDeduplicationId?: string;
+  /** FIFO queues: its place in the queue, a decimal string that grows with every message the queue takes. */
+  sequenceNumber?: string;
 }
 
 /** A message handed out by a receive, with the receipt handle of that receive. */
