@@ -129,3 +129,23 @@ export function receivableInGroupOrder(messages: ReadonlyMap<string, StoredMessa
   }
   return [...runs.values()].flat();
 }
+
+/**
+ * The messages of a batch that must stay in the queue: the failed ones, and on a FIFO queue every
+ * later message of a group one of whose messages failed, so a group is never processed out of
+ * order whatever the handler reported (Lambda asks the handler to report them, and cannot check).
+ */
+export function heldBack(
+  batch: ReadonlyArray<{ messageId: string; messageGroupId?: string }>,
+  failed: ReadonlySet<string>,
+  fifo: boolean,
+): Set<string> {
+  if (!fifo) return new Set(failed);
+  const kept = new Set<string>();
+  const stoppedGroups = new Set<string | undefined>();
+  for (const { messageId, messageGroupId } of batch) {
+    if (failed.has(messageId)) stoppedGroups.add(messageGroupId);
+    if (stoppedGroups.has(messageGroupId)) kept.add(messageId);
+  }
+  return kept;
+}
