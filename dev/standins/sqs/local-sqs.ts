@@ -2,7 +2,7 @@ import { SqsBroker } from "./broker.js";
 import { FIFO_SUFFIX } from "./fifo.js";
 import { EventSourceMapping, type SqsHandler } from "./mapping.js";
 import type { SqsAttributes } from "./message.js";
-import { MoveTasks } from "./moves.js";
+import type { MoveTasks } from "./moves.js";
 import type { SqsQueue, StoredMessage } from "./queue.js";
 import { type SqsServer, startSqsServer } from "./server.js";
 
@@ -31,6 +31,11 @@ export interface LocalSqsOptions {
   fifo?: boolean;
   /** FIFO only: a send without a deduplication id is deduplicated by the SHA-256 of its body. Default false. */
   contentBasedDeduplication?: boolean;
+  /**
+   * The broker to create the two queues on: pass another LocalSqs's `broker` to serve several source
+   * queues, each with its own mapping, through one endpoint. Default: a broker of its own.
+   */
+  broker?: SqsBroker;
 }
 
 /** Options of the in-process `send`, as SendMessage's. */
@@ -112,19 +117,20 @@ function queueNames(options: LocalSqsOptions): { source: string; deadLetter: str
  * The local stand-in for the stack's SQS: a source queue with a redrive policy to `<name>-dlq`, its
  * Lambda event source mapping in process (`start`/`stop`), and, after `listen()`, an SQS
  * JSON-protocol endpoint on 127.0.0.1 that real @aws-sdk/client-sqs clients use unchanged. Messages
- * sent in process and over HTTP land in the same queues.
+ * sent in process and over HTTP land in the same queues. Several LocalSqs may share one broker:
+ * each keeps its own queues and mapping, and one endpoint serves them all.
  */
 export class LocalSqs {
-  readonly broker = new SqsBroker();
-  readonly moves = new MoveTasks(this.broker);
+  readonly broker: SqsBroker;
   /** The source queue the mapping polls. */
   readonly queue: SqsQueue;
   readonly deadLetterQueue: SqsQueue;
   private readonly mapping: EventSourceMapping;
   private server: SqsServer | undefined;
 
-  /** Throws when a queue cannot be created (a name SQS refuses). */
+  /** Throws when a queue cannot be created (a name taken on a shared broker, a name SQS refuses). */
   constructor(handler: SqsHandler, options: LocalSqsOptions = {}) {
+    this.broker = options.broker ?? new SqsBroker();
     const names = queueNames(options);
     const kind = { fifo: names.fifo, contentBasedDeduplication: options.contentBasedDeduplication ?? false };
     this.deadLetterQueue = this.broker.createQueue(names.deadLetter, kind);
@@ -141,20 +147,29 @@ export class LocalSqs {
     });
   }
 
-  /** The SQS endpoint for `new SQSClient({ endpoint })`; throws before `listen()`. */
+  /** The message move tasks of its broker (StartMessageMoveTask). */
+  get moves(): MoveTasks {
+    return this.broker.moves;
+  }
+
+  /**
+   * The SQS endpoint for `new SQSClient({ endpoint })`: its own server's, else that of a server
+   * serving its broker (another LocalSqs's that listens); throws while there is none.
+   */
   get endpoint(): string {
-    if (this.server === undefined) throw new Error("the SQS stand-in has no endpoint until listen() resolves");
-    return this.server.url;
+    const origin = this.server?.url ?? this.broker.origin;
+    if (origin === undefined) throw new Error("the SQS stand-in has no endpoint until listen() resolves");
+    return origin;
   }
 
-  /** The source queue's URL; throws before `listen()`. */
+  /** The source queue's URL at `endpoint`; throws while there is none. */
   get queueUrl(): string {
-    return this.broker.urlOf(this.queue);
+    return this.broker.urlOf(this.queue, this.server?.url);
   }
 
-  /** The dead-letter queue's URL; throws before `listen()`. */
+  /** The dead-letter queue's URL at `endpoint`; throws while there is none. */
   get deadLetterQueueUrl(): string {
-    return this.broker.urlOf(this.deadLetterQueue);
+    return this.broker.urlOf(this.deadLetterQueue, this.server?.url);
   }
 
   /**
@@ -201,19 +216,23 @@ export class LocalSqs {
     }));
   }
 
-  /** Starts the HTTP endpoint on 127.0.0.1 (`port` 0: a free one); again, returns the running one. */
+  /**
+   * Starts its own HTTP endpoint on 127.0.0.1 (`port` 0: a free one), serving every queue of its
+   * broker; again, returns the running one. A LocalSqs whose broker another one serves need not.
+   */
   async listen(port = 0): Promise<{ url: string }> {
-    this.server ??= await startSqsServer(this.broker, this.moves, port);
-    this.broker.setOrigin(this.server.url);
+    this.server ??= await startSqsServer(this.broker, port);
     return { url: this.server.url };
   }
 
-  /** Stops the pollers and the endpoint; pending long polls answer with no messages. */
+  /**
+   * Stops the pollers and, if it started one, its endpoint: pending long polls answer with no
+   * messages. Another LocalSqs on the same broker keeps its queues and mapping.
+   */
   async close(): Promise<void> {
     await this.stop();
     const server = this.server;
     this.server = undefined;
-    this.broker.setOrigin(undefined);
     await server?.close();
   }
 }

@@ -1,5 +1,6 @@
 // Helpers the SQS stand-in tests share: a real SQSClient on the stand-in's endpoint, closed after each test.
 import { SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSEvent } from "aws-lambda";
 import { afterEach, expect } from "vitest";
 import type { LocalSqs } from "../../../dev/standins/sqs/index.js";
 
@@ -40,4 +41,14 @@ export async function until(condition: () => boolean, timeoutMs = 10_000): Promi
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** A handler that records every batch's bodies and returns no failures. */
+export function recordingHandler() {
+  const batches: string[][] = [];
+  const handler = async (event: SQSEvent) => {
+    batches.push(event.Records.map((record) => record.body));
+    return { batchItemFailures: [] };
+  };
+  return { batches, handler };
 }
