@@ -1,33 +1,81 @@
 import { sqsErrors } from "./errors.js";
+import { FIFO_SUFFIX } from "./fifo.js";
 import { ACCOUNT_ID, queueArn } from "./ids.js";
+import { MoveTasks } from "./moves.js";
 import { type QueueSettings, SqsQueue } from "./queue.js";
 
+// SQS's queue names: up to 80 characters, the `.fifo` suffix of a FIFO queue included.
+const STANDARD_QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}$/;
+const FIFO_QUEUE_NAME = /^[A-Za-z0-9_-]{1,75}\.fifo$/;
+
 /**
- * The named queues of the stand-in, found by name, URL or ARN as the API names them. URLs need the
- * server's origin, so they exist once it listens: `http://127.0.0.1:<port>/000000000000/<name>`.
+ * The named queues of the stand-in, found by name, URL or ARN as the API names them, and their
+ * message move tasks. URLs need a server's origin, so they exist once one serves the broker:
+ * `http://127.0.0.1:<port>/000000000000/<name>`. Several servers may serve one broker; URLs name
+ * the first still listening unless asked for another.
  */
 export class SqsBroker {
+  readonly moves = new MoveTasks(this);
   private readonly queues = new Map<string, SqsQueue>();
-  private origin: string | undefined;
+  private readonly origins: string[] = [];
 
-  /** Adds a queue (the stand-in has no CreateQueue: the stack declares its queues, as the CDK stack does). */
+  /**
+   * Adds a queue (the stand-in has no CreateQueue: the stack declares its queues, as the CDK stack
+   * does). A name ending in `.fifo` makes a FIFO queue. Throws one Error naming every problem: a
+   * name SQS would refuse, a name taken, content-based deduplication on a standard queue, a
+   * dead-letter queue that does not exist or is of the other kind (SQS requires both to be FIFO or
+   * both standard).
+   */
   createQueue(name: string, settings: QueueSettings = {}): SqsQueue {
-    if (!/^[A-Za-z0-9_-]{1,80}$/.test(name)) throw new Error(`invalid SQS queue name ${JSON.stringify(name)}`);
-    if (this.queues.has(name)) throw new Error(`queue ${name} exists`);
-    const queue = new SqsQueue(name, queueArn(name), settings, (arn) => this.byArn(arn));
+    const fifo = settings.fifo ?? name.endsWith(FIFO_SUFFIX);
+    const problems: string[] = [];
+    if (fifo && !FIFO_QUEUE_NAME.test(name)) {
+      problems.push("a FIFO queue's name is 1 to 75 letters, digits, - or _ followed by .fifo");
+    }
+    if (!fifo && !STANDARD_QUEUE_NAME.test(name)) {
+      problems.push("a standard queue's name is 1 to 80 letters, digits, - or _ (a name ending in .fifo is FIFO)");
+    }
+    if (this.queues.has(name)) problems.push("a queue of that name exists on this broker");
+    if (settings.contentBasedDeduplication && !fifo) problems.push("contentBasedDeduplication is for FIFO queues only");
+    const deadLetterArn = settings.redrivePolicy?.deadLetterTargetArn;
+    const deadLetterQueue = deadLetterArn === undefined ? undefined : this.byArn(deadLetterArn);
+    if (deadLetterArn !== undefined && deadLetterQueue === undefined) {
+      problems.push(`its dead-letter queue ${deadLetterArn} does not exist (create it first)`);
+    }
+    if (deadLetterQueue !== undefined && deadLetterQueue.settings.fifo !== fifo) {
+      const kind = (isFifo: boolean) => (isFifo ? "FIFO" : "standard");
+      problems.push(
+        `the dead-letter queue of a ${kind(fifo)} queue must be ${kind(fifo)} too; ${deadLetterQueue.name} is ${kind(!fifo)}`,
+      );
+    }
+    if (problems.length > 0) {
+      throw new Error(`cannot create SQS queue ${JSON.stringify(name)}: ${problems.join("; ")}`);
+    }
+    const queue = new SqsQueue(name, queueArn(name), { ...settings, fifo }, (arn) => this.byArn(arn));
     this.queues.set(name, queue);
     return queue;
   }
 
-  /** Sets the origin URLs are built from, once the server listens. */
-  setOrigin(origin: string | undefined): void {
-    this.origin = origin;
+  /** Records a server that serves this broker at `origin` (`http://127.0.0.1:<port>`), once it listens. */
+  addOrigin(origin: string): void {
+    if (!this.origins.includes(origin)) this.origins.push(origin);
   }
 
-  /** The queue's URL; throws before the server listens, when there is no URL to give. */
-  urlOf(queue: SqsQueue): string {
-    if (this.origin === undefined) throw new Error("the SQS stand-in has no URL until listen() resolves");
-    return `${this.origin}/${ACCOUNT_ID}/${queue.name}`;
+  /** Forgets a server that stopped listening. */
+  removeOrigin(origin: string): void {
+    const index = this.origins.indexOf(origin);
+    if (index >= 0) this.origins.splice(index, 1);
+  }
+
+  /** The origin of the first server still serving this broker, or undefined when none listens. */
+  get origin(): string | undefined {
+    return this.origins[0];
+  }
+
+  /** The queue's URL at `origin` (default: the first server's); throws while no server listens. */
+  urlOf(queue: SqsQueue, origin = this.origin): string {
+    if (origin === undefined) throw new Error("the SQS stand-in has no URL until listen() resolves");
+    return `${origin}/${ACCOUNT_ID}/${queue.name}`;
   }
 
   /** A queue by name, as GetQueueUrl looks it up. */

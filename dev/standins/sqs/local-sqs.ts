@@ -1,7 +1,8 @@
 import { SqsBroker } from "./broker.js";
+import { FIFO_SUFFIX } from "./fifo.js";
 import { EventSourceMapping, type SqsHandler } from "./mapping.js";
 import type { SqsAttributes } from "./message.js";
-import { MoveTasks } from "./moves.js";
+import type { MoveTasks } from "./moves.js";
 import type { SqsQueue, StoredMessage } from "./queue.js";
 import { type SqsServer, startSqsServer } from "./server.js";
 
@@ -17,18 +18,35 @@ export interface LocalSqsOptions {
   concurrency?: number;
   /** Longest idle wait of a poller between receives. Default 25 ms. */
   pollMs?: number;
-  /** The source queue's name. Default `leaseq-local`. */
+  /**
+   * The source queue's name. Default `leaseq-local`. With `fifo`, `.fifo` is added when the name
+   * lacks it; a name ending in `.fifo` makes the queues FIFO unless `fifo` is false (then refused).
+   */
   queueName?: string;
-  /** The dead-letter queue's name. Default `<queueName>-dlq`. */
+  /** The dead-letter queue's name. Default `<queueName>-dlq`; with `fifo`, `.fifo` is added as to `queueName`. */
   deadLetterQueueName?: string;
   /** The source queue's DelaySeconds. Default 0. */
   delaySeconds?: number;
+  /** Makes the source queue and its dead-letter queue FIFO queues. Default false. */
+  fifo?: boolean;
+  /** FIFO only: a send without a deduplication id is deduplicated by the SHA-256 of its body. Default false. */
+  contentBasedDeduplication?: boolean;
+  /**
+   * The broker to create the two queues on: pass another LocalSqs's `broker` to serve several source
+   * queues, each with its own mapping, through one endpoint. Default: a broker of its own.
+   */
+  broker?: SqsBroker;
 }
 
 /** Options of the in-process `send`, as SendMessage's. */
 export interface LocalSendOptions {
+  /** Refused on a FIFO queue unless 0, as SQS does: a FIFO queue's delay is the queue's. */
   delaySeconds?: number;
   messageAttributes?: SqsAttributes;
+  /** Required on a FIFO queue, refused on a standard one. */
+  messageGroupId?: string;
+  /** FIFO only; required unless the queue has content-based deduplication. */
+  messageDeduplicationId?: string;
   /** The send time (SentTimestamp); default now. */
   now?: number;
 }
@@ -61,6 +79,8 @@ export interface LocalMessage {
   /** Hidden from receives until this time (a delay, or the visibility timeout after a receive). */
   visibleAtMs: number;
   messageAttributes: SqsAttributes;
+  /** FIFO queues: the message's group. */
+  messageGroupId?: string;
 }
 
 /** A message of the dead-letter queue and how it got there. */
@@ -80,28 +100,42 @@ function view(message: StoredMessage): LocalMessage {
     firstReceivedMs: message.firstReceivedMs,
     visibleAtMs: message.availableAtMs,
     messageAttributes: message.attributes,
+    ...(message.messageGroupId !== undefined && { messageGroupId: message.messageGroupId }),
   };
+}
+
+// The queues' names: a FIFO queue's must end in .fifo, so it is added where missing.
+function queueNames(options: LocalSqsOptions): { source: string; deadLetter: string; fifo: boolean } {
+  const given = options.queueName ?? "leaseq-local";
+  const fifo = options.fifo ?? given.endsWith(FIFO_SUFFIX);
+  const base = fifo && given.endsWith(FIFO_SUFFIX) ? given.slice(0, -FIFO_SUFFIX.length) : given;
+  const withSuffix = (name: string) => (fifo && !name.endsWith(FIFO_SUFFIX) ? `${name}${FIFO_SUFFIX}` : name);
+  return { source: withSuffix(given), deadLetter: withSuffix(options.deadLetterQueueName ?? `${base}-dlq`), fifo };
 }
 
 /**
  * The local stand-in for the stack's SQS: a source queue with a redrive policy to `<name>-dlq`, its
  * Lambda event source mapping in process (`start`/`stop`), and, after `listen()`, an SQS
  * JSON-protocol endpoint on 127.0.0.1 that real @aws-sdk/client-sqs clients use unchanged. Messages
- * sent in process and over HTTP land in the same queues.
+ * sent in process and over HTTP land in the same queues. Several LocalSqs may share one broker:
+ * each keeps its own queues and mapping, and one endpoint serves them all.
  */
 export class LocalSqs {
-  readonly broker = new SqsBroker();
-  readonly moves = new MoveTasks(this.broker);
+  readonly broker: SqsBroker;
   /** The source queue the mapping polls. */
   readonly queue: SqsQueue;
   readonly deadLetterQueue: SqsQueue;
   private readonly mapping: EventSourceMapping;
   private server: SqsServer | undefined;
 
+  /** Throws when a queue cannot be created (a name taken on a shared broker, a name SQS refuses). */
   constructor(handler: SqsHandler, options: LocalSqsOptions = {}) {
-    const name = options.queueName ?? "leaseq-local";
-    this.deadLetterQueue = this.broker.createQueue(options.deadLetterQueueName ?? `${name}-dlq`);
-    this.queue = this.broker.createQueue(name, {
+    this.broker = options.broker ?? new SqsBroker();
+    const names = queueNames(options);
+    const kind = { fifo: names.fifo, contentBasedDeduplication: options.contentBasedDeduplication ?? false };
+    this.deadLetterQueue = this.broker.createQueue(names.deadLetter, kind);
+    this.queue = this.broker.createQueue(names.source, {
+      ...kind,
       visibilityTimeoutMs: options.visibilityTimeoutMs ?? 30_000,
       delaySeconds: options.delaySeconds ?? 0,
       redrivePolicy: { deadLetterTargetArn: this.deadLetterQueue.arn, maxReceiveCount: options.maxReceiveCount ?? 5 },
@@ -113,25 +147,39 @@ export class LocalSqs {
     });
   }
 
-  /** The SQS endpoint for `new SQSClient({ endpoint })`; throws before `listen()`. */
+  /** The message move tasks of its broker (StartMessageMoveTask). */
+  get moves(): MoveTasks {
+    return this.broker.moves;
+  }
+
+  /**
+   * The SQS endpoint for `new SQSClient({ endpoint })`: its own server's, else that of a server
+   * serving its broker (another LocalSqs's that listens); throws while there is none.
+   */
   get endpoint(): string {
-    if (this.server === undefined) throw new Error("the SQS stand-in has no endpoint until listen() resolves");
-    return this.server.url;
+    const origin = this.server?.url ?? this.broker.origin;
+    if (origin === undefined) throw new Error("the SQS stand-in has no endpoint until listen() resolves");
+    return origin;
   }
 
-  /** The source queue's URL; throws before `listen()`. */
+  /** The source queue's URL at `endpoint`; throws while there is none. */
   get queueUrl(): string {
-    return this.broker.urlOf(this.queue);
+    return this.broker.urlOf(this.queue, this.server?.url);
   }
 
-  /** The dead-letter queue's URL; throws before `listen()`. */
+  /** The dead-letter queue's URL at `endpoint`; throws while there is none. */
   get deadLetterQueueUrl(): string {
-    return this.broker.urlOf(this.deadLetterQueue);
+    return this.broker.urlOf(this.deadLetterQueue, this.server?.url);
   }
 
-  /** Sends to the source queue, as SendMessage (same validation; throws its SqsError); returns the message id. */
+  /**
+   * Sends to the source queue, as SendMessage (same validation; throws its SqsError); returns the
+   * message id, on a FIFO queue that of the first message sent with the same deduplication id in
+   * the last 5 minutes, if any (then nothing is stored).
+   */
   send(body: string, options: LocalSendOptions = {}): string {
-    return this.queue.send(body, options.messageAttributes, options.delaySeconds, options.now).messageId;
+    const { messageAttributes: attributes, now, ...members } = options;
+    return this.queue.send(body, { attributes, ...members }, now).messageId;
   }
 
   /** Starts the mapping's pollers: `concurrency` loops, each invoking the handler with one batch at a time. */
@@ -168,19 +216,23 @@ export class LocalSqs {
     }));
   }
 
-  /** Starts the HTTP endpoint on 127.0.0.1 (`port` 0: a free one); again, returns the running one. */
+  /**
+   * Starts its own HTTP endpoint on 127.0.0.1 (`port` 0: a free one), serving every queue of its
+   * broker; again, returns the running one. A LocalSqs whose broker another one serves need not.
+   */
   async listen(port = 0): Promise<{ url: string }> {
-    this.server ??= await startSqsServer(this.broker, this.moves, port);
-    this.broker.setOrigin(this.server.url);
+    this.server ??= await startSqsServer(this.broker, port);
     return { url: this.server.url };
   }
 
-  /** Stops the pollers and the endpoint; pending long polls answer with no messages. */
+  /**
+   * Stops the pollers and, if it started one, its endpoint: pending long polls answer with no
+   * messages. Another LocalSqs on the same broker keeps its queues and mapping.
+   */
   async close(): Promise<void> {
     await this.stop();
     const server = this.server;
     this.server = undefined;
-    this.broker.setOrigin(undefined);
     await server?.close();
   }
 }

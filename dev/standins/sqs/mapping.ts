@@ -1,4 +1,5 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import { heldBack } from "./fifo.js";
 import { REGION } from "./ids.js";
 import { attributesToLambda, md5OfAttributes, systemAttributes } from "./message.js";
 import type { Received, SqsQueue } from "./queue.js";
@@ -26,7 +27,9 @@ export interface MappingCounts {
  * The Lambda event source mapping of one queue, with ReportBatchItemFailures: `concurrency`
  * pollers each receive a batch (through the same queue as the HTTP API) and invoke the handler;
  * records in `batchItemFailures`, or all when it throws or names an id not in the batch, stay and
- * come back after the visibility timeout; the rest are deleted.
+ * come back after the visibility timeout; the rest are deleted. On a FIFO queue a batch holds each
+ * group's records in order, no two invocations hold the same group (the queue hands out none of a
+ * group in flight), and a failed record keeps every later record of its group in the queue too.
  */
 export class EventSourceMapping {
   readonly counts: MappingCounts = { invocations: 0, inFlight: 0 };
@@ -80,20 +83,39 @@ export class EventSourceMapping {
     } finally {
       this.counts.inFlight--;
     }
+    const kept = heldBack(
+      batch.map(({ message }) => message),
+      failed,
+      this.queue.settings.fifo,
+    );
     for (const { message, receiptHandle } of batch) {
-      if (!failed.has(message.messageId)) this.queue.delete(receiptHandle);
+      if (!kept.has(message.messageId)) this.queue.delete(receiptHandle);
     }
   }
 
   private record({ message, receiptHandle }: Received): SQSRecord {
     const md5 = md5OfAttributes(message.attributes);
-    const { SenderId, SentTimestamp, ApproximateReceiveCount, ApproximateFirstReceiveTimestamp } =
-      systemAttributes(message);
+    const {
+      SenderId,
+      SentTimestamp,
+      ApproximateReceiveCount,
+      ApproximateFirstReceiveTimestamp,
+      MessageGroupId,
+      MessageDeduplicationId,
+      SequenceNumber,
+    } = systemAttributes(message);
     return {
       messageId: message.messageId,
       receiptHandle,
       body: message.body,
-      attributes: { ApproximateReceiveCount, SentTimestamp, SenderId, ApproximateFirstReceiveTimestamp },
+      attributes: {
+        ApproximateReceiveCount,
+        SentTimestamp,
+        SenderId,
+        ApproximateFirstReceiveTimestamp,
+        // Lambda's records of a FIFO queue carry these three; a standard queue's do not.
+        ...(SequenceNumber !== undefined && { SequenceNumber, MessageGroupId, MessageDeduplicationId }),
+      },
       messageAttributes: attributesToLambda(message.attributes),
       md5OfBody: message.md5OfBody,
       ...(md5 && { md5OfMessageAttributes: md5 }),

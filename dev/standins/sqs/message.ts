@@ -176,12 +176,19 @@ export function attributesToLambda(attributes: SqsAttributes): SQSMessageAttribu
   return lambda;
 }
 
-/** The system attributes SQS gives a received message (ReceiveMessage `Attributes`, a Lambda record's `attributes`). */
+/**
+ * The system attributes SQS gives a received message (ReceiveMessage `Attributes`, a Lambda
+ * record's `attributes`); a FIFO queue's messages also carry their group, deduplication id and
+ * sequence number.
+ */
 export function systemAttributes(message: {
   sentMs: number;
   receiveCount: number;
   firstReceivedMs: number | undefined;
   sourceArn?: string;
+  messageGroupId?: string;
+  messageDeduplicationId?: string;
+  sequenceNumber?: string;
 }): Record<string, string> {
   return {
     SenderId: ACCOUNT_ID,
@@ -189,5 +196,8 @@ export function systemAttributes(message: {
     ApproximateReceiveCount: String(message.receiveCount),
     ApproximateFirstReceiveTimestamp: String(message.firstReceivedMs ?? message.sentMs),
     ...(message.sourceArn !== undefined && { DeadLetterQueueSourceArn: message.sourceArn }),
+    ...(message.messageGroupId !== undefined && { MessageGroupId: message.messageGroupId }),
+    ...(message.messageDeduplicationId !== undefined && { MessageDeduplicationId: message.messageDeduplicationId }),
+    ...(message.sequenceNumber !== undefined && { SequenceNumber: message.sequenceNumber }),
   };
 }

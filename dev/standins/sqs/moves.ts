@@ -42,6 +42,11 @@ export class MoveTasks {
         "The resource that you specified for the DestinationArn parameter doesn't exist.",
       );
     }
+    if (destination !== undefined && destination.settings.fifo !== source.settings.fifo) {
+      throw sqsErrors.invalidParameterValue(
+        "The source queue and the destination queue must be of the same type: both FIFO or both standard.",
+      );
+    }
     const task: MoveTask = {
       taskHandle: Buffer.from(JSON.stringify({ taskId: randomUUID(), sourceArn })).toString("base64"),
       status: "RUNNING",

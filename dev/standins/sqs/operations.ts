@@ -1,11 +1,14 @@
 import type { SqsBroker } from "./broker.js";
-import type { MoveTasks } from "./moves.js";
 import type { Input } from "./params.js";
 
-/** What an operation may use: the queues, the move tasks, and a signal that ends a long poll early. */
+/**
+ * What an operation may use: the queues and their move tasks, the origin of the server answering,
+ * and a signal that ends a long poll early.
+ */
 export interface OperationContext {
   broker: SqsBroker;
-  moves: MoveTasks;
+  /** The origin of the server answering (`http://127.0.0.1:<port>`): the queue URLs it gives out name it. */
+  origin: string;
   /** Aborted when the client went away or the server closes. */
   signal: AbortSignal;
 }

@@ -3,32 +3,35 @@ import {
   attributesFromJson,
   attributesToJson,
   md5OfAttributes,
+  md5OfBody,
   messageBytes,
   selectAttributes,
   systemAttributes,
 } from "./message.js";
 import type { Operation } from "./operations.js";
-import { batchEntries, type Input, optionalInteger, optionalStrings, requireString } from "./params.js";
+import { batchEntries, type Input, optionalInteger, optionalString, optionalStrings, requireString } from "./params.js";
 import type { Received, SqsQueue } from "./queue.js";
 
 const MAX_VISIBILITY_SECONDS = 43_200;
 
-// One SendMessage or batch entry, validated by the queue as the in-process send() is.
+// One SendMessage or batch entry, validated by the queue as the in-process send() is. The MD5s
+// are of what was sent: a deduplicated send answers the first message's id with its own digests,
+// which the SDK checks against what it sent.
 function sendOne(queue: SqsQueue, input: Input): Input {
-  // FIFO-only members: SQS rejects them on a standard queue rather than ignore them.
-  if (input.MessageGroupId !== undefined || input.MessageDeduplicationId !== undefined) {
-    throw sqsErrors.invalidParameterValue("The request include parameter that is not valid for this queue type");
-  }
-  const message = queue.send(
-    requireString(input, "MessageBody"),
-    attributesFromJson(input.MessageAttributes),
-    optionalInteger(input, "DelaySeconds", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
-  );
-  const md5 = md5OfAttributes(message.attributes);
+  const body = requireString(input, "MessageBody");
+  const attributes = attributesFromJson(input.MessageAttributes);
+  const message = queue.send(body, {
+    attributes,
+    delaySeconds: optionalInteger(input, "DelaySeconds", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    messageGroupId: optionalString(input, "MessageGroupId"),
+    messageDeduplicationId: optionalString(input, "MessageDeduplicationId"),
+  });
+  const md5 = md5OfAttributes(attributes);
   return {
     MessageId: message.messageId,
-    MD5OfMessageBody: message.md5OfBody,
+    MD5OfMessageBody: md5OfBody(body),
     ...(md5 && { MD5OfMessageAttributes: md5 }),
+    ...(message.sequenceNumber !== undefined && { SequenceNumber: message.sequenceNumber }),
   };
 }
 

@@ -24,15 +24,16 @@ function queueAttributes(queue: SqsQueue, now = Date.now()): Record<string, stri
     VisibilityTimeout: String(Math.ceil(settings.visibilityTimeoutMs / 1000)),
     RedrivePolicy: settings.redrivePolicy && JSON.stringify(settings.redrivePolicy),
     SqsManagedSseEnabled: "false",
+    // A standard queue has no FIFO attributes: asked for, they are left out, as SQS does.
+    FifoQueue: settings.fifo ? "true" : undefined,
+    ContentBasedDeduplication: settings.fifo ? String(settings.contentBasedDeduplication) : undefined,
+    DeduplicationScope: settings.fifo ? "queue" : undefined,
+    FifoThroughputLimit: settings.fifo ? "perQueue" : undefined,
     // Valid names the local queues never set: asked for, they are left out, as SQS does.
     Policy: undefined,
     RedriveAllowPolicy: undefined,
     KmsMasterKeyId: undefined,
     KmsDataKeyReusePeriodSeconds: undefined,
-    FifoQueue: undefined,
-    ContentBasedDeduplication: undefined,
-    DeduplicationScope: undefined,
-    FifoThroughputLimit: undefined,
   };
 }
 
@@ -58,12 +59,12 @@ function moveTaskToWire(task: MoveTask): Input {
  * StartMessageMoveTask, ListMessageMoveTasks.
  */
 export const queueOperations: Record<string, Operation> = {
-  GetQueueUrl: (input, { broker }) => {
+  GetQueueUrl: (input, { broker, origin }) => {
     const queue = broker.byName(requireString(input, "QueueName"), optionalString(input, "QueueOwnerAWSAccountId"));
-    return { QueueUrl: broker.urlOf(queue) };
+    return { QueueUrl: broker.urlOf(queue, origin) };
   },
 
-  ListQueues: (input, { broker }) => {
+  ListQueues: (input, { broker, origin }) => {
     const prefix = optionalString(input, "QueueNamePrefix") ?? "";
     const max = optionalInteger(input, "MaxResults", 1, 1000);
     const start = Number(optionalString(input, "NextToken") ?? 0);
@@ -72,7 +73,10 @@ export const queueOperations: Record<string, Operation> = {
     const page = names.slice(start, max === undefined ? undefined : start + max);
     if (page.length === 0) return {};
     const more = max !== undefined && start + max < names.length;
-    return { QueueUrls: page.map((queue) => broker.urlOf(queue)), ...(more && { NextToken: String(start + max) }) };
+    return {
+      QueueUrls: page.map((queue) => broker.urlOf(queue, origin)),
+      ...(more && { NextToken: String(start + max) }),
+    };
   },
 
   GetQueueAttributes: (input, { broker }) => {
@@ -89,9 +93,9 @@ export const queueOperations: Record<string, Operation> = {
     return Object.keys(attributes).length > 0 ? { Attributes: attributes } : {};
   },
 
-  ListDeadLetterSourceQueues: (input, { broker }) => {
+  ListDeadLetterSourceQueues: (input, { broker, origin }) => {
     const queue = broker.byUrl(requireString(input, "QueueUrl"));
-    return { queueUrls: broker.sourcesOf(queue).map((source) => broker.urlOf(source)) };
+    return { queueUrls: broker.sourcesOf(queue).map((source) => broker.urlOf(source, origin)) };
   },
 
   PurgeQueue: (input, { broker }) => {
@@ -105,8 +109,8 @@ export const queueOperations: Record<string, Operation> = {
     return {};
   },
 
-  StartMessageMoveTask: (input, { moves }) => {
-    const task = moves.start(
+  StartMessageMoveTask: (input, { broker }) => {
+    const task = broker.moves.start(
       requireString(input, "SourceArn"),
       optionalString(input, "DestinationArn"),
       optionalInteger(input, "MaxNumberOfMessagesPerSecond", 1, 500),
@@ -114,8 +118,11 @@ export const queueOperations: Record<string, Operation> = {
     return { TaskHandle: task.taskHandle };
   },
 
-  ListMessageMoveTasks: (input, { moves }) => {
-    const tasks = moves.list(requireString(input, "SourceArn"), optionalInteger(input, "MaxResults", 1, 10) ?? 1);
+  ListMessageMoveTasks: (input, { broker }) => {
+    const tasks = broker.moves.list(
+      requireString(input, "SourceArn"),
+      optionalInteger(input, "MaxResults", 1, 10) ?? 1,
+    );
     return { Results: tasks.map(moveTaskToWire) };
   },
 };

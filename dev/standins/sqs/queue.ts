@@ -1,31 +1,19 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { sqsErrors } from "./errors.js";
+import {
+  Deduplication,
+  FIFO_SUFFIX,
+  FIRST_SEQUENCE_NUMBER,
+  type FifoMembers,
+  fifoIds,
+  receivableInGroupOrder,
+  refuseFifoMembers,
+} from "./fifo.js";
 import { MAX_MESSAGE_BYTES, md5OfBody, type SqsAttributes, validateMessage } from "./message.js";
+import { decodeReceipt, encodeReceipt } from "./receipts.js";
+import type { Received, StoredMessage } from "./stored-message.js";
 
-/** How a message got into its queue: sent, moved there by a redrive policy, or by a message move task. */
-export type Arrival = "send" | "redrive" | "move";
-
-/** One message as a queue keeps it. */
-export interface StoredMessage {
-  messageId: string;
-  body: string;
-  attributes: SqsAttributes;
-  md5OfBody: string;
-  sentMs: number;
-  /** Hidden until then: the delay of a message never received, else the visibility timeout of its last receive. */
-  availableAtMs: number;
-  receiveCount: number;
-  firstReceivedMs: number | undefined;
-  arrival: Arrival;
-  /** The queue a redrive policy moved it from (the DeadLetterQueueSourceArn system attribute). */
-  sourceArn?: string;
-}
-
-/** A message handed out by a receive, with the receipt handle of that receive. */
-export interface Received {
-  message: StoredMessage;
-  receiptHandle: string;
-}
+export type { Arrival, Received, StoredMessage } from "./stored-message.js";
 
 /** The RedrivePolicy of a source queue. */
 export interface RedrivePolicy {
@@ -35,6 +23,10 @@ export interface RedrivePolicy {
 
 /** A queue's settings; the defaults are SQS's. */
 export interface QueueSettings {
+  /** A FIFO queue (its name ends in `.fifo`). Default: whether the name ends in `.fifo`. */
+  fifo?: boolean;
+  /** FIFO queues: a send without MessageDeduplicationId is deduplicated by the SHA-256 of its body. Default false. */
+  contentBasedDeduplication?: boolean;
   /** Default 30 s; milliseconds, so tests can run with short timeouts. */
   visibilityTimeoutMs?: number;
   /** The queue's DelaySeconds. Default 0. */
@@ -53,23 +45,31 @@ export interface QueueTotals {
   redelivered: number;
   /** Messages this queue's redrive policy moved to its dead-letter queue. */
   redriven: number;
+  /** FIFO sends accepted but not stored: their deduplication id was seen in the last 5 minutes. */
+  deduplicated: number;
 }
 
-const HANDLE_TAG = "leaseq-local-sqs";
+/** What a send names besides the body, as SendMessage's members do. */
+export interface SendOptions extends FifoMembers {
+  attributes?: SqsAttributes;
+}
 
 /**
- * One standard queue: messages in send order, each hidden while delayed or in flight; a receive
- * takes the available ones, and moves those already received maxReceiveCount times to the
- * dead-letter queue instead, as SQS's redrive policy does. Long polls wait on `waitForMessages`.
+ * One queue: messages in send order, each hidden while delayed or in flight; a receive takes the
+ * available ones, and moves those already received maxReceiveCount times to the dead-letter queue
+ * instead, as SQS's redrive policy does. Long polls wait on `waitForMessages`. A FIFO queue also
+ * deduplicates sends, and hands a group's messages out in send order, none while one is in flight.
  */
 export class SqsQueue {
   readonly settings: Required<Omit<QueueSettings, "redrivePolicy">> & { redrivePolicy?: RedrivePolicy };
-  readonly totals: QueueTotals = { sent: 0, deleted: 0, redelivered: 0, redriven: 0 };
+  readonly totals: QueueTotals = { sent: 0, deleted: 0, redelivered: 0, redriven: 0, deduplicated: 0 };
   readonly createdMs = Date.now();
   lastPurgeMs: number | undefined;
   // A Map keeps insertion (send) order and deletes in O(1).
   private readonly messages = new Map<string, StoredMessage>();
   private readonly waiters = new Set<() => void>();
+  private readonly deduplication = new Deduplication<StoredMessage>();
+  private nextSequenceNumber = FIRST_SEQUENCE_NUMBER;
 
   constructor(
     readonly name: string,
@@ -79,6 +79,8 @@ export class SqsQueue {
     private readonly resolve: (arn: string) => SqsQueue | undefined,
   ) {
     this.settings = {
+      fifo: name.endsWith(FIFO_SUFFIX),
+      contentBasedDeduplication: false,
       visibilityTimeoutMs: 30_000,
       delaySeconds: 0,
       maxMessageBytes: MAX_MESSAGE_BYTES,
@@ -87,12 +89,25 @@ export class SqsQueue {
     };
   }
 
-  /** SendMessage: validates as SQS does (throws its SqsError) and stores the message. */
-  send(body: string, attributes: SqsAttributes = {}, delaySeconds?: number, now = Date.now()): StoredMessage {
-    const delay = delaySeconds ?? this.settings.delaySeconds;
+  /**
+   * SendMessage: validates as SQS does (throws its SqsError) and stores the message. On a FIFO
+   * queue, a deduplication id seen in the last 5 minutes returns the first message sent with it
+   * and stores nothing.
+   */
+  send(body: string, options: SendOptions = {}, now = Date.now()): StoredMessage {
+    const attributes = options.attributes ?? {};
+    const delay = options.delaySeconds ?? this.settings.delaySeconds;
     validateMessage(body, attributes, delay, this.settings.maxMessageBytes);
+    const ids = this.settings.fifo
+      ? fifoIds(body, options, this.settings.contentBasedDeduplication)
+      : refuseFifoMembers(options);
+    const original = ids && this.deduplication.find(ids.messageDeduplicationId, now);
+    if (original) {
+      this.totals.deduplicated++;
+      return original;
+    }
     this.totals.sent++;
-    return this.accept({
+    const message = this.accept({
       messageId: randomUUID(),
       body,
       attributes,
@@ -102,22 +117,33 @@ export class SqsQueue {
       receiveCount: 0,
       firstReceivedMs: undefined,
       arrival: "send",
+      ...ids,
     });
+    if (ids) this.deduplication.remember(ids.messageDeduplicationId, message, now);
+    return message;
   }
 
-  /** Stores a message as it is (a redrive or a move task brings it) and wakes long polls. */
+  /**
+   * Stores a message as it is (a redrive or a move task brings it) and wakes long polls. A FIFO
+   * queue gives it the next sequence number, so they grow in the order it takes messages.
+   */
   accept(message: StoredMessage): StoredMessage {
+    if (this.settings.fifo) message.sequenceNumber = String(this.nextSequenceNumber++);
     this.messages.set(message.messageId, message);
     this.notify();
     return message;
   }
 
-  /** Takes up to `max` available messages, hiding each for `visibilityTimeoutMs`. */
+  /**
+   * Takes up to `max` available messages, hiding each for `visibilityTimeoutMs`; on a FIFO queue,
+   * only those `receivableInGroupOrder` allows, in that order.
+   */
   receive(max: number, visibilityTimeoutMs = this.settings.visibilityTimeoutMs, now = Date.now()): Received[] {
     const received: Received[] = [];
     const policy = this.settings.redrivePolicy;
     const deadLetterQueue = policy && this.resolve(policy.deadLetterTargetArn);
-    for (const message of this.messages.values()) {
+    const candidates = this.settings.fifo ? receivableInGroupOrder(this.messages, now) : this.messages.values();
+    for (const message of candidates) {
       if (received.length >= max) break;
       if (message.availableAtMs > now) continue;
       if (policy && deadLetterQueue && message.receiveCount >= policy.maxReceiveCount) {
@@ -131,7 +157,8 @@ export class SqsQueue {
       message.firstReceivedMs ??= now;
       if (message.receiveCount > 1) this.totals.redelivered++;
       message.availableAtMs = now + visibilityTimeoutMs;
-      received.push({ message, receiptHandle: this.handle(message) });
+      const receipt = { queueName: this.name, messageId: message.messageId, receiveCount: message.receiveCount };
+      received.push({ message, receiptHandle: encodeReceipt(receipt) });
     }
     return received;
   }
@@ -141,19 +168,19 @@ export class SqsQueue {
    * without deleting, as the SQS API reference documents; so does a handle of a deleted message.
    */
   delete(receiptHandle: string): boolean {
-    const message = this.find(receiptHandle);
-    if (message === undefined || this.handleCount(receiptHandle) !== message.receiveCount) return false;
+    const message = this.receivedBy(receiptHandle);
+    if (message === undefined) return false;
     this.messages.delete(message.messageId);
     this.totals.deleted++;
+    // On a FIFO queue the deleted message may have held its group back: long polls look again.
+    if (this.settings.fifo) this.notify();
     return true;
   }
 
   /** ChangeMessageVisibility: counts from now; 0 makes the message available at once. */
   changeVisibility(receiptHandle: string, timeoutSeconds: number, now = Date.now()): void {
-    const message = this.find(receiptHandle);
-    if (message === undefined || this.handleCount(receiptHandle) !== message.receiveCount) {
-      throw sqsErrors.receiptHandleExpired(receiptHandle);
-    }
+    const message = this.receivedBy(receiptHandle);
+    if (message === undefined) throw sqsErrors.receiptHandleExpired(receiptHandle);
     if (message.availableAtMs <= now) throw sqsErrors.messageNotInflight();
     message.availableAtMs = now + timeoutSeconds * 1000;
     this.notify();
@@ -214,32 +241,18 @@ export class SqsQueue {
     });
   }
 
-  /** Checks a receipt handle is one of this queue's (else ReceiptHandleIsInvalid); undefined once deleted. */
-  find(receiptHandle: string): StoredMessage | undefined {
-    const [tag, queue, messageId] = this.decode(receiptHandle);
-    if (tag !== HANDLE_TAG || queue !== this.name || Number.isNaN(this.handleCount(receiptHandle))) {
-      throw sqsErrors.receiptHandleIsInvalid(receiptHandle);
-    }
-    return this.messages.get(messageId);
+  /**
+   * The message a receipt handle of this queue names, if it is still in the queue and that receive
+   * was its last; throws ReceiptHandleIsInvalid for a handle this queue never handed out.
+   */
+  private receivedBy(receiptHandle: string): StoredMessage | undefined {
+    const receipt = decodeReceipt(receiptHandle);
+    if (receipt === undefined || receipt.queueName !== this.name) throw sqsErrors.receiptHandleIsInvalid(receiptHandle);
+    const message = this.messages.get(receipt.messageId);
+    return message?.receiveCount === receipt.receiveCount ? message : undefined;
   }
 
   private notify(): void {
     for (const wake of [...this.waiters]) wake();
-  }
-
-  // The handle names the queue, the message and which receive it came from, so no table of
-  // handles has to be kept; the random tail makes every handle differ, as SQS's do.
-  private handle(message: StoredMessage): string {
-    const parts = [HANDLE_TAG, this.name, message.messageId, message.receiveCount, randomBytes(6).toString("hex")];
-    return Buffer.from(parts.join("\n")).toString("base64url");
-  }
-
-  private decode(receiptHandle: string): string[] {
-    return Buffer.from(receiptHandle, "base64url").toString("utf8").split("\n");
-  }
-
-  private handleCount(receiptHandle: string): number {
-    const parts = this.decode(receiptHandle);
-    return parts.length === 5 && /^\d+$/.test(parts[3]) ? Number(parts[3]) : Number.NaN;
   }
 }

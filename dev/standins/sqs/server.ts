@@ -3,7 +3,6 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { SqsBroker } from "./broker.js";
 import { SqsError, sqsErrors } from "./errors.js";
-import type { MoveTasks } from "./moves.js";
 import type { Operation } from "./operations.js";
 import { messageOperations } from "./ops-messages.js";
 import { queueOperations } from "./ops-queues.js";
@@ -41,9 +40,10 @@ export interface SqsServer {
  * Serves the queues of `broker` over the SQS JSON protocol (AWS JSON 1.0, as @aws-sdk/client-sqs
  * speaks it since 3.446): `POST /` with `X-Amz-Target: AmazonSQS.<Operation>`. Errors carry the
  * `__type` body and the `x-amzn-query-error` header, so the SDK throws its named exceptions.
- * Signatures are not verified, only required: it binds to 127.0.0.1.
+ * Signatures are not verified, only required: it binds to 127.0.0.1. While it listens, the broker
+ * knows its origin, so queue URLs can be given without it (`broker.urlOf`).
  */
-export async function startSqsServer(broker: SqsBroker, moves: MoveTasks, port = 0): Promise<SqsServer> {
+export async function startSqsServer(broker: SqsBroker, port = 0): Promise<SqsServer> {
   const closing = new AbortController();
   const server = createServer((request, response) => {
     // A client that hangs up ends its long poll, so the messages are not received for nobody.
@@ -89,7 +89,7 @@ export async function startSqsServer(broker: SqsBroker, moves: MoveTasks, port =
     const operation = target.startsWith("AmazonSQS.") ? target.slice("AmazonSQS.".length) : "";
     const run = Object.hasOwn(operations, operation) ? operations[operation] : undefined;
     if (run === undefined) throw unknownOperation(target, operation);
-    return run(await readJson(request), { broker, moves, signal });
+    return run(await readJson(request), { broker, origin: url, signal });
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -97,9 +97,11 @@ export async function startSqsServer(broker: SqsBroker, moves: MoveTasks, port =
     server.listen(port, "127.0.0.1", resolve);
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  broker.addOrigin(url);
   return {
     url,
     close: async () => {
+      broker.removeOrigin(url);
       closing.abort();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
