@@ -1,14 +1,15 @@
 // Enqueue-to-start latency over the local stack (docs/wake-ups.md): the SQS stand-in and its event
-// source mapping invoking the worker as Lambda would, the local Upstash endpoint, a real
-// redis-server, the reclaimer once a minute as on AWS. Each probe task records when its handler
+// source mappings invoking the intake and the worker as Lambda would, the local Upstash endpoint, a
+// real redis-server, the reclaimer once a minute as on AWS. Each probe task records when its handler
 // started; the figures are that time minus when the task was sent (immediate), or minus when it
 // was due (delayed, retry). Wake-ups, not the reclaimer, are what start them on time.
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { startStack } from "../dev/stack.js";
+import { startStack, WORKER_FUNCTION } from "../dev/stack.js";
 import { createProducer } from "../functions/producer.js";
 import { defineTasks } from "../functions/tasks.js";
 import { Queue } from "../shared/queue.js";
 import { UpstashStore } from "../shared/stores/upstash.js";
+import { type OrderResult, runOrder } from "./order.js";
 import { round } from "./stats.js";
 
 export interface LatencySettings {
@@ -31,8 +32,27 @@ export interface Percentiles {
   samples: number;
 }
 
+/** What one task sent through SQS costs, per task: SQS requests and Lambda invocations. */
+export interface SqsCost {
+  tasks: number;
+  tasksPerSend: number;
+  sqsRequestsPerTask: number;
+  invocationsPerTask: number;
+  intakeInvocations: number;
+  workerInvocations: number;
+}
+
 export interface LatencyResult {
   immediateSqs: Percentiles & { idle: Percentiles; loaded: Percentiles };
+  /**
+   * Through SQS at priority −10 while 4 workers drain a backlog: send to in Redis, and send to
+   * handler start (it passes the whole backlog).
+   */
+  sqsUnderLoad: { inRedis: Percentiles; started: Percentiles; backlog: number };
+  /** Tasks sent through SQS: one per send (an API handler), and 100 per send. */
+  sqsCost: SqsCost[];
+  /** Order per group from the producer's send, FIFO and standard task queue. */
+  order: OrderResult;
   immediateLibrary: Percentiles & { idle: Percentiles; loaded: Percentiles };
   delayed: Percentiles & { at2s: Percentiles; at20s: Percentiles };
   retry: Percentiles;
@@ -65,6 +85,15 @@ export async function runLatency(
   redisUrl: string,
   log: (line: string) => void,
 ): Promise<LatencyResult> {
+  const latency = await runStackLatency(settings, redisUrl, log);
+  return { ...latency, order: await runOrder(redisUrl, log) };
+}
+
+async function runStackLatency(
+  settings: LatencySettings,
+  redisUrl: string,
+  log: (line: string) => void,
+): Promise<Omit<LatencyResult, "order">> {
   /** Handler starts, by task id: ms, and the attempt. */
   const started = new Map<string, number>();
   const retried = new Map<string, number>();
@@ -72,6 +101,8 @@ export async function runLatency(
     types: {
       probe: { leaseMs: 10_000, handler: (task) => void started.set(task.id, Date.now()) },
       load: { leaseMs: 10_000, handler: () => {} },
+      // A backlog that keeps every worker busy: 20 ms a task.
+      busy: { leaseMs: 10_000, handler: () => sleep(20) },
       // Fails its first run; the second run's start, past the retry time, is the retry lateness.
       retry: {
         leaseMs: 10_000,
@@ -105,7 +136,7 @@ export async function runLatency(
   const store = new UpstashStore({ url: stack.endpoint.url, token: stack.endpoint.token });
   const library = new Queue(store, { name });
   const producer = createProducer({ queueUrl: stack.sqs.queueUrl, client: sqs });
-  const wakeUps = () => stack.sqs.queue.totals.sent;
+  const wakeUps = () => stack.wake.queue.totals.sent;
   let counter = 0;
   const id = (kind: string) => `${kind}-${++counter}`;
   try {
@@ -150,6 +181,66 @@ export async function runLatency(
     const libraryIdle = await immediate(viaLibrary, half);
     const sqsLoaded = await underLoad(() => immediate(viaSqs, half));
     const libraryLoaded = await underLoad(() => immediate(viaLibrary, half));
+
+    log("  through SQS at priority -10 while 4 workers drain a backlog");
+    // 4 workers run 200 of these a second: enough for every probe to meet a backlog.
+    const backlog = 12_000;
+    for (let start = 0; start < backlog; start += 1_000) {
+      const batch = Array.from({ length: Math.min(1_000, backlog - start) }, () => ({ id: id("busy"), type: "busy" }));
+      await library.enqueue(batch, { now: Date.now() });
+    }
+    for (let w = 0; w < 4; w++) stack.wake.send('{"leaseq":"wake"}');
+    const inRedis: number[] = [];
+    const startedAfter: number[] = [];
+    for (let i = 0; i < half; i++) {
+      const taskId = id("probe");
+      const sentAt = Date.now();
+      await producer.send([{ id: taskId, type: "probe", priority: -10 }]);
+      await until(() => started.has(taskId), 30_000, `probe ${taskId} under a backlog`);
+      startedAfter.push((started.get(taskId) ?? 0) - sentAt);
+      inRedis.push(((await library.inspect(taskId))?.enqueuedAtMs ?? Number.NaN) - sentAt);
+      await sleep(100 + Math.random() * 100);
+    }
+    const left = (await library.stats({ now: Date.now() })).ready;
+    log(`    ${half} probes; ${left} of the ${backlog} backlog tasks still ready at the end`);
+    // Only backlog tasks are still ready: purge them.
+    while ((await library.purge("ready")) > 0) {}
+    await until(() => stack.wake.stats().inFlight === 0, 60_000, "the workers to stop");
+
+    log("  what tasks sent through SQS cost: one per send, and 100 per send");
+    const cost = async (total: number, perSend: number): Promise<SqsCost> => {
+      await sleep(6_000); // every worker stopped lingering
+      const intakeBefore = stack.sqs.stats().invocations;
+      const workerBefore = stack.wake.stats().invocations;
+      const drainBefore = stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0;
+      const wakeBefore = wakeUps();
+      const ids: string[] = [];
+      let sends = 0;
+      for (let start = 0; start < total; start += perSend) {
+        const batch = Array.from({ length: perSend }, () => ({ id: id("cost"), type: "probe" }));
+        ids.push(...batch.map((task) => task.id));
+        sends += (await producer.send(batch)).messages > 0 ? 1 : 0;
+      }
+      await until(() => ids.every((taskId) => started.has(taskId)), 120_000, "the cost probes");
+      const intakeInvocations = stack.sqs.stats().invocations - intakeBefore;
+      const workerInvocations =
+        stack.wake.stats().invocations -
+        workerBefore +
+        (stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0) -
+        drainBefore;
+      // Per send one SendMessageBatch; per intake batch the event source's receive and delete
+      // batch; per wake-up a send, a receive and a delete (one wake-up per worker batch).
+      const requests = sends + 2 * intakeInvocations + 3 * (wakeUps() - wakeBefore);
+      return {
+        tasks: total,
+        tasksPerSend: perSend,
+        sqsRequestsPerTask: round(requests / total),
+        invocationsPerTask: round((intakeInvocations + workerInvocations) / total),
+        intakeInvocations,
+        workerInvocations,
+      };
+    };
+    const sqsCost = [await cost(200, 1), await cost(2_000, 100)];
 
     log("  delayed 2 s and 20 s, through the library");
     const delayed = async (delayMs: number) => {
@@ -220,6 +311,8 @@ export async function runLatency(
         idle: percentiles(libraryIdle),
         loaded: percentiles(libraryLoaded),
       },
+      sqsUnderLoad: { inRedis: percentiles(inRedis), started: percentiles(startedAfter), backlog },
+      sqsCost,
       delayed: { ...percentiles([...at2s, ...at20s]), at2s: percentiles(at2s), at20s: percentiles(at20s) },
       retry: percentiles(retryLateness),
       sqsRequestsPerTask: round(burstMessages / settings.burstTasks),

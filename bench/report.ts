@@ -249,6 +249,8 @@ export function latencyTargets(latency: LatencyResult): Target[] {
     ["enqueue through the library to handler start, p99", latency.immediateLibrary],
     ["delayed task (2 s and 20 s): start past runAt, p99", latency.delayed],
     ["retry: start past the retry time, p99", latency.retry],
+    ["sent through SQS under load (4 workers busy with a backlog) to in Redis, p99", latency.sqsUnderLoad.inRedis],
+    ["sent through SQS under load at a priority above the backlog to handler start, p99", latency.sqsUnderLoad.started],
   ];
   return [
     ...cases.map(([name, figures]) => ({
@@ -262,6 +264,12 @@ export function latencyTargets(latency: LatencyResult): Target[] {
       target: "≤ 0.05",
       measured: `${latency.sqsRequestsPerTask} (${latency.burst.wakeUpMessages} wake-up messages)`,
       met: latency.sqsRequestsPerTask <= 0.05,
+    },
+    {
+      name: "ordered groups sent through a FIFO task queue by 4 producers: run out of send order",
+      target: "0",
+      measured: `${latency.order.outOfOrder.fifo} of ${num(latency.order.tasks)}`,
+      met: latency.order.outOfOrder.fifo === 0,
     },
   ];
 }
@@ -289,6 +297,8 @@ export function renderLatency(latency: LatencyResult): string {
           latency.immediateLibrary.idle,
           latency.immediateLibrary.loaded,
         ),
+        row("through SQS at priority −10, 4 workers draining a backlog: in Redis", latency.sqsUnderLoad.inRedis),
+        row("through SQS at priority −10, 4 workers draining a backlog: started", latency.sqsUnderLoad.started),
         row("delayed 2 s", latency.delayed.at2s),
         row("delayed 20 s", latency.delayed.at20s),
         row("delayed, both", latency.delayed),
@@ -299,6 +309,24 @@ export function renderLatency(latency: LatencyResult): string {
     `Burst: ${num(latency.burst.tasks)} tasks through the library in calls of 100 sent ${latency.burst.wakeUpMessages} ` +
       `wake-up message(s) (${latency.sqsRequestsPerTask} SQS requests per task) and ran in ${num(latency.burst.drainedInMs)} ms. ` +
       `Whole run: ${latency.wakeUps} wake-ups sent, ${latency.reclaimerRuns} reclaimer run(s).`,
+    "",
+    "Tasks sent through SQS (task queue → intake → Redis; wake queue → worker), per task:",
+    "",
+    table(
+      ["tasks per send", "tasks", "SQS requests", "Lambda invocations", "intake / worker invocations"],
+      latency.sqsCost.map((c) => [
+        String(c.tasksPerSend),
+        num(c.tasks),
+        String(c.sqsRequestsPerTask),
+        String(c.invocationsPerTask),
+        `${c.intakeInvocations} / ${c.workerInvocations}`,
+      ]),
+    ),
+    `(The library path above: ${latency.sqsRequestsPerTask} SQS requests per task, no intake invocation.)`,
+    "",
+    `Order per group from the producer's send: ${latency.order.groups} ordered groups × ${num(latency.order.tasks / latency.order.groups)} tasks, ` +
+      `one per message, ${latency.order.producers} concurrent producers: ${latency.order.outOfOrder.fifo} ran out of send order with a FIFO task queue, ` +
+      `${latency.order.outOfOrder.standard} with a standard one.`,
     "",
     "Latency targets:",
     "",

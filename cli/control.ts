@@ -39,9 +39,10 @@ export function controlCommands(program: Command): void {
           changed ? `${past} ${what}` : `${what} was ${action === "pause" ? "paused" : "not paused"} already`,
         );
         if (wakeAtMs !== undefined) {
-          // Work waits for a worker (ready now, or falling due soon): with the worker's queue URL, a
-          // wake-up due when resume said (docs/wake-ups.md).
-          const queueUrl = process.env.LEASEQ_QUEUE_URL;
+          // Work waits for a worker (ready now, or falling due soon): with the wake queue's URL, a
+          // wake-up due when resume said (docs/wake-ups.md). LEASEQ_QUEUE_URL is the name it had
+          // when workers read the task queue.
+          const queueUrl = process.env.LEASEQ_WAKE_QUEUE_URL || process.env.LEASEQ_QUEUE_URL;
           if (queueUrl) {
             const client = sqsClient();
             try {
@@ -56,7 +57,7 @@ export function controlCommands(program: Command): void {
             }
           } else {
             console.log(
-              "its ready tasks start at the reclaimer's next run (within a minute); set LEASEQ_QUEUE_URL to the worker's queue to wake a worker now",
+              "its ready tasks start at the reclaimer's next run (within a minute); set LEASEQ_WAKE_QUEUE_URL to the wake queue (the stack's WakeQueueUrl output) to wake a worker now",
             );
           }
         }

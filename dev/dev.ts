@@ -54,7 +54,13 @@ function buildProgram(name: string): Command {
     )
     .option("--view-interval-ms <ms>", "how often the live view refreshes", integer(100, 60_000), 1_000)
     .option("--visibility-timeout-ms <ms>", "SQS visibility timeout", integer(100, 43_200_000), 30_000)
-    .option("--concurrency <n>", "concurrent SQS-triggered worker invocations", integer(1, 100), 4)
+    .option(
+      "--concurrency <n>",
+      "concurrent invocations of the intake (task queue) and of the worker (wake queue), each",
+      integer(1, 100),
+      4,
+    )
+    .option("--fifo", "make the task queue FIFO (leaseq-local.fifo), as the construct's fifo prop")
     .option(
       "--timeout-ms <ms>",
       "with --exit-when-drained: give up (exit 1) after this long",
@@ -145,6 +151,7 @@ export async function runDev(
       visibilityTimeoutMs: options.visibilityTimeoutMs,
       maxReceiveCount: 5,
       concurrency: options.concurrency,
+      fifo: options.fifo ?? false,
       logLevel: options.logLevel,
     });
   } catch (error) {
@@ -169,7 +176,7 @@ export async function runDev(
   out.write(
     [
       `Redis ${redact(stack.redis.url)} (${redisNote[stack.redis.source]}); Upstash-compatible endpoint ${stack.endpoint.url}`,
-      `SQS endpoint ${stack.sqs.endpoint}: queue ${stack.sqs.queueUrl}, dead letters ${stack.sqs.deadLetterQueueUrl}`,
+      `SQS endpoint ${stack.sqs.endpoint}: task queue ${stack.sqs.queueUrl}, dead letters ${stack.sqs.deadLetterQueueUrl}, wake-ups ${stack.wake.queueUrl}`,
       `Dashboard ${dashboard.url}`,
       `Try: REDIS_URL=${redact(stack.redis.url)} LEASEQ_QUEUE=${queue} ${cliHint} stats`,
       "",

@@ -90,6 +90,7 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
             demo: workload ? { total, finished: Math.min(finishedCount, total) } : undefined,
             crash: crash ? { pid: crash.report.pid, claimed: crash.report.claimed.length } : undefined,
             sqs: stack.sqs.stats(now),
+            wake: stack.wake.stats(now),
             stack: stack.counts,
             drainInvocations: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
           }),
@@ -164,7 +165,8 @@ async function buildResult(
     crash: run.crash ? { pid: run.crash.report.pid, ids: run.crash.ids } : undefined,
     sqs: {
       messages: run.messages,
-      invocations: sqs.invocations,
+      intakeInvocations: sqs.invocations,
+      invocations: stack.wake.stats().invocations,
       redelivered: sqs.redelivered,
       deadLettered: sqs.deadLettered,
       deadLetters: deadLetterReasons(stack),
@@ -179,7 +181,7 @@ async function buildResult(
     : [
         `Stopped after ${(json.durationMs / 1000).toFixed(1)} s: queue ${options.queue} holds ${stats.done} done and ${stats.failed} failed tasks.`,
         left,
-        `  SQS: ${json.sqs.invocations} worker invocations, ${json.sqs.redelivered} redelivered, ${json.sqs.deadLettered} dead-lettered; ${json.drainInvocations} drain invocations`,
+        `  SQS: ${json.sqs.intakeInvocations} intake invocations, ${json.sqs.redelivered} redelivered, ${json.sqs.deadLettered} dead-lettered; worker: ${json.sqs.invocations} wake-ups, ${json.drainInvocations} drain invocations`,
         ...json.sqs.deadLetters.map((letter) => `    dead letter ×${letter.messages}: ${letter.reason}`),
       ];
   if (run.failure) lines.push(`npm start: ${redact((run.failure as Error).message ?? String(run.failure))}`);

@@ -26,8 +26,10 @@ export interface StackOptions {
   workerTimeoutMs: number;
   visibilityTimeoutMs: number;
   maxReceiveCount: number;
-  /** Concurrent SQS-triggered worker invocations. */
+  /** Concurrent invocations of the intake (task queue) and of the worker (wake queue), each. */
   concurrency: number;
+  /** The task queue is FIFO (`leaseq-local.fifo`): the construct's `fifo` prop. Default false. */
+  fifo?: boolean;
   /** Powertools log level of both functions; "SILENT" keeps their JSON logs out of the live view. */
   logLevel: LogLevel;
 }
@@ -41,12 +43,15 @@ export interface StackCounts {
   lastReclaimerError: string | undefined;
 }
 
-/** A running local stack: Redis, the Upstash endpoint, SQS and Lambda stand-ins, both functions. */
+/** A running local stack: Redis, the Upstash endpoint, SQS and Lambda stand-ins, the three functions. */
 export interface Stack {
   redis: LocalRedis;
   endpoint: UpstashEndpoint;
   lambdaApi: LocalLambdaApi;
+  /** The task queue (producers send here) and its dead-letter queue; its mapping invokes the intake. */
   sqs: LocalSqs;
+  /** The wake queue, on the same SQS endpoint; its mapping invokes the worker, one wake-up each. */
+  wake: LocalSqs;
   /** A TCP handle on the queue for the live view and the demo's bookkeeping (not the functions' path). */
   queue: Queue;
   counts: StackCounts;
@@ -64,6 +69,9 @@ export interface Stack {
 /** The reclaimer's Lambda timeout in the stack's defaults. */
 const RECLAIMER_TIMEOUT_MS = 60_000;
 
+/** The intake's Lambda timeout, as the construct's default. */
+const INTAKE_TIMEOUT_MS = 30_000;
+
 /** The worker's function name, the one the reclaimer's drain invocations start (LEASEQ_WORKER_FUNCTION). */
 export const WORKER_FUNCTION = "leaseq-worker";
 
@@ -79,18 +87,31 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     cleanups.unshift(() => endpoint.close());
     let shuttingDown = false;
     const context = () => lambdaContext(WORKER_FUNCTION, options.workerTimeoutMs, () => shuttingDown);
+    const intakeContext = () => lambdaContext("leaseq-intake", INTAKE_TIMEOUT_MS, () => shuttingDown);
     const lambdaApi = await startLambdaApi({ [WORKER_FUNCTION]: (event) => worker(event as SQSEvent, context()) });
     // Closing twice is harmless: stopWork() closes it first when the stack ran.
     cleanups.unshift(() => lambdaApi.close().catch(() => {}));
-    // SQS as on AWS: a queue with a dead-letter queue behind its redrive policy, reachable over the
-    // SQS JSON protocol, so a producer using @aws-sdk/client-sqs with `endpoint` set reaches it.
-    const sqs = new LocalSqs((event) => worker(event, context()), {
+    // SQS as on AWS, reachable over the SQS JSON protocol, so a producer using @aws-sdk/client-sqs
+    // with `endpoint` set reaches it: the task queue (standard or FIFO) with a dead-letter queue
+    // behind its redrive policy, read by the intake; the wake queue, read by the worker.
+    const sqs = new LocalSqs((event) => intake(event, intakeContext()), {
+      fifo: options.fifo ?? false,
       visibilityTimeoutMs: options.visibilityTimeoutMs,
       maxReceiveCount: options.maxReceiveCount,
       concurrency: options.concurrency,
     });
     await sqs.listen();
     cleanups.unshift(() => sqs.close());
+    const wake = new LocalSqs((event) => worker(event, context()), {
+      broker: sqs.broker,
+      queueName: "leaseq-local-wake",
+      visibilityTimeoutMs: options.visibilityTimeoutMs,
+      // As the construct's wake queue: a wake-up that keeps failing is retried, never dead-lettered.
+      maxReceiveCount: 1000,
+      batchSize: 1,
+      concurrency: options.concurrency,
+    });
+    cleanups.unshift(() => wake.close());
     // The functions' configuration, as the CDK construct sets it, pointed at the local stand-ins.
     const env = {
       LEASEQ_QUEUE: options.queue,
@@ -101,11 +122,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
       LEASEQ_SQS_ENDPOINT: sqs.endpoint,
       LEASEQ_WORKER_TIMEOUT_MS: String(options.workerTimeoutMs),
-      LEASEQ_QUEUE_URL: sqs.queueUrl,
+      LEASEQ_WAKE_QUEUE_URL: wake.queueUrl,
       LEASEQ_RECLAIM_PERIOD_MS: String(options.reclaimIntervalMs),
     };
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
     const worker = createWorker({ env, tasks: options.tasks, logger: logger("leaseq-worker") });
+    // The same code in the intake role, as the construct deploys the worker's bundle twice.
+    const intake = createWorker({
+      env: { ...env, LEASEQ_ROLE: "intake", LEASEQ_WORKER_TIMEOUT_MS: undefined },
+      tasks: options.tasks,
+      logger: logger("leaseq-intake"),
+    });
     // No CloudWatch here: the EMF lines the reclaimer prints would only garble the live view.
     process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
     const reclaimer = createReclaimer({
@@ -148,10 +175,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       endpoint,
       lambdaApi,
       sqs,
+      wake,
       queue,
       counts,
       run() {
         sqs.start();
+        wake.start();
         timer = setInterval(() => {
           // A run still going when the next is due: skip it rather than let runs pile up.
           reclaiming ??= runReclaimer().finally(() => {
@@ -164,6 +193,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         shuttingDown = true;
         await reclaiming;
         await sqs.stop();
+        await wake.stop();
         await lambdaApi.close();
       },
       async close() {

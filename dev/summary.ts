@@ -37,6 +37,9 @@ export interface DemoSummary {
   crash?: { pid: number; claimed: number; recovered: number };
   sqs: {
     messages: number;
+    /** Intake invocations (task queue batches). */
+    intakeInvocations: number;
+    /** Worker invocations the wake queue started (one wake-up each). */
     invocations: number;
     redelivered: number;
     deadLettered: number;
@@ -126,7 +129,7 @@ export function formatSummary(summary: DemoSummary): string {
     );
   }
   lines.push(
-    `  SQS: ${sqs.messages} messages, ${sqs.invocations} worker invocations, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered; ${summary.drainInvocations} drain invocations`,
+    `  SQS: ${sqs.messages} messages, ${sqs.intakeInvocations} intake invocations, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered; worker: ${sqs.invocations} wake-ups, ${summary.drainInvocations} drain invocations`,
   );
   for (const letter of sqs.deadLetters) lines.push(`    dead letter ×${letter.messages}: ${letter.reason}`);
   return lines.join("\n");

@@ -13,7 +13,10 @@ export interface ViewSnapshot {
   /** Demo tasks and how many of them are finished; undefined with --no-demo. */
   demo: { total: number; finished: number } | undefined;
   crash: { pid: number; claimed: number } | undefined;
+  /** The task queue and the intake it invokes. */
   sqs: SqsCounts;
+  /** The wake queue and the worker invocations it starts. */
+  wake: SqsCounts;
   stack: StackCounts;
   /** The reclaimer's invocations of the worker without SQS. */
   drainInvocations: number;
@@ -28,7 +31,7 @@ function bar(part: number, whole: number): string {
 
 /** The live view: a block redrawn in place on a terminal, and the one line printed otherwise. */
 export function renderView(view: ViewSnapshot): Frame {
-  const { stats, sqs, stack } = view;
+  const { stats, sqs, wake, stack } = view;
   const seconds = (view.elapsedMs / 1000).toFixed(1);
   const rate = view.tasksPerSecond.toFixed(1);
   const count = (label: string, value: number) => `  ${label.padEnd(10)}${String(value).padStart(6)}`;
@@ -51,7 +54,8 @@ export function renderView(view: ViewSnapshot): Frame {
     );
   }
   lines.push(
-    `  worker    ${sqs.invocations} SQS invocations, ${view.drainInvocations} drain invocations · SQS ${sqs.visible} waiting, ${sqs.inFlight} in flight, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered`,
+    `  intake    ${sqs.invocations} invocations · task queue ${sqs.visible} waiting, ${sqs.inFlight} in flight, ${sqs.redelivered} redelivered, ${sqs.deadLettered} dead-lettered`,
+    `  worker    ${wake.invocations} wake-ups, ${view.drainInvocations} drain invocations, ${wake.inFlight} running`,
     `  reclaimer ${stack.reclaimerRuns} runs, ${stack.reclaimed} leases reclaimed${stack.reclaimFailed > 0 ? `, ${stack.reclaimFailed} expired with no attempts left (FAILED)` : ""}${stack.reclaimerErrors > 0 ? `, ${stack.reclaimerErrors} failed runs (${stack.lastReclaimerError})` : ""}`,
   );
   if (view.crash) {
@@ -66,7 +70,7 @@ export function renderView(view: ViewSnapshot): Frame {
     stats.paused ? "paused" : "",
     `tasks/s=${rate}`,
     view.demo ? `finished=${view.demo.finished}/${view.demo.total}` : "",
-    `sqs_invocations=${sqs.invocations} drain_invocations=${view.drainInvocations} reclaimed=${stack.reclaimed} dead_lettered=${sqs.deadLettered}`,
+    `intake_invocations=${sqs.invocations} wake_ups=${wake.invocations} drain_invocations=${view.drainInvocations} reclaimed=${stack.reclaimed} dead_lettered=${sqs.deadLettered}`,
   ]
     .filter(Boolean)
     .join(" ");

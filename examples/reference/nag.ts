@@ -12,7 +12,7 @@ const ROTATION_REASON =
 
 /** Why the wake queue has no dead-letter queue. */
 const WAKE_QUEUE_REASON =
-  "The wake queue carries only wake-ups ({\"leaseq\":\"wake\"}), never a task: tasks wait in Redis, and a wake-up that cannot be handled is worth nothing once the reclaimer's next run has arranged its own. It keeps messages one hour instead of dead-lettering them.";
+  'The wake queue carries only wake-ups ({"leaseq":"wake"}), never a task: tasks wait in Redis, and a wake-up that cannot be handled is worth nothing once the reclaimer\'s next run has arranged its own. It keeps messages one hour instead of dead-lettering them.';
 
 /**
  * Suppresses the cdk-nag AwsSolutions findings leaseq accepts, each with its reason. Kept out of
@@ -22,7 +22,9 @@ export function suppressNagFindings(leaseQueue: LeaseQueue): void {
   for (const fn of [leaseQueue.intake, leaseQueue.worker, leaseQueue.reclaimer]) {
     NagSuppressions.addResourceSuppressions(fn, [{ id: "AwsSolutions-L1", reason: RUNTIME_REASON }]);
   }
-  NagSuppressions.addResourceSuppressions(leaseQueue.wakeQueue, [{ id: "AwsSolutions-SQS3", reason: WAKE_QUEUE_REASON }]);
+  NagSuppressions.addResourceSuppressions(leaseQueue.wakeQueue, [
+    { id: "AwsSolutions-SQS3", reason: WAKE_QUEUE_REASON },
+  ]);
   // Only a created secret is a resource of this stack; an imported one is the user's to rotate.
   if (leaseQueue.secret instanceof Secret) {
     NagSuppressions.addResourceSuppressions(leaseQueue.secret, [{ id: "AwsSolutions-SMG4", reason: ROTATION_REASON }]);

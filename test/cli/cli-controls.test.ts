@@ -19,12 +19,12 @@ function fresh() {
   return { name, queue, cli };
 }
 
-/** `leaseq resume` of queue `name`, given the worker's queue (a local SQS stand-in) to wake. */
+/** `leaseq resume` of queue `name`, given the wake queue (a local SQS stand-in). */
 function resumeWaking(name: string, sqs: LocalSqs) {
   return runCli(["resume"], {
     REDIS_URL: redisUrl(),
     LEASEQ_QUEUE: name,
-    LEASEQ_QUEUE_URL: sqs.queueUrl,
+    LEASEQ_WAKE_QUEUE_URL: sqs.queueUrl,
     LEASEQ_SQS_ENDPOINT: sqs.endpoint,
   });
 }
@@ -48,7 +48,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
       (await cli(["resume", "--type", "resize"])).stdout,
       "the queue itself is still paused: nothing to wake",
     ).toBe(`resumed task type "resize" of queue "${name}"\n`);
-    // With the worker's queue URL, a resume that leaves ready work sends the wake-up itself.
+    // With the wake queue's URL, a resume that leaves ready work sends the wake-up itself.
     const sqs = new LocalSqs(async () => undefined);
     await sqs.listen();
     try {

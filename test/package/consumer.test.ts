@@ -233,7 +233,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     const exited = new Promise<number | null>((resolve) => dev.once("exit", resolve));
     try {
       const deadline = Date.now() + 60_000;
-      const printed = () => /SQS endpoint (\S+): queue (\S+), dead letters/.exec(out);
+      const printed = () => /SQS endpoint (\S+): task queue (\S+), dead letters/.exec(out);
       while (!printed() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
       const sqs = printed();
       expect(sqs, out).not.toBeNull();

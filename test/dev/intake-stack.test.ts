@@ -1,0 +1,119 @@
+// Tasks sent through SQS, through the local stack as on AWS (the task queue read by the intake,
+// the wake queue starting the workers): order per group from the producer's send with a FIFO task
+// queue, and priority reaching a task sent while every worker drains a backlog.
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { orderedHooks, outOfOrder, sendOrdered } from "../../bench/order.js";
+import { type Stack, startStack } from "../../dev/stack.js";
+import { createProducer } from "../../functions/producer.js";
+import { defineTasks } from "../../functions/tasks.js";
+import { uniqueQueueName } from "../helpers/stores.js";
+
+vi.setConfig({ testTimeout: 120_000 });
+
+let stack: Stack | undefined;
+afterEach(async () => {
+  await stack?.stopWork();
+  await stack?.close();
+  stack = undefined;
+});
+
+async function start(tasks: ReturnType<typeof defineTasks>, fifo: boolean): Promise<Stack> {
+  stack = await startStack({
+    queue: uniqueQueueName("intake"),
+    tasks,
+    reclaimIntervalMs: 60_000,
+    workerTimeoutMs: 60_000,
+    visibilityTimeoutMs: 30_000,
+    maxReceiveCount: 5,
+    concurrency: 4,
+    fifo,
+    logLevel: "SILENT",
+  });
+  stack.run();
+  return stack;
+}
+
+function sqsClient(running: Stack): SQSClient {
+  return new SQSClient({
+    endpoint: running.sqs.endpoint,
+    region: "us-east-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
+}
+
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("tasks sent through SQS", () => {
+  it("with a FIFO task queue, 5 ordered groups × 100 tasks sent one per message by 4 concurrent producers run in their send order", async () => {
+    const runs: Array<{ group: string; seq: number }> = [];
+    const running = await start(orderedHooks(runs), true);
+    const client = sqsClient(running);
+    await sendOrdered(running.sqs.queueUrl, client);
+    await until(() => runs.length >= 500, "500 runs");
+    client.destroy();
+    expect(runs).toHaveLength(500);
+    expect(outOfOrder(runs)).toBe(0);
+    expect(running.sqs.stats().deadLettered).toBe(0);
+  });
+
+  it("at priority −10 while 4 workers drain 2,000 waiting tasks, start before every lower-priority task still READY when they were sent", async () => {
+    const started: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const tasks = defineTasks({
+      types: {
+        thumbnail: {
+          leaseMs: 30_000,
+          handler: async (task) => {
+            started.push(task.id);
+            // Each worker holds its first task until the paid ones are sent: all four are busy.
+            await gate;
+          },
+        },
+      },
+    });
+    const running = await start(tasks, false);
+    const backlog = Array.from({ length: 2_000 }, (_, i) => ({ id: `free-${i}`, type: "thumbnail" }));
+    for (let i = 0; i < backlog.length; i += 500) {
+      await running.queue.enqueue(backlog.slice(i, i + 500), { now: Date.now() });
+    }
+    for (let w = 0; w < 4; w++) running.wake.send('{"leaseq":"wake"}');
+    await until(() => started.length === 4, "4 busy workers");
+
+    const client = sqsClient(running);
+    const producer = createProducer({ queueUrl: running.sqs.queueUrl, client });
+    const paid = Array.from({ length: 20 }, (_, i) => ({ id: `paid-${i}`, type: "thumbnail", priority: -10 }));
+    const sentAt = Date.now();
+    await producer.send(paid);
+    // In Redis, though no worker was free to read SQS.
+    await until(
+      async () => (await running.queue.inspect("paid-19"))?.state === "ready",
+      "the paid tasks in Redis",
+      1_000,
+    );
+    const inRedisMs = Date.now() - sentAt;
+    const readyWhenSent = new Set<string>();
+    for (let offset = 0; offset < 2_000; offset += 1_000) {
+      for (const task of await running.queue.list("ready", { offset, limit: 1_000 })) {
+        if (task.id.startsWith("free-")) readyWhenSent.add(task.id);
+      }
+    }
+    expect(readyWhenSent.size).toBeGreaterThan(1_800);
+    open();
+    await until(() => paid.every((task) => started.includes(task.id)), "the paid tasks to start");
+    client.destroy();
+    const lastPaid = Math.max(...paid.map((task) => started.indexOf(task.id)));
+    const startedBefore = started.slice(0, lastPaid).filter((id) => readyWhenSent.has(id));
+    expect(startedBefore).toEqual([]);
+    expect(inRedisMs).toBeLessThan(1_000);
+  });
+});
