@@ -19,6 +19,7 @@ export {
   type SendResult,
 } from "./producer.js";
 export { createReclaimer, type ReclaimerHandler, type ReclaimerOptions, type ReclaimerSummary } from "./reclaimer.js";
+export type { StandardSchemaV1 } from "./schema.js";
 export {
   type Backoff,
   backoffDelayMs,

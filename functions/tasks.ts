@@ -1,7 +1,8 @@
 import { LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { ConfigError, InvalidInputError } from "../shared/errors.js";
 import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
-import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText } from "../shared/validate.js";
+import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText, shown } from "../shared/validate.js";
+import { isStandardSchema, type StandardSchemaV1 } from "./schema.js";
 
 /** What a handler receives for one task. */
 export interface Task<Payload = unknown> {
@@ -33,11 +34,18 @@ export interface Backoff {
 
 /**
  * One task type as you declare it: the handler and, next to it, its policy. Return to succeed,
- * throw to retry with backoff, throw PermanentError to fail at once.
+ * throw to retry with backoff, throw PermanentError to fail at once. `Payload` is what the handler
+ * receives, `Sent` what producers send (they differ only when a schema transforms the payload).
  */
-export interface TaskTypeOptions<Payload = unknown> {
+export interface TaskTypeOptions<Payload = unknown, Sent = Payload> {
   // A method, so a handler may narrow its payload type: `handler(task: Task<{ to: string }>)`.
   handler(task: Task<Payload>): Promise<void> | void;
+  /**
+   * The payload's schema, optional: any Standard Schema (zod ≥ 3.24, valibot ≥ 1, arktype). Ingest
+   * dead-letters a payload it rejects, and the worker fails such a task at once instead of running
+   * the handler, which receives the schema's output.
+   */
+  schema?: StandardSchemaV1<Sent, Payload>;
   /** How long one run may hold the task before the reclaimer may give it to another worker, ms. Default 60000. */
   leaseMs?: number;
   /** Runs before the task is FAILED, 1-1000. Default 5. */
@@ -70,6 +78,7 @@ export interface TaskDefinitions {
 /** A task type with every default applied. */
 export interface DeclaredTaskType {
   handler(task: Task): Promise<void> | void;
+  schema: StandardSchemaV1 | undefined;
   leaseMs: number;
   maxAttempts: number;
   backoff: Backoff;
@@ -112,7 +121,7 @@ export class PermanentError extends Error {
 
 /**
  * Declares the task types of a queue, applying the defaults. Throws one ConfigError listing every
- * problem (a bad name, a policy out of range). Import the result in your worker entry
+ * problem (a bad name, a policy out of range, a schema that is not a Standard Schema). Import the result in your worker entry
  * (`createWorker({ tasks })`) and in your CDK app (`new LeaseQueue(..., { tasks })`).
  */
 export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): TaskDeclaration {
@@ -134,8 +143,14 @@ export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): Tas
       );
     }
     if (typeof options?.handler !== "function") problems.push(`${where}: handler must be a function`);
+    if (options?.schema !== undefined && !isStandardSchema(options.schema)) {
+      problems.push(
+        `${where}: schema must be a Standard Schema (zod >= 3.24, valibot >= 1, arktype: an object with "~standard".validate), got ${shown(options.schema)}`,
+      );
+    }
     const declared: DeclaredTaskType = {
       handler: options?.handler,
+      schema: options?.schema,
       leaseMs: options?.leaseMs ?? TASK_DEFAULTS.leaseMs,
       maxAttempts: options?.maxAttempts ?? TASK_DEFAULTS.maxAttempts,
       backoff: {
