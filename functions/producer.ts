@@ -7,19 +7,59 @@ import {
   MAX_TASKS_PER_MESSAGE,
   type TaskMessage,
   type TaskMessageBody,
+  type TaskOfType,
   type WakeMessageBody,
 } from "./messages.js";
+import { checkOutgoingTasks } from "./send-checks.js";
+import type { TaskDeclaration } from "./tasks.js";
 import { wakeDelaySeconds } from "./wake.js";
 
-export interface ProducerOptions {
+type Payloads = Record<string, unknown>;
+
+export interface ProducerOptions<Declared extends Payloads = Payloads> {
   /** The LeaseQueue's SQS queue URL (the construct's `queue.queueUrl`). */
   queueUrl: string;
+  /**
+   * Your `defineTasks(...)` result, optional: `send` and `enqueue` then take only its types (and
+   * `acceptTypes`), each with its payload type, and refuse any other type, and a payload its schema
+   * rejects, before sending anything.
+   */
+  tasks?: TaskDeclaration<Declared>;
   /** Your SQS client; default: `new SQSClient({})`, built once. */
   client?: SQSClient;
 }
 
 /** A task for `producer.enqueue`: a TaskInput whose id may be left out (a random one is given). */
-export type DirectTask = Omit<TaskInput, "id"> & { id?: string };
+export type DirectTask<Declared extends Payloads = Payloads> = TaskOfType<
+  Declared,
+  Omit<TaskInput, "id" | "type" | "payload"> & { id?: string }
+>;
+
+/** Sends tasks to a LeaseQueue (`createProducer`); `Declared`: the payload of each type it takes. */
+export interface Producer<Declared extends Payloads = Payloads> {
+  /**
+   * Sends `tasks` as `{"tasks": [...]}` SQS messages. Throws InvalidInputError before sending
+   * anything when a task is refused (an unknown field, an undeclared type, a payload its schema
+   * rejects), SendError naming the ids SQS refused (the others are in).
+   */
+  send(tasks: readonly TaskMessage<Declared>[]): Promise<SendResult>;
+  /**
+   * Enqueues straight into Redis through `queue` (no SQS message per task), then sends the one
+   * wake-up message the queue asks for, if any: none while a wake-up is arranged already or a
+   * worker is draining, so a burst of enqueues sends a handful (docs/wake-ups.md). Tasks due
+   * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
+   * A refused wake-up throws after the tasks are in (they run at the reclaimer's next drain
+   * invocation). Tasks are checked as `send` checks them; those without an id get a random one
+   * first (the results carry the ids).
+   */
+  enqueue(
+    queue: Queue,
+    tasks: readonly DirectTask<Declared>[],
+    options?: { now?: number },
+  ): Promise<EnqueueAndWakeResult>;
+  /** Sends one wake-up message: the worker drains what is READY. `delaySeconds` ≤ 900. */
+  wake(delaySeconds?: number): Promise<void>;
+}
 
 /** What a direct enqueue did: per task its result, and the wake-up sent for them (ms), if one was needed. */
 export interface EnqueueAndWakeResult {
@@ -49,10 +89,14 @@ const ENTRIES_PER_BATCH = 10;
 /**
  * A producer for a LeaseQueue: sends tasks as the documented SQS body `{"tasks": [...]}`, split so
  * each message stays under 256 KiB and 1000 tasks, ten messages per SendMessageBatch. Tasks without
- * an id get a random one first, so sending again after a failure never enqueues a task twice.
+ * an id get a random one first, so sending again after a failure never enqueues a task twice. With
+ * `tasks` (your declaration) it takes only the declared types, each with its payload type.
  */
-export function createProducer(options: ProducerOptions) {
+export function createProducer<Declared extends Payloads = Payloads>(
+  options: ProducerOptions<Declared>,
+): Producer<Declared> {
   const client = options.client ?? new SQSClient({});
+  const declaration = options.tasks;
   const sendWake = async (delaySeconds: number) => {
     const body: WakeMessageBody = { leaseq: "wake" };
     const reply = await client.send(
@@ -65,9 +109,11 @@ export function createProducer(options: ProducerOptions) {
     if (failed) throw new SendError(`SQS refused the wake-up (${failed.Code}: ${failed.Message})`, []);
   };
   return {
-    /** Sends `tasks`; throws SendError naming the ids SQS refused (the others are in). */
-    async send(tasks: readonly TaskMessage[]): Promise<SendResult> {
-      const withIds = tasks.map((task) => (task.id === undefined ? { ...task, id: randomUUID() } : task));
+    async send(tasks) {
+      await checkOutgoingTasks("send", tasks, declaration);
+      const withIds: TaskMessage[] = tasks.map((task) =>
+        task.id === undefined ? { ...task, id: randomUUID() } : task,
+      );
       const bodies = splitIntoBodies(withIds);
       const refused: string[] = [];
       const reasons = new Set<string>();
@@ -94,34 +140,19 @@ export function createProducer(options: ProducerOptions) {
       }
       return { ids: withIds.map((task) => task.id as string), messages: bodies.length };
     },
-    /**
-     * Enqueues straight into Redis through `queue` (no SQS message per task), then sends the one
-     * wake-up message the queue asks for, if any: none while a wake-up is arranged already or a
-     * worker is draining, so a burst of enqueues sends a handful (docs/wake-ups.md). Tasks due
-     * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
-     * A refused wake-up throws after the tasks are in (they run at the reclaimer's next drain
-     * invocation).
-     * Tasks without an id get a random one first, as with `send` (the results carry the ids).
-     */
-    async enqueue(
-      queue: Queue,
-      tasks: readonly DirectTask[],
-      options: { now?: number } = {},
-    ): Promise<EnqueueAndWakeResult> {
+    async enqueue(queue, tasks, options = {}) {
+      await checkOutgoingTasks("enqueue", tasks, declaration);
       const now = options.now ?? Date.now();
       const withIds = tasks.map((task) => (task.id === undefined ? { ...task, id: randomUUID() } : task) as TaskInput);
       const { results, wakeAtMs } = await queue.enqueueAndWake(withIds, { now });
       if (wakeAtMs !== undefined) await sendWake(wakeDelaySeconds(wakeAtMs, now));
       return { results, wakeAtMs };
     },
-    /** Sends one wake-up message: the worker drains what is READY. `delaySeconds` ≤ 900. */
-    async wake(delaySeconds = 0): Promise<void> {
+    async wake(delaySeconds = 0) {
       await sendWake(delaySeconds);
     },
   };
 }
-
-export type Producer = ReturnType<typeof createProducer>;
 
 interface Body {
   text: string;
