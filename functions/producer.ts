@@ -1,5 +1,6 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSClient } from "@aws-sdk/client-sqs";
+import { ConfigError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
 import type { EnqueueResult, TaskInput } from "../shared/types.js";
 import {
@@ -17,7 +18,7 @@ import { wakeDelaySeconds } from "./wake.js";
 type Payloads = Record<string, unknown>;
 
 export interface ProducerOptions<Declared extends Payloads = Payloads> {
-  /** The LeaseQueue's SQS queue URL (the construct's `queue.queueUrl`). */
+  /** The LeaseQueue's SQS queue URL (the construct's `queue.queueUrl`); a `.fifo` one is sent FIFO ids. */
   queueUrl: string;
   /**
    * Your `defineTasks(...)` result, optional: `send` and `enqueue` then take only its types (and
@@ -25,6 +26,11 @@ export interface ProducerOptions<Declared extends Payloads = Payloads> {
    * rejects, before sending anything.
    */
   tasks?: TaskDeclaration<Declared>;
+  /**
+   * Where `enqueue` and `wake` send wake-ups: a standard queue of the worker (a wake-up is delayed
+   * per message, which FIFO queues refuse). Default: `queueUrl`.
+   */
+  wakeQueueUrl?: string;
   /** Your SQS client; default: `new SQSClient({})`, built once. */
   client?: SQSClient;
 }
@@ -50,7 +56,8 @@ export interface Producer<Declared extends Payloads = Payloads> {
    * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
    * A refused wake-up throws after the tasks are in (they run at the reclaimer's next drain
    * invocation). Tasks are checked as `send` checks them; those without an id get a random one
-   * first (the results carry the ids).
+   * first (the results carry the ids). Throws ConfigError, enqueuing nothing, when wake-ups
+   * would go to a FIFO queue.
    */
   enqueue(
     queue: Queue,
@@ -97,11 +104,20 @@ export function createProducer<Declared extends Payloads = Payloads>(
 ): Producer<Declared> {
   const client = options.client ?? new SQSClient({});
   const declaration = options.tasks;
+  const fifo = options.queueUrl.endsWith(".fifo");
+  const wakeQueueUrl = options.wakeQueueUrl ?? options.queueUrl;
+  const checkWakeQueue = () => {
+    if (!wakeQueueUrl.endsWith(".fifo")) return;
+    const given = options.wakeQueueUrl === undefined ? " (not given: queueUrl)" : "";
+    throw new ConfigError([
+      `producer: wakeQueueUrl${given} ${wakeQueueUrl} is a FIFO queue, which refuses the per-message delay of a wake-up; pass wakeQueueUrl, a standard queue of the worker`,
+    ]);
+  };
   const sendWake = async (delaySeconds: number) => {
     const body: WakeMessageBody = { leaseq: "wake" };
     const reply = await client.send(
       new SendMessageBatchCommand({
-        QueueUrl: options.queueUrl,
+        QueueUrl: wakeQueueUrl,
         Entries: [{ Id: "0", MessageBody: JSON.stringify(body), DelaySeconds: delaySeconds }],
       }),
     );
@@ -114,7 +130,7 @@ export function createProducer<Declared extends Payloads = Payloads>(
       const withIds: TaskMessage[] = tasks.map((task) =>
         task.id === undefined ? { ...task, id: randomUUID() } : task,
       );
-      const bodies = splitIntoBodies(withIds);
+      const bodies = fifo ? fifoBodies(withIds) : splitIntoBodies(withIds);
       const refused: string[] = [];
       const reasons = new Set<string>();
       for (let start = 0; start < bodies.length; start += ENTRIES_PER_BATCH) {
@@ -122,6 +138,9 @@ export function createProducer<Declared extends Payloads = Payloads>(
           const entries: SendMessageBatchRequestEntry[] = batch.map((body, i) => ({
             Id: String(i),
             MessageBody: body.text,
+            ...(body.messageGroupId === undefined
+              ? {}
+              : { MessageGroupId: body.messageGroupId, MessageDeduplicationId: deduplicationId(body.ids) }),
           }));
           const reply = await client.send(
             new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: entries }),
@@ -141,6 +160,7 @@ export function createProducer<Declared extends Payloads = Payloads>(
       return { ids: withIds.map((task) => task.id as string), messages: bodies.length };
     },
     async enqueue(queue, tasks, options = {}) {
+      checkWakeQueue();
       await checkOutgoingTasks("enqueue", tasks, declaration);
       const now = options.now ?? Date.now();
       const withIds = tasks.map((task) => (task.id === undefined ? { ...task, id: randomUUID() } : task) as TaskInput);
@@ -149,6 +169,7 @@ export function createProducer<Declared extends Payloads = Payloads>(
       return { results, wakeAtMs };
     },
     async wake(delaySeconds = 0) {
+      checkWakeQueue();
       await sendWake(delaySeconds);
     },
   };
@@ -157,6 +178,34 @@ export function createProducer<Declared extends Payloads = Payloads>(
 interface Body {
   text: string;
   ids: string[];
+  /** On a FIFO queue: the group of its tasks, or for ungrouped tasks its first task's id. */
+  messageGroupId?: string;
+}
+
+/**
+ * Bodies for a FIFO queue: never tasks of two groups in one message (SQS orders a message group,
+ * and a message has one), each group's tasks in their send order. Tasks without a group share
+ * messages, each message grouped by its first task's id: a message group of its own, so ungrouped
+ * tasks never wait behind each other, nor behind a group.
+ */
+export function fifoBodies(tasks: readonly TaskMessage[]): Body[] {
+  const byGroup = new Map<string | undefined, TaskMessage[]>();
+  for (const task of tasks) {
+    const same = byGroup.get(task.group);
+    if (same) same.push(task);
+    else byGroup.set(task.group, [task]);
+  }
+  return [...byGroup].flatMap(([group, members]) =>
+    splitIntoBodies(members).map((body) => ({ ...body, messageGroupId: group ?? body.ids[0] })),
+  );
+}
+
+/**
+ * A FIFO message's deduplication id: a hash of its task ids, so SQS drops a resend of the same
+ * tasks within its 5-minute deduplication window (enqueue would find them duplicates anyway).
+ */
+function deduplicationId(ids: readonly string[]): string {
+  return createHash("sha256").update(ids.join("\n")).digest("hex");
 }
 
 /** Packs tasks into message bodies of at most MAX_MESSAGE_BYTES and MAX_TASKS_PER_MESSAGE tasks, in order. */

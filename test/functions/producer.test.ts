@@ -1,14 +1,15 @@
 // The producer refuses, before anything reaches SQS or Redis, what the worker would dead-letter:
-// an undeclared type, a field a task does not have, a payload its type's schema rejects.
-import { SQSClient } from "@aws-sdk/client-sqs";
+// an undeclared type, a field a task does not have, a payload its type's schema rejects. On a FIFO
+// queue it sends each group's tasks in messages of their own, with SQS's group and deduplication ids.
+import { type SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSClient } from "@aws-sdk/client-sqs";
 import * as v from "valibot";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
-import { createProducer } from "../../functions/producer.js";
+import { createProducer, fifoBodies } from "../../functions/producer.js";
 import type { StandardSchemaV1 } from "../../functions/schema.js";
 import { defineTasks, type Task } from "../../functions/tasks.js";
-import { InvalidInputError } from "../../shared/errors.js";
+import { ConfigError, InvalidInputError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
@@ -165,5 +166,86 @@ describe("a producer without a declaration", () => {
     expect(error).toBeInstanceOf(InvalidInputError);
     expect(error.message).toContain('tasks[0] has unknown field "paylod"; allowed:');
     expect(sqs.queue.all()).toHaveLength(0);
+  });
+});
+
+/** An SQS client that records what it is asked to send; the stand-in has no FIFO queues. */
+function recordingClient() {
+  const entries: Array<SendMessageBatchRequestEntry & { QueueUrl: string }> = [];
+  const client = {
+    async send(command: SendMessageBatchCommand) {
+      for (const entry of command.input.Entries ?? [])
+        entries.push({ ...entry, QueueUrl: String(command.input.QueueUrl) });
+      return { Successful: [], Failed: [] };
+    },
+  } as unknown as SQSClient;
+  return { client, entries };
+}
+
+describe("a producer for a FIFO queue", () => {
+  const fifoUrl = "https://sqs.us-east-1.amazonaws.com/123456789012/intake.fifo";
+
+  it("never mixes groups in a message, keeps each group's order, and gives ungrouped tasks message groups of their own", async () => {
+    const { client: recorder, entries } = recordingClient();
+    const producer = createProducer({ queueUrl: fifoUrl, client: recorder, tasks });
+    const sent = [
+      { id: "a1", type: "report" as const, group: "alice" },
+      { id: "u1", type: "report" as const },
+      { id: "b1", type: "report" as const, group: "bob" },
+      { id: "a2", type: "report" as const, group: "alice" },
+      { id: "u2", type: "report" as const },
+      { id: "b2", type: "report" as const, group: "bob" },
+    ];
+    await producer.send(sent);
+    const messages = entries.map((entry) => ({
+      group: entry.MessageGroupId,
+      ids: JSON.parse(String(entry.MessageBody)).tasks.map((task: { id: string }) => task.id),
+      dedupe: entry.MessageDeduplicationId,
+      delay: entry.DelaySeconds,
+    }));
+    expect(messages.map(({ group, ids }) => ({ group, ids }))).toEqual([
+      { group: "alice", ids: ["a1", "a2"] },
+      { group: "u1", ids: ["u1", "u2"] },
+      { group: "bob", ids: ["b1", "b2"] },
+    ]);
+    for (const message of messages) {
+      expect(message.dedupe).toMatch(/^[0-9a-f]{64}$/);
+      expect(message.delay).toBeUndefined();
+    }
+    expect(new Set(messages.map((message) => message.dedupe)).size).toBe(3);
+
+    // The same tasks again: the same deduplication ids, so SQS drops the resend.
+    entries.length = 0;
+    await producer.send(sent);
+    expect(entries.map((entry) => entry.MessageDeduplicationId)).toEqual(messages.map((message) => message.dedupe));
+  });
+
+  it("splits a large group over several messages, in order", () => {
+    const many = Array.from({ length: 2500 }, (_, i) => ({ id: `t${i}`, type: "report", group: "g" }));
+    const bodies = fifoBodies(many);
+    expect(bodies.map((body) => body.ids.length)).toEqual([1000, 1000, 500]);
+    expect(bodies.flatMap((body) => body.ids)).toEqual(many.map((task) => task.id));
+    expect(new Set(bodies.map((body) => body.messageGroupId))).toEqual(new Set(["g"]));
+  });
+
+  it("refuses wake-ups to a FIFO queue, naming wakeQueueUrl, before enqueuing anything", async () => {
+    const { client: recorder, entries } = recordingClient();
+    const queue = new Queue(store, { name: uniqueQueueName("producer-fifo") });
+    const producer = createProducer({ queueUrl: fifoUrl, client: recorder, tasks });
+    const woken = await refusal(() => producer.wake());
+    expect(woken).toBeInstanceOf(ConfigError);
+    expect(woken.message).toContain(`wakeQueueUrl (not given: queueUrl) ${fifoUrl} is a FIFO queue`);
+    const enqueued = await refusal(() => producer.enqueue(queue, [{ id: "t1", type: "report" }]));
+    expect(enqueued).toBeInstanceOf(ConfigError);
+    expect(await queue.inspect("t1")).toBeUndefined();
+    expect(entries).toHaveLength(0);
+  });
+
+  it("sends the wake-ups of enqueue to wakeQueueUrl, a standard queue", async () => {
+    const queue = new Queue(store, { name: uniqueQueueName("producer-wake") });
+    const producer = createProducer({ queueUrl: fifoUrl, wakeQueueUrl: sqs.queueUrl, client, tasks });
+    const { wakeAtMs } = await producer.enqueue(queue, [{ id: "t1", type: "report" }]);
+    expect(wakeAtMs).toBeDefined();
+    expect(sqs.queue.all().map((message) => message.body)).toEqual(['{"leaseq":"wake"}']);
   });
 });
