@@ -4,7 +4,7 @@ import { text } from "node:stream/consumers";
 import { type Command, Option } from "commander";
 import { DEFAULTS, LIMITS } from "../shared/config.js";
 import type { Queue } from "../shared/queue.js";
-import type { TaskInput } from "../shared/types.js";
+import { TASK_INPUT_FIELDS, type TaskInput } from "../shared/types.js";
 import { checkInteger, checkName, dueTime, serializePayload } from "../shared/validate.js";
 import { withQueue } from "./connect.js";
 import { UsageError } from "./errors.js";
@@ -22,7 +22,7 @@ interface EnqueueOptions {
   json?: boolean;
 }
 
-const LINE_FIELDS = ["id", "type", "payload", "priority", "delayMs", "runAt", "group"];
+const LINE_FIELDS: readonly string[] = TASK_INPUT_FIELDS;
 
 /** Registers `enqueue`: one task from flags, or many from JSON lines on stdin. */
 export function enqueueCommand(program: Command): void {

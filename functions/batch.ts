@@ -1,5 +1,6 @@
 import type { ClaimedTask, SettleItem } from "../shared/types.js";
 import type { DrainCounts, DrainOptions } from "./drain.js";
+import { checkPayload, issuesText } from "./schema.js";
 import { backoffDelayMs, type DeclaredTaskType, PermanentError } from "./tasks.js";
 
 type BatchOptions = DrainOptions & { now: () => number; flushAfterMs: number };
@@ -110,11 +111,22 @@ export class BatchRun {
       Math.max(0, this.options.remainingMs() - this.options.safetyMarginMs),
     );
     try {
+      let payload: unknown = JSON.parse(task.payload);
+      if (type.schema) {
+        // A payload its schema rejects fails at once (no retry can fix it); the handler never sees it.
+        const checked = await checkPayload(type.schema, payload);
+        if (checked.issues) {
+          throw new PermanentError(
+            `payload of task type "${task.type}" fails its schema: ${issuesText(checked.issues)}`,
+          );
+        }
+        payload = checked.value;
+      }
       await type.handler({
         id: task.id,
         type: task.type,
         group: task.group,
-        payload: JSON.parse(task.payload),
+        payload,
         attempt: task.attempt,
         maxAttempts: type.maxAttempts,
         leaseDeadlineMs: task.leaseDeadlineMs,

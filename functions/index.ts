@@ -1,5 +1,6 @@
 // `leaseq/lambda`: Lambda handler factories, the task declaration, and the producer helper.
 // Never loads the CDK; the AWS SDK v3 clients it uses come with the Lambda Node.js runtime.
+export { InvalidInputError } from "../shared/errors.js";
 export { DEAD_LETTER_ATTRIBUTES } from "./dead-letter.js";
 export type { DrainCounts } from "./drain.js";
 export {
@@ -7,6 +8,7 @@ export {
   MAX_TASKS_PER_MESSAGE,
   type TaskMessage,
   type TaskMessageBody,
+  type TaskOfType,
   type WakeMessageBody,
 } from "./messages.js";
 export {
@@ -19,6 +21,7 @@ export {
   type SendResult,
 } from "./producer.js";
 export { createReclaimer, type ReclaimerHandler, type ReclaimerOptions, type ReclaimerSummary } from "./reclaimer.js";
+export type { StandardSchemaV1 } from "./schema.js";
 export {
   type Backoff,
   backoffDelayMs,
@@ -31,6 +34,7 @@ export {
   type TaskDeclaration,
   type TaskDefinitions,
   type TaskHandler,
+  type TaskPayloads,
   type TaskTypeOptions,
 } from "./tasks.js";
 export { createWorker, type DrainEvent, type WorkerHandler, type WorkerOptions } from "./worker.js";

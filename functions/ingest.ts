@@ -3,6 +3,7 @@ import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
 import type { TaskInput } from "../shared/types.js";
 import type { DeadLetterSender } from "./dead-letter.js";
+import { payloadPathsProblem } from "./schema.js";
 import { type RejectedTask, readRecord } from "./sqs.js";
 import type { TaskDeclaration } from "./tasks.js";
 
@@ -90,12 +91,18 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
       intent.tasks.map((candidate) => candidate.task),
       { now: options.now() },
     );
+    const payloads = await Promise.all(
+      intent.tasks.map(({ task }) =>
+        payloadPathsProblem(task.type, options.tasks.types[task.type]?.schema, task.payload),
+      ),
+    );
     const valid = intent.tasks.filter(({ index, task, sent }, i) => {
-      // Well-formed first (the message names the field), then a type this worker runs.
+      // Well-formed first (the message names the field), then a type this worker runs, then a
+      // payload its schema accepts.
       const problem =
         checks[i]?.replace(/^task \d+/, `tasks[${index}]`) ??
         (runnable.has(task.type)
-          ? undefined
+          ? payloads[i] && `tasks[${index}]: ${payloads[i]}`
           : `tasks[${index}]: task type ${JSON.stringify(task.type)} is not declared by this worker; declared: ${declared}`);
       if (problem) invalid.push({ index, task: sent, reason: problem });
       return problem === undefined;

@@ -2,13 +2,12 @@
  * The SQS message bodies the worker reads: what producers send. `{"tasks": [...]}` enqueues; a
  * wake-up (`{}` or `{"leaseq": "wake"}`) only starts a drain. Anything else is rejected.
  */
+import { TASK_INPUT_FIELDS } from "../shared/types.js";
 
-/** One task in an SQS message. Without an id, the worker derives one from the message id and index. */
-export interface TaskMessage {
+/** The fields of one task in an SQS message, whatever its type. */
+interface TaskMessageFields {
+  /** Without an id, the worker derives one from the message id and index. */
   id?: string;
-  type: string;
-  /** Any JSON value. Default {}. */
-  payload?: unknown;
   /** Integer from -1000 to 1000; lower runs sooner. Default 0. */
   priority?: number;
   /** Run no sooner than this many ms after the worker reads the message. */
@@ -19,6 +18,30 @@ export interface TaskMessage {
   group?: string;
 }
 
+/**
+ * One task in an SQS message. With `Payloads` (a declaration's, see `TaskPayloads`), one of the
+ * declared types with that type's payload: `{ type: "email", payload: { to } }`. By default any
+ * type and any JSON payload (default {}).
+ */
+export type TaskMessage<Payloads extends Record<string, unknown> = Record<string, unknown>> = TaskOfType<
+  Payloads,
+  TaskMessageFields
+>;
+
+/**
+ * A union over the type names of `Payloads`: `fields`, the name as `type`, and that type's payload
+ * as `payload`, required unless the payload type takes undefined.
+ */
+export type TaskOfType<Payloads extends Record<string, unknown>, Fields> = {
+  [Type in keyof Payloads & string]: Flat<
+    Fields & { type: Type } & (undefined extends Payloads[Type]
+        ? { payload?: Payloads[Type] }
+        : { payload: Payloads[Type] })
+  >;
+}[keyof Payloads & string];
+
+type Flat<T> = { [K in keyof T]: T[K] };
+
 /** The body that enqueues: 1 to 1000 tasks. */
 export interface TaskMessageBody {
   tasks: TaskMessage[];
@@ -27,8 +50,8 @@ export interface TaskMessageBody {
 /** The bodies that only wake the worker. */
 export type WakeMessageBody = Record<string, never> | { leaseq: "wake" };
 
-/** The fields a task in a message may have. */
-export const TASK_MESSAGE_FIELDS = ["id", "type", "payload", "priority", "delayMs", "runAt", "group"] as const;
+/** The fields a task in a message may have: those of the library's TaskInput. */
+export const TASK_MESSAGE_FIELDS = TASK_INPUT_FIELDS;
 
 /** Most tasks one message may carry (one enqueue call). */
 export const MAX_TASKS_PER_MESSAGE = 1000;

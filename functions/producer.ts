@@ -1,5 +1,6 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSClient } from "@aws-sdk/client-sqs";
+import { ConfigError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
 import type { EnqueueResult, TaskInput } from "../shared/types.js";
 import {
@@ -7,19 +8,65 @@ import {
   MAX_TASKS_PER_MESSAGE,
   type TaskMessage,
   type TaskMessageBody,
+  type TaskOfType,
   type WakeMessageBody,
 } from "./messages.js";
+import { checkOutgoingTasks } from "./send-checks.js";
+import type { TaskDeclaration } from "./tasks.js";
 import { wakeDelaySeconds } from "./wake.js";
 
-export interface ProducerOptions {
-  /** The LeaseQueue's SQS queue URL (the construct's `queue.queueUrl`). */
+type Payloads = Record<string, unknown>;
+
+export interface ProducerOptions<Declared extends Payloads = Payloads> {
+  /** The LeaseQueue's SQS queue URL (the construct's `queue.queueUrl`); a `.fifo` one is sent FIFO ids. */
   queueUrl: string;
+  /**
+   * Your `defineTasks(...)` result, optional: `send` and `enqueue` then take only its types (and
+   * `acceptTypes`), each with its payload type, and refuse any other type, and a payload its schema
+   * rejects, before sending anything.
+   */
+  tasks?: TaskDeclaration<Declared>;
+  /**
+   * Where `enqueue` and `wake` send wake-ups: a standard queue of the worker (a wake-up is delayed
+   * per message, which FIFO queues refuse). Default: `queueUrl`.
+   */
+  wakeQueueUrl?: string;
   /** Your SQS client; default: `new SQSClient({})`, built once. */
   client?: SQSClient;
 }
 
 /** A task for `producer.enqueue`: a TaskInput whose id may be left out (a random one is given). */
-export type DirectTask = Omit<TaskInput, "id"> & { id?: string };
+export type DirectTask<Declared extends Payloads = Payloads> = TaskOfType<
+  Declared,
+  Omit<TaskInput, "id" | "type" | "payload"> & { id?: string }
+>;
+
+/** Sends tasks to a LeaseQueue (`createProducer`); `Declared`: the payload of each type it takes. */
+export interface Producer<Declared extends Payloads = Payloads> {
+  /**
+   * Sends `tasks` as `{"tasks": [...]}` SQS messages. Throws InvalidInputError before sending
+   * anything when a task is refused (an unknown field, an undeclared type, a payload its schema
+   * rejects), SendError naming the ids SQS refused (the others are in).
+   */
+  send(tasks: readonly TaskMessage<Declared>[]): Promise<SendResult>;
+  /**
+   * Enqueues straight into Redis through `queue` (no SQS message per task), then sends the one
+   * wake-up message the queue asks for, if any: none while a wake-up is arranged already or a
+   * worker is draining, so a burst of enqueues sends a handful (docs/wake-ups.md). Tasks due
+   * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
+   * A refused wake-up throws after the tasks are in (they run at the reclaimer's next drain
+   * invocation). Tasks are checked as `send` checks them; those without an id get a random one
+   * first (the results carry the ids). Throws ConfigError, enqueuing nothing, when wake-ups
+   * would go to a FIFO queue.
+   */
+  enqueue(
+    queue: Queue,
+    tasks: readonly DirectTask<Declared>[],
+    options?: { now?: number },
+  ): Promise<EnqueueAndWakeResult>;
+  /** Sends one wake-up message: the worker drains what is READY. `delaySeconds` ≤ 900. */
+  wake(delaySeconds?: number): Promise<void>;
+}
 
 /** What a direct enqueue did: per task its result, and the wake-up sent for them (ms), if one was needed. */
 export interface EnqueueAndWakeResult {
@@ -49,15 +96,28 @@ const ENTRIES_PER_BATCH = 10;
 /**
  * A producer for a LeaseQueue: sends tasks as the documented SQS body `{"tasks": [...]}`, split so
  * each message stays under 256 KiB and 1000 tasks, ten messages per SendMessageBatch. Tasks without
- * an id get a random one first, so sending again after a failure never enqueues a task twice.
+ * an id get a random one first, so sending again after a failure never enqueues a task twice. With
+ * `tasks` (your declaration) it takes only the declared types, each with its payload type.
  */
-export function createProducer(options: ProducerOptions) {
+export function createProducer<Declared extends Payloads = Payloads>(
+  options: ProducerOptions<Declared>,
+): Producer<Declared> {
   const client = options.client ?? new SQSClient({});
+  const declaration = options.tasks;
+  const fifo = options.queueUrl.endsWith(".fifo");
+  const wakeQueueUrl = options.wakeQueueUrl ?? options.queueUrl;
+  const checkWakeQueue = () => {
+    if (!wakeQueueUrl.endsWith(".fifo")) return;
+    const given = options.wakeQueueUrl === undefined ? " (not given: queueUrl)" : "";
+    throw new ConfigError([
+      `producer: wakeQueueUrl${given} ${wakeQueueUrl} is a FIFO queue, which refuses the per-message delay of a wake-up; pass wakeQueueUrl, a standard queue of the worker`,
+    ]);
+  };
   const sendWake = async (delaySeconds: number) => {
     const body: WakeMessageBody = { leaseq: "wake" };
     const reply = await client.send(
       new SendMessageBatchCommand({
-        QueueUrl: options.queueUrl,
+        QueueUrl: wakeQueueUrl,
         Entries: [{ Id: "0", MessageBody: JSON.stringify(body), DelaySeconds: delaySeconds }],
       }),
     );
@@ -65,10 +125,12 @@ export function createProducer(options: ProducerOptions) {
     if (failed) throw new SendError(`SQS refused the wake-up (${failed.Code}: ${failed.Message})`, []);
   };
   return {
-    /** Sends `tasks`; throws SendError naming the ids SQS refused (the others are in). */
-    async send(tasks: readonly TaskMessage[]): Promise<SendResult> {
-      const withIds = tasks.map((task) => (task.id === undefined ? { ...task, id: randomUUID() } : task));
-      const bodies = splitIntoBodies(withIds);
+    async send(tasks) {
+      await checkOutgoingTasks("send", tasks, declaration);
+      const withIds: TaskMessage[] = tasks.map((task) =>
+        task.id === undefined ? { ...task, id: randomUUID() } : task,
+      );
+      const bodies = fifo ? fifoBodies(withIds) : splitIntoBodies(withIds);
       const refused: string[] = [];
       const reasons = new Set<string>();
       for (let start = 0; start < bodies.length; start += ENTRIES_PER_BATCH) {
@@ -76,6 +138,9 @@ export function createProducer(options: ProducerOptions) {
           const entries: SendMessageBatchRequestEntry[] = batch.map((body, i) => ({
             Id: String(i),
             MessageBody: body.text,
+            ...(body.messageGroupId === undefined
+              ? {}
+              : { MessageGroupId: body.messageGroupId, MessageDeduplicationId: deduplicationId(body.ids) }),
           }));
           const reply = await client.send(
             new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: entries }),
@@ -94,38 +159,53 @@ export function createProducer(options: ProducerOptions) {
       }
       return { ids: withIds.map((task) => task.id as string), messages: bodies.length };
     },
-    /**
-     * Enqueues straight into Redis through `queue` (no SQS message per task), then sends the one
-     * wake-up message the queue asks for, if any: none while a wake-up is arranged already or a
-     * worker is draining, so a burst of enqueues sends a handful (docs/wake-ups.md). Tasks due
-     * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
-     * A refused wake-up throws after the tasks are in (they run at the reclaimer's next drain
-     * invocation).
-     * Tasks without an id get a random one first, as with `send` (the results carry the ids).
-     */
-    async enqueue(
-      queue: Queue,
-      tasks: readonly DirectTask[],
-      options: { now?: number } = {},
-    ): Promise<EnqueueAndWakeResult> {
+    async enqueue(queue, tasks, options = {}) {
+      checkWakeQueue();
+      await checkOutgoingTasks("enqueue", tasks, declaration);
       const now = options.now ?? Date.now();
       const withIds = tasks.map((task) => (task.id === undefined ? { ...task, id: randomUUID() } : task) as TaskInput);
       const { results, wakeAtMs } = await queue.enqueueAndWake(withIds, { now });
       if (wakeAtMs !== undefined) await sendWake(wakeDelaySeconds(wakeAtMs, now));
       return { results, wakeAtMs };
     },
-    /** Sends one wake-up message: the worker drains what is READY. `delaySeconds` ≤ 900. */
-    async wake(delaySeconds = 0): Promise<void> {
+    async wake(delaySeconds = 0) {
+      checkWakeQueue();
       await sendWake(delaySeconds);
     },
   };
 }
 
-export type Producer = ReturnType<typeof createProducer>;
-
 interface Body {
   text: string;
   ids: string[];
+  /** On a FIFO queue: the group of its tasks, or for ungrouped tasks its first task's id. */
+  messageGroupId?: string;
+}
+
+/**
+ * Bodies for a FIFO queue: never tasks of two groups in one message (SQS orders a message group,
+ * and a message has one), each group's tasks in their send order. Tasks without a group share
+ * messages, each message grouped by its first task's id: a message group of its own, so ungrouped
+ * tasks never wait behind each other, nor behind a group.
+ */
+export function fifoBodies(tasks: readonly TaskMessage[]): Body[] {
+  const byGroup = new Map<string | undefined, TaskMessage[]>();
+  for (const task of tasks) {
+    const same = byGroup.get(task.group);
+    if (same) same.push(task);
+    else byGroup.set(task.group, [task]);
+  }
+  return [...byGroup].flatMap(([group, members]) =>
+    splitIntoBodies(members).map((body) => ({ ...body, messageGroupId: group ?? body.ids[0] })),
+  );
+}
+
+/**
+ * A FIFO message's deduplication id: a hash of its task ids, so SQS drops a resend of the same
+ * tasks within its 5-minute deduplication window (enqueue would find them duplicates anyway).
+ */
+function deduplicationId(ids: readonly string[]): string {
+  return createHash("sha256").update(ids.join("\n")).digest("hex");
 }
 
 /** Packs tasks into message bodies of at most MAX_MESSAGE_BYTES and MAX_TASKS_PER_MESSAGE tasks, in order. */

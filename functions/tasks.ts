@@ -1,7 +1,8 @@
 import { LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { ConfigError, InvalidInputError } from "../shared/errors.js";
 import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
-import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText } from "../shared/validate.js";
+import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText, shown } from "../shared/validate.js";
+import { isStandardSchema, type StandardSchemaV1 } from "./schema.js";
 
 /** What a handler receives for one task. */
 export interface Task<Payload = unknown> {
@@ -33,11 +34,18 @@ export interface Backoff {
 
 /**
  * One task type as you declare it: the handler and, next to it, its policy. Return to succeed,
- * throw to retry with backoff, throw PermanentError to fail at once.
+ * throw to retry with backoff, throw PermanentError to fail at once. `Payload` is what the handler
+ * receives, `Sent` what producers send (they differ only when a schema transforms the payload).
  */
-export interface TaskTypeOptions<Payload = unknown> {
+export interface TaskTypeOptions<Payload = unknown, Sent = Payload> {
   // A method, so a handler may narrow its payload type: `handler(task: Task<{ to: string }>)`.
   handler(task: Task<Payload>): Promise<void> | void;
+  /**
+   * The payload's schema, optional: any Standard Schema (zod ≥ 3.24, valibot ≥ 1, arktype). The
+   * producer refuses a payload it rejects, ingest dead-letters it, and the worker fails such a task
+   * at once instead of running the handler, which receives the schema's output.
+   */
+  schema?: StandardSchemaV1<Sent, Payload>;
   /** How long one run may hold the task before the reclaimer may give it to another worker, ms. Default 60000. */
   leaseMs?: number;
   /** Runs before the task is FAILED, 1-1000. Default 5. */
@@ -70,6 +78,7 @@ export interface TaskDefinitions {
 /** A task type with every default applied. */
 export interface DeclaredTaskType {
   handler(task: Task): Promise<void> | void;
+  schema: StandardSchemaV1 | undefined;
   leaseMs: number;
   maxAttempts: number;
   backoff: Backoff;
@@ -77,13 +86,49 @@ export interface DeclaredTaskType {
   group: TypeGroupPolicy | undefined;
 }
 
-/** The one declaration of a queue's task types, shared by the worker and the LeaseQueue construct. */
-export interface TaskDeclaration {
+declare const PAYLOADS: unique symbol;
+
+/**
+ * The one declaration of a queue's task types, shared by the worker, the LeaseQueue construct and
+ * a typed producer. `Payloads` maps each declared and accepted type name to the payload producers
+ * send for it; the default takes any name and payload.
+ */
+export interface TaskDeclaration<Payloads extends Record<string, unknown> = Record<string, unknown>> {
   readonly ordered: boolean;
   readonly groups: GroupPolicy | undefined;
   readonly types: Readonly<Record<string, DeclaredTaskType>>;
   readonly acceptTypes: readonly string[];
+  /** A type only, never set: what `createProducer({ tasks })` reads the names and payloads from. */
+  readonly [PAYLOADS]?: Payloads;
 }
+
+/** The payloads of a declaration, per type name: `TaskMessage<TaskPayloads<typeof tasks>>`. */
+export type TaskPayloads<Declaration extends TaskDeclaration> =
+  Declaration extends TaskDeclaration<infer Payloads> ? Payloads : never;
+
+/**
+ * The definitions as `defineTasks` reads their types: per type name, the payload its handler takes
+ * (`Payloads`, from the handler's `Task<P>` or the schema's output) and the schema's input (`Inputs`).
+ */
+type TypedDefinitions<Payloads, Inputs, Accepted extends string> = Omit<TaskDefinitions, "types" | "acceptTypes"> & {
+  types: { [K in keyof Payloads]: TaskTypeOptions<Payloads[K], unknown> } & {
+    [K in keyof Inputs]: { schema?: StandardSchemaV1<Inputs[K], unknown> };
+  };
+  acceptTypes?: readonly Accepted[];
+  /** A declaration is not definitions: it is returned as it is (the next overload). */
+  readonly [PAYLOADS]?: never;
+};
+
+/** What producers send per type: a schema's input where one is declared, else the handler's payload. */
+type SentPayloads<Payloads, Inputs, Accepted extends string> = {
+  [K in keyof Payloads | Accepted]: K extends keyof Payloads
+    ? K extends keyof Inputs
+      ? unknown extends Inputs[K]
+        ? Payloads[K]
+        : Inputs[K]
+      : Payloads[K]
+    : unknown;
+};
 
 export const TASK_DEFAULTS = {
   leaseMs: 60_000,
@@ -112,10 +157,24 @@ export class PermanentError extends Error {
 
 /**
  * Declares the task types of a queue, applying the defaults. Throws one ConfigError listing every
- * problem (a bad name, a policy out of range). Import the result in your worker entry
- * (`createWorker({ tasks })`) and in your CDK app (`new LeaseQueue(..., { tasks })`).
+ * problem (a bad name, a policy out of range, a schema that is not a Standard Schema). Import the
+ * result in your worker entry (`createWorker({ tasks })`), in your CDK app (`new LeaseQueue(...,
+ * { tasks })`) and in your producers (`createProducer({ queueUrl, tasks })`): its type carries each
+ * type's name and payload.
  */
-export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): TaskDeclaration {
+export function defineTasks<
+  Payloads extends Record<string, unknown>,
+  Inputs extends Record<string, unknown>,
+  const Accepted extends string = never,
+>(definitions: TypedDefinitions<Payloads, Inputs, Accepted>): TaskDeclaration<SentPayloads<Payloads, Inputs, Accepted>>;
+export function defineTasks<Declaration extends TaskDeclaration>(declaration: Declaration): Declaration;
+export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): TaskDeclaration;
+export function defineTasks(
+  definitions:
+    | TaskDefinitions
+    | TaskDeclaration
+    | TypedDefinitions<Record<string, unknown>, Record<string, unknown>, string>,
+): TaskDeclaration {
   if ((definitions as { [DECLARED]?: true })[DECLARED]) return definitions as TaskDeclaration;
   const problems: string[] = [];
   const types: Record<string, DeclaredTaskType> = {};
@@ -134,8 +193,14 @@ export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): Tas
       );
     }
     if (typeof options?.handler !== "function") problems.push(`${where}: handler must be a function`);
+    if (options?.schema !== undefined && !isStandardSchema(options.schema)) {
+      problems.push(
+        `${where}: schema must be a Standard Schema (zod >= 3.24, valibot >= 1, arktype: an object with "~standard".validate), got ${shown(options.schema)}`,
+      );
+    }
     const declared: DeclaredTaskType = {
       handler: options?.handler,
+      schema: options?.schema,
       leaseMs: options?.leaseMs ?? TASK_DEFAULTS.leaseMs,
       maxAttempts: options?.maxAttempts ?? TASK_DEFAULTS.maxAttempts,
       backoff: {

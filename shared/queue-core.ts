@@ -21,7 +21,16 @@ import {
   type TaskState,
   type TickResult,
 } from "./types.js";
-import { checkBatch, checkInteger, checkName, checkNow, dueTime, serializePayload, shown } from "./validate.js";
+import {
+  checkBatch,
+  checkInteger,
+  checkName,
+  checkNow,
+  checkTaskFields,
+  dueTime,
+  serializePayload,
+  shown,
+} from "./validate.js";
 
 export interface QueueOptions {
   /** Queue name, `^[A-Za-z0-9_.-]{1,64}$`; it is the hash tag of every key. */
@@ -84,7 +93,8 @@ export class QueueCore {
   /**
    * Adds tasks, idempotent by id: a known id (in any state, DONE within retention included) is
    * reported as `duplicate` and left untouched. Throws InvalidInputError, naming the task and field,
-   * before anything is written when any task is malformed.
+   * before anything is written when any task is malformed or has a field TaskInput lacks (a
+   * misspelled `paylod` is refused, not dropped).
    */
   async enqueue(tasks: TaskInput[], options: { now: number }): Promise<EnqueueResult[]> {
     return (await this.enqueueAndWake(tasks, options)).results;
@@ -138,6 +148,7 @@ export class QueueCore {
       throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
     const id = checkName(label, "id", task.id, LIMITS.idMaxBytes);
     const at = `${label} (id ${id})`;
+    checkTaskFields(at, task);
     const type = checkName(at, "type", task.type, LIMITS.typeMaxBytes);
     const group = task.group === undefined ? "" : checkName(at, "group", task.group, LIMITS.groupMaxBytes);
     return [

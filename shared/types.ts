@@ -31,6 +31,17 @@ export interface TaskInput {
   group?: string;
 }
 
+/** The fields a TaskInput may have: enqueue refuses a task with any other. */
+export const TASK_INPUT_FIELDS = [
+  "id",
+  "type",
+  "payload",
+  "priority",
+  "delayMs",
+  "runAt",
+  "group",
+] as const satisfies ReadonlyArray<keyof TaskInput>;
+
 export interface EnqueueResult {
   id: string;
   /** `duplicate`: the id was already known; nothing changed. */

@@ -1,6 +1,13 @@
 import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError } from "./errors.js";
-import type { GroupPolicy, LeasePolicy, RateLimit, TaskInput, TypeGroupPolicy } from "./types.js";
+import {
+  type GroupPolicy,
+  type LeasePolicy,
+  type RateLimit,
+  TASK_INPUT_FIELDS,
+  type TaskInput,
+  type TypeGroupPolicy,
+} from "./types.js";
 
 /** Shows a received value in an error message: short, and never more than 60 characters. */
 export function shown(value: unknown): string {
@@ -76,6 +83,18 @@ export function serializePayload(where: string, payload: unknown, maxBytes: numb
     );
   }
   return text;
+}
+
+const TASK_FIELDS: readonly string[] = TASK_INPUT_FIELDS;
+
+/** Throws naming the fields a task has that a TaskInput does not (a misspelled `paylod` would be lost). */
+export function checkTaskFields(where: string, task: object): void {
+  const unknown = Object.keys(task).filter((key) => !TASK_FIELDS.includes(key));
+  if (unknown.length === 0) return;
+  const named = unknown.map((key) => JSON.stringify(key.slice(0, 40))).join(", ");
+  throw new InvalidInputError(
+    `${where} has unknown field${unknown.length === 1 ? "" : "s"} ${named}; allowed: ${TASK_FIELDS.join(", ")}`,
+  );
 }
 
 /** The due time of a task in ms, or throws naming the field. */

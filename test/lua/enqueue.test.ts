@@ -116,6 +116,16 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
     ],
     ["a BigInt payload", { id: "ok", type: "t", payload: { n: 1n } }, /payload must be JSON-serializable/],
     [
+      "a misspelled field, which would otherwise be dropped",
+      { id: "ok", type: "t", paylod: { to: "a@example.com" } },
+      /task 2 \(id ok\) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group$/,
+    ],
+    [
+      "several unknown fields",
+      { id: "ok", type: "t", delay: 5, Group: "g" },
+      /unknown fields "delay", "Group"; allowed:/,
+    ],
+    [
       "a payload nested 100 deep",
       { id: "ok", type: "t", payload: JSON.parse(`${"[".repeat(100)}${"]".repeat(100)}`) },
       /nests 100 levels deep; at most 64/,
@@ -128,6 +138,18 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
     expect((error as Error).message).toMatch(message);
     expect((error as Error).message).toMatch(/^enqueue: task 2/);
     expect(await snapshot(redis, queue)).toEqual(before);
+  });
+
+  it("checkTasks answers what enqueue would refuse, unknown fields included, per task", () => {
+    expect(
+      queue.checkTasks(
+        [{ id: "fine", type: "t", payload: { to: "a" } }, { id: "typo", type: "t", paylod: { to: "a" } } as never],
+        { now: NOW },
+      ),
+    ).toEqual([
+      undefined,
+      'task 2 (id typo) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group',
+    ]);
   });
 
   it.each([
