@@ -54,6 +54,7 @@ export function orderedHooks(runs: Array<{ group: string; seq: number }>) {
   return defineTasks({
     types: {
       hook: {
+        leaseMs: 10_000,
         group: { ordered: true },
         handler: (task: Task<{ seq: number }>) => void runs.push({ group: String(task.group), seq: task.payload.seq }),
       },
