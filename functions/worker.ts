@@ -141,7 +141,10 @@ async function intake(records: SQSRecord[], options: IntakeOptions): Promise<SQS
   const { queue, logger } = options;
   const ingested = await ingest(records, { ...options, now: Date.now });
   const now = Date.now();
-  const wakeAtMs = ingested.readyNow >= options.claimBatch ? now : ingested.wakeAtMs;
+  // A wake-up sent to the task queue (a producer given its URL for wake-ups, or one from before
+  // the intake existed) is passed on to the wake queue: it arrived when it was due.
+  const forwarded = records.some((record) => readRecord(record).kind === "wake");
+  const wakeAtMs = ingested.readyNow >= options.claimBatch || forwarded ? now : ingested.wakeAtMs;
   let wakeError: string | undefined;
   if (wakeAtMs !== undefined && options.waker) {
     try {

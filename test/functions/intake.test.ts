@@ -94,6 +94,12 @@ describe("the intake", () => {
     expect((await queue.stats({ now: Date.now() })).ready).toBe(22);
   });
 
+  it("passes a wake-up sent to the task queue on to the wake queue", async () => {
+    const { intake } = setup();
+    await intake(sqsEvent(sqsRecord({ leaseq: "wake" })), lambdaContext());
+    expect(wakeDelays()).toEqual([0]);
+  });
+
   it("wakes a worker when delayed tasks fall due, not before", async () => {
     const { intake } = setup();
     await intake(sqsEvent(sqsRecord({ tasks: [{ id: "d", type: "job", delayMs: 30_000 }] })), lambdaContext());

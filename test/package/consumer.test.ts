@@ -142,8 +142,8 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
       };
     }>;
     const count = (type: string) => resources.filter((r) => r.Type === type).length;
-    expect(count("AWS::Lambda::Function")).toBe(4);
-    expect(count("AWS::SQS::Queue")).toBe(4); // a queue and a dead-letter queue each
+    expect(count("AWS::Lambda::Function")).toBe(6); // an intake, a worker and a reclaimer each
+    expect(count("AWS::SQS::Queue")).toBe(6); // a task queue, its dead-letter queue and a wake queue each
     expect(count("AWS::CloudWatch::Dashboard")).toBe(2);
     expect(count("AWS::Events::Rule")).toBe(2);
     const workers = resources.filter(
@@ -185,6 +185,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
       UPSTASH_REDIS_REST_URL: inject("upstashUrl"),
       UPSTASH_REDIS_REST_TOKEN: inject("upstashToken"),
       LEASEQ_DLQ_URL: "",
+      LEASEQ_WAKE_QUEUE_URL: "",
     };
     const proof = join(project, "proof.txt");
     try {
