@@ -19,8 +19,9 @@ class Stop extends Error {
  * Runs one claimed batch in rank order. While it runs, a heartbeat extends the leases of every task
  * not yet settled, and finished tasks are settled in small coalesced calls (with the heartbeat, or
  * once the oldest finished one has waited `flushAfterMs`), so a crash late in the batch re-runs only
- * what had not finished: batch-mates are never failed by association. Tasks the time budget cuts off
- * are released (attempt given back), never retried. Every Redis call of the batch runs in one chain,
+ * what had not finished: batch-mates are never failed by association. A handler the time budget
+ * cuts off has used an attempt ("did not finish within the invocation"); the tasks after it that
+ * never started are released (attempt given back). Every Redis call of the batch runs in one chain,
  * so a flush and a heartbeat never overlap.
  */
 export class BatchRun {
@@ -51,10 +52,14 @@ export class BatchRun {
           await this.releaseFrom(index);
           break;
         }
+        const startedAt = now();
         const outcome = await this.runTask(task, tasks.types[task.type]);
         if (outcome === "lost") continue;
         if (outcome === "budget") {
-          await this.releaseFrom(index);
+          // Cut off by the invocation's end: an attempt, like a throw, so a task that always
+          // overruns ends FAILED after its attempts instead of looping; the rest go back unstarted.
+          this.finish(this.overran(task, now() - startedAt));
+          await this.releaseFrom(index + 1);
           break;
         }
         this.finish(outcome);
@@ -71,6 +76,18 @@ export class BatchRun {
       await this.serial(() => this.flush());
     }
     this.counts.lost += this.lost.size;
+  }
+
+  /** The settle of a run cut off by the invocation's end: a retry with backoff, or FAILED on its last attempt. */
+  private overran(task: ClaimedTask, ranMs: number): SettleItem {
+    const type = this.options.tasks.types[task.type];
+    return {
+      id: task.id,
+      token: task.token,
+      outcome: "retry",
+      retryAtMs: this.options.now() + (type ? backoffDelayMs(type.backoff, task.attempt) : 0),
+      error: `did not finish within the invocation (${ranMs} ms)`,
+    };
   }
 
   private leaseOf(task: ClaimedTask): number {
@@ -122,16 +139,23 @@ export class BatchRun {
         }
         payload = checked.value;
       }
-      await type.handler({
-        id: task.id,
-        type: task.type,
-        group: task.group,
-        payload,
-        attempt: task.attempt,
-        maxAttempts: type.maxAttempts,
-        leaseDeadlineMs: task.leaseDeadlineMs,
-        signal: controller.signal,
-      });
+      const handled = Promise.resolve().then(() =>
+        type.handler({
+          id: task.id,
+          type: task.type,
+          group: task.group,
+          payload,
+          attempt: task.attempt,
+          maxAttempts: type.maxAttempts,
+          leaseDeadlineMs: task.leaseDeadlineMs,
+          signal: controller.signal,
+        }),
+      );
+      // Settled late, after the race below: nothing left to report it to.
+      handled.catch(() => {});
+      // The invocation's end does not wait for a handler that ignores its signal: the run is
+      // settled while there is time (the handler goes on in the background until the freeze).
+      await Promise.race([handled, budgetEnd(controller.signal)]);
       if (this.lost.has(task.id)) return "lost";
       return { ...base, outcome: "ack" };
     } catch (error) {
@@ -206,4 +230,17 @@ export class BatchRun {
     const results = await this.serial(() => this.options.queue.release(tasks, { now: this.options.now() }));
     this.counts.released += results.filter((result) => result.status === "ok").length;
   }
+}
+
+/** Rejects when `signal` aborts because the invocation is about to end; never resolves. */
+function budgetEnd(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    signal.addEventListener(
+      "abort",
+      () => {
+        if (signal.reason instanceof Stop && signal.reason.reason === "budget") reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
 }

@@ -84,7 +84,7 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
     expect(await queue.inspect("long")).toMatchObject({ state: "done", attempts: 1 });
   });
 
-  it("releases a task the time budget cuts off (attempt given back, no error), and the ones after it", async () => {
+  it("counts a run the time budget cuts off as an attempt with the overrun error, and releases the ones after it", async () => {
     const name = uniqueQueueName("budget");
     const queue = await queueNamed(name);
     const started: string[] = [];
@@ -121,10 +121,51 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
       ),
     );
     expect(started).toEqual(["w1"]);
-    expect(invocationLog(lines)).toMatchObject({ claimed: 3, released: 3, retried: 0, failed: 0, done: 0 });
-    for (const id of ["w1", "w2", "w3"]) {
+    expect(invocationLog(lines)).toMatchObject({ claimed: 3, released: 2, retried: 1, failed: 0, done: 0 });
+    const w1 = await queue.inspect("w1");
+    expect(w1).toMatchObject({ state: "scheduled", attempts: 1 });
+    expect(w1?.lastError).toMatch(/^did not finish within the invocation \(1[0-9]{3} ms\)$/);
+    for (const id of ["w2", "w3"]) {
       expect(await queue.inspect(id), id).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
     }
+  });
+
+  it("ends FAILED after its attempts a handler that always overruns, even one that ignores its signal", async () => {
+    const name = uniqueQueueName("overrun");
+    const queue = await queueNamed(name);
+    let runs = 0;
+    const worker = createWorker({
+      tasks: {
+        types: {
+          // Never settles, never looks at its signal: only the invocation's end stops it.
+          stuck: {
+            leaseMs: 1_000,
+            maxAttempts: 2,
+            backoff: { baseMs: 0, maxMs: 0 },
+            handler: () => {
+              runs++;
+              return new Promise<void>(() => {});
+            },
+          },
+        },
+      },
+      env: functionEnv(adapter, name),
+      logger: silent(),
+    });
+    await queue.enqueue([{ id: "s1", type: "stuck" }], { now: Date.now() });
+    for (let invocation = 0; invocation < 2; invocation++) {
+      const startedAt = Date.now();
+      await captureStdout(() =>
+        worker(
+          { leaseq: "drain" },
+          lambdaContext(() => 2_500 - (Date.now() - startedAt)),
+        ),
+      );
+    }
+    expect(runs).toBe(2);
+    const s1 = await queue.inspect("s1");
+    expect(s1).toMatchObject({ state: "failed", attempts: 2 });
+    expect(s1?.lastError).toMatch(/^did not finish within the invocation \(\d+ ms\)$/);
   });
 
   it("stops draining only when no declared lease fits: no hidden 60 s floor on a short worker", async () => {
