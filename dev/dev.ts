@@ -5,11 +5,17 @@ import type { TaskDeclaration } from "../functions/tasks.js";
 import { isTerminal } from "../shared/live.js";
 import { integer } from "../shared/options.js";
 import { redact } from "../shared/text.js";
+import { invocationFailures, watchTasks, workerBudget } from "./dev-loop.js";
 import { NoRedisError } from "./redis.js";
 import { type DemoRun, runDemo } from "./run-demo.js";
 import { type Stack, startStack } from "./stack.js";
 
 const LOG_LEVELS = ["SILENT", "CRITICAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"] as const;
+
+/** The SQS endpoint's default port: ElasticMQ's, the port local SQS tools expect. */
+export const DEFAULT_SQS_PORT = 9324;
+/** The dashboard's default port in `leaseq dev`. */
+export const DEFAULT_DASHBOARD_PORT = 9325;
 
 function defaultQueueName(prefix: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
@@ -30,8 +36,21 @@ function buildProgram(name: string): Command {
     .option("--json", "print the summary as one JSON object on the last line of stdout (the view goes to stderr)")
     .option(
       "--queue <name>",
-      "queue name (default: a fresh demo-<time>, or dev-<time> with --tasks: runs never collide)",
+      'queue name (default: "dev" with --tasks, so a restart resumes its work; a fresh demo-<time> for the demo)',
     )
+    .option(
+      "--worker-timeout-ms <ms>",
+      "the worker's Lambda timeout (default: 5 minutes, or what the longest lease needs, as the construct's workerTimeout must be)",
+      integer(1_000, 900_000),
+    )
+    .option("--sqs-port <port>", "the SQS endpoint's port (0: any free one)", integer(0, 65_535), DEFAULT_SQS_PORT)
+    .option(
+      "--dashboard-port <port>",
+      "the dashboard's port (0: any free one)",
+      integer(0, 65_535),
+      DEFAULT_DASHBOARD_PORT,
+    )
+    .option("--watch", "with --tasks: reload the task module when a file beside it changes")
     .option("--demo-tasks <n>", "demo tasks", integer(20, 100_000), 300)
     .option("--crash-tasks <n>", "tasks the crashed worker holds", integer(1, 100), 8)
     .option(
@@ -113,7 +132,7 @@ export async function runDev(
   }
   const options = program.opts();
   const startedAt = Date.now();
-  const queue = (options.queue as string | undefined) ?? defaultQueueName(options.tasks ? "dev" : "demo");
+  const queue = (options.queue as string | undefined) ?? (options.tasks ? "dev" : defaultQueueName("demo"));
   // Listen before anything starts: a Ctrl-C during start-up must still stop a redis-server we
   // started (it sits in its own process group, so the terminal's Ctrl-C does not reach it).
   let stop: () => void = () => {};
@@ -139,15 +158,25 @@ export async function runDev(
     process.stderr.write(`${name}: ${redact((error as Error).message)}\n`);
     return 2;
   }
+  // The worker's budget, as the construct would deploy it: what the declaration needs, or refused
+  // with the construct's own message.
+  const budget = workerBudget(tasks, options.workerTimeoutMs);
+  if ("problems" in budget) {
+    process.stderr.write(`${name}: ${budget.problems}\n`);
+    return 2;
+  }
   // The demo's workload is made of the demo's types: with your own tasks, you send the work.
   const demo = options.tasks === undefined && options.demo;
+  const failures = invocationFailures(process.stderr);
   let stack: Stack;
   try {
     stack = await startStack({
       queue,
       tasks,
       reclaimIntervalMs: options.reclaimIntervalMs,
-      workerTimeoutMs: 300_000,
+      workerTimeoutMs: budget.timeoutMs,
+      sqsPort: options.sqsPort,
+      onInvocationError: failures,
       visibilityTimeoutMs: options.visibilityTimeoutMs,
       maxReceiveCount: 5,
       concurrency: options.concurrency,
@@ -161,7 +190,11 @@ export async function runDev(
   started = stack;
   let dashboard: Awaited<ReturnType<DashboardStarter>>;
   try {
-    dashboard = await startDashboard({ queue: stack.queue, where: `Redis at ${redact(stack.redis.url)}`, port: 0 });
+    dashboard = await startDashboard({
+      queue: stack.queue,
+      where: `Redis at ${redact(stack.redis.url)}`,
+      port: options.dashboardPort,
+    });
   } catch (error) {
     process.stderr.write(`${name}: the dashboard did not start: ${redact(String(error))}\n`);
     await stack.close().catch(() => {});
@@ -178,6 +211,7 @@ export async function runDev(
       `Redis ${redact(stack.redis.url)} (${redisNote[stack.redis.source]}); Upstash-compatible endpoint ${stack.endpoint.url}`,
       `SQS endpoint ${stack.sqs.endpoint}: task queue ${stack.sqs.queueUrl}, dead letters ${stack.sqs.deadLetterQueueUrl}, wake-ups ${stack.wake.queueUrl}`,
       `Dashboard ${dashboard.url}`,
+      `Worker timeout ${budget.timeoutMs / 1000} s${options.workerTimeoutMs === undefined ? " (from the declaration's leases)" : ""}; queue ${queue}`,
       `Try: REDIS_URL=${redact(stack.redis.url)} LEASEQ_QUEUE=${queue} ${cliHint} stats`,
       "",
     ].join("\n"),
@@ -200,16 +234,19 @@ export async function runDev(
   });
   stop = run.stop;
   if (interrupted) run.stop();
+  const watcher = options.watch && options.tasks ? watchTasks(options.tasks, stack, budget.timeoutMs, name) : undefined;
   let summary: Awaited<DemoRun["finished"]>;
   try {
     summary = await run.finished;
   } catch (error) {
+    watcher?.close();
     await dashboard.close();
     // Stopping failed half-way (e.g. Redis went away): still stop a redis-server we started.
     process.stderr.write(`${name}: ${redact((error as Error).message ?? String(error))}\n`);
     await stack.close().catch(() => {});
     return 1;
   }
+  watcher?.close();
   await dashboard.close();
   if (options.json) process.stdout.write(`${JSON.stringify(summary.json)}\n`);
   else if (summary.text) process.stdout.write(`${summary.text}\n`);

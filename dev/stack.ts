@@ -6,9 +6,10 @@ import { readConfig } from "../functions/config.js";
 import { createReclaimer, type ReclaimerSummary } from "../functions/reclaimer.js";
 import { queueSettings } from "../functions/runtime.js";
 import type { TaskDeclaration } from "../functions/tasks.js";
-import { createWorker } from "../functions/worker.js";
+import { createWorker, type DrainEvent } from "../functions/worker.js";
 import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
+import { redact } from "../shared/text.js";
 import { type LocalRedis, resolveRedis } from "./redis.js";
 import { type LocalLambdaApi, startLambdaApi } from "./standins/lambda/lambda-api.js";
 import { lambdaContext } from "./standins/lambda/lambda-context.js";
@@ -32,7 +33,14 @@ export interface StackOptions {
   fifo?: boolean;
   /** Powertools log level of both functions; "SILENT" keeps their JSON logs out of the live view. */
   logLevel: LogLevel;
+  /** The SQS endpoint's port on 127.0.0.1; 0 (the default) takes a free one. */
+  sqsPort?: number;
+  /** Told of every failed invocation of the intake or the worker (the SQS mapping retries it). */
+  onInvocationError?: (role: FunctionRole, error: unknown) => void;
 }
+
+/** The functions whose invocations the stack makes. */
+export type FunctionRole = "intake" | "worker";
 
 /** Totals the live view and the summary show. */
 export interface StackCounts {
@@ -41,6 +49,9 @@ export interface StackCounts {
   reclaimFailed: number;
   reclaimerErrors: number;
   lastReclaimerError: string | undefined;
+  /** Invocations of the intake or the worker that threw (SQS delivers their records again). */
+  invocationErrors: number;
+  lastInvocationError: string | undefined;
 }
 
 /** A running local stack: Redis, the Upstash endpoint, SQS and Lambda stand-ins, the three functions. */
@@ -55,8 +66,13 @@ export interface Stack {
   /** A TCP handle on the queue for the live view and the demo's bookkeeping (not the functions' path). */
   queue: Queue;
   counts: StackCounts;
-  /** Starts the SQS pollers and the reclaimer timer. */
+  /**
+   * Starts the SQS pollers and the reclaimer timer, runs the reclaimer once and sends a wake-up:
+   * work left READY by an earlier run starts at once, not at the first tick.
+   */
   run(): void;
+  /** Runs `tasks` from now on: new intake and worker functions; invocations under way finish with the old. */
+  reload(tasks: TaskDeclaration): void;
   /**
    * Stops feeding work and waits for the running invocations, which now see no time left: they
    * start no new task and release the tasks they claimed but had not started.
@@ -86,26 +102,51 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const endpoint = await startUpstashEndpoint({ redisUrl: redis.url });
     cleanups.unshift(() => endpoint.close());
     let shuttingDown = false;
+    let functions: { worker: ReturnType<typeof createWorker>; intake: ReturnType<typeof createWorker> };
     const context = () => lambdaContext(WORKER_FUNCTION, options.workerTimeoutMs, () => shuttingDown);
     const intakeContext = () => lambdaContext("leaseq-intake", INTAKE_TIMEOUT_MS, () => shuttingDown);
-    const lambdaApi = await startLambdaApi({ [WORKER_FUNCTION]: (event) => worker(event as SQSEvent, context()) });
+    const counts: StackCounts = {
+      reclaimerRuns: 0,
+      reclaimed: 0,
+      reclaimFailed: 0,
+      reclaimerErrors: 0,
+      lastReclaimerError: undefined,
+      invocationErrors: 0,
+      lastInvocationError: undefined,
+    };
+    // Every failed invocation is counted and told, never swallowed: the SQS mapping and the Lambda
+    // stand-in only retry it, as AWS would, and a cold start refusing to run would go unseen.
+    const reported = async <T>(role: FunctionRole, invoke: () => Promise<T>): Promise<T> => {
+      try {
+        return await invoke();
+      } catch (error) {
+        counts.invocationErrors++;
+        counts.lastInvocationError = `${role}: ${redact(error instanceof Error ? error.message : String(error))}`;
+        options.onInvocationError?.(role, error);
+        throw error;
+      }
+    };
+    const runWorker = (event: SQSEvent | DrainEvent) => reported("worker", () => functions.worker(event, context()));
+    const runIntake = (event: SQSEvent) => reported("intake", () => functions.intake(event, intakeContext()));
+    const lambdaApi = await startLambdaApi({ [WORKER_FUNCTION]: (event) => runWorker(event as DrainEvent) });
     // Closing twice is harmless: stopWork() closes it first when the stack ran.
     cleanups.unshift(() => lambdaApi.close().catch(() => {}));
     // SQS as on AWS, reachable over the SQS JSON protocol, so a producer using @aws-sdk/client-sqs
     // with `endpoint` set reaches it: the task queue (standard or FIFO) with a dead-letter queue
     // behind its redrive policy, read by the intake; the wake queue, read by the worker.
-    const sqs = new LocalSqs((event) => intake(event, intakeContext()), {
+    const sqs = new LocalSqs(runIntake, {
       fifo: options.fifo ?? false,
       visibilityTimeoutMs: options.visibilityTimeoutMs,
       maxReceiveCount: options.maxReceiveCount,
       concurrency: options.concurrency,
     });
-    await sqs.listen();
+    await sqs.listen(options.sqsPort ?? 0);
     cleanups.unshift(() => sqs.close());
-    const wake = new LocalSqs((event) => worker(event, context()), {
+    const wake = new LocalSqs(runWorker, {
       broker: sqs.broker,
       queueName: "leaseq-local-wake",
-      visibilityTimeoutMs: options.visibilityTimeoutMs,
+      // As the construct's: 6 × the worker timeout, so a long drain is not woken twice.
+      visibilityTimeoutMs: Math.max(options.visibilityTimeoutMs, 6 * options.workerTimeoutMs),
       // As the construct's wake queue: a wake-up that keeps failing is retried, never dead-lettered.
       maxReceiveCount: 1000,
       batchSize: 1,
@@ -126,13 +167,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       LEASEQ_RECLAIM_PERIOD_MS: String(options.reclaimIntervalMs),
     };
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
-    const worker = createWorker({ env, tasks: options.tasks, logger: logger("leaseq-worker") });
-    // The same code in the intake role, as the construct deploys the worker's bundle twice.
-    const intake = createWorker({
-      env: { ...env, LEASEQ_ROLE: "intake", LEASEQ_WORKER_TIMEOUT_MS: undefined },
-      tasks: options.tasks,
-      logger: logger("leaseq-intake"),
+    // The intake is the same code in another role, as the construct deploys the worker's bundle twice.
+    const functionsFor = (tasks: TaskDeclaration) => ({
+      worker: createWorker({ env, tasks, logger: logger("leaseq-worker") }),
+      intake: createWorker({
+        env: { ...env, LEASEQ_ROLE: "intake", LEASEQ_WORKER_TIMEOUT_MS: undefined },
+        tasks,
+        logger: logger("leaseq-intake"),
+      }),
     });
+    functions = functionsFor(options.tasks);
     // No CloudWatch here: the EMF lines the reclaimer prints would only garble the live view.
     process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
     const reclaimer = createReclaimer({
@@ -147,13 +191,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const queue = new Queue(store, { name: options.queue, settings: queueSettings(readConfig(env), options.tasks) });
     await queue.configure();
 
-    const counts: StackCounts = {
-      reclaimerRuns: 0,
-      reclaimed: 0,
-      reclaimFailed: 0,
-      reclaimerErrors: 0,
-      lastReclaimerError: undefined,
-    };
     let timer: NodeJS.Timeout | undefined;
     let reclaiming: Promise<void> | undefined;
     const runReclaimer = async () => {
@@ -181,12 +218,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       run() {
         sqs.start();
         wake.start();
-        timer = setInterval(() => {
+        const tick = () => {
           // A run still going when the next is due: skip it rather than let runs pile up.
           reclaiming ??= runReclaimer().finally(() => {
             reclaiming = undefined;
           });
-        }, options.reclaimIntervalMs);
+        };
+        timer = setInterval(tick, options.reclaimIntervalMs);
+        tick();
+        wake.send('{"leaseq":"wake"}');
+      },
+      reload(tasks) {
+        functions = functionsFor(tasks);
       },
       async stopWork() {
         clearInterval(timer);

@@ -58,6 +58,11 @@ export function renderView(view: ViewSnapshot): Frame {
     `  worker    ${wake.invocations} wake-ups, ${view.drainInvocations} drain invocations, ${wake.inFlight} running`,
     `  reclaimer ${stack.reclaimerRuns} runs, ${stack.reclaimed} leases reclaimed${stack.reclaimFailed > 0 ? `, ${stack.reclaimFailed} expired with no attempts left (FAILED)` : ""}${stack.reclaimerErrors > 0 ? `, ${stack.reclaimerErrors} failed runs (${stack.lastReclaimerError})` : ""}`,
   );
+  if (stack.invocationErrors > 0) {
+    lines.push(
+      `  ERRORS    ${stack.invocationErrors} failed invocations (SQS delivers their records again); last: ${stack.lastInvocationError}`,
+    );
+  }
   if (view.crash) {
     const state =
       stack.reclaimed >= view.crash.claimed ? "its leases were reclaimed" : "waiting for its leases to expire";
@@ -71,6 +76,7 @@ export function renderView(view: ViewSnapshot): Frame {
     `tasks/s=${rate}`,
     view.demo ? `finished=${view.demo.finished}/${view.demo.total}` : "",
     `intake_invocations=${sqs.invocations} wake_ups=${wake.invocations} drain_invocations=${view.drainInvocations} reclaimed=${stack.reclaimed} dead_lettered=${sqs.deadLettered}`,
+    stack.invocationErrors > 0 ? `failed_invocations=${stack.invocationErrors}` : "",
   ]
     .filter(Boolean)
     .join(" ");

@@ -58,6 +58,9 @@ describe("npm start", () => {
         "--crash-lease-ms=1000",
         "--slow-ms=2500",
         "--timeout-ms=60000",
+        // Free ports: test files run side by side.
+        "--sqs-port=0",
+        "--dashboard-port=0",
         // A name of this run, so the test's cleanup deletes the queue from the shared Redis.
         `--queue=${uniqueQueueName("start")}`,
       ],
@@ -111,7 +114,17 @@ describe("npm start", () => {
     const result = await run(
       process.execPath,
       // A long crash lease: those tasks are still leased at Ctrl-C, and slow tasks are running.
-      ["--import", "tsx", "cli/bin.ts", "dev", "--crash-lease-ms=60000", "--slow-ms=4000", "--view-interval-ms=200"],
+      [
+        "--import",
+        "tsx",
+        "cli/bin.ts",
+        "dev",
+        "--crash-lease-ms=60000",
+        "--slow-ms=4000",
+        "--view-interval-ms=200",
+        "--sqs-port=0",
+        "--dashboard-port=0",
+      ],
       env,
       (stdout, kill) => {
         // Interrupt while the worker holds at least 2 claimed tasks besides the crashed 8: it runs

@@ -217,13 +217,17 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
 
     // The bin npx runs (node_modules/.bin/leaseq), started by node so the exit code is its own, not npm's.
     const bin = join(project, "node_modules/.bin/leaseq");
-    const dev: ChildProcess = spawn(process.execPath, [bin, "dev", "--tasks", "./src/tasks.ts", "--queue", devQueue], {
-      cwd: project,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, REDIS_URL: inject("redisUrl") },
-      stdio: ["ignore", "pipe", "pipe"],
-      // Its own process group, so the SIGINT below reaches every process of it, as Ctrl-C does in a terminal.
-      detached: true,
-    });
+    const dev: ChildProcess = spawn(
+      process.execPath,
+      [bin, "dev", "--tasks", "./src/tasks.ts", "--queue", devQueue, "--sqs-port=0", "--dashboard-port=0"],
+      {
+        cwd: project,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, REDIS_URL: inject("redisUrl") },
+        stdio: ["ignore", "pipe", "pipe"],
+        // Its own process group, so the SIGINT below reaches every process of it, as Ctrl-C does in a terminal.
+        detached: true,
+      },
+    );
     let out = "";
     dev.stdout?.on("data", (chunk) => {
       out += chunk;
