@@ -9,7 +9,10 @@ const NOW = 1_800_000_000_000;
 describe.each(adapters)("conservation over $name", (adapter) => {
   const { redis, fresh } = queueFixture(adapter);
 
-  it("drains a mixed workload with crashes and retries to DONE or FAILED, losing nothing", async () => {
+  // Real leases expire in real time: on a loaded 2-core machine it has taken 25 s.
+  it("drains a mixed workload with crashes and retries to DONE or FAILED, losing nothing", {
+    timeout: 120_000,
+  }, async () => {
     const queue = await fresh({ defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 } });
     const next = seededRandom(42);
     const ids = Array.from({ length: 300 }, (_, i) => `w${i}`);
