@@ -1,6 +1,13 @@
 // `leaseq/cdk`: the LeaseQueue construct. aws-cdk-lib and constructs are peer dependencies of this
 // entry only; esbuild (a dependency of leaseq) bundles your worker entry at synth.
-export { BUNDLE_FILE, bundleOptions, DEFAULT_RECLAIMER_ENTRY } from "./bundling.js";
+export {
+  BUNDLE_FILE,
+  bundleOptions,
+  DEFAULT_NODE_RUNTIME,
+  DEFAULT_RECLAIMER_ENTRY,
+  NODE_RUNTIMES,
+  type NodeRuntime,
+} from "./bundling.js";
 export { LeaseQueue, type LeaseQueueProps } from "./lease-queue.js";
 export { METRICS_NAMESPACE, type QueueMetricName, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
 export { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";

@@ -2,7 +2,7 @@ import { Duration, SecretValue } from "aws-cdk-lib";
 import { Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Function as LambdaFn, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Architecture, Function as LambdaFn } from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { type ISecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
@@ -11,7 +11,7 @@ import { EmailSubscription } from "aws-cdk-lib/aws-sns-subscriptions";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { policyText } from "../functions/tasks.js";
-import { BUNDLE_FILE, functionCode } from "./bundling.js";
+import { BUNDLE_FILE, functionCode, lambdaRuntime } from "./bundling.js";
 import { METRICS_NAMESPACE, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
 import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
 import { type LeaseQueueProps, type LeaseQueueSettings, resolveSettings } from "./settings.js";
@@ -208,7 +208,7 @@ export class LeaseQueue extends Construct {
   }
 
   /**
-   * A Node.js 22 ARM64 function with its own log group (retention set) and its own role, which may
+   * A Node.js (`runtime`) ARM64 function with its own log group (retention set) and its own role, which may
    * write to that log group only: the AWS managed basic-execution policy would allow every log group.
    */
   private makeFunction(
@@ -224,10 +224,10 @@ export class LeaseQueue extends Construct {
     logGroup.grantWrite(role);
     return new LambdaFn(this, id, {
       ...options,
-      runtime: Runtime.NODEJS_22_X,
+      runtime: lambdaRuntime(this.settings.runtime),
       architecture: Architecture.ARM_64,
       handler: `${BUNDLE_FILE.replace(/\.mjs$/, "")}.handler`,
-      code: functionCode(entry),
+      code: functionCode(entry, this.settings.runtime),
       role,
       logGroup,
     });

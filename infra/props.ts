@@ -2,6 +2,7 @@ import type { Duration } from "aws-cdk-lib";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
 import type { TaskDeclaration, TaskDefinitions } from "../functions/tasks.js";
+import { DEFAULT_NODE_RUNTIME, type NodeRuntime } from "./bundling.js";
 
 /** What a `LeaseQueue` can be told: `tasks` and `workerEntry`, the rest optional with the defaults in docs/deploy.md. */
 export interface LeaseQueueProps {
@@ -20,6 +21,11 @@ export interface LeaseQueueProps {
   readonly workerEntry: string;
   /** Worker timeout, 1-900 s; the wake queue's visibility timeout is 6 times this. Default 5 minutes. */
   readonly workerTimeout?: Duration;
+  /**
+   * The Node.js major version of all three functions: Lambda runtime `nodejs22.x` or `nodejs24.x`,
+   * and the esbuild target of their bundles (`node22`, `node24`). 22 or 24. Default 22.
+   */
+  readonly runtime?: NodeRuntime;
   /**
    * The task queue is SQS FIFO (`<name>.fifo`): the intake reads each message group in send order,
    * and producers set `MessageGroupId` to the task's group, so an ordered group runs in the order
@@ -76,6 +82,7 @@ export interface LeaseQueueProps {
 export const LEASE_QUEUE_DEFAULTS = {
   queueName: "default",
   workerTimeoutSeconds: 300,
+  runtime: DEFAULT_NODE_RUNTIME,
   workerMemoryMb: 256,
   intakeTimeoutSeconds: 30,
   intakeMemoryMb: 256,

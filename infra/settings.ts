@@ -4,7 +4,7 @@ import type { ITopic } from "aws-cdk-lib/aws-sns";
 import { defineTasks, policyText, type TaskDeclaration, timeoutProblems } from "../functions/tasks.js";
 import { LIMITS } from "../shared/config.js";
 import { ConfigError } from "../shared/errors.js";
-import { DEFAULT_RECLAIMER_ENTRY, entryFile } from "./bundling.js";
+import { DEFAULT_RECLAIMER_ENTRY, entryFile, NODE_RUNTIMES, type NodeRuntime } from "./bundling.js";
 import { LEASE_QUEUE_DEFAULTS, type LeaseQueueProps } from "./props.js";
 
 export type { LeaseQueueProps } from "./props.js";
@@ -17,6 +17,8 @@ export interface LeaseQueueSettings {
   maxLeaseMs: number;
   workerTimeout: Duration;
   workerMemoryMb: number;
+  /** The Node.js major version of the three functions and their bundles. */
+  runtime: NodeRuntime;
   fifo: boolean;
   intakeTimeout: Duration;
   intakeMemoryMb: number;
@@ -114,6 +116,12 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     1,
     900,
   );
+  const runtime = props.runtime ?? D.runtime;
+  if (!NODE_RUNTIMES.includes(runtime)) {
+    problems.push(
+      `runtime must be ${NODE_RUNTIMES.join(" or ")} (the Node.js major version: Lambda nodejs<N>.x, esbuild target node<N>), got ${shown(runtime)}`,
+    );
+  }
   const fifo = props.fifo ?? false;
   if (typeof fifo !== "boolean") problems.push(`fifo must be true or false, got ${shown(fifo)}`);
   const reclaimerTimeout = seconds(
@@ -197,6 +205,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     tasks,
     maxLeaseMs: Math.max(0, ...Object.values(tasks?.types ?? {}).map((type) => type.leaseMs)),
     workerTimeout,
+    runtime,
     workerMemoryMb: integer("workerMemoryMb", props.workerMemoryMb ?? D.workerMemoryMb, 128, 10_240, " MB"),
     reclaimerTimeout,
     reclaimerMemoryMb: integer("reclaimerMemoryMb", props.reclaimerMemoryMb ?? D.reclaimerMemoryMb, 128, 10_240, " MB"),
