@@ -1,11 +1,11 @@
-import { Duration, SecretValue } from "aws-cdk-lib";
+import { Duration } from "aws-cdk-lib";
 import { Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Function as LambdaFn } from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
-import { type ISecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
+import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import { type ITopic, Topic } from "aws-cdk-lib/aws-sns";
 import { EmailSubscription } from "aws-cdk-lib/aws-sns-subscriptions";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
@@ -14,6 +14,7 @@ import { policyText } from "../functions/tasks.js";
 import { BUNDLE_FILE, functionCode, lambdaRuntime } from "./bundling.js";
 import { METRICS_NAMESPACE, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
 import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
+import { upstashSecret } from "./secret.js";
 import { type LeaseQueueProps, type LeaseQueueSettings, resolveSettings } from "./settings.js";
 
 export type { LeaseQueueProps } from "./settings.js";
@@ -39,7 +40,10 @@ export class LeaseQueue extends Construct {
   readonly intake: LambdaFn;
   readonly worker: LambdaFn;
   readonly reclaimer: LambdaFn;
-  /** Holds `{"url": "...", "token": "..."}`: the Upstash REST URL and token. */
+  /**
+   * Holds `{"url": "...", "token": "..."}`: the Upstash REST URL and token. Created (and retained
+   * on removal) unless `secret` or `upstashSecretArn` was given; pass it as another queue's `secret`.
+   */
   readonly secret: ISecret;
   readonly schedule: Rule;
   readonly metrics: QueueMetrics;
@@ -79,14 +83,7 @@ export class LeaseQueue extends Construct {
       retentionPeriod: Duration.hours(1),
     });
 
-    // A created secret holds empty fields, never a credential: the template stays free of secrets
-    // and the functions fail their config check with a clear message until the user fills it.
-    this.secret = settings.upstashSecretArn
-      ? Secret.fromSecretCompleteArn(this, "UpstashSecret", settings.upstashSecretArn)
-      : new Secret(this, "UpstashSecret", {
-          description: `leaseq queue "${settings.queueName}": Upstash REST URL and token, as {"url": "...", "token": "..."}`,
-          secretStringValue: SecretValue.unsafePlainText(JSON.stringify({ url: "", token: "" })),
-        });
+    this.secret = upstashSecret(this, settings);
 
     const environment: Record<string, string> = {
       LEASEQ_QUEUE: settings.queueName,
