@@ -15,3 +15,4 @@ export { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
 export { type NagSuppression, nagSuppressions } from "./nag.js";
 export { LEASE_QUEUE_DEFAULTS } from "./props.js";
 export { LeaseQueuePropsError, type LeaseQueueSettings, VISIBILITY_TIMEOUT_FACTOR } from "./settings.js";
+export { LEASE_QUEUE_WARNINGS, LONG_LEASE_FACTOR, LONG_LEASE_MIN_MS } from "./warnings.js";

@@ -1,4 +1,4 @@
-import { Duration } from "aws-cdk-lib";
+import { Annotations, Duration } from "aws-cdk-lib";
 import { Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
@@ -16,6 +16,7 @@ import { METRICS_NAMESPACE, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
 import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
 import { upstashSecret } from "./secret.js";
 import { type LeaseQueueProps, type LeaseQueueSettings, resolveSettings } from "./settings.js";
+import { synthWarnings } from "./warnings.js";
 
 export type { LeaseQueueProps } from "./settings.js";
 
@@ -25,7 +26,7 @@ export type { LeaseQueueProps } from "./settings.js";
  * queue feeding the worker Lambda; the reclaimer Lambda on an EventBridge schedule; the Upstash
  * credentials secret, alarms and a dashboard. The intake and the worker are one bundle, your
  * worker entry, in two roles (LEASEQ_ROLE). Props are validated at synth (every problem in one
- * LeaseQueuePropsError).
+ * LeaseQueuePropsError); what is valid but probably not meant is a synth warning (LEASE_QUEUE_WARNINGS).
  */
 export class LeaseQueue extends Construct {
   /** The props with defaults applied. */
@@ -202,6 +203,9 @@ export class LeaseQueue extends Construct {
       alarmTopic: this.alarmTopic,
     });
     this.alarms = this.monitoring.alarms;
+    for (const { id: warningId, message } of synthWarnings(settings, Object.keys(this.alarms).length)) {
+      Annotations.of(this).addWarningV2(warningId, message);
+    }
   }
 
   /**
