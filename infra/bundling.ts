@@ -3,11 +3,23 @@ import { createRequire } from "node:module";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AssetHashType, DockerImage, type ILocalBundling } from "aws-cdk-lib";
-import { Code } from "aws-cdk-lib/aws-lambda";
+import { Code, Runtime } from "aws-cdk-lib/aws-lambda";
 import type { BuildOptions } from "esbuild";
 
 /** The file every bundle is written to; the Lambda handler is `index.handler`. */
 export const BUNDLE_FILE = "index.mjs";
+
+/** The Node.js major versions leaseq builds for and tests on; the LeaseQueue `runtime` prop takes one. */
+export const NODE_RUNTIMES = [22, 24] as const;
+/** A Node.js major version leaseq builds for: the Lambda runtime `nodejs<N>.x` and the esbuild target `node<N>`. */
+export type NodeRuntime = (typeof NODE_RUNTIMES)[number];
+/** The runtime a LeaseQueue's functions get when no `runtime` is given. */
+export const DEFAULT_NODE_RUNTIME: NodeRuntime = 22;
+
+/** The Lambda runtime of each Node.js major version leaseq builds for. */
+export function lambdaRuntime(runtime: NodeRuntime): Runtime {
+  return runtime === 24 ? Runtime.NODEJS_24_X : Runtime.NODEJS_22_X;
+}
 
 /**
  * A module next to this one: the compiled `.js` when leaseq is installed as a package, the `.ts`
@@ -40,9 +52,14 @@ export function entryFile(prop: string, entry: string | undefined, problems: str
 /**
  * The ONE definition of the esbuild options for a function bundle: `npm run build` and the CDK
  * assets both call this, so what the tests build is what `cdk deploy` uploads. Writes
- * `<outdir>/index.mjs` and, for code loaded on demand, `<outdir>/chunks/*.mjs`.
+ * `<outdir>/index.mjs` and, for code loaded on demand, `<outdir>/chunks/*.mjs`, for the Node.js
+ * version `runtime` (default 22).
  */
-export function bundleOptions(entry: string, outdir: string): BuildOptions {
+export function bundleOptions(
+  entry: string,
+  outdir: string,
+  runtime: NodeRuntime = DEFAULT_NODE_RUNTIME,
+): BuildOptions {
   return {
     absWorkingDir: dirname(entry),
     entryPoints: { index: entry },
@@ -50,7 +67,7 @@ export function bundleOptions(entry: string, outdir: string): BuildOptions {
     outExtension: { ".js": ".mjs" },
     bundle: true,
     platform: "node",
-    target: "node22",
+    target: `node${runtime}`,
     // ESM so top-level await and `import.meta` work; `.mjs` so Node treats it as ESM without a package.json.
     format: "esm",
     // Dynamic imports become separate chunks: the TCP store (ioredis) loads only when REDIS_URL is
@@ -71,7 +88,7 @@ export function bundleOptions(entry: string, outdir: string): BuildOptions {
     // No source map: an inline one would double the bundle, an external one is unused unless
     // NODE_OPTIONS=--enable-source-maps, which slows every cold start.
     sourcemap: false,
-    // The AWS SDK v3 ships with the Node.js 22 Lambda runtime; bundling it would add ~1 MB.
+    // The AWS SDK v3 ships with the Node.js 22 and 24 Lambda runtimes; bundling it would add ~1 MB.
     external: ["@aws-sdk/*"],
     logLevel: "warning",
   };
@@ -83,17 +100,17 @@ function esbuild(): typeof import("esbuild") {
 }
 
 /**
- * Lambda code for one entry, bundled in-process by esbuild with the options above. Why not
+ * Lambda code for one entry and Node.js version, bundled in-process by esbuild with the options above. Why not
  * NodejsFunction: it shells out to an esbuild CLI it looks for in the app's own node_modules and maps
  * its own props to flags, a second definition of the options. Why local: there may be no Docker daemon
  * (CI here has none); the Docker image below is a required placeholder that is never pulled, because
  * `tryBundle` always succeeds or throws. The asset hash is the bundle's output hash, so a change
  * anywhere the entry imports yields a new asset.
  */
-export function functionCode(entry: string): Code {
+export function functionCode(entry: string, runtime: NodeRuntime): Code {
   const local: ILocalBundling = {
     tryBundle(outputDir: string): boolean {
-      esbuild().buildSync(bundleOptions(entry, outputDir));
+      esbuild().buildSync(bundleOptions(entry, outputDir, runtime));
       return true;
     },
   };
@@ -103,9 +120,9 @@ export function functionCode(entry: string): Code {
       image: DockerImage.fromRegistry("leaseq-local-esbuild-only"),
       local,
       // Never reaches Docker. CDK caches staged assets by source path and the JSON of these bundling
-      // options, in which `local` (a function) serializes to nothing: without a per-entry value
-      // here, two functions from one folder would silently share one bundle.
-      environment: { LEASEQ_ENTRY: entry },
+      // options, in which `local` (a function) serializes to nothing: without a per-entry (and
+      // per-target) value here, two functions from one folder would silently share one bundle.
+      environment: { LEASEQ_ENTRY: entry, LEASEQ_TARGET: `node${runtime}` },
     },
   });
 }

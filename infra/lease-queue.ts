@@ -1,20 +1,22 @@
-import { Duration, SecretValue } from "aws-cdk-lib";
+import { Annotations, Duration } from "aws-cdk-lib";
 import { Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Function as LambdaFn, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Architecture, Function as LambdaFn } from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
-import { type ISecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
+import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import { type ITopic, Topic } from "aws-cdk-lib/aws-sns";
 import { EmailSubscription } from "aws-cdk-lib/aws-sns-subscriptions";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { policyText } from "../functions/tasks.js";
-import { BUNDLE_FILE, functionCode } from "./bundling.js";
+import { BUNDLE_FILE, functionCode, lambdaRuntime } from "./bundling.js";
 import { METRICS_NAMESPACE, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
 import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
+import { upstashSecret } from "./secret.js";
 import { type LeaseQueueProps, type LeaseQueueSettings, resolveSettings } from "./settings.js";
+import { synthWarnings } from "./warnings.js";
 
 export type { LeaseQueueProps } from "./settings.js";
 
@@ -24,7 +26,7 @@ export type { LeaseQueueProps } from "./settings.js";
  * queue feeding the worker Lambda; the reclaimer Lambda on an EventBridge schedule; the Upstash
  * credentials secret, alarms and a dashboard. The intake and the worker are one bundle, your
  * worker entry, in two roles (LEASEQ_ROLE). Props are validated at synth (every problem in one
- * LeaseQueuePropsError).
+ * LeaseQueuePropsError); what is valid but probably not meant is a synth warning (LEASE_QUEUE_WARNINGS).
  */
 export class LeaseQueue extends Construct {
   /** The props with defaults applied. */
@@ -39,7 +41,10 @@ export class LeaseQueue extends Construct {
   readonly intake: LambdaFn;
   readonly worker: LambdaFn;
   readonly reclaimer: LambdaFn;
-  /** Holds `{"url": "...", "token": "..."}`: the Upstash REST URL and token. */
+  /**
+   * Holds `{"url": "...", "token": "..."}`: the Upstash REST URL and token. Created (and retained
+   * on removal) unless `secret` or `upstashSecretArn` was given; pass it as another queue's `secret`.
+   */
   readonly secret: ISecret;
   readonly schedule: Rule;
   readonly metrics: QueueMetrics;
@@ -79,14 +84,7 @@ export class LeaseQueue extends Construct {
       retentionPeriod: Duration.hours(1),
     });
 
-    // A created secret holds empty fields, never a credential: the template stays free of secrets
-    // and the functions fail their config check with a clear message until the user fills it.
-    this.secret = settings.upstashSecretArn
-      ? Secret.fromSecretCompleteArn(this, "UpstashSecret", settings.upstashSecretArn)
-      : new Secret(this, "UpstashSecret", {
-          description: `leaseq queue "${settings.queueName}": Upstash REST URL and token, as {"url": "...", "token": "..."}`,
-          secretStringValue: SecretValue.unsafePlainText(JSON.stringify({ url: "", token: "" })),
-        });
+    this.secret = upstashSecret(this, settings);
 
     const environment: Record<string, string> = {
       LEASEQ_QUEUE: settings.queueName,
@@ -205,10 +203,13 @@ export class LeaseQueue extends Construct {
       alarmTopic: this.alarmTopic,
     });
     this.alarms = this.monitoring.alarms;
+    for (const { id: warningId, message } of synthWarnings(settings, Object.keys(this.alarms).length)) {
+      Annotations.of(this).addWarningV2(warningId, message);
+    }
   }
 
   /**
-   * A Node.js 22 ARM64 function with its own log group (retention set) and its own role, which may
+   * A Node.js (`runtime`) ARM64 function with its own log group (retention set) and its own role, which may
    * write to that log group only: the AWS managed basic-execution policy would allow every log group.
    */
   private makeFunction(
@@ -224,10 +225,10 @@ export class LeaseQueue extends Construct {
     logGroup.grantWrite(role);
     return new LambdaFn(this, id, {
       ...options,
-      runtime: Runtime.NODEJS_22_X,
+      runtime: lambdaRuntime(this.settings.runtime),
       architecture: Architecture.ARM_64,
       handler: `${BUNDLE_FILE.replace(/\.mjs$/, "")}.handler`,
-      code: functionCode(entry),
+      code: functionCode(entry, this.settings.runtime),
       role,
       logGroup,
     });

@@ -1,7 +1,9 @@
-import type { Duration } from "aws-cdk-lib";
+import { type Duration, RemovalPolicy } from "aws-cdk-lib";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
 import type { TaskDeclaration, TaskDefinitions } from "../functions/tasks.js";
+import { DEFAULT_NODE_RUNTIME, type NodeRuntime } from "./bundling.js";
 
 /** What a `LeaseQueue` can be told: `tasks` and `workerEntry`, the rest optional with the defaults in docs/deploy.md. */
 export interface LeaseQueueProps {
@@ -20,6 +22,11 @@ export interface LeaseQueueProps {
   readonly workerEntry: string;
   /** Worker timeout, 1-900 s; the wake queue's visibility timeout is 6 times this. Default 5 minutes. */
   readonly workerTimeout?: Duration;
+  /**
+   * The Node.js major version of all three functions: Lambda runtime `nodejs22.x` or `nodejs24.x`,
+   * and the esbuild target of their bundles (`node22`, `node24`). 22 or 24. Default 22.
+   */
+  readonly runtime?: NodeRuntime;
   /**
    * The task queue is SQS FIFO (`<name>.fifo`): the intake reads each message group in send order,
    * and producers set `MessageGroupId` to the task's group, so an ordered group runs in the order
@@ -54,8 +61,24 @@ export interface LeaseQueueProps {
   readonly claimBatchSize?: number;
   /** How often the reclaimer runs: whole minutes, 1-60. Default 1 minute. */
   readonly reclaimSchedule?: Duration;
-  /** Complete ARN of a Secrets Manager secret holding `{"url","token"}`. Default: a new empty secret. */
+  /**
+   * Complete ARN of a Secrets Manager secret holding `{"url","token"}` (exclusive with `secret`).
+   * Default: a new empty secret.
+   */
   readonly upstashSecretArn?: string;
+  /**
+   * A Secrets Manager secret holding `{"url","token"}`, e.g. another LeaseQueue's `secret`: several
+   * queues on one Upstash database share one secret (exclusive with `upstashSecretArn`). Default: a
+   * new empty secret.
+   */
+  readonly secret?: ISecret;
+  /**
+   * What happens to a secret this construct creates when it leaves the stack (`cdk destroy`, a
+   * removed queue): RETAIN keeps it and the Upstash token in it, DESTROY deletes it (after Secrets
+   * Manager's recovery window), RETAIN_ON_UPDATE_OR_DELETE. Not with `secret` or `upstashSecretArn`.
+   * Default RETAIN.
+   */
+  readonly secretRemovalPolicy?: RemovalPolicy;
   /** Retention of both functions' logs. Default one month. */
   readonly logRetention?: RetentionDays;
   /** Email subscribed to a new SNS topic that receives alarm and OK actions. Default none. */
@@ -76,6 +99,7 @@ export interface LeaseQueueProps {
 export const LEASE_QUEUE_DEFAULTS = {
   queueName: "default",
   workerTimeoutSeconds: 300,
+  runtime: DEFAULT_NODE_RUNTIME,
   workerMemoryMb: 256,
   intakeTimeoutSeconds: 30,
   intakeMemoryMb: 256,
@@ -87,6 +111,7 @@ export const LEASE_QUEUE_DEFAULTS = {
   maxConcurrency: 10,
   maxReceiveCount: 5,
   reclaimScheduleMinutes: 1,
+  secretRemovalPolicy: RemovalPolicy.RETAIN,
   logRetention: RetentionDays.ONE_MONTH,
   oldestReadyAgeAlarmMs: 300_000,
 } as const;

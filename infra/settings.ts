@@ -1,11 +1,13 @@
-import { Duration, Token } from "aws-cdk-lib";
+import { Duration, type RemovalPolicy, Token } from "aws-cdk-lib";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
 import { defineTasks, policyText, type TaskDeclaration, timeoutProblems } from "../functions/tasks.js";
 import { LIMITS } from "../shared/config.js";
 import { ConfigError } from "../shared/errors.js";
-import { DEFAULT_RECLAIMER_ENTRY, entryFile } from "./bundling.js";
+import { DEFAULT_RECLAIMER_ENTRY, entryFile, NODE_RUNTIMES, type NodeRuntime } from "./bundling.js";
 import { LEASE_QUEUE_DEFAULTS, type LeaseQueueProps } from "./props.js";
+import { checkSecret } from "./secret.js";
 
 export type { LeaseQueueProps } from "./props.js";
 
@@ -17,6 +19,8 @@ export interface LeaseQueueSettings {
   maxLeaseMs: number;
   workerTimeout: Duration;
   workerMemoryMb: number;
+  /** The Node.js major version of the three functions and their bundles. */
+  runtime: NodeRuntime;
   fifo: boolean;
   intakeTimeout: Duration;
   intakeMemoryMb: number;
@@ -34,6 +38,10 @@ export interface LeaseQueueSettings {
   claimBatchSize: number | undefined;
   reclaimSchedule: Duration;
   upstashSecretArn: string | undefined;
+  /** A secret given by the user; with neither it nor upstashSecretArn the construct creates one. */
+  secret: ISecret | undefined;
+  /** The removal policy of a created secret. */
+  secretRemovalPolicy: RemovalPolicy;
   logRetention: RetentionDays;
   alarmEmail: string | undefined;
   alarmTopic: ITopic | undefined;
@@ -60,8 +68,6 @@ export class LeaseQueuePropsError extends Error {
 const NAME_PATTERN = new RegExp(`^[A-Za-z0-9_.-]{1,${LIMITS.queueNameMaxBytes}}$`);
 /** Room for LEASEQ_TASKS in the worker's 4 KB of environment, beside the other variables. */
 const MAX_POLICY_TEXT_CHARS = 3_000;
-const SECRET_ARN_PATTERN =
-  /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
 const DASHBOARD_NAME_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -114,6 +120,12 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     1,
     900,
   );
+  const runtime = props.runtime ?? D.runtime;
+  if (!NODE_RUNTIMES.includes(runtime)) {
+    problems.push(
+      `runtime must be ${NODE_RUNTIMES.join(" or ")} (the Node.js major version: Lambda nodejs<N>.x, esbuild target node<N>), got ${shown(runtime)}`,
+    );
+  }
   const fifo = props.fifo ?? false;
   if (typeof fifo !== "boolean") problems.push(`fifo must be true or false, got ${shown(fifo)}`);
   const reclaimerTimeout = seconds(
@@ -174,15 +186,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
       ? DEFAULT_RECLAIMER_ENTRY
       : entryFile("reclaimerEntry", props.reclaimerEntry, problems);
 
-  const upstashSecretArn = props.upstashSecretArn;
-  if (upstashSecretArn !== undefined) {
-    name(
-      "upstashSecretArn",
-      upstashSecretArn,
-      SECRET_ARN_PATTERN,
-      "a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>)",
-    );
-  }
+  const secretSettings = checkSecret(props, problems);
   if (props.alarmEmail !== undefined) name("alarmEmail", props.alarmEmail, EMAIL_PATTERN, "an email address");
   if (props.alarmEmail !== undefined && props.alarmTopic !== undefined) {
     problems.push(
@@ -197,6 +201,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     tasks,
     maxLeaseMs: Math.max(0, ...Object.values(tasks?.types ?? {}).map((type) => type.leaseMs)),
     workerTimeout,
+    runtime,
     workerMemoryMb: integer("workerMemoryMb", props.workerMemoryMb ?? D.workerMemoryMb, 128, 10_240, " MB"),
     reclaimerTimeout,
     reclaimerMemoryMb: integer("reclaimerMemoryMb", props.reclaimerMemoryMb ?? D.reclaimerMemoryMb, 128, 10_240, " MB"),
@@ -219,7 +224,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     claimBatchSize:
       props.claimBatchSize === undefined ? undefined : integer("claimBatchSize", props.claimBatchSize, 1, 100),
     reclaimSchedule,
-    upstashSecretArn,
+    ...secretSettings,
     logRetention: props.logRetention ?? D.logRetention,
     alarmEmail: props.alarmEmail,
     alarmTopic: props.alarmTopic,

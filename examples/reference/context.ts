@@ -1,6 +1,6 @@
 import { Duration } from "aws-cdk-lib";
 import type { Node } from "constructs";
-import type { LeaseQueueProps } from "leaseq/cdk";
+import type { LeaseQueueProps, NodeRuntime } from "leaseq/cdk";
 
 /**
  * LeaseQueue props from `cdk deploy -c key=value`. Every value arrives as a string; numbers are
@@ -30,6 +30,8 @@ export function propsFromContext(node: Node): Partial<LeaseQueueProps> {
     maxConcurrency: number("maxConcurrency"),
     maxReceiveCount: number("maxReceiveCount"),
     claimBatchSize: number("claimBatchSize"),
+    // 22 or 24; any other number reaches the construct as given and is refused there.
+    runtime: number("runtime") as NodeRuntime | undefined,
     workerTimeout: seconds === undefined ? undefined : Duration.seconds(seconds),
     maxBatchingWindow: window === undefined ? undefined : Duration.seconds(window),
     reclaimSchedule: minutes === undefined ? undefined : Duration.minutes(minutes),

@@ -1,11 +1,12 @@
-import { App, Aspects, type Stack } from "aws-cdk-lib";
+import { App, Aspects, Stack } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { suppressNagFindings } from "../../examples/reference/nag.js";
 import { LeaseqStack } from "../../examples/reference/stack.js";
+import { LeaseQueue } from "../../infra/lease-queue.js";
 import type { LeaseQueueProps } from "../../infra/settings.js";
-import { SKIP_BUNDLING } from "../infra/synth.js";
+import { REQUIRED_PROPS, SKIP_BUNDLING } from "../infra/synth.js";
 
 /** The reference stack checked by cdk-nag AwsSolutions, as examples/reference/app.ts does it. */
 function checked(props: Partial<LeaseQueueProps>, suppress = true): Stack {
@@ -38,6 +39,7 @@ describe("cdk-nag AwsSolutions", () => {
       "with an imported secret and no alarm topic",
       { upstashSecretArn: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq/upstash-AbC123" },
     ],
+    ["on Node.js 24", { runtime: 24 }],
   ] as const) {
     it(`finds no unsuppressed error or warning ${name}`, () => {
       const stack = checked(props);
@@ -45,6 +47,18 @@ describe("cdk-nag AwsSolutions", () => {
       expect(findings(stack, "findWarning")).toEqual([]);
     });
   }
+
+  it("finds nothing unsuppressed in two queues sharing one secret, each given its own suppressions", () => {
+    const app = new App({ context: SKIP_BUNDLING });
+    const stack = new Stack(app, "Shared");
+    const emails = new LeaseQueue(stack, "Emails", { ...REQUIRED_PROPS, queueName: "emails" });
+    const ledger = new LeaseQueue(stack, "Ledger", { ...REQUIRED_PROPS, queueName: "ledger", secret: emails.secret });
+    for (const leaseQueue of [emails, ledger]) suppressNagFindings(leaseQueue);
+    Aspects.of(app).add(new AwsSolutionsChecks());
+    expect(findings(stack, "findError")).toEqual([]);
+    expect(findings(stack, "findWarning")).toEqual([]);
+    expect(suppressions(stack).filter((s) => s.id === "AwsSolutions-SMG4")).toHaveLength(1);
+  });
 
   it("would fail without the suppressions: they are needed, not decoration", () => {
     const stack = checked({}, false);

@@ -2,6 +2,8 @@ import { Duration } from "aws-cdk-lib";
 import { Match, type Template } from "aws-cdk-lib/assertions";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { describe, expect, it } from "vitest";
+import { REFERENCE_WORKER_ENTRY } from "../../examples/reference/stack.js";
+import { bundleOptions } from "../../infra/bundling.js";
 import { onlyResource, synth } from "./synth.js";
 
 const lambdaFunction = (description: string) => (template: Template) =>
@@ -207,6 +209,15 @@ describe("reclaimer function", () => {
 });
 
 describe("the functions", () => {
+  it("run Node.js 24 with runtime: 24, all three, their bundles built for node24 (by default Node.js 22 and node22)", () => {
+    const { template } = synth({ runtime: 24 });
+    for (const fn of [intake(template), worker(template), reclaimer(template)]) {
+      expect(fn.properties.Runtime).toBe("nodejs24.x");
+    }
+    expect(bundleOptions(REFERENCE_WORKER_ENTRY, "out", 24).target).toBe("node24");
+    expect(bundleOptions(REFERENCE_WORKER_ENTRY, "out").target).toBe("node22");
+  });
+
   it("have their own code asset (a shared asset cache once gave the reclaimer the worker's bundle)", () => {
     const { template } = synth();
     const key = (fn: { properties: Record<string, unknown> }) => (fn.properties.Code as { S3Key: string }).S3Key;

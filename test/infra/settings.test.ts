@@ -126,6 +126,17 @@ describe("prop validation", () => {
     ]);
   });
 
+  it("takes runtime 22 or 24 and refuses any other, naming both", () => {
+    expect(problems({ runtime: 22 })).toEqual([]);
+    expect(problems({ runtime: 24 })).toEqual([]);
+    expect(problems({ runtime: 20 as never })).toEqual([
+      "runtime must be 22 or 24 (the Node.js major version: Lambda nodejs<N>.x, esbuild target node<N>), got 20",
+    ]);
+    expect(problems({ runtime: "nodejs24.x" as never })).toEqual([
+      'runtime must be 22 or 24 (the Node.js major version: Lambda nodejs<N>.x, esbuild target node<N>), got "nodejs24.x"',
+    ]);
+  });
+
   it("checks the secret ARN and the alarm settings", () => {
     const stack = new Stack();
     expect(
@@ -159,6 +170,7 @@ describe("context (cdk deploy -c key=value)", () => {
         reclaimScheduleMinutes: "2",
         alarmEmail: "oncall@example.com",
         fifo: "true",
+        runtime: "24",
       },
     });
     const stack = new LeaseqStack(app, "Context", { leaseQueue: propsFromContext(app.node) });
@@ -169,6 +181,7 @@ describe("context (cdk deploy -c key=value)", () => {
     template.hasResourceProperties("AWS::SQS::Queue", { FifoQueue: true });
     template.hasResourceProperties("AWS::Events::Rule", { ScheduleExpression: "rate(2 minutes)" });
     template.hasResourceProperties("AWS::SNS::Subscription", { Endpoint: "oncall@example.com" });
+    template.allResourcesProperties("AWS::Lambda::Function", { Runtime: "nodejs24.x" });
     expect(stack.leaseQueue.settings).toMatchObject({ queueName: "orders", maxReceiveCount: 2 });
   });
 

@@ -1,6 +1,6 @@
 // leaseq as a user gets it: `npm pack`, installed from the tarball into a fresh project outside this
-// repository (its own package.json; aws-cdk-lib, constructs, typescript, the cdk CLI and tsx from the
-// registry), whose code imports only `leaseq`, `leaseq/lambda` and `leaseq/cdk`.
+// repository (its own package.json; aws-cdk-lib, constructs, cdk-nag, typescript, the cdk CLI and tsx
+// from the registry), whose code imports only `leaseq`, `leaseq/lambda` and `leaseq/cdk` of leaseq.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,6 +49,8 @@ beforeAll(() => {
     tarball,
     locked("aws-cdk-lib"),
     locked("constructs"),
+    // cdk-nag 2.x (the lockfile's): an Aspect that works with the consumer's aws-cdk-lib.
+    locked("cdk-nag"),
     locked("typescript"),
     locked("aws-cdk"),
     locked("tsx"),
@@ -123,7 +125,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     expect(synth.output).not.toContain("Bundling asset");
   });
 
-  it("synthesizes its app offline and runs its own task type from the worker asset over Upstash; no demo type inside", async () => {
+  it("synthesizes its app offline (cdk-nag clean with leaseq's suppressions, one shared secret) and runs its own task type from the worker asset over Upstash; no demo type inside", async () => {
     const env = { ...process.env };
     for (const name of Object.keys(env)) if (/^AWS_(?!CA_BUNDLE)|^CDK_DEFAULT_/.test(name)) delete env[name];
     const synth = inProject(
@@ -132,6 +134,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
       env,
     );
     expect(synth.status, synth.output).toBe(0);
+    expect(synth.output).not.toMatch(/AwsSolutions-\w+: /);
     const template = JSON.parse(readFileSync(join(project, "cdk.out/Consumer.template.json"), "utf8"));
     const resources = Object.values(template.Resources) as Array<{
       Type: string;
@@ -146,6 +149,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     expect(count("AWS::SQS::Queue")).toBe(6); // a task queue, its dead-letter queue and a wake queue each
     expect(count("AWS::CloudWatch::Dashboard")).toBe(2);
     expect(count("AWS::Events::Rule")).toBe(2);
+    expect(count("AWS::SecretsManager::Secret")).toBe(1); // the Ledger queue reads the Images queue's
     const workers = resources.filter(
       (r) => r.Type === "AWS::Lambda::Function" && r.Properties.Description?.startsWith("leaseq worker"),
     );
