@@ -2,13 +2,9 @@
 // the construct takes it, every failed invocation told, and the task module reloaded on change.
 import { type FSWatcher, watch } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { LEASE_MARGIN_MS, type TaskDeclaration, timeoutProblems } from "../functions/tasks.js";
+import { defaultWorkerTimeoutMs, type TaskDeclaration, timeoutProblems } from "../functions/tasks.js";
 import { redact } from "../shared/text.js";
 import type { FunctionRole, Stack } from "./stack.js";
-
-/** The construct's default worker timeout and Lambda's longest. */
-const DEFAULT_WORKER_TIMEOUT_MS = 300_000;
-const MAX_WORKER_TIMEOUT_MS = 900_000;
 
 /**
  * The worker timeout to run `tasks` with: `givenMs`, or the construct's default of 5 minutes, raised
@@ -19,9 +15,7 @@ export function workerBudget(
   tasks: TaskDeclaration,
   givenMs: number | undefined,
 ): { timeoutMs: number } | { problems: string } {
-  const longest = Math.max(0, ...Object.values(tasks.types).map((type) => type.leaseMs));
-  const needed = Math.ceil((longest + LEASE_MARGIN_MS) / 1000) * 1000;
-  const timeoutMs = givenMs ?? Math.min(MAX_WORKER_TIMEOUT_MS, Math.max(DEFAULT_WORKER_TIMEOUT_MS, needed));
+  const timeoutMs = givenMs ?? defaultWorkerTimeoutMs(tasks);
   const problems = timeoutProblems(tasks, timeoutMs);
   if (problems.length === 0) return { timeoutMs };
   return {

@@ -271,6 +271,13 @@ function policyProblems(where: string, type: DeclaredTaskType): string[] {
   return problems;
 }
 
+/** The worker timeout a declaration gets by default: 5 minutes, or what its longest lease needs (≤ 900 s). */
+export function defaultWorkerTimeoutMs(declaration: TaskDeclaration): number {
+  const longest = Math.max(0, ...Object.values(declaration.types).map((type) => type.leaseMs));
+  const needed = Math.ceil((longest + LEASE_MARGIN_MS) / 1000) * 1000;
+  return Math.min(900_000, Math.max(300_000, needed));
+}
+
 /**
  * Problems of a declaration on a worker whose invocations last `workerTimeoutMs`: every lease must
  * end LEASE_MARGIN_MS before the timeout. The construct reports these at synth, the worker at cold start.

@@ -20,7 +20,10 @@ export interface LeaseQueueProps {
    * relative to the directory `cdk` runs in (your CDK app's). Bundled with esbuild. Required.
    */
   readonly workerEntry: string;
-  /** Worker timeout, 1-900 s; the wake queue's visibility timeout is 6 times this. Default 5 minutes. */
+  /**
+   * Worker timeout, 1-900 s; the wake queue's visibility timeout is 6 times this. Default 5 minutes,
+   * or the longest lease plus 5 s in whole seconds when that is more.
+   */
   readonly workerTimeout?: Duration;
   /**
    * The Node.js major version of all three functions: Lambda runtime `nodejs22.x` or `nodejs24.x`,

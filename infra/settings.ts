@@ -2,7 +2,13 @@ import { Duration, type RemovalPolicy, Token } from "aws-cdk-lib";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
-import { defineTasks, policyText, type TaskDeclaration, timeoutProblems } from "../functions/tasks.js";
+import {
+  defaultWorkerTimeoutMs,
+  defineTasks,
+  policyText,
+  type TaskDeclaration,
+  timeoutProblems,
+} from "../functions/tasks.js";
 import { LIMITS } from "../shared/config.js";
 import { ConfigError } from "../shared/errors.js";
 import { DEFAULT_RECLAIMER_ENTRY, entryFile, NODE_RUNTIMES, type NodeRuntime } from "./bundling.js";
@@ -110,7 +116,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
   );
   const workerTimeout = seconds(
     "workerTimeout",
-    props.workerTimeout ?? Duration.seconds(D.workerTimeoutSeconds),
+    props.workerTimeout ?? Duration.millis(defaultTimeoutOf(props.tasks)),
     1,
     900,
   );
@@ -248,4 +254,17 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
   };
   if (problems.length > 0) throw new LeaseQueuePropsError(problems);
   return settings;
+}
+
+/**
+ * The worker timeout when none is given: 5 minutes, or what the longest declared lease needs, so a
+ * declaration with a 10-minute type deploys without a prop (a declaration that does not define is
+ * reported with the tasks' problems, and gets the 5 minutes meanwhile).
+ */
+function defaultTimeoutOf(tasks: LeaseQueueProps["tasks"]): number {
+  try {
+    return defaultWorkerTimeoutMs(defineTasks(tasks));
+  } catch {
+    return LEASE_QUEUE_DEFAULTS.workerTimeoutSeconds * 1000;
+  }
 }
