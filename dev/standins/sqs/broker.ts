@@ -3,6 +3,7 @@ import { FIFO_SUFFIX } from "./fifo.js";
 import { ACCOUNT_ID, queueArn } from "./ids.js";
 import { MoveTasks } from "./moves.js";
 import { type QueueSettings, SqsQueue } from "./queue.js";
+import type { MessageStore, RestoredQueue } from "./store.js";
 
 // SQS's queue names: up to 80 characters, the `.fifo` suffix of a FIFO queue included.
 const STANDARD_QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}$/;
@@ -13,11 +14,44 @@ const FIFO_QUEUE_NAME = /^[A-Za-z0-9_-]{1,75}\.fifo$/;
  * message move tasks. URLs need a server's origin, so they exist once one serves the broker:
  * `http://127.0.0.1:<port>/000000000000/<name>`. Several servers may serve one broker; URLs name
  * the first still listening unless asked for another.
+ *
+ * `new SqsBroker()` keeps the messages in memory only. `await SqsBroker.open(store)` keeps them in a
+ * store too (redis-store.ts): each queue it creates starts with what the store held under its name,
+ * and writes every change there; an API call answers once its changes are stored (`settled()`).
  */
 export class SqsBroker {
   readonly moves = new MoveTasks(this);
   private readonly queues = new Map<string, SqsQueue>();
   private readonly origins: string[] = [];
+  // What the store held, by queue name, until a queue of that name is created and takes it.
+  private readonly restored = new Map<string, RestoredQueue>();
+  private store: MessageStore | undefined;
+
+  /**
+   * A broker whose queues start from what `store` holds and keep every change there. Rejects when
+   * the store cannot be read.
+   */
+  static async open(store: MessageStore): Promise<SqsBroker> {
+    const broker = new SqsBroker();
+    broker.store = store;
+    for (const [name, queue] of await store.load()) broker.restored.set(name, queue);
+    return broker;
+  }
+
+  /**
+   * Resolves once every change made so far is in the store (at once without one); rejects when the
+   * write carrying the latest changes failed.
+   */
+  async settled(): Promise<void> {
+    await this.store?.settled();
+  }
+
+  /** Waits for the pending writes and closes the store, if it has one; its queues must not be used after. */
+  async close(): Promise<void> {
+    const store = this.store;
+    this.store = undefined;
+    await store?.close();
+  }
 
   /**
    * Adds a queue (the stand-in has no CreateQueue: the stack declares its queues, as the CDK stack
@@ -51,7 +85,13 @@ export class SqsBroker {
     if (problems.length > 0) {
       throw new Error(`cannot create SQS queue ${JSON.stringify(name)}: ${problems.join("; ")}`);
     }
-    const queue = new SqsQueue(name, queueArn(name), { ...settings, fifo }, (arn) => this.byArn(arn));
+    const journal = this.store?.journal(name);
+    const queue = new SqsQueue(name, queueArn(name), { ...settings, fifo }, (arn) => this.byArn(arn), journal);
+    const restored = this.restored.get(name);
+    if (restored !== undefined) {
+      this.restored.delete(name);
+      queue.restore(restored);
+    }
     this.queues.set(name, queue);
     return queue;
   }

@@ -77,28 +77,50 @@ function checkId(name: string, value: string): void {
   }
 }
 
+/** What a send deduplicated by an id answers: the id (and sequence number) of the first message sent with it. */
+export interface FirstSend {
+  messageId: string;
+  sequenceNumber?: string;
+}
+
+/** One deduplication id a FIFO queue remembers, as a store keeps it. */
+export interface DeduplicationEntry {
+  id: string;
+  sentMs: number;
+  first: FirstSend;
+}
+
 /**
  * The deduplication ids a FIFO queue saw in the last 5 minutes, each with what its first send
  * returned. SQS keeps an id for the interval even after its message is received and deleted.
  */
-export class Deduplication<Sent> {
+export class Deduplication {
   // Insertion order is send order, so the expired entries are the first ones.
-  private readonly seen = new Map<string, { sentMs: number; sent: Sent }>();
+  private readonly seen = new Map<string, DeduplicationEntry>();
 
-  /** What the first send of `id` returned, if that was less than 5 minutes before `now`. */
-  find(id: string, now: number): Sent | undefined {
-    for (const [oldId, entry] of this.seen) {
+  /** Forgets the ids whose 5 minutes ended by `now`; returns them, so a store can forget them too. */
+  forgetExpired(now: number): string[] {
+    const expired: string[] = [];
+    for (const [id, entry] of this.seen) {
       if (now - entry.sentMs < DEDUPLICATION_INTERVAL_MS) break;
-      this.seen.delete(oldId);
+      this.seen.delete(id);
+      expired.push(id);
     }
-    const entry = this.seen.get(id);
-    return entry !== undefined && now - entry.sentMs < DEDUPLICATION_INTERVAL_MS ? entry.sent : undefined;
+    return expired;
   }
 
-  /** Remembers the send of `id` at `now`. */
-  remember(id: string, sent: Sent, now: number): void {
+  /** What the first send of `id` returned, if that was less than 5 minutes before `now`. */
+  find(id: string, now: number): FirstSend | undefined {
+    const entry = this.seen.get(id);
+    return entry !== undefined && now - entry.sentMs < DEDUPLICATION_INTERVAL_MS ? entry.first : undefined;
+  }
+
+  /** Remembers the first send of `id`, at `sentMs`; returns the entry, for a store to keep. */
+  remember(id: string, first: FirstSend, sentMs: number): DeduplicationEntry {
+    const entry = { id, sentMs, first };
     this.seen.delete(id);
-    this.seen.set(id, { sentMs: now, sent });
+    this.seen.set(id, entry);
+    return entry;
   }
 }
 

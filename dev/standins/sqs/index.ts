@@ -1,4 +1,5 @@
-// The local SQS stand-in: queue model, JSON-protocol server, event source mapping, and the LocalSqs facade.
+// The local SQS stand-in: queue model, JSON-protocol server, event source mapping, the LocalSqs
+// facade, and the Redis store that keeps the messages beyond the process.
 export { SqsBroker } from "./broker.js";
 export { SqsError } from "./errors.js";
 export { DEDUPLICATION_INTERVAL_MS } from "./fifo.js";
@@ -8,6 +9,7 @@ export {
   type LocalMessage,
   type LocalSendOptions,
   LocalSqs,
+  type LocalSqsOpenOptions,
   type LocalSqsOptions,
   type SqsCounts,
 } from "./local-sqs.js";
@@ -21,4 +23,7 @@ export {
 } from "./message.js";
 export { type MoveTask, MoveTasks } from "./moves.js";
 export type { QueueSettings, RedrivePolicy, SendOptions, SqsQueue } from "./queue.js";
+export { type QueueKeys, queueKeys, queuesKey } from "./redis-keys.js";
+export { RedisMessageStore, type RedisStoreOptions } from "./redis-store.js";
 export { type SqsServer, startSqsServer } from "./server.js";
+export type { MessageStore, QueueJournal, RestoredQueue } from "./store.js";

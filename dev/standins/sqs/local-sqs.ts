@@ -4,6 +4,7 @@ import { EventSourceMapping, type SqsHandler } from "./mapping.js";
 import type { SqsAttributes } from "./message.js";
 import type { MoveTasks } from "./moves.js";
 import type { SqsQueue, StoredMessage } from "./queue.js";
+import { RedisMessageStore, type RedisStoreOptions } from "./redis-store.js";
 import { type SqsServer, startSqsServer } from "./server.js";
 
 /** Settings of the SQS stand-in; the defaults mirror the stack's event source mapping, scaled for a laptop. */
@@ -36,6 +37,15 @@ export interface LocalSqsOptions {
    * queues, each with its own mapping, through one endpoint. Default: a broker of its own.
    */
   broker?: SqsBroker;
+}
+
+/** Options of `LocalSqs.open`: those of the constructor, and where the messages are kept. */
+export interface LocalSqsOpenOptions extends Omit<LocalSqsOptions, "broker"> {
+  /**
+   * Keep every queue's messages in Redis under `prefix` (redis-keys.ts), so a stand-in opened later
+   * on the same prefix, in this process or another, takes them back: a kill loses no message sent.
+   */
+  persistence: RedisStoreOptions;
 }
 
 /** Options of the in-process `send`, as SendMessage's. */
@@ -118,7 +128,8 @@ function queueNames(options: LocalSqsOptions): { source: string; deadLetter: str
  * Lambda event source mapping in process (`start`/`stop`), and, after `listen()`, an SQS
  * JSON-protocol endpoint on 127.0.0.1 that real @aws-sdk/client-sqs clients use unchanged. Messages
  * sent in process and over HTTP land in the same queues. Several LocalSqs may share one broker:
- * each keeps its own queues and mapping, and one endpoint serves them all.
+ * each keeps its own queues and mapping, and one endpoint serves them all. `LocalSqs.open` makes
+ * one whose messages are kept in Redis as well, and outlive the process.
  */
 export class LocalSqs {
   readonly broker: SqsBroker;
@@ -127,10 +138,39 @@ export class LocalSqs {
   readonly deadLetterQueue: SqsQueue;
   private readonly mapping: EventSourceMapping;
   private server: SqsServer | undefined;
+  // Its own broker (none given): close() closes it, and with it the store it may have.
+  private ownsBroker: boolean;
+
+  /**
+   * A stand-in whose messages are kept in Redis too (`persistence`): its queues start with those a
+   * stand-in on the same prefix left there, in flight ones visible again, and every change is
+   * written before the API call that made it answers. Rejects when Redis cannot be reached, when
+   * what it holds cannot be read, or when a queue cannot be created. `close()` closes the store.
+   */
+  static async open(handler: SqsHandler, options: LocalSqsOpenOptions): Promise<LocalSqs> {
+    const { persistence, ...settings } = options;
+    const store = await RedisMessageStore.connect(persistence);
+    let broker: SqsBroker;
+    try {
+      broker = await SqsBroker.open(store);
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    try {
+      const sqs = new LocalSqs(handler, { ...settings, broker });
+      sqs.ownsBroker = true;
+      return sqs;
+    } catch (error) {
+      await broker.close();
+      throw error;
+    }
+  }
 
   /** Throws when a queue cannot be created (a name taken on a shared broker, a name SQS refuses). */
   constructor(handler: SqsHandler, options: LocalSqsOptions = {}) {
     this.broker = options.broker ?? new SqsBroker();
+    this.ownsBroker = options.broker === undefined;
     const names = queueNames(options);
     const kind = { fifo: names.fifo, contentBasedDeduplication: options.contentBasedDeduplication ?? false };
     this.deadLetterQueue = this.broker.createQueue(names.deadLetter, kind);
@@ -140,11 +180,16 @@ export class LocalSqs {
       delaySeconds: options.delaySeconds ?? 0,
       redrivePolicy: { deadLetterTargetArn: this.deadLetterQueue.arn, maxReceiveCount: options.maxReceiveCount ?? 5 },
     });
-    this.mapping = new EventSourceMapping(this.queue, handler, {
-      batchSize: options.batchSize ?? 10,
-      concurrency: options.concurrency ?? 4,
-      pollMs: options.pollMs ?? 25,
-    });
+    this.mapping = new EventSourceMapping(
+      this.queue,
+      handler,
+      {
+        batchSize: options.batchSize ?? 10,
+        concurrency: options.concurrency ?? 4,
+        pollMs: options.pollMs ?? 25,
+      },
+      () => this.broker.settled(),
+    );
   }
 
   /** The message move tasks of its broker (StartMessageMoveTask). */
@@ -175,11 +220,20 @@ export class LocalSqs {
   /**
    * Sends to the source queue, as SendMessage (same validation; throws its SqsError); returns the
    * message id, on a FIFO queue that of the first message sent with the same deduplication id in
-   * the last 5 minutes, if any (then nothing is stored).
+   * the last 5 minutes, if any (then nothing is stored). With persistence, the message is in Redis
+   * once `settled()` resolves.
    */
   send(body: string, options: LocalSendOptions = {}): string {
     const { messageAttributes: attributes, now, ...members } = options;
     return this.queue.send(body, { attributes, ...members }, now).messageId;
+  }
+
+  /**
+   * Resolves once every change so far (in-process sends included) is in the store of its broker, at
+   * once without one; rejects when the write carrying the latest ones failed.
+   */
+  async settled(): Promise<void> {
+    await this.broker.settled();
   }
 
   /** Starts the mapping's pollers: `concurrency` loops, each invoking the handler with one batch at a time. */
@@ -227,12 +281,14 @@ export class LocalSqs {
 
   /**
    * Stops the pollers and, if it started one, its endpoint: pending long polls answer with no
-   * messages. Another LocalSqs on the same broker keeps its queues and mapping.
+   * messages. Another LocalSqs on the same broker keeps its queues and mapping. A broker of its own
+   * is closed too, after its pending writes (close the LocalSqs sharing it first).
    */
   async close(): Promise<void> {
     await this.stop();
     const server = this.server;
     this.server = undefined;
     await server?.close();
+    if (this.ownsBroker) await this.broker.close();
   }
 }

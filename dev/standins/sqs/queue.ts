@@ -5,14 +5,17 @@ import {
   FIFO_SUFFIX,
   FIRST_SEQUENCE_NUMBER,
   type FifoMembers,
+  type FirstSend,
   fifoIds,
   receivableInGroupOrder,
   refuseFifoMembers,
 } from "./fifo.js";
 import { MAX_MESSAGE_BYTES, md5OfBody, type SqsAttributes, validateMessage } from "./message.js";
 import { decodeReceipt, encodeReceipt } from "./receipts.js";
+import type { QueueJournal, RestoredQueue } from "./store.js";
 import type { Received, StoredMessage } from "./stored-message.js";
 
+export type { FirstSend } from "./fifo.js";
 export type { Arrival, Received, StoredMessage } from "./stored-message.js";
 
 /** The RedrivePolicy of a source queue. */
@@ -59,6 +62,7 @@ export interface SendOptions extends FifoMembers {
  * available ones, and moves those already received maxReceiveCount times to the dead-letter queue
  * instead, as SQS's redrive policy does. Long polls wait on `waitForMessages`. A FIFO queue also
  * deduplicates sends, and hands a group's messages out in send order, none while one is in flight.
+ * With a journal, it reports every change to it, so a store can keep the messages beyond the process.
  */
 export class SqsQueue {
   readonly settings: Required<Omit<QueueSettings, "redrivePolicy">> & { redrivePolicy?: RedrivePolicy };
@@ -68,7 +72,7 @@ export class SqsQueue {
   // A Map keeps insertion (send) order and deletes in O(1).
   private readonly messages = new Map<string, StoredMessage>();
   private readonly waiters = new Set<() => void>();
-  private readonly deduplication = new Deduplication<StoredMessage>();
+  private readonly deduplication = new Deduplication();
   private nextSequenceNumber = FIRST_SEQUENCE_NUMBER;
 
   constructor(
@@ -77,6 +81,8 @@ export class SqsQueue {
     settings: QueueSettings,
     /** Finds the dead-letter queue of the redrive policy by ARN. */
     private readonly resolve: (arn: string) => SqsQueue | undefined,
+    /** Where its changes go to outlive the process; none: they live in memory only. */
+    private readonly journal?: QueueJournal,
   ) {
     this.settings = {
       fifo: name.endsWith(FIFO_SUFFIX),
@@ -90,17 +96,42 @@ export class SqsQueue {
   }
 
   /**
-   * SendMessage: validates as SQS does (throws its SqsError) and stores the message. On a FIFO
-   * queue, a deduplication id seen in the last 5 minutes returns the first message sent with it
-   * and stores nothing.
+   * Takes back what a store kept of this queue, before anything is sent to it. A message that was
+   * in flight is visible at once rather than when its visibility timeout ends: its consumer was the
+   * event source mapping of the process that stopped, so nobody is left to delete it. A delayed
+   * message keeps its due time; expired deduplication ids are dropped, from the store too.
    */
-  send(body: string, options: SendOptions = {}, now = Date.now()): StoredMessage {
+  restore(restored: RestoredQueue, now = Date.now()): void {
+    if (this.messages.size > 0) throw new Error(`cannot restore SQS queue ${this.name}: it holds messages already`);
+    for (const message of restored.messages) {
+      if (message.receiveCount > 0 && message.availableAtMs > now) message.availableAtMs = now;
+      this.messages.set(message.messageId, message);
+    }
+    const oldestFirst = [...restored.deduplication].sort((a, b) => a.sentMs - b.sentMs);
+    for (const entry of oldestFirst) this.deduplication.remember(entry.id, entry.first, entry.sentMs);
+    const expired = this.deduplication.forgetExpired(now);
+    if (expired.length > 0) this.journal?.forgot(expired);
+    if (restored.nextSequenceNumber !== undefined && restored.nextSequenceNumber > this.nextSequenceNumber) {
+      this.nextSequenceNumber = restored.nextSequenceNumber;
+    }
+  }
+
+  /**
+   * SendMessage: validates as SQS does (throws its SqsError) and stores the message; returns its id
+   * (and sequence number). On a FIFO queue, a deduplication id seen in the last 5 minutes returns
+   * those of the first message sent with it and stores nothing.
+   */
+  send(body: string, options: SendOptions = {}, now = Date.now()): FirstSend {
     const attributes = options.attributes ?? {};
     const delay = options.delaySeconds ?? this.settings.delaySeconds;
     validateMessage(body, attributes, delay, this.settings.maxMessageBytes);
     const ids = this.settings.fifo
       ? fifoIds(body, options, this.settings.contentBasedDeduplication)
       : refuseFifoMembers(options);
+    if (ids) {
+      const expired = this.deduplication.forgetExpired(now);
+      if (expired.length > 0) this.journal?.forgot(expired);
+    }
     const original = ids && this.deduplication.find(ids.messageDeduplicationId, now);
     if (original) {
       this.totals.deduplicated++;
@@ -119,7 +150,11 @@ export class SqsQueue {
       arrival: "send",
       ...ids,
     });
-    if (ids) this.deduplication.remember(ids.messageDeduplicationId, message, now);
+    if (ids) {
+      const first = { messageId: message.messageId, sequenceNumber: message.sequenceNumber };
+      const entry = this.deduplication.remember(ids.messageDeduplicationId, first, now);
+      this.journal?.remembered(entry);
+    }
     return message;
   }
 
@@ -130,6 +165,7 @@ export class SqsQueue {
   accept(message: StoredMessage): StoredMessage {
     if (this.settings.fifo) message.sequenceNumber = String(this.nextSequenceNumber++);
     this.messages.set(message.messageId, message);
+    this.journal?.added(message);
     this.notify();
     return message;
   }
@@ -149,6 +185,7 @@ export class SqsQueue {
       if (policy && deadLetterQueue && message.receiveCount >= policy.maxReceiveCount) {
         // As SQS: moved on the receive attempt after the last allowed one, keeping id and receive count.
         this.messages.delete(message.messageId);
+        this.journal?.removed(message.messageId);
         this.totals.redriven++;
         deadLetterQueue.accept({ ...message, arrival: "redrive", sourceArn: this.arn, availableAtMs: now });
         continue;
@@ -157,6 +194,7 @@ export class SqsQueue {
       message.firstReceivedMs ??= now;
       if (message.receiveCount > 1) this.totals.redelivered++;
       message.availableAtMs = now + visibilityTimeoutMs;
+      this.journal?.delivered(message);
       const receipt = { queueName: this.name, messageId: message.messageId, receiveCount: message.receiveCount };
       received.push({ message, receiptHandle: encodeReceipt(receipt) });
     }
@@ -171,6 +209,7 @@ export class SqsQueue {
     const message = this.receivedBy(receiptHandle);
     if (message === undefined) return false;
     this.messages.delete(message.messageId);
+    this.journal?.removed(message.messageId);
     this.totals.deleted++;
     // On a FIFO queue the deleted message may have held its group back: long polls look again.
     if (this.settings.fifo) this.notify();
@@ -183,12 +222,14 @@ export class SqsQueue {
     if (message === undefined) throw sqsErrors.receiptHandleExpired(receiptHandle);
     if (message.availableAtMs <= now) throw sqsErrors.messageNotInflight();
     message.availableAtMs = now + timeoutSeconds * 1000;
+    this.journal?.delivered(message);
     this.notify();
   }
 
   /** PurgeQueue: drops every message. */
   purge(): void {
     this.messages.clear();
+    this.journal?.purged();
   }
 
   /** All messages, in send order (snapshots are the caller's to take). */
@@ -203,7 +244,7 @@ export class SqsQueue {
 
   /** Removes one message by id (a move task taking it elsewhere). */
   remove(messageId: string): void {
-    this.messages.delete(messageId);
+    if (this.messages.delete(messageId)) this.journal?.removed(messageId);
   }
 
   /** The ApproximateNumberOfMessages* attributes. */

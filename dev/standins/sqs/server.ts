@@ -41,7 +41,9 @@ export interface SqsServer {
  * speaks it since 3.446): `POST /` with `X-Amz-Target: AmazonSQS.<Operation>`. Errors carry the
  * `__type` body and the `x-amzn-query-error` header, so the SDK throws its named exceptions.
  * Signatures are not verified, only required: it binds to 127.0.0.1. While it listens, the broker
- * knows its origin, so queue URLs can be given without it (`broker.urlOf`).
+ * knows its origin, so queue URLs can be given without it (`broker.urlOf`); a fixed `port` gives
+ * the same URLs on every start. A broker with a store answers each call once its changes are
+ * stored: a message acknowledged to a producer is in Redis. Rejects when the port is taken.
  */
 export async function startSqsServer(broker: SqsBroker, port = 0): Promise<SqsServer> {
   const closing = new AbortController();
@@ -89,11 +91,16 @@ export async function startSqsServer(broker: SqsBroker, port = 0): Promise<SqsSe
     const operation = target.startsWith("AmazonSQS.") ? target.slice("AmazonSQS.".length) : "";
     const run = Object.hasOwn(operations, operation) ? operations[operation] : undefined;
     if (run === undefined) throw unknownOperation(target, operation);
-    return run(await readJson(request), { broker, origin: url, signal });
+    const output = await run(await readJson(request), { broker, origin: url, signal });
+    await broker.settled();
+    return output;
   }
 
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      const reason = error.code === "EADDRINUSE" ? "it is in use (another stand-in still running?)" : error.message;
+      reject(new Error(`the SQS stand-in cannot listen on 127.0.0.1:${port}: ${reason}`, { cause: error }));
+    });
     server.listen(port, "127.0.0.1", resolve);
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -1,5 +1,5 @@
 // Helpers the SQS stand-in tests share: a real SQSClient on the stand-in's endpoint, closed after each test.
-import { SQSClient } from "@aws-sdk/client-sqs";
+import { SQSClient, type SQSClientConfig } from "@aws-sdk/client-sqs";
 import type { SQSEvent } from "aws-lambda";
 import { afterEach, expect } from "vitest";
 import type { LocalSqs } from "../../../dev/standins/sqs/index.js";
@@ -13,12 +13,13 @@ afterEach(async () => {
   }
 });
 
-/** A real SQSClient on `endpoint`, as a user's producer would build it. */
-export function sqsClient(endpoint: string): SQSClient {
+/** A real SQSClient on `endpoint`, as a user's producer would build it; `config` adds to it. */
+export function sqsClient(endpoint: string, config: SQSClientConfig = {}): SQSClient {
   return new SQSClient({
     endpoint,
     region: "us-east-1",
     credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    ...config,
   });
 }
 
