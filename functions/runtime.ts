@@ -47,7 +47,10 @@ export function openConnection(connection: Connection): Promise<Store> {
  * writes them into the queue's config at its cold start; the local stack writes the same before
  * its demo starts.
  */
-export function queueSettings(config: FunctionConfig, tasks: TaskDeclaration): QueueSettings {
+export function queueSettings(
+  config: Partial<Pick<FunctionConfig, "clockSkewMs" | "doneRetentionMs" | "failedRetentionMs">>,
+  tasks: TaskDeclaration,
+): QueueSettings {
   const types = Object.entries(tasks.types);
   const policies: Record<string, { leaseMs: number; maxAttempts: number }> = Object.fromEntries(
     types.map(([name, type]) => [name, { leaseMs: type.leaseMs, maxAttempts: type.maxAttempts }]),
