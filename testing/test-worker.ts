@@ -5,7 +5,7 @@ import type { DirectTask } from "../functions/producer.js";
 import { queueSettings } from "../functions/runtime.js";
 import { checkOutgoingTasks } from "../functions/send-checks.js";
 import { defineTasks, type TaskDeclaration } from "../functions/tasks.js";
-import { LIMITS } from "../shared/config.js";
+import { LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { ConfigError, InvalidInputError } from "../shared/errors.js";
 import { Queue } from "../shared/queue.js";
 import type { Store } from "../shared/store.js";
@@ -70,15 +70,15 @@ export const TEST_LINGER_MS = 100;
 
 /**
  * A worker in your process over a real Redis, for integration tests: `enqueue`, then `drain()`
- * runs the tasks with the code the Lambda worker drains with, then `close()`. It writes the
- * declaration's policies into the queue's config, as a worker's cold start does. It has no SQS
- * (no ingest of messages, no dead-letter queue, no wake-ups) and no reclaimer timer: `reclaim()`
- * is there to call. Throws ConfigError listing every problem of the options; a failed start
- * closes what it opened.
+ * runs the tasks with the code the Lambda worker drains with, then `close()`. It connects at once
+ * and writes the declaration's policies into the queue's config, as a worker's cold start does; a
+ * failure there (Redis unreachable) rejects every call but `close()`. It has no SQS (no ingest of
+ * messages, no dead-letter queue, no wake-ups) and no reclaimer timer: `reclaim()` is there to
+ * call. Throws ConfigError listing every problem of the options.
  */
-export async function createTestWorker<Declared extends Payloads = Payloads>(
+export function createTestWorker<Declared extends Payloads = Payloads>(
   options: TestWorkerOptions<Declared>,
-): Promise<TestWorker<Declared>> {
+): TestWorker<Declared> {
   const problems = Object.keys(options ?? {})
     .filter((key) => !OPTION_NAMES.includes(key))
     .map(
@@ -94,6 +94,15 @@ export async function createTestWorker<Declared extends Payloads = Payloads>(
   };
   integer("claimBatch", options?.claimBatch, 1, 100);
   integer("lingerMs", options?.lingerMs, 0, 60_000);
+  const named = options?.queue;
+  if (
+    named !== undefined &&
+    (typeof named !== "string" || named.length > LIMITS.queueNameMaxBytes || !NAME_PATTERN.test(named))
+  ) {
+    problems.push(
+      `createTestWorker: queue must be 1-${LIMITS.queueNameMaxBytes} characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(named)}`,
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const tasks = defineTasks(options.tasks as TaskDeclaration);
@@ -102,29 +111,26 @@ export async function createTestWorker<Declared extends Payloads = Payloads>(
   const ownsStore = options.store === undefined;
   const store =
     options.store ?? TcpStore.fromUrl(options.redisUrl ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
-  let queue: Queue;
-  try {
-    queue = new Queue(store, { name, settings: queueSettings({}, tasks) });
-    await queue.configure();
-  } catch (error) {
-    if (ownsStore) await store.close().catch(() => {});
-    throw error;
-  }
+  const queue = new Queue(store, { name, settings: queueSettings({}, tasks) });
+  const configured = queue.configure().then(() => undefined);
+  // Reported by every call, which awaits it; never an unhandled rejection.
+  configured.catch(() => {});
 
   let closed: Promise<void> | undefined;
-  const open = (operation: string) => {
+  const open = async (operation: string) => {
     if (closed) throw new InvalidInputError(`${operation}: this test worker of queue "${name}" is closed`);
+    await configured;
   };
   return {
     queue,
     async enqueue(given, enqueueOptions = {}) {
-      open("enqueue");
+      await open("enqueue");
       await checkOutgoingTasks("enqueue", given, tasks);
       const withIds = given.map((task) => ({ ...task, id: task.id ?? randomUUID() }) as TaskInput);
       return queue.enqueue(withIds, { now: enqueueOptions.now ?? Date.now() });
     },
     async drain(drainOptions = {}) {
-      open("drain");
+      await open("drain");
       return drain({
         queue,
         tasks,
@@ -137,13 +143,17 @@ export async function createTestWorker<Declared extends Payloads = Payloads>(
       });
     },
     async reclaim(reclaimOptions = {}) {
-      open("reclaim");
+      await open("reclaim");
       return queue.reclaim({ now: reclaimOptions.now ?? Date.now() });
     },
     close(closeOptions = {}) {
       closed ??= (async () => {
         try {
-          if (closeOptions.deleteQueue ?? ownsQueue) await queue.drop({ confirm: name });
+          const started = await configured.then(
+            () => true,
+            () => false,
+          );
+          if (started && (closeOptions.deleteQueue ?? ownsQueue)) await queue.drop({ confirm: name });
         } finally {
           if (ownsStore) await store.close();
         }

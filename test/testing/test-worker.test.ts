@@ -35,7 +35,7 @@ function emails() {
 }
 
 /** A test worker on a queue of this test file (deleted when the file ends, whatever happens). */
-async function testWorker<Declared extends Record<string, unknown>>(tasks: TaskDeclaration<Declared>) {
+function testWorker<Declared extends Record<string, unknown>>(tasks: TaskDeclaration<Declared>) {
   return createTestWorker({ tasks, redisUrl: redisUrl(), queue: uniqueQueueName("tw") });
 }
 
@@ -51,7 +51,7 @@ async function keysOf(name: string): Promise<string[]> {
 describe("createTestWorker", () => {
   it("runs what is enqueued with the worker's drain, and reports what it did", async () => {
     const { tasks, sent } = emails();
-    const worker = await testWorker(tasks);
+    const worker = testWorker(tasks);
     try {
       const enqueued = await worker.enqueue([
         { id: "e-1", type: "send-email", payload: { to: "a@example.com" } },
@@ -83,7 +83,7 @@ describe("createTestWorker", () => {
 
   it("leaves a retry after the default backoff to the next drain; a clock ahead runs it", async () => {
     const { tasks } = emails();
-    const worker = await testWorker(tasks);
+    const worker = testWorker(tasks);
     try {
       await worker.enqueue([{ id: "f-1", type: "send-email", payload: { to: "flaky" } }]);
       expect(await worker.drain()).toMatchObject({ claimed: 1, retried: 1, failed: 0 });
@@ -116,7 +116,7 @@ describe("createTestWorker", () => {
         later: { handler: () => {} },
       },
     });
-    const worker = await testWorker(tasks);
+    const worker = testWorker(tasks);
     try {
       await worker.enqueue([
         { id: "x", type: "flaky" },
@@ -134,7 +134,7 @@ describe("createTestWorker", () => {
 
   it("checks tasks as the producer does: nothing of a call with a bad task is enqueued", async () => {
     const { tasks } = emails();
-    const worker = await testWorker(tasks);
+    const worker = testWorker(tasks);
     try {
       const call = worker.enqueue([
         { id: "ok-1", type: "send-email", payload: { to: "a@example.com" } },
@@ -154,7 +154,7 @@ describe("createTestWorker", () => {
 
   it("reclaim() returns a lease its holder let expire, and the next drain runs the task", async () => {
     const { tasks, sent } = emails();
-    const worker = await testWorker(tasks);
+    const worker = testWorker(tasks);
     try {
       const now = Date.now();
       await worker.enqueue([{ id: "r-1", type: "send-email", payload: { to: "r@example.com" } }], { now });
@@ -171,7 +171,7 @@ describe("createTestWorker", () => {
 
   it("close(): a queue it named is deleted, one you named is kept unless asked; it is idempotent and ends the worker", async () => {
     const { tasks } = emails();
-    const fresh = await createTestWorker({ tasks, redisUrl: redisUrl() });
+    const fresh = createTestWorker({ tasks, redisUrl: redisUrl() });
     // @ts-expect-error: the worker takes the declaration's types only
     await expect(fresh.enqueue([{ type: "send-emial", payload: { to: "a" } }])).rejects.toThrow(InvalidInputError);
     const name = fresh.queue.name;
@@ -183,11 +183,11 @@ describe("createTestWorker", () => {
     expect(await keysOf(name)).toEqual([]);
     await expect(fresh.drain()).rejects.toThrow(`drain: this test worker of queue "${name}" is closed`);
 
-    const named = await testWorker(tasks);
+    const named = testWorker(tasks);
     await named.enqueue([{ type: "send-email", payload: { to: "a@example.com" } }]);
     await named.close();
     expect(await keysOf(named.queue.name)).not.toEqual([]);
-    const again = await createTestWorker({ tasks, redisUrl: redisUrl(), queue: named.queue.name });
+    const again = createTestWorker({ tasks, redisUrl: redisUrl(), queue: named.queue.name });
     expect(await again.drain()).toMatchObject({ done: 1 });
     await again.close({ deleteQueue: true });
     expect(await keysOf(named.queue.name)).toEqual([]);
@@ -198,7 +198,7 @@ describe("createTestWorker", () => {
     const { tasks } = emails();
     let worker: TestWorker | undefined;
     try {
-      worker = await createTestWorker({ tasks, store, queue: uniqueQueueName("tw") });
+      worker = createTestWorker({ tasks, store, queue: uniqueQueueName("tw") });
       await worker.enqueue([{ type: "send-email", payload: { to: "a@example.com" } }]);
       await worker.close({ deleteQueue: false });
       expect(await worker.queue.stats({ now: Date.now() })).toMatchObject({ ready: 1 });
@@ -209,24 +209,31 @@ describe("createTestWorker", () => {
 
   it("refuses bad options in one ConfigError, and rejects when Redis cannot be reached", async () => {
     const { tasks } = emails();
-    const bad = createTestWorker({
-      tasks,
-      redisUrl: redisUrl(),
-      store: TcpStore.fromUrl(redisUrl()),
-      claimBatch: 0,
-      // @ts-expect-error: not an option
-      linger: 5,
-    });
-    await expect(bad).rejects.toThrow(ConfigError);
-    await expect(bad).rejects.toThrow(
+    const store = TcpStore.fromUrl(redisUrl());
+    const bad = () =>
+      createTestWorker({
+        tasks,
+        redisUrl: redisUrl(),
+        store,
+        claimBatch: 0,
+        queue: "my queue",
+        // @ts-expect-error: not an option
+        linger: 5,
+      });
+    expect(bad).toThrow(ConfigError);
+    expect(bad).toThrow(
       [
         "invalid configuration:",
         '- createTestWorker: unknown option "linger"; the options are tasks, redisUrl, store, queue, claimBatch, lingerMs',
         "- createTestWorker: give redisUrl or store, not both",
         "- createTestWorker: claimBatch must be an integer from 1 to 100, got 0",
+        '- createTestWorker: queue must be 1-64 characters of A-Z a-z 0-9 _ . -, got "my queue"',
       ].join("\n"),
     );
-    await expect(createTestWorker({ tasks, redisUrl: "redis://127.0.0.1:1" })).rejects.toThrow(/Redis unreachable/);
+    await store.close();
+    const unreachable = createTestWorker({ tasks, redisUrl: "redis://127.0.0.1:1" });
+    await expect(unreachable.drain()).rejects.toThrow(/Redis unreachable/);
+    await unreachable.close();
   });
 });
 
