@@ -6,7 +6,7 @@ import { z } from "zod";
 import { defineTasks, PermanentError, type Task, type TaskDeclaration } from "../../functions/tasks.js";
 import { ConfigError, InvalidInputError } from "../../shared/errors.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
-import { createTestWorker, type TestWorker } from "../../testing/index.js";
+import { createTestWorker, runTask, type TestWorker } from "../../testing/index.js";
 import { envWithoutConnection } from "../helpers/events.js";
 import { rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
@@ -127,6 +127,36 @@ describe("createTestWorker", () => {
       expect(counts).toMatchObject({ claimed: 5, done: 1, retried: 3, failed: 1 });
       expect(runs).toBe(4);
       expect(await worker.queue.inspect("in-an-hour")).toMatchObject({ state: "scheduled" });
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it("agrees with runTask: what runTask says of a payload is what the worker does with it", async () => {
+    const { tasks } = emails();
+    const worker = testWorker(tasks);
+    const cases = [
+      { id: "ok", type: "send-email", payload: { to: "a@example.com" }, state: "done" },
+      { id: "permanent", type: "send-email", payload: { to: "nobody" }, state: "failed" },
+      { id: "flaky", type: "send-email", payload: { to: "flaky" }, state: "scheduled" },
+      { id: "refused", type: "resize-image", payload: { width: -1 }, state: "failed" },
+    ] as const;
+    const expected = { done: "done", failed: "failed", retry: "scheduled" } as const;
+    try {
+      for (const task of cases) {
+        expect(expected[(await runTask(tasks, task.type, task.payload)).status], task.id).toBe(task.state);
+      }
+      // The refused payload reached Redis another way than the producer, which would refuse it.
+      await worker.queue.enqueue(
+        cases.map(({ id, type, payload }) => ({ id, type, payload })),
+        { now: Date.now() },
+      );
+      await worker.drain();
+      for (const task of cases) expect((await worker.queue.inspect(task.id))?.state, task.id).toBe(task.state);
+      const refused = await runTask(tasks, "resize-image", { width: -1 });
+      expect(await worker.queue.inspect("refused")).toMatchObject({
+        lastError: refused.status === "failed" ? refused.reason : "",
+      });
     } finally {
       await worker.close();
     }
