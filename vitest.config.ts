@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^leaseq$/, replacement: source("./shared/index.ts") },
       { find: /^leaseq\/lambda$/, replacement: source("./functions/index.ts") },
       { find: /^leaseq\/cdk$/, replacement: source("./infra/index.ts") },
+      { find: /^leaseq\/testing$/, replacement: source("./testing/index.ts") },
     ],
   },
   test: {

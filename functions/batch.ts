@@ -1,7 +1,7 @@
 import type { ClaimedTask, SettleItem } from "../shared/types.js";
 import type { DrainCounts, DrainOptions } from "./drain.js";
-import { checkPayload, issuesText } from "./schema.js";
-import { backoffDelayMs, type DeclaredTaskType, PermanentError } from "./tasks.js";
+import { callHandler, failureOf } from "./handler-call.js";
+import { backoffDelayMs, type DeclaredTaskType } from "./tasks.js";
 
 type BatchOptions = DrainOptions & { now: () => number; flushAfterMs: number };
 
@@ -128,29 +128,7 @@ export class BatchRun {
       Math.max(0, this.options.remainingMs() - this.options.safetyMarginMs),
     );
     try {
-      let payload: unknown = JSON.parse(task.payload);
-      if (type.schema) {
-        // A payload its schema rejects fails at once (no retry can fix it); the handler never sees it.
-        const checked = await checkPayload(type.schema, payload);
-        if (checked.issues) {
-          throw new PermanentError(
-            `payload of task type "${task.type}" fails its schema: ${issuesText(checked.issues)}`,
-          );
-        }
-        payload = checked.value;
-      }
-      const handled = Promise.resolve().then(() =>
-        type.handler({
-          id: task.id,
-          type: task.type,
-          group: task.group,
-          payload,
-          attempt: task.attempt,
-          maxAttempts: type.maxAttempts,
-          leaseDeadlineMs: task.leaseDeadlineMs,
-          signal: controller.signal,
-        }),
-      );
+      const handled = callHandler(type, task, controller.signal);
       // Settled late, after the race below: nothing left to report it to.
       handled.catch(() => {});
       // The invocation's end does not wait for a handler that ignores its signal: the run is
@@ -162,10 +140,10 @@ export class BatchRun {
       if (this.lost.has(task.id)) return "lost";
       const stop = controller.signal.reason;
       if (controller.signal.aborted && stop instanceof Stop && stop.reason === "budget") return "budget";
-      const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      if (error instanceof PermanentError) return { ...base, outcome: "fail", error: text };
+      const failure = failureOf(error);
+      if (failure.permanent) return { ...base, outcome: "fail", error: failure.reason };
       const retryAtMs = this.options.now() + backoffDelayMs(type.backoff, task.attempt);
-      return { ...base, outcome: "retry", retryAtMs, error: text };
+      return { ...base, outcome: "retry", retryAtMs, error: failure.reason };
     } finally {
       clearTimeout(deadline);
       this.running.delete(task.id);

@@ -2,6 +2,9 @@ import { LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { type Connection, connectionFromEnv } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
 
+/** Tasks one claim leases when LEASEQ_CLAIM_BATCH is not set. */
+export const DEFAULT_CLAIM_BATCH = 20;
+
 /** The functions' configuration, read once per cold start from the environment. */
 export interface FunctionConfig {
   queue: string;
@@ -90,7 +93,7 @@ export function readConfig(env: Env): FunctionConfig {
   const config: FunctionConfig = {
     queue,
     connection: connection as Connection,
-    claimBatch: integer("LEASEQ_CLAIM_BATCH", 20, 1, 100),
+    claimBatch: integer("LEASEQ_CLAIM_BATCH", DEFAULT_CLAIM_BATCH, 1, 100),
     workerFunction: env.LEASEQ_WORKER_FUNCTION || undefined,
     maxDrainInvocations: integer("LEASEQ_MAX_KICKS", 4, 0, 100),
     drainInvocationAfterMs: integer("LEASEQ_KICK_AFTER_MS", 0, 0, 3_600_000),

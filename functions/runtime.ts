@@ -47,7 +47,10 @@ export function openConnection(connection: Connection): Promise<Store> {
  * writes them into the queue's config at its cold start; the local stack writes the same before
  * its demo starts.
  */
-export function queueSettings(config: FunctionConfig, tasks: TaskDeclaration): QueueSettings {
+export function queueSettings(
+  config: Partial<Pick<FunctionConfig, "clockSkewMs" | "doneRetentionMs" | "failedRetentionMs">>,
+  tasks: TaskDeclaration,
+): QueueSettings {
   const types = Object.entries(tasks.types);
   const policies: Record<string, { leaseMs: number; maxAttempts: number }> = Object.fromEntries(
     types.map(([name, type]) => [name, { leaseMs: type.leaseMs, maxAttempts: type.maxAttempts }]),
@@ -70,14 +73,21 @@ export function queueSettings(config: FunctionConfig, tasks: TaskDeclaration): Q
 
 /**
  * Builds the runtime: the store and the Queue. With `tasks` (the worker) the queue's config is
- * written from them, idempotently; without (the reclaimer) the queue's config is only read.
+ * written from them, idempotently; without (the reclaimer) the queue's config is only read. A
+ * start that fails closes the store it opened: the next invocation opens its own, and a process
+ * that gives up is not held open by a connection retrying in the background.
  */
 export async function createRuntime(config: FunctionConfig, tasks: TaskDeclaration | undefined): Promise<Runtime> {
   const store = await openConnection(config.connection);
-  const queue = new Queue(store, {
-    name: config.queue,
-    settings: tasks ? queueSettings(config, tasks) : undefined,
-  });
-  if (tasks) await queue.configure();
-  return { config, queue, store };
+  try {
+    const queue = new Queue(store, {
+      name: config.queue,
+      settings: tasks ? queueSettings(config, tasks) : undefined,
+    });
+    if (tasks) await queue.configure();
+    return { config, queue, store };
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
 }

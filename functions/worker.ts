@@ -1,4 +1,5 @@
 import { Logger } from "@aws-lambda-powertools/logger";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { ConfigError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
@@ -24,11 +25,21 @@ export interface WorkerOptions {
   logger?: Logger;
 }
 
-/** The worker's Lambda handler: SQS events (task lists and wake-ups) and the reclaimer's drain invocations. */
-export type WorkerHandler = (
+/**
+ * The worker's Lambda handler: SQS events (task lists and wake-ups) and the reclaimer's drain
+ * invocations; and `close()`, for tests and scripts that run it in their own process.
+ */
+export type WorkerHandler = ((
   event: SQSEvent | DrainEvent,
   context: Pick<Context, "getRemainingTimeInMillis">,
-) => Promise<SQSBatchResponse>;
+) => Promise<SQSBatchResponse>) & {
+  /**
+   * Closes what the cold start opened (the Redis connection, the SQS client), so the process can
+   * exit; Lambda never needs it. Idempotent; the next invocation starts again, as after a cold
+   * start. Call it once the invocations you started have settled: one still running fails.
+   */
+  close(): Promise<void>;
+};
 
 function isSqsEvent(event: unknown): event is SQSEvent {
   return Array.isArray((event as SQSEvent | undefined)?.Records);
@@ -45,7 +56,11 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-worker" });
   let runtime:
     | Promise<
-        Runtime & { deadLetters: ReturnType<typeof sqsDeadLetterSender> | undefined; waker: WakeSender | undefined }
+        Runtime & {
+          deadLetters: ReturnType<typeof sqsDeadLetterSender> | undefined;
+          waker: WakeSender | undefined;
+          sqs: SQSClient | undefined;
+        }
       >
     | undefined;
 
@@ -60,10 +75,22 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     const deadLetters =
       config.deadLetterQueueUrl && sqs ? sqsDeadLetterSender(config.deadLetterQueueUrl, sqs) : undefined;
     const waker = config.wakeQueueUrl && sqs ? sqsWakeSender(config.wakeQueueUrl, sqs) : undefined;
-    return { ...(await createRuntime(config, tasks)), deadLetters, waker };
+    return { ...(await createRuntime(config, tasks)), deadLetters, waker, sqs };
   };
 
-  return async (event, context) => {
+  const close = async () => {
+    const opened = runtime;
+    runtime = undefined;
+    // A start that failed closed what it had opened (createRuntime), so there is nothing to close.
+    const started = await opened?.catch(() => undefined);
+    started?.sqs?.destroy();
+    await started?.store.close();
+  };
+
+  const invoke = async (
+    event: SQSEvent | DrainEvent,
+    context: Pick<Context, "getRemainingTimeInMillis">,
+  ): Promise<SQSBatchResponse> => {
     const startedAt = Date.now();
     runtime ??= start();
     const { queue, config, deadLetters, waker } = await runtime.catch((error: unknown) => {
@@ -117,6 +144,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     });
     return { batchItemFailures: ingested.failures };
   };
+  return Object.assign(invoke, { close });
 }
 
 interface IntakeOptions {

@@ -1,10 +1,11 @@
 // leaseq as a user gets it: `npm pack`, installed from the tarball into a fresh project outside this
-// repository (its own package.json; aws-cdk-lib, constructs, cdk-nag, typescript, the cdk CLI and tsx
-// from the registry), whose code imports only `leaseq`, `leaseq/lambda` and `leaseq/cdk` of leaseq.
+// repository (its own package.json; aws-cdk-lib, constructs, cdk-nag, typescript, the cdk CLI, tsx
+// and vitest from the registry), whose code imports only `leaseq`, `leaseq/lambda`, `leaseq/cdk` and
+// `leaseq/testing`; docs/testing.md's examples are written into it and run there.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
@@ -25,10 +26,22 @@ const ledger = uniqueQueueName("pkg-ledger");
 const devQueue = uniqueQueueName("pkg-dev");
 let tarball = "";
 
-/** Runs a command in the consumer project; throws with its output when it fails. */
-function inProject(command: string, args: string[], env: NodeJS.ProcessEnv = process.env) {
-  const run = spawnSync(command, args, { cwd: project, env, encoding: "utf8", timeout: 240_000 });
+/** Runs a command in the consumer project, killed after `timeoutMs` (its status then null). */
+function inProject(command: string, args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 240_000) {
+  const run = spawnSync(command, args, { cwd: project, env, encoding: "utf8", timeout: timeoutMs });
   return { status: run.status, stdout: run.stdout, output: `${run.stdout}${run.stderr}` };
+}
+
+/**
+ * The code blocks of docs/testing.md that name their file on their first line (`// file:
+ * test/emails.test.ts`): the consumer project gets each as it is, so the docs show what runs.
+ */
+function testingDocExamples(): Array<{ path: string; code: string }> {
+  const text = readFileSync(join(REPO_ROOT, "docs/testing.md"), "utf8");
+  return [...text.matchAll(/```ts\n(\/\/ file: (\S+)\n[\s\S]*?)```/g)].map((match) => ({
+    path: match[2],
+    code: match[1],
+  }));
 }
 
 beforeAll(() => {
@@ -40,6 +53,10 @@ beforeAll(() => {
     `[package] ${packed.filename}: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(1)} KB packed, ${(packed.unpackedSize / 1024).toFixed(1)} KB unpacked`,
   );
   cpSync(join(REPO_ROOT, "test/package/fixture"), project, { recursive: true });
+  for (const example of testingDocExamples()) {
+    mkdirSync(dirname(join(project, example.path)), { recursive: true });
+    writeFileSync(join(project, example.path), example.code);
+  }
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
   const install = inProject("npm", [
     "install",
@@ -54,6 +71,7 @@ beforeAll(() => {
     locked("typescript"),
     locked("aws-cdk"),
     locked("tsx"),
+    locked("vitest"),
     "@types/node@20",
   ]);
   if (install.status !== 0) throw new Error(`npm install failed:\n${install.output}`);
@@ -69,13 +87,15 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     const files: string[] = JSON.parse(
       execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: REPO_ROOT, encoding: "utf8" }),
     )[0].files.map((file: { path: string }) => file.path);
-    for (const entry of ["shared/index", "functions/index", "infra/index"]) {
+    for (const entry of ["shared/index", "functions/index", "infra/index", "testing/index"]) {
       expect(files).toContain(`dist/${entry}.js`);
       expect(files).toContain(`dist/${entry}.d.ts`);
     }
     expect(files).toContain("dist/cli/bin.js");
     expect(
-      files.filter((file) => !/^dist\/(shared|functions|infra|cli|dev)\/|^(package\.json|README\.md)$/.test(file)),
+      files.filter(
+        (file) => !/^dist\/(shared|functions|infra|testing|cli|dev)\/|^(package\.json|README\.md)$/.test(file),
+      ),
     ).toEqual([]);
     expect(files.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
     const installed = JSON.parse(readFileSync(join(project, "node_modules/leaseq/package.json"), "utf8"));
@@ -83,13 +103,13 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     expect(Object.keys(installed.peerDependencies).sort()).toEqual(["aws-cdk-lib", "constructs"]);
   });
 
-  it("type-checks (strict, library types included) a producer, a worker with its own type and a CDK app with two queues", () => {
+  it("type-checks (strict, library types included) a producer, a worker with its own type, a CDK app with two queues and the tests of docs/testing.md", () => {
     const check = inProject("npx", ["tsc", "-p", "."]);
     expect(check.output).toBe("");
     expect(check.status).toBe(0);
   });
 
-  it("loads `leaseq` and `leaseq/lambda` without the CDK, and `leaseq/cdk` with it", () => {
+  it("loads `leaseq`, `leaseq/lambda` and `leaseq/testing` without the CDK, and `leaseq/cdk` with it", () => {
     writeFileSync(
       join(project, "probe.mjs"),
       'const { LeaseQueue } = await import("leaseq/cdk"); console.log(JSON.stringify({ leaseQueue: typeof LeaseQueue }));',
@@ -101,11 +121,33 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
       join(project, "imports.mjs"),
       `import { register } from "node:module";
        register("data:text/javascript," + encodeURIComponent(\`export async function resolve(s, c, n) { const r = await n(s, c); if (/aws-cdk-lib|constructs/.test(r.url)) throw new Error("loaded " + r.url); return r; }\`));
-       await import("leaseq"); await import("leaseq/lambda");
+       await import("leaseq"); await import("leaseq/lambda"); await import("leaseq/testing");
        console.log("no cdk");`,
     );
     const imports = inProject("node", ["imports.mjs"]);
     expect(imports.output.trim()).toBe("no cdk");
+  });
+
+  it("runs docs/testing.md's examples against the real Redis with vitest and with `node --test`, and both finish", () => {
+    expect(testingDocExamples().map((example) => example.path)).toEqual([
+      "src/emails.ts",
+      "test/emails.test.ts",
+      "test/emails.node-test.ts",
+    ]);
+    // A test worker or a handler left open would keep `node --test` waiting on its connection: the
+    // timeout, far above what the runs take, is what fails then.
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, REDIS_URL: inject("redisUrl"), NO_COLOR: "1" };
+    const vitest = inProject("npx", ["vitest", "run"], env, 90_000);
+    expect(vitest.status, vitest.output).toBe(0);
+    expect(vitest.output).toMatch(/Tests\s+4 passed \(4\)/);
+    const nodeTest = inProject(
+      process.execPath,
+      ["--import", "tsx", "--test", "test/emails.node-test.ts"],
+      env,
+      60_000,
+    );
+    expect(nodeTest.status, nodeTest.output).toBe(0);
+    expect(nodeTest.output).toMatch(/# pass 4\n# fail 0/);
   });
 
   it("refuses at synth a lease that cannot fit the worker timeout, naming the type and the limit", () => {

@@ -1,6 +1,7 @@
 // The rooms of the tree (README "Where things are") and the imports allowed between them: the
 // library imports nothing of ours, nothing imports upward, the CLI and the local stack meet only at
-// the `dev` verb, the stand-ins import nothing of leaseq, and nothing shipped imports the examples.
+// the `dev` verb, the stand-ins import nothing of leaseq, the test helpers (`leaseq/testing`) only
+// the library and the functions, and nothing shipped imports the examples.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -27,6 +28,7 @@ function imports(file: string): string[] {
     else if (specifier === "leaseq") found.push("shared/index.js");
     else if (specifier === "leaseq/lambda") found.push("functions/index.js");
     else if (specifier === "leaseq/cdk") found.push("infra/index.js");
+    else if (specifier === "leaseq/testing") found.push("testing/index.js");
   }
   return found;
 }
@@ -38,6 +40,7 @@ const ALLOWED: Record<string, string[]> = {
   shared: [],
   functions: ["shared"],
   infra: ["shared", "functions"],
+  testing: ["shared", "functions"],
   cli: ["shared", "functions"],
   dev: ["shared", "functions", "infra", "dev/standins"],
   "dev/standins": [],

@@ -1,0 +1,119 @@
+// createWorker's handler.close(): the connection a cold start opened is closed, so a test or script
+// that runs the real worker in its own process exits instead of hanging on it.
+import { spawn } from "node:child_process";
+import { Logger } from "@aws-lambda-powertools/logger";
+import { describe, expect, it } from "vitest";
+import { createWorker } from "../../functions/worker.js";
+import { Queue } from "../../shared/queue.js";
+import { envWithoutConnection, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
+
+const silent = new Logger({ serviceName: "worker-close", logLevel: "SILENT" });
+
+interface Run {
+  output: { result: unknown; ran: string[] } | undefined;
+  /** From the result line to the exit, ms; undefined when it had not exited `waitMs` after it. */
+  exitAfterMs: number | undefined;
+  stderr: string;
+}
+
+/** Runs fixtures/closing-worker.ts; kills it if it has not exited `waitMs` after printing its result. */
+function runClosingWorker(env: Record<string, string | undefined>, waitMs: number): Promise<Run> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", new URL("./fixtures/closing-worker.ts", import.meta.url).pathname],
+    {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stdout = "";
+  let stderr = "";
+  let printedAt: number | undefined;
+  let killer: NodeJS.Timeout | undefined;
+  child.stdout.on("data", (chunk) => {
+    stdout += chunk;
+    if (printedAt === undefined && stdout.includes("\n")) {
+      printedAt = Date.now();
+      killer = setTimeout(() => child.kill("SIGKILL"), waitMs);
+    }
+  });
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve) => {
+    child.once("exit", (code, signal) => {
+      clearTimeout(killer);
+      const exitedAt = Date.now();
+      const line = stdout.split("\n")[0];
+      resolve({
+        output: line ? JSON.parse(line) : undefined,
+        exitAfterMs: signal === "SIGKILL" || printedAt === undefined || code !== 0 ? undefined : exitedAt - printedAt,
+        stderr,
+      });
+    });
+  });
+}
+
+describe("a worker closed after one invocation, in its own process", () => {
+  const tcp = adapters.filter((adapter) => adapter.name === "tcp");
+
+  it.each(adapters)("over $name: the process exits at once", async (adapter) => {
+    const env = { ...envWithoutConnection(), ...functionEnv(adapter, uniqueQueueName("close")) };
+    const run = await runClosingWorker(env, 5_000);
+    expect(run.output, run.stderr).toEqual({ result: { batchItemFailures: [] }, ran: ["echo-1"] });
+    expect(run.exitAfterMs, run.stderr).toBeDefined();
+    expect(run.exitAfterMs).toBeLessThan(2_000);
+  });
+
+  it.each(tcp)("over $name, not closed: the open connection keeps the process alive", async (adapter) => {
+    // What the test above would see without close(): it is close() that lets the process go.
+    const env = {
+      ...envWithoutConnection(),
+      ...functionEnv(adapter, uniqueQueueName("close")),
+      LEASEQ_TEST_CLOSE: "no",
+    };
+    const run = await runClosingWorker(env, 2_000);
+    expect(run.output, run.stderr).toEqual({ result: { batchItemFailures: [] }, ran: ["echo-1"] });
+    expect(run.exitAfterMs).toBeUndefined();
+  });
+});
+
+describe.each(adapters)("handler.close() over $name", (adapter) => {
+  const { open } = storeFixture(adapter);
+
+  it("is harmless before any invocation and when repeated; an invocation after it starts again", async () => {
+    const name = uniqueQueueName("close");
+    const ran: string[] = [];
+    const handler = createWorker({
+      env: functionEnv(adapter, name),
+      logger: silent,
+      tasks: { types: { echo: { leaseMs: 5_000, handler: (task) => void ran.push(task.id) } } },
+    });
+    await handler.close();
+    const first = await handler(sqsEvent(sqsRecord({ tasks: [{ id: "a", type: "echo" }] })), lambdaContext());
+    await handler.close();
+    await handler.close();
+    const second = await handler(sqsEvent(sqsRecord({ tasks: [{ id: "b", type: "echo" }] })), lambdaContext());
+    await handler.close();
+    expect([first, second]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
+    expect(ran).toEqual(["a", "b"]);
+    const queue = new Queue(await open(), { name });
+    expect((await queue.inspect("b"))?.state).toBe("done");
+  });
+
+  it("after a failed start, closes nothing and the next invocation starts again", async () => {
+    const name = uniqueQueueName("close");
+    const env: Record<string, string | undefined> = { ...functionEnv(adapter, name), LEASEQ_CLAIM_BATCH: "0" };
+    const handler = createWorker({
+      env,
+      logger: silent,
+      tasks: { types: { echo: { leaseMs: 5_000, handler: () => {} } } },
+    });
+    await expect(handler({ leaseq: "drain" }, lambdaContext())).rejects.toThrow(/LEASEQ_CLAIM_BATCH/);
+    await handler.close();
+    env.LEASEQ_CLAIM_BATCH = "5";
+    await expect(handler({ leaseq: "drain" }, lambdaContext())).resolves.toEqual({ batchItemFailures: [] });
+    await handler.close();
+  });
+});
