@@ -8,6 +8,7 @@ import { type Arg, fieldName, OPERATIONS, type Operation, type OperationName } f
 import {
   BODY_FIELDS,
   BODY_FORMAT,
+  namePatterns,
   recordBounds,
   recordPatterns,
   STATE_FIELDS,
@@ -38,6 +39,8 @@ function argCheck(arg: Arg, at: number): string {
       return arg.optional
         ? `name_arg('${arg.name}', ${value} or '', ${arg.max}, true)`
         : `name_arg('${arg.name}', ${value}, ${arg.max})`;
+    case "id":
+      return `id_arg('${arg.name}', ${value})`;
     case "callId":
       return `call_arg(${value})`;
     case "choice":
@@ -117,6 +120,9 @@ export function protocolLua(): string {
     "-- The task record: the patterns each script reads a record with, the most digits of its numbers,",
     "-- and the functions that write a state.",
     ...Object.entries(recordPatterns()).map(([name, pattern]) => `local ${name} = ${quoted(pattern)}`),
+    "-- Names (task types, claim and call ids) and ids (task ids, groups): their patterns and characters,",
+    "-- and a member of the grouped set (shared/config.ts declares the characters).",
+    ...Object.entries(namePatterns()).map(([name, pattern]) => `local ${name} = ${quoted(pattern)}`),
     ...Object.entries(recordBounds()).map(([name, digits]) => `local ${name} = ${digits}`),
     `-- A body of the current format starts with "${BODY_FORMAT}" (a record of format v0 with its state letter).`,
     `local BODY_FORMAT_BYTE = ${BODY_FORMAT.charCodeAt(0)}`,

@@ -5,7 +5,7 @@ import { type Command, Option } from "commander";
 import { DEFAULTS, LIMITS } from "../shared/config.js";
 import type { Queue } from "../shared/queue.js";
 import { TASK_INPUT_FIELDS, type TaskInput } from "../shared/types.js";
-import { checkInteger, checkName, dueTime, serializePayload } from "../shared/validate.js";
+import { checkGroup, checkId, checkInteger, checkName, dueTime, serializePayload } from "../shared/validate.js";
 import { withQueue } from "./connect.js";
 import { UsageError } from "./errors.js";
 import { integer, isoTime } from "./parse.js";
@@ -154,9 +154,9 @@ export function parseLines(input: string, now: number): TaskInput[] {
       runAt: Number.isNaN(runAt) ? fields.runAt : runAt,
       ...(fields.group === undefined ? {} : { group: fields.group }),
     } as TaskInput;
-    checkName(where, "id", task.id, LIMITS.idMaxBytes);
+    checkId(where, "id", task.id);
     checkName(where, "type", task.type, LIMITS.typeMaxBytes);
-    if (task.group !== undefined) checkName(where, "group", task.group, LIMITS.groupMaxBytes);
+    if (task.group !== undefined) checkGroup(where, "group", task.group);
     checkInteger(where, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax);
     dueTime(where, task, now);
     serializePayload(where, task.payload, DEFAULTS.maxPayloadBytes);

@@ -6,7 +6,10 @@ import { TASK_INPUT_FIELDS } from "../shared/types.js";
 
 /** The fields of one task in an SQS message, whatever its type. */
 interface TaskMessageFields {
-  /** Without an id, the worker derives one from the message id and index. */
+  /**
+   * `^[A-Za-z0-9_.:@-]{1,128}$`, not ending in `:` and a lower-case letter (an EventBridge rule's
+   * `$.time` makes one). Without an id, the worker derives one from the message id and index.
+   */
   id?: string;
   /** Integer from -1000 to 1000; lower runs sooner. Default 0. */
   priority?: number;
@@ -14,7 +17,7 @@ interface TaskMessageFields {
   delayMs?: number;
   /** Run no sooner than this time: ms since epoch, or an ISO 8601 string. */
   runAt?: number | string;
-  /** Its group (same characters as an id, at most 128): its type's group policy applies (docs/groups.md). */
+  /** Its group (`^[A-Za-z0-9_.:@-]{1,128}$`): its type's group policy applies (docs/groups.md). */
   group?: string;
 }
 

@@ -13,8 +13,8 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, after_quarantine, apply, cancel_args, drop_field, forget_marks, guard, item_count
--- Uses: lane_of, lane_release, lane_remove, lanes_flush, load, name_arg, new_state, new_writes
+-- Uses: K, after_quarantine, apply, cancel_args, drop_field, forget_marks, guard, id_arg
+-- Uses: item_count, lane_of, lane_release, lane_remove, lanes_flush, load, new_state, new_writes
 -- Uses: parked_gone, plus, put, put_state, quarantine, read_config_fields, zadd, zrem
 
 local CANCELLED = 'cancelled'
@@ -22,7 +22,7 @@ local CANCELLED = 'cancelled'
 return guard('cancel', function()
   local now, now_text = cancel_args()
   local ids = {}
-  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 1], ID_MAX_BYTES) end
+  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[i + 1]) end
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })
   local tasks = load(ids, true)
   local sets = { R = K.ready, S = K.scheduled, L = K.leased }

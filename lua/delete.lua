@@ -15,8 +15,8 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, apply, delete_args, drop_field, drop_slot, forget_marks, guard, item_count, lane_get
--- Uses: lane_of, lane_remove, lane_wait, lanes_flush, name_arg, new_state, new_writes, parked_gone
+-- Uses: K, apply, delete_args, drop_field, drop_slot, forget_marks, guard, id_arg, item_count
+-- Uses: lane_get, lane_of, lane_remove, lane_wait, lanes_flush, new_state, new_writes, parked_gone
 -- Uses: parse_body, parse_state, read_config_fields, record_fields, zrem
 
 local LETTERS_OF = { ready = { R = true, W = true }, scheduled = { S = true }, done = { D = true },
@@ -26,7 +26,7 @@ return guard('delete', function()
   local now, _, wanted = delete_args()
   local letters = LETTERS_OF[wanted]
   local ids = {}
-  for i = 1, item_count(3, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[i + 2], ID_MAX_BYTES) end
+  for i = 1, item_count(3, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[i + 2]) end
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })
   local values = record_fields(ids, true, true)
   local sets = { R = K.ready, S = K.scheduled, D = K.done, F = K.failed }

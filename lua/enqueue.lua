@@ -22,11 +22,11 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists,
 --   comes before the first write (INCRBY of seq).
--- Uses: K, apply, as_time, bad, config_int, declared_types, enqueue_args, fair_turn, fmt
--- Uses: group_policy, guard, int_arg, int_text, is_name, item_count, lane_add, lane_of, lane_touch
--- Uses: lanes, lanes_flush, lanes_load, name_arg, need_wake, new_state, new_writes, note_due, put
--- Uses: put_state, read_config_fields, read_many, repeated_wake, start_fair, time_arg
--- Uses: upgrade_format, zadd
+-- Uses: K, apply, as_time, bad, config_int, declared_types, enqueue_args, fair_turn, fmt, group_arg
+-- Uses: group_policy, guard, id_arg, int_arg, int_text, is_id, item_count, lane_add, lane_of
+-- Uses: lane_touch, lanes, lanes_flush, lanes_load, name_arg, need_wake, new_state, new_writes
+-- Uses: note_due, put, put_state, read_config_fields, read_many, repeated_wake, start_fair
+-- Uses: time_arg, upgrade_format, zadd
 
 return guard('enqueue', function()
   local now, now_text, call = enqueue_args()
@@ -39,7 +39,7 @@ return guard('enqueue', function()
   for i = 1, n do
     local base = 3 + (i - 1) * 4
     local id, priority, body = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 3]
-    if not is_name(id, ID_MAX_BYTES) then name_arg('task ' .. i .. ' id', id, ID_MAX_BYTES) end
+    if not is_id(id) then id_arg('task ' .. i .. ' id', id) end
     if not (priority and priority % 1 == 0 and priority >= PRIORITY_MIN and priority <= PRIORITY_MAX) then
       int_arg('task ' .. i .. ' priority', ARGV[base + 1], PRIORITY_MIN, PRIORITY_MAX)
     end
@@ -50,7 +50,7 @@ return guard('enqueue', function()
       bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"')
     end
     if #task_type > TYPE_MAX_BYTES then name_arg('task ' .. i .. ' type', task_type, TYPE_MAX_BYTES) end
-    if #group > GROUP_MAX_BYTES then name_arg('task ' .. i .. ' group', group, GROUP_MAX_BYTES, true) end
+    if #group > GROUP_MAX_BYTES then group_arg('task ' .. i .. ' group', group) end
     if not type_seen[task_type] then
       type_seen[task_type] = true
       config_names[#config_names + 1] = 'p:' .. task_type

@@ -10,7 +10,7 @@
 --   A lease past its deadline that no reclaim has taken yet can still be extended.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, apply, extend_args, fenced_presence, fmt, guard, int_arg, item_count, load, name_arg
+-- Uses: K, apply, extend_args, fenced_presence, fmt, guard, id_arg, int_arg, item_count, load
 -- Uses: new_writes, put, put_state, require_format, token_matches, write_upgrade, zadd
 
 return guard('extend', function()
@@ -19,7 +19,7 @@ return guard('extend', function()
   for i = 1, item_count(2, 3, BATCH_MAX) do
     local base = 2 + (i - 1) * 3
     items[i] = {
-      id = name_arg('item ' .. i .. ' id', ARGV[base], ID_MAX_BYTES),
+      id = id_arg('item ' .. i .. ' id', ARGV[base]),
       token = ARGV[base + 1],
       lease = int_arg('item ' .. i .. ' leaseMs', ARGV[base + 2], 1, LEASE_MAX_MS),
     }

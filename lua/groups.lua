@@ -25,7 +25,7 @@ return guard('groups', function()
   for i = 1, #entries, 2 do
     local name, text = entries[i], entries[i + 1]
     local task_type, group = string.match(name, '^([^|]+)|(.+)$')
-    local ready, holders, parked = string.match(text, '^(%d+)|[%d,]*|([%w_%.%-,]*)|?(%d*)')
+    local ready, holders, parked = string.match(text, '^(%d+)|[%d,]*|([^|]*)|?(%d*)')
     if task_type and ready then
       local row = { task_type, group, 0, tonumber(ready), tonumber(parked) or 0, name }
       rows[#rows + 1] = row

@@ -10,7 +10,7 @@
 --   aside in corrupt, as settle does). The next claim issues a new token.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, apply, fenced_presence, guard, item_count, lanes_flush, load, make_ready, name_arg
+-- Uses: K, apply, fenced_presence, guard, id_arg, item_count, lanes_flush, load, make_ready
 -- Uses: new_writes, plus, put, release_args, require_format, token_matches, write_upgrade, zrem
 
 return guard('release', function()
@@ -18,7 +18,7 @@ return guard('release', function()
   local items, ids = {}, {}
   for i = 1, item_count(2, 2, BATCH_MAX) do
     local base = 2 + (i - 1) * 2
-    items[i] = { id = name_arg('item ' .. i .. ' id', ARGV[base], ID_MAX_BYTES), token = ARGV[base + 1] }
+    items[i] = { id = id_arg('item ' .. i .. ' id', ARGV[base]), token = ARGV[base + 1] }
     ids[i] = items[i].id
   end
   require_format()

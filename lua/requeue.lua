@@ -12,14 +12,14 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, after_quarantine, apply, guard, hold_of, item_count, lanes_flush, load, make_ready
--- Uses: name_arg, new_writes, presence_status, put, quarantine, read_config_fields, requeue_args
+-- Uses: K, after_quarantine, apply, guard, hold_of, id_arg, item_count, lanes_flush, load
+-- Uses: make_ready, new_writes, presence_status, put, quarantine, read_config_fields, requeue_args
 -- Uses: write_upgrade, zrem
 
 return guard('requeue', function()
   local now, now_text = requeue_args()
   local ids = {}
-  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = name_arg('id ' .. i, ARGV[1 + i], ID_MAX_BYTES) end
+  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[1 + i]) end
   local config = read_config_fields({ 'hold', 'fair' })
 
   local tasks = load(ids, false)

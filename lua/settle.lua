@@ -25,7 +25,7 @@
 --   another storage format; nothing is written then: every argument is checked, and the config
 --   and the states read, before the first write.
 -- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fenced_presence, fmt
--- Uses: group_policy, guard, is_name, lane_of, lane_release, lanes_flush, make_ready, name_arg
+-- Uses: group_policy, guard, id_arg, is_id, lane_of, lane_release, lanes_flush, make_ready
 -- Uses: new_writes, note_due, put_state, read_config_fields, read_many, read_record, settle_args
 -- Uses: state_line, time_arg, token_matches, write_upgrade, zadd
 
@@ -37,7 +37,7 @@ return guard('settle', function()
     local i = #ids + 1
     if i > BATCH_MAX then bad('at most ' .. BATCH_MAX .. ' items per call') end
     local id, outcome = ARGV[at], ARGV[at + 2]
-    if not is_name(id, ID_MAX_BYTES) then name_arg('item ' .. i .. ' id', id, ID_MAX_BYTES) end
+    if not is_id(id) then id_arg('item ' .. i .. ' id', id) end
     if outcome == nil then bad('item ' .. i .. ' needs id, token and outcome') end
     ids[i], starts[i], outcomes[i] = id, at, outcome
     if outcome == 'ack' then

@@ -88,8 +88,35 @@ export const DEFAULTS = {
   typeRetireMs: 24 * 3600 * 1000,
 } as const;
 
-/** Characters allowed in ids, types, groups and queue names. */
-export const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
+/**
+ * The characters of a name, besides A-Z a-z 0-9: task types and queue names. Never a separator a
+ * record uses (`|`, `,`, NUL), `:` (config fields `p:<type>`, `a:<type>`), `@` (a type's own record
+ * `@<type>`), `#` (the task hash's own fields) or the braces of a hash tag.
+ */
+export const NAME_SYMBOLS = "_.-";
+/**
+ * The characters of an id, besides A-Z a-z 0-9: task ids and group names take a name's and `:` and
+ * `@` (an EventBridge time `2026-12-01T21:15:00Z`, `user:42`, `<schedule>@<slot>`). Still never `|`,
+ * `,`, NUL, `#`, a brace, a space or a character outside ASCII (docs/design.md "Ids and names").
+ */
+export const ID_SYMBOLS = "_.-:@";
+
+/** A regular expression class of A-Z a-z 0-9 and `symbols`. */
+const characterClass = (symbols: string) => `[A-Za-z0-9${symbols.replace(/[\\\]^-]/g, "\\$&")}]`;
+
+/** Task types and queue names. */
+export const NAME_PATTERN = new RegExp(`^${characterClass(NAME_SYMBOLS)}+$`);
+/** Task ids and group names. */
+export const ID_PATTERN = new RegExp(`^${characterClass(ID_SYMBOLS)}+$`);
+/**
+ * How an id must not end: `:` and a lower-case letter is how the task hash names a task's own
+ * fields (`<id>:s` its state, `<id>:x` why it was quarantined, and room for more), so an id
+ * `a:s` would be the state of the task `a`. Groups have no such fields: a group may end so.
+ */
+export const ID_RESERVED_END = /:[a-z]$/;
+/** The characters as a message states them: "A-Z a-z 0-9 _ . -". */
+export const NAME_CHARACTERS = `A-Z a-z 0-9 ${[...NAME_SYMBOLS].join(" ")}`;
+export const ID_CHARACTERS = `A-Z a-z 0-9 ${[...ID_SYMBOLS].join(" ")}`;
 
 /** The constants the Lua prelude declares, by their Lua names. */
 export const LUA_CONSTANTS: Record<string, number> = {

@@ -23,6 +23,8 @@ import {
 } from "./types.js";
 import {
   checkBatch,
+  checkGroup,
+  checkId,
   checkInteger,
   checkName,
   checkNow,
@@ -146,11 +148,11 @@ export class QueueCore {
   private taskArgs(label: string, task: TaskInput, now: number): string[] {
     if (task === null || typeof task !== "object")
       throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
-    const id = checkName(label, "id", task.id, LIMITS.idMaxBytes);
+    const id = checkId(label, "id", task.id);
     const at = `${label} (id ${id})`;
     checkTaskFields(at, task);
     const type = checkName(at, "type", task.type, LIMITS.typeMaxBytes);
-    const group = task.group === undefined ? "" : checkName(at, "group", task.group, LIMITS.groupMaxBytes);
+    const group = task.group === undefined ? "" : checkGroup(at, "group", task.group);
     return [
       id,
       String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
@@ -412,14 +414,14 @@ export class QueueCore {
     checkBatch(where, items, LIMITS.batchMax);
     items.forEach((item, index) => {
       const label = `${where}: item ${index + 1}`;
-      args.push(...encode(item, checkName(label, "id", item?.id, LIMITS.idMaxBytes), label));
+      args.push(...encode(item, checkId(label, "id", item?.id), label));
     });
     return args;
   }
 
   protected checkIds(where: string, ids: string[]): void {
     checkBatch(where, ids, LIMITS.batchMax);
-    for (const [index, id] of ids.entries()) checkName(`${where}: id ${index + 1}`, "id", id, LIMITS.idMaxBytes);
+    for (const [index, id] of ids.entries()) checkId(`${where}: id ${index + 1}`, "id", id);
   }
 
   protected limit(where: string, limit: number | undefined): number {

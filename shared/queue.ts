@@ -16,7 +16,7 @@ import {
   type TaskState,
   TIME_OF_STATE,
 } from "./types.js";
-import { checkInteger, checkName, checkNow, shown } from "./validate.js";
+import { checkGroup, checkId, checkInteger, checkName, checkNow, shown } from "./validate.js";
 
 export type { QueueOptions } from "./queue-core.js";
 
@@ -29,7 +29,7 @@ export type { QueueOptions } from "./queue-core.js";
 export class Queue extends QueueCore {
   /** One task's state and record, or undefined when the id is unknown. A quarantined one is "corrupt". */
   async inspect(id: string): Promise<TaskInfo | undefined> {
-    checkName("inspect", "id", id, LIMITS.idMaxBytes);
+    checkId("inspect", "id", id);
     const reply = await this.run("inspect", { id });
     if (reply.length === 0) return undefined;
     const record = readReply("inspect", reply);
@@ -183,7 +183,7 @@ export class Queue extends QueueCore {
     const scan = checkInteger("find", "scan", filter.scan ?? 1000, 1, 1000);
     const cursor = checkInteger("find", "cursor", filter.cursor ?? 0, 0, 1_000_000_000);
     if (filter.type !== undefined) checkName("find", "type", filter.type, LIMITS.typeMaxBytes);
-    if (filter.group !== undefined) checkName("find", "group", filter.group, LIMITS.groupMaxBytes);
+    if (filter.group !== undefined) checkGroup("find", "group", filter.group);
     if (filter.error !== undefined && (typeof filter.error !== "string" || filter.error === "")) {
       throw new InvalidInputError(`find: error must be a non-empty substring, got ${shown(filter.error)}`);
     }

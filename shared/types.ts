@@ -15,7 +15,10 @@ export const STATE_BY_LETTER: Record<string, TaskState> = {
 
 /** A task to enqueue. */
 export interface TaskInput {
-  /** Caller-chosen id, `^[A-Za-z0-9_.-]{1,128}$`; enqueue is idempotent by it. */
+  /**
+   * Caller-chosen id, `^[A-Za-z0-9_.:@-]{1,128}$` (`user:42`, `sweep-2026-12-01T21:15:00Z`), not
+   * ending in `:` and a lower-case letter (docs/design.md "Ids and names"); enqueue is idempotent by it.
+   */
   id: string;
   /** Task type, `^[A-Za-z0-9_.-]{1,64}$`: selects the handler and its policy. */
   type: string;
@@ -27,7 +30,7 @@ export interface TaskInput {
   delayMs?: number;
   /** Run no sooner than this time (ms since epoch, or a Date), up to 9999-12-31. */
   runAt?: number | Date;
-  /** The group the task belongs to (same characters as an id, ≤ 128); none by default. */
+  /** The group the task belongs to (`^[A-Za-z0-9_.:@-]{1,128}$`, `@email` too); none by default. */
   group?: string;
 }
 

@@ -1,4 +1,4 @@
-import { LIMITS, NAME_PATTERN } from "./config.js";
+import { ID_CHARACTERS, ID_PATTERN, ID_RESERVED_END, LIMITS, NAME_CHARACTERS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import {
   type GroupPolicy,
@@ -18,13 +18,43 @@ export function shown(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
+/** A task type (or a queue name): 1-`maxBytes` characters of NAME_CHARACTERS; throws naming the field. */
 export function checkName(where: string, field: string, value: unknown, maxBytes: number): string {
   if (typeof value !== "string" || value.length < 1 || value.length > maxBytes || !NAME_PATTERN.test(value)) {
     throw new InvalidInputError(
-      `${where}: ${field} must be 1-${maxBytes} characters of A-Z a-z 0-9 _ . -, got ${shown(value)}`,
+      `${where}: ${field} must be 1-${maxBytes} characters of ${NAME_CHARACTERS}, got ${shown(value)}`,
     );
   }
   return value;
+}
+
+/** 1-`maxBytes` characters of ID_CHARACTERS, or throws naming the field. */
+function checkIdCharacters(where: string, field: string, value: unknown, maxBytes: number): string {
+  if (typeof value !== "string" || value.length < 1 || value.length > maxBytes || !ID_PATTERN.test(value)) {
+    throw new InvalidInputError(
+      `${where}: ${field} must be 1-${maxBytes} characters of ${ID_CHARACTERS}, got ${shown(value)}`,
+    );
+  }
+  return value;
+}
+
+/** A group name: 1-128 characters of ID_CHARACTERS (`:` and `@` too, a leading `@` included); throws naming the field. */
+export function checkGroup(where: string, field: string, value: unknown): string {
+  return checkIdCharacters(where, field, value, LIMITS.groupMaxBytes);
+}
+
+/**
+ * A task id: 1-128 characters of ID_CHARACTERS, not ending in `:` and a lower-case letter (how the
+ * task hash names a task's own fields: ID_RESERVED_END); throws naming the field.
+ */
+export function checkId(where: string, field: string, value: unknown): string {
+  const id = checkIdCharacters(where, field, value, LIMITS.idMaxBytes);
+  if (ID_RESERVED_END.test(id)) {
+    throw new InvalidInputError(
+      `${where}: ${field} must not end in ":" and a lower-case letter (the task hash names a task's own fields so: "<id>:s" its state), got ${shown(id)}`,
+    );
+  }
+  return id;
 }
 
 export function checkInteger(where: string, field: string, value: unknown, min: number, max: number): number {

@@ -36,8 +36,6 @@
 -- text they were read as (numbers are converted only where arithmetic needs them), error messages
 -- are built only when there is an error, and a batch's writes end as one command per key.
 
-local NAME_PATTERN = '^[%w_%.%-]+$'
-
 local function keys_of(list)
   return {
     task = list[1], config = list[2], ready = list[3], scheduled = list[4], leased = list[5],
@@ -108,18 +106,44 @@ local function time_arg(name, value)
   return n, int_text(value, n)
 end
 
+-- A name: a task type, a claim or call id (NAME_PATTERN, lua/lib/protocol.lua); "" too when optional.
 local function name_arg(name, value, max_bytes, optional)
   if type(value) ~= 'string' or (value == '' and optional) then return value end
   if #value < 1 or #value > max_bytes or not string.find(value, NAME_PATTERN) then
-    bad(name .. ' must be ' .. (optional and '0' or '1') .. '-' .. max_bytes .. ' characters of A-Z a-z 0-9 _ . -')
+    bad(name .. ' must be ' .. (optional and '0' or '1') .. '-' .. max_bytes .. ' characters of ' .. NAME_CHARACTERS)
+  end
+  return value
+end
+
+-- A task id: ID_PATTERN's characters (":" and "@" too), not ending in ":" and a lower-case letter,
+-- which name a task's own fields of the task hash ("<id>:s" its state, "<id>:x" its reason).
+local function id_arg(name, value)
+  if type(value) ~= 'string' or #value < 1 or #value > ID_MAX_BYTES or not string.find(value, ID_PATTERN) then
+    bad(name .. ' must be 1-' .. ID_MAX_BYTES .. ' characters of ' .. ID_CHARACTERS)
+  end
+  if string.find(value, ID_RESERVED_END) then
+    bad(name .. ' must not end in ":" and a lower-case letter (the task hash names its fields "<id>:s", "<id>:x")')
+  end
+  return value
+end
+
+-- A group, as a body holds it: 0 (no group) to GROUP_MAX_BYTES characters of ID_PATTERN's.
+local function group_arg(name, value)
+  if #value > GROUP_MAX_BYTES or (value ~= '' and not string.find(value, ID_PATTERN)) then
+    bad(name .. ' must be 0-' .. GROUP_MAX_BYTES .. ' characters of ' .. ID_CHARACTERS)
   end
   return value
 end
 
 -- The fast checks of a batch's hot loops: no message is built unless one fails (then the caller
--- asks name_arg or time_arg for it).
+-- asks name_arg, id_arg or time_arg for it).
 local function is_name(value, max_bytes)
   return type(value) == 'string' and #value >= 1 and #value <= max_bytes and string.find(value, NAME_PATTERN) ~= nil
+end
+
+local function is_id(value)
+  return type(value) == 'string' and #value >= 1 and #value <= ID_MAX_BYTES and string.find(value, ID_PATTERN) ~= nil
+    and not string.find(value, ID_RESERVED_END)
 end
 
 local function as_time(value)

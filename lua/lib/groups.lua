@@ -31,6 +31,10 @@
 --   groups hash, field @<type>  the type's record: its rate window (window, count) and its parked
 --     count: READY tasks of the type set aside in grouped under "@<type>" while the type is paused
 --     or its window is used up (state W, flag t), by their ready-set score (type_park).
+-- Names never collide: a lane starts with its type, and a type has no "@" or "|" (a group may have
+-- "@" and ":", never "|", "," or NUL), so "<type>|<group>" (a group "@email" too: "send|@email"), "|"
+-- and "@<type>" are three kinds of name, in the groups hash, in groupwait and before a grouped
+-- member's NUL alike.
 -- Config g:<type> (else gd): "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,
 -- <typeRateMs>"; concurrency 0 and rate 0 mean no limit.
 
@@ -46,7 +50,6 @@ local UNPARK_MAX = 100
 local TYPE_UNPARK_MAX = 1000
 -- The most lanes and types whose time came one claim opens (a tick opens up to its limit).
 local OPEN_PER_CLAIM = 100
-local MEMBER_PATTERN = '%z(%d+)%z([%w_%.%-]+)$'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 local NO_GROUP_POLICY = { conc = 0, ordered = false, rate_max = 0, rate_ms = 0, type_max = 0, type_ms = 0 }
 -- The lane of the tasks without a group (config fair = 1).

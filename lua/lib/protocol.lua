@@ -3,13 +3,21 @@
 --
 -- The task record: the patterns each script reads a record with, the most digits of its numbers,
 -- and the functions that write a state.
-local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-]*)|([%w_%.%-]*)|()'
-local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-]*)|[%w_%.%-]*|'
-local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-]+)||$'
-local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-]+)|'
+local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-:@]*)|([%w_%.%-]*)|()'
+local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-:@]*)|[%w_%.%-]*|'
+local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:@]+)||$'
+local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
 local SLOT_STATE_PATTERN = '^([LSRW])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
-local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|()'
-local FRESH_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-]*)|'
+local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|()'
+local FRESH_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|'
+-- Names (task types, claim and call ids) and ids (task ids, groups): their patterns and characters,
+-- and a member of the grouped set (shared/config.ts declares the characters).
+local NAME_PATTERN = '^[%w_%.%-]+$'
+local ID_PATTERN = '^[%w_%.%-:@]+$'
+local ID_RESERVED_END = ':[a-z]$'
+local NAME_CHARACTERS = 'A-Z a-z 0-9 _ . -'
+local ID_CHARACTERS = 'A-Z a-z 0-9 _ . - : @'
+local MEMBER_PATTERN = '%z(%d+)%z([%w_%.%-:@]+)$'
 local DIGITS_ATTEMPTS = 4
 local DIGITS_GEN = 16
 local DIGITS_MAX = 4
@@ -127,7 +135,7 @@ local function handoff_args()
 end
 -- inspect: ARGV[1] id
 local function inspect_args()
-  return name_arg('id', ARGV[1], ID_MAX_BYTES)
+  return id_arg('id', ARGV[1])
 end
 -- requeue: ARGV[1] now
 local function requeue_args()

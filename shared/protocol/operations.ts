@@ -9,7 +9,8 @@
  * One fixed argument. `time`: ms since epoch, 0 .. TIME_MAX_MS (the prologue returns the number
  * and its text); `int`: an integer within [min, max] (a number, or the name of a constant of
  * shared/config.ts's LUA_CONSTANTS; `default` when it is absent); `flag`: 0 or 1 (a boolean); `name`: 1 to `max` characters of
- * A-Z a-z 0-9 _ . - ("" too when `optional`); `callId`: the retry-safe call id, a name of 1-64
+ * A-Z a-z 0-9 _ . - ("" too when `optional`); `id`: a task id (1-128 characters of A-Z a-z 0-9 _ .
+ * - : @, not ending in ":" and a lower-case letter); `callId`: the retry-safe call id, a name of 1-64
  * characters or "" (none); `choice`: one of `values` ("" too when `optional`); `text`: passed as
  * it is, checked by the script (`note` says what it must be).
  */
@@ -18,6 +19,7 @@ export type Arg = { name: string; note?: string } & (
   | { kind: "int"; min: number | string; max: number | string; unit?: "ms"; default?: number }
   | { kind: "flag" }
   | { kind: "name"; max: number | string; optional?: boolean }
+  | { kind: "id" }
   | { kind: "callId" }
   | { kind: "choice"; values: readonly string[]; optional?: boolean }
   | { kind: "text" }
@@ -165,7 +167,7 @@ export const OPERATIONS = {
     reply: { head: [WAKE_AT], note: "([wake-ups.md](wake-ups.md))" },
   },
   inspect: {
-    args: [{ name: "id", kind: "name", max: "ID_MAX_BYTES" }],
+    args: [{ name: "id", kind: "id" }],
     reply: {
       head: [
         "state",

@@ -3,6 +3,8 @@
 // script reads a record with, the bounds its parsers check and the function that writes a state
 // (lua/lib/protocol.lua); shared/records.ts builds and parses a body with the same declaration.
 
+import { ID_CHARACTERS, ID_RESERVED_END, ID_SYMBOLS, NAME_CHARACTERS, NAME_SYMBOLS } from "../config.js";
+
 /** The state letters (the first field of a state record), and what each means. */
 export const STATE_LETTERS = {
   R: "ready",
@@ -26,9 +28,10 @@ export const STATE_FLAGS = {
 /**
  * How a field is written: `letter` one of STATE_LETTERS; `digits` an integer in decimal, at most
  * `maxDigits` of them (so only its length needs checking); `flags` lower-case letters; `name` 0 or
- * more characters of A-Z a-z 0-9 _ . -; `remainder` the rest of the record, whatever it holds.
+ * more characters of a type's (NAME_CHARACTERS: A-Z a-z 0-9 _ . -); `id` 0 or more of a group's
+ * (ID_CHARACTERS: `:` and `@` too); `remainder` the rest of the record, whatever it holds.
  */
-type FieldKind = "letter" | "digits" | "flags" | "name" | "remainder";
+type FieldKind = "letter" | "digits" | "flags" | "name" | "id" | "remainder";
 type Field = { kind: FieldKind; maxDigits?: number; initial?: string; meaning: string };
 
 /**
@@ -58,7 +61,7 @@ export const STATE_FIELDS = {
     meaning: "(priority + 1000) × rankSpan + arrival sequence: an exact integer below 2^53",
   },
   type: { kind: "name", meaning: "the task's type" },
-  group: { kind: "name", meaning: "the task's group, or empty" },
+  group: { kind: "id", meaning: "the task's group, or empty" },
   claim: {
     kind: "name",
     initial: "",
@@ -77,11 +80,23 @@ export const BODY_FORMAT = "1";
 export const BODY_FIELDS = {
   enqueued: { kind: "digits", maxDigits: 15, meaning: "when it was enqueued (ms since epoch)" },
   type: { kind: "name", meaning: "the task's type (1 or more characters)" },
-  group: { kind: "name", meaning: "the task's group, or empty" },
+  group: { kind: "id", meaning: "the task's group, or empty" },
   payload: { kind: "remainder", meaning: "the payload's JSON, as the producer serialised it" },
 } as const satisfies Record<string, Field>;
 
 export type BodyField = keyof typeof BODY_FIELDS;
+
+/**
+ * A Lua pattern class of A-Z a-z 0-9 and `symbols` (shared/config.ts): `%w` (Redis's Lua runs in
+ * the C locale: ASCII letters and digits only) and each symbol, escaped when Lua would read it as
+ * magic.
+ */
+function luaClass(symbols: string): string {
+  return `[%w${symbols.replace(/[%^$().[\]*+\-?]/g, (c) => `%${c}`)}]`;
+}
+
+const NAME_CLASS = luaClass(NAME_SYMBOLS);
+const ID_CLASS = luaClass(ID_SYMBOLS);
 
 // Lua pattern classes per kind: strict (as written), loose (any length, for a record only skimmed)
 // and filled (at least one character).
@@ -89,8 +104,26 @@ const CLASS: Record<Exclude<FieldKind, "remainder">, { strict: string; loose: st
   letter: { strict: `[${Object.keys(STATE_LETTERS).join("")}]`, loose: ".", filled: "." },
   digits: { strict: "%d+", loose: "%d*", filled: "%d+" },
   flags: { strict: "%l*", loose: "%l*", filled: "%l+" },
-  name: { strict: "[%w_%.%-]*", loose: "[^|]*", filled: "[%w_%.%-]+" },
+  name: { strict: `${NAME_CLASS}*`, loose: "[^|]*", filled: `${NAME_CLASS}+` },
+  id: { strict: `${ID_CLASS}*`, loose: "[^|]*", filled: `${ID_CLASS}+` },
 };
+
+/**
+ * The patterns and texts of names and ids the argument checks use (lua/lib/arguments.lua), by their
+ * Lua names, from the one declaration of their characters (shared/config.ts).
+ */
+export const namePatterns = () => ({
+  /** A task type, a claim or call id, a queue name. */
+  NAME_PATTERN: `^${NAME_CLASS}+$`,
+  /** A task id or a group name. */
+  ID_PATTERN: `^${ID_CLASS}+$`,
+  /** How an id must not end: `:` and a lower-case letter name a task's own fields (`<id>:s`). */
+  ID_RESERVED_END: ID_RESERVED_END.source,
+  NAME_CHARACTERS,
+  ID_CHARACTERS,
+  /** A member of `grouped`: its rank and its task's id, after the lane or `@<type>` and NUL. */
+  MEMBER_PATTERN: `%z(%d+)%z(${ID_CLASS}+)$`,
+});
 
 /**
  * How a pattern reads one field: `take` captures it, `skip` matches it uncaptured; `loose` and

@@ -36,8 +36,10 @@ const RULES: Record<string, Rules> = {
   any: { concurrency: 0, ordered: false },
 };
 const TYPES = Object.keys(RULES);
-const GROUPS = ["", "g1", "g2", "g3"];
-const IDS = Array.from({ length: 12 }, (_, i) => `t${i}`);
+// Groups and ids with ":" and "@" (docs/design.md "Ids and names"): the group "@rt" is spelt as the
+// type rt's own record, which rates and pauses use.
+const GROUPS = ["", "g:1", "@rt", "g3@eu"];
+const IDS = Array.from({ length: 12 }, (_, i) => [`t${i}`, `u:${i}`, `n@2026-12-01T0${i % 10}:00:00Z`][i % 3]);
 const SKEWS = [0, 0, 0, -1_000, -1, 1, 1_000];
 
 type Letter = "R" | "S" | "L" | "D" | "F" | "C";

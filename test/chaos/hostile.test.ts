@@ -17,7 +17,7 @@ import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "
 import { taskFields } from "../helpers/invariants.js";
 import { adapters, rawClient, snapshot, uniqueQueueName } from "../helpers/stores.js";
 import { report } from "./helpers/chaos.js";
-import { type Context, RAW_ROWS, rows, SECRET } from "./helpers/hostile-inputs.js";
+import { type Context, RAW_ROWS, rows, SECRET, USER_GROUPS, USER_IDS } from "./helpers/hostile-inputs.js";
 
 const NOW = 1_800_000_000_000;
 const tried: Record<string, number> = {};
@@ -113,6 +113,24 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
         /unknown field "k{40}"/,
       ],
       ["bad-id", { tasks: [{ id: "a{b}", type: "echo", payload: SECRET }] }, /id must be 1-128 characters/],
+      [
+        "id-with-separator",
+        { tasks: [{ id: "a|b", type: "echo", payload: SECRET }] },
+        /tasks\[0\]: id must be 1-128 characters of A-Z a-z 0-9 _ \. - : @, got "a\|b"/,
+      ],
+      [
+        "id-naming-a-state",
+        { tasks: [{ id: "user:s", type: "echo", payload: SECRET }] },
+        /tasks\[0\]: id must not end in ":" and a lower-case letter/,
+      ],
+      ["id-129", { tasks: [{ id: "x".repeat(129), type: "echo", payload: SECRET }] }, /id must be 1-128 characters/],
+      [
+        "group-with-space",
+        { tasks: [{ type: "echo", group: "a b", payload: SECRET }] },
+        /tasks\[0\] \(id group-with-space-0\): group must be 1-128 characters of A-Z a-z 0-9 _ \. - : @, got "a b"/,
+      ],
+      ["group-with-newline", { tasks: [{ type: "echo", group: "a\nb", payload: SECRET }] }, /group must be 1-128/],
+      ["group-with-brace", { tasks: [{ type: "echo", group: "{q}", payload: SECRET }] }, /group must be 1-128/],
       ["envelope-typo", { task: [{ type: "echo", payload: SECRET }] }, /unknown top-level field "task"/],
       ["not-a-wake-up", { leaseq: SECRET }, /"leaseq" must be "wake"/],
       ["bad-type", { tasks: [{ type: "a b", payload: SECRET }] }, /type must be 1-64 characters/],
@@ -173,6 +191,44 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
     expect(scheduled).toEqual(["#v0", "0"]);
     expect({ ...after, config: before.config, task: before.task, scheduled: before.scheduled }).toEqual(before);
     tried[`sqs-bodies-${adapter.name}`] = bodies.length;
+  }, 60_000);
+
+  it("takes the ids and groups users send, with ':' and '@', through SQS and the library, in order, the check clean", async () => {
+    const name = uniqueQueueName("hostile-ids");
+    const ran: Array<{ id: string; group: string | undefined }> = [];
+    const run = (task: { id: string; group?: string }) => void ran.push({ id: task.id, group: task.group });
+    const handler = createWorker({
+      env: functionEnv(adapter, name),
+      tasks: {
+        types: { echo: { handler: run }, charge: { group: { ordered: true }, handler: run } },
+      },
+      logger: new Logger({ serviceName: "hostile" }),
+    });
+    const grouped = USER_GROUPS.flatMap((group) =>
+      [1, 2, 3].map((n) => ({ id: `${group}-${n}`, type: "charge", group, payload: { n } })),
+    );
+    const plain = USER_IDS.map((id) => ({ id, type: "echo", payload: { secret: SECRET } }));
+    const records = [sqsRecord({ tasks: grouped }, "grouped"), sqsRecord({ tasks: plain }, "plain")];
+    const { result } = await captureStdout(() => handler(sqsEvent(...records), lambdaContext()));
+    expect(result.batchItemFailures).toEqual([]);
+    expect(ran.map((task) => task.id).sort()).toEqual([...grouped, ...plain].map((task) => task.id).sort());
+    for (const group of USER_GROUPS)
+      expect(
+        ran.filter((task) => task.group === group).map((task) => task.id),
+        `group ${group} in order`,
+      ).toEqual([1, 2, 3].map((n) => `${group}-${n}`));
+    const queue = new Queue(store, { name });
+    const now = Date.now();
+    for (const { id } of [...grouped, ...plain]) expect((await queue.inspect(id))?.state, id).toBe("done");
+    expect((await queue.inspect("@email-1"))?.group).toBe("@email");
+    const history = await queue.history({ now, minutes: 5 });
+    expect(history.done.reduce((a, b) => a + b, 0)).toBe(grouped.length + plain.length);
+    // The library takes them as the SQS body did; an id already known is a duplicate.
+    expect((await queue.enqueue([{ id: USER_IDS[0], type: "echo" }], { now })).map((r) => r.status)).toEqual([
+      "duplicate",
+    ]);
+    expect(await queue.checkAll({ now }), "leaseq check").toEqual([]);
+    tried[`user-ids-${adapter.name}`] = grouped.length + plain.length;
   }, 60_000);
 });
 

@@ -161,7 +161,61 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(json.groups.list[0]).toEqual({ type: "charge", group: "alice", leased: 0, ready: 2, parked: 0 });
     const bad = await cli(["enqueue", "--type", "charge", "--group", "no spaces"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('group must be 1-128 characters of A-Z a-z 0-9 _ . -, got "no spaces"');
+    expect(bad.stderr).toContain('group must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "no spaces"');
+  });
+
+  it("takes ids and groups with ':' and '@' on the command line and on stdin, through every verb, the check clean", async () => {
+    const { cli, queue } = fresh();
+    const time = "sweep-2026-12-01T21:15:00Z";
+    const slot = "nightly@2026-12-01T03:00:00Z";
+    expect(await cli(["enqueue", "--type", "sweep", "--id", time, "--group", "@email"])).toMatchObject({
+      code: 0,
+      stdout: `enqueued ${time} (ready)\n`,
+    });
+    const lines = [
+      { id: "user:42", type: "charge", group: "tenant:1" },
+      { id: slot, type: "report" },
+      { id: "user:43", type: "charge", group: "tenant:1" },
+    ];
+    expect(await cli(["enqueue", "--stdin"], lines.map((line) => JSON.stringify(line)).join("\n"))).toMatchObject({
+      code: 0,
+      stdout: "enqueued 3 of 3 tasks (0 duplicates)\n",
+    });
+    const inspected = await cli(["inspect", time]);
+    expect(inspected.code).toBe(0);
+    expect(inspected.stdout).toMatch(new RegExp(`^id: +${time}\nstate: +ready\ntype: +sweep\ngroup: +@email\n`));
+    const listed = await cli(["list", "ready", "--group", "tenant:1"]);
+    expect(listed.stdout.split("\n").filter(Boolean)).toEqual([
+      "user:42  charge  group tenant:1  attempts 0  priority 0",
+      "user:43  charge  group tenant:1  attempts 0  priority 0",
+    ]);
+    // Fail one and ack the others through the library (the slot stays leased), then requeue,
+    // cancel and delete by id.
+    const claimed = await queue.claim({ count: 10, now: Date.now() });
+    const held = claimed.find((task) => task.id === "user:42");
+    expect(held).toBeDefined();
+    await queue.settle([{ id: "user:42", token: held?.token ?? "", outcome: "fail", error: "declined" }], {
+      now: Date.now(),
+    });
+    const others = claimed.filter((task) => task.id !== "user:42" && task.id !== slot);
+    await queue.ack(others, { now: Date.now() });
+    expect(await cli(["requeue", "user:42"])).toMatchObject({ code: 0, stdout: "requeued user:42\n" });
+    expect(await cli(["cancel", slot])).toMatchObject({ code: 0, stdout: `cancelled ${slot} (FAILED)\n` });
+    expect((await cli(["delete", slot, "user:43"])).code).toBe(0);
+    expect(await queue.inspect(slot)).toBeUndefined();
+    const check = await cli(["check"]);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+    expect(check.stdout).toMatch(/no problem found/);
+    // Still refused, before anything is sent: a separator, and an id naming a task's own field.
+    const refused = await cli(["enqueue", "--stdin"], '{"id":"ok:1","type":"x"}\n{"id":"a|b","type":"x"}\n');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      'enqueue --stdin: line 2: id must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "a|b"',
+    );
+    const reserved = await cli(["inspect", "user:s"]);
+    expect(reserved.code).toBe(2);
+    expect(reserved.stderr).toContain('inspect: id must not end in ":" and a lower-case letter');
+    expect(await queue.inspect("ok:1")).toBeUndefined();
   });
 
   it("list shows the tasks of a state in rank order, up to --limit", async () => {

@@ -156,7 +156,7 @@ describe.each(adapters)("ingest over $name", (adapter) => {
       [
         'tasks[10] (id big-message-10): priority must be an integer from -1000 to 1000, got "high"',
         'tasks[500]: task type "fax" is not declared by this worker; declared: echo, email',
-        'tasks[999]: id must be 1-128 characters of A-Z a-z 0-9 _ . -, got "bad id"',
+        'tasks[999]: id must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "bad id"',
       ].join("; "),
     );
     expect(first.lines.join("\n")).not.toContain(SECRET);
@@ -166,6 +166,43 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     const again = await run(record);
     expect(again.log).toMatchObject({ enqueued: 0, duplicates: 997, claimed: 0 });
     expect(await taskFields(redis, queue)).toHaveLength(997);
+  });
+
+  it("enqueues and runs tasks whose ids and groups hold ':' and '@', and dead-letters only the still-invalid ones", async () => {
+    const { queue, run } = await setup();
+    const tasks: unknown[] = [
+      { id: "user:42", type: "echo" },
+      { id: "sweep-2026-12-01T21:15:00Z", type: "echo", payload: { secret: SECRET } },
+      { id: "nightly@2026-12-01T03:00:00Z", type: "email", group: "@email" },
+      { type: "email", group: "tenant:1" },
+      { id: "a|b", type: "echo" },
+      { id: "user:s", type: "echo" },
+      { type: "echo", group: "a b" },
+      { type: "echo", group: "{g}" },
+      { id: "x".repeat(129), type: "echo" },
+      { type: "echo", group: "line\nbreak" },
+    ];
+    const first = await run(sqsRecord({ tasks }, "with-colons"));
+    expect(first.result.batchItemFailures).toEqual([]);
+    expect(first.log).toMatchObject({ enqueued: 4, duplicates: 0, done: 4 });
+    for (const id of ["user:42", "sweep-2026-12-01T21:15:00Z", "nightly@2026-12-01T03:00:00Z", "with-colons-3"])
+      expect((await queue.inspect(id))?.state, id).toBe("done");
+    expect((await queue.inspect("with-colons-3"))?.group).toBe("tenant:1");
+    expect((await queue.inspect("nightly@2026-12-01T03:00:00Z"))?.group).toBe("@email");
+    const [letter] = first.letters;
+    expect(letter.messageAttributes.LeaseqTaskIndexes?.StringValue).toBe("4,5,6,7,8,9");
+    const reason = reasonOf(letter) ?? "";
+    expect(reason.split("; ")).toEqual([
+      'tasks[4]: id must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "a|b"',
+      'tasks[5]: id must not end in ":" and a lower-case letter (the task hash names a task\'s own fields so: "<id>:s" its state), got "user:s"',
+      'tasks[6] (id with-colons-6): group must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "a b"',
+      'tasks[7] (id with-colons-7): group must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "{g}"',
+      expect.stringMatching(/^tasks\[8\]: id must be 1-128 characters of A-Z a-z 0-9 _ \. - : @, got "x+\.\.\.$/),
+      'tasks[9] (id with-colons-9): group must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "line\\nbreak"',
+    ]);
+    expect(first.lines.join("\n")).not.toContain(SECRET);
+    const again = await run(sqsRecord({ tasks }, "with-colons"));
+    expect(again.log).toMatchObject({ enqueued: 0, duplicates: 4, claimed: 0 });
   });
 
   it("reports a record in batchItemFailures when the dead-letter queue cannot take it, so it is never lost", async () => {

@@ -88,8 +88,9 @@ export async function readTasks(
   const page = await redis.zrange(queue.keys.ready, 0, -1, "WITHSCORES");
   for (let i = 0; i < page.length; i += 2) ready.set(page[i], Number(page[i + 1]));
   const ids = new Set<string>();
-  // Fields starting with "#" are the queue's own (the lease counter, the guard against format v0).
-  for (const field of Object.keys(fields)) if (!field.includes(":") && !field.startsWith("#")) ids.add(field);
+  // Fields starting with "#" are the queue's own (the lease counter, the guard against format v0);
+  // a task's own fields end in ":" and a lower-case letter, which no id does (an id may hold ":").
+  for (const field of Object.keys(fields)) if (!/:[a-z]$/.test(field) && !field.startsWith("#")) ids.add(field);
   for (const field of Object.keys(fields)) if (field.endsWith(":s")) ids.add(field.slice(0, -2));
   const tasks = new Map<string, RawTask>();
   for (const id of ids) {

@@ -8,9 +8,10 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DESIGN_PATH, LUA_DIR, luaSources } from "../../bin/generate-lua.js";
 import { withScriptsTable } from "../../bin/lua-protocol.js";
+import { ID_PATTERN, ID_RESERVED_END, NAME_PATTERN } from "../../shared/config.js";
 import { readReply } from "../../shared/protocol/index.js";
 import { OPERATIONS, type OperationName } from "../../shared/protocol/operations.js";
-import { recordPatterns, stateFieldNames } from "../../shared/protocol/record.js";
+import { namePatterns, recordPatterns, stateFieldNames } from "../../shared/protocol/record.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import { adapters, queueFixture } from "../helpers/stores.js";
 
@@ -110,5 +111,72 @@ describe("the declared record is what the scripts write (real Redis)", () => {
     expect(await match(recordPatterns().LANE_OF_STATE_PATTERN, "p1:s")).toEqual(["t", "g"]);
     await queue.ack(tasks, { now });
     expect((await match(recordPatterns().STATE_PATTERN, "p1:s"))[0]).toBe("D");
+  });
+
+  it("so do those of an id and a group with ':' and '@', and a parked member of them", async () => {
+    const queue = await fresh({ typeGroups: { t: { concurrency: 1 } } });
+    const now = Date.now();
+    const [first, second] = ["user:42@eu", "sweep-2026-12-01T21:15:00Z"];
+    await queue.enqueue(
+      [first, second].map((id) => ({ id, type: "t", group: "@tenant:1" })),
+      { now },
+    );
+    const patterns = recordPatterns();
+    const body = (await redis.hget(queue.keys.task, first)) as string;
+    expect(
+      (await redis.eval("return { string.match(ARGV[1], ARGV[2]) }", 0, body, patterns.BODY_PATTERN)) as unknown[],
+    ).toEqual([String(now), "t", "@tenant:1", body.length - 1]); // the payload "{}" after the position
+    const [task] = await queue.claim({ count: 10, now });
+    expect(task.id).toBe(first);
+    const state = (await redis.hget(queue.keys.task, `${first}:s`)) as string;
+    const read = async (pattern: string) =>
+      (await redis.eval("return { string.match(ARGV[1], ARGV[2]) }", 0, state, pattern)) as unknown[];
+    expect(await read(patterns.STATE_PATTERN)).toHaveLength(stateFieldNames().length);
+    expect((await read(patterns.ACK_STATE_PATTERN))[5]).toBe("t|@tenant:1");
+    expect(await read(patterns.SLOT_STATE_PATTERN)).toEqual(["L", "p", "t|@tenant:1"]); // p: its settle lets the next out
+    expect(await read(patterns.LANE_OF_STATE_PATTERN)).toEqual(["t", "@tenant:1"]);
+    // The second waits parked behind its group: "<type>|<group>\0<rank>\0<id>".
+    const [member] = await redis.zrange(queue.keys.grouped, 0, -1);
+    expect(member.split("\0")[0]).toBe("t|@tenant:1");
+    const parked = (await redis.eval(
+      "return { string.match(ARGV[1], ARGV[2]) }",
+      0,
+      member,
+      namePatterns().MEMBER_PATTERN,
+    )) as string[];
+    expect(parked[1]).toBe(second);
+  });
+});
+
+describe("names and ids: the library and the scripts take the same characters (real Redis)", () => {
+  const { redis } = queueFixture(adapters[0]);
+  const lua = namePatterns();
+  /** Whether each text matches `pattern` in Redis's Lua (string.find). */
+  const luaFinds = async (pattern: string, texts: string[]) =>
+    (await redis.eval(
+      "local found = {} for i = 2, #ARGV do found[i - 1] = string.find(ARGV[i], ARGV[1]) and 1 or 0 end return found",
+      0,
+      pattern,
+      ...texts,
+    )) as number[];
+
+  it("every byte is in the id alphabet and the name alphabet alike in TypeScript and in Lua", async () => {
+    const texts = Array.from({ length: 256 }, (_, byte) => `a${String.fromCharCode(byte)}b`);
+    const bytes = (pattern: RegExp) => texts.map((text) => (pattern.test(text) ? 1 : 0));
+    // Latin-1 text is sent as UTF-8: every byte above 127 becomes two, and neither side takes it.
+    expect(await luaFinds(lua.ID_PATTERN, texts)).toEqual(bytes(ID_PATTERN));
+    expect(await luaFinds(lua.NAME_PATTERN, texts)).toEqual(bytes(NAME_PATTERN));
+    const idOnly = texts.filter((text) => ID_PATTERN.test(text) && !NAME_PATTERN.test(text));
+    expect(idOnly).toEqual(["a:b", "a@b"]);
+    for (const separator of ["|", ",", "\0", "#", "{", "}", " ", "\n"])
+      expect(ID_PATTERN.test(`a${separator}b`), JSON.stringify(separator)).toBe(false);
+  });
+
+  it("an id's reserved ending is the same in TypeScript and in Lua", async () => {
+    const texts = ["a:s", "a:x", "a:z", "a:S", "a:1", "a:", "a:ss", "a:s1", "user:42", "@:s", "s", "a@s"];
+    expect(await luaFinds(lua.ID_RESERVED_END, texts)).toEqual(
+      texts.map((text) => (ID_RESERVED_END.test(text) ? 1 : 0)),
+    );
+    expect(texts.filter((text) => ID_RESERVED_END.test(text))).toEqual(["a:s", "a:x", "a:z", "@:s"]);
   });
 });

@@ -23,12 +23,14 @@ export interface Row {
   error: RegExp;
 }
 
-/** Ids and types no caller should be able to store: key syntax, separators, control and non-ASCII characters, sizes. */
+/**
+ * Ids, groups and types no caller should be able to store: key syntax, separators, control and
+ * non-ASCII characters, sizes. (":" and "@" are refused in types only: HOSTILE_TYPES.)
+ */
 export const HOSTILE_NAMES: unknown[] = [
   "a{b}",
   "{queue}",
   "a}b",
-  "a:b",
   "a b",
   " ",
   "a\nb",
@@ -50,7 +52,19 @@ export const HOSTILE_NAMES: unknown[] = [
   42,
   {},
   ["a"],
+  "a,b", // a group's slots, the paused types
+  "#lease", // the task hash's own fields
 ];
+
+/** Types take neither ":" (config fields "p:<type>") nor "@" (a type's own record "@<type>"). */
+export const HOSTILE_TYPES: unknown[] = [...HOSTILE_NAMES, "a:b", "a@b", "@email"];
+
+/** Ids: and none ending in ":" and a lower-case letter, which names a task's own field ("<id>:s"). */
+const HOSTILE_IDS: unknown[] = [...HOSTILE_NAMES, "a:s", "user:42:x", "@:z"];
+
+/** Ids and groups a user sends, which every path must take (docs/design.md "Ids and names"). */
+export const USER_IDS = ["user:42", "sweep-2026-12-01T21:15:00Z", "nightly@2026-12-01T03:00:00Z", "@lead", "a:S"];
+export const USER_GROUPS = ["tenant:1", "@email", "customer@eu:42", "a:s"];
 
 const payload = (extra: object = {}) => ({ secret: SECRET, ...extra });
 const task = (fields: Partial<TaskInput> & Record<string, unknown>): TaskInput =>
@@ -74,32 +88,50 @@ const newQueue = (store: Store, settings: QueueSettings) => new Queue(store, { n
 
 export function rows(): Row[] {
   const list: Row[] = [];
+  for (const name of HOSTILE_TYPES) {
+    const shown = JSON.stringify(name) ?? String(name);
+    list.push({
+      what: `enqueue type ${shown}`,
+      call: enqueue({ type: name as string }),
+      error: /enqueue: task 1 \(id ok-id\): type must be 1-64 characters of A-Z a-z 0-9 _ \. -, got/,
+    });
+  }
   for (const name of HOSTILE_NAMES) {
+    if (name === undefined) continue; // no group
+    const shown = JSON.stringify(name) ?? String(name);
+    list.push({
+      what: `enqueue group ${shown}`,
+      call: enqueue({ group: name as string }),
+      error: /enqueue: task 1 \(id ok-id\): group must be 1-128 characters of A-Z a-z 0-9 _ \. - : @, got/,
+    });
+    list.push({
+      what: `find group ${shown}`,
+      call: (c) => c.queue.find("ready", { group: name as string }),
+      error: /find: group must be 1-128 characters/,
+    });
+  }
+  for (const name of HOSTILE_IDS) {
     const shown = JSON.stringify(name) ?? String(name);
     list.push({
       what: `enqueue id ${shown}`,
       call: enqueue({ id: name as string }),
-      error: /enqueue: task 1: id must be/,
-    });
-    list.push({
-      what: `enqueue type ${shown}`,
-      call: enqueue({ type: name as string }),
-      error: /enqueue: task 1 \(id ok-id\): type must be/,
+      error:
+        /enqueue: task 1: id must (be 1-128 characters of A-Z a-z 0-9 _ \. - : @|not end in ":" and a lower-case letter)/,
     });
     list.push({
       what: `settle id ${shown}`,
       call: (c) => c.queue.settle([{ id: name as string, token: c.leased.token, outcome: "ack" }], { now: NOW }),
-      error: /settle: item 1: id must be/,
+      error: /settle: item 1: id must (be|not end)/,
     });
     list.push({
       what: `inspect id ${shown}`,
       call: (c) => c.queue.inspect(name as string),
-      error: /inspect: id must be/,
+      error: /inspect: id must (be|not end)/,
     });
     list.push({
       what: `requeue id ${shown}`,
       call: (c) => c.queue.requeue([name as string], { now: NOW }),
-      error: /requeue: id 1: id must be/,
+      error: /requeue: id 1: id must (be|not end)/,
     });
   }
   list.push({ what: "type of 65 characters", call: enqueue({ type: "t".repeat(65) }), error: /type must be 1-64/ });
@@ -406,6 +438,8 @@ export interface RawRow {
     | "reclaim"
     | "trim"
     | "requeue"
+    | "repair"
+    | "cancel"
     | "inspect"
     | "configure"
     | "delete"
@@ -417,14 +451,44 @@ export interface RawRow {
 const body = (payloadText: string, type = "t", group = "") => `1|${NOW}|${type}|${group}|${payloadText}`;
 const ok = ["ok-id", "0", String(NOW), body(JSON.stringify(payload()))];
 export const RAW_ROWS: RawRow[] = [
-  ...["a{b}", "a|b", "a b", "a\nb", "é", "💥", "", "x".repeat(129)].map(
+  ...["a{b}", "a|b", "a b", "a\nb", "a,b", "é", "💥", "", "x".repeat(129)].map(
     (id): RawRow => ({
       what: `enqueue id ${JSON.stringify(id)}`,
       script: "enqueue",
       args: () => [String(NOW), "", id, ...ok.slice(1)],
-      error: /^enqueue: task 1 id must be 1-128 characters/,
+      error: /^enqueue: task 1 id must be 1-128 characters of A-Z a-z 0-9 _ \. - : @$/,
     }),
   ),
+  ...["held:s", "a:x", "user:42:q"].map(
+    (id): RawRow => ({
+      what: `enqueue id ${JSON.stringify(id)}, a task's own field`,
+      script: "enqueue",
+      args: () => [String(NOW), "", id, ...ok.slice(1)],
+      error: /^enqueue: task 1 id must not end in ":" and a lower-case letter/,
+    }),
+  ),
+  ...["a|b", "a b", "held:s"].map(
+    (id): RawRow => ({
+      what: `inspect id ${JSON.stringify(id)}`,
+      script: "inspect",
+      args: () => [id],
+      error: /^inspect: id must (be 1-128|not end in)/,
+    }),
+  ),
+  ...(["cancel", "requeue", "repair"] as const).map(
+    (script): RawRow => ({
+      what: `${script} id "held:s" (the state of "held")`,
+      script,
+      args: () => [String(NOW), "held:s"],
+      error: new RegExp(`^${script}: id 1 must not end in ":" and a lower-case letter`),
+    }),
+  ),
+  {
+    what: 'delete id "held:x"',
+    script: "delete",
+    args: () => [String(NOW), "", "held:x"],
+    error: /^delete: id 1 must not end in ":"/,
+  },
   ...["nan", "inf", "-inf", "1e400", "0x7fffffffffffffff", "1.5", "", "1001", "-1001"].map(
     (priority): RawRow => ({
       what: `enqueue priority "${priority}"`,
@@ -445,7 +509,21 @@ export const RAW_ROWS: RawRow[] = [
     args: () => [String(NOW), "", "ok-id", "0", "253402300800000", body("{}")],
     error: /runAtMs must be an integer from 0 to 253402300799999/,
   },
-  ...["", "{}", "2|0|t||{}", "1|x|t||{}", "1|0||||{}", "1|0|a b||{}", `1|0|t|${"g".repeat(129)}|{}`].map(
+  ...[
+    "",
+    "{}",
+    "2|0|t||{}",
+    "1|x|t||{}",
+    "1|0||||{}",
+    "1|0|a b||{}",
+    "1|0|a:b||{}",
+    "1|0|@t||{}",
+    "1|0|t|a b|{}",
+    "1|0|t|a{b}|{}",
+    "1|0|t|a,b|{}",
+    "1|0|t|a\nb|{}",
+    `1|0|t|${"g".repeat(129)}|{}`,
+  ].map(
     (text): RawRow => ({
       what: `enqueue body ${JSON.stringify(text.slice(0, 30))}`,
       script: "enqueue",

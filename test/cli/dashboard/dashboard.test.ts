@@ -190,6 +190,48 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await page.close();
   });
 
+  it("ids with ':' and '@' are URL-encoded in links, found by search, shown as given, and acted on", async () => {
+    const { queue, dashboard, base } = await fixture();
+    const ids = ["user:42", "nightly@2026-12-01T03:00:00Z", "sweep-2026-12-01T21:15:00Z"];
+    await failTasks(queue, ids, { error: "declined" });
+    await queue.enqueue([{ id: "@lead", type: "job", group: "@email" }], { now: Date.now() });
+    const { page, dialogs, errors } = await newPage(browser());
+    await page.goto(dashboard.url);
+    await page.goto(`${base}/tasks/failed`);
+    const links = await page.$$eval("tbody tr a[href*='/task/']", (found) =>
+      found.map((link) => [link.textContent, link.getAttribute("href")]),
+    );
+    expect(links.sort()).toEqual(ids.map((id) => [id, `/q/${queue.name}/task/${encodeURIComponent(id)}`]).sort());
+    expect(links.map(([, href]) => href).join(" ")).toContain("user%3A42");
+    await clickAndWait(page, `tbody tr a[href$="${encodeURIComponent("nightly@2026-12-01T03:00:00Z")}"]`);
+    expect(await page.$eval("[data-field=lastError]", (el) => el.textContent)).toBe("declined");
+    expect(await page.$eval("main", (el) => el.textContent)).toContain("nightly@2026-12-01T03:00:00Z");
+    await clickAndWait(page, "button[value=requeue]");
+    expect(dialogs).toEqual(["confirm: Requeue task nightly@2026-12-01T03:00:00Z?"]);
+    expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("requeued 1 of 1 task");
+    expect((await queue.inspect("nightly@2026-12-01T03:00:00Z"))?.state).toBe("ready");
+    // The answer page links back to the task, encoded.
+    expect(await page.$$eval("a[href*='/task/']", (found) => found.map((link) => link.getAttribute("href")))).toContain(
+      `/q/${queue.name}/task/nightly%402026-12-01T03%3A00%3A00Z`,
+    );
+    // Search by id, and a group "@email" on the task page.
+    await page.goto(`${base}/`);
+    await page.type("input[name=id]", "@lead");
+    await clickAndWait(page, "header form button");
+    expect(new URL(page.url()).pathname).toBe(`/q/${queue.name}/task/%40lead`);
+    expect(await page.$eval("[data-field=group]", (el) => el.textContent)).toBe("@email");
+    // Select two on the failed list and delete them.
+    await page.goto(`${base}/tasks/failed`);
+    await page.click('input[name=ids][value="user:42"]');
+    await page.click('input[name=ids][value="sweep-2026-12-01T21:15:00Z"]');
+    await clickAndWait(page, "button[value=delete]");
+    expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("deleted 2 of 2 tasks");
+    expect(await queue.inspect("user:42")).toBeUndefined();
+    expect(errors).toEqual([]);
+    expect(await queue.checkAll({ now: Date.now() })).toEqual([]);
+    await page.close();
+  });
+
   it("delete of tasks selected on the failed list leaves one requeued since the page was drawn", async () => {
     const { queue, dashboard, base } = await fixture();
     await failTasks(queue, ["d1", "d2"], { error: "gone" });
@@ -297,6 +339,21 @@ describe("dashboard access without a browser", () => {
     expect(await statusWithHost(`evil.example:${dashboard.port}`)).toBe(403);
     expect(await statusWithHost(`127.0.0.1:${dashboard.port}`)).toBe(200);
     expect(await statusWithHost(`localhost:${dashboard.port}`)).toBe(200);
+  });
+
+  it("an id in the path that is not one is refused with 400, its text escaped; one that is but names no task is 404", async () => {
+    const { dashboard, base } = await fixture();
+    const get = (path: string) => fetch(`${base}${path}`, { headers: { cookie: cookieOf(dashboard) } });
+    for (const id of ["<img src=x onerror=alert(1)>", "a|b", "a b", "user:s"]) {
+      const response = await get(`/task/${encodeURIComponent(id)}`);
+      expect(response.status, id).toBe(400);
+      const text = await response.text();
+      expect(text, id).toMatch(/inspect: id must (be 1-128 characters of A-Z a-z 0-9 _ \. - : @|not end in)/);
+      expect(text).not.toContain("<img src=x");
+    }
+    const unknown = await get(`/task/${encodeURIComponent("user:404")}`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.text()).toContain('No task with id "user:404"'.replace(/"/g, "&quot;"));
   });
 
   it("an action POST needs the CSRF token and this server's Origin", async () => {
