@@ -176,6 +176,7 @@ export async function runDev(
       reclaimIntervalMs: options.reclaimIntervalMs,
       workerTimeoutMs: budget.timeoutMs,
       sqsPort: options.sqsPort,
+      persistSqs: true,
       onInvocationError: failures,
       visibilityTimeoutMs: options.visibilityTimeoutMs,
       maxReceiveCount: 5,

@@ -35,6 +35,11 @@ export interface StackOptions {
   logLevel: LogLevel;
   /** The SQS endpoint's port on 127.0.0.1; 0 (the default) takes a free one. */
   sqsPort?: number;
+  /**
+   * Keep the task queue's messages in Redis, under the queue's own keys (`leaseq:{<queue>}:sqs:*`),
+   * so a killed run loses no message sent: the next run with the same queue takes them up.
+   */
+  persistSqs?: boolean;
   /** Told of every failed invocation of the intake or the worker (the SQS mapping retries it). */
   onInvocationError?: (role: FunctionRole, error: unknown) => void;
 }
@@ -134,12 +139,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // SQS as on AWS, reachable over the SQS JSON protocol, so a producer using @aws-sdk/client-sqs
     // with `endpoint` set reaches it: the task queue (standard or FIFO) with a dead-letter queue
     // behind its redrive policy, read by the intake; the wake queue, read by the worker.
-    const sqs = new LocalSqs(runIntake, {
+    const taskQueue = {
       fifo: options.fifo ?? false,
       visibilityTimeoutMs: options.visibilityTimeoutMs,
       maxReceiveCount: options.maxReceiveCount,
       concurrency: options.concurrency,
-    });
+    };
+    const sqs = options.persistSqs
+      ? await LocalSqs.open(runIntake, {
+          ...taskQueue,
+          persistence: { redisUrl: redis.url, prefix: `leaseq:{${options.queue}}:sqs` },
+        })
+      : new LocalSqs(runIntake, taskQueue);
     await sqs.listen(options.sqsPort ?? 0);
     cleanups.unshift(() => sqs.close());
     const wake = new LocalSqs(runWorker, {

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { Duration } from "aws-cdk-lib";
+import { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { workerBudget } from "../../dev/dev-loop.js";
 import { type Stack, startStack } from "../../dev/stack.js";
@@ -13,6 +14,7 @@ import { defineTasks } from "../../functions/tasks.js";
 import { resolveSettings } from "../../infra/settings.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
+import { freePort } from "../helpers/redis-server.js";
 import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import reportTasks from "./fixtures/report-tasks.js";
 
@@ -131,6 +133,47 @@ describe("leaseq dev", () => {
     expect(code).toBe(2);
     expect(stderr).toContain("the LeaseQueue construct would refuse this declaration with --worker-timeout-ms 300000:");
     expect(stderr).toContain(constructRefusal(300_000));
+  });
+
+  it("SIGKILLed right after 100 sends and restarted on the same port and queue, runs all 100", async () => {
+    const queue = uniqueQueueName("devkill");
+    const port = await freePort();
+    const args = ["--tasks", "test/dev/fixtures/slow-intake-tasks.ts", "--queue", queue, "--concurrency=1"];
+    const first = await startDev([...args, `--sqs-port=${port}`]);
+    const [, endpoint, queueUrl] = /SQS endpoint (\S+): task queue (\S+),/.exec(first.out()) ?? [];
+    const client = new SQSClient({
+      endpoint,
+      region: "us-east-1",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    });
+    // Without the declaration: the producer would check each payload with the slow schema too.
+    const producer = createProducer({ queueUrl, client });
+    const ids = Array.from({ length: 100 }, (_, n) => `hook-${n}`);
+    for (const [n, id] of ids.entries()) await producer.send([{ id, type: "webhook", payload: { n } }]);
+    const store = TcpStore.fromUrl(redisUrl());
+    const waiting = await new Redis(redisUrl()).hlen(`leaseq:{${queue}}:sqs:leaseq-local:messages`);
+    first.child.kill("SIGKILL");
+    const killedAt = Date.now();
+    await new Promise((resolve) => first.child.once("close", resolve));
+    // Messages were still in SQS when it died: what the restart must take up.
+    expect(waiting).toBeGreaterThan(50);
+    await startDev([...args, `--sqs-port=${port}`]);
+    const tasks = new Queue(store, { name: queue });
+    try {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const states = await Promise.all(ids.map(async (id) => (await tasks.inspect(id))?.state));
+        if (states.every((state) => state === "done")) break;
+        if (Date.now() > deadline) throw new Error(`not all done: ${states.filter((s) => s !== "done").length} left`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      console.log(
+        `[dev-kill] ${waiting} of 100 messages in SQS at the kill; all 100 done ${Date.now() - killedAt} ms after it`,
+      );
+    } finally {
+      client.destroy();
+      await store.close();
+    }
   });
 
   it("tells every failed invocation: the view's counts and the callback, never swallowed", async () => {
