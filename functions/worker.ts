@@ -6,6 +6,7 @@ import { readConfig } from "./config.js";
 import { type DeadLetterSender, sqsDeadLetterSender } from "./dead-letter.js";
 import { drain } from "./drain.js";
 import { ingest } from "./ingest.js";
+import { deadLetterLastReceives } from "./last-receive.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import { readRecord } from "./sqs.js";
 import { defineTasks, policyMismatches, type TaskDeclaration, type TaskDefinitions, timeoutProblems } from "./tasks.js";
@@ -58,12 +59,14 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     if (problems.length > 0) throw new ConfigError(problems);
     const sqs = config.deadLetterQueueUrl || config.wakeQueueUrl ? functionSqsClient(config.sqsEndpoint) : undefined;
     const deadLetters =
-      config.deadLetterQueueUrl && sqs ? sqsDeadLetterSender(config.deadLetterQueueUrl, sqs) : undefined;
+      config.deadLetterQueueUrl && sqs
+        ? sqsDeadLetterSender(config.deadLetterQueueUrl, sqs, config.maxReceiveCount)
+        : undefined;
     const waker = config.wakeQueueUrl && sqs ? sqsWakeSender(config.wakeQueueUrl, sqs) : undefined;
     return { ...(await createRuntime(config, tasks)), deadLetters, waker };
   };
 
-  return async (event, context) => {
+  const handle: WorkerHandler = async (event, context) => {
     const startedAt = Date.now();
     runtime ??= start();
     const { queue, config, deadLetters, waker } = await runtime.catch((error: unknown) => {
@@ -117,6 +120,8 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     });
     return { batchItemFailures: ingested.failures };
   };
+  // A record at its last receive whose invocation fails goes to the dead-letter queue with why.
+  return deadLetterLastReceives(handle, { env: options.env ?? process.env, logger });
 }
 
 interface IntakeOptions {
