@@ -44,7 +44,7 @@ export function queueName(command: Command, env: NodeJS.ProcessEnv = process.env
  */
 export async function withQueue<T>(
   command: Command,
-  work: (queue: Queue, where: string) => Promise<T>,
+  work: (queue: Queue, where: string, store: Store) => Promise<T>,
   options: Omit<QueueOptions, "name"> = {},
 ): Promise<T> {
   const name = queueName(command);
@@ -52,7 +52,7 @@ export async function withQueue<T>(
   const { store, where } = await openStore();
   if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: queue "${name}" on ${where}\n`);
   try {
-    return await work(new Queue(store, { ...options, name }), where);
+    return await work(new Queue(store, { ...options, name }), where, store);
   } catch (error) {
     throw inWords(error, where);
   } finally {

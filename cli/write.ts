@@ -4,6 +4,7 @@ import type { Queue } from "../shared/queue.js";
 import { duration } from "../shared/text.js";
 import type { TaskState } from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
+import { deleteQueueCommand } from "./delete-queue.js";
 import { OperationError, UsageError } from "./errors.js";
 import { durationArg, integer } from "./parse.js";
 import { taskFilter } from "./read.js";
@@ -252,21 +253,7 @@ export function writeCommands(program: Command): void {
         console.log("run it again with --yes to delete them");
     });
 
-  program
-    .command("delete-queue")
-    .description("delete the whole queue: every task in every state, and every key of it (irreversible)")
-    .option("--yes", "confirm: without it nothing is deleted")
-    .addHelpText("after", "\nExample:\n  leaseq --queue emails-staging delete-queue --yes")
-    .action(async (options: { yes?: boolean }, command: Command) => {
-      const name = queueName(command);
-      if (!options.yes) {
-        throw new UsageError(
-          `delete-queue deletes every task of queue "${name}" in every state and cannot be undone; run it again with --yes`,
-        );
-      }
-      const keys = await withQueue(command, (queue) => queue.drop({ confirm: name }));
-      console.log(`deleted queue "${name}": ${keys} key${keys === 1 ? "" : "s"}`);
-    });
+  deleteQueueCommand(program);
 
   program
     .command("trim")

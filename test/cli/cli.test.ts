@@ -234,6 +234,32 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     }
   });
 
+  it("delete-queue of a queue that does not exist exits 1 naming the nearest queue names, and deletes nothing", async () => {
+    const base = uniqueQueueName("delq");
+    const [orders, ordersEu] = [`${base}-orders`, `${base}-orders-eu`];
+    const queues = [orders, ordersEu].map((name) => new Queue(store, { name }));
+    try {
+      for (const queue of queues) await queue.enqueue([{ id: "keep", type: "x" }], { now: Date.now() });
+      const typo = `${base}-ordres`;
+      const run = await runCli(["--queue", typo, "delete-queue", "--yes"], { REDIS_URL: redisUrl() });
+      expect(run).toMatchObject({
+        code: 1,
+        stdout: "",
+        stderr: `leaseq: delete-queue: no such queue "${typo}" on Redis at ${redisUrl()}; nothing was deleted; nearest queue names: ${orders}, ${ordersEu}\n`,
+      });
+      for (const queue of queues) expect(await queue.inspect("keep")).toMatchObject({ state: "ready" });
+      const far = await runCli(["--queue", "zz-no-such-queue-anywhere", "delete-queue", "--yes"], {
+        REDIS_URL: redisUrl(),
+      });
+      expect(far.code).toBe(1);
+      expect(far.stderr).toMatch(
+        /^leaseq: delete-queue: no such queue "zz-no-such-queue-anywhere" on Redis at \S+; nothing was deleted; no queue name there is near it \(leaseq queues lists all \d+\)\n$/,
+      );
+    } finally {
+      for (const queue of queues) await queue.drop({ confirm: queue.name });
+    }
+  });
+
   it("shows a record that cannot be read as corrupt, lists it with the reason, repairs one and deletes another", async () => {
     const { cli, queue } = fresh();
     await queue.enqueue(
