@@ -101,6 +101,20 @@ describe("an Upstash REST endpoint that cannot be reached", () => {
     expect(error.message).not.toMatch(/t0ken-never-shown|fetch failed/);
   });
 
+  it("names the secret the URL came from on AWS", async () => {
+    const port = await freePort();
+    const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq-AbC123";
+    const store = await openStore({ kind: "upstash-secret", secretArn }, async () => ({
+      url: `http://127.0.0.1:${port}`,
+      token: "t0ken-never-shown",
+    }));
+    const error = await firstCommandError(store);
+    const source = `the "url" of secret ${secretArn} (UPSTASH_SECRET_ARN)`;
+    expect(error.message).toBe(
+      `enqueue: Upstash unreachable at 127.0.0.1:${port} (from ${source}): connection refused (nothing listens on that port); check that ${source} is the database's REST URL (https://<database>.upstash.io, in the Upstash console) and that this machine can reach it (a Lambda in a VPC needs a NAT gateway)`,
+    );
+  });
+
   it("says an endpoint that never answers did not answer in time", async () => {
     const sockets: Socket[] = [];
     const server = createHttpServer(() => {
