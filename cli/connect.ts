@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { openConnection } from "../functions/runtime.js";
 import { connectionFromEnv, describeConnection } from "../shared/connection.js";
-import { ConfigError, CredentialsError, StoreError } from "../shared/errors.js";
+import { ConfigError, CredentialsError, StoreError, UnreachableError } from "../shared/errors.js";
 import { queueKeys } from "../shared/keys.js";
 import { Queue, type QueueOptions } from "../shared/queue.js";
 import type { Store } from "../shared/store.js";
@@ -44,7 +44,7 @@ export function queueName(command: Command, env: NodeJS.ProcessEnv = process.env
  */
 export async function withQueue<T>(
   command: Command,
-  work: (queue: Queue, where: string) => Promise<T>,
+  work: (queue: Queue, where: string, store: Store) => Promise<T>,
   options: Omit<QueueOptions, "name"> = {},
 ): Promise<T> {
   const name = queueName(command);
@@ -52,15 +52,24 @@ export async function withQueue<T>(
   const { store, where } = await openStore();
   if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: queue "${name}" on ${where}\n`);
   try {
-    return await work(new Queue(store, { ...options, name }), where);
+    return await work(new Queue(store, { ...options, name }), where, store);
   } catch (error) {
-    if (error instanceof CredentialsError) throw new OperationError(`${error.message} (${where})`, { cause: error });
-    // No Redis error code: the server was never reached. Say where the CLI looked.
-    if (error instanceof StoreError && error.redisCode === undefined) {
-      throw new OperationError(`${error.message}; is ${where} running and reachable?`, { cause: error });
-    }
-    throw error;
+    throw inWords(error, where);
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A store's failure as the CLI reports it (exit 1): an unreachable server says where and what to
+ * check already; a refused token and a failure without a Redis error code are told where the CLI
+ * looked. Anything else is returned as it is.
+ */
+export function inWords(error: unknown, where: string): unknown {
+  if (error instanceof UnreachableError) return new OperationError(error.message, { cause: error });
+  if (error instanceof CredentialsError) return new OperationError(`${error.message} (${where})`, { cause: error });
+  if (error instanceof StoreError && error.redisCode === undefined) {
+    return new OperationError(`${error.message} (${where})`, { cause: error });
+  }
+  return error;
 }

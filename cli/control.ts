@@ -1,11 +1,9 @@
 import { Argument, type Command } from "commander";
-import { createProducer } from "../functions/producer.js";
-import { wakeDelaySeconds } from "../functions/wake.js";
 import { listQueues, Queue } from "../shared/queue.js";
 import { openStore, queueName, withQueue } from "./connect.js";
-import { sqsClient } from "./dlq.js";
 import { UsageError } from "./errors.js";
 import { formatStats } from "./read.js";
+import { wakeWorker } from "./wake.js";
 import { inBatches, report } from "./write.js";
 
 const PURGEABLE = ["ready", "scheduled", "done", "failed", "corrupt"] as const;
@@ -38,29 +36,8 @@ export function controlCommands(program: Command): void {
         console.log(
           changed ? `${past} ${what}` : `${what} was ${action === "pause" ? "paused" : "not paused"} already`,
         );
-        if (wakeAtMs !== undefined) {
-          // Work waits for a worker (ready now, or falling due soon): with the wake queue's URL, a
-          // wake-up due when resume said (docs/wake-ups.md). LEASEQ_QUEUE_URL is the name it had
-          // when workers read the task queue.
-          const queueUrl = process.env.LEASEQ_WAKE_QUEUE_URL || process.env.LEASEQ_QUEUE_URL;
-          if (queueUrl) {
-            const client = sqsClient();
-            try {
-              const now = Date.now();
-              const delaySeconds = wakeDelaySeconds(wakeAtMs, now);
-              await createProducer({ queueUrl, client }).wake(delaySeconds);
-              console.log(
-                `sent a wake-up to ${queueUrl}${delaySeconds > 0 ? `, due in ${delaySeconds} s (when the first task falls due)` : ""}`,
-              );
-            } finally {
-              client.destroy();
-            }
-          } else {
-            console.log(
-              "its ready tasks start at the reclaimer's next run (within a minute); set LEASEQ_WAKE_QUEUE_URL to the wake queue (the stack's WakeQueueUrl output) to wake a worker now",
-            );
-          }
-        }
+        // Work waits for a worker (ready now, or falling due soon): a wake-up due when resume said.
+        if (wakeAtMs !== undefined) await wakeWorker(wakeAtMs, "its ready tasks");
       });
   }
 

@@ -1,9 +1,8 @@
 import type { Command } from "commander";
-import { CredentialsError, StoreError } from "../shared/errors.js";
 import { listQueues } from "../shared/queue.js";
-import { openStore, withQueue } from "./connect.js";
+import { inWords, openStore, withQueue } from "./connect.js";
 import { type RunningDashboard, startDashboard } from "./dashboard/server.js";
-import { OperationError, UsageError } from "./errors.js";
+import { UsageError } from "./errors.js";
 import { integer } from "./parse.js";
 
 interface DashboardOptions {
@@ -69,13 +68,7 @@ Examples:
         console.log(`Dashboard ${dashboard.url}\n  every leaseq queue on ${where} (${count})${mode}; Ctrl-C to stop`);
         await untilStopped(dashboard);
       } catch (error) {
-        if (error instanceof CredentialsError) {
-          throw new OperationError(`${error.message} (${where})`, { cause: error });
-        }
-        if (error instanceof StoreError && error.redisCode === undefined) {
-          throw new OperationError(`${error.message}; is ${where} running and reachable?`, { cause: error });
-        }
-        throw error;
+        throw inWords(error, where);
       } finally {
         await store.close();
       }

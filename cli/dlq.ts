@@ -38,6 +38,17 @@ function dlqUrl(options: DlqOptions, env: NodeJS.ProcessEnv = process.env): stri
 
 const attribute = (message: Message, name: string) => message.MessageAttributes?.[name]?.StringValue;
 
+/**
+ * What `show` says of a message the redrive policy moved (no LeaseqReason: a function that failed
+ * at its last receive before it could say why, or one without LEASEQ_MAX_RECEIVE_COUNT). The receive
+ * count goes on in the dead-letter queue: this receive is taken off, earlier `show`s are not.
+ */
+function noReason(message: Message): string {
+  const received = Number(message.Attributes?.ApproximateReceiveCount ?? 0) - 1;
+  const times = received > 0 ? `${received} time${received === 1 ? "" : "s"}` : "an unknown number of times";
+  return `no reason recorded: received ${times} (the function failed each time; see its logs)`;
+}
+
 /** Registers `dlq show` and `dlq redrive`: looking into the dead-letter queue, and sending its messages back. */
 export function dlqCommands(program: Command): void {
   const dlq = program
@@ -85,7 +96,7 @@ Examples:
         const row = {
           messageId: message.MessageId,
           sentAt: new Date(Number(message.Attributes?.SentTimestamp ?? 0)).toISOString(),
-          reason: attribute(message, DEAD_LETTER_ATTRIBUTES.reason) ?? "(none: moved here by the redrive policy)",
+          reason: attribute(message, DEAD_LETTER_ATTRIBUTES.reason) ?? noReason(message),
           sourceMessageId: attribute(message, DEAD_LETTER_ATTRIBUTES.sourceMessageId),
           taskIndexes: attribute(message, DEAD_LETTER_ATTRIBUTES.taskIndexes),
           bodyBytes: Buffer.byteLength(message.Body ?? ""),
@@ -95,7 +106,8 @@ Examples:
         else {
           const source = row.sourceMessageId ? ` from ${row.sourceMessageId}` : "";
           const tasks = row.taskIndexes ? ` (tasks ${row.taskIndexes})` : "";
-          console.log(`${row.messageId}  ${row.sentAt}${source}${tasks}  ${row.bodyBytes} bytes\n  ${row.reason}`);
+          const reason = row.reason.replaceAll("\n", "\n  ");
+          console.log(`${row.messageId}  ${row.sentAt}${source}${tasks}  ${row.bodyBytes} bytes\n  ${reason}`);
           if (options.body) console.log(`  ${row.body}`);
         }
       }

@@ -4,9 +4,11 @@ import type { Queue } from "../shared/queue.js";
 import { duration } from "../shared/text.js";
 import type { TaskState } from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
+import { deleteQueueCommand } from "./delete-queue.js";
 import { OperationError, UsageError } from "./errors.js";
 import { durationArg, integer } from "./parse.js";
 import { taskFilter } from "./read.js";
+import { requeueAllFailed, requeueing, wakeForRequeued } from "./requeue.js";
 
 /** Runs `call` over `ids` in batches the scripts take. */
 export async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[]>): Promise<T[]> {
@@ -152,24 +154,44 @@ export function writeCommands(program: Command): void {
         );
       if (options.dryRun && !filtered) throw new UsageError("requeue: --dry-run goes with the filters");
       if (filtered) {
-        const outcome = await withQueue(command, (queue) =>
-          byFilter(queue, "failed", options, (batch) => queue.requeue(batch, { now: Date.now() })),
+        const { result: outcome, paused } = await requeueing(
+          command,
+          (queue) => byFilter(queue, "failed", options, (batch) => queue.requeue(batch, { now: Date.now() })),
+          (outcome) => outcome.changed.length,
         );
-        reportFiltered(command, "requeue", "requeued", "failed", outcome, options.dryRun);
+        let refused: unknown;
+        try {
+          reportFiltered(command, "requeue", "requeued", "failed", outcome, options.dryRun);
+        } catch (error) {
+          refused = error;
+        }
+        await wakeForRequeued(command, outcome.changed.length, paused);
+        if (refused) throw refused;
         return;
       }
       if (options.allFailed) {
-        const count = await withQueue(command, requeueAllFailed);
+        const { result: count, paused } = await requeueing(command, requeueAllFailed, (count) => count);
         console.log(`requeued ${count} failed task${count === 1 ? "" : "s"}`);
+        await wakeForRequeued(command, count, paused);
         return;
       }
-      const results = await withQueue(command, (queue) =>
-        inBatches(ids, (batch) => queue.requeue(batch, { now: Date.now() })),
+      const { result: results, paused } = await requeueing(
+        command,
+        (queue) => inBatches(ids, (batch) => queue.requeue(batch, { now: Date.now() })),
+        (results) => results.filter((result) => result.status === "ok").length,
       );
-      report(command, { name: "requeue", past: "requeued" }, results, {
-        unknown_id: "no such task",
-        not_failed: "not FAILED",
-      });
+      let refused: unknown;
+      try {
+        report(command, { name: "requeue", past: "requeued" }, results, {
+          unknown_id: "no such task",
+          not_failed: "not FAILED",
+        });
+      } catch (error) {
+        refused = error;
+      }
+      // The ids that went through start as on any requeue; the refused ones are reported after.
+      await wakeForRequeued(command, results.filter((result) => result.status === "ok").length, paused);
+      if (refused) throw refused;
     });
 
   program
@@ -231,21 +253,7 @@ export function writeCommands(program: Command): void {
         console.log("run it again with --yes to delete them");
     });
 
-  program
-    .command("delete-queue")
-    .description("delete the whole queue: every task in every state, and every key of it (irreversible)")
-    .option("--yes", "confirm: without it nothing is deleted")
-    .addHelpText("after", "\nExample:\n  leaseq --queue emails-staging delete-queue --yes")
-    .action(async (options: { yes?: boolean }, command: Command) => {
-      const name = queueName(command);
-      if (!options.yes) {
-        throw new UsageError(
-          `delete-queue deletes every task of queue "${name}" in every state and cannot be undone; run it again with --yes`,
-        );
-      }
-      const keys = await withQueue(command, (queue) => queue.drop({ confirm: name }));
-      console.log(`deleted queue "${name}": ${keys} key${keys === 1 ? "" : "s"}`);
-    });
+  deleteQueueCommand(program);
 
   program
     .command("trim")
@@ -270,26 +278,4 @@ export function writeCommands(program: Command): void {
         `trimmed ${trimmed.done} done (${older(options.doneRetentionMs)}) and ${trimmed.failed} failed (${older(options.failedRetentionMs)})`,
       );
     });
-}
-
-/**
- * Requeues the tasks FAILED at the start, page by page. It stops after that many, so tasks that
- * fail again meanwhile are not chased forever.
- */
-async function requeueAllFailed(queue: Queue): Promise<number> {
-  const failedAtStart = (await queue.stats({ now: Date.now() })).failed;
-  let requeued = 0;
-  while (requeued < failedAtStart) {
-    const page = await queue.list("failed", { limit: Math.min(LIMITS.batchMax, failedAtStart - requeued) });
-    if (page.length === 0) break;
-    const results = await queue.requeue(
-      page.map((task) => task.id),
-      { now: Date.now() },
-    );
-    const ok = results.filter((result) => result.status === "ok").length;
-    // A page none of which could be requeued was taken meanwhile (e.g. trimmed): nothing left to do.
-    if (ok === 0) break;
-    requeued += ok;
-  }
-  return requeued;
 }

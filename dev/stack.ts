@@ -182,7 +182,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const functionsFor = (tasks: TaskDeclaration) => ({
       worker: createWorker({ env, tasks, logger: logger("leaseq-worker") }),
       intake: createWorker({
-        env: { ...env, LEASEQ_ROLE: "intake", LEASEQ_WORKER_TIMEOUT_MS: undefined },
+        env: {
+          ...env,
+          LEASEQ_ROLE: "intake",
+          LEASEQ_WORKER_TIMEOUT_MS: undefined,
+          // As the construct sets it: a record at its last receive is dead-lettered with its reason.
+          LEASEQ_MAX_RECEIVE_COUNT: String(options.maxReceiveCount),
+        },
         tasks,
         logger: logger("leaseq-intake"),
       }),

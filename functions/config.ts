@@ -39,6 +39,12 @@ export interface FunctionConfig {
   deployedTasks: string | undefined;
   /** Where the worker sends permanently invalid input at once (LEASEQ_DLQ_URL, set by the construct). */
   deadLetterQueueUrl: string | undefined;
+  /**
+   * The source queue's redrive policy's maxReceiveCount (LEASEQ_MAX_RECEIVE_COUNT, set by the
+   * construct on the intake): a record that fails at this receive goes to the dead-letter queue with
+   * its reason, sent by the function, instead of without one by the redrive policy. Unset: none.
+   */
+  maxReceiveCount: number | undefined;
   /** SQS endpoint override, for the local stack and tests (LEASEQ_SQS_ENDPOINT). */
   sqsEndpoint: string | undefined;
   /**
@@ -59,6 +65,9 @@ export interface FunctionConfig {
 }
 
 type Env = Record<string, string | undefined>;
+
+/** The largest maxReceiveCount SQS takes in a redrive policy. */
+export const MAX_RECEIVE_COUNT_MAX = 1000;
 
 /** Reads the configuration; throws one ConfigError listing every problem found. */
 export function readConfig(env: Env): FunctionConfig {
@@ -106,6 +115,7 @@ export function readConfig(env: Env): FunctionConfig {
     workerTimeoutMs: optionalInteger("LEASEQ_WORKER_TIMEOUT_MS", 1_000, 900_000),
     deployedTasks: env.LEASEQ_TASKS || undefined,
     deadLetterQueueUrl: env.LEASEQ_DLQ_URL || undefined,
+    maxReceiveCount: optionalInteger("LEASEQ_MAX_RECEIVE_COUNT", 1, MAX_RECEIVE_COUNT_MAX),
     sqsEndpoint: env.LEASEQ_SQS_ENDPOINT || undefined,
     wakeQueueUrl: env.LEASEQ_WAKE_QUEUE_URL || env.LEASEQ_QUEUE_URL || undefined,
     role: "worker",

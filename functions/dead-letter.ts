@@ -20,9 +20,17 @@ export interface DeadLetter {
   taskIndexes?: number[];
 }
 
-/** Sends permanently invalid input to the dead-letter queue at once, instead of after maxReceiveCount. */
+/**
+ * Sends permanently invalid input to the dead-letter queue at once, instead of after maxReceiveCount,
+ * and a record that fails at its last receive with the reason it failed.
+ */
 export interface DeadLetterSender {
   send(letter: DeadLetter): Promise<void>;
+  /**
+   * The source queue's redrive policy's maxReceiveCount (LEASEQ_MAX_RECEIVE_COUNT), when known: a
+   * record received this many times and failed again is moved to this queue without a reason.
+   */
+  readonly maxReceiveCount?: number;
 }
 
 const MAX_REASON_CHARS = 1024;
@@ -32,8 +40,9 @@ const MAX_REASON_CHARS = 1024;
  * Throws when SQS refuses; the caller then reports the record in batchItemFailures, so it is never
  * lost.
  */
-export function sqsDeadLetterSender(queueUrl: string, client: SQSClient): DeadLetterSender {
+export function sqsDeadLetterSender(queueUrl: string, client: SQSClient, maxReceiveCount?: number): DeadLetterSender {
   return {
+    maxReceiveCount,
     async send(letter) {
       const reason =
         letter.reason.length > MAX_REASON_CHARS ? `${letter.reason.slice(0, MAX_REASON_CHARS - 3)}...` : letter.reason;

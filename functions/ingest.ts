@@ -3,19 +3,24 @@ import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
 import type { TaskInput } from "../shared/types.js";
 import type { DeadLetterSender } from "./dead-letter.js";
+import { atLastReceive, receivedText } from "./last-receive.js";
 import { payloadPathsProblem } from "./schema.js";
-import { type RejectedTask, readRecord } from "./sqs.js";
+import { bodyWithTaskIds, type RejectedTask, readRecord } from "./sqs.js";
 import type { TaskDeclaration } from "./tasks.js";
 
 /** What one ingest of an SQS batch did, for the invocation log and the batch response. */
 export interface IngestResult {
   enqueued: number;
   duplicates: number;
-  /** Records or tasks rejected as permanently invalid, with why (never a payload). */
+  /**
+   * Records or tasks rejected as permanently invalid, and records held at their last receive, with
+   * why (never a payload).
+   */
   rejected: Array<{ messageId: string; reason: string; deadLettered: boolean }>;
   /**
    * Records SQS must deliver again: their invalid input could not reach the dead-letter queue, or
-   * (FIFO) an earlier record of their message group is delivered again.
+   * (FIFO) an earlier record of their message group is delivered again. One at its last receive is
+   * moved to the dead-letter queue by the redrive policy instead.
    */
   failures: SQSBatchResponse["batchItemFailures"];
   /** The earliest wake-up the enqueues asked for (docs/wake-ups.md), when one did. */
@@ -48,36 +53,56 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     wakeAtMs: undefined,
     readyNow: 0,
   };
-  // A FIFO queue's group whose record must come again: its later records wait with it, so no task
-  // of the group is enqueued ahead of one sent before it.
-  const heldGroups = new Set<string>();
-  const hold = (record: SQSRecord) => {
+  // A FIFO queue's group whose record must come again, and that record's id: the group's later
+  // records wait with it, so no task of the group is enqueued ahead of one sent before it. A record
+  // failing at its last receive holds nothing: it goes to the dead-letter queue (sent with its
+  // reason, or moved by the redrive policy), never to Redis, as SQS's own redrive would do.
+  const heldGroups = new Map<string, string>();
+  const maxReceiveCount = options.deadLetters?.maxReceiveCount;
+  const fail = (record: SQSRecord) => {
     result.failures.push({ itemIdentifier: record.messageId });
     const group = record.attributes?.MessageGroupId;
-    if (group !== undefined) heldGroups.add(group);
+    if (group !== undefined && !heldGroups.has(group) && !atLastReceive(record, maxReceiveCount)) {
+      heldGroups.set(group, record.messageId);
+    }
   };
   const runnable = new Set([...Object.keys(options.tasks.types), ...options.tasks.acceptTypes]);
   const declared = [...runnable].join(", ");
 
-  const deadLetter = async (record: SQSRecord, reason: string, invalid?: RejectedTask[]) => {
+  const deadLetter = async (
+    record: SQSRecord,
+    reason: string,
+    content: { invalid: RejectedTask[] } | { body: string } = { body: record.body },
+  ) => {
     let deadLettered = false;
     if (options.deadLetters) {
-      const body = invalid ? JSON.stringify({ tasks: invalid.map((item) => item.task) }) : record.body;
+      const invalid = "invalid" in content ? content.invalid : undefined;
+      const body = invalid
+        ? JSON.stringify({ tasks: invalid.map((item) => item.task) })
+        : (content as { body: string }).body;
       try {
         await options.deadLetters.send({ record, body, reason, taskIndexes: invalid?.map((item) => item.index) });
         deadLettered = true;
       } catch (error) {
-        reason = `${reason} (not dead-lettered: ${(error as Error).message}; SQS will deliver it again)`;
+        const next = atLastReceive(record, maxReceiveCount)
+          ? "the redrive policy moves it to the dead-letter queue without this reason"
+          : "SQS will deliver it again";
+        reason = `${reason} (not dead-lettered: ${(error as Error).message}; ${next})`;
       }
     }
     result.rejected.push({ messageId: record.messageId, reason, deadLettered });
-    if (!deadLettered) hold(record);
+    if (!deadLettered) fail(record);
   };
 
   for (const record of records) {
     const group = record.attributes?.MessageGroupId;
-    if (group !== undefined && heldGroups.has(group)) {
-      hold(record);
+    const holder = group === undefined ? undefined : heldGroups.get(group);
+    if (holder !== undefined) {
+      // Held at its last receive, it would be moved to the dead-letter queue without a reason.
+      if (atLastReceive(record, maxReceiveCount)) {
+        const reason = `held behind message ${holder} of its message group, which SQS delivers again, at its last receive (${receivedText(record, maxReceiveCount)}); none of its tasks was enqueued`;
+        await deadLetter(record, reason, { body: bodyWithTaskIds(record) });
+      } else fail(record);
       continue;
     }
     const intent = readRecord(record);
@@ -129,7 +154,7 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
       invalid.sort((a, b) => a.index - b.index);
       const reason = invalid.map((item) => item.reason).join("; ");
       // A message with no valid task is dead-lettered as it was sent; otherwise only its invalid tasks.
-      await deadLetter(record, reason, valid.length === 0 ? undefined : invalid);
+      await deadLetter(record, reason, valid.length === 0 ? undefined : { invalid });
     }
   }
   return result;

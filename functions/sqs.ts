@@ -84,10 +84,49 @@ export function readRecord(record: SQSRecord): RecordIntent {
     accepted.push({
       index,
       sent: task,
-      task: { ...rest, id: id ?? `${record.messageId}-${index}`, ...(runAtMs === undefined ? {} : { runAt: runAtMs }) },
+      task: {
+        ...rest,
+        id: id ?? derivedTaskId(record.messageId, index),
+        ...(runAtMs === undefined ? {} : { runAt: runAtMs }),
+      },
     });
   }
   return { kind: "enqueue", tasks: accepted, rejected };
+}
+
+/** The id of a task sent without one: its message's id and its index, the same on every delivery. */
+export function derivedTaskId(messageId: string, index: number): string {
+  return `${messageId}-${index}`;
+}
+
+/**
+ * The record's body with the id each task sent without one is enqueued under, so the message
+ * redriven from the dead-letter queue (where SQS gives it a new message id) enqueues none of its
+ * tasks twice. A body that is not a task list is returned as it is.
+ */
+export function bodyWithTaskIds(record: SQSRecord): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(record.body);
+  } catch {
+    return record.body;
+  }
+  const tasks = (body as { tasks?: unknown } | null)?.tasks;
+  // As readRecord reads them: an id left out or null is derived.
+  const idless = (task: unknown): task is Record<string, unknown> => isObject(task) && task.id == null;
+  if (!Array.isArray(tasks) || !tasks.some(idless)) return record.body;
+  return JSON.stringify({
+    ...(body as object),
+    tasks: tasks.map((task, index) => {
+      if (!idless(task)) return task;
+      const { id: _none, ...rest } = task;
+      return { id: derivedTaskId(record.messageId, index), ...rest };
+    }),
+  });
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 function shapeProblem(task: unknown, index: number): string | undefined {

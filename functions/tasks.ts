@@ -2,6 +2,7 @@ import { LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { ConfigError, InvalidInputError } from "../shared/errors.js";
 import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
 import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText, shown } from "../shared/validate.js";
+import { policyTextMismatches } from "./policy-mismatch.js";
 import { isStandardSchema, type StandardSchemaV1 } from "./schema.js";
 
 /** What a handler receives for one task. */
@@ -311,46 +312,12 @@ export function policyText(declaration: TaskDeclaration): string {
   return [order + groups, types.join(","), accepted.join(",")].join(";");
 }
 
-/** Differences between a declaration and the policy text the construct deployed with it. */
+/**
+ * Differences between a declaration and the policy text the construct deployed with it, field by
+ * field in defineTasks's words, ending with what to do; empty when they match.
+ */
 export function policyMismatches(declaration: TaskDeclaration, deployed: string): string[] {
-  const mine = policyText(declaration);
-  if (mine === deployed) return [];
-  const parse = (text: string) => {
-    const [order = "", types = "", accepted = ""] = text.split(";");
-    const byName = new Map(
-      types
-        .split(",")
-        .filter(Boolean)
-        .map((entry) => [entry.split(":")[0], entry] as const),
-    );
-    return { order, byName, accepted };
-  };
-  const a = parse(mine);
-  const b = parse(deployed);
-  const problems: string[] = [];
-  if (a.order !== b.order)
-    problems.push(`the worker declares a ${a.order} queue, the construct was given a ${b.order} one`);
-  for (const [name, entry] of a.byName) {
-    const other = b.byName.get(name);
-    if (other === undefined)
-      problems.push(`task type "${name}" is declared in the worker but not in the construct's tasks`);
-    else if (other !== entry)
-      problems.push(`task type "${name}": the worker declares ${describe(entry)}, the construct ${describe(other)}`);
-  }
-  for (const name of b.byName.keys()) {
-    if (!a.byName.has(name))
-      problems.push(`task type "${name}" is in the construct's tasks but not declared in the worker`);
-  }
-  if (a.accepted !== b.accepted) {
-    problems.push(`acceptTypes differ: the worker has [${a.accepted}], the construct [${b.accepted}]`);
-  }
-  return problems;
-}
-
-function describe(entry: string): string {
-  const [, leaseMs, maxAttempts, baseMs, maxMs, group] = entry.split(":");
-  const groups = group ? `, group policy ${group.replaceAll(".", ",")}` : "";
-  return `leaseMs ${leaseMs}, maxAttempts ${maxAttempts}, backoff ${baseMs}-${maxMs} ms${groups}`;
+  return policyTextMismatches(policyText(declaration), deployed);
 }
 
 /** The delay before retry number `attempt` (1-based), with "equal jitter": half fixed, half random. */

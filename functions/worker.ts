@@ -7,6 +7,7 @@ import { readConfig } from "./config.js";
 import { type DeadLetterSender, sqsDeadLetterSender } from "./dead-letter.js";
 import { drain } from "./drain.js";
 import { ingest } from "./ingest.js";
+import { deadLetterLastReceives } from "./last-receive.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import { readRecord } from "./sqs.js";
 import { defineTasks, policyMismatches, type TaskDeclaration, type TaskDefinitions, timeoutProblems } from "./tasks.js";
@@ -73,7 +74,9 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     if (problems.length > 0) throw new ConfigError(problems);
     const sqs = config.deadLetterQueueUrl || config.wakeQueueUrl ? functionSqsClient(config.sqsEndpoint) : undefined;
     const deadLetters =
-      config.deadLetterQueueUrl && sqs ? sqsDeadLetterSender(config.deadLetterQueueUrl, sqs) : undefined;
+      config.deadLetterQueueUrl && sqs
+        ? sqsDeadLetterSender(config.deadLetterQueueUrl, sqs, config.maxReceiveCount)
+        : undefined;
     const waker = config.wakeQueueUrl && sqs ? sqsWakeSender(config.wakeQueueUrl, sqs) : undefined;
     return { ...(await createRuntime(config, tasks)), deadLetters, waker, sqs };
   };
@@ -144,7 +147,9 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     });
     return { batchItemFailures: ingested.failures };
   };
-  return Object.assign(invoke, { close });
+  // A record at its last receive whose invocation fails goes to the dead-letter queue with why.
+  const handle = deadLetterLastReceives(invoke, { env: options.env ?? process.env, logger });
+  return Object.assign(handle, { close });
 }
 
 interface IntakeOptions {

@@ -107,6 +107,10 @@ export class LeaseQueue extends Construct {
         ...declared,
         POWERTOOLS_SERVICE_NAME: SERVICE_NAMES.intake,
         LEASEQ_ROLE: "intake",
+        // The task queue's redrive policy: a record failing at its last receive is dead-lettered by
+        // the intake with why, not moved without a reason. The wake queue has no redrive policy (its
+        // messages expire), so the worker gets none.
+        LEASEQ_MAX_RECEIVE_COUNT: String(settings.maxReceiveCount),
       },
     });
     this.worker = this.makeFunction("Worker", settings.workerEntry, {

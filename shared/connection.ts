@@ -101,12 +101,14 @@ export async function openStore(
   switch (connection.kind) {
     case "tcp": {
       const { TcpStore } = await import("./stores/tcp.js");
-      return TcpStore.fromUrl(connection.url);
+      return TcpStore.fromUrl(connection.url, { source: "REDIS_URL" });
     }
     case "upstash":
-      return new UpstashStore({ url: connection.url, token: connection.token });
-    case "upstash-secret":
+      return new UpstashStore({ url: connection.url, token: connection.token, source: "UPSTASH_REDIS_REST_URL" });
+    case "upstash-secret": {
       if (!readSecret) throw new ConfigError(["UPSTASH_SECRET_ARN is set, but nothing here can read secrets"]);
-      return new UpstashStore(await readSecret(connection.secretArn));
+      const source = `the "url" of secret ${connection.secretArn} (UPSTASH_SECRET_ARN)`;
+      return new UpstashStore({ ...(await readSecret(connection.secretArn)), source });
+    }
   }
 }

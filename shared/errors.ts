@@ -39,6 +39,17 @@ export class StoreError extends QueueError {
   }
 }
 
+/**
+ * Thrown when Redis or Upstash could not be reached, or took a request and did not answer in time;
+ * the message names the host, the port and the setting they came from, and what to check.
+ */
+export class UnreachableError extends StoreError {
+  override name = "UnreachableError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, undefined, options);
+  }
+}
+
 /** Thrown when the queue is stored in another format than this release reads (docs/storage.md). */
 export class FormatError extends QueueError {
   override name = "FormatError";

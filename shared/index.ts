@@ -16,6 +16,7 @@ export {
   QueueError,
   ScriptArgumentError,
   StoreError,
+  UnreachableError,
 } from "./errors.js";
 export { type QueueKeys, queueKeys } from "./keys.js";
 export { listQueues, Queue, type QueueOptions } from "./queue.js";

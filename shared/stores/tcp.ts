@@ -1,7 +1,7 @@
 import { type Cluster, Redis, type RedisOptions, ReplyError } from "ioredis";
-import { StoreError } from "../errors.js";
 import { argsForRetry, isNoScript, type LuaScript, type Store } from "../store.js";
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
+import { connectionProblem, type Endpoint, endpointOf, noAnswer, unreachable } from "./unreachable.js";
 
 type Client = Redis | Cluster;
 
@@ -11,47 +11,85 @@ type Client = Redis | Cluster;
  * unanswered commands is off: scripts are retried here, a claim with its repeat flag set.
  */
 export class TcpStore implements Store {
+  /** The last connection error the client reported: why a command found no connection. */
+  private lastConnectionError: unknown;
+
   private constructor(
     readonly client: Client,
     private readonly retry: RetryPolicy,
     private readonly owned: boolean,
+    private readonly endpoint: Endpoint,
+    private readonly timeoutMs: number | undefined,
   ) {}
 
   /**
    * Connects to `url` (redis:// or rediss://). Commands fail fast while the server is down, and
-   * after `timeoutMs` (default 5000) when it stops answering with the connection still open.
+   * after `timeoutMs` (default 5000) when it stops answering with the connection still open: an
+   * UnreachableError naming the host, the port and `source`, the setting the URL came from.
    */
   static fromUrl(
     url: string,
-    options: { timeoutMs?: number; retry?: RetryPolicy; redis?: RedisOptions } = {},
+    options: {
+      timeoutMs?: number;
+      retry?: RetryPolicy;
+      redis?: RedisOptions;
+      /** Where `url` came from, for messages. Default: "the URL given to TcpStore.fromUrl". */
+      source?: string;
+    } = {},
   ): TcpStore {
+    const timeoutMs = options.timeoutMs ?? 5_000;
     const client = new Redis(url, {
       maxRetriesPerRequest: 1,
       autoResendUnfulfilledCommands: false,
       connectTimeout: 5_000,
       // A server that stops answering without closing the connection must not hang a Lambda until
       // its own timeout: fail the call (and retry it, a claim as a repeat; see LuaScript).
-      commandTimeout: options.timeoutMs ?? 5_000,
+      commandTimeout: timeoutMs,
       enableOfflineQueue: true,
       retryStrategy: (times) => Math.min(times * 100, 2_000),
       ...options.redis,
     });
-    client.on("error", () => {
-      // Reported to the caller of each failed command; an unhandled 'error' event would crash.
+    const source = options.source ?? "the URL given to TcpStore.fromUrl";
+    const store = new TcpStore(
+      client,
+      options.retry ?? DEFAULT_RETRY,
+      true,
+      endpointOf(url, "6379", source),
+      timeoutMs,
+    );
+    client.on("error", (error) => {
+      // Reported to the caller of each failed command, in words (an unhandled 'error' event would crash).
+      store.lastConnectionError = error;
     });
-    return new TcpStore(client, options.retry ?? DEFAULT_RETRY, true);
+    client.on("ready", () => {
+      store.lastConnectionError = undefined;
+    });
+    return store;
   }
 
   /** Wraps a client the caller manages (e.g. an ioredis Cluster); close() leaves it open. */
   static fromClient(client: Client, options: { retry?: RetryPolicy } = {}): TcpStore {
-    return new TcpStore(client, options.retry ?? DEFAULT_RETRY, false);
+    const source = "the client given to TcpStore.fromClient";
+    if ("nodes" in client) {
+      return new TcpStore(
+        client,
+        options.retry ?? DEFAULT_RETRY,
+        false,
+        { host: "a cluster", port: "?", source },
+        undefined,
+      );
+    }
+    const endpoint = { host: client.options.host ?? "?", port: String(client.options.port ?? "?"), source };
+    return new TcpStore(client, options.retry ?? DEFAULT_RETRY, false, endpoint, client.options.commandTimeout);
   }
 
   /** SCAN on the server (on a Cluster: on each master in turn; the cursor carries which). */
   async scanKeys(cursor: string, match: string, count: number): Promise<[string, string[]]> {
     const nodes = "nodes" in this.client ? this.client.nodes("master") : [this.client];
     const [node, at] = cursor.includes(":") ? cursor.split(":").map(Number) : [0, Number(cursor)];
-    const [next, keys] = await nodes[node].scan(at, "MATCH", match, "COUNT", count);
+    const [next, keys] = await nodes[node].scan(at, "MATCH", match, "COUNT", count).catch((error: unknown) => {
+      throw this.storeError("scan", error);
+    });
     if (next !== "0") return [node === 0 && nodes.length === 1 ? next : `${node}:${next}`, keys];
     return [node + 1 < nodes.length ? `${node + 1}:0` : "0", keys];
   }
@@ -71,7 +109,7 @@ export class TcpStore implements Store {
         }
       },
     ).catch((error: unknown) => {
-      throw storeError(script.name, error);
+      throw this.storeError(script.name, error);
     });
   }
 
@@ -79,20 +117,18 @@ export class TcpStore implements Store {
     if (!this.owned) return;
     await this.client.quit().catch(() => this.client.disconnect());
   }
-}
 
-/** Keeps Redis's own reply text (it names the error, never the arguments); scrubs nothing else in. */
-function storeError(operation: string, error: unknown): unknown {
-  if (error instanceof ReplyError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  if (message === "Command timed out") {
-    return new StoreError(
-      `${operation}: no answer from Redis over TCP in time (it may be frozen or unreachable)`,
-      undefined,
-      {
-        cause: error,
-      },
-    );
+  /**
+   * Keeps Redis's own reply text (it names the error, never the arguments); anything else is a
+   * server not reached, said in leaseq's words: ioredis's own ("Reached the max retries per
+   * request limit") names its options, not the server.
+   */
+  private storeError(operation: string, error: unknown): unknown {
+    if (error instanceof ReplyError) return error;
+    const message = error instanceof Error ? error.message : String(error);
+    if (message === "Command timed out") {
+      return noAnswer(operation, "Redis", this.endpoint, this.timeoutMs ?? 0, error);
+    }
+    return unreachable(operation, "Redis", this.endpoint, connectionProblem(this.lastConnectionError ?? error), error);
   }
-  return new StoreError(`${operation}: Redis unreachable over TCP (${message})`, undefined, { cause: error });
 }

@@ -2,6 +2,7 @@ import { errors, Redis } from "@upstash/redis";
 import { ConfigError, CredentialsError, StoreError } from "../errors.js";
 import { argsForRetry, type LuaScript, type Store, withShebang } from "../store.js";
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
+import { connectionProblem, type Endpoint, endpointOf, noAnswer, unreachable } from "./unreachable.js";
 
 export interface UpstashStoreOptions {
   /** The REST URL (UPSTASH_REDIS_REST_URL), https://… or, for the local endpoint, http://127.0.0.1:…. */
@@ -12,6 +13,8 @@ export interface UpstashStoreOptions {
   timeoutMs?: number;
   /** Retries after a transport failure (a claim as a repeat of the same claim id). */
   retry?: RetryPolicy;
+  /** Where `url` came from, for messages (e.g. "UPSTASH_REDIS_REST_URL"). Default: "the url given to UpstashStore". */
+  source?: string;
 }
 
 /** Redis answered the script with an error; the message is Redis's error text ("ERR …", "NOSCRIPT …"). */
@@ -54,6 +57,7 @@ export class UpstashStore implements Store {
   private readonly token: string;
   private readonly timeoutMs: number;
   private readonly retry: RetryPolicy;
+  private readonly endpoint: Endpoint;
 
   /** Throws ConfigError listing every missing or malformed option. */
   constructor(options: UpstashStoreOptions) {
@@ -69,6 +73,11 @@ export class UpstashStore implements Store {
     this.token = options.token;
     this.timeoutMs = timeoutMs;
     this.retry = options.retry ?? DEFAULT_RETRY;
+    this.endpoint = endpointOf(
+      options.url,
+      options.url.startsWith("http:") ? "80" : "443",
+      options.source ?? "the url given to UpstashStore",
+    );
     this.redis = new Redis({
       url: options.url,
       token: options.token,
@@ -88,7 +97,7 @@ export class UpstashStore implements Store {
       const [next, keys] = await this.redis.scan(cursor, { match, count });
       return [String(next), keys.map(String)];
     } catch (error) {
-      throw translate("scan", error, [this.token], this.timeoutMs);
+      throw translate("scan", error, [this.token], this.timeoutMs, this.endpoint);
     }
   }
 
@@ -100,7 +109,7 @@ export class UpstashStore implements Store {
       try {
         return await run();
       } catch (error) {
-        throw translate(script.name, error, secrets, this.timeoutMs);
+        throw translate(script.name, error, secrets, this.timeoutMs, this.endpoint);
       }
     };
     return withRetry(
@@ -131,7 +140,7 @@ export class UpstashStore implements Store {
  * "<Redis error>, command was: <the whole command as JSON>" (script body and arguments, so task
  * payloads); only the Redis part is kept, and it is scanned for the secrets anyway.
  */
-function translate(operation: string, error: unknown, secrets: string[], timeoutMs: number): Error {
+function translate(operation: string, error: unknown, secrets: string[], timeoutMs: number, endpoint: Endpoint): Error {
   if (error instanceof errors.UpstashJSONParseError) {
     // Its message quotes the start of the response body, which may hold task data: leave it out.
     return new StoreError(`${operation}: Upstash answered a body that is not JSON`, undefined);
@@ -150,11 +159,11 @@ function translate(operation: string, error: unknown, secrets: string[], timeout
     return new StoreError(`${operation}: the Upstash REST API failed the request (${text})`, undefined);
   }
   if (error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError")) {
-    return new StoreError(`${operation}: no answer from Upstash within ${timeoutMs} ms`, undefined);
+    return noAnswer(operation, "Upstash", endpoint, timeoutMs, undefined);
   }
-  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
-  const reason = cause ? `${cause.message}` : error instanceof Error ? error.message : String(error);
-  return new StoreError(`${operation}: Upstash unreachable (${redact(reason, secrets)})`, undefined);
+  // fetch's own text is "fetch failed"; why is in its cause (ECONNREFUSED, ENOTFOUND, a TLS code).
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  return unreachable(operation, "Upstash", endpoint, redact(connectionProblem(cause), secrets), undefined);
 }
 
 function redact(text: string, secrets: string[]): string {

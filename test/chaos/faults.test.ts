@@ -214,7 +214,9 @@ describe("faults through the local Upstash endpoint", () => {
     await own.close();
     const error = await queue.claim({ count: 1, now: NOW }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
-    expect((error as Error).message).toMatch(/^claim: Upstash unreachable \(/);
+    expect((error as Error).message).toMatch(
+      /^claim: Upstash unreachable at 127\.0\.0\.1:\d+ \(from the url given to UpstashStore\): /,
+    );
     expect((error as Error).message).not.toContain(own.token);
     await expect(queue.enqueue([{ id: "b", type: "t" }], { now: NOW })).rejects.toThrow(
       /^enqueue: Upstash unreachable/,

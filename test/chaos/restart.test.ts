@@ -68,7 +68,12 @@ async function sides(server: StartedRedis, queueName: string): Promise<{ sides: 
   return {
     endpoint,
     sides: [
-      { name: "tcp", store: tcp, queue: tcpQueue, downError: /Redis unreachable over TCP/ },
+      {
+        name: "tcp",
+        store: tcp,
+        queue: tcpQueue,
+        downError: /Redis unreachable at 127\.0\.0\.1:\d+ \(from the URL given to TcpStore\.fromUrl\)/,
+      },
       {
         name: "upstash",
         store: upstash,
@@ -164,7 +169,9 @@ describe("Redis restart", () => {
     try {
       const result = await within(8_000, queues.upstash.claim({ count: 1, now: NOW }));
       expect(result.outcome).toBe("rejected");
-      expect(String((result as { error?: unknown }).error)).toMatch(/claim: no answer from Upstash within 1000 ms/);
+      expect(String((result as { error?: unknown }).error)).toMatch(
+        /claim: no answer from Upstash at 127\.0\.0\.1:\d+ \(from the url given to UpstashStore\) within 1000 ms/,
+      );
     } finally {
       await thaw();
     }

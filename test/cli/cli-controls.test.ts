@@ -64,6 +64,30 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
     expect((await queue.claim({ count: 5, now: Date.now() })).map((task) => task.id)).toEqual(["a"]);
   });
 
+  it("requeue sends a wake-up with the wake queue's URL, as resume does, and of a paused queue says it waits for resume", async () => {
+    const { queue, name, cli } = fresh();
+    await failTasks(queue, ["f1", "f2"]);
+    const sqs = new LocalSqs(async () => undefined);
+    await sqs.listen();
+    try {
+      const requeued = await runCli(["requeue", "f1"], {
+        REDIS_URL: redisUrl(),
+        LEASEQ_QUEUE: name,
+        LEASEQ_WAKE_QUEUE_URL: sqs.queueUrl,
+        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+      });
+      expect(requeued).toMatchObject({ code: 0, stdout: `requeued f1\nsent a wake-up to ${sqs.queueUrl}\n` });
+      expect(sqs.queue.all().map((message) => message.body)).toEqual(['{"leaseq":"wake"}']);
+    } finally {
+      await sqs.close();
+    }
+    await queue.pause({ now: Date.now() });
+    expect(await cli(["requeue", "f2"])).toMatchObject({
+      code: 0,
+      stdout: `requeued f2\nqueue "${name}" is paused: the requeued tasks start once it is resumed (leaseq resume)\n`,
+    });
+  });
+
   it("resume with only delayed work sends a wake-up due when it falls due, not one now", async () => {
     const { queue, name } = fresh();
     await queue.pause({ now: Date.now() });
@@ -133,7 +157,12 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
     expect(dry.stdout).toBe(`would requeue 2 failed tasks of queue "${queue.name}": smtp-1, smtp-2\n`);
     expect((await queue.inspect("smtp-1"))?.state).toBe("failed");
     const requeued = await cli(["requeue", "--error", "SMTP 451", "--older-than", "30m"]);
-    expect(requeued).toMatchObject({ code: 0, stdout: `requeued 2 failed tasks of queue "${queue.name}"\n` });
+    expect(requeued.code).toBe(0);
+    expect(requeued.stdout).toMatch(
+      new RegExp(
+        `^requeued 2 failed tasks of queue "${queue.name}"\\nthe requeued tasks start at the reclaimer's next run`,
+      ),
+    );
     expect((await queue.inspect("smtp-2"))?.state).toBe("ready");
     expect((await queue.inspect("fresh"))?.state, "too recent for --older-than 30m").toBe("failed");
 

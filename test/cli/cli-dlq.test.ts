@@ -75,3 +75,26 @@ describe("leaseq dlq, through @aws-sdk/client-sqs against the SQS stand-in", { t
     });
   });
 });
+
+describe("leaseq dlq show, of a message the redrive policy moved", { timeout: 60_000 }, () => {
+  it("says no reason was recorded, how many times the function received it, and where to look", async () => {
+    const sqs = new LocalSqs(async () => undefined, { maxReceiveCount: 2 });
+    await sqs.listen();
+    try {
+      sqs.send('{"tasks":[{"type":"job"}]}');
+      // Received twice and never deleted (the function failed each time); the third receive moves it.
+      for (let receive = 0; receive < 3; receive++) sqs.queue.receive(10, 0);
+      expect(sqs.deadLetters.map((letter) => letter.deadLetteredBy)).toEqual(["redrive"]);
+      const run = await runCli(["dlq", "show"], {
+        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+        LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout.split("\n")[1]).toBe(
+        "  no reason recorded: received 2 times (the function failed each time; see its logs)",
+      );
+    } finally {
+      await sqs.close();
+    }
+  });
+});

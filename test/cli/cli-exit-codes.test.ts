@@ -103,12 +103,28 @@ describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
     expect(JSON.parse(run.stdout).queue).toBe(name);
   });
 
-  it("exits 1 when Redis cannot be reached, saying where, never printing the password", async () => {
+  it("exits 1 when Redis cannot be reached, saying where, from which variable and what to check, never printing the password", async () => {
     const port = await freePort();
     const run = await runCli(["stats"], { REDIS_URL: `redis://:s3cr3t-pw@127.0.0.1:${port}`, LEASEQ_QUEUE: "q" });
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain(`is Redis at redis://127.0.0.1:${port} running and reachable?`);
-    expect(run.stderr).not.toContain("s3cr3t-pw");
+    expect(run).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: `leaseq: stats: Redis unreachable at 127.0.0.1:${port} (from REDIS_URL): connection refused (nothing listens on that port); check that Redis is running there, that REDIS_URL names its host and port (rediss:// for TLS), and that this machine may connect to it (firewall, security group, VPC)\n`,
+    });
+  });
+
+  it("exits 1 when Upstash cannot be reached, saying where, from which variable and what to check, never printing the token", async () => {
+    const port = await freePort();
+    const run = await runCli(["stats"], {
+      UPSTASH_REDIS_REST_URL: `http://127.0.0.1:${port}`,
+      UPSTASH_REDIS_REST_TOKEN: "t0ken-never-shown",
+      LEASEQ_QUEUE: "q",
+    });
+    expect(run).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: `leaseq: stats: Upstash unreachable at 127.0.0.1:${port} (from UPSTASH_REDIS_REST_URL): connection refused (nothing listens on that port); check that UPSTASH_REDIS_REST_URL is the database's REST URL (https://<database>.upstash.io, in the Upstash console) and that this machine can reach it (a Lambda in a VPC needs a NAT gateway)\n`,
+    });
   });
 
   it("works over the Upstash REST endpoint, and a wrong token exits 1 without printing it", async () => {

@@ -10,6 +10,10 @@ import { runCli } from "./cli-run.js";
 const store = TcpStore.fromUrl(redisUrl());
 afterAll(() => store.close());
 
+/** What `requeue` says without the wake queue's URL, as `resume` does. */
+const WAKE_HINT =
+  "the requeued tasks start at the reclaimer's next run (within a minute); set LEASEQ_WAKE_QUEUE_URL to the wake queue (the stack's WakeQueueUrl output) to wake a worker now";
+
 /** A fresh queue, the env that points the CLI at it, and a library handle to arrange and check. */
 function fresh() {
   const name = uniqueQueueName("cli");
@@ -239,19 +243,23 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect((await cli(["list", "failed"])).stderr).toBe("no failed tasks\n");
   });
 
-  it("requeue sends failed tasks back to READY; a task that is not FAILED exits 1", async () => {
+  it("requeue sends failed tasks back to READY, saying when they start; a task that is not FAILED exits 1", async () => {
     const { cli, queue } = fresh();
     await failTasks(queue, ["f1", "f2", "f3", "f4"]);
-    expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: "requeued f1\n" });
+    expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: `requeued f1\n${WAKE_HINT}\n` });
     expect((await queue.inspect("f1"))?.state).toBe("ready");
     // Requeueing f1 again (say, a retry after a lost reply) is harmless and answers ok.
-    expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: "requeued f1\n" });
+    expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: `requeued f1\n${WAKE_HINT}\n` });
     await queue.enqueue([{ id: "r1", type: "t" }], { now: Date.now() });
     const refused = await cli(["requeue", "r1", "f2", "ghost"]);
     expect(refused.code).toBe(1);
-    expect(refused.stdout).toBe("requeued f2\n");
+    expect(refused.stdout).toBe(`requeued f2\n${WAKE_HINT}\n`);
     expect(refused.stderr).toContain("r1 (not FAILED), ghost (no such task)");
-    expect(await cli(["requeue", "--all-failed"])).toMatchObject({ code: 0, stdout: "requeued 2 failed tasks\n" });
+    expect(await cli(["requeue", "r1"])).toMatchObject({ code: 1, stdout: "" });
+    expect(await cli(["requeue", "--all-failed"])).toMatchObject({
+      code: 0,
+      stdout: `requeued 2 failed tasks\n${WAKE_HINT}\n`,
+    });
     expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 5, failed: 0 }); // f1-f4 and r1
   });
 
@@ -277,6 +285,32 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       expect(await other.queue.inspect("keep")).toMatchObject({ state: "ready" });
     } finally {
       raw.disconnect();
+    }
+  });
+
+  it("delete-queue of a queue that does not exist exits 1 naming the nearest queue names, and deletes nothing", async () => {
+    const base = uniqueQueueName("delq");
+    const [orders, ordersEu] = [`${base}-orders`, `${base}-orders-eu`];
+    const queues = [orders, ordersEu].map((name) => new Queue(store, { name }));
+    try {
+      for (const queue of queues) await queue.enqueue([{ id: "keep", type: "x" }], { now: Date.now() });
+      const typo = `${base}-ordres`;
+      const run = await runCli(["--queue", typo, "delete-queue", "--yes"], { REDIS_URL: redisUrl() });
+      expect(run).toMatchObject({
+        code: 1,
+        stdout: "",
+        stderr: `leaseq: delete-queue: no such queue "${typo}" on Redis at ${redisUrl()}; nothing was deleted; nearest queue names: ${orders}, ${ordersEu}\n`,
+      });
+      for (const queue of queues) expect(await queue.inspect("keep")).toMatchObject({ state: "ready" });
+      const far = await runCli(["--queue", "zz-no-such-queue-anywhere", "delete-queue", "--yes"], {
+        REDIS_URL: redisUrl(),
+      });
+      expect(far.code).toBe(1);
+      expect(far.stderr).toMatch(
+        /^leaseq: delete-queue: no such queue "zz-no-such-queue-anywhere" on Redis at \S+; nothing was deleted; no queue name there is near it \(leaseq queues lists all \d+\)\n$/,
+      );
+    } finally {
+      for (const queue of queues) await queue.drop({ confirm: queue.name });
     }
   });
 

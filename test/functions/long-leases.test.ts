@@ -1,6 +1,7 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, describe, expect, it } from "vitest";
-import { defineTasks, policyText } from "../../functions/tasks.js";
+import { REDEPLOY_ADVICE } from "../../functions/policy-mismatch.js";
+import { defineTasks, policyMismatches, policyText } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
 import { ConfigError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
@@ -208,9 +209,10 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
     const error = await worker({ leaseq: "drain" }, lambdaContext()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems).toEqual([
-      'task type "a": the worker declares leaseMs 60000, maxAttempts 5, backoff 1000-300000 ms, the construct leaseMs 30000, maxAttempts 5, backoff 1000-300000 ms',
+      'task type "a": leaseMs: the worker declares 60000, the construct was given 30000',
       'task type "b" is declared in the worker but not in the construct\'s tasks',
       'task type "gone" is in the construct\'s tasks but not declared in the worker',
+      REDEPLOY_ADVICE,
       'task type "a": leaseMs 60000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
       'task type "b": leaseMs 120000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
     ]);
@@ -249,6 +251,50 @@ describe("defineTasks", () => {
         'acceptTypes: "other one" is not a valid task type name',
       ]);
     }
+  });
+});
+
+describe("the cold start's policy check", () => {
+  const handler = () => {};
+
+  it("names only the fields that differ, as defineTasks takes them, and says what to do", () => {
+    const worker = defineTasks({
+      types: {
+        charge: { group: { concurrency: 3 }, handler },
+        email: { maxAttempts: 3, backoff: { baseMs: 500 }, handler },
+      },
+      acceptTypes: ["report"],
+    });
+    const construct = defineTasks({
+      ordered: true,
+      groups: { concurrency: 2 },
+      types: {
+        charge: { group: { ordered: true, rate: { max: 5, perMs: 1_000 } }, rate: { max: 50, perMs: 60_000 }, handler },
+        email: { maxAttempts: 3, backoff: { baseMs: 500, maxMs: 60_000 }, handler },
+      },
+    });
+    expect(policyMismatches(worker, policyText(construct))).toEqual([
+      "ordered: the worker declares false, the construct was given true; groups.concurrency: the worker declares none, the construct was given 2",
+      'task type "charge": group.concurrency: the worker declares 3, the construct was given 1; group.ordered: the worker declares false, the construct was given true; group.rate: the worker declares none, the construct was given { max: 5, perMs: 1000 }; rate: the worker declares none, the construct was given { max: 50, perMs: 60000 }',
+      'task type "email": backoff.maxMs: the worker declares 300000, the construct was given 60000',
+      "acceptTypes: the worker declares [report], the construct was given []",
+      "the worker entry and the construct were deployed from different declarations: have both import the same defineTasks(...) result (createWorker({ tasks }) and new LeaseQueue(..., { tasks })) and redeploy them together (one cdk deploy)",
+    ]);
+    expect(policyMismatches(worker, policyText(worker))).toEqual([]);
+  });
+
+  it("fails a cold start whose policies differ in one field with that field alone", async () => {
+    const name = uniqueQueueName("cold");
+    const deployed = defineTasks({ types: { x: { group: { concurrency: 1 }, handler } } });
+    const worker = createWorker({
+      tasks: { types: { x: { group: { concurrency: 3 }, handler } } },
+      env: functionEnv(adapters[0], name, { LEASEQ_TASKS: policyText(deployed) }),
+      logger: silent(),
+    });
+    const error = await worker({ leaseq: "drain" }, lambdaContext()).catch((e: unknown) => e);
+    expect((error as ConfigError).message).toBe(
+      `invalid configuration:\n- task type "x": group.concurrency: the worker declares 3, the construct was given 1\n- ${REDEPLOY_ADVICE}`,
+    );
   });
 });
 

@@ -62,8 +62,8 @@ describe("intake function", () => {
     });
   });
 
-  it("gets the task policies, the dead-letter and wake queues, and no worker timeout (it runs no task)", () => {
-    const { template } = synth({ queueName: "orders" });
+  it("gets the task policies, the dead-letter and wake queues, the task queue's maxReceiveCount, and no worker timeout (it runs no task)", () => {
+    const { template } = synth({ queueName: "orders", maxReceiveCount: 4 });
     const secret = onlyResource(template, "AWS::SecretsManager::Secret");
     expect(intake(template).properties.Environment).toEqual({
       Variables: {
@@ -72,6 +72,8 @@ describe("intake function", () => {
         LEASEQ_ROLE: "intake",
         LEASEQ_TASKS: "parallel;echo:30000:3:1000:60000,send-webhook:30000:5:2000:300000;",
         LEASEQ_DLQ_URL: { Ref: deadLetterQueue(template).logicalId },
+        // The task queue's redrive policy: a record failing at its 4th receive is dead-lettered with why.
+        LEASEQ_MAX_RECEIVE_COUNT: "4",
         LEASEQ_WAKE_QUEUE_URL: { Ref: wakeQueue(template).logicalId },
         POWERTOOLS_SERVICE_NAME: "leaseq-intake",
         POWERTOOLS_METRICS_NAMESPACE: "leaseq",

@@ -130,7 +130,9 @@ describe("UpstashStore", () => {
     expect(once.seen).toBe(2);
     expect(task).toMatchObject({ id: "a", attempt: 1 });
     const always = endpoint.faults.add({ match: isScript("claim"), times: 10, action: { kind: "delay", ms: 500 } });
-    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(/^claim: no answer from Upstash within 200 ms/);
+    await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(
+      /^claim: no answer from Upstash at 127\.0\.0\.1:\d+ \(from the url given to UpstashStore\) within 200 ms/,
+    );
     expect(always.seen).toBe(3); // the first try and two retries
   });
 
