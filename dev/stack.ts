@@ -73,7 +73,8 @@ export interface Stack {
   counts: StackCounts;
   /**
    * Starts the SQS pollers and the reclaimer timer, runs the reclaimer once and sends a wake-up:
-   * work left READY by an earlier run starts at once, not at the first tick.
+   * work left READY by an earlier run starts at once, not at the first tick; and runs it again when
+   * the leases an earlier, killed run held have ended.
    */
   run(): void;
   /** Runs `tasks` from now on: new intake and worker functions; invocations under way finish with the old. */
@@ -209,6 +210,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await queue.configure();
 
     let timer: NodeJS.Timeout | undefined;
+    let startTimer: NodeJS.Timeout | undefined;
     let reclaiming: Promise<void> | undefined;
     const runReclaimer = async () => {
       try {
@@ -243,6 +245,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         };
         timer = setInterval(tick, options.reclaimIntervalMs);
         tick();
+        // The leases a killed run left end within the longest lease (plus the 2 s clock-skew
+        // margin): one more run then returns them, rather than the next minute's.
+        const longestLeaseMs = Math.max(...Object.values(options.tasks.types).map((type) => type.leaseMs));
+        if (longestLeaseMs + 3_000 < options.reclaimIntervalMs) startTimer = setTimeout(tick, longestLeaseMs + 3_000);
         wake.send('{"leaseq":"wake"}');
       },
       reload(tasks) {
@@ -250,6 +256,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       },
       async stopWork() {
         clearInterval(timer);
+        clearTimeout(startTimer);
         shuttingDown = true;
         await reclaiming;
         await sqs.stop();

@@ -44,11 +44,14 @@ function constructRefusal(workerTimeoutMs: number): string {
 }
 
 /** Starts `leaseq dev` and resolves with it once it printed its endpoints. */
-function startDev(args: string[]): Promise<{ child: ChildProcess; out: () => string; err: () => string }> {
+function startDev(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; out: () => string; err: () => string }> {
   const child = spawn(
     process.execPath,
     ["--import", "tsx", "cli/bin.ts", "dev", "--sqs-port=0", "--dashboard-port=0", ...args],
-    { cwd: root, env: { ...process.env, REDIS_URL: redisUrl() }, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: root, env: { ...process.env, REDIS_URL: redisUrl(), ...env }, stdio: ["ignore", "pipe", "pipe"] },
   );
   children.push(child);
   let stdout = "";
@@ -139,7 +142,8 @@ describe("leaseq dev", () => {
     const queue = uniqueQueueName("devkill");
     const port = await freePort();
     const args = ["--tasks", "test/dev/fixtures/slow-intake-tasks.ts", "--queue", queue, "--concurrency=1"];
-    const first = await startDev([...args, `--sqs-port=${port}`]);
+    // The first run's intake takes 500 ms a message, so messages wait in SQS when it is killed.
+    const first = await startDev([...args, `--sqs-port=${port}`], { SLOW_SCHEMA_MS: "500" });
     const [, endpoint, queueUrl] = /SQS endpoint (\S+): task queue (\S+),/.exec(first.out()) ?? [];
     const client = new SQSClient({
       endpoint,
@@ -157,18 +161,21 @@ describe("leaseq dev", () => {
     await new Promise((resolve) => first.child.once("close", resolve));
     // Messages were still in SQS when it died: what the restart must take up.
     expect(waiting).toBeGreaterThan(50);
-    await startDev([...args, `--sqs-port=${port}`]);
+    const second = await startDev([...args, `--sqs-port=${port}`]);
+    const restartedMs = Date.now() - killedAt;
     const tasks = new Queue(store, { name: queue });
     try {
       const deadline = Date.now() + 60_000;
       for (;;) {
         const states = await Promise.all(ids.map(async (id) => (await tasks.inspect(id))?.state));
         if (states.every((state) => state === "done")) break;
-        if (Date.now() > deadline) throw new Error(`not all done: ${states.filter((s) => s !== "done").length} left`);
+        if (Date.now() > deadline) {
+          throw new Error(`not all done: ${states.filter((s) => s !== "done").length} left; ${second.err()}`);
+        }
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
       console.log(
-        `[dev-kill] ${waiting} of 100 messages in SQS at the kill; all 100 done ${Date.now() - killedAt} ms after it`,
+        `[dev-kill] ${waiting} of 100 messages in SQS at the kill; restarted ${restartedMs} ms after it, all 100 done ${Date.now() - killedAt} ms after it`,
       );
     } finally {
       client.destroy();
