@@ -200,8 +200,10 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     );
     const imagesWorker = workers.find((w) => w.Properties.Environment?.Variables.LEASEQ_QUEUE === images);
     expect(imagesWorker?.Properties.Environment?.Variables.LEASEQ_TASKS).toBe(
-      "parallel;resize-image:20000:4:500:10000;",
+      "parallel;nightly-report:600000:5:1000:300000,resize-image:20000:4:500:10000;",
     );
+    // The 10-minute type deploys without a workerTimeout prop: the default fits the longest lease.
+    expect(imagesWorker?.Properties.Environment?.Variables.LEASEQ_WORKER_TIMEOUT_MS).toBe("605000");
 
     // The staged asset the template's S3 key names.
     const manifest = JSON.parse(readFileSync(join(project, "cdk.out/Consumer.assets.json"), "utf8"));
