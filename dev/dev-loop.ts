@@ -73,7 +73,7 @@ export function watchTasks(module: string, stack: Stack, timeoutMs: number, name
   };
   const watcher: FSWatcher = watch(directory, { recursive: true }, (_event, file) => {
     // The module's own compiled copy is written beside it while it loads: not a change.
-    if (!file || /\.leaseq-\d+\.mjs$/.test(file) || file.includes("node_modules")) return;
+    if (!file || /\.leaseq-[\d-]+\.mjs$/.test(file) || file.includes("node_modules")) return;
     clearTimeout(timer);
     timer = setTimeout(() => void reload(), 200);
   });

@@ -11,11 +11,14 @@ import { ConfigError } from "../shared/errors.js";
  * (a dependency of leaseq) into a file beside the source, so its imports resolve from the user's
  * project as they would in their worker bundle; plain JavaScript is imported as is.
  */
+let loads = 0;
+
 export async function loadTasksModule(path: string, cwd = process.cwd()): Promise<TaskDeclaration> {
   const source = resolve(cwd, path);
   let loaded: Record<string, unknown>;
   if ([".ts", ".mts", ".cts", ".tsx"].includes(extname(source))) {
-    const compiled = join(dirname(source), `.${basename(source)}.leaseq-${process.pid}.mjs`);
+    // A name of its own per load: Node caches a module by its URL, and --watch loads it again.
+    const compiled = join(dirname(source), `.${basename(source)}.leaseq-${process.pid}-${++loads}.mjs`);
     try {
       const esbuild: typeof import("esbuild") = createRequire(import.meta.url)("esbuild");
       await esbuild.build({
@@ -35,7 +38,8 @@ export async function loadTasksModule(path: string, cwd = process.cwd()): Promis
       rmSync(compiled, { force: true });
     }
   } else {
-    loaded = await import(pathToFileURL(source).href).catch((error: Error) => {
+    // Loaded again by --watch: a query of its own, past Node's module cache (its imports stay cached).
+    loaded = await import(`${pathToFileURL(source).href}?load=${++loads}`).catch((error: Error) => {
       throw new ConfigError([`--tasks ${path}: could not load ${source} (${error.message})`]);
     });
   }

@@ -2,6 +2,9 @@
 // from the declaration), one it refuses is refused at start in the construct's words, and a failed
 // invocation is told, not swallowed.
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { Duration } from "aws-cdk-lib";
@@ -180,6 +183,34 @@ describe("leaseq dev", () => {
     } finally {
       client.destroy();
       await store.close();
+    }
+  });
+
+  it("--watch reloads the task module when it changes, and keeps the old one when the new one cannot run", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "leaseq-watch-"));
+    const module = join(directory, "tasks.ts");
+    const declare = (types: string) =>
+      writeFileSync(
+        module,
+        `import { defineTasks } from ${JSON.stringify(join(root, "functions/tasks.ts"))};\nexport default defineTasks({ types: { ${types} } });\n`,
+      );
+    declare("alpha: { handler: () => {} }");
+    try {
+      const dev = await startDev(["--tasks", module, "--watch", "--queue", uniqueQueueName("watch")]);
+      const stderrSays = async (text: string) => {
+        const deadline = Date.now() + 20_000;
+        while (!dev.err().includes(text)) {
+          if (Date.now() > deadline) throw new Error(`no "${text}" in: ${dev.err()}`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      };
+      declare("alpha: { handler: () => {} }, beta: { handler: () => {} }");
+      await stderrSays(`reloaded ${module}: alpha, beta`);
+      declare("alpha: { leaseMs: 3_600_000, handler: () => {} }");
+      await stderrSays("kept the previous task types:");
+      expect(dev.err()).toContain('task type "alpha": leaseMs 3600000');
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 
