@@ -201,6 +201,8 @@ export async function runDev(
     await stack.close().catch(() => {});
     return 1;
   }
+  // Watching before the start-up lines are printed: a change made once they are seen is caught.
+  const watcher = options.watch && options.tasks ? watchTasks(options.tasks, stack, budget.timeoutMs, name) : undefined;
   const out = options.json ? process.stderr : process.stdout;
   const redisNote = {
     env: "from REDIS_URL",
@@ -235,7 +237,6 @@ export async function runDev(
   });
   stop = run.stop;
   if (interrupted) run.stop();
-  const watcher = options.watch && options.tasks ? watchTasks(options.tasks, stack, budget.timeoutMs, name) : undefined;
   let summary: Awaited<DemoRun["finished"]>;
   try {
     summary = await run.finished;

@@ -63,9 +63,9 @@ describe("tasks sent through SQS", () => {
     expect(running.sqs.stats().deadLettered).toBe(0);
   });
 
-  it("at priority −10 while 4 workers drain 2,000 waiting tasks, start before every lower-priority task still READY when they were sent", async () => {
+  it("at priority −10 while 4 workers (or more) drain 2,000 waiting tasks, start before every lower-priority task still READY when they were sent", async () => {
     const started: string[] = [];
-    let open!: () => void;
+    let open: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
@@ -87,7 +87,13 @@ describe("tasks sent through SQS", () => {
       await running.queue.enqueue(backlog.slice(i, i + 500), { now: Date.now() });
     }
     for (let w = 0; w < 4; w++) running.wake.send('{"leaseq":"wake"}');
-    await until(() => started.length === 4, "4 busy workers");
+    // Every worker busy: the 4 woken here, and any drain invocation of the stack's first reclaimer
+    // run; no more claims once the count of started tasks stands still.
+    await until(() => started.length >= 4, "4 busy workers");
+    for (let seen = -1; seen !== started.length; ) {
+      seen = started.length;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
 
     const client = sqsClient(running);
     const producer = createProducer({ queueUrl: running.sqs.queueUrl, client });
