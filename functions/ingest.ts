@@ -27,6 +27,8 @@ export interface IngestResult {
   wakeAtMs: number | undefined;
   /** Tasks enqueued that are ready now (no delay), new or not. */
   readyNow: number;
+  /** Records that were wake-ups (`{}` or `{"leaseq":"wake"}`), read once with the rest. */
+  wakeUps: number;
 }
 
 export interface IngestOptions {
@@ -52,6 +54,7 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     failures: [],
     wakeAtMs: undefined,
     readyNow: 0,
+    wakeUps: 0,
   };
   // A FIFO queue's group whose record must come again, and that record's id: the group's later
   // records wait with it, so no task of the group is enqueued ahead of one sent before it. A record
@@ -106,7 +109,10 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
       continue;
     }
     const intent = readRecord(record);
-    if (intent.kind === "wake") continue;
+    if (intent.kind === "wake") {
+      result.wakeUps++;
+      continue;
+    }
     if (intent.kind === "reject") {
       await deadLetter(record, intent.reason);
       continue;

@@ -9,7 +9,6 @@ import { drain } from "./drain.js";
 import { ingest } from "./ingest.js";
 import { deadLetterLastReceives } from "./last-receive.js";
 import { createRuntime, type Runtime } from "./runtime.js";
-import { readRecord } from "./sqs.js";
 import { defineTasks, policyMismatches, type TaskDeclaration, type TaskDefinitions, timeoutProblems } from "./tasks.js";
 import { functionSqsClient, sqsWakeSender, type WakeSender } from "./wake.js";
 
@@ -107,9 +106,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     }
     const ingested = await ingest(records, { queue, tasks, deadLetters, now: Date.now });
     // A wake-up may be for a lease that ended (its worker gone): return it before draining.
-    const reclaimed = records.some((record) => readRecord(record).kind === "wake")
-      ? (await queue.reclaim({ now: Date.now() })).reclaimed.length
-      : 0;
+    const reclaimed = ingested.wakeUps > 0 ? (await queue.reclaim({ now: Date.now() })).reclaimed.length : 0;
     const counts = await drain({
       queue,
       tasks,
@@ -176,8 +173,7 @@ async function intake(records: SQSRecord[], options: IntakeOptions): Promise<SQS
   const now = Date.now();
   // A wake-up sent to the task queue (a producer given its URL for wake-ups, or one from before
   // the intake existed) is passed on to the wake queue: it arrived when it was due.
-  const forwarded = records.some((record) => readRecord(record).kind === "wake");
-  const wakeAtMs = ingested.readyNow >= options.claimBatch || forwarded ? now : ingested.wakeAtMs;
+  const wakeAtMs = ingested.readyNow >= options.claimBatch || ingested.wakeUps > 0 ? now : ingested.wakeAtMs;
   let wakeError: string | undefined;
   if (wakeAtMs !== undefined && options.waker) {
     try {

@@ -1,58 +1,19 @@
 // createWorker's handler.close(): the connection a cold start opened is closed, so a test or script
 // that runs the real worker in its own process exits instead of hanging on it.
-import { spawn } from "node:child_process";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { describe, expect, it } from "vitest";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { envWithoutConnection, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { runUntilExit } from "../helpers/exits.js";
 import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const silent = new Logger({ serviceName: "worker-close", logLevel: "SILENT" });
 
-interface Run {
-  output: { result: unknown; ran: string[] } | undefined;
-  /** From the result line to the exit, ms; undefined when it had not exited `waitMs` after it. */
-  exitAfterMs: number | undefined;
-  stderr: string;
-}
-
 /** Runs fixtures/closing-worker.ts; kills it if it has not exited `waitMs` after printing its result. */
-function runClosingWorker(env: Record<string, string | undefined>, waitMs: number): Promise<Run> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", new URL("./fixtures/closing-worker.ts", import.meta.url).pathname],
-    {
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let stdout = "";
-  let stderr = "";
-  let printedAt: number | undefined;
-  let killer: NodeJS.Timeout | undefined;
-  child.stdout.on("data", (chunk) => {
-    stdout += chunk;
-    if (printedAt === undefined && stdout.includes("\n")) {
-      printedAt = Date.now();
-      killer = setTimeout(() => child.kill("SIGKILL"), waitMs);
-    }
-  });
-  child.stderr.on("data", (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve) => {
-    child.once("exit", (code, signal) => {
-      clearTimeout(killer);
-      const exitedAt = Date.now();
-      const line = stdout.split("\n")[0];
-      resolve({
-        output: line ? JSON.parse(line) : undefined,
-        exitAfterMs: signal === "SIGKILL" || printedAt === undefined || code !== 0 ? undefined : exitedAt - printedAt,
-        stderr,
-      });
-    });
-  });
+async function runClosingWorker(env: Record<string, string | undefined>, waitMs: number) {
+  const run = await runUntilExit(new URL("./fixtures/closing-worker.ts", import.meta.url).pathname, env, waitMs);
+  return { ...run, output: run.firstLine as { result: unknown; ran: string[] } | undefined };
 }
 
 describe("a worker closed after one invocation, in its own process", () => {

@@ -1,6 +1,5 @@
 // createTestWorker: the Lambda worker's drain in the test's process, over a real Redis; and a
 // close() after which nothing of it is left: not the connection, not (by default) the queue.
-import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTasks, PermanentError, type Task, type TaskDeclaration } from "../../functions/tasks.js";
@@ -8,6 +7,7 @@ import { ConfigError, InvalidInputError } from "../../shared/errors.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { createTestWorker, runTask, type TestWorker } from "../../testing/index.js";
 import { envWithoutConnection } from "../helpers/events.js";
+import { runUntilExit } from "../helpers/exits.js";
 import { rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const MINUTE = 60_000;
@@ -269,41 +269,14 @@ describe("createTestWorker", () => {
 
 describe("a test worker in its own process", () => {
   /** Runs fixtures/test-worker-process.ts; resolves to its output and how long it took to exit after it. */
-  function run(extraEnv: Record<string, string>, waitMs: number) {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", new URL("./fixtures/test-worker-process.ts", import.meta.url).pathname],
-      {
-        env: { ...envWithoutConnection(), REDIS_URL: redisUrl(), LEASEQ_QUEUE: uniqueQueueName("tw"), ...extraEnv },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
+  async function run(extraEnv: Record<string, string>, waitMs: number) {
+    const env = { ...envWithoutConnection(), REDIS_URL: redisUrl(), LEASEQ_QUEUE: uniqueQueueName("tw"), ...extraEnv };
+    const result = await runUntilExit(
+      new URL("./fixtures/test-worker-process.ts", import.meta.url).pathname,
+      env,
+      waitMs,
     );
-    let stdout = "";
-    let stderr = "";
-    let printedAt: number | undefined;
-    let killer: NodeJS.Timeout | undefined;
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-      if (printedAt === undefined && stdout.includes("\n")) {
-        printedAt = Date.now();
-        killer = setTimeout(() => child.kill("SIGKILL"), waitMs);
-      }
-    });
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    return new Promise<{ counts: unknown; exitAfterMs: number | undefined; stderr: string }>((resolve) => {
-      child.once("exit", (code, signal) => {
-        clearTimeout(killer);
-        const line = stdout.split("\n")[0];
-        const exited = signal === null && code === 0 && printedAt !== undefined;
-        resolve({
-          counts: line ? JSON.parse(line) : undefined,
-          exitAfterMs: exited ? Date.now() - (printedAt ?? 0) : undefined,
-          stderr,
-        });
-      });
-    });
+    return { ...result, counts: result.firstLine };
   }
 
   it("exits at once after close()", async () => {
