@@ -1,7 +1,8 @@
 -- handoff: a worker stops draining and hands the queue back to wake-ups. While it drained, its
 -- claims kept config `wake` fresh (it covered work falling due while it ran); now it arranges the
--- wake-up it would have been: for the ready work it leaves behind when its time ran out, else for
--- when scheduled work (or an ordered queue's hold) falls due.
+-- wake-up it would have been: for the ready work it leaves behind when its time ran out or when
+-- work was made ready under its mark (it may have claimed for the last time before), else for when
+-- scheduled work (or an ordered queue's hold) falls due.
 --
 -- KEYS the queue's keys (see lib/arguments.lua): config, ready, scheduled, leased are used
 -- ARGV[1] now         ms since epoch
@@ -17,7 +18,8 @@
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, fmt, guard, need_wake, next_due_of, handoff_args, read_config_fields, wake_time
+-- Uses: K, fmt, guard, need_wake, new_work_flagged, next_due_of, handoff_args, read_config_fields
+-- Uses: wake_time
 
 return guard('handoff', function()
   local now, _, horizon, cut_off, call = handoff_args()
@@ -25,6 +27,8 @@ return guard('handoff', function()
   -- The mark of a draining worker (this one, or one that stopped without handing off) covers nothing
   -- once it stops; a wake-up arranged for later stays.
   local wake = wake_time(config)
+  -- Work made ready under that mark may have come after this worker's last claim (need_wake).
+  local new_work = new_work_flagged(config)
   if wake and wake <= now then
     redis.call('HDEL', K.config, 'wake')
     config.wake = nil
@@ -34,7 +38,7 @@ return guard('handoff', function()
     return '' -- a paused queue: its resume arranges the wake-up
   elseif config.ordered == '1' and redis.call('ZCARD', K.leased) > 0 then
     return '' -- the worker holding the lease hands off after it
-  elseif cut_off and redis.call('ZCARD', K.ready) > 0 then
+  elseif (cut_off or new_work) and redis.call('ZCARD', K.ready) > 0 then
     due = now
   else
     due = next_due_of(config, now)

@@ -7,6 +7,10 @@
 -- The calls of the reclaimer's tick say so in their ids (Queue.tick).
 local TICK_CALL = 'tick-'
 
+-- Appended to a mark already past when ready work came under it (new_work_flagged); a call id never
+-- holds it.
+local NEW_WORK = '!'
+
 -- Whether a worker will look at the queue by `due`: a wake-up arranged for no later, or a worker
 -- that claimed within WAKE_ACTIVE_MS. For the reclaimer's tick (`from_tick`), a wake-up arranged for
 -- later than now by anyone but a tick counts for nothing: the tick cannot know it was ever sent (a
@@ -19,11 +23,20 @@ local function wake_covers(config, now, due, from_tick)
 end
 
 -- The wake-up a call arranged in an earlier run of itself (a store's repeat after a lost reply):
--- its time, while it still matters; else nil.
+-- its time, while it still matters; else nil. A NEW_WORK flag after the mark does not change whose it is.
 local function repeated_wake(config, now, call)
   local wake = wake_time(config)
-  if wake and wake >= now - WAKE_ACTIVE_MS and config.wake == fmt(wake) .. '|' .. call then return wake end
+  if not wake or wake < now - WAKE_ACTIVE_MS then return nil end
+  local mark = fmt(wake) .. '|' .. call
+  if config.wake == mark or config.wake == mark .. NEW_WORK then return wake end
   return nil
+end
+
+-- Whether work was made ready, covered by a mark already past (a worker draining, or a wake-up
+-- whose worker is running), since that mark was last written: the worker that stops under it may
+-- have made its last claim before that work came, and must arrange a wake-up for it (handoff.lua).
+local function new_work_flagged(config)
+  return config.wake ~= nil and string.sub(config.wake, -1) == NEW_WORK
 end
 
 -- Work falls due at `due` (ms; before now means now). Returns the time the caller must send a
@@ -35,7 +48,15 @@ local function need_wake(config, now, due, horizon, call)
   if due < now then due = now end
   if due > now + horizon then return nil end
   local from_tick = call ~= nil and string.sub(call, 1, #TICK_CALL) == TICK_CALL
-  if wake_covers(config, now, due, from_tick) then return call and repeated_wake(config, now, call) end
+  if wake_covers(config, now, due, from_tick) then
+    -- Ready work under a mark already past: the worker under it may have claimed for the last time
+    -- before this call; flag the mark, so that its handoff looks at the ready set (once per mark).
+    if due <= now and wake_time(config) <= now and not new_work_flagged(config) then
+      config.wake = config.wake .. NEW_WORK
+      redis.call('HSET', K.config, 'wake', config.wake)
+    end
+    return call and repeated_wake(config, now, call)
+  end
   local text = fmt(due)
   if call then text = text .. '|' .. call end
   redis.call('HSET', K.config, 'wake', text)
@@ -44,7 +65,8 @@ local function need_wake(config, now, due, horizon, call)
 end
 
 -- A claim: a worker is draining now. Written at most every WAKE_ACTIVE_MS / 2, so a busy queue pays
--- one HSET every few seconds, not one per claim.
+-- one HSET every few seconds, not one per claim. Rewriting drops a NEW_WORK flag: this claim came
+-- after that work and saw it.
 local function mark_active(config, now)
   local wake = wake_time(config)
   if wake == nil or wake > now or wake < now - WAKE_ACTIVE_MS / 2 then

@@ -91,6 +91,24 @@ describe.each(adapters)("wake-ups for every kind of work falling due, over $name
     await expectClean(queue, NOW + 2_000);
   });
 
+  it("a task enqueued between a worker's last empty claim and its handoff gets the wake-up the worker's mark kept from it", async () => {
+    const queue = await fresh();
+    // The worker's claim comes back empty: its mark says a worker is draining.
+    expect(await queue.claim({ count: 10, now: NOW })).toEqual([]);
+    // A producer's enqueue, covered by that mark, asks for no wake-up of its own...
+    const { wakeAtMs } = await queue.enqueueAndWake([{ id: "late", type: "job" }], { now: NOW + 10 });
+    expect(wakeAtMs).toBeUndefined();
+    // ...so the worker, stopping without having claimed it, arranges one now.
+    expect(await queue.handOff({ now: NOW + 20 })).toBe(NOW + 20);
+    // A worker that stops after an empty claim with nothing new since arranges none, even with
+    // READY work it cannot take (here: a type whose lease outlasts the time it had).
+    const long = await fresh({ policies: { report: { leaseMs: 600_000, maxAttempts: 1 } } });
+    await long.enqueue([{ id: "r", type: "report" }], { now: NOW });
+    expect(await long.claim({ count: 10, now: NOW + 1, maxLeaseMs: 60_000 })).toEqual([]);
+    expect(await long.handOff({ now: NOW + 2 })).toBeUndefined();
+    await expectClean(queue, NOW + 30);
+  });
+
   it("14: the tick arranges the wake-up of groups waiting for their rate window when nothing is scheduled", async () => {
     const queue = await fresh({ typeGroups: { job: { rate: { max: 1, perMs: 10_000 } } } });
     await queue.enqueue(
