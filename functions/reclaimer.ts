@@ -30,6 +30,9 @@ export interface ReclaimerSummary extends TickResult {
   failedDrainInvocations: number;
   /** When a wake-up was sent for (ms): work falling due before the next run (docs/wake-ups.md). */
   wakeAtMs: number | undefined;
+  /** Schedules' slots made into tasks by this run, and slots missed and not caught up (docs/schedules.md). */
+  slotsMade: number;
+  slotsPassedOver: number;
 }
 
 /** The reclaimer's Lambda handler, for the EventBridge schedule. */
@@ -78,6 +81,13 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     // Only a reclaimer that can send a wake-up arranges one (else it would mark one arranged).
     const wakeHorizonMs = waker ? Math.min(900_000, config.reclaimPeriodMs + WAKE_MARGIN_MS) : 0;
     let tick = await queue.tick({ now: Date.now(), limit: LIMIT, wakeHorizonMs });
+    // Schedules: the slots falling before the next run (and a late one) become SCHEDULED tasks,
+    // each with its wake-up (docs/schedules.md). The tick says when one is due: no call otherwise.
+    const planHorizonMs = config.reclaimPeriodMs + WAKE_MARGIN_MS;
+    const planned =
+      tick.planAtMs !== undefined && tick.planAtMs <= Date.now() + planHorizonMs
+        ? await queue.planSchedules({ now: Date.now(), horizonMs: planHorizonMs, wakeHorizonMs })
+        : { made: 0, passedOver: 0, wakeAtMs: undefined };
     const totals = { ...tick, trimmed: tick.doneTrimmed + tick.failedTrimmed };
     let more = tick.reclaimed + tick.reclaimFailed >= LIMIT || tick.promoted >= LIMIT;
     more ||= tick.doneTrimmed >= LIMIT || tick.failedTrimmed >= LIMIT;
@@ -94,11 +104,13 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     const summary: ReclaimerSummary = {
       ...totals,
       ...statsOf(tick),
+      slotsMade: planned.made,
+      slotsPassedOver: planned.passedOver,
       drainInvocations: 0,
       failedDrainInvocations: 0,
       wakeAtMs: undefined,
     };
-    const wakeAtMs = totals.wakeAtMs ?? tick.wakeAtMs;
+    const wakeAtMs = earliest(totals.wakeAtMs ?? tick.wakeAtMs, planned.wakeAtMs);
     if (wakeAtMs !== undefined && waker) {
       try {
         await waker.wake(wakeAtMs, Date.now());
@@ -154,6 +166,10 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     logger.info("reclaimer run", { queue: config.queue, ...summary, durationMs: Date.now() - startedAt });
     return summary;
   };
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 function statsOf(tick: TickResult) {

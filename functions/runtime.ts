@@ -84,7 +84,10 @@ export async function createRuntime(config: FunctionConfig, tasks: TaskDeclarati
       name: config.queue,
       settings: tasks ? queueSettings(config, tasks) : undefined,
     });
-    if (tasks) await queue.configure();
+    if (tasks) {
+      await queue.configure();
+      await queue.syncDeclaredSchedules(tasks.schedules, { now: Date.now() });
+    }
     return { config, queue, store };
   } catch (error) {
     await store.close().catch(() => {});

@@ -1,5 +1,6 @@
 import { LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { ConfigError, InvalidInputError } from "../shared/errors.js";
+import { checkSchedule, checkScheduleName, type ScheduleDefinition } from "../shared/schedules.js";
 import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
 import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText, shown } from "../shared/validate.js";
 import { policyTextMismatches } from "./policy-mismatch.js";
@@ -74,6 +75,12 @@ export interface TaskDefinitions {
    * the same Redis queue runs them). Any other undeclared type is rejected at ingest.
    */
   acceptTypes?: string[];
+  /**
+   * Schedules, by name (docs/schedules.md): each slot of `cron` (in `tz`) or `every` ms becomes one
+   * task of `type`, id `<name>@<slot time>`. Written to the queue at the worker's cold start; a
+   * schedule no longer declared is removed.
+   */
+  schedules?: Record<string, ScheduleDefinition>;
 }
 
 /** A task type with every default applied. */
@@ -99,6 +106,8 @@ export interface TaskDeclaration<Payloads extends Record<string, unknown> = Reco
   readonly groups: GroupPolicy | undefined;
   readonly types: Readonly<Record<string, DeclaredTaskType>>;
   readonly acceptTypes: readonly string[];
+  /** The declared schedules, by name, in their canonical form. */
+  readonly schedules: Readonly<Record<string, ScheduleDefinition>>;
   /** A type only, never set: what `createProducer({ tasks })` reads the names and payloads from. */
   readonly [PAYLOADS]?: Payloads;
 }
@@ -111,7 +120,17 @@ export type TaskPayloads<Declaration extends TaskDeclaration> =
  * The definitions as `defineTasks` reads their types: per type name, the payload its handler takes
  * (`Payloads`, from the handler's `Task<P>` or the schema's output) and the schema's input (`Inputs`).
  */
-type TypedDefinitions<Payloads, Inputs, Accepted extends string> = Omit<TaskDefinitions, "types" | "acceptTypes"> & {
+type TypedDefinitions<Payloads, Inputs, Accepted extends string> = Omit<
+  TaskDefinitions,
+  "types" | "acceptTypes" | "schedules"
+> & {
+  /** Each schedule's `type` is a declared one, and its `payload` that type's. */
+  schedules?: Record<
+    string,
+    {
+      [K in keyof Payloads & string]: Omit<ScheduleDefinition, "type" | "payload"> & { type: K; payload?: Payloads[K] };
+    }[keyof Payloads & string]
+  >;
   types: { [K in keyof Payloads]: TaskTypeOptions<Payloads[K], unknown> } & {
     [K in keyof Inputs]: { schema?: StandardSchemaV1<Inputs[K], unknown> };
   };
@@ -237,8 +256,34 @@ export function defineTasks(
   if (definitions.groups !== undefined) {
     groups = guarded(problems, () => checkQueueGroupPolicy("groups", definitions.groups as GroupPolicy));
   }
+  const schedules: Record<string, ScheduleDefinition> = {};
+  const givenSchedules = (definitions as TaskDefinitions).schedules ?? {};
+  if (givenSchedules === null || typeof givenSchedules !== "object" || Array.isArray(givenSchedules)) {
+    problems.push('schedules must be an object of schedules by name, e.g. { nightly: { cron: "0 3 * * *", type } }');
+  } else {
+    for (const [name, given] of Object.entries(givenSchedules)) {
+      const schedule = guarded(problems, () => {
+        checkScheduleName("defineTasks", name);
+        return checkSchedule("defineTasks", name, given);
+      });
+      if (!schedule) continue;
+      if (!(schedule.type in types) && !(Array.isArray(acceptTypes) && acceptTypes.includes(schedule.type))) {
+        problems.push(
+          `defineTasks: schedule "${name}": type "${schedule.type}" is not declared; declared: ${Object.keys(types).join(", ")}`,
+        );
+        continue;
+      }
+      schedules[name] = schedule;
+    }
+  }
   if (problems.length > 0) throw new ConfigError(problems);
-  const declaration = { ordered: definitions.ordered ?? false, groups, types, acceptTypes: [...acceptTypes] };
+  const declaration = {
+    ordered: definitions.ordered ?? false,
+    groups,
+    types,
+    acceptTypes: [...acceptTypes],
+    schedules,
+  };
   Object.defineProperty(declaration, DECLARED, { value: true });
   return Object.freeze(declaration);
 }

@@ -2,6 +2,7 @@ import { Duration, type RemovalPolicy, Token } from "aws-cdk-lib";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
+import { Cron } from "croner";
 import {
   defaultWorkerTimeoutMs,
   defineTasks,
@@ -11,9 +12,45 @@ import {
 } from "../functions/tasks.js";
 import { LIMITS } from "../shared/config.js";
 import { ConfigError } from "../shared/errors.js";
+import { checkSchedule, registerCron, slotsBetween } from "../shared/schedules.js";
 import { DEFAULT_RECLAIMER_ENTRY, entryFile, NODE_RUNTIMES, type NodeRuntime } from "./bundling.js";
 import { LEASE_QUEUE_DEFAULTS, type LeaseQueueProps } from "./props.js";
 import { checkSecret } from "./secret.js";
+
+// The construct reads cron expressions at synth, so a wrong one is refused before anything deploys.
+registerCron(Cron);
+
+/**
+ * What the reclaimer's period says of the declared schedules: each cron is valid (croner's words),
+ * and no schedule is finer than its planning allows. Each run plans the slots up to the next run
+ * (the period + 10 s) in calls of at most LIMITS.scheduleSlotsMax slots per schedule; a finer
+ * schedule would fall behind.
+ */
+function scheduleProblems(tasks: TaskDeclaration, periodMs: number): string[] {
+  const problems: string[] = [];
+  const horizonMs = periodMs + 10_000;
+  const finestMs = Math.ceil(horizonMs / LIMITS.scheduleSlotsMax);
+  for (const [name, definition] of Object.entries(tasks.schedules)) {
+    try {
+      checkSchedule("tasks", name, definition);
+    } catch (error) {
+      problems.push((error as Error).message);
+      continue;
+    }
+    const slots = slotsBetween(
+      definition,
+      Date.UTC(2026, 0, 1),
+      Date.UTC(2026, 0, 1) + horizonMs,
+      LIMITS.scheduleSlotsMax + 1,
+    );
+    if (slots.length > LIMITS.scheduleSlotsMax) {
+      problems.push(
+        `tasks: schedule "${name}" is finer than the reclaimer's period allows: with reclaimSchedule ${periodMs / 60_000} min a schedule may have at most ${LIMITS.scheduleSlotsMax} slots in ${horizonMs / 1000} s (one every ${finestMs} ms or more)`,
+      );
+    }
+  }
+  return problems;
+}
 
 export type { LeaseQueueProps } from "./props.js";
 
@@ -176,6 +213,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     try {
       tasks = defineTasks(props.tasks);
       problems.push(...timeoutProblems(tasks, workerTimeout.toMilliseconds()));
+      problems.push(...scheduleProblems(tasks, scheduleMs));
       const policies = policyText(tasks).length;
       if (policies > MAX_POLICY_TEXT_CHARS) {
         problems.push(

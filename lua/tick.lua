@@ -18,10 +18,11 @@
 --   what falls due before its next run gets one from it.
 -- Returns: { reclaimed, reclaimFailed, promoted, doneTrimmed, failedTrimmed, then the 11 values of
 --   stats (ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs,
---   dueScheduled, corrupt, paused, pauses), then the time (ms) a wake-up must be sent for, "" when none }
+--   dueScheduled, corrupt, paused, pauses), then the time (ms) a wake-up must be sent for, "" when none,
+--   then when the first schedule is due for planning, "" when none is }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, config_int, fmt, guard, lanes_flush, need_wake, next_due_of, promote_due, queue_stats
+-- Uses: K, NOTHING_DUE, config_int, fmt, guard, lanes_flush, need_wake, next_due_of, promote_due, queue_stats
 -- Uses: read_config, reclaim_expired, scheduled_count, sweep_step, tick_args, trim_before
 
 return guard('tick', function()
@@ -80,5 +81,8 @@ return guard('tick', function()
     if due then wake_at = need_wake(config, now, due, horizon, call ~= '' and call or TICK_CALL) end
   end
   result[#result + 1] = wake_at and fmt(wake_at) or ''
+  -- Schedules due for planning (lua/plan.lua): the reclaimer plans only when one is.
+  local plan = redis.call('ZRANGE', K.plan, 0, 0, 'WITHSCORES')
+  result[#result + 1] = (#plan > 0 and tonumber(plan[2]) < NOTHING_DUE) and plan[2] or ''
   return result
 end)

@@ -62,6 +62,12 @@ export const LIMITS = {
   variadicMax: 1000,
   /** Records (tasks, set members, groups) one `check` call reads at most. */
   checkPageMax: 1000,
+  /** A schedule's name: its slots' task ids are `<name>@<ISO time>` (docs/schedules.md). */
+  scheduleNameMaxBytes: 64,
+  /** Slots one plan call makes of one schedule: the finest schedule is the planning horizon / this. */
+  scheduleSlotsMax: 100,
+  /** Schedules one plan call takes. */
+  planItemsMax: 200,
 } as const;
 
 /** Wake-ups (docs/wake-ups.md). */
@@ -143,6 +149,9 @@ export const LUA_CONSTANTS: Record<string, number> = {
   GROUP_CONCURRENCY_MAX: LIMITS.groupConcurrencyMax,
   VARIADIC_MAX: LIMITS.variadicMax,
   CHECK_PAGE_MAX: LIMITS.checkPageMax,
+  SCHEDULE_NAME_MAX_BYTES: LIMITS.scheduleNameMaxBytes,
+  SCHEDULE_SLOTS_MAX: LIMITS.scheduleSlotsMax,
+  PLAN_ITEMS_MAX: LIMITS.planItemsMax,
   RATE_MAX: LIMITS.rateMax,
   RATE_INTERVAL_MAX_MS: LIMITS.rateIntervalMaxMs,
   DEFAULT_MAX_PAYLOAD_BYTES: DEFAULTS.maxPayloadBytes,

@@ -28,6 +28,14 @@ export interface QueueKeys {
   groups: string;
   /** Zset: groups and `@<type>`s waiting for their next rate window, by when it opens. */
   groupwait: string;
+  /**
+   * Hash: per schedule `<name>` its definition, `<name>:v` its revision, `<name>:c` the time of its
+   * last slot made (or passed over), `<name>:p` paused, `<name>:d` declared, `<name>:l` its last
+   * slot's task, `<name>:r` the last one that started (docs/schedules.md).
+   */
+  schedules: string;
+  /** Zset: the schedules by when their next slot must be planned (paused ones at the far end). */
+  plan: string;
 }
 
 const ORDER: Array<keyof QueueKeys> = [
@@ -43,6 +51,8 @@ const ORDER: Array<keyof QueueKeys> = [
   "grouped",
   "groups",
   "groupwait",
+  "schedules",
+  "plan",
 ];
 
 /**

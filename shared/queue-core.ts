@@ -380,6 +380,7 @@ export class QueueCore {
       failedTrimmed: Number(values.failedTrimmed),
       ...parseStats(values),
       wakeAtMs: optionalTime(values.wakeAt),
+      planAtMs: optionalTime(values.planAt),
     };
   }
 

@@ -2,7 +2,8 @@ import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError, itemStatus } from "./errors.js";
 import { queueKeys } from "./keys.js";
 import { type OperationName, readReply, replyRows } from "./protocol/index.js";
-import { callId, LISTABLE, optionalTime, QueueCore } from "./queue-core.js";
+import { callId, LISTABLE, optionalTime } from "./queue-core.js";
+import { QueueSchedules } from "./queue-schedules.js";
 import type { Store } from "./store.js";
 import {
   type CheckProblem,
@@ -26,7 +27,7 @@ export type { QueueOptions } from "./queue-core.js";
  * same for every caller (order, policies, retention, caps) is the queue's config in Redis, written
  * by `configure()`.
  */
-export class Queue extends QueueCore {
+export class Queue extends QueueSchedules {
   /** One task's state and record, or undefined when the id is unknown. A quarantined one is "corrupt". */
   async inspect(id: string): Promise<TaskInfo | undefined> {
     checkId("inspect", "id", id);

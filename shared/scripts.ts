@@ -50,6 +50,9 @@ export const SCRIPTS = {
   history: withLib("history", { readOnly: true }),
   groups: withLib("groups", { readOnly: true }),
   check: withLib("check"),
+  plan: withLib("plan"),
+  schedules: withLib("schedules", { readOnly: true }),
+  schedule: withLib("schedule"),
 } as const satisfies Record<string, LuaScript>;
 
 export type ScriptName = keyof typeof SCRIPTS;

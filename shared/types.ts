@@ -206,6 +206,8 @@ export interface TaskFilter {
 export interface TickResult extends QueueStats {
   /** A wake-up to send for this time (ms), when the tick was given a wakeHorizonMs and arranged one. */
   wakeAtMs?: number;
+  /** When the first schedule is due for planning (ms), or undefined when none is (docs/schedules.md). */
+  planAtMs?: number;
   reclaimed: number;
   reclaimFailed: number;
   promoted: number;

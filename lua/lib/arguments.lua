@@ -7,7 +7,7 @@
 --
 -- Storage format v2 (docs/storage.md). Every key of the queue comes in KEYS, in the order of
 -- shared/keys.ts: task, config, ready, scheduled, leased, done, failed, corrupt, seq, grouped,
--- groups, groupwait.
+-- groups, groupwait, schedules, plan.
 --   task hash, field <id>     the body, written once at enqueue and dropped at ack
 --   task hash, field <id>:s   the state, small, rewritten at every move (absent while a task is
 --                             READY and was never claimed). Both records' fields, flags and bounds
@@ -20,6 +20,7 @@
 --                             worker of format v0 before it pops anything (upgrade_format)
 --   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold, wake
 --   grouped, groups, groupwait  groups and types set aside (see "Groups" below, and docs/groups.md)
+--   schedules hash, plan zset   the schedules and when each is next planned (lua/plan.lua, docs/schedules.md)
 -- A record written by format v0 ("R|type|rank|attempts|claims|max|atMs|errorBytes|error+payload" in
 -- field <id>) is read and rewritten as v2 by whichever script meets it first; one of format v1 is
 -- read as it is (docs/storage.md "From format v1").
@@ -40,7 +41,7 @@ local function keys_of(list)
   return {
     task = list[1], config = list[2], ready = list[3], scheduled = list[4], leased = list[5],
     done = list[6], failed = list[7], corrupt = list[8], seq = list[9], grouped = list[10],
-    groups = list[11], groupwait = list[12],
+    groups = list[11], groupwait = list[12], schedules = list[13], plan = list[14],
   }
 end
 local K = keys_of(KEYS)

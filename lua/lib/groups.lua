@@ -859,6 +859,26 @@ end
 -- Moves up to `limit` due SCHEDULED tasks to READY with the rank they were given at enqueue (a
 -- task of a group into its lane), opens up to `open_limit` lanes and types whose time came, and
 -- keeps config nextDue exact. Costs nothing while nothing is due. The caller runs lanes_flush().
+-- A schedule's slot task with overlap "skip" falls due (flag k): whether it is passed over, its
+-- schedule's previous slot's task (`<name>:r`) still waiting (READY, parked, a retry) or running.
+-- When it is not, it becomes the schedule's running slot. A passed-over slot counts in `<name>:m`.
+local function overlap_passed(id)
+  local name = string.match(id, '^(.+)@[^@]+$')
+  if not name then return false end
+  local previous = redis.call('HGET', K.schedules, name .. ':r')
+  if previous then
+    local found = redis.call('HMGET', K.task, previous .. ':s', previous)
+    local letter = found[1] and string.sub(found[1], 1, 1) or (found[2] and 'R') or nil
+    if letter == 'R' or letter == 'W' or letter == 'L' or letter == 'S' then
+      local done, passed = string.match(redis.call('HGET', K.schedules, name .. ':m') or '0|0', '^(%d+)|(%d+)$')
+      redis.call('HSET', K.schedules, name .. ':m', (done or '0') .. '|' .. fmt((tonumber(passed) or 0) + 1))
+      return true
+    end
+  end
+  redis.call('HSET', K.schedules, name .. ':r', id)
+  return false
+end
+
 local function promote_due(config, now, now_text, limit, open_limit)
   local next_due = tonumber(config.nextDue)
   if next_due ~= nil and next_due > now then return 0 end
@@ -868,7 +888,14 @@ local function promote_due(config, now, now_text, limit, open_limit)
     local tasks = load_to_move(due, writes, config, now, 'a SCHEDULED task without its state')
     for _, id in ipairs(due) do
       local task = tasks[id]
-      if not task.problem then
+      if task.problem then
+        -- set aside by load_to_move
+      elseif task.state.flags == 'k' and overlap_passed(id) then
+        -- A schedule's slot whose previous slot's task still waits or runs (overlap: skip).
+        drop_field(writes, id)
+        drop_field(writes, id .. ':s')
+        zrem(writes, K.scheduled, id)
+      else
         local state = task.state
         state.letter, state.at = 'R', now_text
         if task.upgraded and task.body then put(writes, id, task.body) end

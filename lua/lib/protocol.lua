@@ -179,6 +179,21 @@ end
 local function groups_args()
   return ARGV[1] or '', int_arg('count', ARGV[2], 1, 1000)
 end
+-- plan: ARGV[1] now, ARGV[2] horizonMs, ARGV[3] callId
+local function plan_args()
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS), call_arg(ARGV[3])
+end
+-- schedules: ARGV[1] until, ARGV[2] all, ARGV[3] offset, ARGV[4] count
+local function schedules_args()
+  local t1, t1_text = time_arg('until', ARGV[1])
+  return t1, t1_text, int_arg('all', ARGV[2], 0, 1) == 1, int_arg('offset', ARGV[3], 0, 1000000000), int_arg('count', ARGV[4], 1, 1000)
+end
+-- schedule: ARGV[1] now, ARGV[2] action, ARGV[3] name, ARGV[4] revision, ARGV[5] definition, ARGV[6] declared
+local function schedule_args()
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, choice_arg('action', ARGV[2] or '', ',set,remove,pause,resume,', false), name_arg('name', ARGV[3], SCHEDULE_NAME_MAX_BYTES), ARGV[4] or '', ARGV[5] or '', int_arg('declared', ARGV[6], 0, 1) == 1
+end
 -- check: ARGV[1] now, ARGV[2] cursor, ARGV[3] count, ARGV[4] repair
 local function check_args()
   local t1, t1_text = time_arg('now', ARGV[1])

@@ -155,7 +155,18 @@ export const OPERATIONS = {
       { name: "wakeHorizonMs", kind: "int", min: 0, max: "WAKE_HORIZON_MAX_MS", unit: "ms", default: 0 },
       callId,
     ],
-    reply: { head: ["reclaimed", "reclaimFailed", "promoted", "doneTrimmed", "failedTrimmed", ...STATS, WAKE_AT] },
+    reply: {
+      head: [
+        "reclaimed",
+        "reclaimFailed",
+        "promoted",
+        "doneTrimmed",
+        "failedTrimmed",
+        ...STATS,
+        WAKE_AT,
+        'planAt (when the first schedule is due for planning, `""` when none is)',
+      ],
+    },
   },
   handoff: {
     args: [
@@ -275,6 +286,76 @@ export const OPERATIONS = {
       head: ['cursor (the next, `""` at the end)'],
       per: "group",
       fields: ["type", "group", "leased", "ready", "parked"],
+    },
+  },
+  plan: {
+    args: [
+      now,
+      { name: "horizonMs", kind: "int", min: 0, max: "WAKE_HORIZON_MAX_MS", unit: "ms" },
+      { ...callId, note: "a tick's (\"tick-...\"): the wake-up it arranges is trusted as the tick's own" },
+    ],
+    items: {
+      per: "schedule",
+      fields: [
+        "name",
+        "revision (the definition's the caller planned from)",
+        "from (the cursor the caller read: the slots are after it)",
+        "to (the cursor after this call: every slot up to it is made or passed over)",
+        "next (when the schedule is next planned: its first slot after `to`)",
+        "priority (-1000..1000)",
+        'flags (`k`: overlap skip, or `""`)',
+        'body (`"1|<enqueuedAtMs>|<type>|<group>|<payload>"`)',
+        'slots (`"<runAtMs> <id> ..."`, at most SCHEDULE_SLOTS_MAX pairs, or `""`)',
+        "passedOver (slots missed and not caught up)",
+      ],
+      note: "at most PLAN_ITEMS_MAX of them",
+    },
+    reply: {
+      per: "schedule",
+      fields: ["made (tasks made, or -1: stale, another planner or a change came first)"],
+      tail: [WAKE_AT],
+    },
+  },
+  schedules: {
+    args: [
+      { name: "until", kind: "time", note: "the schedules whose next planning is due by then" },
+      { name: "all", kind: "flag", note: "1: every schedule, paused ones too (`until` ignored)" },
+      { name: "offset", kind: "int", min: 0, max: 1_000_000_000 },
+      { name: "count", kind: "int", min: 1, max: 1000 },
+    ],
+    reply: {
+      per: "schedule",
+      fields: [
+        "name",
+        "definition (JSON)",
+        "revision",
+        "cursor (slots up to it are made or passed over)",
+        "next (when it is next planned)",
+        "paused (1/0)",
+        "declared (1/0)",
+        'lastId (its last slot\'s task, or `""`)',
+        'lastState (that task\'s state letter, `""` when it is gone)',
+        "made (slots made into tasks, in all)",
+        "passedOver (slots missed, or skipped by overlap, in all)",
+      ],
+      note: "in the order of their next planning",
+    },
+  },
+  schedule: {
+    args: [
+      now,
+      { name: "action", kind: "choice", values: ["set", "remove", "pause", "resume"] },
+      { name: "name", kind: "name", max: "SCHEDULE_NAME_MAX_BYTES" },
+      { name: "revision", kind: "text", note: "set: the definition's digest, 1-64 hex characters" },
+      { name: "definition", kind: "text", note: "set: the canonical JSON" },
+      { name: "declared", kind: "flag", note: "1: the task declaration's (a deploy); 0: a run-time caller's" },
+    ],
+    reply: {
+      head: [
+        "status (0 done, 1 unchanged, 3 unknown schedule, 4 declared: a run-time caller may not set it)",
+        "cursor",
+      ],
+      note: "a new schedule's cursor is now (or the one a removed schedule of the name left); a changed one keeps its cursor",
     },
   },
   check: {

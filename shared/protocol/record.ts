@@ -23,6 +23,7 @@ export const STATE_FLAGS = {
   u: "READY, let out of its group's parked tasks to run next",
   p: "a lease whose settle lets its group's parked tasks out",
   t: "parked while its type may not run",
+  k: "a schedule's slot, SCHEDULED, that is passed over when it falls due while its schedule's previous slot's task is still waiting or running (overlap: skip)",
 } as const;
 
 /**

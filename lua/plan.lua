@@ -1,0 +1,154 @@
+-- plan: make the slots of schedules into tasks, each slot once (docs/schedules.md). The caller (the
+-- reclaimer, through Queue.planSchedules) read each schedule's definition, revision and cursor,
+-- computed its slots after the cursor with croner, and sends them here; this script makes them only
+-- when the schedule still has that revision and that cursor, and moves the cursor past them in the
+-- same atomic step. So two planners (overlapping reclaimer runs, a redeploy's, a cold start's) that
+-- read the same cursor cannot both make a slot: the second finds the cursor moved and makes
+-- nothing (-1, stale). A changed or removed schedule changes the revision: a plan computed from the
+-- old definition makes nothing either. A slot's task id is `<schedule>@<ISO time of the slot>`; an
+-- id that exists already is left as it is (a schedule removed and set again).
+--
+-- KEYS the queue's keys (see lib/arguments.lua): task, config, scheduled, seq, schedules, plan,
+--   and groups for fair turns
+-- ARGV[1] now        ms since epoch
+-- ARGV[2] horizonMs  0..900000: a wake-up is arranged for the first slot made when it falls due
+--                    within this long (the time to the reclaimer's next run)
+-- ARGV[3] callId     the reclaimer's ("tick-..."), or "": the wake-up mark it records
+-- ARGV[4..] per schedule, 10 each: name, revision, from, to, next, priority, flags, body, slots,
+--   passedOver (shared/protocol/operations.ts): the slots are "<runAtMs> <id>" pairs, runAtMs being
+--   the slot plus its jitter
+-- Reads config: v, nextDue, fair, wake, paused. Reads the schedules' `:v`, `:c`, `:p`, `:m` and the slots' ids.
+-- Writes: per fresh slot the body, a SCHEDULED state (flag k for overlap skip) and the scheduled
+--   set; per schedule planned its `:c`, `:l`, `:m` and its score in `plan`; config nextDue, fair.
+-- Returns: per schedule, the tasks made (0 or more), or -1 when stale (nothing written for it);
+--   then the time (ms) a wake-up must be sent for, "" when none (docs/wake-ups.md).
+-- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
+--   another storage format; nothing is written then: every item is checked, and every record read,
+--   before the first write.
+-- Uses: K, apply, as_time, bad, fmt, guard, id_arg, int_arg, is_id, item_count, name_arg, new_state
+-- Uses: need_wake, new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many, start_fair
+-- Uses: time_arg, write_many, zadd
+
+local ITEM = 10
+
+return guard('plan', function()
+  local now, _, horizon, call = plan_args()
+  local n = item_count(4, ITEM, PLAN_ITEMS_MAX)
+  local items, fields = {}, {}
+  for i = 1, n do
+    local base = 4 + (i - 1) * ITEM
+    local item = {
+      name = name_arg('schedule ' .. i .. ' name', ARGV[base], SCHEDULE_NAME_MAX_BYTES),
+      revision = ARGV[base + 1],
+      from = ARGV[base + 2],
+      to = time_arg('schedule ' .. i .. ' to', ARGV[base + 3]),
+      next = time_arg('schedule ' .. i .. ' next', ARGV[base + 4]),
+      priority = int_arg('schedule ' .. i .. ' priority', ARGV[base + 5], PRIORITY_MIN, PRIORITY_MAX),
+      flags = ARGV[base + 6],
+      body = ARGV[base + 7],
+      passed = int_arg('schedule ' .. i .. ' passedOver', ARGV[base + 9], 0, 1000000000),
+      runs = {},
+      ids = {},
+    }
+    time_arg('schedule ' .. i .. ' from', item.from)
+    if item.flags ~= '' and item.flags ~= 'k' then bad('schedule ' .. i .. ' flags must be "k" or ""') end
+    local _, task_type, group = string.match(item.body, BODY_PATTERN)
+    if not task_type then bad('schedule ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"') end
+    item.type, item.group = task_type, group
+    local slots = ARGV[base + 8]
+    for run_at, id in string.gmatch(slots, '(%d+) (%S+)') do
+      if not as_time(run_at) then time_arg('schedule ' .. i .. ' slot runAtMs', run_at) end
+      if not is_id(id) then id_arg('schedule ' .. i .. ' slot id', id) end
+      item.runs[#item.runs + 1], item.ids[#item.ids + 1] = run_at, id
+    end
+    if #item.ids > SCHEDULE_SLOTS_MAX then bad('schedule ' .. i .. ' has more than ' .. SCHEDULE_SLOTS_MAX .. ' slots') end
+    items[i] = item
+    for _, suffix in ipairs({ ':v', ':c', ':p', ':m' }) do fields[#fields + 1] = item.name .. suffix end
+  end
+
+  local config = read_config_fields({ 'nextDue', 'fair', 'wake', 'paused' })
+  local stored = read_many('HMGET', K.schedules, fields)
+  -- The slots of the schedules still current: which ids exist already.
+  local current, task_fields = {}, {}
+  for i, item in ipairs(items) do
+    local revision, cursor, paused = stored[4 * i - 3], stored[4 * i - 2], stored[4 * i - 1]
+    item.counts = stored[4 * i] or '0|0'
+    -- Two items of one schedule in a call: the second is stale (its cursor is the first's from).
+    if revision == item.revision and cursor == item.from and paused ~= '1' and not current[item.name] then
+      current[item.name] = item
+      item.current = true
+      for _, id in ipairs(item.ids) do
+        task_fields[#task_fields + 1] = id .. ':s'
+        task_fields[#task_fields + 1] = id
+        task_fields[#task_fields + 1] = id .. ':x'
+      end
+    end
+  end
+  local existing = read_many('HMGET', K.task, task_fields)
+
+  local writes, result, schedule_fields, at = new_writes(), {}, {}, 0
+  local earliest
+  for _, item in ipairs(items) do
+    if not item.current then
+      result[#result + 1] = -1
+    else
+      local made, last = 0, nil
+      for j, id in ipairs(item.ids) do
+        local known = existing[at + 1] or existing[at + 2] or existing[at + 3]
+        at = at + 3
+        if not known then
+          made = made + 1
+          last = id
+          local run_at = tonumber(item.runs[j])
+          put(writes, id, item.body)
+          local state = new_state('S', item.runs[j], '', item.type, item.group)
+          state.flags = item.flags
+          item.states = item.states or {}
+          item.states[#item.states + 1] = { id = id, state = state }
+          zadd(writes, K.scheduled, run_at, id)
+          if not earliest or run_at < earliest then earliest = run_at end
+        end
+      end
+      local done, passed = string.match(item.counts, '^(%d+)|(%d+)$')
+      schedule_fields[#schedule_fields + 1] = item.name .. ':c'
+      schedule_fields[#schedule_fields + 1] = fmt(item.to)
+      schedule_fields[#schedule_fields + 1] = item.name .. ':m'
+      schedule_fields[#schedule_fields + 1] = fmt((tonumber(done) or 0) + made) .. '|' .. fmt((tonumber(passed) or 0) + item.passed)
+      if last then
+        schedule_fields[#schedule_fields + 1] = item.name .. ':l'
+        schedule_fields[#schedule_fields + 1] = last
+      end
+      zadd(writes, K.plan, item.next, item.name)
+      item.made = made
+      result[#result + 1] = made
+    end
+  end
+
+  -- Ranks: one arrival each, in the order made, at each schedule's priority.
+  local fresh = 0
+  for _, item in ipairs(items) do fresh = fresh + (item.made or 0) end
+  if fresh > 0 then
+    local seq = redis.call('INCRBY', K.seq, fresh) - fresh
+    local any_group = false
+    for _, item in ipairs(items) do
+      for _, made in ipairs(item.states or {}) do
+        seq = seq + 1
+        made.state.rank = fmt((item.priority - PRIORITY_MIN) * RANK_SEQ_SPAN + seq)
+        put_state(writes, made.id, made.state)
+        if item.group ~= '' then any_group = true end
+      end
+    end
+    if any_group and config.fair ~= '1' then start_fair(config) end
+  end
+  apply(writes)
+  if #schedule_fields > 0 then write_many('HSET', K.schedules, schedule_fields, 2) end
+  local wake_at = nil
+  if earliest then
+    note_due(config, earliest)
+    if config.paused ~= '1' and horizon > 0 then
+      wake_at = need_wake(config, now, earliest, horizon, call ~= '' and call or TICK_CALL)
+    end
+  end
+  result[#result + 1] = wake_at and fmt(wake_at) or ''
+  return result
+end)

@@ -1,0 +1,343 @@
+// The queue's schedules (docs/schedules.md): set, remove, pause, resume, run now, list, and the
+// planner the reclaimer runs. Each is one script call (a plan is one per page of due schedules);
+// slots are computed here with croner and made into tasks by lua/plan.lua, once each.
+import { DEFAULTS, LIMITS, WAKE } from "./config.js";
+import { InvalidInputError } from "./errors.js";
+import { readReply, replyRows } from "./protocol/index.js";
+import { callId, optionalTime, QueueCore } from "./queue-core.js";
+import { buildBody } from "./records.js";
+import {
+  checkSchedule,
+  checkScheduleName,
+  jitterOf,
+  loadCron,
+  nextSlot,
+  planSlots,
+  type ScheduleDefinition,
+  scheduleRevision,
+  slotId,
+  slotOf,
+} from "./schedules.js";
+import { STATE_BY_LETTER, type TaskState } from "./types.js";
+import { checkInteger, checkNow, serializePayload } from "./validate.js";
+
+/** One schedule as `listSchedules` answers it. */
+export interface ScheduleInfo {
+  name: string;
+  definition: ScheduleDefinition;
+  paused: boolean;
+  /** Set by the task declaration (a deploy owns it), not at run time. */
+  declared: boolean;
+  /** Every slot up to this time (ms) is made into a task or passed over. */
+  cursorMs: number;
+  /** The first slot after the cursor: the next one to be made (undefined: none, or paused). */
+  nextSlotMs: number | undefined;
+  /** The task of the last slot made, and its state (undefined once it is trimmed or deleted). */
+  lastTaskId: string | undefined;
+  lastSlotMs: number | undefined;
+  lastTaskState: TaskState | undefined;
+  /** Slots made into tasks, and slots passed over (missed and not caught up, or skipped by overlap), in all. */
+  made: number;
+  passedOver: number;
+}
+
+/** What one planner run did. */
+export interface PlanResult {
+  /** Schedules planned (their cursor moved). */
+  planned: number;
+  /** Tasks made, one per slot. */
+  made: number;
+  /** Plans another planner or a change came first to: nothing written for them. */
+  stale: number;
+  /** Slots missed and not caught up by the catch-up policy. */
+  passedOver: number;
+  /** Script calls made. */
+  calls: number;
+  /** The wake-up to send for the first slot made (within the horizon, none arranged yet), or undefined. */
+  wakeAtMs: number | undefined;
+}
+
+const READ_PAGE = 200;
+/** Slots one plan call carries at most, whatever the number of schedules: keeps a call to a few ms. */
+const SLOTS_PER_CALL = 200;
+/** When a schedule has no slot left (a cron that never fires again): planned never. */
+const NEVER = LIMITS.timeMaxMs;
+
+export class QueueSchedules extends QueueCore {
+  /**
+   * Sets a schedule. A new one's first slot is its first after `now`; a changed one keeps its
+   * cursor: its slots already made (up to the planning horizon ahead) stay, and the new definition
+   * gives every slot after them. `declared` is the task declaration's (a deploy): a run-time caller
+   * may not change a declared schedule.
+   */
+  async setSchedule(
+    name: string,
+    definition: ScheduleDefinition,
+    options: { now: number; declared?: boolean },
+  ): Promise<{ status: "set" | "unchanged"; cursorMs: number }> {
+    const where = "setSchedule";
+    const now = checkNow(where, options.now);
+    checkScheduleName(where, name);
+    await loadCron();
+    const canonical = checkSchedule(where, name, definition);
+    const reply = await this.run("schedule", {
+      now: String(now),
+      action: "set",
+      name,
+      revision: scheduleRevision(canonical),
+      definition: JSON.stringify(canonical),
+      declared: options.declared ? "1" : "0",
+    });
+    const { status, cursor } = readReply("schedule", reply);
+    if (Number(status) === 4) {
+      throw new InvalidInputError(
+        `${where}: schedule "${name}" is declared in the task module (defineTasks schedules): change it there and deploy, or pause it`,
+      );
+    }
+    return { status: Number(status) === 1 ? "unchanged" : "set", cursorMs: Number(cursor) };
+  }
+
+  /** Removes a schedule (its tasks already made stay); "unknown" when there is none of that name. */
+  removeSchedule(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
+    return this.controlSchedule("remove", name, options);
+  }
+
+  /** Pauses a schedule: no slot is made while paused. */
+  pauseSchedule(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
+    return this.controlSchedule("pause", name, options);
+  }
+
+  /** Resumes a paused schedule from `now`: the slots of the pause are passed over. */
+  resumeSchedule(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
+    return this.controlSchedule("resume", name, options);
+  }
+
+  private async controlSchedule(
+    action: "remove" | "pause" | "resume",
+    name: string,
+    options: { now: number },
+  ): Promise<"done" | "unchanged" | "unknown"> {
+    const where = `${action}Schedule`;
+    const now = checkNow(where, options.now);
+    checkScheduleName(where, name);
+    const reply = await this.run("schedule", {
+      now: String(now),
+      action,
+      name,
+      revision: "",
+      definition: "",
+      declared: "0",
+    });
+    const status = Number(readReply("schedule", reply).status);
+    return status === 0 ? "done" : status === 1 ? "unchanged" : "unknown";
+  }
+
+  /**
+   * Enqueues one task of the schedule now, outside its slots (id `<name>@run-<ISO time>`); resolves
+   * to its id and the wake-up to send, or undefined when there is no schedule of that name.
+   */
+  async runScheduleNow(
+    name: string,
+    options: { now: number },
+  ): Promise<{ id: string; wakeAtMs: number | undefined } | undefined> {
+    const now = checkNow("runScheduleNow", options.now);
+    checkScheduleName("runScheduleNow", name);
+    const schedule = (await this.listSchedules()).find((info) => info.name === name);
+    if (!schedule) return undefined;
+    const { type, payload, priority, group } = schedule.definition;
+    const id = `${name}@run-${new Date(now).toISOString()}`;
+    const { wakeAtMs } = await this.enqueueAndWake([{ id, type, payload, priority, group }], { now });
+    return { id, wakeAtMs };
+  }
+
+  /**
+   * Makes the queue's declared schedules those of `declared` (a task declaration's, at the worker's
+   * cold start): each is set (nothing is written for one unchanged), and a declared schedule no
+   * longer in it is removed. Schedules set at run time are left alone.
+   */
+  async syncDeclaredSchedules(
+    declared: Readonly<Record<string, ScheduleDefinition>>,
+    options: { now: number },
+  ): Promise<{ set: string[]; removed: string[] }> {
+    const set: string[] = [];
+    const removed: string[] = [];
+    for (const [name, definition] of Object.entries(declared)) {
+      const { status } = await this.setSchedule(name, definition, { now: options.now, declared: true });
+      if (status === "set") set.push(name);
+    }
+    for (const schedule of await this.listSchedules()) {
+      if (schedule.declared && !(schedule.name in declared)) {
+        if ((await this.removeSchedule(schedule.name, options)) === "done") removed.push(schedule.name);
+      }
+    }
+    return { set, removed };
+  }
+
+  /** Every schedule, in the order of its next planning (paused ones last). */
+  async listSchedules(): Promise<ScheduleInfo[]> {
+    await loadCron();
+    const found: ScheduleInfo[] = [];
+    for (let offset = 0; ; offset += 1000) {
+      const page = await this.readSchedules({ all: true, offset, count: 1000, until: 0 });
+      found.push(...page.map((row) => scheduleInfo(row)));
+      if (page.length < 1000) return found;
+    }
+  }
+
+  private async readSchedules(options: { all: boolean; offset: number; count: number; until: number }) {
+    const reply = await this.run("schedules", {
+      until: String(options.until),
+      all: options.all ? "1" : "0",
+      offset: String(options.offset),
+      count: String(options.count),
+    });
+    return replyRows("schedules", reply).map((row) => ({
+      name: String(row.name),
+      definition: String(row.definition),
+      revision: String(row.revision),
+      cursor: String(row.cursor),
+      next: Number(row.next),
+      paused: String(row.paused) === "1",
+      declared: String(row.declared) === "1",
+      lastId: String(row.lastId),
+      lastState: String(row.lastState),
+      made: Number(row.made),
+      passedOver: Number(row.passedOver),
+    }));
+  }
+
+  /**
+   * The planner (the reclaimer runs it before each tick): makes every slot falling within
+   * `horizonMs` of `now` into a SCHEDULED task, once, for every schedule due for planning. Slots
+   * more than `graceMs` (default: the horizon) before `now` were missed; each schedule's catch-up
+   * policy says which of them are made. Safe to run from several processes at once. Resolves to
+   * what it did, and the wake-up to send for the first slot made (`wakeAtMs`).
+   */
+  async planSchedules(options: {
+    now: number;
+    horizonMs: number;
+    /** Wake-ups for slots made within this long (default: the horizon, at most 15 minutes); 0: none. */
+    wakeHorizonMs?: number;
+    graceMs?: number;
+    maxCalls?: number;
+  }): Promise<PlanResult> {
+    const where = "planSchedules";
+    const now = checkNow(where, options.now);
+    const horizon = checkInteger(where, "horizonMs", options.horizonMs, 0, 86_400_000);
+    const grace = checkInteger(where, "graceMs", options.graceMs ?? horizon, 0, 86_400_000);
+    const maxCalls = options.maxCalls ?? 1000;
+    await loadCron();
+    const until = now + horizon;
+    const result: PlanResult = { planned: 0, made: 0, stale: 0, passedOver: 0, calls: 0, wakeAtMs: undefined };
+    const wakeHorizon = Math.min(options.wakeHorizonMs ?? horizon, WAKE.horizonMaxMs);
+    let staleRounds = 0;
+    while (result.calls < maxCalls) {
+      const due = await this.readSchedules({ all: false, offset: 0, count: READ_PAGE, until });
+      result.calls++;
+      if (due.length === 0) break;
+      const before = { planned: result.planned, stale: result.stale };
+      let items: string[] = [];
+      let slotsInCall = 0;
+      let itemsInCall = 0;
+      const send = async () => {
+        if (itemsInCall === 0) return;
+        const reply = await this.run(
+          "plan",
+          { now: String(now), horizonMs: String(wakeHorizon), callId: `tick-${callId()}` },
+          items,
+        );
+        result.calls++;
+        const { rows, wakeAt } = readReply("plan", reply);
+        const wake = optionalTime(wakeAt);
+        if (wake !== undefined && (result.wakeAtMs === undefined || wake < result.wakeAtMs)) result.wakeAtMs = wake;
+        for (const row of rows) {
+          const made = Number(row.made);
+          if (made < 0) result.stale++;
+          else {
+            result.planned++;
+            result.made += made;
+          }
+        }
+        items = [];
+        slotsInCall = 0;
+        itemsInCall = 0;
+      };
+      for (const schedule of due) {
+        let definition: ScheduleDefinition;
+        try {
+          definition = JSON.parse(schedule.definition) as ScheduleDefinition;
+        } catch {
+          continue; // leaseq check names a definition it cannot read
+        }
+        const cursor = Number(schedule.cursor);
+        const plan = planSlots(definition, cursor, now, until, grace);
+        const slots = plan.slots.map(
+          (slot) => `${slot + jitterOf(schedule.name, slot, definition.jitterMs)} ${slotId(schedule.name, slot)}`,
+        );
+        if (slotsInCall + slots.length > SLOTS_PER_CALL || itemsInCall >= LIMITS.planItemsMax) await send();
+        const body = buildBody(
+          now,
+          definition.type,
+          definition.group ?? "",
+          serializePayload("schedule", definition.payload, DEFAULTS.maxPayloadBytes),
+        );
+        items.push(
+          schedule.name,
+          schedule.revision,
+          schedule.cursor,
+          String(plan.cursor),
+          String(Math.min(plan.next ?? NEVER, NEVER)),
+          String(definition.priority ?? 0),
+          definition.overlap === "skip" ? "k" : "",
+          body,
+          slots.join(" "),
+          String(plan.passedOver),
+        );
+        slotsInCall += slots.length;
+        itemsInCall++;
+        result.passedOver += plan.passedOver;
+      }
+      await send();
+      // Nothing planned: done, unless plans went stale (another planner moved on, or a definition
+      // changed): those are read again, a few rounds at most.
+      if (result.planned === before.planned) {
+        if (result.stale === before.stale || ++staleRounds > 3) break;
+      }
+    }
+    return result;
+  }
+}
+
+function scheduleInfo(row: {
+  name: string;
+  definition: string;
+  cursor: string;
+  paused: boolean;
+  declared: boolean;
+  lastId: string;
+  lastState: string;
+  made: number;
+  passedOver: number;
+}): ScheduleInfo {
+  let definition: ScheduleDefinition;
+  try {
+    definition = JSON.parse(row.definition) as ScheduleDefinition;
+  } catch {
+    definition = { type: "" };
+  }
+  const cursorMs = Number(row.cursor);
+  const lastTaskId = row.lastId === "" ? undefined : row.lastId;
+  return {
+    name: row.name,
+    definition,
+    paused: row.paused,
+    declared: row.declared,
+    cursorMs,
+    nextSlotMs: row.paused || definition.type === "" ? undefined : nextSlot(definition, cursorMs),
+    lastTaskId,
+    lastSlotMs: lastTaskId ? slotOf(row.name, lastTaskId) : undefined,
+    lastTaskState: row.lastState === "" ? undefined : STATE_BY_LETTER[row.lastState],
+    made: row.made,
+    passedOver: row.passedOver,
+  };
+}

@@ -1,0 +1,214 @@
+// Schedules on a real redis-server, over both stores (docs/schedules.md): each slot becomes one
+// task `<schedule>@<slot>`, made ahead within the planner's horizon with its wake-up; a plan
+// computed from a cursor or a definition that moved on makes nothing; changes, removals, pauses,
+// catch-up after an outage, overlap and jitter keep that rule; DST changes in Europe/Berlin.
+import { describe, expect, it } from "vitest";
+import { InvalidInputError } from "../../shared/errors.js";
+import type { Queue } from "../../shared/queue.js";
+import { loadCron, slotId, slotsBetween } from "../../shared/schedules.js";
+import { expectClean } from "../helpers/check.js";
+import { adapters, queueFixture } from "../helpers/stores.js";
+
+const T0 = Date.parse("2026-12-02T10:00:00.500Z");
+const HORIZON = 70_000;
+
+/** The ids of the queue's SCHEDULED and READY tasks of schedule `name`, in slot order. */
+async function slotTasks(queue: Queue, name: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const state of ["scheduled", "ready", "leased", "done", "failed"] as const) {
+    for (const task of await queue.list(state, { limit: 1000 })) if (task.id.startsWith(`${name}@`)) ids.push(task.id);
+  }
+  return ids.sort();
+}
+
+describe.each(adapters)("schedules over $name", (adapter) => {
+  const { fresh } = queueFixture(adapter, { policies: { job: { leaseMs: 10_000, maxAttempts: 2 } } });
+
+  it("makes each slot within the horizon one task, ahead, with the wake-up of the first, and nothing on a second plan", async () => {
+    const queue = await fresh();
+    expect(await queue.setSchedule("every5", { every: 5_000, type: "job", payload: { n: 1 } }, { now: T0 })).toEqual({
+      status: "set",
+      cursorMs: T0,
+    });
+    const plan = await queue.planSchedules({ now: T0, horizonMs: HORIZON });
+    // Slots 10:00:05 .. 10:01:10: 14 of them; the first falls due 4.5 s from now.
+    expect(plan).toMatchObject({ planned: 1, made: 14, stale: 0, wakeAtMs: Date.parse("2026-12-02T10:00:05.000Z") });
+    const ids = await slotTasks(queue, "every5");
+    expect(ids).toHaveLength(14);
+    expect(ids[0]).toBe("every5@2026-12-02T10:00:05.000Z");
+    expect(ids[13]).toBe("every5@2026-12-02T10:01:10.000Z");
+    expect((await queue.inspect(ids[0]))?.payload).toBe('{"n":1}');
+    expect(await queue.planSchedules({ now: T0 + 1_000, horizonMs: HORIZON })).toMatchObject({ made: 0 });
+    // The next run plans what falls into its own horizon, from where the last left off.
+    expect(await queue.planSchedules({ now: T0 + 60_000, horizonMs: HORIZON })).toMatchObject({ made: 12 });
+    expect(await slotTasks(queue, "every5")).toHaveLength(26);
+    const [info] = await queue.listSchedules();
+    expect(info).toMatchObject({
+      name: "every5",
+      made: 26,
+      passedOver: 0,
+      lastTaskState: "scheduled",
+      declared: false,
+    });
+    expect(info.nextSlotMs).toBe(Date.parse("2026-12-02T10:02:15.000Z"));
+    await expectClean(queue, T0 + 60_000);
+  });
+
+  it("makes every slot once when 10 planners run at the same moment", async () => {
+    const queue = await fresh();
+    await queue.setSchedule("tight", { cron: "* * * * * *", type: "job" }, { now: T0 });
+    const others = await Promise.all(Array.from({ length: 9 }, () => fresh({ name: queue.name })));
+    const plans = await Promise.all([queue, ...others].map((q) => q.planSchedules({ now: T0, horizonMs: HORIZON })));
+    expect(plans.reduce((sum, plan) => sum + plan.made, 0)).toBe(70);
+    expect(await slotTasks(queue, "tight")).toHaveLength(70);
+    expect((await queue.listSchedules())[0].made).toBe(70);
+  });
+
+  it("keeps the cursor through a change: the slots made stay, the new definition gives every slot after them", async () => {
+    const queue = await fresh();
+    await queue.setSchedule("s", { every: 10_000, type: "job" }, { now: T0 });
+    await queue.planSchedules({ now: T0, horizonMs: HORIZON });
+    const changed = await queue.setSchedule("s", { every: 20_000, type: "job" }, { now: T0 + 1_000 });
+    expect(changed).toEqual({ status: "set", cursorMs: T0 + HORIZON });
+    await queue.planSchedules({ now: T0 + 60_000, horizonMs: HORIZON });
+    await loadCron();
+    const expected = [
+      ...slotsBetween({ every: 10_000, type: "job" }, T0, T0 + HORIZON, 100),
+      ...slotsBetween({ every: 20_000, type: "job" }, T0 + HORIZON, T0 + 60_000 + HORIZON, 100),
+    ].map((slot) => slotId("s", slot));
+    expect(await slotTasks(queue, "s")).toEqual(expected.sort());
+    expect(await queue.setSchedule("s", { every: 20_000, type: "job" }, { now: T0 + 61_000 })).toMatchObject({
+      status: "unchanged",
+    });
+  });
+
+  it("makes nothing for a removed schedule, and never a slot twice when one of that name is set again", async () => {
+    const queue = await fresh();
+    await queue.setSchedule("r", { every: 10_000, type: "job" }, { now: T0 });
+    await queue.planSchedules({ now: T0, horizonMs: HORIZON });
+    expect(await queue.removeSchedule("r", { now: T0 + 1 })).toBe("done");
+    expect(await queue.removeSchedule("r", { now: T0 + 1 })).toBe("unknown");
+    expect(await queue.planSchedules({ now: T0 + 2, horizonMs: HORIZON })).toMatchObject({ made: 0 });
+    // Set again at once: its cursor is the removed one's, beyond the slots already made.
+    await queue.setSchedule("r", { every: 10_000, type: "job" }, { now: T0 + 3 });
+    await queue.planSchedules({ now: T0 + 30_000, horizonMs: HORIZON });
+    const ids = await slotTasks(queue, "r");
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toHaveLength(10); // 10:00:10 .. 10:01:40
+  });
+
+  it("plans nothing while paused and resumes from now, passing over the slots of the pause", async () => {
+    const queue = await fresh();
+    await queue.setSchedule("p", { every: 60_000, type: "job" }, { now: T0 });
+    expect(await queue.pauseSchedule("p", { now: T0 })).toBe("done");
+    expect(await queue.pauseSchedule("p", { now: T0 })).toBe("unchanged");
+    expect(await queue.planSchedules({ now: T0 + 3_600_000, horizonMs: HORIZON })).toMatchObject({ made: 0 });
+    expect(await queue.resumeSchedule("p", { now: T0 + 3_600_000 })).toBe("done");
+    expect(await queue.planSchedules({ now: T0 + 3_600_000, horizonMs: HORIZON })).toMatchObject({ made: 1 });
+    expect(await slotTasks(queue, "p")).toEqual(["p@2026-12-02T11:01:00.000Z"]);
+  });
+
+  it.each([
+    ["none", []],
+    ["latest", ["c@2026-12-02T13:00:00.000Z"]],
+    [{ max: 2 }, ["c@2026-12-02T12:00:00.000Z", "c@2026-12-02T13:00:00.000Z"]],
+  ] as const)("after a 4-hour outage catches up %j of the missed hourly slots", async (catchUp, caught) => {
+    const queue = await fresh();
+    await queue.setSchedule("c", { cron: "0 * * * *", type: "job", catchUp }, { now: T0 });
+    await queue.planSchedules({ now: T0, horizonMs: HORIZON });
+    // No planner from 10:00 to 13:30: the slots 11:00, 12:00, 13:00 were missed.
+    const plan = await queue.planSchedules({ now: T0 + 3.5 * 3_600_000, horizonMs: HORIZON });
+    expect(plan.passedOver).toBe(3 - caught.length);
+    expect(await slotTasks(queue, "c")).toEqual([...caught]);
+    expect((await queue.listSchedules())[0]).toMatchObject({ passedOver: 3 - caught.length, made: caught.length });
+  });
+
+  it("with overlap skip passes over a slot whose previous slot's task still runs; with allow runs both", async () => {
+    for (const overlap of ["skip", "allow"] as const) {
+      const queue = await fresh();
+      await queue.setSchedule("o", { every: 10_000, type: "job", overlap }, { now: T0 });
+      await queue.planSchedules({ now: T0, horizonMs: 25_000 });
+      const first = await queue.claim({ count: 1, now: T0 + 10_000 });
+      expect(first.map((task) => task.id)).toEqual(["o@2026-12-02T10:00:10.000Z"]);
+      // The 10:00:20 slot falls due while the 10:00:10 task is leased.
+      const second = await queue.claim({ count: 1, now: T0 + 20_000 });
+      if (overlap === "skip") {
+        expect(second).toEqual([]);
+        expect(await queue.inspect("o@2026-12-02T10:00:20.000Z")).toBeUndefined();
+        expect((await queue.listSchedules())[0].passedOver).toBe(1);
+      } else {
+        expect(second.map((task) => task.id)).toEqual(["o@2026-12-02T10:00:20.000Z"]);
+      }
+      // Once the first is done, the next slot runs again.
+      await queue.settle([{ id: first[0].id, token: first[0].token, outcome: "ack" }], { now: T0 + 21_000 });
+      await queue.planSchedules({ now: T0 + 21_000, horizonMs: 25_000 });
+      const third = await queue.claim({ count: 1, now: T0 + 30_000 });
+      expect(third.map((task) => task.id)).toEqual(["o@2026-12-02T10:00:30.000Z"]);
+      await expectClean(queue, T0 + 30_000);
+    }
+  });
+
+  it("delays each slot's task by the same jitter on every planner, within jitterMs", async () => {
+    const queue = await fresh();
+    await queue.setSchedule("j", { every: 60_000, type: "job", jitterMs: 30_000 }, { now: T0 });
+    await queue.planSchedules({ now: T0, horizonMs: 3_600_000 });
+    const tasks = await queue.list("scheduled", { limit: 100 });
+    expect(tasks).toHaveLength(60);
+    const delays = tasks.map((task) => task.score - Date.parse(task.id.slice(2)));
+    expect(Math.min(...delays)).toBeGreaterThanOrEqual(0);
+    expect(Math.max(...delays)).toBeLessThanOrEqual(30_000);
+    expect(new Set(delays).size).toBeGreaterThan(10);
+  });
+
+  it("runs a daily Berlin slot once a day across both DST changes of 2026", async () => {
+    const queue = await fresh();
+    const start = Date.parse("2026-03-27T00:00:00Z");
+    await queue.setSchedule("dst", { cron: "30 2 * * *", tz: "Europe/Berlin", type: "job" }, { now: start });
+    await queue.setSchedule("night", { cron: "0 3 * * *", tz: "Europe/Berlin", type: "job" }, { now: start });
+    for (let at = start; at < Date.parse("2026-11-01T00:00:00Z"); at += 12 * 3_600_000) {
+      await queue.planSchedules({ now: at, horizonMs: 12 * 3_600_000 });
+    }
+    const slots = (await slotTasks(queue, "dst")).map((id) => id.slice(4));
+    // 02:30 does not exist on 29 March (02:00 → 03:00): it runs at 03:30 CEST, once.
+    expect(slots.slice(0, 4)).toEqual([
+      "2026-03-27T01:30:00.000Z",
+      "2026-03-28T01:30:00.000Z",
+      "2026-03-29T01:30:00.000Z",
+      "2026-03-30T00:30:00.000Z",
+    ]);
+    // 02:30 happens twice on 25 October (03:00 → 02:00): it runs once, at the first.
+    const october = slots.filter((slot) => slot.startsWith("2026-10-2"));
+    expect(october.filter((slot) => slot.startsWith("2026-10-25"))).toEqual(["2026-10-25T00:30:00.000Z"]);
+    expect(october).toContain("2026-10-26T01:30:00.000Z");
+    // One task per calendar day in Berlin: 27 March to 31 October.
+    const days = new Set(slots.map((slot) => new Date(slot).toLocaleDateString("sv", { timeZone: "Europe/Berlin" })));
+    expect(days.size).toBe(slots.length);
+    expect(slots).toHaveLength(219);
+    const nights = (await slotTasks(queue, "night")).map((id) => id.slice(6));
+    expect(nights).toContain("2026-03-29T01:00:00.000Z"); // 03:00 CEST, the day the clocks go forward
+    expect(nights).toContain("2026-10-25T02:00:00.000Z"); // 03:00 CET, the day they go back
+    expect(nights).toHaveLength(219);
+  });
+
+  it("refuses a bad definition with every problem named, and a run-time change of a declared schedule", async () => {
+    const queue = await fresh();
+    await expect(
+      queue.setSchedule(
+        "bad",
+        { cron: "61 * * * *", tz: "Mars/Olympus", type: "job", catchUp: "all", extra: 1 } as never,
+        { now: T0 },
+      ),
+    ).rejects.toThrow(
+      /schedule "bad": 4 problems: unknown field "extra".*; cron "61 \* \* \* \*" is not valid: .*minute.*; tz must be an IANA time zone.*; catchUp must be "none", "latest" or \{ max: 1-100 \}, got "all"/,
+    );
+    await expect(queue.setSchedule("has@at", { every: 1_000, type: "job" }, { now: T0 })).rejects.toThrow(
+      InvalidInputError,
+    );
+    await queue.setSchedule("owned", { every: 60_000, type: "job" }, { now: T0, declared: true });
+    await expect(queue.setSchedule("owned", { every: 1_000, type: "job" }, { now: T0 })).rejects.toThrow(
+      /declared in the task module/,
+    );
+    expect(await queue.pauseSchedule("owned", { now: T0 })).toBe("done");
+    expect(await queue.listSchedules()).toMatchObject([{ name: "owned", paused: true, declared: true }]);
+  });
+});
