@@ -14,14 +14,14 @@
 --   code, the id or group it is about, what was wrong (words), repaired (1/0) }. Codes: v0_guard,
 --   next_due, hold, wake, unreadable, quarantine_mark, no_set, wrong_set, two_sets, no_body, done_body, attempts,
 --   lease_counter, group_slots, orphan_member, group_parked, group_record, concurrency,
---   group_stalled.
+--   group_stalled, schedule_record, schedule_unplanned, plan_orphan.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: bad, check_args, check_step, guard, lanes_flush, read_config
 
 return guard('check', function()
   local now, _, cursor, count, repair = check_args()
-  if cursor ~= '' and (#cursor > 64 or not string.find(cursor, '^%a+:[%d:]+$')) then
+  if cursor ~= '' and (#cursor > 64 or not string.find(cursor, '^%a+:p?[%d:]+$')) then
     bad('cursor must be "" or a cursor a previous step returned, got "' .. string.sub(cursor, 1, 40) .. '"')
   end
   local config = read_config()

@@ -266,7 +266,7 @@ export class Queue extends QueueSchedules {
   }): Promise<{ problems: CheckProblem[]; next: string | undefined }> {
     const now = checkNow("check", options.now);
     const cursor = options.cursor ?? "";
-    if (typeof cursor !== "string" || cursor.length > 64 || (cursor !== "" && !/^[a-z]+:[\d:]+$/.test(cursor))) {
+    if (typeof cursor !== "string" || cursor.length > 64 || (cursor !== "" && !/^[a-z]+:p?[\d:]+$/.test(cursor))) {
       throw new InvalidInputError(`check: cursor must be one a previous check returned, got ${shown(cursor)}`);
     }
     const count = checkInteger("check", "count", options.count ?? LIMITS.checkPageMax, 1, LIMITS.checkPageMax);

@@ -372,6 +372,57 @@ local function check_lanes(config, now, position, count, problems, repair)
   return after
 end
 
+-- The schedules (docs/schedules.md): every schedule has its revision and a cursor that is a time,
+-- and waits in the plan set (else no planner would ever look at it: repair puts it there, due now);
+-- every member of the plan set is a schedule (repair removes one that is not). `position` is an
+-- HSCAN cursor of the schedules hash, then "p<offset>" for the plan set's members. Returns the
+-- position to go on from, "" when done.
+local function check_schedules(position, count, now, problems, repair)
+  if string.sub(position, 1, 1) == 'p' then
+    local offset = tonumber(string.sub(position, 2)) or 0
+    local members = redis.call('ZRANGE', K.plan, offset, offset + count - 1)
+    if #members == 0 then return '' end
+    local found = read_many('HMGET', K.schedules, members)
+    local kept = 0
+    for i, name in ipairs(members) do
+      if not found[i] then
+        report(problems, 'plan_orphan', name, 'the plan set names a schedule that does not exist', repair)
+        if repair then redis.call('ZREM', K.plan, name) end
+      else
+        kept = kept + 1
+      end
+    end
+    if #members < count then return '' end
+    return 'p' .. fmt(offset + (repair and kept or #members))
+  end
+  local page = redis.call('HSCAN', K.schedules, position, 'COUNT', count)
+  local names = {}
+  for i = 1, #page[2], 2 do
+    local field = page[2][i]
+    if not string.find(field, ':', 1, true) then names[#names + 1] = field end
+  end
+  if #names > 0 then
+    local fields = {}
+    for _, name in ipairs(names) do
+      fields[#fields + 1] = name .. ':v'
+      fields[#fields + 1] = name .. ':c'
+    end
+    local values = read_many('HMGET', K.schedules, fields)
+    local scores = read_many('ZMSCORE', K.plan, names)
+    for i, name in ipairs(names) do
+      local revision, cursor = values[2 * i - 1], values[2 * i]
+      if not revision or not cursor or not tonumber(cursor) then
+        report(problems, 'schedule_record', name, 'its revision or cursor is missing or unreadable', false)
+      elseif not scores[i] then
+        report(problems, 'schedule_unplanned', name, 'it is not in the plan set: no planner would look at it', repair)
+        if repair then redis.call('ZADD', K.plan, now, name) end
+      end
+    end
+  end
+  if page[1] == '0' then return 'p0' end
+  return page[1]
+end
+
 -- One step of the check from `cursor`: the problems found (4 values each: code, subject, detail,
 -- repaired 1/0) and the cursor to go on from ("" when the check is complete). `count` bounds the
 -- records a step reads; the config's checks come with the first step.
@@ -400,7 +451,10 @@ local function check_step(config, now, cursor, count, repair)
     end
   elseif phase == 'lanes' then
     local after = check_lanes(config, now, position, count, problems, repair)
-    next_cursor = after == '0' and '' or 'lanes:' .. after
+    next_cursor = after == '0' and 'plans:0' or 'lanes:' .. after
+  elseif phase == 'plans' then
+    local after = check_schedules(position, count, now, problems, repair)
+    next_cursor = after == '' and '' or 'plans:' .. after
   end
   return problems, next_cursor
 end

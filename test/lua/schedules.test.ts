@@ -212,3 +212,22 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     expect(await queue.listSchedules()).toMatchObject([{ name: "owned", paused: true, declared: true }]);
   });
 });
+
+describe("leaseq check knows schedules", () => {
+  const { redis, fresh } = queueFixture(adapters[0]);
+
+  it("finds a schedule the plan set lost and a plan member with no schedule, and repairs both", async () => {
+    const queue = await fresh();
+    await queue.setSchedule("lost", { every: 60_000, type: "job" }, { now: T0 });
+    await redis.zrem(queue.keys.plan, "lost");
+    await redis.zadd(queue.keys.plan, T0, "ghost");
+    const problems = await queue.checkAll({ now: T0 });
+    expect(problems.map((problem) => [problem.code, problem.subject])).toEqual([
+      ["schedule_unplanned", "lost"],
+      ["plan_orphan", "ghost"],
+    ]);
+    await queue.checkAll({ now: T0, repair: true });
+    await expectClean(queue, T0);
+    expect(await queue.planSchedules({ now: T0, horizonMs: HORIZON })).toMatchObject({ made: 1 });
+  });
+});
