@@ -10,6 +10,16 @@ import { expectClean } from "../helpers/check.js";
 import { adapters, queueFixture } from "../helpers/stores.js";
 
 const T0 = Date.parse("2026-12-02T10:00:00.500Z");
+/** The planner's two steps, called apart to interleave them with another planner or a change. */
+interface Internals {
+  readSchedules(options: {
+    all: boolean;
+    offset: number;
+    count: number;
+    until: number;
+  }): Promise<Array<{ revision: string; cursor: string }>>;
+  run(name: "plan", fixed: Record<string, string>, items: string[]): Promise<unknown[]>;
+}
 const HORIZON = 70_000;
 
 /** The ids of the queue's SCHEDULED and READY tasks of schedule `name`, in slot order. */
@@ -62,6 +72,50 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     expect(plans.reduce((sum, plan) => sum + plan.made, 0)).toBe(70);
     expect(await slotTasks(queue, "tight")).toHaveLength(70);
     expect((await queue.listSchedules())[0].made).toBe(70);
+  });
+
+  it("makes nothing from a plan computed before another planner's or a change (the cursor compare-and-set)", async () => {
+    const queue = await fresh();
+    await queue.setSchedule("cas", { every: 10_000, type: "job" }, { now: T0 });
+    // What a planner read and computed, sent late: the raw plan call of Queue.planSchedules.
+    const [read] = await (queue as unknown as Internals).readSchedules({
+      all: false,
+      offset: 0,
+      count: 10,
+      until: T0 + HORIZON,
+    });
+    const planFrom = (horizon: number, body = "1|0|job||") => {
+      const slots = slotsBetween({ every: 10_000, type: "job" }, Number(read.cursor), T0 + horizon, 100);
+      return (queue as unknown as Internals).run("plan", { now: String(T0), horizonMs: "0", callId: "" }, [
+        "cas",
+        read.revision,
+        read.cursor,
+        String(T0 + horizon),
+        String(slots.at(-1) as number),
+        "0",
+        "",
+        body,
+        slots.map((slot) => `${slot} ${slotId("cas", slot)}`).join(" "),
+        "0",
+      ]);
+    };
+    await loadCron();
+    // Two planners read the same cursor: the first makes its slots, the second (a longer horizon,
+    // so slots the first did not make) is stale: its cursor moved.
+    expect(await planFrom(30_000)).toEqual([3, ""]);
+    expect(await planFrom(60_000)).toEqual([-1, ""]);
+    expect(await slotTasks(queue, "cas")).toHaveLength(3);
+    // A plan read before a change of the definition is stale too, even at the cursor it read.
+    const [again] = await (queue as unknown as Internals).readSchedules({
+      all: false,
+      offset: 0,
+      count: 10,
+      until: T0 + HORIZON * 10,
+    });
+    await queue.setSchedule("cas", { every: 20_000, type: "job" }, { now: T0 });
+    Object.assign(read, again);
+    expect(await planFrom(60_000)).toEqual([-1, ""]);
+    expect(await slotTasks(queue, "cas")).toHaveLength(3);
   });
 
   it("keeps the cursor through a change: the slots made stay, the new definition gives every slot after them", async () => {
