@@ -9,7 +9,8 @@
 -- ARGV[4] count   1..1000, the most schedules answered
 -- Reads config: v. Reads per schedule its hash fields and its last slot's task state.
 -- Returns: per schedule 11 values: name, definition, revision, cursor, next, paused, declared,
---   lastId, lastState, made, passedOver
+--   lastId, lastState, made, passedOver (the planner's read, not all, answers the first five and
+--   defaults for the rest: it reads only what planning needs)
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
 -- Uses: K, fmt, guard, read_config_fields, read_many, schedules_args
@@ -24,29 +25,42 @@ return guard('schedules', function()
     page = redis.call('ZRANGEBYSCORE', K.plan, '-inf', fmt(until_ms), 'WITHSCORES', 'LIMIT', offset, count)
   end
   local names, fields = {}, {}
+  -- The planner's read (not all) needs only the definition, revision and cursor of each.
+  local suffixes = all and { '', ':v', ':c', ':p', ':d', ':l', ':m' } or { '', ':v', ':c' }
+  local width = #suffixes
   for i = 1, #page, 2 do
     local name = page[i]
     names[#names + 1] = name
-    for _, suffix in ipairs({ '', ':v', ':c', ':p', ':d', ':l', ':m' }) do fields[#fields + 1] = name .. suffix end
+    for _, suffix in ipairs(suffixes) do fields[#fields + 1] = name .. suffix end
   end
   local values = read_many('HMGET', K.schedules, fields)
-  local last_fields = {}
-  for i = 1, #names do
-    local last = values[7 * (i - 1) + 6]
-    last_fields[#last_fields + 1] = (last or '#none') .. ':s'
-    last_fields[#last_fields + 1] = last or '#none'
+  local lasts = {}
+  if all then
+    local last_fields = {}
+    for i = 1, #names do
+      local last = values[width * (i - 1) + 6]
+      last_fields[#last_fields + 1] = (last or '#none') .. ':s'
+      last_fields[#last_fields + 1] = last or '#none'
+    end
+    lasts = read_many('HMGET', K.task, last_fields)
   end
-  local lasts = read_many('HMGET', K.task, last_fields)
   local result = {}
   for i, name in ipairs(names) do
-    local v = function(k) return values[7 * (i - 1) + k] or '' end
-    local state, body = lasts[2 * i - 1], lasts[2 * i]
-    local letter = ''
-    if state then letter = string.sub(state, 1, 1) elseif body then letter = 'R' end
-    local done, passed = string.match(v(7), '^(%d+)|(%d+)$')
-    for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], v(4) == '1' and '1' or '0',
-      v(5) == '1' and '1' or '0', v(6), letter, done or '0', passed or '0' }) do
-      result[#result + 1] = value
+    local at = width * (i - 1)
+    local v = function(k) return values[at + k] or '' end
+    if all then
+      local state, body = lasts[2 * i - 1], lasts[2 * i]
+      local letter = ''
+      if state then letter = string.sub(state, 1, 1) elseif body then letter = 'R' end
+      local done, passed = string.match(v(7), '^(%d+)|(%d+)$')
+      for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], v(4) == '1' and '1' or '0',
+        v(5) == '1' and '1' or '0', v(6), letter, done or '0', passed or '0' }) do
+        result[#result + 1] = value
+      end
+    else
+      for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], '0', '0', '', '', '0', '0' }) do
+        result[#result + 1] = value
+      end
     end
   end
   return result

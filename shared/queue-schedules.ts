@@ -57,9 +57,9 @@ export interface PlanResult {
   wakeAtMs: number | undefined;
 }
 
-const READ_PAGE = 200;
+const READ_PAGE = 100;
 /** Slots one plan call carries at most, whatever the number of schedules: keeps a call to a few ms. */
-const SLOTS_PER_CALL = 200;
+const SLOTS_PER_CALL = 50;
 /** When a schedule has no slot left (a cron that never fires again): planned never. */
 const NEVER = LIMITS.timeMaxMs;
 
