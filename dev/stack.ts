@@ -208,6 +208,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // same revision): before anything claims, so the crash demo's short lease is already in force.
     const queue = new Queue(store, { name: options.queue, settings: queueSettings(readConfig(env), options.tasks) });
     await queue.configure();
+    await queue.syncDeclaredSchedules(options.tasks.schedules, { now: Date.now() });
 
     let timer: NodeJS.Timeout | undefined;
     let startTimer: NodeJS.Timeout | undefined;
@@ -253,6 +254,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       },
       reload(tasks) {
         functions = functionsFor(tasks);
+        // As a deploy's cold start: the declared schedules follow the new declaration.
+        queue.syncDeclaredSchedules(tasks.schedules, { now: Date.now() }).catch((error: unknown) => {
+          counts.invocationErrors++;
+          counts.lastInvocationError = `schedules: ${redact((error as Error).message)}`;
+        });
       },
       async stopWork() {
         clearInterval(timer);
