@@ -98,9 +98,9 @@ export function checkSchedule(where: string, name: string, given: unknown): Sche
       attempt(() => {
         try {
           if (CronClass) {
-            new CronClass(cron, { timezone: typeof tz === "string" ? tz : undefined, paused: true }).nextRun(
-              new Date(0),
-            );
+            // A zone that does not exist is its own problem (below), not the expression's.
+            const timezone = typeof tz === "string" && validZone(tz) ? tz : undefined;
+            new CronClass(cron, { timezone, paused: true }).nextRun(new Date(0));
           } else if (!/^\S+( \S+){4,5}$/.test(cron.trim())) {
             throw new Error("a cron expression has 5 fields (minute hour day month weekday), or 6 with seconds first");
           }

@@ -197,3 +197,47 @@ describe("context (cdk deploy -c key=value)", () => {
     expect(stack.environment).toBe("aws://unknown-account/unknown-region");
   });
 });
+
+describe("declared schedules at synth", () => {
+  const handler = () => {};
+  it("refuses a cron croner cannot read and a zone that does not exist, each named", () => {
+    const found = problems({
+      tasks: {
+        types: { report: { handler } },
+        schedules: {
+          typo: { cron: "0 25 * * *", type: "report" },
+          mars: { cron: "0 3 * * *", tz: "Mars/Olympus", type: "report" },
+          nightly: { cron: "0 3 * * *", tz: "Europe/Berlin", type: "report" },
+        },
+      } as unknown as LeaseQueueProps["tasks"],
+    });
+    expect(found).toHaveLength(2);
+    expect(found[0]).toMatch(
+      /^tasks: defineTasks: schedule "typo": 1 problem: cron "0 25 \* \* \*" is not valid: .*hour/i,
+    );
+    expect(found[1]).toMatch(/^tasks: defineTasks: schedule "mars": 1 problem: tz must be an IANA time zone/);
+  });
+
+  it("refuses a schedule finer than the reclaimer's period allows, and says the bound", () => {
+    const tasks = defineTasks({
+      types: { report: { handler } },
+      schedules: { fine: { every: 30_000, type: "report" } },
+    });
+    expect(problems({ tasks, reclaimSchedule: Duration.minutes(60) })).toEqual([
+      'tasks: schedule "fine" is finer than the reclaimer\'s period allows: with reclaimSchedule 60 min a schedule may have at most 100 slots in 3610 s (one every 36100 ms or more)',
+    ]);
+    // With the default period of a minute, every 30 s is fine.
+    expect(problems({ tasks })).toEqual([]);
+  });
+
+  it("refuses, in defineTasks, a schedule of a type that is not declared and a name that cannot make task ids", () => {
+    expect(() =>
+      defineTasks({
+        types: { report: { handler } },
+        schedules: { "a@b": { every: 60_000, type: "report" }, other: { every: 60_000, type: "sweep" as "report" } },
+      }),
+    ).toThrow(
+      /schedule name must be 1-64 characters of A-Z a-z 0-9 _ \. -, got "a@b"[\s\S]*schedule "other": type "sweep" is not declared; declared: report/,
+    );
+  });
+});

@@ -81,7 +81,7 @@ describe("script flags per store", () => {
         .filter((script) => script.readOnly)
         .map((script) => script.name)
         .sort(),
-    ).toEqual(["groups", "history", "inspect", "list", "stats"]);
+    ).toEqual(["groups", "history", "inspect", "list", "schedules", "stats"]);
   });
 
   it("sends each script flagged through the endpoint, by SHA then by body, and every one runs", async () => {
@@ -123,6 +123,8 @@ describe("script flags per store", () => {
       expect((await queue.history({ now: NOW, minutes: 5 })).failed).toHaveLength(5);
       await queue.enqueue([{ id: "g", type: "job", group: "acme" }], { now: NOW });
       expect((await queue.groups()).groups).toEqual([{ type: "job", group: "acme", leased: 0, ready: 1, parked: 0 }]);
+      await queue.setSchedule("hourly", { cron: "0 * * * *", type: "job" }, { now: NOW }); // schedule
+      expect(await queue.planSchedules({ now: NOW, horizonMs: 3_600_000 })).toMatchObject({ made: 1 }); // schedules, plan
       expect(await queue.checkAll({ now: NOW })).toEqual([]);
       expect(await queue.drop({ confirm: "flags" })).toBeGreaterThan(0);
     } finally {
