@@ -6,6 +6,7 @@ import { queueName, withQueue } from "./connect.js";
 import { payloadOf } from "./enqueue.js";
 import { OperationError } from "./errors.js";
 import { nearestNames } from "./nearest.js";
+import { lastOf, nextOf, whenOf } from "./schedule-text.js";
 import { wakeWorker } from "./wake.js";
 
 interface SetOptions {
@@ -202,29 +203,6 @@ async function noSuchSchedule(
         ? `no schedule name there is near it (leaseq schedules list lists all ${names.length})`
         : "the queue has no schedules";
   return new OperationError(`schedules ${verb}: no schedule "${name}" in queue "${queue.name}"; ${hint}`);
-}
-
-/** When a definition's slots are: `cron "0 3 * * *" Europe/Berlin` or `every 60 s`. */
-export function whenOf(definition: ScheduleDefinition): string {
-  if (definition.every !== undefined) {
-    return definition.every % 1000 === 0 ? `every ${definition.every / 1000} s` : `every ${definition.every} ms`;
-  }
-  return `cron "${definition.cron ?? ""}" ${definition.tz ?? "UTC"}`;
-}
-
-const iso = (ms: number | undefined) => (ms === undefined ? "–" : new Date(ms).toISOString());
-
-/** The next slot as listed: its time, or why there is none. */
-export function nextOf(info: ScheduleInfo): string {
-  if (info.paused) return "paused";
-  return info.nextSlotMs === undefined ? "none" : iso(info.nextSlotMs);
-}
-
-/** The last slot made and its task's state ("gone" once the task is trimmed or deleted). */
-export function lastOf(info: ScheduleInfo): string {
-  if (info.lastTaskId === undefined) return "–";
-  const at = info.lastSlotMs === undefined ? info.lastTaskId : iso(info.lastSlotMs);
-  return `${at} ${info.lastTaskState ?? "gone"}`;
 }
 
 /** The schedules as an aligned table, one line each, with a header. */
