@@ -40,7 +40,9 @@ Examples:
 
   schedules
     .command("list")
-    .description("every schedule: when, next slot, last slot and its task's state, slots made and passed over")
+    .description(
+      "every schedule: when, the next slot to be made, the last slot made and its task's state, slots made and passed over",
+    )
     .option("--json", "print the schedules as a JSON array (times in ms since the epoch)")
     .action(async (options: { json?: boolean }, command: Command) => {
       const found = await withQueue(command, (queue) => queue.listSchedules());
