@@ -85,8 +85,8 @@ Examples:
     });
 }
 
-/** The payload flag's value: JSON text, or @path of a file holding it. */
-async function payloadOf(flag: string): Promise<unknown> {
+/** The payload flag's value of `verb`: JSON text, or @path of a file holding it; throws UsageError. */
+export async function payloadOf(flag: string, verb = "enqueue"): Promise<unknown> {
   let source = "--payload";
   let json = flag;
   if (flag.startsWith("@")) {
@@ -94,13 +94,13 @@ async function payloadOf(flag: string): Promise<unknown> {
     try {
       json = await readFile(flag.slice(1), "utf8");
     } catch (error) {
-      throw new UsageError(`enqueue: cannot read ${source} (${(error as NodeJS.ErrnoException).code ?? error})`);
+      throw new UsageError(`${verb}: cannot read ${source} (${(error as NodeJS.ErrnoException).code ?? error})`);
     }
   }
   try {
     return JSON.parse(json);
   } catch (error) {
-    throw new UsageError(`enqueue: ${source} is not valid JSON (${(error as Error).message})`);
+    throw new UsageError(`${verb}: ${source} is not valid JSON (${(error as Error).message})`);
   }
 }
 

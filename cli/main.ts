@@ -7,6 +7,7 @@ import { dlqCommands } from "./dlq.js";
 import { enqueueCommand } from "./enqueue.js";
 import { exitCodeOf } from "./errors.js";
 import { readCommands } from "./read.js";
+import { scheduleCommands } from "./schedules.js";
 import { watchCommand } from "./watch.js";
 import { writeCommands } from "./write.js";
 
@@ -35,6 +36,7 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
   readCommands(program);
   writeCommands(program);
   controlCommands(program);
+  scheduleCommands(program);
   checkCommand(program);
   watchCommand(program);
   dlqCommands(program);

@@ -66,6 +66,7 @@ ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css">` : ""}
       ? html`<span>queue <b data-queue>${queue.queueName}</b> on ${ctx.where}${ctx.readOnly ? html` · <span data-read-only>read-only</span>` : ""}</span>
   <a href="${queue.base}/">Overview</a>
   ${STATES.map((state) => html`<a href="${queue.base}/tasks/${state}">${state}</a>`)}
+  <a href="${queue.base}/schedules" data-nav-schedules>schedules</a>
   <form method="get" action="${queue.base}/search" role="search">
     <input type="search" name="id" placeholder="task id" aria-label="task id" required>
     <button type="submit">Find</button>
@@ -84,11 +85,12 @@ ${options.chart ? html`<script src="/assets/uplot.js"></script>` : ""}
 }
 
 /** The hidden fields every action form carries. */
-function csrfField(ctx: PageContext): Html {
+export function csrfField(ctx: PageContext): Html {
   return html`<input type="hidden" name="_csrf" value="${ctx.csrf}">`;
 }
 
-function time(ms: number, now: number): Html {
+/** A time as shown: UTC to the second and how long ago (or until), ISO in its title. */
+export function time(ms: number, now: number): Html {
   if (!Number.isFinite(ms) || ms <= 0) return html`<span class="note">–</span>`;
   const delta = now - ms;
   const relative = delta >= 0 ? `${duration(delta)} ago` : `in ${duration(-delta)}`;

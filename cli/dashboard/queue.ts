@@ -7,7 +7,20 @@ export const STATES: readonly TaskState[] = ["ready", "scheduled", "leased", "do
 
 export type DashboardQueue = Pick<
   Queue,
-  "name" | "stats" | "list" | "inspect" | "requeue" | "delete" | "cancel" | "pause" | "resume" | "history" | "find"
+  | "name"
+  | "stats"
+  | "list"
+  | "inspect"
+  | "requeue"
+  | "delete"
+  | "cancel"
+  | "pause"
+  | "resume"
+  | "history"
+  | "find"
+  | "listSchedules"
+  | "pauseSchedule"
+  | "resumeSchedule"
 >;
 
 /** Tasks one find call looks at. */

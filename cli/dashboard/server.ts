@@ -33,6 +33,7 @@ import {
   taskPage,
 } from "./pages.js";
 import { type DashboardQueue, mapLimited, queueBase, queueOfSegment, SCAN_DEFAULT, STATES } from "./queue.js";
+import { schedulesPage } from "./schedules.js";
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
@@ -364,6 +365,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return c.html(taskPage(ctx, task, now()));
   });
 
+  app.get("/q/:queue/schedules", async (c) => {
+    const { queue, ctx } = await queueOf(c);
+    return c.html(schedulesPage(ctx, await queue.listSchedules(), now()));
+  });
+
   app.get("/q/:queue/search", async (c) => {
     const { ctx } = await queueOf(c);
     const id = (c.req.query("id") ?? "").trim();
@@ -392,6 +398,19 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       else await queue.resume({ now: at, type });
       const what = type ? `task type "${type}"` : `queue "${queue.name}"`;
       return c.html(resultPage(ctx, action === "pause" ? "Paused" : "Resumed", `${action}d ${what}`, [], back));
+    }
+    if (action === "schedule-pause" || action === "schedule-resume") {
+      const name = text(form.schedule) ?? "";
+      const pause = action === "schedule-pause";
+      const status = pause
+        ? await queue.pauseSchedule(name, { now: at })
+        : await queue.resumeSchedule(name, { now: at });
+      if (status === "unknown") throw new HttpError(404, `No schedule "${name}" in queue "${queue.name}".`);
+      const summary =
+        status === "done"
+          ? `${pause ? "paused" : "resumed"} schedule "${name}"`
+          : `schedule "${name}" was ${pause ? "paused already" : "not paused"} (unchanged)`;
+      return c.html(resultPage(ctx, pause ? "Paused" : "Resumed", summary, [], back));
     }
     if (action !== "requeue" && action !== "delete" && action !== "cancel") {
       throw new HttpError(400, `Unknown action "${action ?? ""}".`);
