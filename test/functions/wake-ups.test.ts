@@ -178,3 +178,35 @@ describe("wake-ups", () => {
     expect(wakes()).toHaveLength(1);
   });
 });
+
+describe("schedules through the functions", () => {
+  it("the worker's cold start writes the declared schedules; the reclaimer makes the slots ahead and sends the first slot's wake-up", async () => {
+    const { env, queue, reclaimer } = setup();
+    const declaration = (every: number) => ({
+      types: { sweep: { leaseMs: 10_000, handler: () => {} } },
+      schedules: { sweep: { every, type: "sweep" as const } },
+    });
+    const worker = createWorker({ env, tasks: declaration(20_000), logger: silent("worker") });
+    await worker(sqsEvent(sqsRecord({ leaseq: "wake" })), lambdaContext());
+    expect(await queue.listSchedules()).toMatchObject([
+      { name: "sweep", declared: true, definition: { every: 20_000 } },
+    ]);
+    sqs.queue.purge();
+    const summary = await reclaimer({}, lambdaContext());
+    // The slots of the next 70 s: 3 or 4 (every 20 s), the first wake-up for the first of them.
+    expect(summary.slotsMade).toBeGreaterThanOrEqual(3);
+    expect(summary.slotsMade).toBeLessThanOrEqual(4);
+    const first = Math.ceil(Date.now() / 20_000) * 20_000;
+    expect(summary.wakeAtMs).toBeGreaterThanOrEqual(first - 20_000);
+    expect(summary.wakeAtMs).toBeLessThanOrEqual(first);
+    expect(wakes()).toHaveLength(1);
+    // A second run plans nothing more until its own horizon moves.
+    expect((await reclaimer({}, lambdaContext())).slotsMade).toBeLessThanOrEqual(1);
+    // A deploy without the schedule: the next cold start removes it (its tasks made stay).
+    await worker.close();
+    const next = createWorker({ env, tasks: { types: declaration(20_000).types }, logger: silent("worker") });
+    await next(sqsEvent(sqsRecord({ leaseq: "wake" })), lambdaContext());
+    expect(await queue.listSchedules()).toEqual([]);
+    await next.close();
+  });
+});
