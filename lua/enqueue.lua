@@ -1,43 +1,164 @@
 -- enqueue: add a batch of tasks; idempotent by id. A body is written once here and never rewritten.
+-- A task may carry flow control by key (docs/flow-control.md): dedupe, debounce or throttle.
 --
 -- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, scheduled, seq, and for tasks of a
---   group (or once the queue has groups) grouped, groups, groupwait are used
+--   group (or once the queue has groups) grouped, groups, groupwait are used; then, after the fixed
+--   keys, the flow keys the flow entries name ("<prefix>:{<queue>}:fc:<mode>:<key>", lib/flow.lua)
 -- ARGV[1] now              ms since epoch
 -- ARGV[2] callId           1-64 characters of A-Z a-z 0-9 _ . -, the same for every sending of this
 --                          call (or "" for none): a repeat after a lost reply is told the wake-up its
 --                          first run arranged
--- ARGV[3..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
+-- ARGV[3] flows            how many flow entries follow the tasks (0..1000; 0: none, nothing of flow
+--                          control is read or written)
+-- ARGV[4..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
 --          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
 --          (the library builds it; type 1-64 and group 0-128 characters of A-Z a-z 0-9 _ . -)
+-- then per flow entry, 5 each: task index (1..n), mode (dedupe, debounce, throttle), key index (in
+--          KEYS, after the fixed keys), and two numbers in ms: dedupe ttlMs, 0; debounce delayMs, maxWaitMs (the
+--          task's runAtMs is replaced by min(now + delayMs, window start + maxWaitMs)); throttle
+--          perMs, and 1 to defer (0 to drop) a task whose key's period is taken
 -- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake, paused
 --   (a paused queue asks for no wake-up), fair (the queue's tasks take fair turns: its first task
 --   with a group sets it), and with strictTypes = 1 the policy p:<type> or the mark a:<type> of
 --   each type in the batch (a type with neither is refused).
--- Returns: per task, 2 each: status, state; then one more: the time (ms) a wake-up must be sent
---   for, "" when none is needed (docs/wake-ups.md: the caller sends it, the library's producer
+-- Returns: per task, 3 each: status, state, other; then one more: the time (ms) a wake-up must be
+--   sent for, "" when none is needed (docs/wake-ups.md: the caller sends it, the library's producer
 --   helper does)
---   status 0 enqueued  (state "R" ready or "S" scheduled)
---   status 5 duplicate (the id is already known; state is its current state, "C" if quarantined;
---            nothing changed)
+--   status 0  enqueued  (state "R" ready or "S" scheduled; other: the id of the task a debounce
+--             replaced, or "")
+--   status 5  duplicate (the id is already known, or its dedupe key holds a task of the window:
+--             other is that task's id; state is the known task's state, "C" if quarantined, "" when
+--             it is gone; nothing changed)
+--   status 11 throttled (its throttle key's period is taken and it asked to be dropped: nothing
+--             was written; state "")
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
---   another storage format; nothing is written then: every check, and every read of what exists,
---   comes before the first write (INCRBY of seq).
--- Uses: K, apply, as_time, bad, config_int, declared_types, enqueue_args, fair_turn, fmt, group_arg
--- Uses: group_policy, guard, id_arg, int_arg, int_text, is_id, item_count, lane_add, lane_of
--- Uses: lane_touch, lanes, lanes_flush, lanes_load, name_arg, need_wake, new_state, new_writes
--- Uses: note_due, put, put_state, read_config_fields, read_many, repeated_wake, start_fair
--- Uses: time_arg, upgrade_format, zadd
+--   another storage format; nothing is written then: every check, and every read of what exists
+--   (the flow keys and the tasks they hold too), comes before the first write (INCRBY of seq).
+-- Uses: K, apply, as_time, bad, config_int, declared_types, drop_field, enqueue_args, held_value
+-- Uses: fair_turn, flow_args, flow_read, flow_save, fmt, group_arg, group_policy, guard, id_arg
+-- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
+-- Uses: name_arg, need_wake, new_state, new_writes, note_due, put, put_state, read_config_fields
+-- Uses: read_many, repeated_wake, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
+
+-- What a task's fields say it is: the letter of its state ("R" for a body alone, never claimed;
+-- "C" quarantined), or nil when the id is unknown.
+local function letter_of(state, body, reason)
+  if reason then return 'C' end
+  if state then return string.sub(state, 1, 1) end
+  if body then return string.byte(body, 1) == BODY_FORMAT_BYTE and 'R' or string.sub(body, 1, 1) end
+  return nil
+end
+
+-- The fields of `ids` a letter is read from: "<id>:s", "<id>", "<id>:x" each.
+local function record_names(ids)
+  local names = {}
+  for _, id in ipairs(ids) do
+    names[#names + 1] = id .. ':s'
+    names[#names + 1] = id
+    names[#names + 1] = id .. ':x'
+  end
+  return names
+end
+
+-- Takes each flow-controlled task's decision, in the call's order (a later task of a key sees what
+-- an earlier one did), reading the keys (one MGET) and the tasks they hold (one HMGET) first.
+-- Fills outcome[i] (the status of a task answered without being written), other[i] (the task a
+-- dedupe found or a debounce replaced), runs[i] and run_texts[i] (a debounce's time, a deferred
+-- task's), replaced_ids (the SCHEDULED tasks debounces replace) and saves (key -> { value, PX ms }).
+-- Returns how many of the fresh tasks it answered so.
+local function flow_decide(ids, seen, known, runs, flows, keys, now, outcome, other, run_texts, replaced_ids, saves)
+  local values = flow_read(keys)
+  local modes = {}
+  for _, flow in pairs(flows) do modes[flow.key] = flow.mode end
+  local held_ids = {}
+  for _, key in ipairs(keys) do
+    local value = values[key]
+    local id = value and modes[key] ~= 'throttle' and held_value(value)
+    if id then held_ids[#held_ids + 1] = id end
+  end
+  local records = read_many('HMGET', K.task, record_names(held_ids))
+  local held = {}
+  for j, id in ipairs(held_ids) do
+    held[id] = { letter = letter_of(records[3 * j - 2], records[3 * j - 1], records[3 * j]), state = records[3 * j - 2] }
+  end
+  -- Tasks of this call that will be written, by id: their index (a debounce's only while SCHEDULED).
+  local written, pending, answered = {}, {}, 0
+  for i, id in ipairs(ids) do
+    local flow = flows[i]
+    if flow and seen[id] == i then
+      local key, value = flow.key, values[flow.key]
+      if flow.mode == 'dedupe' then
+        local first_id, until_ms = held_value(value)
+        if first_id and until_ms > now then
+          -- Within the window: the task enqueued first answers for it.
+          outcome[i], other[i], answered = 5, first_id, answered + 1
+          local same = written[first_id]
+          if same then known[i] = runs[same] > now and 'S' or 'R'
+          elseif held[first_id] then known[i] = held[first_id].letter end
+        else
+          values[key] = id .. '|' .. fmt(now + flow.a)
+          saves[key] = { values[key], flow.a }
+        end
+      elseif flow.mode == 'throttle' then
+        local free, run_at = tonumber(value) or 0, runs[i]
+        if run_at < free and flow.b == 0 then
+          outcome[i], answered = 11, answered + 1
+        else
+          if run_at < free then
+            run_at = free
+            runs[i], run_texts[i] = free, fmt(free)
+          end
+          local next_free = run_at + flow.a
+          if next_free > TIME_MAX_MS then
+            bad('task ' .. i .. ' throttle: its next free period would start after 9999-12-31')
+          end
+          values[key] = fmt(next_free)
+          if next_free > now then saves[key] = { values[key], next_free - now } end
+        end
+      else
+        -- Debounce: the task holding the key is replaced while it still waits for its time;
+        -- once it started (or is gone), a new window begins.
+        local held_id, first = held_value(value)
+        local start = now
+        if held_id and first + flow.b > now then
+          if pending[held_id] then
+            local earlier = pending[held_id]
+            outcome[earlier], known[earlier], answered = 0, 'S', answered + 1
+            pending[held_id], written[held_id] = nil, nil
+            other[i], start = held_id, first
+          elseif held[held_id] and held[held_id].letter == 'S' and replaceable(held[held_id].state) then
+            replaced_ids[#replaced_ids + 1] = held_id
+            held[held_id] = nil
+            other[i], start = held_id, first
+          end
+        end
+        local run_at = math.min(now + flow.a, start + flow.b)
+        runs[i], run_texts[i] = run_at, fmt(run_at)
+        values[key] = id .. '|' .. fmt(start)
+        saves[key] = { values[key], start + flow.b - now }
+        if run_at > now then pending[id] = i end
+      end
+      if not outcome[i] then written[id] = i end
+    end
+  end
+  return answered
+end
 
 return guard('enqueue', function()
-  local now, now_text, call = enqueue_args()
-  local n = item_count(3, 4, BATCH_MAX)
+  local now, now_text, call, flow_count = enqueue_args()
+  local task_values = #ARGV - 3 - 5 * flow_count
+  if task_values < 4 or task_values % 4 ~= 0 then
+    bad('expected groups of 4 arguments from ARGV[4] and ' .. flow_count .. ' flow entries of 5, got ' .. (#ARGV - 3) .. ' arguments')
+  end
+  local n = task_values / 4
+  if n > BATCH_MAX then bad('at most ' .. BATCH_MAX .. ' items per call, got ' .. n) end
 
   -- Checked before anything is written; a message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
   local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'strictTypes', 'paused', 'fair' }, {}
   local any_group = false
   for i = 1, n do
-    local base = 3 + (i - 1) * 4
+    local base = 4 + (i - 1) * 4
     local id, priority, body = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 3]
     if not is_id(id) then id_arg('task ' .. i .. ' id', id) end
     if not (priority and priority % 1 == 0 and priority >= PRIORITY_MIN and priority <= PRIORITY_MAX) then
@@ -79,14 +200,19 @@ return guard('enqueue', function()
   local existing = read_many('HMGET', K.task, fields)
   local seen, fresh, known = {}, 0, {}
   for i, id in ipairs(ids) do
-    local state, body, reason = existing[3 * i - 2], existing[3 * i - 1], existing[3 * i]
-    if reason then known[i] = 'C'
-    elseif state then known[i] = string.sub(state, 1, 1)
-    elseif body then known[i] = string.byte(body, 1) == BODY_FORMAT_BYTE and 'R' or string.sub(body, 1, 1) end
+    known[i] = letter_of(existing[3 * i - 2], existing[3 * i - 1], existing[3 * i])
     if not known[i] and not seen[id] then
       seen[id] = i
       fresh = fresh + 1
     end
+  end
+
+  -- Flow control: every decision is taken here, before the first write (docs/flow-control.md).
+  local outcome, other, run_texts, replaced_ids, saves, flow_keys = {}, {}, {}, {}, {}, nil
+  if flow_count > 0 then
+    local flows
+    flows, flow_keys = flow_args(n, 4 + 4 * n, flow_count)
+    fresh = fresh - flow_decide(ids, seen, known, runs, flows, flow_keys, now, outcome, other, run_texts, replaced_ids, saves)
   end
 
   local result = {}
@@ -108,15 +234,24 @@ return guard('enqueue', function()
   end
   if fair then lanes_named[#lanes_named + 1] = UNGROUPED end
   lanes_load(lanes_named)
+  for _, id in ipairs(replaced_ids) do
+    drop_field(writes, id)
+    drop_field(writes, id .. ':s')
+    zrem(writes, K.scheduled, id)
+  end
   for i, id in ipairs(ids) do
-    if seen[id] == i then
-      local base = 3 + (i - 1) * 4
+    if outcome[i] then
+      -- Answered by its flow control: a dedupe's duplicate, a throttled task, or one a later
+      -- task of this call replaced before it was written (answered as enqueued, as two calls would).
+      result[#result + 1] = outcome[i]
+    elseif seen[id] == i then
+      local base = 4 + (i - 1) * 4
       seq = seq + 1
       local rank = (ranks[i] - PRIORITY_MIN) * RANK_SEQ_SPAN + seq
       local run_at = runs[i]
       put(writes, id, ARGV[base + 3])
       if run_at > now then
-        put_state(writes, id, new_state('S', int_text(ARGV[base + 2], run_at), fmt(rank), types[i], groups_of[i]))
+        put_state(writes, id, new_state('S', run_texts[i] or int_text(ARGV[base + 2], run_at), fmt(rank), types[i], groups_of[i]))
         zadd(writes, K.scheduled, run_at, id)
         earliest = math.min(earliest or run_at, run_at)
         known[i] = 'S'
@@ -144,12 +279,18 @@ return guard('enqueue', function()
       end
       result[#result + 1] = 0
     else
-      if not known[i] then known[i] = known[seen[id]] end -- the same id twice in one call
-      result[#result + 1] = 5
+      if not known[i] then -- the same id twice in one call: answered as the first was
+        known[i], other[i] = known[seen[id]], other[seen[id]]
+        result[#result + 1] = outcome[seen[id]] or 5
+      else
+        result[#result + 1] = 5
+      end
     end
-    result[#result + 1] = known[i]
+    result[#result + 1] = known[i] or ''
+    result[#result + 1] = other[i] or ''
   end
   apply(writes)
+  if flow_keys then flow_save(saves, flow_keys) end
   upgrade_format(config)
   lanes_flush(now)
   if earliest then note_due(config, earliest) end

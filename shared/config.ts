@@ -68,6 +68,10 @@ export const LIMITS = {
   scheduleSlotsMax: 100,
   /** Schedules one plan call takes. */
   planItemsMax: 200,
+  /** A flow-control key (dedupe, debounce, throttle): 1-128 characters of ID_CHARACTERS, as an id. */
+  flowKeyMaxBytes: 128,
+  /** The longest flow-control window (a dedupe ttl, a debounce delay or wait, a throttle period): 366 days. */
+  flowWindowMaxMs: 366 * 24 * 3600 * 1000,
 } as const;
 
 /** Wake-ups (docs/wake-ups.md). */
@@ -152,6 +156,8 @@ export const LUA_CONSTANTS: Record<string, number> = {
   SCHEDULE_NAME_MAX_BYTES: LIMITS.scheduleNameMaxBytes,
   SCHEDULE_SLOTS_MAX: LIMITS.scheduleSlotsMax,
   PLAN_ITEMS_MAX: LIMITS.planItemsMax,
+  FLOW_KEY_MAX_BYTES: LIMITS.flowKeyMaxBytes,
+  FLOW_WINDOW_MAX_MS: LIMITS.flowWindowMaxMs,
   RATE_MAX: LIMITS.rateMax,
   RATE_INTERVAL_MAX_MS: LIMITS.rateIntervalMaxMs,
   DEFAULT_MAX_PAYLOAD_BYTES: DEFAULTS.maxPayloadBytes,

@@ -87,6 +87,7 @@ export const ITEM_STATUS = {
   8: "leased",
   9: "already_failed",
   10: "not_in_state",
+  11: "throttled",
 } as const;
 
 export type ItemStatus = (typeof ITEM_STATUS)[keyof typeof ITEM_STATUS];

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
+import { checkFlow, type FlowEntry, flowKeyName } from "./flow.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
 import { type FixedArgs, type OperationName, readReply, replyRows, scriptArgs } from "./protocol/index.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
@@ -62,6 +63,8 @@ export class QueueCore {
   /** The settings this process expects (defaults applied). */
   readonly settings: ResolvedSettings;
   private readonly keyList: string[];
+  /** `<prefix>:{<queue>}:`, the start of every key of the queue (flow keys: shared/flow.ts). */
+  private readonly flowBase: string;
 
   constructor(
     private readonly store: Store,
@@ -75,6 +78,7 @@ export class QueueCore {
     }
     this.keys = queueKeys(options.name, options.keyPrefix);
     this.keyList = scriptKeys(this.keys);
+    this.flowBase = this.keys.task.slice(0, -"task".length);
     this.name = options.name;
     this.settings = resolveSettings("new Queue", options.settings);
   }
@@ -117,14 +121,44 @@ export class QueueCore {
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
     const args: string[] = [];
-    for (const [index, task] of tasks.entries()) args.push(...this.taskArgs(`${where}: task ${index + 1}`, task, now));
-    const reply = await this.run("enqueue", { now: String(now), callId: callId() }, args);
+    const flowArgs: string[] = [];
+    const flowKeys: string[] = [];
+    const keyIndex = new Map<string, number>();
+    for (const [index, task] of tasks.entries()) {
+      const { args: taskArgs, flow } = this.taskArgs(`${where}: task ${index + 1}`, task, now);
+      args.push(...taskArgs);
+      if (!flow) continue;
+      // The key's state is a key of its own, appended to KEYS after the queue's fixed keys.
+      const name = flowKeyName(this.flowBase, flow.mode, flow.key);
+      let at = keyIndex.get(name);
+      if (at === undefined) {
+        at = this.keyList.length + flowKeys.length + 1;
+        keyIndex.set(name, at);
+        flowKeys.push(name);
+      }
+      flowArgs.push(String(index + 1), flow.mode, String(at), String(flow.a), String(flow.b));
+    }
+    const reply = await this.run(
+      "enqueue",
+      { now: String(now), callId: callId(), flows: String(flowArgs.length / 5) },
+      flowArgs.length === 0 ? args : [...args, ...flowArgs],
+      flowKeys,
+    );
     const { rows, wakeAt } = readReply("enqueue", reply, tasks.length);
-    const results = rows.map((record, i) => ({
-      id: tasks[i].id,
-      status: itemStatus(where, record.status) === "duplicate" ? ("duplicate" as const) : ("ok" as const),
-      state: STATE_BY_LETTER[String(record.state)],
-    }));
+    const results = rows.map((record, i): EnqueueResult => {
+      const status = itemStatus(where, record.status);
+      const other = String(record.other ?? "");
+      const result: EnqueueResult = {
+        id: tasks[i].id,
+        status: status === "duplicate" || status === "throttled" ? status : "ok",
+        state: STATE_BY_LETTER[String(record.state)],
+      };
+      if (other !== "") {
+        if (status === "duplicate") result.existingId = other;
+        else result.replaced = other;
+      }
+      return result;
+    });
     return { results, wakeAtMs: optionalTime(wakeAt) };
   }
 
@@ -145,7 +179,7 @@ export class QueueCore {
     });
   }
 
-  private taskArgs(label: string, task: TaskInput, now: number): string[] {
+  private taskArgs(label: string, task: TaskInput, now: number): { args: string[]; flow: FlowEntry | undefined } {
     if (task === null || typeof task !== "object")
       throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
     const id = checkId(label, "id", task.id);
@@ -153,12 +187,14 @@ export class QueueCore {
     checkTaskFields(at, task);
     const type = checkName(at, "type", task.type, LIMITS.typeMaxBytes);
     const group = task.group === undefined ? "" : checkGroup(at, "group", task.group);
-    return [
+    const flow = checkFlow(at, task);
+    const args = [
       id,
       String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
       String(dueTime(at, task, now)),
       buildBody(now, type, group, serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
     ];
+    return { args, flow };
   }
 
   /**
@@ -447,14 +483,19 @@ export class QueueCore {
       .replace(/\uFFFD+$/, "");
   }
 
-  /** One script call: its fixed arguments by name (shared/protocol.ts), then its items. */
+  /**
+   * One script call: its fixed arguments by name (shared/protocol.ts), then its items; `extraKeys`
+   * (an enqueue's flow keys) follow the queue's keys in KEYS.
+   */
   protected async run<N extends OperationName>(
     name: N,
     fixed: FixedArgs<N>,
     items: readonly string[] = [],
+    extraKeys: readonly string[] = [],
   ): Promise<unknown[]> {
     try {
-      const reply = await this.store.evalScript(SCRIPTS[name], this.keyList, scriptArgs(name, fixed, items));
+      const keys = extraKeys.length === 0 ? this.keyList : [...this.keyList, ...extraKeys];
+      const reply = await this.store.evalScript(SCRIPTS[name], keys, scriptArgs(name, fixed, items));
       return Array.isArray(reply) ? reply : [reply];
     } catch (error) {
       throw toQueueError(name, error);

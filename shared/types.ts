@@ -1,4 +1,5 @@
 import type { ItemStatus } from "./errors.js";
+import type { DebounceOptions, DedupeOptions, ThrottleOptions } from "./flow.js";
 
 /** `corrupt`: its record could not be read, so it was set aside (see Queue.repair, Queue.delete). */
 export type TaskState = "ready" | "scheduled" | "leased" | "done" | "failed" | "corrupt";
@@ -32,6 +33,12 @@ export interface TaskInput {
   runAt?: number | Date;
   /** The group the task belongs to (`^[A-Za-z0-9_.:@-]{1,128}$`, `@email` too); none by default. */
   group?: string;
+  /** Within `ttlMs` of the first enqueue with `key`, another enqueues nothing (docs/flow-control.md). */
+  dedupe?: DedupeOptions;
+  /** One task per `key` runs `delayMs` after the last enqueue, at most `maxWaitMs` after the first. */
+  debounce?: DebounceOptions;
+  /** At most one task per `key` per `perMs`; the rest dropped, or deferred with `onLimit: "defer"`. */
+  throttle?: ThrottleOptions;
 }
 
 /** The fields a TaskInput may have: enqueue refuses a task with any other. */
@@ -43,13 +50,25 @@ export const TASK_INPUT_FIELDS = [
   "delayMs",
   "runAt",
   "group",
+  "dedupe",
+  "debounce",
+  "throttle",
 ] as const satisfies ReadonlyArray<keyof TaskInput>;
 
 export interface EnqueueResult {
   id: string;
-  /** `duplicate`: the id was already known; nothing changed. */
-  status: "ok" | "duplicate";
-  state: TaskState;
+  /**
+   * `duplicate`: the id was already known, or its dedupe key holds another task of the window
+   * (`existingId`); nothing changed. `throttled`: its throttle key's period was taken and it was
+   * dropped; nothing was written.
+   */
+  status: "ok" | "duplicate" | "throttled";
+  /** Its state (a dedupe duplicate: the existing task's); undefined when throttled or the existing task is gone. */
+  state: TaskState | undefined;
+  /** A dedupe duplicate: the task enqueued first with its key. */
+  existingId?: string;
+  /** Enqueued by a debounce: the waiting task of its key it replaced (removed). */
+  replaced?: string;
 }
 
 /** At most `max` claims per `perMs` ms (fixed windows: any span of one interval sees at most 2 × max). */

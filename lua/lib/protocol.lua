@@ -78,10 +78,10 @@ local function configure_args()
   local t2, t2_text = time_arg('now', ARGV[2])
   return ARGV[1] or '', t2, t2_text
 end
--- enqueue: ARGV[1] now, ARGV[2] callId
+-- enqueue: ARGV[1] now, ARGV[2] callId, ARGV[3] flows
 local function enqueue_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, call_arg(ARGV[2])
+  return t1, t1_text, call_arg(ARGV[2]), int_arg('flows', ARGV[3], 0, BATCH_MAX)
 end
 -- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types
 local function claim_args()

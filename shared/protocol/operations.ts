@@ -73,11 +73,25 @@ export const OPERATIONS = {
     },
   },
   enqueue: {
-    args: [now, callId],
+    args: [
+      now,
+      callId,
+      {
+        name: "flows",
+        kind: "int",
+        min: 0,
+        max: "BATCH_MAX",
+        note: "flow entries after the tasks, 5 each: task index, mode, key index (in KEYS, after the fixed keys), 2 numbers ([flow-control.md](flow-control.md))",
+      },
+    ],
     items: { per: "task", fields: ["id", "priority (-1000..1000)", "runAtMs", "body"] },
     reply: {
       per: "task",
-      fields: ["status (0, 5)", "state (`R`/`S`, or a duplicate's, `C` if quarantined)"],
+      fields: [
+        "status (0, 5, 11)",
+        'state (`R`/`S`, or a duplicate\'s, `C` if quarantined, `""` if gone or throttled)',
+        'other (the task a dedupe found or a debounce replaced, or `""`)',
+      ],
       tail: [WAKE_AT],
     },
   },

@@ -89,7 +89,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     const run = await cli(["enqueue", "--stdin"], input);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(
-      'line 2: unknown field "priorty"; allowed: id, type, payload, priority, delayMs, runAt, group',
+      'line 2: unknown field "priorty"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle',
     );
     const badPriority = await cli(["enqueue", "--stdin"], '{"type":"a"}\n{"type":"a","priority":5000}\n');
     expect(badPriority.code).toBe(2);

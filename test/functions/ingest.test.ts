@@ -128,7 +128,7 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     );
     expect(result.batchItemFailures).toEqual([]);
     expect(letters.map(reasonOf)).toEqual([
-      'tasks[0] has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group',
+      'tasks[0] has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle',
       'tasks[0]: task type "sms" is not declared by this worker; declared: echo, email',
     ]);
     expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 0, done: 0, failed: 0 });

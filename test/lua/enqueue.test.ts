@@ -134,7 +134,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
     [
       "a misspelled field, which would otherwise be dropped",
       { id: "ok", type: "t", paylod: { to: "a@example.com" } },
-      /task 2 \(id ok\) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group$/,
+      /task 2 \(id ok\) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle$/,
     ],
     [
       "several unknown fields",
@@ -164,7 +164,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
       ),
     ).toEqual([
       undefined,
-      'task 2 (id typo) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group',
+      'task 2 (id typo) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle',
     ]);
   });
 
@@ -217,7 +217,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
     const before = await snapshot(redis, queue);
     const keys = scriptKeys(queue.keys);
     // The second task is bad: the first must not be written either.
-    const args = [String(NOW), "", "fine", "0", "0", `1|${NOW}|t||{}`, "bad id", "0", "0", `1|${NOW}|t||{}`];
+    const args = [String(NOW), "", "0", "fine", "0", "0", `1|${NOW}|t||{}`, "bad id", "0", "0", `1|${NOW}|t||{}`];
     const error = await store.evalScript(SCRIPTS.enqueue, keys, args).catch((e: unknown) => e);
     expect(String((error as Error).message)).toMatch(/LEASEQ_BAD_ARGUMENT enqueue: task 2 id must be 1-128 characters/);
     expect(await snapshot(redis, queue)).toEqual(before);

@@ -216,7 +216,15 @@ describe.each(adapters)("ids and groups with : and @ over $name", (adapter) => {
       expect((error as Error).message).toMatch(/id must not end in ":" and a lower-case letter/);
       // The script refuses it on its own, before it writes.
       const raw = await store
-        .evalScript(SCRIPTS.enqueue, scriptKeys(queue.keys), [String(NOW), "", id, "0", String(NOW), `1|${NOW}|t||{}`])
+        .evalScript(SCRIPTS.enqueue, scriptKeys(queue.keys), [
+          String(NOW),
+          "",
+          "0",
+          id,
+          "0",
+          String(NOW),
+          `1|${NOW}|t||{}`,
+        ])
         .catch((e: unknown) => e);
       const refused = toQueueError("enqueue", raw);
       expect(refused, id).toBeInstanceOf(ScriptArgumentError);

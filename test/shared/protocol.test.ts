@@ -67,11 +67,11 @@ describe("the protocol declaration", () => {
   });
 
   it("reads a reply by the declared names: head, rows, tail", () => {
-    const reply = ["0", "R", "5", "S", "1700000000000"];
+    const reply = ["0", "R", "", "5", "S", "a", "1700000000000"];
     expect(readReply("enqueue", reply, 2)).toEqual({
       rows: [
-        { status: "0", state: "R" },
-        { status: "5", state: "S" },
+        { status: "0", state: "R", other: "" },
+        { status: "5", state: "S", other: "a" },
       ],
       wakeAt: "1700000000000",
     });

@@ -1,0 +1,133 @@
+// Flow control per key (docs/flow-control.md): what a task may carry, how it is checked, and how
+// it reaches enqueue.lua (a flow entry after the tasks, its state key appended to KEYS).
+import { ID_CHARACTERS, ID_PATTERN, LIMITS } from "./config.js";
+import { InvalidInputError } from "./errors.js";
+import { shown } from "./validate.js";
+
+/** Within `ttlMs` of the first enqueue with this key, another enqueues nothing and answers `duplicate`. */
+export interface DedupeOptions {
+  key: string;
+  ttlMs: number;
+}
+
+/**
+ * One task runs `delayMs` after the last enqueue with this key, with the last payload, and no later
+ * than `maxWaitMs` after the first enqueue of the window.
+ */
+export interface DebounceOptions {
+  key: string;
+  delayMs: number;
+  maxWaitMs: number;
+}
+
+/** At most one task per key per `perMs`; the others are dropped (`throttled`) or deferred to the next free period. */
+export interface ThrottleOptions {
+  key: string;
+  perMs: number;
+  /** `drop` (default): answered `throttled`, nothing enqueued; `defer`: runs at the next free period. */
+  onLimit?: "drop" | "defer";
+}
+
+/** The flow-control fields of a task (at most one of them per task). */
+export interface FlowControl {
+  dedupe?: DedupeOptions;
+  debounce?: DebounceOptions;
+  throttle?: ThrottleOptions;
+}
+
+export const FLOW_MODES = ["dedupe", "debounce", "throttle"] as const;
+export type FlowMode = (typeof FLOW_MODES)[number];
+
+/** A task's flow control as the script takes it: mode, key, and its two numbers. */
+export interface FlowEntry {
+  mode: FlowMode;
+  key: string;
+  a: number;
+  b: number;
+}
+
+const FIELDS: Record<FlowMode, readonly string[]> = {
+  dedupe: ["key", "ttlMs"],
+  debounce: ["key", "delayMs", "maxWaitMs"],
+  throttle: ["key", "perMs", "onLimit"],
+};
+
+/** A flow-control key: 1-128 characters of ID_CHARACTERS (as ids and groups); throws naming the field. */
+export function checkFlowKey(where: string, field: string, value: unknown): string {
+  if (
+    typeof value !== "string" ||
+    value.length < 1 ||
+    value.length > LIMITS.flowKeyMaxBytes ||
+    !ID_PATTERN.test(value)
+  ) {
+    throw new InvalidInputError(
+      `${where}: ${field} must be 1-${LIMITS.flowKeyMaxBytes} characters of ${ID_CHARACTERS}, got ${shown(value)}`,
+    );
+  }
+  return value;
+}
+
+function windowMs(where: string, field: string, value: unknown, min: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > LIMITS.flowWindowMaxMs) {
+    throw new InvalidInputError(
+      `${where}: ${field} must be an integer of ms from ${min} to ${LIMITS.flowWindowMaxMs} (366 days), got ${shown(value)}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The flow control of a task, checked: undefined when it has none. Throws InvalidInputError naming
+ * the field, what was given and what is allowed: more than one mode, an unknown field, a key out of
+ * its alphabet or length, a window out of range, a debounce with its own delayMs or runAt.
+ */
+export function checkFlow(
+  where: string,
+  task: FlowControl & { delayMs?: unknown; runAt?: unknown },
+): FlowEntry | undefined {
+  const given = FLOW_MODES.filter((mode) => task[mode] !== undefined);
+  if (given.length === 0) return undefined;
+  if (given.length > 1) {
+    throw new InvalidInputError(
+      `${where}: a task takes at most one flow control (${FLOW_MODES.join(", ")}), got ${given.join(" and ")}`,
+    );
+  }
+  const mode = given[0];
+  const options = task[mode] as unknown as Record<string, unknown>;
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw new InvalidInputError(
+      `${where}: ${mode} must be an object { ${FIELDS[mode].join(", ")} }, got ${shown(options)}`,
+    );
+  }
+  const unknown = Object.keys(options).filter((field) => !FIELDS[mode].includes(field));
+  if (unknown.length > 0) {
+    throw new InvalidInputError(
+      `${where}: ${mode} has unknown field ${JSON.stringify(unknown[0].slice(0, 40))}; allowed: ${FIELDS[mode].join(", ")}`,
+    );
+  }
+  const key = checkFlowKey(where, `${mode}.key`, options.key);
+  if (mode === "dedupe") return { mode, key, a: windowMs(where, "dedupe.ttlMs", options.ttlMs, 1), b: 0 };
+  if (mode === "debounce") {
+    if (task.delayMs !== undefined || task.runAt !== undefined) {
+      throw new InvalidInputError(
+        `${where}: a debounced task runs debounce.delayMs after the last enqueue of its key; leave out delayMs and runAt`,
+      );
+    }
+    return {
+      mode,
+      key,
+      a: windowMs(where, "debounce.delayMs", options.delayMs, 0),
+      b: windowMs(where, "debounce.maxWaitMs", options.maxWaitMs, 1),
+    };
+  }
+  const onLimit = options.onLimit ?? "drop";
+  if (onLimit !== "drop" && onLimit !== "defer") {
+    throw new InvalidInputError(`${where}: throttle.onLimit must be "drop" or "defer", got ${shown(onLimit)}`);
+  }
+  return { mode, key, a: windowMs(where, "throttle.perMs", options.perMs, 1), b: onLimit === "defer" ? 1 : 0 };
+}
+
+/** The Redis key of a flow-control key's state, under the queue's prefix and hash tag (`<base>` ends in `}:`). */
+export function flowKeyName(base: string, mode: FlowMode, key: string): string {
+  return `${base}fc:${mode}:${key}`;
+}

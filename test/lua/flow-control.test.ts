@@ -1,0 +1,278 @@
+// Flow control per key (docs/flow-control.md) on a real Redis, over both stores: each mode's
+// window boundaries by the caller's `now`, a repeated call after a lost reply, hostile input, and
+// batches mixing modes, plain tasks and one key twice. Every test ends with the check clean.
+import { describe, expect, it } from "vitest";
+import { InvalidInputError } from "../../shared/errors.js";
+import { scriptKeys } from "../../shared/keys.js";
+import { Queue } from "../../shared/queue.js";
+import { SCRIPTS } from "../../shared/scripts.js";
+import { argsForRetry, type Store } from "../../shared/store.js";
+import { expectClean } from "../helpers/check.js";
+import { assertConsistent } from "../helpers/invariants.js";
+import { adapters, queueFixture, snapshot, uniqueQueueName } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+
+/** A store that loses the reply of every call and sends it again, as a store's retry does. */
+function lossy(inner: Store): Store {
+  return {
+    async evalScript(script, keys, args) {
+      await inner.evalScript(script, keys, args);
+      return inner.evalScript(script, keys, argsForRetry(script, args, 1));
+    },
+    close: () => inner.close(),
+  };
+}
+
+describe.each(adapters)("flow control over $name", (adapter) => {
+  const { redis, open, fresh } = queueFixture(adapter);
+
+  it("dedupe: the last enqueue inside the window is a duplicate of the first, the first outside enqueues", async () => {
+    const queue = await fresh();
+    const dedupe = { key: "user:42", ttlMs: 10_000 };
+    expect(await queue.enqueue([{ id: "a", type: "t", dedupe }], { now: NOW })).toEqual([
+      { id: "a", status: "ok", state: "ready" },
+    ]);
+    expect(await queue.enqueue([{ id: "b", type: "t", dedupe }], { now: NOW + 9_999 })).toEqual([
+      { id: "b", status: "duplicate", state: "ready", existingId: "a" },
+    ]);
+    expect(await queue.inspect("b")).toBeUndefined();
+    // The first task done and trimmed: the window still holds.
+    const [claimed] = await queue.claim({ count: 1, now: NOW + 9_999 });
+    await queue.ack([claimed], { now: NOW + 9_999 });
+    await queue.delete(["a"]);
+    expect(await queue.enqueue([{ id: "c", type: "t", dedupe }], { now: NOW + 9_999 })).toEqual([
+      { id: "c", status: "duplicate", state: undefined, existingId: "a" },
+    ]);
+    expect(await queue.enqueue([{ id: "d", type: "t", dedupe }], { now: NOW + 10_000 })).toEqual([
+      { id: "d", status: "ok", state: "ready" },
+    ]);
+    expect(await redis.pttl(`leaseq:{${queue.name}}:fc:dedupe:user:42`)).toBeGreaterThan(9_000);
+    await assertConsistent(redis, queue);
+    await expectClean(queue, NOW + 10_000);
+  });
+
+  it("debounce: one task runs delayMs after the last enqueue, with the last payload, no later than maxWaitMs after the first", async () => {
+    const queue = await fresh();
+    const debounce = { key: "doc-7", delayMs: 1_000, maxWaitMs: 5_000 };
+    const first = await queue.enqueue([{ id: "a", type: "t", payload: { v: 1 }, debounce }], { now: NOW });
+    expect(first).toEqual([{ id: "a", status: "ok", state: "scheduled" }]);
+    expect(await queue.enqueue([{ id: "b", type: "t", payload: { v: 2 }, debounce }], { now: NOW + 999 })).toEqual([
+      { id: "b", status: "ok", state: "scheduled", replaced: "a" },
+    ]);
+    expect(await queue.inspect("a")).toBeUndefined();
+    expect((await queue.inspect("b"))?.dueAt).toBe(NOW + 1_999);
+    // maxWaitMs: the window's last enqueue runs at first + maxWaitMs, not later.
+    expect(await queue.enqueue([{ id: "c", type: "t", payload: { v: 3 }, debounce }], { now: NOW + 4_999 })).toEqual([
+      { id: "c", status: "ok", state: "scheduled", replaced: "b" },
+    ]);
+    expect((await queue.inspect("c"))?.dueAt).toBe(NOW + 5_000);
+    expect(await queue.claim({ count: 10, now: NOW + 4_999 })).toEqual([]);
+    const [claimed] = await queue.claim({ count: 10, now: NOW + 5_000 });
+    expect(claimed).toMatchObject({ id: "c", payload: '{"v":3}' });
+    // The held task started: a new window begins.
+    expect(await queue.enqueue([{ id: "d", type: "t", debounce }], { now: NOW + 5_001 })).toEqual([
+      { id: "d", status: "ok", state: "scheduled" },
+    ]);
+    expect((await queue.inspect("d"))?.dueAt).toBe(NOW + 6_001);
+    expect(await queue.inspect("c")).toMatchObject({ state: "leased" });
+    await assertConsistent(redis, queue);
+    await expectClean(queue, NOW + 5_001);
+  });
+
+  it("debounce: the first enqueue at or past first + maxWaitMs starts a new window", async () => {
+    const queue = await fresh();
+    const debounce = { key: "k", delayMs: 3_000, maxWaitMs: 4_000 };
+    await queue.enqueue([{ id: "a", type: "t", debounce }], { now: NOW });
+    // The task is due at NOW + 3000; at NOW + 2999 it still waits and is replaced.
+    expect((await queue.enqueue([{ id: "b", type: "t", debounce }], { now: NOW + 2_999 }))[0].replaced).toBe("a");
+    expect((await queue.inspect("b"))?.dueAt).toBe(NOW + 4_000);
+    // At first + maxWaitMs the window is over: b is not replaced (it is due and runs).
+    expect(await queue.enqueue([{ id: "c", type: "t", debounce }], { now: NOW + 4_000 })).toEqual([
+      { id: "c", status: "ok", state: "scheduled" },
+    ]);
+    expect((await queue.inspect("c"))?.dueAt).toBe(NOW + 7_000);
+    expect(await queue.inspect("b")).toMatchObject({ state: "scheduled" });
+    await assertConsistent(redis, queue);
+    await expectClean(queue, NOW + 4_000);
+  });
+
+  it("throttle drop: at most one task per key per period, the rest answered throttled; defer: the next free period", async () => {
+    const queue = await fresh();
+    const drop = { key: "sync", perMs: 1_000 };
+    expect((await queue.enqueue([{ id: "a", type: "t", throttle: drop }], { now: NOW }))[0].status).toBe("ok");
+    expect(await queue.enqueue([{ id: "b", type: "t", throttle: drop }], { now: NOW + 999 })).toEqual([
+      { id: "b", status: "throttled", state: undefined },
+    ]);
+    expect(await queue.inspect("b")).toBeUndefined();
+    expect((await queue.enqueue([{ id: "c", type: "t", throttle: drop }], { now: NOW + 1_000 }))[0].status).toBe("ok");
+
+    const defer = { key: "mail", perMs: 1_000, onLimit: "defer" as const };
+    const results = await queue.enqueue(
+      [
+        { id: "d1", type: "t", throttle: defer },
+        { id: "d2", type: "t", throttle: defer },
+        { id: "d3", type: "t", throttle: defer },
+      ],
+      { now: NOW },
+    );
+    expect(results.map((result) => result.state)).toEqual(["ready", "scheduled", "scheduled"]);
+    expect((await queue.inspect("d2"))?.dueAt).toBe(NOW + 1_000);
+    expect((await queue.inspect("d3"))?.dueAt).toBe(NOW + 2_000);
+    // A task asking for a later time than the next free period keeps its own.
+    await queue.enqueue([{ id: "d4", type: "t", delayMs: 10_000, throttle: defer }], { now: NOW });
+    expect((await queue.inspect("d4"))?.dueAt).toBe(NOW + 10_000);
+    expect((await queue.enqueue([{ id: "d5", type: "t", throttle: defer }], { now: NOW }))[0]).toMatchObject({
+      state: "scheduled",
+    });
+    expect((await queue.inspect("d5"))?.dueAt).toBe(NOW + 11_000);
+    await assertConsistent(redis, queue);
+    await expectClean(queue, NOW);
+  });
+
+  it("a batch mixing modes and plain tasks, and one key twice in a call, answers as calls one by one would", async () => {
+    const queue = await fresh();
+    const results = await queue.enqueue(
+      [
+        { id: "p1", type: "t" },
+        { id: "x1", type: "t", dedupe: { key: "k", ttlMs: 60_000 } },
+        { id: "x2", type: "t", dedupe: { key: "k", ttlMs: 60_000 } },
+        { id: "y1", type: "t", debounce: { key: "k", delayMs: 500, maxWaitMs: 5_000 } },
+        { id: "y2", type: "t", payload: 2, debounce: { key: "k", delayMs: 500, maxWaitMs: 5_000 } },
+        { id: "z1", type: "t", throttle: { key: "k", perMs: 1_000 } },
+        { id: "z2", type: "t", throttle: { key: "k", perMs: 1_000 } },
+        { id: "p2", type: "t", group: "g" },
+        { id: "p1", type: "t" },
+      ],
+      { now: NOW },
+    );
+    expect(results).toEqual([
+      { id: "p1", status: "ok", state: "ready" },
+      { id: "x1", status: "ok", state: "ready" },
+      { id: "x2", status: "duplicate", state: "ready", existingId: "x1" },
+      { id: "y1", status: "ok", state: "scheduled" },
+      { id: "y2", status: "ok", state: "scheduled", replaced: "y1" },
+      { id: "z1", status: "ok", state: "ready" },
+      { id: "z2", status: "throttled", state: undefined },
+      { id: "p2", status: "ok", state: "ready" },
+      { id: "p1", status: "duplicate", state: "ready" },
+    ]);
+    expect(await queue.inspect("y1")).toBeUndefined();
+    expect(await queue.inspect("y2")).toMatchObject({ state: "scheduled", payload: "2", dueAt: NOW + 500 });
+    const stats = await queue.stats({ now: NOW });
+    expect([stats.ready, stats.scheduled]).toEqual([4, 1]);
+    await assertConsistent(redis, queue);
+    await expectClean(queue, NOW);
+  });
+
+  it("a call repeated after a lost reply answers as the store's repeat always did and doubles nothing", async () => {
+    const queue = await fresh();
+    const store = await open();
+    const repeated = new Queue(lossy(store), { name: queue.name });
+    await queue.enqueue(
+      [
+        { id: "held", type: "t", debounce: { key: "b", delayMs: 1_000, maxWaitMs: 9_000 } },
+        { id: "first", type: "t", dedupe: { key: "d", ttlMs: 9_000 } },
+        { id: "slot", type: "t", throttle: { key: "t", perMs: 9_000 } },
+      ],
+      { now: NOW },
+    );
+    const batch = [
+      { id: "n1", type: "t", debounce: { key: "b", delayMs: 1_000, maxWaitMs: 9_000 } },
+      { id: "n2", type: "t", dedupe: { key: "d", ttlMs: 9_000 } },
+      { id: "n3", type: "t", throttle: { key: "t", perMs: 9_000 } },
+      { id: "n4", type: "t", throttle: { key: "t2", perMs: 9_000, onLimit: "defer" as const } },
+    ];
+    // The first run enqueued n1 (replacing held) and n4; the repeat finds them known.
+    expect(await repeated.enqueue(batch, { now: NOW + 10 })).toEqual([
+      { id: "n1", status: "duplicate", state: "scheduled" },
+      { id: "n2", status: "duplicate", state: "ready", existingId: "first" },
+      { id: "n3", status: "throttled", state: undefined },
+      { id: "n4", status: "duplicate", state: "ready" },
+    ]);
+    expect(await queue.inspect("held")).toBeUndefined();
+    expect((await queue.inspect("n1"))?.dueAt).toBe(NOW + 1_010);
+    // The throttle's period was taken once: a task at its end enqueues.
+    expect(
+      (await queue.enqueue([{ id: "n5", type: "t", throttle: batch[3].throttle }], { now: NOW + 9_010 }))[0],
+    ).toMatchObject({
+      status: "ok",
+      state: "ready",
+    });
+    const stats = await queue.stats({ now: NOW });
+    expect([stats.ready, stats.scheduled]).toEqual([4, 1]);
+    await assertConsistent(redis, queue);
+    await expectClean(queue, NOW + 10);
+  });
+
+  it("refuses hostile flow-control input before anything is sent, naming the field, the value and what is allowed", async () => {
+    const queue = await fresh();
+    const bad: Array<[Record<string, unknown>, RegExp]> = [
+      [
+        { dedupe: { key: "a{b}", ttlMs: 1 } },
+        /dedupe\.key must be 1-128 characters of A-Z a-z 0-9 _ \. - : @, got "a\{b\}"/,
+      ],
+      [{ dedupe: { key: "", ttlMs: 1 } }, /dedupe\.key must be 1-128/],
+      [{ dedupe: { key: "x".repeat(129), ttlMs: 1 } }, /dedupe\.key must be 1-128/],
+      [{ dedupe: { key: 42, ttlMs: 1 } }, /dedupe\.key must be .*got 42/],
+      [{ dedupe: { key: "a b", ttlMs: 1 } }, /dedupe\.key/],
+      [
+        { dedupe: { key: "k", ttlMs: 0 } },
+        /dedupe\.ttlMs must be an integer of ms from 1 to 31622400000 \(366 days\), got 0/,
+      ],
+      [{ dedupe: { key: "k", ttl: 5 } }, /dedupe has unknown field "ttl"; allowed: key, ttlMs/],
+      [{ dedupe: "k" }, /dedupe must be an object \{ key, ttlMs \}, got "k"/],
+      [{ debounce: { key: "k", delayMs: -1, maxWaitMs: 5 } }, /debounce\.delayMs must be an integer/],
+      [{ debounce: { key: "k", delayMs: 1, maxWaitMs: 5 }, delayMs: 3 }, /leave out delayMs and runAt/],
+      [{ throttle: { key: "k", perMs: 1.5 } }, /throttle\.perMs must be an integer/],
+      [
+        { throttle: { key: "k", perMs: 5, onLimit: "queue" } },
+        /throttle\.onLimit must be "drop" or "defer", got "queue"/,
+      ],
+      [
+        { dedupe: { key: "k", ttlMs: 1 }, throttle: { key: "k", perMs: 1 } },
+        /at most one flow control .* got dedupe and throttle/,
+      ],
+    ];
+    const before = await snapshot(redis, queue);
+    for (const [fields, message] of bad) {
+      const call = queue.enqueue(
+        [
+          { id: "ok", type: "t" },
+          { id: "x", type: "t", ...fields },
+        ],
+        { now: NOW },
+      );
+      await expect(call).rejects.toThrow(InvalidInputError);
+      await expect(call).rejects.toThrow(message);
+    }
+    expect(await snapshot(redis, queue)).toEqual(before);
+    expect(await redis.keys(`leaseq:{${queue.name}}:fc:*`)).toEqual([]);
+  });
+
+  it("the script refuses a flow key outside its queue or mode, and bad entries, writing nothing", async () => {
+    const queue = await fresh();
+    const store = await open();
+    const keys = scriptKeys(queue.keys);
+    const task = ["a", "0", String(NOW), `1|${NOW}|t||{}`];
+    const other = `leaseq:{${uniqueQueueName()}}:fc:dedupe:k`;
+    const own = `leaseq:{${queue.name}}:fc:dedupe:k`;
+    const cases: Array<[string[], string[], RegExp]> = [
+      [[other], ["1", "dedupe", "13", "1000", "0"], /flow entry 1 key must be "leaseq:\{.*\}:fc:dedupe:<key>"/],
+      [[own], ["1", "throttle", "13", "1000", "0"], /flow entry 1 key must be/],
+      [[own], ["1", "dedupe", "12", "1000", "0"], /flow entry 1 key index must be an integer from 13 to 13/],
+      [[own], ["2", "dedupe", "13", "1000", "0"], /task index must be an integer from 1 to 1/],
+      [[own], ["1", "singleton", "13", "1000", "0"], /mode must be dedupe, debounce or throttle, got "singleton"/],
+      [[own], ["1", "dedupe", "13", "0", "0"], /task 1 dedupe\.ttlMs must be an integer from 1/],
+      [[`${own}{x}`], ["1", "dedupe", "13", "1000", "0"], /key must be/],
+    ];
+    const before = await snapshot(redis, queue);
+    for (const [extra, entry, message] of cases) {
+      const call = store.evalScript(SCRIPTS.enqueue, [...keys, ...extra], [String(NOW), "", "1", ...task, ...entry]);
+      await expect(call).rejects.toThrow(/LEASEQ_BAD_ARGUMENT/);
+      await expect(call).rejects.toThrow(message);
+    }
+    expect(await snapshot(redis, queue)).toEqual(before);
+    expect(await redis.exists(own, other)).toBe(0);
+  });
+});
