@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { text } from "node:stream/consumers";
 import { type Command, Option } from "commander";
 import { DEFAULTS, LIMITS } from "../shared/config.js";
+import { checkFlow } from "../shared/flow.js";
 import type { Queue } from "../shared/queue.js";
 import { TASK_INPUT_FIELDS, type TaskInput } from "../shared/types.js";
 import { checkGroup, checkId, checkInteger, checkName, dueTime, serializePayload } from "../shared/validate.js";
@@ -18,6 +19,14 @@ interface EnqueueOptions {
   delayMs?: number;
   runAt?: number;
   group?: string;
+  dedupe?: string;
+  dedupeTtlMs?: number;
+  debounce?: string;
+  debounceDelayMs?: number;
+  debounceMaxWaitMs?: number;
+  throttle?: string;
+  throttlePerMs?: number;
+  throttleDefer?: boolean;
   stdin?: boolean;
   json?: boolean;
 }
@@ -26,7 +35,8 @@ const LINE_FIELDS: readonly string[] = TASK_INPUT_FIELDS;
 
 /** Registers `enqueue`: one task from flags, or many from JSON lines on stdin. */
 export function enqueueCommand(program: Command): void {
-  const single = ["type", "id", "payload", "priority", "delayMs", "runAt", "group"];
+  const single = ["type", "id", "payload", "priority", "delayMs", "runAt", "group", "dedupe", "debounce", "throttle"];
+  const window = integer(0, LIMITS.flowWindowMaxMs);
   program
     .command("enqueue")
     .description("add one task (--type ...) or many (--stdin: one JSON task per line)")
@@ -35,6 +45,14 @@ export function enqueueCommand(program: Command): void {
     .option("--payload <json>", "payload as JSON text, or @file to read it from a file (default {})")
     .option("--priority <n>", "lower runs sooner", integer(LIMITS.priorityMin, LIMITS.priorityMax))
     .option("--group <group>", "its group: its type's group policy applies (order, concurrency, rate per group)")
+    .option("--dedupe <key>", "enqueue nothing when a task with this key was enqueued within --dedupe-ttl-ms")
+    .option("--dedupe-ttl-ms <ms>", "the dedupe window", window)
+    .option("--debounce <key>", "replace the waiting task of this key; run --debounce-delay-ms after the last")
+    .option("--debounce-delay-ms <ms>", "the debounce delay", window)
+    .option("--debounce-max-wait-ms <ms>", "run no later than this after the window's first enqueue", window)
+    .option("--throttle <key>", "at most one task of this key per --throttle-per-ms; the rest are dropped")
+    .option("--throttle-per-ms <ms>", "the throttle period", window)
+    .option("--throttle-defer", "defer a throttled task to the key's next free period instead of dropping it")
     .addOption(
       new Option("--delay-ms <ms>", "run no sooner than this many ms from now")
         .argParser(integer(0, LIMITS.timeMaxMs - Date.now()))
@@ -54,13 +72,15 @@ export function enqueueCommand(program: Command): void {
       "after",
       `
 Each stdin line is {"type": T, "id"?: ID, "payload"?: any JSON, "priority"?: N, "delayMs"?: N, "runAt"?: ISO or ms,
-"group"?: G}.
+"group"?: G, and at most one of "dedupe"?: {"key", "ttlMs"}, "debounce"?: {"key", "delayMs", "maxWaitMs"},
+"throttle"?: {"key", "perMs", "onLimit"?: "drop" | "defer"}} (docs/flow-control.md).
 Every line is checked before anything is sent, then tasks go in batches of ${LIMITS.batchMax}.
 
 Examples:
   leaseq enqueue --type email --payload '{"to":"a@example.com"}' --priority -5
   leaseq enqueue --type report --payload @job.json --delay-ms 60000
   leaseq enqueue --type charge-card --group customer-42 --payload '{"cents":1200}'
+  leaseq enqueue --type sync --payload '{"doc":7}' --debounce doc-7 --debounce-delay-ms 2000 --debounce-max-wait-ms 30000
   leaseq enqueue --stdin < tasks.jsonl`,
     )
     .action(async (options: EnqueueOptions, command: Command) => {
@@ -76,13 +96,47 @@ Examples:
         delayMs: options.delayMs,
         runAt: options.runAt,
         ...(options.group === undefined ? {} : { group: options.group }),
+        ...flowOf(options),
       };
       const [result] = await withQueue(command, (queue) => queue.enqueue([task], { now: Date.now() }));
       if (options.json) console.log(JSON.stringify(result));
-      else if (result.status === "duplicate") {
+      else if (result.status === "duplicate" && result.existingId !== undefined) {
+        console.log(
+          `duplicate ${result.id}: its dedupe key holds ${result.existingId} (${result.state ?? "gone"}); nothing changed`,
+        );
+      } else if (result.status === "duplicate") {
         console.log(`duplicate ${result.id}: already known (${result.state}); nothing changed`);
-      } else console.log(`enqueued ${result.id} (${result.state})`);
+      } else if (result.status === "throttled") {
+        console.log(`throttled ${result.id}: its throttle key's period is taken; nothing enqueued`);
+      } else {
+        const replaced = result.replaced === undefined ? "" : `, replacing ${result.replaced}`;
+        console.log(`enqueued ${result.id} (${result.state})${replaced}`);
+      }
     });
+}
+
+/** The flow control the flags ask for (the queue checks it, naming the field, with the task). */
+function flowOf(options: EnqueueOptions): Partial<TaskInput> {
+  if (options.dedupe !== undefined) return { dedupe: { key: options.dedupe, ttlMs: options.dedupeTtlMs as number } };
+  if (options.debounce !== undefined) {
+    return {
+      debounce: {
+        key: options.debounce,
+        delayMs: options.debounceDelayMs as number,
+        maxWaitMs: options.debounceMaxWaitMs as number,
+      },
+    };
+  }
+  if (options.throttle !== undefined) {
+    return {
+      throttle: {
+        key: options.throttle,
+        perMs: options.throttlePerMs as number,
+        onLimit: options.throttleDefer ? "defer" : "drop",
+      },
+    };
+  }
+  return {};
 }
 
 /** The payload flag's value of `verb`: JSON text, or @path of a file holding it; throws UsageError. */
@@ -110,15 +164,20 @@ async function enqueueStdin(command: Command, options: EnqueueOptions): Promise<
   if (tasks.length === 0)
     throw new UsageError("enqueue --stdin: no tasks on stdin (expected one JSON object per line)");
   let added = 0;
+  let throttled = 0;
   await withQueue(command, async (queue: Queue) => {
     for (let start = 0; start < tasks.length; start += LIMITS.batchMax) {
       const results = await queue.enqueue(tasks.slice(start, start + LIMITS.batchMax), { now });
       added += results.filter((result) => result.status === "ok").length;
+      throttled += results.filter((result) => result.status === "throttled").length;
     }
   });
-  const summary = { tasks: tasks.length, added, duplicates: tasks.length - added };
+  const summary = { tasks: tasks.length, added, duplicates: tasks.length - added - throttled, throttled };
   if (options.json) console.log(JSON.stringify(summary));
-  else console.log(`enqueued ${added} of ${tasks.length} tasks (${summary.duplicates} duplicates)`);
+  else {
+    const dropped = throttled === 0 ? "" : `, ${throttled} throttled`;
+    console.log(`enqueued ${added} of ${tasks.length} tasks (${summary.duplicates} duplicates${dropped})`);
+  }
 }
 
 /**
@@ -153,6 +212,9 @@ export function parseLines(input: string, now: number): TaskInput[] {
       delayMs: fields.delayMs,
       runAt: Number.isNaN(runAt) ? fields.runAt : runAt,
       ...(fields.group === undefined ? {} : { group: fields.group }),
+      ...(fields.dedupe === undefined ? {} : { dedupe: fields.dedupe }),
+      ...(fields.debounce === undefined ? {} : { debounce: fields.debounce }),
+      ...(fields.throttle === undefined ? {} : { throttle: fields.throttle }),
     } as TaskInput;
     checkId(where, "id", task.id);
     checkName(where, "type", task.type, LIMITS.typeMaxBytes);
@@ -160,6 +222,7 @@ export function parseLines(input: string, now: number): TaskInput[] {
     checkInteger(where, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax);
     dueTime(where, task, now);
     serializePayload(where, task.payload, DEFAULTS.maxPayloadBytes);
+    checkFlow(where, task);
     tasks.push(task);
   });
   return tasks;

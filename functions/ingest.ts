@@ -3,6 +3,7 @@ import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
 import type { TaskInput } from "../shared/types.js";
 import type { DeadLetterSender } from "./dead-letter.js";
+import { withFlowDefault } from "./flow-defaults.js";
 import { atLastReceive, receivedText } from "./last-receive.js";
 import { payloadPathsProblem } from "./schema.js";
 import { bodyWithTaskIds, type RejectedTask, readRecord } from "./sqs.js";
@@ -118,16 +119,32 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
       continue;
     }
     const invalid = [...intent.rejected];
+    // Each type's default flow control (docs/flow-control.md), for the tasks that carry none.
+    const candidates = intent.tasks.flatMap((candidate) => {
+      try {
+        return [
+          { ...candidate, task: withFlowDefault(options.tasks.types[candidate.task.type]?.flow, candidate.task) },
+        ];
+      } catch (error) {
+        if (!(error instanceof InvalidInputError)) throw error;
+        invalid.push({
+          index: candidate.index,
+          task: candidate.sent,
+          reason: `tasks[${candidate.index}]: ${error.message}`,
+        });
+        return [];
+      }
+    });
     const checks = options.queue.checkTasks(
-      intent.tasks.map((candidate) => candidate.task),
+      candidates.map((candidate) => candidate.task),
       { now: options.now() },
     );
     const payloads = await Promise.all(
-      intent.tasks.map(({ task }) =>
+      candidates.map(({ task }) =>
         payloadPathsProblem(task.type, options.tasks.types[task.type]?.schema, task.payload),
       ),
     );
-    const valid = intent.tasks.filter(({ index, task, sent }, i) => {
+    const valid = candidates.filter(({ index, task, sent }, i) => {
       // Well-formed first (the message names the field), then a type this worker runs, then a
       // payload its schema accepts.
       const problem =

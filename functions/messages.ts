@@ -2,6 +2,7 @@
  * The SQS message bodies the worker reads: what producers send. `{"tasks": [...]}` enqueues; a
  * wake-up (`{}` or `{"leaseq": "wake"}`) only starts a drain. Anything else is rejected.
  */
+import type { DebounceOptions, DedupeOptions, ThrottleOptions } from "../shared/flow.js";
 import { TASK_INPUT_FIELDS } from "../shared/types.js";
 
 /** The fields of one task in an SQS message, whatever its type. */
@@ -19,6 +20,10 @@ interface TaskMessageFields {
   runAt?: number | string;
   /** Its group (`^[A-Za-z0-9_.:@-]{1,128}$`): its type's group policy applies (docs/groups.md). */
   group?: string;
+  /** At most one of these (docs/flow-control.md); without one, its type's default `flow` applies at ingest. */
+  dedupe?: DedupeOptions;
+  debounce?: DebounceOptions;
+  throttle?: ThrottleOptions;
 }
 
 /**

@@ -3,6 +3,7 @@ import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSClient }
 import { ConfigError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
 import type { EnqueueResult, TaskInput } from "../shared/types.js";
+import { withFlowDefault } from "./flow-defaults.js";
 import {
   MAX_MESSAGE_BYTES,
   MAX_TASKS_PER_MESSAGE,
@@ -163,7 +164,12 @@ export function createProducer<Declared extends Payloads = Payloads>(
       checkWakeQueue();
       await checkOutgoingTasks("enqueue", tasks, declaration);
       const now = options.now ?? Date.now();
-      const withIds = tasks.map((task) => (task.id === undefined ? { ...task, id: randomUUID() } : task) as TaskInput);
+      const withIds = tasks.map((task) =>
+        withFlowDefault(
+          declaration?.types[task.type]?.flow,
+          (task.id === undefined ? { ...task, id: randomUUID() } : task) as TaskInput,
+        ),
+      );
       const { results, wakeAtMs } = await queue.enqueueAndWake(withIds, { now });
       if (wakeAtMs !== undefined) await sendWake(wakeDelaySeconds(wakeAtMs, now));
       return { results, wakeAtMs };

@@ -3,6 +3,7 @@ import { ConfigError, InvalidInputError } from "../shared/errors.js";
 import { checkSchedule, checkScheduleName, type ScheduleDefinition } from "../shared/schedules.js";
 import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
 import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText, shown } from "../shared/validate.js";
+import { type FlowDefaults, flowDefaultProblems } from "./flow-defaults.js";
 import { policyTextMismatches } from "./policy-mismatch.js";
 import { isStandardSchema, type StandardSchemaV1 } from "./schema.js";
 
@@ -61,6 +62,13 @@ export interface TaskTypeOptions<Payload = unknown, Sent = Payload> {
   group?: GroupPolicy;
   /** At most `max` claims of this type per `perMs`, across its groups. Default: no limit. */
   rate?: RateLimit;
+  /**
+   * The flow control of this type's tasks that carry none of their own (docs/flow-control.md), its
+   * key computed from the payload as the producer sent it (before a schema transforms it):
+   * `{ debounce: { key: (p) => p.docId, delayMs, maxWaitMs } }`. Applied by `producer.enqueue` and
+   * the worker's ingest of SQS messages. Default: none.
+   */
+  flow?: FlowDefaults<Payload>;
 }
 
 /** What `defineTasks` takes: the task types of one queue. */
@@ -92,6 +100,8 @@ export interface DeclaredTaskType {
   backoff: Backoff;
   /** Its group policy and rate across groups, when it declares either. */
   group: TypeGroupPolicy | undefined;
+  /** Its default flow control, when it declares one. */
+  flow: FlowDefaults | undefined;
 }
 
 declare const PAYLOADS: unique symbol;
@@ -228,7 +238,13 @@ export function defineTasks(
         maxMs: options?.backoff?.maxMs ?? Math.max(TASK_DEFAULTS.backoff.maxMs, options?.backoff?.baseMs ?? 0),
       },
       group: undefined,
+      flow: undefined,
     };
+    if (options?.flow !== undefined) {
+      const flowProblems = flowDefaultProblems(where, options.flow);
+      problems.push(...flowProblems);
+      if (flowProblems.length === 0) declared.flow = options.flow as FlowDefaults;
+    }
     if (options?.group !== undefined || options?.rate !== undefined) {
       const group = guarded(problems, () =>
         checkGroupPolicy(where, {

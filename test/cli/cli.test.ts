@@ -77,7 +77,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     lines.splice(10, 0, "", '{"type":"bulk","payload":{"n":1},"delayMs":60000}');
     const run = await cli(["enqueue", "--stdin", "--json"], `${lines.join("\n")}\n`);
     expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({ tasks: 2501, added: 2501, duplicates: 0 });
+    expect(JSON.parse(run.stdout)).toEqual({ tasks: 2501, added: 2501, duplicates: 0, throttled: 0 });
     expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 2500, scheduled: 1 });
     const again = await cli(["enqueue", "--stdin"], lines.slice(0, 3).join("\n"));
     expect(again).toMatchObject({ code: 0, stdout: "enqueued 0 of 3 tasks (3 duplicates)\n" });
@@ -96,6 +96,43 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(badPriority.stderr).toContain("line 2: priority must be an integer from -1000 to 1000, got 5000");
     expect(await queue.inspect("ok1")).toBeUndefined();
     expect((await queue.stats({ now: Date.now() })).ready).toBe(0);
+  });
+
+  it("enqueue takes flow control from flags and from stdin lines, and says what it did", async () => {
+    const { cli, queue } = fresh();
+    const flags = ["enqueue", "--type", "sync", "--dedupe", "user:42", "--dedupe-ttl-ms", "60000"];
+    expect(await cli([...flags, "--id", "a"])).toMatchObject({ code: 0, stdout: "enqueued a (ready)\n" });
+    expect(await cli([...flags, "--id", "b"])).toMatchObject({
+      code: 0,
+      stdout: "duplicate b: its dedupe key holds a (ready); nothing changed\n",
+    });
+    const debounce = ["--debounce", "doc", "--debounce-delay-ms", "60000", "--debounce-max-wait-ms", "600000"];
+    expect((await cli(["enqueue", "--type", "sync", "--id", "c", ...debounce])).stdout).toBe(
+      "enqueued c (scheduled)\n",
+    );
+    expect((await cli(["enqueue", "--type", "sync", "--id", "d", ...debounce])).stdout).toBe(
+      "enqueued d (scheduled), replacing c\n",
+    );
+    const throttle = ["--throttle", "t", "--throttle-per-ms", "600000"];
+    expect((await cli(["enqueue", "--type", "sync", "--id", "e", ...throttle])).code).toBe(0);
+    expect((await cli(["enqueue", "--type", "sync", "--id", "f", ...throttle])).stdout).toBe(
+      "throttled f: its throttle key's period is taken; nothing enqueued\n",
+    );
+    const deferred = await cli(["enqueue", "--type", "sync", "--id", "g", ...throttle, "--throttle-defer", "--json"]);
+    expect(JSON.parse(deferred.stdout)).toEqual({ id: "g", status: "ok", state: "scheduled" });
+    const lines = ['{"id":"h","type":"sync","dedupe":{"key":"user:42","ttlMs":60000}}', '{"id":"i","type":"sync"}'];
+    expect(JSON.parse((await cli(["enqueue", "--stdin", "--json"], lines.join("\n"))).stdout)).toEqual({
+      tasks: 2,
+      added: 1,
+      duplicates: 1,
+      throttled: 0,
+    });
+    const hostile = await cli(["enqueue", "--stdin"], '{"type":"sync","dedupe":{"key":"a{b}","ttlMs":1}}\n');
+    expect(hostile.code).toBe(2);
+    expect(hostile.stderr).toContain(
+      'line 1: dedupe.key must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "a{b}"',
+    );
+    expect(await queue.inspect("c")).toBeUndefined();
   });
 
   it("stats prints the count of each state, as text and as JSON", async () => {

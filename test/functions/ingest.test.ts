@@ -3,6 +3,7 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
+import type { TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
@@ -23,11 +24,11 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     await sqs.close();
   });
 
-  async function setup(extraEnv: Record<string, string> = {}) {
+  async function setup(extraEnv: Record<string, string> = {}, tasks: TaskDefinitions = echo) {
     const name = uniqueQueueName("ingest");
     const store = await open();
     const worker = createWorker({
-      tasks: echo,
+      tasks,
       env: functionEnv(adapter, name, {
         LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
         LEASEQ_SQS_ENDPOINT: sqs.endpoint,
@@ -132,6 +133,44 @@ describe.each(adapters)("ingest over $name", (adapter) => {
       'tasks[0]: task type "sms" is not declared by this worker; declared: echo, email',
     ]);
     expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 0, done: 0, failed: 0 });
+  });
+
+  it("takes flow control from the body, applies a type's default to the tasks without one, and dead-letters a hostile key", async () => {
+    const docs = {
+      types: {
+        sync: {
+          leaseMs: 5_000,
+          handler: () => {},
+          flow: {
+            debounce: { key: (payload: { doc: string }) => `doc:${payload.doc}`, delayMs: 600_000, maxWaitMs: 900_000 },
+          },
+        },
+      },
+    };
+    const { queue, run } = await setup({}, docs as TaskDefinitions);
+    const { letters, result } = await run(
+      sqsRecord({ tasks: [{ id: "s1", type: "sync", payload: { doc: "7" } }] }, "first"),
+      sqsRecord(
+        {
+          tasks: [
+            { id: "s2", type: "sync", payload: { doc: "7", v: 2 } },
+            { id: "s3", type: "sync", payload: { doc: "8" }, throttle: { key: "t", perMs: 600_000, onLimit: "defer" } },
+            { id: "s4", type: "sync", payload: { doc: "8" }, dedupe: { key: "a{b}", ttlMs: 1_000 } },
+            { id: "s5", type: "sync", payload: { doc: "x y" } },
+          ],
+        },
+        "second",
+      ),
+    );
+    expect(result.batchItemFailures).toEqual([]);
+    expect(letters.map(reasonOf)).toEqual([
+      'tasks[2] (id s4): dedupe.key must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "a{b}"; tasks[3] (id s5): debounce.key must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "doc:x y"',
+    ]);
+    // The type's debounce: s2 replaced s1, with the last payload.
+    expect(await queue.inspect("s1")).toBeUndefined();
+    expect(await queue.inspect("s2")).toMatchObject({ state: "scheduled", payload: '{"doc":"7","v":2}' });
+    // The body's own throttle, not the type's debounce: the period was free, so s3 ran at once.
+    expect((await queue.inspect("s3"))?.state).toMatch(/^(ready|leased|done)$/);
   });
 
   it("enqueues the 997 valid tasks of a 1,000-task message once and dead-letters the 3 invalid ones with their indexes", async () => {
