@@ -257,14 +257,20 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     const task = ["a", "0", String(NOW), `1|${NOW}|t||{}`];
     const other = `leaseq:{${uniqueQueueName()}}:fc:dedupe:k`;
     const own = `leaseq:{${queue.name}}:fc:dedupe:k`;
+    // The first flow key comes after the queue's fixed keys.
+    const at = String(keys.length + 1);
     const cases: Array<[string[], string[], RegExp]> = [
-      [[other], ["1", "dedupe", "13", "1000", "0"], /flow entry 1 key must be "leaseq:\{.*\}:fc:dedupe:<key>"/],
-      [[own], ["1", "throttle", "13", "1000", "0"], /flow entry 1 key must be/],
-      [[own], ["1", "dedupe", "12", "1000", "0"], /flow entry 1 key index must be an integer from 13 to 13/],
-      [[own], ["2", "dedupe", "13", "1000", "0"], /task index must be an integer from 1 to 1/],
-      [[own], ["1", "singleton", "13", "1000", "0"], /mode must be dedupe, debounce or throttle, got "singleton"/],
-      [[own], ["1", "dedupe", "13", "0", "0"], /task 1 dedupe\.ttlMs must be an integer from 1/],
-      [[`${own}{x}`], ["1", "dedupe", "13", "1000", "0"], /key must be/],
+      [[other], ["1", "dedupe", at, "1000", "0"], /flow entry 1 key must be "leaseq:\{.*\}:fc:dedupe:<key>"/],
+      [[own], ["1", "throttle", at, "1000", "0"], /flow entry 1 key must be/],
+      [
+        [own],
+        ["1", "dedupe", String(keys.length), "1000", "0"],
+        new RegExp(`flow entry 1 key index must be an integer from ${keys.length + 1} to ${keys.length + 1}`),
+      ],
+      [[own], ["2", "dedupe", at, "1000", "0"], /task index must be an integer from 1 to 1/],
+      [[own], ["1", "singleton", at, "1000", "0"], /mode must be dedupe, debounce or throttle, got "singleton"/],
+      [[own], ["1", "dedupe", at, "0", "0"], /task 1 dedupe\.ttlMs must be an integer from 1/],
+      [[`${own}{x}`], ["1", "dedupe", at, "1000", "0"], /key must be/],
     ];
     const before = await snapshot(redis, queue);
     for (const [extra, entry, message] of cases) {

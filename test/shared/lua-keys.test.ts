@@ -61,8 +61,8 @@ describe("the keys of the Lua scripts", () => {
     );
     expect(uses).toEqual([
       "lib/arguments.lua: local K = keys_of(KEYS)",
-      // The flow keys after the twelve, each checked to be "<the queue's>fc:<mode>:<key>" (lib/flow.lua).
-      "lib/flow.lua: local key = KEYS[int_arg(label .. ' key index', ARGV[at + 2], 13, #KEYS)]",
+      // The flow keys after the fixed keys, each checked to be "<the queue's>fc:<mode>:<key>" (lib/flow.lua).
+      "lib/flow.lua: local key = KEYS[int_arg(label .. ' key index', ARGV[at + 2], QUEUE_KEY_COUNT + 1, #KEYS)]",
       "drop.lua: for i = 2, #KEYS do rest[#rest + 1] = KEYS[i] end",
       "drop.lua: return write_many('UNLINK', KEYS[1], rest)",
     ]);
