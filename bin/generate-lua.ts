@@ -172,8 +172,6 @@ export function literalConstants(libSource: string): Map<string, string> {
     if (match) literals.set(match[1], literal(match[2]));
   }
   for (const [index, name] of Object.keys(queueKeys("q")).entries()) literals.set(`K.${name}`, `KEYS[${index + 1}]`);
-  // How many fixed keys every script gets; the keys a call adds (flow control's) come after them.
-  literals.set("QUEUE_KEY_COUNT", String(Object.keys(queueKeys("q")).length));
   return literals;
 }
 

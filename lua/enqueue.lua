@@ -2,8 +2,8 @@
 -- A task may carry flow control by key (docs/flow-control.md): dedupe, debounce or throttle.
 --
 -- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, scheduled, seq, and for tasks of a
---   group (or once the queue has groups) grouped, groups, groupwait are used; then, after the fixed
---   keys, the flow keys the flow entries name ("<prefix>:{<queue>}:fc:<mode>:<key>", lib/flow.lua)
+--   group (or once the queue has groups) grouped, groups, groupwait are used. A flow key's state is a
+--   field of the task hash ("!d:<key>", "!b:<key>", "!t:<key>", lib/flow.lua)
 -- ARGV[1] now              ms since epoch
 -- ARGV[2] callId           1-64 characters of A-Z a-z 0-9 _ . -, the same for every sending of this
 --                          call (or "" for none): a repeat after a lost reply is told the wake-up its
@@ -13,10 +13,10 @@
 -- ARGV[4..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
 --          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
 --          (the library builds it; type 1-64 and group 0-128 characters of A-Z a-z 0-9 _ . -)
--- then per flow entry, 5 each: task index (1..n), mode (dedupe, debounce, throttle), key index (in
---          KEYS, after the fixed keys), and two numbers in ms: dedupe ttlMs, 0; debounce delayMs, maxWaitMs (the
---          task's runAtMs is replaced by min(now + delayMs, window start + maxWaitMs)); throttle
---          perMs, and 1 to defer (0 to drop) a task whose key's period is taken
+-- then per flow entry, 5 each: task index (1..n), mode (dedupe, debounce, throttle), key (1-128
+--          characters of A-Z a-z 0-9 _ . - : @), and two numbers in ms: dedupe ttlMs, 0; debounce
+--          delayMs, maxWaitMs (the task's runAtMs is replaced by min(now + delayMs, the window's
+--          end)); throttle perMs, and 1 to defer (0 to drop) a task whose key's period is taken
 -- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake, paused
 --   (a paused queue asks for no wake-up), fair (the queue's tasks take fair turns: its first task
 --   with a group sets it), and with strictTypes = 1 the policy p:<type> or the mark a:<type> of
@@ -33,9 +33,9 @@
 --             was written; state "")
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists
---   (the flow keys and the tasks they hold too), comes before the first write (INCRBY of seq).
+--   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
 -- Uses: K, apply, as_time, bad, config_int, declared_types, drop_field, enqueue_args, held_value
--- Uses: fair_turn, flow_args, flow_read, flow_save, fmt, group_arg, group_policy, guard, id_arg
+-- Uses: fair_turn, flow_args, fmt, group_arg, group_policy, guard, id_arg
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
 -- Uses: name_arg, need_wake, new_state, new_writes, note_due, put, put_state, read_config_fields
 -- Uses: read_many, repeated_wake, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
@@ -61,22 +61,30 @@ local function record_names(ids)
 end
 
 -- Takes each flow-controlled task's decision, in the call's order (a later task of a key sees what
--- an earlier one did), reading the keys (one MGET) and the tasks they hold (one HMGET) first.
--- Fills outcome[i] (the status of a task answered without being written), other[i] (the task a
--- dedupe found or a debounce replaced), runs[i] and run_texts[i] (a debounce's time, a deferred
--- task's), replaced_ids (the SCHEDULED tasks debounces replace) and saves (key -> { value, PX ms }).
--- Returns how many of the fresh tasks it answered so.
-local function flow_decide(ids, seen, known, runs, flows, keys, now, outcome, other, run_texts, replaced_ids, saves)
-  local values = flow_read(keys)
-  local modes = {}
-  for _, flow in pairs(flows) do modes[flow.key] = flow.mode end
+-- an earlier one did), from the flow fields' values (read with the tasks' records) and the records
+-- of the tasks they hold (one HMGET, none when no field holds a task). Fills outcome[i] (the status
+-- of a task answered without being written), other[i] (the task a dedupe found or a debounce
+-- replaced), runs[i] and run_texts[i] (a debounce's time, a deferred task's), replaced_ids (the
+-- SCHEDULED tasks debounces replace) and saves (field -> value). Returns how many of the fresh
+-- tasks it answered so.
+local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced_ids, saves)
   local held_ids = {}
-  for _, key in ipairs(keys) do
-    local value = values[key]
-    local id = value and modes[key] ~= 'throttle' and held_value(value)
+  for field, value in pairs(values) do
+    local id = value and string.sub(field, 1, 3) ~= '!t:' and held_value(value)
     if id then held_ids[#held_ids + 1] = id end
   end
-  local records = read_many('HMGET', K.task, record_names(held_ids))
+  local records = #held_ids > 0 and read_many('HMGET', K.task, record_names(held_ids)) or {}
+  -- A batch's windows mostly share their times (now + the same ttlMs): each printed once.
+  local texts = {}
+  local function text_of(ms)
+    local text = texts[ms]
+    if not text then
+      text = fmt(ms)
+      texts[ms] = text
+    end
+    return text
+  end
+  local flow_modes = flows.mode
   local held = {}
   for j, id in ipairs(held_ids) do
     held[id] = { letter = letter_of(records[3 * j - 2], records[3 * j - 1], records[3 * j]), state = records[3 * j - 2] }
@@ -84,10 +92,11 @@ local function flow_decide(ids, seen, known, runs, flows, keys, now, outcome, ot
   -- Tasks of this call that will be written, by id: their index (a debounce's only while SCHEDULED).
   local written, pending, answered = {}, {}, 0
   for i, id in ipairs(ids) do
-    local flow = flows[i]
-    if flow and seen[id] == i then
-      local key, value = flow.key, values[flow.key]
-      if flow.mode == 'dedupe' then
+    local mode = flow_modes[i]
+    if mode and seen[id] == i then
+      local key, a, b = flows.field[i], flows.a[i], flows.b[i]
+      local value = values[key]
+      if mode == 'dedupe' then
         local first_id, until_ms = held_value(value)
         if first_id and until_ms > now then
           -- Within the window: the task enqueued first answers for it.
@@ -96,46 +105,49 @@ local function flow_decide(ids, seen, known, runs, flows, keys, now, outcome, ot
           if same then known[i] = runs[same] > now and 'S' or 'R'
           elseif held[first_id] then known[i] = held[first_id].letter end
         else
-          values[key] = id .. '|' .. fmt(now + flow.a)
-          saves[key] = { values[key], flow.a }
+          values[key] = id .. '|' .. text_of(now + a)
+          saves[key] = values[key]
         end
-      elseif flow.mode == 'throttle' then
-        local free, run_at = tonumber(value) or 0, runs[i]
-        if run_at < free and flow.b == 0 then
+      elseif mode == 'throttle' then
+        -- A task due in the past runs now: its period starts now, so a value already over (absent
+        -- once the sweep removed it) never stops it.
+        local free, run_at = tonumber(value) or 0, math.max(runs[i], now)
+        if run_at < free and b == 0 then
           outcome[i], answered = 11, answered + 1
         else
           if run_at < free then
             run_at = free
             runs[i], run_texts[i] = free, fmt(free)
           end
-          local next_free = run_at + flow.a
+          local next_free = run_at + a
           if next_free > TIME_MAX_MS then
             bad('task ' .. i .. ' throttle: its next free period would start after 9999-12-31')
           end
-          values[key] = fmt(next_free)
-          if next_free > now then saves[key] = { values[key], next_free - now } end
+          values[key] = text_of(next_free)
+          saves[key] = values[key]
         end
       else
         -- Debounce: the task holding the key is replaced while it still waits for its time;
-        -- once it started (or is gone), a new window begins.
-        local held_id, first = held_value(value)
-        local start = now
-        if held_id and first + flow.b > now then
+        -- once it started (or is gone), or the window is over, a new window begins.
+        local held_id, first, until_ms = held_value(value)
+        local start, window_end = now, now + b
+        if held_id and until_ms and until_ms > now then
           if pending[held_id] then
             local earlier = pending[held_id]
             outcome[earlier], known[earlier], answered = 0, 'S', answered + 1
             pending[held_id], written[held_id] = nil, nil
-            other[i], start = held_id, first
+            other[i], start, window_end = held_id, first, until_ms
           elseif held[held_id] and held[held_id].letter == 'S' and replaceable(held[held_id].state) then
             replaced_ids[#replaced_ids + 1] = held_id
             held[held_id] = nil
-            other[i], start = held_id, first
+            other[i], start, window_end = held_id, first, until_ms
           end
         end
-        local run_at = math.min(now + flow.a, start + flow.b)
-        runs[i], run_texts[i] = run_at, fmt(run_at)
-        values[key] = id .. '|' .. fmt(start)
-        saves[key] = { values[key], start + flow.b - now }
+        if window_end > TIME_MAX_MS then bad('task ' .. i .. ' debounce: its window would end after 9999-12-31') end
+        local run_at = math.min(now + a, window_end)
+        runs[i], run_texts[i] = run_at, text_of(run_at)
+        values[key] = id .. '|' .. text_of(start) .. '|' .. text_of(window_end)
+        saves[key] = values[key]
         if run_at > now then pending[id] = i end
       end
       if not outcome[i] then written[id] = i end
@@ -196,6 +208,13 @@ return guard('enqueue', function()
     end
   end
 
+  -- Flow control's entries, checked; their fields are read with the tasks' records.
+  local flows, flow_fields = nil, nil
+  if flow_count > 0 then
+    flows, flow_fields = flow_args(n, 4 + 4 * n, flow_count)
+    for _, field in ipairs(flow_fields) do fields[#fields + 1] = field end
+  end
+
   -- What exists already: a state (any state), or a body alone (READY, never claimed).
   local existing = read_many('HMGET', K.task, fields)
   local seen, fresh, known = {}, 0, {}
@@ -208,11 +227,11 @@ return guard('enqueue', function()
   end
 
   -- Flow control: every decision is taken here, before the first write (docs/flow-control.md).
-  local outcome, other, run_texts, replaced_ids, saves, flow_keys = {}, {}, {}, {}, {}, nil
-  if flow_count > 0 then
-    local flows
-    flows, flow_keys = flow_args(n, 4 + 4 * n, flow_count)
-    fresh = fresh - flow_decide(ids, seen, known, runs, flows, flow_keys, now, outcome, other, run_texts, replaced_ids, saves)
+  local outcome, other, run_texts, replaced_ids, saves = {}, {}, {}, {}, {}
+  if flows then
+    local values = {}
+    for j, field in ipairs(flow_fields) do values[field] = existing[3 * n + j] or false end
+    fresh = fresh - flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced_ids, saves)
   end
 
   local result = {}
@@ -234,6 +253,11 @@ return guard('enqueue', function()
   end
   if fair then lanes_named[#lanes_named + 1] = UNGROUPED end
   lanes_load(lanes_named)
+  if flows then
+    for _, field in ipairs(flow_fields) do
+      if saves[field] then put(writes, field, saves[field]) end
+    end
+  end
   for _, id in ipairs(replaced_ids) do
     drop_field(writes, id)
     drop_field(writes, id .. ':s')
@@ -290,7 +314,6 @@ return guard('enqueue', function()
     result[#result + 1] = other[i] or ''
   end
   apply(writes)
-  if flow_keys then flow_save(saves, flow_keys) end
   upgrade_format(config)
   lanes_flush(now)
   if earliest then note_due(config, earliest) end

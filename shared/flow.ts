@@ -1,5 +1,5 @@
 // Flow control per key (docs/flow-control.md): what a task may carry, how it is checked, and how
-// it reaches enqueue.lua (a flow entry after the tasks, its state key appended to KEYS).
+// it reaches enqueue.lua (a flow entry after the tasks; the key's state is a field of the task hash).
 import { ID_CHARACTERS, ID_PATTERN, LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { shown } from "./validate.js";
@@ -125,9 +125,4 @@ export function checkFlow(
     throw new InvalidInputError(`${where}: throttle.onLimit must be "drop" or "defer", got ${shown(onLimit)}`);
   }
   return { mode, key, a: windowMs(where, "throttle.perMs", options.perMs, 1), b: onLimit === "defer" ? 1 : 0 };
-}
-
-/** The Redis key of a flow-control key's state, under the queue's prefix and hash tag (`<base>` ends in `}:`). */
-export function flowKeyName(base: string, mode: FlowMode, key: string): string {
-  return `${base}fc:${mode}:${key}`;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
-import { checkFlow, type FlowEntry, flowKeyName } from "./flow.js";
+import { checkFlow, type FlowEntry } from "./flow.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
 import { type FixedArgs, type OperationName, readReply, replyRows, scriptArgs } from "./protocol/index.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
@@ -63,8 +63,6 @@ export class QueueCore {
   /** The settings this process expects (defaults applied). */
   readonly settings: ResolvedSettings;
   private readonly keyList: string[];
-  /** `<prefix>:{<queue>}:`, the start of every key of the queue (flow keys: shared/flow.ts). */
-  private readonly flowBase: string;
 
   constructor(
     private readonly store: Store,
@@ -78,7 +76,6 @@ export class QueueCore {
     }
     this.keys = queueKeys(options.name, options.keyPrefix);
     this.keyList = scriptKeys(this.keys);
-    this.flowBase = this.keys.task.slice(0, -"task".length);
     this.name = options.name;
     this.settings = resolveSettings("new Queue", options.settings);
   }
@@ -122,27 +119,16 @@ export class QueueCore {
     checkBatch(where, tasks, LIMITS.batchMax);
     const args: string[] = [];
     const flowArgs: string[] = [];
-    const flowKeys: string[] = [];
-    const keyIndex = new Map<string, number>();
     for (const [index, task] of tasks.entries()) {
       const { args: taskArgs, flow } = this.taskArgs(`${where}: task ${index + 1}`, task, now);
       args.push(...taskArgs);
-      if (!flow) continue;
-      // The key's state is a key of its own, appended to KEYS after the queue's fixed keys.
-      const name = flowKeyName(this.flowBase, flow.mode, flow.key);
-      let at = keyIndex.get(name);
-      if (at === undefined) {
-        at = this.keyList.length + flowKeys.length + 1;
-        keyIndex.set(name, at);
-        flowKeys.push(name);
-      }
-      flowArgs.push(String(index + 1), flow.mode, String(at), String(flow.a), String(flow.b));
+      // The key's state is a field of the task hash (lib/flow.lua): no key of its own.
+      if (flow) flowArgs.push(String(index + 1), flow.mode, flow.key, String(flow.a), String(flow.b));
     }
     const reply = await this.run(
       "enqueue",
       { now: String(now), callId: callId(), flows: String(flowArgs.length / 5) },
       flowArgs.length === 0 ? args : [...args, ...flowArgs],
-      flowKeys,
     );
     const { rows, wakeAt } = readReply("enqueue", reply, tasks.length);
     const results = rows.map((record, i): EnqueueResult => {
@@ -483,19 +469,14 @@ export class QueueCore {
       .replace(/\uFFFD+$/, "");
   }
 
-  /**
-   * One script call: its fixed arguments by name (shared/protocol.ts), then its items; `extraKeys`
-   * (an enqueue's flow keys) follow the queue's keys in KEYS.
-   */
+  /** One script call: its fixed arguments by name (shared/protocol.ts), then its items. */
   protected async run<N extends OperationName>(
     name: N,
     fixed: FixedArgs<N>,
     items: readonly string[] = [],
-    extraKeys: readonly string[] = [],
   ): Promise<unknown[]> {
     try {
-      const keys = extraKeys.length === 0 ? this.keyList : [...this.keyList, ...extraKeys];
-      const reply = await this.store.evalScript(SCRIPTS[name], keys, scriptArgs(name, fixed, items));
+      const reply = await this.store.evalScript(SCRIPTS[name], this.keyList, scriptArgs(name, fixed, items));
       return Array.isArray(reply) ? reply : [reply];
     } catch (error) {
       throw toQueueError(name, error);

@@ -77,17 +77,26 @@ local function put_back(writes, id, state, now)
   end
 end
 
--- One page of the task hash: every id met is in exactly the set its record names (a quarantined
+-- One page of the task hash: flow fields (lib/flow.lua) are no tasks; with `repair`, those whose
+-- time is over are removed. Every id met is in exactly the set its record names (a quarantined
 -- one in corrupt only), its record can be read, it has its body unless DONE, its attempts are
 -- within its maximum, a lease's generation is not above the lease counter, and a task using a
 -- slot of a group with a concurrency (a lease, a held retry, one let out) is named by the group's
 -- record.
 local function check_tasks(config, now, cursor, count, problems, repair)
   local page = redis.call('HSCAN', K.task, cursor, 'COUNT', count)
-  local ids, seen = {}, {}
+  local ids, seen, flows_over = {}, {}, {}
   for i = 1, #page[2], 2 do
     local field = page[2][i]
-    if string.byte(field, 1) ~= OWN_FIELD_BYTE then -- not the lease counter, the v0 guard
+    local first = string.byte(field, 1)
+    if first == FLOW_FIELD_BYTE then
+      -- A flow key's state (lib/flow.lua), not a task: once over, the sweep removes it.
+      local value = page[2][i + 1]
+      if not string.find(value, '%d$') then
+        report(problems, 'flow_field', field, 'a flow-control value without its end time', repair)
+      end
+      if flow_over(value, now) then flows_over[#flows_over + 1] = field end
+    elseif first ~= OWN_FIELD_BYTE then -- not the lease counter, the v0 guard
       local id = string.match(field, '^(.*):[sx]$') or field
       if not seen[id] then
         seen[id] = true
@@ -95,6 +104,7 @@ local function check_tasks(config, now, cursor, count, problems, repair)
       end
     end
   end
+  if repair then write_many('HDEL', K.task, flows_over) end
   if #ids == 0 then return page[1] end
   local fields = {}
   for _, id in ipairs(ids) do

@@ -81,7 +81,7 @@ export const OPERATIONS = {
         kind: "int",
         min: 0,
         max: "BATCH_MAX",
-        note: "flow entries after the tasks, 5 each: task index, mode, key index (in KEYS, after the fixed keys), 2 numbers ([flow-control.md](flow-control.md))",
+        note: "flow entries after the tasks, 5 each: task index, mode, key, 2 numbers ([flow-control.md](flow-control.md))",
       },
     ],
     items: { per: "task", fields: ["id", "priority (-1000..1000)", "runAtMs", "body"] },

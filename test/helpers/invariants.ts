@@ -71,10 +71,17 @@ const ZSET_BY_STATE: Record<string, "ready" | "scheduled" | "leased" | "done" | 
 
 /**
  * The fields of the task hash that belong to tasks (bodies, states, quarantine reasons): not the
- * queue's own, which start with "#" (the lease counter, the guard against workers of format v0).
+ * queue's own, which start with "#" (the lease counter, the guard against workers of format v0),
+ * nor flow control's, which start with "!" (lua/lib/flow.lua).
  */
 export async function taskFields(redis: Redis, queue: Queue): Promise<string[]> {
-  return (await redis.hkeys(queue.keys.task)).filter((field) => !field.startsWith("#"));
+  return (await redis.hkeys(queue.keys.task)).filter((field) => !field.startsWith("#") && !field.startsWith("!"));
+}
+
+/** The flow-control fields of the task hash (lua/lib/flow.lua), by name: `!d:<key>`, `!b:<key>`, `!t:<key>`. */
+export async function flowFields(redis: Redis, queue: Queue): Promise<Record<string, string>> {
+  const fields = await redis.hgetall(queue.keys.task);
+  return Object.fromEntries(Object.entries(fields).filter(([field]) => field.startsWith("!")));
 }
 
 /** Every task of the queue as stored, by id (quarantined ones left out). */
@@ -88,10 +95,12 @@ export async function readTasks(
   const page = await redis.zrange(queue.keys.ready, 0, -1, "WITHSCORES");
   for (let i = 0; i < page.length; i += 2) ready.set(page[i], Number(page[i + 1]));
   const ids = new Set<string>();
-  // Fields starting with "#" are the queue's own (the lease counter, the guard against format v0);
-  // a task's own fields end in ":" and a lower-case letter, which no id does (an id may hold ":").
-  for (const field of Object.keys(fields)) if (!/:[a-z]$/.test(field) && !field.startsWith("#")) ids.add(field);
-  for (const field of Object.keys(fields)) if (field.endsWith(":s")) ids.add(field.slice(0, -2));
+  // Fields starting with "#" are the queue's own (the lease counter, the guard against format v0),
+  // those starting with "!" flow control's (lua/lib/flow.lua); a task's own fields end in ":" and a
+  // lower-case letter, which no id does (an id may hold ":").
+  const own = (field: string) => field.startsWith("#") || field.startsWith("!");
+  for (const field of Object.keys(fields)) if (!/:[a-z]$/.test(field) && !own(field)) ids.add(field);
+  for (const field of Object.keys(fields)) if (field.endsWith(":s") && !own(field)) ids.add(field.slice(0, -2));
   const tasks = new Map<string, RawTask>();
   for (const id of ids) {
     if (fields[`${id}:x`] !== undefined) continue;

@@ -8,8 +8,8 @@ import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import { argsForRetry, type Store } from "../../shared/store.js";
 import { expectClean } from "../helpers/check.js";
-import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, queueFixture, snapshot, uniqueQueueName } from "../helpers/stores.js";
+import { assertConsistent, flowFields } from "../helpers/invariants.js";
+import { adapters, queueFixture, snapshot } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 
@@ -47,7 +47,7 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "d", type: "t", dedupe }], { now: NOW + 10_000 })).toEqual([
       { id: "d", status: "ok", state: "ready" },
     ]);
-    expect(await redis.pttl(`leaseq:{${queue.name}}:fc:dedupe:user:42`)).toBeGreaterThan(9_000);
+    expect((await flowFields(redis, queue))["!d:user:42"]).toBe(`d|${NOW + 20_000}`);
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 10_000);
   });
@@ -247,38 +247,71 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       await expect(call).rejects.toThrow(message);
     }
     expect(await snapshot(redis, queue)).toEqual(before);
-    expect(await redis.keys(`leaseq:{${queue.name}}:fc:*`)).toEqual([]);
+    expect(await flowFields(redis, queue)).toEqual({});
   });
 
-  it("the script refuses a flow key outside its queue or mode, and bad entries, writing nothing", async () => {
+  it("the script refuses bad flow entries (a key out of its alphabet, a mode, an index, a window), writing nothing", async () => {
     const queue = await fresh();
     const store = await open();
     const keys = scriptKeys(queue.keys);
     const task = ["a", "0", String(NOW), `1|${NOW}|t||{}`];
-    const other = `leaseq:{${uniqueQueueName()}}:fc:dedupe:k`;
-    const own = `leaseq:{${queue.name}}:fc:dedupe:k`;
-    // The first flow key comes after the queue's fixed keys.
-    const at = String(keys.length + 1);
-    const cases: Array<[string[], string[], RegExp]> = [
-      [[other], ["1", "dedupe", at, "1000", "0"], /flow entry 1 key must be "leaseq:\{.*\}:fc:dedupe:<key>"/],
-      [[own], ["1", "throttle", at, "1000", "0"], /flow entry 1 key must be/],
-      [
-        [own],
-        ["1", "dedupe", String(keys.length), "1000", "0"],
-        new RegExp(`flow entry 1 key index must be an integer from ${keys.length + 1} to ${keys.length + 1}`),
-      ],
-      [[own], ["2", "dedupe", at, "1000", "0"], /task index must be an integer from 1 to 1/],
-      [[own], ["1", "singleton", at, "1000", "0"], /mode must be dedupe, debounce or throttle, got "singleton"/],
-      [[own], ["1", "dedupe", at, "0", "0"], /task 1 dedupe\.ttlMs must be an integer from 1/],
-      [[`${own}{x}`], ["1", "dedupe", at, "1000", "0"], /key must be/],
+    const cases: Array<[string[], RegExp]> = [
+      [["1", "dedupe", "a{b}", "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
+      [["1", "dedupe", "", "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
+      [["1", "dedupe", "k".repeat(129), "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
+      [["1", "dedupe", "!d:k", "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
+      [["2", "dedupe", "k", "1000", "0"], /task index must be an integer from 1 to 1/],
+      [["1", "lottery", "k", "1000", "0"], /mode must be dedupe, debounce or throttle, got "lottery"/],
+      [["1", "dedupe", "k", "0", "0"], /task 1 dedupe\.ttlMs must be an integer from 1/],
+      [["1", "throttle", "k", "1000", "2"], /task 1 throttle\.defer must be an integer from 0 to 1/],
     ];
     const before = await snapshot(redis, queue);
-    for (const [extra, entry, message] of cases) {
-      const call = store.evalScript(SCRIPTS.enqueue, [...keys, ...extra], [String(NOW), "", "1", ...task, ...entry]);
+    for (const [entry, message] of cases) {
+      const call = store.evalScript(SCRIPTS.enqueue, keys, [String(NOW), "", "1", ...task, ...entry]);
       await expect(call).rejects.toThrow(/LEASEQ_BAD_ARGUMENT/);
       await expect(call).rejects.toThrow(message);
     }
     expect(await snapshot(redis, queue)).toEqual(before);
-    expect(await redis.exists(own, other)).toBe(0);
+    expect(await flowFields(redis, queue)).toEqual({});
+  });
+
+  it("keeps each key's state in a field of the task hash, and the tick's sweep removes it once over, never as a task", async () => {
+    const queue = await fresh();
+    await queue.enqueue(
+      [
+        { id: "a", type: "t", dedupe: { key: "user:1", ttlMs: 10_000 } },
+        { id: "b", type: "t", debounce: { key: "doc:1", delayMs: 1_000, maxWaitMs: 20_000 } },
+        { id: "c", type: "t", throttle: { key: "api", perMs: 30_000 } },
+      ],
+      { now: NOW },
+    );
+    expect(await flowFields(redis, queue)).toEqual({
+      "!d:user:1": `a|${NOW + 10_000}`,
+      "!b:doc:1": `b|${NOW}|${NOW + 20_000}`,
+      "!t:api": String(NOW + 30_000),
+    });
+    // No key of its own: the queue's keys are all there is.
+    expect((await redis.keys(`leaseq:{${queue.name}}:*`)).every((key) => Object.values(queue.keys).includes(key))).toBe(
+      true,
+    );
+    await expectClean(queue, NOW);
+    const sweep = (now: number) => queue.checkAll({ now, repair: true });
+    expect(await sweep(NOW + 10_000)).toEqual([]);
+    expect(Object.keys(await flowFields(redis, queue)).sort()).toEqual(["!b:doc:1", "!t:api"]);
+    expect(await sweep(NOW + 20_000)).toEqual([]);
+    expect(Object.keys(await flowFields(redis, queue))).toEqual(["!t:api"]);
+    expect(await sweep(NOW + 30_000)).toEqual([]);
+    expect(await flowFields(redis, queue)).toEqual({});
+    // The tick sweeps too.
+    await queue.enqueue([{ id: "d", type: "t", dedupe: { key: "user:2", ttlMs: 1_000 } }], { now: NOW + 30_000 });
+    await queue.tick({ now: NOW + 31_000 });
+    expect(await flowFields(redis, queue)).toEqual({});
+    // An unreadable value is reported, and removed on repair.
+    await redis.hset(queue.keys.task, "!d:odd", "no end");
+    expect((await queue.checkAll({ now: NOW + 31_000 })).map((problem) => problem.code)).toEqual(["flow_field"]);
+    await sweep(NOW + 31_000);
+    expect(await flowFields(redis, queue)).toEqual({});
+    await assertConsistent(redis, queue);
+    await expectClean(queue, NOW + 31_000);
   });
 });

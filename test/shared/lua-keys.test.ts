@@ -52,7 +52,7 @@ function firstArguments(source: string, callee: RegExp, skip = 0): string[] {
 }
 
 describe("the keys of the Lua scripts", () => {
-  it("reads KEYS only to name the queue's keys, an enqueue's flow keys (and to drop them all)", () => {
+  it("reads KEYS only to name the queue's keys (and to drop them all)", () => {
     const uses = [...sources].flatMap(([file, source]) =>
       source
         .split("\n")
@@ -61,8 +61,6 @@ describe("the keys of the Lua scripts", () => {
     );
     expect(uses).toEqual([
       "lib/arguments.lua: local K = keys_of(KEYS)",
-      // The flow keys after the fixed keys, each checked to be "<the queue's>fc:<mode>:<key>" (lib/flow.lua).
-      "lib/flow.lua: local key = KEYS[int_arg(label .. ' key index', ARGV[at + 2], QUEUE_KEY_COUNT + 1, #KEYS)]",
       "drop.lua: for i = 2, #KEYS do rest[#rest + 1] = KEYS[i] end",
       "drop.lua: return write_many('UNLINK', KEYS[1], rest)",
     ]);
