@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LUA_CONSTANTS } from "../shared/config.js";
+import { LUA_CONSTANTS, SINGLETON_GROUP_PREFIX } from "../shared/config.js";
 import { queueKeys } from "../shared/keys.js";
 import { type Block, blocksFor, topLevelBlocks } from "./lua-prelude.js";
 import { protocolLua, runtimeProtocol, withScriptsTable } from "./lua-protocol.js";
@@ -172,6 +172,7 @@ export function literalConstants(libSource: string): Map<string, string> {
     if (match) literals.set(match[1], literal(match[2]));
   }
   for (const [index, name] of Object.keys(queueKeys("q")).entries()) literals.set(`K.${name}`, `KEYS[${index + 1}]`);
+  literals.set("SINGLETON_GROUP_PREFIX", `'${SINGLETON_GROUP_PREFIX}'`);
   return literals;
 }
 

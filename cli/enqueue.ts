@@ -27,6 +27,7 @@ interface EnqueueOptions {
   throttle?: string;
   throttlePerMs?: number;
   throttleDefer?: boolean;
+  singleton?: string;
   stdin?: boolean;
   json?: boolean;
 }
@@ -35,7 +36,19 @@ const LINE_FIELDS: readonly string[] = TASK_INPUT_FIELDS;
 
 /** Registers `enqueue`: one task from flags, or many from JSON lines on stdin. */
 export function enqueueCommand(program: Command): void {
-  const single = ["type", "id", "payload", "priority", "delayMs", "runAt", "group", "dedupe", "debounce", "throttle"];
+  const single = [
+    "type",
+    "id",
+    "payload",
+    "priority",
+    "delayMs",
+    "runAt",
+    "group",
+    "dedupe",
+    "debounce",
+    "throttle",
+    "singleton",
+  ];
   const window = integer(0, LIMITS.flowWindowMaxMs);
   program
     .command("enqueue")
@@ -53,6 +66,7 @@ export function enqueueCommand(program: Command): void {
     .option("--throttle <key>", "at most one task of this key per --throttle-per-ms; the rest are dropped")
     .option("--throttle-per-ms <ms>", "the throttle period", window)
     .option("--throttle-defer", "defer a throttled task to the key's next free period instead of dropping it")
+    .option("--singleton <key>", "one task of this key waiting and one running: replaces the one waiting")
     .addOption(
       new Option("--delay-ms <ms>", "run no sooner than this many ms from now")
         .argParser(integer(0, LIMITS.timeMaxMs - Date.now()))
@@ -73,7 +87,7 @@ export function enqueueCommand(program: Command): void {
       `
 Each stdin line is {"type": T, "id"?: ID, "payload"?: any JSON, "priority"?: N, "delayMs"?: N, "runAt"?: ISO or ms,
 "group"?: G, and at most one of "dedupe"?: {"key", "ttlMs"}, "debounce"?: {"key", "delayMs", "maxWaitMs"},
-"throttle"?: {"key", "perMs", "onLimit"?: "drop" | "defer"}} (docs/flow-control.md).
+"throttle"?: {"key", "perMs", "onLimit"?: "drop" | "defer"}, "singleton"?: {"key"}} (docs/flow-control.md).
 Every line is checked before anything is sent, then tasks go in batches of ${LIMITS.batchMax}.
 
 Examples:
@@ -115,28 +129,29 @@ Examples:
     });
 }
 
-/** The flow control the flags ask for (the queue checks it, naming the field, with the task). */
+/**
+ * The flow control the flags ask for, every mode given (the queue checks it, naming the field, with
+ * the task, and refuses two modes).
+ */
 function flowOf(options: EnqueueOptions): Partial<TaskInput> {
-  if (options.dedupe !== undefined) return { dedupe: { key: options.dedupe, ttlMs: options.dedupeTtlMs as number } };
+  const flow: Partial<TaskInput> = {};
+  if (options.dedupe !== undefined) flow.dedupe = { key: options.dedupe, ttlMs: options.dedupeTtlMs as number };
   if (options.debounce !== undefined) {
-    return {
-      debounce: {
-        key: options.debounce,
-        delayMs: options.debounceDelayMs as number,
-        maxWaitMs: options.debounceMaxWaitMs as number,
-      },
+    flow.debounce = {
+      key: options.debounce,
+      delayMs: options.debounceDelayMs as number,
+      maxWaitMs: options.debounceMaxWaitMs as number,
     };
   }
   if (options.throttle !== undefined) {
-    return {
-      throttle: {
-        key: options.throttle,
-        perMs: options.throttlePerMs as number,
-        onLimit: options.throttleDefer ? "defer" : "drop",
-      },
+    flow.throttle = {
+      key: options.throttle,
+      perMs: options.throttlePerMs as number,
+      onLimit: options.throttleDefer ? "defer" : "drop",
     };
   }
-  return {};
+  if (options.singleton !== undefined) flow.singleton = { key: options.singleton };
+  return flow;
 }
 
 /** The payload flag's value of `verb`: JSON text, or @path of a file holding it; throws UsageError. */
@@ -215,6 +230,7 @@ export function parseLines(input: string, now: number): TaskInput[] {
       ...(fields.dedupe === undefined ? {} : { dedupe: fields.dedupe }),
       ...(fields.debounce === undefined ? {} : { debounce: fields.debounce }),
       ...(fields.throttle === undefined ? {} : { throttle: fields.throttle }),
+      ...(fields.singleton === undefined ? {} : { singleton: fields.singleton }),
     } as TaskInput;
     checkId(where, "id", task.id);
     checkName(where, "type", task.type, LIMITS.typeMaxBytes);

@@ -16,13 +16,14 @@ export interface FlowDefaults<Payload = unknown> {
   dedupe?: { key: FlowKeyOf<Payload>; ttlMs: number };
   debounce?: { key: FlowKeyOf<Payload>; delayMs: number; maxWaitMs: number };
   throttle?: { key: FlowKeyOf<Payload>; perMs: number; onLimit?: "drop" | "defer" };
+  singleton?: { key: FlowKeyOf<Payload> };
 }
 
 /** Problems of a declared default (defineTasks reports them all in one ConfigError). */
 export function flowDefaultProblems(where: string, flow: unknown): string[] {
   if (flow === null || typeof flow !== "object" || Array.isArray(flow)) {
     return [
-      `${where}: flow must be an object { dedupe | debounce | throttle: { key: (payload) => string, ... } }, got ${shown(flow)}`,
+      `${where}: flow must be an object { dedupe | debounce | throttle | singleton: { key: (payload) => string, ... } }, got ${shown(flow)}`,
     ];
   }
   const unknown = Object.keys(flow).filter((mode) => !(FLOW_MODES as readonly string[]).includes(mode));

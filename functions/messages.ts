@@ -2,7 +2,7 @@
  * The SQS message bodies the worker reads: what producers send. `{"tasks": [...]}` enqueues; a
  * wake-up (`{}` or `{"leaseq": "wake"}`) only starts a drain. Anything else is rejected.
  */
-import type { DebounceOptions, DedupeOptions, ThrottleOptions } from "../shared/flow.js";
+import type { DebounceOptions, DedupeOptions, SingletonOptions, ThrottleOptions } from "../shared/flow.js";
 import { TASK_INPUT_FIELDS } from "../shared/types.js";
 
 /** The fields of one task in an SQS message, whatever its type. */
@@ -24,6 +24,7 @@ interface TaskMessageFields {
   dedupe?: DedupeOptions;
   debounce?: DebounceOptions;
   throttle?: ThrottleOptions;
+  singleton?: SingletonOptions;
 }
 
 /**

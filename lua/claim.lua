@@ -347,7 +347,7 @@ local function take_page(s, heads, values)
         type_park(s.writes, task_type, id, fresh_state(f_state[at], f_rank[at], state_value, body, task_type, lane))
         popped[#popped + 1] = id
       elseif lane then
-        local record, rules = lanes[lane], group_policy(config, task_type)
+        local record, rules = lanes[lane], group_policy(config, task_type, lane)
         local out = f_out[at]
         if gate(s, lane, record, rules, out, id) then
           lane_park(s.writes, lane, record, id, fresh_state(f_state[at], f_rank[at], state_value, body, task_type, lane))
@@ -384,7 +384,7 @@ local function take_page(s, heads, values)
           local task_lane = state.group ~= '' and lane_of(state.type, state.group)
           local record = task_lane and lane_get(task_lane)
           local out = task_lane and string.find(state.flags, 'u', 1, true) ~= nil
-          local rules = task_lane and group_policy(config, state.type)
+          local rules = task_lane and group_policy(config, state.type, task_lane)
           if task_lane and gate(s, task_lane, record, rules, out, id) then
             lane_park(s.writes, task_lane, record, id, state)
             if task.upgraded then put(s.writes, id, task.body) end

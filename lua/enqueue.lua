@@ -1,5 +1,5 @@
 -- enqueue: add a batch of tasks; idempotent by id. A body is written once here and never rewritten.
--- A task may carry flow control by key (docs/flow-control.md): dedupe, debounce or throttle.
+-- A task may carry flow control by key (docs/flow-control.md): dedupe, debounce, throttle or singleton.
 --
 -- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, scheduled, seq, and for tasks of a
 --   group (or once the queue has groups) grouped, groups, groupwait are used. A flow key's state is a
@@ -13,10 +13,12 @@
 -- ARGV[4..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
 --          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
 --          (the library builds it; type 1-64 and group 0-128 characters of A-Z a-z 0-9 _ . -)
--- then per flow entry, 5 each: task index (1..n), mode (dedupe, debounce, throttle), key (1-128
+-- then per flow entry, 5 each: task index (1..n), mode (dedupe, debounce, throttle, singleton), key (1-128
 --          characters of A-Z a-z 0-9 _ . - : @), and two numbers in ms: dedupe ttlMs, 0; debounce
 --          delayMs, maxWaitMs (the task's runAtMs is replaced by min(now + delayMs, the window's
---          end)); throttle perMs, and 1 to defer (0 to drop) a task whose key's period is taken
+--          end)); throttle perMs, and 1 to defer (0 to drop) a task whose key's period is taken;
+--          singleton 0, 0 (its key 1-124 characters, its task's group "@@s:<key>": one at a time
+--          in its lane, and a new one replaces the one waiting)
 -- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake, paused
 --   (a paused queue asks for no wake-up), fair (the queue's tasks take fair turns: its first task
 --   with a group sets it), and with strictTypes = 1 the policy p:<type> or the mark a:<type> of
@@ -35,7 +37,8 @@
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
 -- Uses: K, apply, as_time, bad, config_int, declared_types, drop_field, enqueue_args, held_value
--- Uses: fair_turn, flow_args, fmt, group_arg, group_policy, guard, id_arg
+-- Uses: fair_turn, flow_args, fmt, group_arg, group_policy, guard, id_arg, lane_remove, parked_gone
+-- Uses: parse_body, parse_state, singleton_waiting
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
 -- Uses: name_arg, need_wake, new_state, new_writes, note_due, put, put_state, read_config_fields
 -- Uses: read_many, repeated_wake, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
@@ -64,13 +67,14 @@ end
 -- an earlier one did), from the flow fields' values (read with the tasks' records) and the records
 -- of the tasks they hold (one HMGET, none when no field holds a task). Fills outcome[i] (the status
 -- of a task answered without being written), other[i] (the task a dedupe found or a debounce
--- replaced), runs[i] and run_texts[i] (a debounce's time, a deferred task's), replaced_ids (the
+-- replaced), runs[i] and run_texts[i] (a debounce's time, a deferred task's), replaced (the
 -- SCHEDULED tasks debounces replace) and saves (field -> value). Returns how many of the fresh
 -- tasks it answered so.
-local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced_ids, saves)
+local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced, saves)
   local held_ids = {}
   for field, value in pairs(values) do
-    local id = value and string.sub(field, 1, 3) ~= '!t:' and held_value(value)
+    local kind, id = value and string.sub(field, 1, 3), nil
+    if kind == '!s:' then id = value elseif kind and kind ~= '!t:' then id = held_value(value) end
     if id then held_ids[#held_ids + 1] = id end
   end
   local records = #held_ids > 0 and read_many('HMGET', K.task, record_names(held_ids)) or {}
@@ -87,7 +91,10 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
   local flow_modes = flows.mode
   local held = {}
   for j, id in ipairs(held_ids) do
-    held[id] = { letter = letter_of(records[3 * j - 2], records[3 * j - 1], records[3 * j]), state = records[3 * j - 2] }
+    held[id] = {
+      id = id, letter = letter_of(records[3 * j - 2], records[3 * j - 1], records[3 * j]), state = records[3 * j - 2],
+      body = records[3 * j - 1], reason = records[3 * j],
+    }
   end
   -- Tasks of this call that will be written, by id: their index (a debounce's only while SCHEDULED).
   local written, pending, answered = {}, {}, 0
@@ -126,7 +133,7 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
           values[key] = text_of(next_free)
           saves[key] = values[key]
         end
-      else
+      elseif mode == 'debounce' then
         -- Debounce: the task holding the key is replaced while it still waits for its time;
         -- once it started (or is gone), or the window is over, a new window begins.
         local held_id, first, until_ms = held_value(value)
@@ -138,7 +145,7 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
             pending[held_id], written[held_id] = nil, nil
             other[i], start, window_end = held_id, first, until_ms
           elseif held[held_id] and held[held_id].letter == 'S' and replaceable(held[held_id].state) then
-            replaced_ids[#replaced_ids + 1] = held_id
+            replaced[#replaced + 1] = held[held_id]
             held[held_id] = nil
             other[i], start, window_end = held_id, first, until_ms
           end
@@ -149,6 +156,23 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
         values[key] = id .. '|' .. text_of(start) .. '|' .. text_of(window_end)
         saves[key] = values[key]
         if run_at > now then pending[id] = i end
+      elseif mode == 'singleton' then
+        -- One waiting per key: the task the key names is replaced while it waits, never claimed
+        -- (an earlier task of this call is never written); one running is left to run, and its
+        -- lane's concurrency of 1 keeps the new one waiting until it settles.
+        if value then
+          local earlier, record = pending[value], held[value]
+          if earlier then
+            outcome[earlier], known[earlier], answered = 0, runs[earlier] > now and 'S' or 'R', answered + 1
+            pending[value], written[value] = nil, nil
+            other[i] = value
+          elseif record and not record.reason and singleton_waiting(record.state or nil, record.body or nil) then
+            replaced[#replaced + 1] = record
+            held[value] = nil
+            other[i] = value
+          end
+        end
+        values[key], saves[key], pending[id] = id, id, i
       end
       if not outcome[i] then written[id] = i end
     end
@@ -214,6 +238,26 @@ return guard('enqueue', function()
     flows, flow_fields = flow_args(n, 4 + 4 * n, flow_count)
     for _, field in ipairs(flow_fields) do fields[#fields + 1] = field end
   end
+  -- A singleton's group is its key's (SINGLETON_GROUP_PREFIX .. key), and no other task's.
+  if any_group then
+    local singleton_of = flows and flows.mode or {}
+    for i = 1, n do
+      local group = groups_of[i]
+      local reserved = string.sub(group, 1, #SINGLETON_GROUP_PREFIX) == SINGLETON_GROUP_PREFIX
+      if singleton_of[i] == 'singleton' then
+        if group ~= SINGLETON_GROUP_PREFIX .. string.sub(flows.field[i], 4) then
+          bad('task ' .. i .. ' singleton: its group must be "' .. SINGLETON_GROUP_PREFIX .. '<key>"')
+        end
+      elseif reserved then
+        bad('task ' .. i .. ' group "' .. SINGLETON_GROUP_PREFIX .. '..." is a singleton\'s; it needs a singleton flow entry')
+      end
+    end
+  end
+  if flows and not any_group then
+    for i = 1, n do
+      if flows.mode[i] == 'singleton' then bad('task ' .. i .. ' singleton: its group must be "' .. SINGLETON_GROUP_PREFIX .. '<key>"') end
+    end
+  end
 
   -- What exists already: a state (any state), or a body alone (READY, never claimed).
   local existing = read_many('HMGET', K.task, fields)
@@ -227,11 +271,11 @@ return guard('enqueue', function()
   end
 
   -- Flow control: every decision is taken here, before the first write (docs/flow-control.md).
-  local outcome, other, run_texts, replaced_ids, saves = {}, {}, {}, {}, {}
+  local outcome, other, run_texts, replaced, saves = {}, {}, {}, {}, {}
   if flows then
     local values = {}
     for j, field in ipairs(flow_fields) do values[field] = existing[3 * n + j] or false end
-    fresh = fresh - flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced_ids, saves)
+    fresh = fresh - flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced, saves)
   end
 
   local result = {}
@@ -258,10 +302,23 @@ return guard('enqueue', function()
       if saves[field] then put(writes, field, saves[field]) end
     end
   end
-  for _, id in ipairs(replaced_ids) do
+  -- The tasks a debounce or a singleton replaced leave as delete takes a waiting task out.
+  local left_lanes = {}
+  for _, gone in ipairs(replaced) do
+    local id = gone.id
     drop_field(writes, id)
     drop_field(writes, id .. ':s')
-    zrem(writes, K.scheduled, id)
+    if gone.letter == 'S' then
+      zrem(writes, K.scheduled, id)
+    else
+      local state = gone.state and parse_state(gone.state)
+      if not state then
+        local info = parse_body(gone.body)
+        state = info and new_state('R', '0', '0', info.type, info.group)
+      end
+      if gone.letter == 'W' and state then zrem(writes, K.grouped, parked_gone(id, state)) else zrem(writes, K.ready, id) end
+      if state and state.group ~= '' then left_lanes[#left_lanes + 1] = { id = id, state = state } end
+    end
   end
   for i, id in ipairs(ids) do
     if outcome[i] then
@@ -286,7 +343,7 @@ return guard('enqueue', function()
         -- its priority and turn (docs/groups.md).
         local lane = lane_names[i]
         local record = lanes[lane]
-        if lane ~= UNGROUPED and (record.parked > 0 or group_policy(config, types[i]).ordered) then
+        if lane ~= UNGROUPED and (record.parked > 0 or group_policy(config, types[i], lane).ordered) then
           lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now)
         else
           local band = ranks[i] - PRIORITY_MIN
@@ -314,6 +371,7 @@ return guard('enqueue', function()
     result[#result + 1] = other[i] or ''
   end
   apply(writes)
+  for _, item in ipairs(left_lanes) do lane_remove(item.id, item.state, config, nil) end
   upgrade_format(config)
   lanes_flush(now)
   if earliest then note_due(config, earliest) end

@@ -127,7 +127,7 @@ return guard('settle', function()
             earliest = math.min(earliest or retry_at, retry_at)
             -- An ordered group's retry keeps its slot: the group runs nothing else before it.
             if lane then
-              if group_policy(config, state.type).ordered then state.flags = 'h' else lane_release(lane, id, config, now) end
+              if group_policy(config, state.type, lane).ordered then state.flags = 'h' else lane_release(lane, id, config, now) end
             end
           else
             if ordered and retry_at > now and retry_at > (hold or 0) then hold, hold_id = retry_at, id end

@@ -70,6 +70,8 @@ export const LIMITS = {
   planItemsMax: 200,
   /** A flow-control key (dedupe, debounce, throttle): 1-128 characters of ID_CHARACTERS, as an id. */
   flowKeyMaxBytes: 128,
+  /** A singleton's key: its task's group is SINGLETON_GROUP_PREFIX + the key, within groupMaxBytes. */
+  singletonKeyMaxBytes: 124,
   /** The longest flow-control window (a dedupe ttl, a debounce delay or wait, a throttle period): 366 days. */
   flowWindowMaxMs: 366 * 24 * 3600 * 1000,
 } as const;
@@ -129,6 +131,12 @@ export const NAME_CHARACTERS = `A-Z a-z 0-9 ${[...NAME_SYMBOLS].join(" ")}`;
 export const ID_CHARACTERS = `A-Z a-z 0-9 ${[...ID_SYMBOLS].join(" ")}`;
 
 /** The constants the Lua prelude declares, by their Lua names. */
+/**
+ * The group of a singleton task (docs/flow-control.md): this prefix and its key. Its lane runs one
+ * task at a time (lua/lib/groups.lua group_policy); no caller may give a group starting with it.
+ */
+export const SINGLETON_GROUP_PREFIX = "@@s:";
+
 export const LUA_CONSTANTS: Record<string, number> = {
   FORMAT_VERSION,
   ID_MAX_BYTES: LIMITS.idMaxBytes,
@@ -158,6 +166,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   PLAN_ITEMS_MAX: LIMITS.planItemsMax,
   FLOW_KEY_MAX_BYTES: LIMITS.flowKeyMaxBytes,
   FLOW_WINDOW_MAX_MS: LIMITS.flowWindowMaxMs,
+  SINGLETON_KEY_MAX_BYTES: LIMITS.singletonKeyMaxBytes,
   RATE_MAX: LIMITS.rateMax,
   RATE_INTERVAL_MAX_MS: LIMITS.rateIntervalMaxMs,
   DEFAULT_MAX_PAYLOAD_BYTES: DEFAULTS.maxPayloadBytes,

@@ -28,14 +28,23 @@ export interface ThrottleOptions {
   onLimit?: "drop" | "defer";
 }
 
+/**
+ * At most one task per key waiting and one running: a new one replaces the one waiting (never
+ * claimed), and waits while one runs. Its task runs in a lane of its own (it takes no `group`).
+ */
+export interface SingletonOptions {
+  key: string;
+}
+
 /** The flow-control fields of a task (at most one of them per task). */
 export interface FlowControl {
   dedupe?: DedupeOptions;
   debounce?: DebounceOptions;
   throttle?: ThrottleOptions;
+  singleton?: SingletonOptions;
 }
 
-export const FLOW_MODES = ["dedupe", "debounce", "throttle"] as const;
+export const FLOW_MODES = ["dedupe", "debounce", "throttle", "singleton"] as const;
 export type FlowMode = (typeof FLOW_MODES)[number];
 
 /** A task's flow control as the script takes it: mode, key, and its two numbers. */
@@ -50,18 +59,22 @@ const FIELDS: Record<FlowMode, readonly string[]> = {
   dedupe: ["key", "ttlMs"],
   debounce: ["key", "delayMs", "maxWaitMs"],
   throttle: ["key", "perMs", "onLimit"],
+  singleton: ["key"],
 };
 
-/** A flow-control key: 1-128 characters of ID_CHARACTERS (as ids and groups); throws naming the field. */
-export function checkFlowKey(where: string, field: string, value: unknown): string {
-  if (
-    typeof value !== "string" ||
-    value.length < 1 ||
-    value.length > LIMITS.flowKeyMaxBytes ||
-    !ID_PATTERN.test(value)
-  ) {
+/**
+ * A flow-control key: 1-128 characters of ID_CHARACTERS (as ids and groups; a singleton's 1-124, its
+ * group being SINGLETON_GROUP_PREFIX and the key); throws naming the field.
+ */
+export function checkFlowKey(
+  where: string,
+  field: string,
+  value: unknown,
+  maxBytes: number = LIMITS.flowKeyMaxBytes,
+): string {
+  if (typeof value !== "string" || value.length < 1 || value.length > maxBytes || !ID_PATTERN.test(value)) {
     throw new InvalidInputError(
-      `${where}: ${field} must be 1-${LIMITS.flowKeyMaxBytes} characters of ${ID_CHARACTERS}, got ${shown(value)}`,
+      `${where}: ${field} must be 1-${maxBytes} characters of ${ID_CHARACTERS}, got ${shown(value)}`,
     );
   }
   return value;
@@ -83,7 +96,7 @@ function windowMs(where: string, field: string, value: unknown, min: number): nu
  */
 export function checkFlow(
   where: string,
-  task: FlowControl & { delayMs?: unknown; runAt?: unknown },
+  task: FlowControl & { delayMs?: unknown; runAt?: unknown; group?: unknown },
 ): FlowEntry | undefined {
   const given = FLOW_MODES.filter((mode) => task[mode] !== undefined);
   if (given.length === 0) return undefined;
@@ -104,6 +117,14 @@ export function checkFlow(
     throw new InvalidInputError(
       `${where}: ${mode} has unknown field ${JSON.stringify(unknown[0].slice(0, 40))}; allowed: ${FIELDS[mode].join(", ")}`,
     );
+  }
+  if (mode === "singleton") {
+    if (task.group !== undefined) {
+      throw new InvalidInputError(
+        `${where}: a singleton task runs in a lane of its own (one at a time per singleton.key); leave out group, got ${shown(task.group)}`,
+      );
+    }
+    return { mode, key: checkFlowKey(where, "singleton.key", options.key, LIMITS.singletonKeyMaxBytes), a: 0, b: 0 };
   }
   const key = checkFlowKey(where, `${mode}.key`, options.key);
   if (mode === "dedupe") return { mode, key, a: windowMs(where, "dedupe.ttlMs", options.ttlMs, 1), b: 0 };

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { DEFAULTS, LIMITS, WAKE } from "./config.js";
+import { DEFAULTS, LIMITS, SINGLETON_GROUP_PREFIX, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
 import { checkFlow, type FlowEntry } from "./flow.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
@@ -172,8 +172,15 @@ export class QueueCore {
     const at = `${label} (id ${id})`;
     checkTaskFields(at, task);
     const type = checkName(at, "type", task.type, LIMITS.typeMaxBytes);
-    const group = task.group === undefined ? "" : checkGroup(at, "group", task.group);
+    const given = task.group === undefined ? "" : checkGroup(at, "group", task.group);
+    if (given.startsWith(SINGLETON_GROUP_PREFIX)) {
+      throw new InvalidInputError(
+        `${at}: group must not start with "${SINGLETON_GROUP_PREFIX}" (a singleton's lane: use singleton: { key }), got ${shown(given)}`,
+      );
+    }
     const flow = checkFlow(at, task);
+    // A singleton runs in its key's lane, whose concurrency is 1 (lua/lib/groups.lua group_policy).
+    const group = flow?.mode === "singleton" ? `${SINGLETON_GROUP_PREFIX}${flow.key}` : given;
     const args = [
       id,
       String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),

@@ -1,5 +1,5 @@
 import type { ItemStatus } from "./errors.js";
-import type { DebounceOptions, DedupeOptions, ThrottleOptions } from "./flow.js";
+import type { DebounceOptions, DedupeOptions, SingletonOptions, ThrottleOptions } from "./flow.js";
 
 /** `corrupt`: its record could not be read, so it was set aside (see Queue.repair, Queue.delete). */
 export type TaskState = "ready" | "scheduled" | "leased" | "done" | "failed" | "corrupt";
@@ -39,6 +39,8 @@ export interface TaskInput {
   debounce?: DebounceOptions;
   /** At most one task per `key` per `perMs`; the rest dropped, or deferred with `onLimit: "defer"`. */
   throttle?: ThrottleOptions;
+  /** At most one task per `key` waiting and one running; a new one replaces the one waiting. Takes no `group`. */
+  singleton?: SingletonOptions;
 }
 
 /** The fields a TaskInput may have: enqueue refuses a task with any other. */
@@ -53,6 +55,7 @@ export const TASK_INPUT_FIELDS = [
   "dedupe",
   "debounce",
   "throttle",
+  "singleton",
 ] as const satisfies ReadonlyArray<keyof TaskInput>;
 
 export interface EnqueueResult {

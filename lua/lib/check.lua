@@ -85,23 +85,40 @@ end
 -- record.
 local function check_tasks(config, now, cursor, count, problems, repair)
   local page = redis.call('HSCAN', K.task, cursor, 'COUNT', count)
-  local ids, seen, flows_over = {}, {}, {}
+  local ids, seen, flows_over, singletons = {}, {}, {}, {}
   for i = 1, #page[2], 2 do
     local field = page[2][i]
     local first = string.byte(field, 1)
     if first == FLOW_FIELD_BYTE then
-      -- A flow key's state (lib/flow.lua), not a task: once over, the sweep removes it.
+      -- A flow key's state (lib/flow.lua), not a task: once over, the sweep removes it; a
+      -- singleton's names its task, and is over once that task no longer waits (read below).
       local value = page[2][i + 1]
-      if not string.find(value, '%d$') then
-        report(problems, 'flow_field', field, 'a flow-control value without its end time', repair)
+      if string.sub(field, 1, 3) == '!s:' then
+        singletons[#singletons + 1] = field
+        singletons[#singletons + 1] = value
+      else
+        if not string.find(value, '%d$') then
+          report(problems, 'flow_field', field, 'a flow-control value without its end time', repair)
+        end
+        if flow_over(value, now) then flows_over[#flows_over + 1] = field end
       end
-      if flow_over(value, now) then flows_over[#flows_over + 1] = field end
     elseif first ~= OWN_FIELD_BYTE then -- not the lease counter, the v0 guard
       local id = string.match(field, '^(.*):[sx]$') or field
       if not seen[id] then
         seen[id] = true
         ids[#ids + 1] = id
       end
+    end
+  end
+  if #singletons > 0 then
+    local names = {}
+    for j = 2, #singletons, 2 do
+      names[#names + 1] = singletons[j] .. ':s'
+      names[#names + 1] = singletons[j]
+    end
+    local records = read_many('HMGET', K.task, names)
+    for j = 1, #singletons, 2 do
+      if not singleton_waiting(records[j] or nil, records[j + 1] or nil) then flows_over[#flows_over + 1] = singletons[j] end
     end
   end
   if repair then write_many('HDEL', K.task, flows_over) end
@@ -230,7 +247,7 @@ local function check_tasks(config, now, cursor, count, problems, repair)
       end
       if state.group ~= '' then
         local lane = lane_of(state.type, state.group)
-        local record, rules = lanes[lane], group_policy(config, state.type)
+        local record, rules = lanes[lane], group_policy(config, state.type, lane)
         local kind = slot_kind(state_text(state), lane)
         local needs = kind == 'out' or ((kind == 'lease' or kind == 'held') and rules.conc > 0)
         if needs and not has_slot(record, id) and not (kind == 'out' and record.legacy > 0) then
@@ -358,7 +375,7 @@ local function check_lanes(config, now, position, count, problems, repair)
       end
       local is_type = string.byte(name, 1) == AT
       local task_type = is_type and string.sub(name, 2) or lane_type(name)
-      local rules = group_policy(config, task_type)
+      local rules = group_policy(config, task_type, not is_type and name or nil)
       local limit = rules.ordered and 1 or rules.conc
       if not is_type and limit > 0 and slot_count(record) + record.legacy > limit then
         report(problems, 'concurrency', name, (slot_count(record) + record.legacy) .. ' tasks use its slots; its concurrency is ' ..

@@ -65,8 +65,21 @@ local lanes_checked = {}
 local fronts = {}
 local count_texts = {}
 
--- A type's group policy: g:<type>, else the queue's gd, else none (lanes only take turns).
-local function group_policy(config, task_type)
+-- A type's group policy: g:<type>, else the queue's gd, else none (lanes only take turns). With
+-- `lane` (its group's "<type>|<group>"), a singleton's lane ("<type>|@@s:<key>", a group form no
+-- caller may give: docs/flow-control.md) runs one task at a time, in no order and under no group
+-- rate; its type's rate (type_max, type_ms) counts as for any task of the type.
+local singleton_policies = {}
+local function group_policy(config, task_type, lane)
+  if lane and string.sub(lane, #task_type + 2, #task_type + 1 + #SINGLETON_GROUP_PREFIX) == SINGLETON_GROUP_PREFIX then
+    local singleton = singleton_policies[task_type]
+    if not singleton then
+      local own = group_policy(config, task_type)
+      singleton = { conc = 1, ordered = false, rate_max = 0, rate_ms = 0, type_max = own.type_max, type_ms = own.type_ms }
+      singleton_policies[task_type] = singleton
+    end
+    return singleton
+  end
   local known = group_policies[task_type]
   if known then return known end
   local text = config_get(config, 'g:' .. task_type) or config_get(config, 'gd')
@@ -97,7 +110,7 @@ end
 local function lane_policy(config, lane)
   local task_type = lane_type(lane)
   if not task_type then return NO_GROUP_POLICY end
-  return group_policy(config, task_type)
+  return group_policy(config, task_type, lane)
 end
 
 local function padded(number_text)
@@ -651,7 +664,7 @@ local function lane_add(writes, id, state, config, now)
   local record = lane_get(lane)
   record.ready = record.ready + 1
   lane_touch(lane, record)
-  if group_policy(config, state.type).ordered then
+  if group_policy(config, state.type, lane).ordered then
     state.letter = 'W'
     redis.call('HSET', K.task, id .. ':s', state_text(state))
     redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
@@ -676,7 +689,7 @@ local function lane_return(writes, id, state, config, now)
   local record = lane_get(lane)
   drop_slot(lane, record, id)
   record.ready = record.ready + 1
-  if record.parked > 0 or group_policy(config, state.type).ordered then
+  if record.parked > 0 or group_policy(config, state.type, lane).ordered then
     state.flags = state.flags .. 'u'
     add_slot(lane, record, id)
     if record.outs then record.outs = record.outs + 1 end

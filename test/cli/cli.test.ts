@@ -89,7 +89,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     const run = await cli(["enqueue", "--stdin"], input);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(
-      'line 2: unknown field "priorty"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle',
+      'line 2: unknown field "priorty"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle, singleton',
     );
     const badPriority = await cli(["enqueue", "--stdin"], '{"type":"a"}\n{"type":"a","priority":5000}\n');
     expect(badPriority.code).toBe(2);
@@ -133,6 +133,31 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       'line 1: dedupe.key must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "a{b}"',
     );
     expect(await queue.inspect("c")).toBeUndefined();
+    expect((await cli(["enqueue", "--type", "sync", "--id", "j", "--singleton", "doc:1"])).stdout).toBe(
+      "enqueued j (ready)\n",
+    );
+    expect((await cli(["enqueue", "--type", "sync", "--id", "k", "--singleton", "doc:1"])).stdout).toBe(
+      "enqueued k (ready), replacing j\n",
+    );
+    const line = '{"id":"l","type":"sync","singleton":{"key":"doc:1"}}';
+    expect(JSON.parse((await cli(["enqueue", "--stdin", "--json"], line)).stdout)).toMatchObject({ added: 1 });
+    expect(await queue.inspect("k")).toBeUndefined();
+    // Two modes from flags are refused, naming both.
+    const two = await cli([
+      "enqueue",
+      "--type",
+      "sync",
+      "--singleton",
+      "doc:1",
+      "--dedupe",
+      "x",
+      "--dedupe-ttl-ms",
+      "5",
+    ]);
+    expect(two.code).toBe(2);
+    expect(two.stderr).toContain(
+      "at most one flow control (dedupe, debounce, throttle, singleton), got dedupe and singleton",
+    );
   });
 
   it("stats prints the count of each state, as text and as JSON", async () => {

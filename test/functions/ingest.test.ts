@@ -129,7 +129,7 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     );
     expect(result.batchItemFailures).toEqual([]);
     expect(letters.map(reasonOf)).toEqual([
-      'tasks[0] has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle',
+      'tasks[0] has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle, singleton',
       'tasks[0]: task type "sms" is not declared by this worker; declared: echo, email',
     ]);
     expect(await queue.stats({ now: Date.now() })).toMatchObject({ ready: 0, done: 0, failed: 0 });
@@ -171,6 +171,31 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     expect(await queue.inspect("s2")).toMatchObject({ state: "scheduled", payload: '{"doc":"7","v":2}' });
     // The body's own throttle, not the type's debounce: the period was free, so s3 ran at once.
     expect((await queue.inspect("s3"))?.state).toMatch(/^(ready|leased|done)$/);
+  });
+
+  it("a type's default singleton and a body's own: the later task replaces the one waiting", async () => {
+    const docs = {
+      types: {
+        sync: {
+          leaseMs: 5_000,
+          handler: () => {},
+          flow: { singleton: { key: (payload: { doc: string }) => `doc:${payload.doc}` } },
+        },
+      },
+    };
+    const { queue, run } = await setup({}, docs as TaskDefinitions);
+    const { letters, result } = await run(
+      sqsRecord({ tasks: [{ id: "s1", type: "sync", payload: { doc: "7" } }] }, "first"),
+      sqsRecord({ tasks: [{ id: "s2", type: "sync", payload: { doc: "7", v: 2 } }] }, "second"),
+      sqsRecord({ tasks: [{ id: "s3", type: "sync", payload: {}, singleton: { key: "own" }, group: "g" }] }, "third"),
+    );
+    expect(result.batchItemFailures).toEqual([]);
+    expect(letters.map(reasonOf)).toEqual([
+      'tasks[0] (id s3): a singleton task runs in a lane of its own (one at a time per singleton.key); leave out group, got "g"',
+    ]);
+    // Both were ingested before the drain: s2 replaced s1, and ran with the last payload.
+    expect(await queue.inspect("s1")).toBeUndefined();
+    expect(await queue.inspect("s2")).toMatchObject({ group: "@@s:doc:7" });
   });
 
   it("enqueues the 997 valid tasks of a 1,000-task message once and dead-letters the 3 invalid ones with their indexes", async () => {

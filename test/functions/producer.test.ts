@@ -132,7 +132,7 @@ describe("a producer given the task declaration", () => {
       producer.send([{ type: "echo", paylod: { text: "hi" } } as never, { type: "report", delay: 5 } as never]),
     );
     expect(error.message).toContain(
-      'tasks[0] has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle',
+      'tasks[0] has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle, singleton',
     );
     expect(error.message).toContain('tasks[1] has unknown field "delay"');
     expect(sqs.queue.all()).toHaveLength(0);

@@ -261,7 +261,7 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       [["1", "dedupe", "k".repeat(129), "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
       [["1", "dedupe", "!d:k", "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
       [["2", "dedupe", "k", "1000", "0"], /task index must be an integer from 1 to 1/],
-      [["1", "lottery", "k", "1000", "0"], /mode must be dedupe, debounce or throttle, got "lottery"/],
+      [["1", "lottery", "k", "1000", "0"], /mode must be dedupe, debounce, throttle or singleton, got "lottery"/],
       [["1", "dedupe", "k", "0", "0"], /task 1 dedupe\.ttlMs must be an integer from 1/],
       [["1", "throttle", "k", "1000", "2"], /task 1 throttle\.defer must be an integer from 0 to 1/],
     ];
