@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { expect } from "vitest";
+import { SINGLETON_GROUP_PREFIX } from "../../shared/config.js";
 import type { Queue } from "../../shared/queue.js";
 
 /** A task as storage format v2 keeps it (docs/storage.md), read straight from Redis. */
@@ -194,7 +195,11 @@ export async function assertGroups(
     const [ready = "0", , slotText = "", parked = "0", legacy = "0"] = (records[name] ?? "").split("|");
     const slots = new Set(slotText === "" ? [] : slotText.split(","));
     const type = name.slice(0, name.indexOf("|"));
-    const [concurrency = 0, ordered = 0] = (config[`g:${type}`] ?? config.gd ?? "0,0").split(",").map(Number);
+    // A singleton's lane runs one task at a time, in no order, whatever its type's policy (docs/flow-control.md).
+    const singleton = name.slice(type.length + 1).startsWith(SINGLETON_GROUP_PREFIX);
+    const [concurrency = 0, ordered = 0] = singleton
+      ? [1, 0]
+      : (config[`g:${type}`] ?? config.gd ?? "0,0").split(",").map(Number);
     if (concurrency > 0) {
       for (const id of entry.active) expect(slots.has(id), `group ${name}'s record names its lease ${id}`).toBe(true);
       expect(entry.active.length + entry.out.length, `concurrency of group ${name}`).toBeLessThanOrEqual(concurrency);
