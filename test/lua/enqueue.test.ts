@@ -134,7 +134,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
     [
       "a misspelled field, which would otherwise be dropped",
       { id: "ok", type: "t", paylod: { to: "a@example.com" } },
-      /task 2 \(id ok\) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle$/,
+      /task 2 \(id ok\) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle, singleton$/,
     ],
     [
       "several unknown fields",
@@ -164,7 +164,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
       ),
     ).toEqual([
       undefined,
-      'task 2 (id typo) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle',
+      'task 2 (id typo) has unknown field "paylod"; allowed: id, type, payload, priority, delayMs, runAt, group, dedupe, debounce, throttle, singleton',
     ]);
   });
 
