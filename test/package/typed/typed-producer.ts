@@ -96,3 +96,32 @@ await createProducer({ queueUrl: "https://sqs.example/emails", tasks: again }).s
   // @ts-expect-error a declaration given again to defineTasks keeps its types
   { type: "emial", payload: { to: "a@example.com" } },
 ]);
+
+// Flow control (docs/flow-control.md): each mode's fields on a typed task, a type's default with its
+// key a function of that type's payload.
+await producer.send([
+  { type: "email", payload: { to: "a@example.com" }, dedupe: { key: "to:a", ttlMs: 60_000 } },
+  { type: "email", payload: { to: "a@example.com" }, debounce: { key: "to:a", delayMs: 1_000, maxWaitMs: 10_000 } },
+  { type: "email", payload: { to: "a@example.com" }, throttle: { key: "to:a", perMs: 1_000, onLimit: "defer" } },
+  { type: "ping", singleton: { key: "ping" } },
+]);
+await producer.enqueue(queue, [{ type: "ping", singleton: { key: "ping" } }]);
+// @ts-expect-error a singleton's key is a string
+await producer.send([{ type: "ping", singleton: { key: 7 } }]);
+// @ts-expect-error throttle.onLimit is "drop" or "defer"
+await producer.send([{ type: "ping", throttle: { key: "t", perMs: 1_000, onLimit: "queue" } }]);
+// @ts-expect-error debounce needs its maxWaitMs
+await producer.send([{ type: "ping", debounce: { key: "d", delayMs: 1_000 } }]);
+export const flowing = defineTasks({
+  types: {
+    sync: {
+      handler: async (_task: Task<{ doc: string }>) => {},
+      flow: { singleton: { key: (payload) => `doc:${payload.doc}` } },
+    },
+    mail: {
+      handler: async (_task: Task<{ to: string }>) => {},
+      // @ts-expect-error the key function gets the type's payload: it has no doc
+      flow: { dedupe: { key: (payload) => `doc:${payload.doc}`, ttlMs: 1_000 } },
+    },
+  },
+});
