@@ -27,7 +27,7 @@
 --   sent for, "" when none is needed (docs/wake-ups.md: the caller sends it, the library's producer
 --   helper does)
 --   status 0  enqueued  (state "R" ready or "S" scheduled; other: the id of the task a debounce
---             replaced, or "")
+--             or a singleton replaced, or "")
 --   status 5  duplicate (the id is already known, or its dedupe key holds a task of the window:
 --             other is that task's id; state is the known task's state, "C" if quarantined, "" when
 --             it is gone; nothing changed)

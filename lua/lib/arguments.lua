@@ -16,6 +16,8 @@
 --                             "<rank>.<gen>", unique per lease.
 --   task hash, field <id>:x   why the task was quarantined (ids in the corrupt set only)
 --   task hash, field #lease   the queue's lease counter (ids never start with "#")
+--   task hash, field !<m>:<key>  flow control's state of a key (m: d dedupe, b debounce, t throttle,
+--                             s singleton; lib/flow.lua): ids never start with "!" either
 --   task hash, field #v0      and the scheduled set's member #v0 at score 0: the guard that stops a
 --                             worker of format v0 before it pops anything (upgrade_format)
 --   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold, wake

@@ -90,7 +90,7 @@ export const OPERATIONS = {
       fields: [
         "status (0, 5, 11)",
         'state (`R`/`S`, or a duplicate\'s, `C` if quarantined, `""` if gone or throttled)',
-        'other (the task a dedupe found or a debounce replaced, or `""`)',
+        'other (the task a dedupe found or a debounce or singleton replaced, or `""`)',
       ],
       tail: [WAKE_AT],
     },
