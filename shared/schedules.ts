@@ -9,7 +9,7 @@
 // expression's shape only; the construct (at synth) and setSchedule (at run time) load it first.
 import { createHash } from "node:crypto";
 import type { Cron } from "croner";
-import { DEFAULTS, LIMITS, NAME_CHARACTERS, NAME_PATTERN } from "./config.js";
+import { DEFAULTS, LIMITS, NAME_CHARACTERS, NAME_PATTERN, SINGLETON_GROUP_PREFIX } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { checkGroup, checkInteger, checkName, serializePayload, shown } from "./validate.js";
 
@@ -124,7 +124,17 @@ export function checkSchedule(where: string, name: string, given: unknown): Sche
   if (definition.priority !== undefined) {
     attempt(() => checkInteger(at, "priority", definition.priority, LIMITS.priorityMin, LIMITS.priorityMax));
   }
-  if (definition.group !== undefined) attempt(() => checkGroup(at, "group", definition.group));
+  if (definition.group !== undefined) {
+    attempt(() => {
+      const group = checkGroup(at, "group", definition.group);
+      // A singleton's lane (docs/flow-control.md): only an enqueue with singleton: { key } runs in one.
+      if (group.startsWith(SINGLETON_GROUP_PREFIX)) {
+        throw new Error(
+          `group must not start with "${SINGLETON_GROUP_PREFIX}" (a singleton's lane), got ${shown(group)}`,
+        );
+      }
+    });
+  }
   const catchUp = definition.catchUp;
   if (
     catchUp !== undefined &&

@@ -115,6 +115,10 @@ describe.each(adapters)("singleton over $name", (adapter) => {
       await expect(call).rejects.toThrow(InvalidInputError);
       await expect(call).rejects.toThrow(message);
     }
+    // Nor may a schedule make its tasks in a singleton's lane.
+    await expect(
+      queue.setSchedule("s", { every: 60_000, type: "sync", group: `${SINGLETON_GROUP_PREFIX}x` }, { now: NOW }),
+    ).rejects.toThrow(/group must not start with "@@s:" \(a singleton's lane\), got "@@s:x"/);
     expect(await snapshot(redis, queue)).toEqual(before);
     // 124 characters is allowed: its group is then 128.
     expect(await queue.enqueue([{ id: "y", type: "sync", singleton: { key: "k".repeat(124) } }], { now: NOW })).toEqual(
