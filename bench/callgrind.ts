@@ -6,122 +6,21 @@
 // as the wall clock does; what noise remains comes from timing-dependent paths (serverCron, how the
 // consumers' claims interleave). Needs valgrind and redis-server on PATH; takes minutes.
 // Usage: node --import tsx bench/callgrind.ts [tasks] (default 10,000).
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { promisify } from "node:util";
-import { Redis } from "ioredis";
-import { pingRedis } from "../dev/redis-server.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { leaseqContender } from "./leaseq.js";
 import { num, table } from "./table.js";
+import { startCallgrindRedis } from "./valgrind-redis.js";
 import { makeTasks } from "./workload.js";
 
 const tasks = Number(process.argv[2] ?? 10_000);
 if (!Number.isInteger(tasks) || tasks <= 0) throw new Error(`tasks must be a positive integer, not ${process.argv[2]}`);
 const WARMUP_TASKS = 2_000;
 const GROUPS = 1_000;
-const run = promisify(execFile);
 
-/** The first port of 6390-6399 nothing listens on. */
-async function freeBenchPort(): Promise<number> {
-  for (let port = 6390; port <= 6399; port++) {
-    const free = await new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once("error", () => resolve(false));
-      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-    });
-    if (free && !(await pingRedis("127.0.0.1", port, 200))) return port;
-  }
-  throw new Error("no free port in 6390-6399");
-}
-
-/** callgrind_control answers 0 even when it fails, so its output is checked instead. */
-async function callgrindControl(flag: "-z" | "-d", pid: number): Promise<void> {
-  const { stdout, stderr } = await run("callgrind_control", [flag, String(pid)]);
-  if (!/OK/.test(stdout)) throw new Error(`callgrind_control ${flag} ${pid}: ${stdout}${stderr}`);
-}
-
-/** The part numbers of the dumps written so far (callgrind.out.<pid>.<part>). */
-function dumpParts(dir: string, pid: number): number[] {
-  const pattern = new RegExp(`^callgrind\\.out\\.${pid}\\.(\\d+)$`);
-  return readdirSync(dir).flatMap((name) => {
-    const match = pattern.exec(name);
-    return match ? [Number(match[1])] : [];
-  });
-}
-
-/**
- * Zeroes the counters, runs `work`, dumps, and reads the instructions of that dump (a new part): its
- * `summary:` line, every thread's instructions since the zero (what callgrind_annotate reports). Not
- * `totals:`, the sum of the file's cost lines: after a zero that follows work since the last dump it
- * also holds some cost from before the zero (about 1.5M instructions here).
- */
-async function count(dir: string, pid: number, work: () => Promise<unknown>): Promise<number> {
-  await callgrindControl("-z", pid);
-  await work();
-  const before = Math.max(0, ...dumpParts(dir, pid));
-  await callgrindControl("-d", pid);
-  const part = Math.max(0, ...dumpParts(dir, pid));
-  if (part <= before) throw new Error(`callgrind wrote no new dump (last part ${before})`);
-  const summary = /^summary:\s*(\d+)/m.exec(readFileSync(join(dir, `callgrind.out.${pid}.${part}`), "utf8"));
-  if (!summary) throw new Error(`callgrind.out.${pid}.${part} has no summary: line`);
-  return Number(summary[1]);
-}
-
-const dir = mkdtempSync(join(tmpdir(), "leaseq-callgrind-"));
-let server: ChildProcess | undefined;
-let admin: Redis | undefined;
-/** Stops the valgrind redis-server (SIGTERM, then SIGKILL after 30 s) and removes its temp dir; once. */
-let cleaning: Promise<void> | undefined;
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    admin?.disconnect();
-    const child = server;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    rmSync(dir, { recursive: true, force: true });
-  })();
-  return cleaning;
-}
-process.once("SIGINT", () => void cleanUp().finally(() => process.exit(130)));
-
+const redis = await startCallgrindRedis();
+process.once("SIGINT", () => void redis.stop().finally(() => process.exit(130)));
+const { url, admin } = redis;
 try {
-  const port = await freeBenchPort();
-  const log = openSync(join(dir, "valgrind.log"), "w");
-  server = spawn(
-    "valgrind",
-    [
-      "--tool=callgrind",
-      `--callgrind-out-file=${join(dir, "callgrind.out.%p")}`,
-      "redis-server",
-      ...["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
-    ],
-    { stdio: ["ignore", log, log] },
-  );
-  const failed = new Promise<never>((_, reject) => {
-    server?.once("error", reject);
-    server?.once("exit", (code) => reject(new Error(`valgrind exited (${code}); see its log`)));
-  });
-  failed.catch(() => {}); // raced below; never left unhandled
-  // valgrind makes startup slow: up to 60 s for the first PONG.
-  const deadline = Date.now() + 60_000;
-  while (!(await Promise.race([pingRedis("127.0.0.1", port, 1_000), failed]))) {
-    if (Date.now() > deadline) throw new Error(`redis-server under valgrind did not answer on port ${port} in 60 s`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  // valgrind runs the program in its own process: the child's pid is redis-server's.
-  const pid = server.pid as number;
-  const url = `redis://127.0.0.1:${port}`;
-  admin = new Redis(url, { maxRetriesPerRequest: 1 });
-
   const rows: string[][] = [];
   const raw: string[][] = [];
   for (const [workload, groups] of [
@@ -139,9 +38,9 @@ try {
     await admin.flushall("SYNC");
     // A fresh queue for the measured round, its connections opened (and, grouped, configured) before the zero.
     const contender = await open(`callgrind-${groups ?? 0}`);
-    const enqueue = await count(dir, pid, () => contender.enqueue(makeTasks(0, tasks)));
+    const enqueue = await redis.count(() => contender.enqueue(makeTasks(0, tasks)));
     let drained = 0;
-    const drain = await count(dir, pid, async () => {
+    const drain = await redis.count(async () => {
       drained = await contender.drain();
     });
     await contender.close();
@@ -159,10 +58,8 @@ try {
   console.log(table(["workload", "enqueue Ir", "drain Ir", "total Ir"], raw));
 } catch (error) {
   console.error(error);
-  try {
-    console.error(readFileSync(join(dir, "valgrind.log"), "utf8").split("\n").slice(-20).join("\n"));
-  } catch {}
+  console.error(redis.logTail());
   process.exitCode = 1;
 } finally {
-  await cleanUp();
+  await redis.stop();
 }

@@ -6,21 +6,27 @@
 // time of the EVALSHA (INFO commandstats usec, the commands inside included) and the commands run
 // (commandstats calls, the EVALSHA included). Prints the ratios and, with --write, records them in
 // bench/results.json under `flowControl.enqueue` (the rest of `flowControl` kept).
-// Usage: node --import tsx bench/flow-control.ts [rounds] [--write]
+// With --callgrind, the same batches on a redis-server under valgrind's callgrind: the instructions
+// Redis executes per batch (bench/valgrind-redis.ts), which do not move with the machine's pace as
+// its microseconds do (2-3x between runs on a shared machine); fewer rounds (default 5).
+// Usage: node --import tsx bench/flow-control.ts [rounds] [--write] [--callgrind]
 import { readFileSync, writeFileSync } from "node:fs";
 import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import type { TaskInput } from "../shared/types.js";
 import { commandCalls, commandDelta, startBenchRedis } from "./redis.js";
 import { median } from "./stats.js";
+import { startCallgrindRedis } from "./valgrind-redis.js";
 
-const rounds = Number(process.argv[2] ?? 200);
+const callgrind = process.argv.includes("--callgrind");
+const rounds = Number(/^\d+$/.test(process.argv[2] ?? "") ? process.argv[2] : callgrind ? 5 : 200);
 const write = process.argv.includes("--write");
 const BATCH = 100;
-const WARMUP = 20;
 const DELAY_MS = 1_000;
 const TARGET = 1.3;
-const redis = await startBenchRedis();
+const WARMUP_ROUNDS = callgrind ? 1 : 20;
+const counted = callgrind ? await startCallgrindRedis() : undefined;
+const redis = counted ?? (await startBenchRedis());
 const store = TcpStore.fromUrl(redis.url);
 const usecOf = (info: string) => Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
 const payload = { to: "someone@example.com", doc: 42 };
@@ -42,7 +48,7 @@ function samples(): Record<string, number[]> {
 async function measure(backlog: number) {
   const usec = samples();
   const commands = samples();
-  for (let round = 0; round < rounds + WARMUP; round++) {
+  for (let round = 0; round < rounds + WARMUP_ROUNDS; round++) {
     for (const [variant, flow] of Object.entries(VARIANTS)) {
       const queue = new Queue(store, { name: `flow-${variant}-${round}` });
       await queue.stats({ now: Date.now() });
@@ -57,11 +63,13 @@ async function measure(backlog: number) {
       const tasks = Array.from({ length: BATCH }, (_, i) => ({ id: `t${i}`, type: "email", payload, ...flow(i) }));
       const beforeInfo = await redis.admin.info("commandstats");
       const before = await commandCalls(redis.admin);
-      await queue.enqueue(tasks, { now: Date.now() });
+      const instructions = counted
+        ? await counted.count(() => queue.enqueue(tasks, { now: Date.now() }))
+        : await queue.enqueue(tasks, { now: Date.now() }).then(() => 0);
       const after = await commandCalls(redis.admin);
       const afterInfo = await redis.admin.info("commandstats");
-      if (round >= WARMUP) {
-        usec[variant].push(usecOf(afterInfo) - usecOf(beforeInfo));
+      if (round >= WARMUP_ROUNDS) {
+        usec[variant].push(counted ? instructions : usecOf(afterInfo) - usecOf(beforeInfo));
         // Two INFO calls of ours fall between the two snapshots (the second commandCalls and afterInfo aside).
         commands[variant].push(commandDelta(before, after, 1).total);
       }
@@ -69,14 +77,15 @@ async function measure(backlog: number) {
     }
   }
   const result: Record<string, unknown> = { batch: BATCH, rounds, debounceDelayMs: DELAY_MS, backlog };
+  const unit = counted ? "instructionsPerBatch" : "usecPerBatch";
   for (const variant of Object.keys(VARIANTS)) {
-    result[variant] = { usecPerBatch: median(usec[variant]), commandsPerBatch: median(commands[variant]) };
+    result[variant] = { [unit]: median(usec[variant]), commandsPerBatch: median(commands[variant]) };
   }
   let met = true;
   for (const [variant, baseline] of Object.entries(BASELINE)) {
-    const own = result[variant] as { usecPerBatch: number; commandsPerBatch: number };
-    const base = result[baseline] as { usecPerBatch: number; commandsPerBatch: number };
-    const cpu = Number((own.usecPerBatch / base.usecPerBatch).toFixed(2));
+    const own = result[variant] as Record<string, number>;
+    const base = result[baseline] as Record<string, number>;
+    const cpu = Number((own[unit] / base[unit]).toFixed(2));
     const commandRatio = Number((own.commandsPerBatch / base.commandsPerBatch).toFixed(2));
     result[`${variant}CpuRatio`] = cpu;
     result[`${variant}CommandRatio`] = commandRatio;
@@ -99,7 +108,8 @@ try {
   if (write) {
     const path = new URL("./results.json", import.meta.url);
     const results = JSON.parse(readFileSync(path, "utf8"));
-    results.flowControl = { ...results.flowControl, enqueue: { inUse, fresh } };
+    const measured = { inUse, fresh, measuredBy: counted ? "callgrind instructions" : "INFO commandstats usec" };
+    results.flowControl = { ...results.flowControl, [counted ? "enqueueInstructions" : "enqueue"]: measured };
     writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
   }
 } finally {
