@@ -36,19 +36,6 @@ const LINE_FIELDS: readonly string[] = TASK_INPUT_FIELDS;
 
 /** Registers `enqueue`: one task from flags, or many from JSON lines on stdin. */
 export function enqueueCommand(program: Command): void {
-  const single = [
-    "type",
-    "id",
-    "payload",
-    "priority",
-    "delayMs",
-    "runAt",
-    "group",
-    "dedupe",
-    "debounce",
-    "throttle",
-    "singleton",
-  ];
   const window = integer(0, LIMITS.flowWindowMaxMs);
   program
     .command("enqueue")
@@ -79,7 +66,7 @@ export function enqueueCommand(program: Command): void {
       new Option(
         "--stdin",
         'read tasks from stdin, one JSON object per line: {"type", "id"?, "payload"?, ...}',
-      ).conflicts(single),
+      ).conflicts([...TASK_INPUT_FIELDS]),
     )
     .option("--json", "print the result as JSON")
     .addHelpText(

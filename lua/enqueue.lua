@@ -38,7 +38,7 @@
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
 -- Uses: K, apply, as_time, bad, config_int, declared_types, drop_field, enqueue_args, held_value
 -- Uses: fair_turn, flow_args, fmt, group_arg, group_policy, guard, id_arg, lane_remove, parked_gone
--- Uses: parse_body, parse_state, singleton_waiting
+-- Uses: parse_body, parse_state, record_fields, singleton_waiting
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
 -- Uses: name_arg, need_wake, new_state, new_writes, note_due, put, put_state, read_config_fields
 -- Uses: read_many, repeated_wake, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
@@ -50,17 +50,6 @@ local function letter_of(state, body, reason)
   if state then return string.sub(state, 1, 1) end
   if body then return string.byte(body, 1) == BODY_FORMAT_BYTE and 'R' or string.sub(body, 1, 1) end
   return nil
-end
-
--- The fields of `ids` a letter is read from: "<id>:s", "<id>", "<id>:x" each.
-local function record_names(ids)
-  local names = {}
-  for _, id in ipairs(ids) do
-    names[#names + 1] = id .. ':s'
-    names[#names + 1] = id
-    names[#names + 1] = id .. ':x'
-  end
-  return names
 end
 
 -- Takes each flow-controlled task's decision, in the call's order (a later task of a key sees what
@@ -77,7 +66,7 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
     if kind == '!s:' then id = value elseif kind and kind ~= '!t:' then id = held_value(value) end
     if id then held_ids[#held_ids + 1] = id end
   end
-  local records = #held_ids > 0 and read_many('HMGET', K.task, record_names(held_ids)) or {}
+  local records = #held_ids > 0 and record_fields(held_ids, true, true) or {}
   -- A batch's windows mostly share their times (now + the same ttlMs): each printed once.
   local texts = {}
   local function text_of(ms)

@@ -9,10 +9,9 @@ import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
-import { argsForRetry, type Store } from "../../shared/store.js";
 import type { ClaimedTask, EnqueueResult, TaskInput, TaskState } from "../../shared/types.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, configuredQueue, storeFixture, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, configuredQueue, lossyStore, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 import { checkSequences, report, scale } from "./helpers/chaos.js";
 
 const START = 1_800_000_000_000;
@@ -52,16 +51,6 @@ interface Real {
   redis: Redis;
 }
 
-/** A store that loses the reply of every call and sends it again, as a store's retry does. */
-function lossyStore(inner: Store): Store {
-  return {
-    async evalScript(script, keys, args) {
-      await inner.evalScript(script, keys, args);
-      return inner.evalScript(script, keys, argsForRetry(script, args, 1));
-    },
-    close: () => inner.close(),
-  };
-}
 type Command = fc.AsyncCommand<World, Real>;
 
 const STATE_NAME: Record<Letter, TaskState> = { R: "ready", S: "scheduled", L: "leased", D: "done", F: "failed" };

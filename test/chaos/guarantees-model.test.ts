@@ -14,10 +14,9 @@ import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
 import { rankOf } from "../../shared/records.js";
-import { argsForRetry, type Store } from "../../shared/store.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { assertConsistent } from "../helpers/invariants.js";
-import { adapters, configuredQueue, storeFixture, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, configuredQueue, lossyStore, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 import { checkSequences, report, scale } from "./helpers/chaos.js";
 
 const START = 1_800_000_000_000;
@@ -763,17 +762,6 @@ const commands = [
   fc.constantFrom(...IDS).map((id) => new Corrupt(id)),
   fc.tuple(fc.constantFrom(...IDS), lost).map(([id, l]) => new Repair(id, l)),
 ];
-
-/** A store that runs each call, drops its reply, and sends it again as a store's retry does. */
-function lossyStore(inner: Store): Store {
-  return {
-    async evalScript(script, keys, args) {
-      await inner.evalScript(script, keys, args);
-      return inner.evalScript(script, keys, argsForRetry(script, args, 1));
-    },
-    close: () => inner.close(),
-  };
-}
 
 describe.each(adapters)("groups, rates and controls, model-based over $name", (adapter) => {
   const { redis, open } = storeFixture(adapter);

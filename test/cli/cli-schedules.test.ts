@@ -22,31 +22,18 @@ function fresh() {
 
 const MINUTE = 60_000;
 
+/** `schedules set nightly` with every option, its jitter as given (`30s` or `30000`). */
+const nightly = (jitter: string) => [
+  "set",
+  "nightly",
+  ...["--cron", "0 3 * * *", "--tz", "Europe/Berlin", "--type", "report", "--payload", '{"to":"ops"}'],
+  ...["--priority", "-5", "--group", "@reports", "--catch-up", "2", "--overlap", "skip", "--jitter-ms", jitter],
+];
+
 describe("leaseq schedules", { timeout: 60_000 }, () => {
   it("set prints the schedule and its next slot; the same again is unchanged; list shows it", async () => {
     const { cli, queue, name } = fresh();
-    const set = await cli([
-      "set",
-      "nightly",
-      "--cron",
-      "0 3 * * *",
-      "--tz",
-      "Europe/Berlin",
-      "--type",
-      "report",
-      "--payload",
-      '{"to":"ops"}',
-      "--priority",
-      "-5",
-      "--group",
-      "@reports",
-      "--catch-up",
-      "2",
-      "--overlap",
-      "skip",
-      "--jitter-ms",
-      "30s",
-    ]);
+    const set = await cli(nightly("30s"));
     expect(set.stderr).toBe("");
     expect(set.code).toBe(0);
     const [info] = await queue.listSchedules();
@@ -66,28 +53,7 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
     );
     // 03:00 in Berlin is 01:00 or 02:00 UTC.
     expect(new Date(info.nextSlotMs ?? 0).toISOString()).toMatch(/T0[12]:00:00\.000Z$/);
-    const again = await cli([
-      "set",
-      "nightly",
-      "--cron",
-      "0 3 * * *",
-      "--tz",
-      "Europe/Berlin",
-      "--type",
-      "report",
-      "--payload",
-      '{"to":"ops"}',
-      "--priority",
-      "-5",
-      "--group",
-      "@reports",
-      "--catch-up",
-      "2",
-      "--overlap",
-      "skip",
-      "--jitter-ms",
-      "30000",
-    ]);
+    const again = await cli(nightly("30000"));
     expect(again).toMatchObject({ code: 0 });
     expect(again.stdout).toMatch(/^schedule "nightly" of queue ".*" is set so already \(unchanged\)\nnext slot: /);
     const every = await cli(["set", "ping", "--every", "90s", "--type", "ping"]);

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, expect, inject } from "vitest";
 import { Queue, type QueueOptions } from "../../shared/queue.js";
 import type { QueueSettings } from "../../shared/settings.js";
-import type { Store } from "../../shared/store.js";
+import { argsForRetry, type Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
 import type { ClaimedTask } from "../../shared/types.js";
@@ -162,4 +162,15 @@ export async function failTasks(
     claimed.map(({ id, token }) => ({ id, token, outcome: "fail" as const, error: errorOf.get(id) ?? "" })),
     { now },
   );
+}
+
+/** A store that runs each call, drops its reply, and sends it again as a store's retry does. */
+export function lossyStore(inner: Store): Store {
+  return {
+    async evalScript(script, keys, args) {
+      await inner.evalScript(script, keys, args);
+      return inner.evalScript(script, keys, argsForRetry(script, args, 1));
+    },
+    close: () => inner.close(),
+  };
 }

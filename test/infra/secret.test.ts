@@ -3,8 +3,7 @@ import { Match, Template } from "aws-cdk-lib/assertions";
 import { Secret } from "aws-cdk-lib/aws-secretsmanager";
 import { describe, expect, it } from "vitest";
 import { LeaseQueue } from "../../infra/lease-queue.js";
-import { type LeaseQueueProps, LeaseQueuePropsError, resolveSettings } from "../../infra/settings.js";
-import { onlyResource, REQUIRED_PROPS, SKIP_BUNDLING, synth } from "./synth.js";
+import { onlyResource, problems, REQUIRED_PROPS, SKIP_BUNDLING, synth } from "./synth.js";
 
 const ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq/upstash-AbC123";
 
@@ -125,15 +124,6 @@ describe("one Upstash secret for several queues", () => {
   it("refuses secret with upstashSecretArn, a removal policy for a secret it does not create, and a snapshot", () => {
     const stack = new Stack();
     const given = Secret.fromSecretCompleteArn(stack, "Given", ARN);
-    const problems = (props: Partial<LeaseQueueProps>) => {
-      try {
-        resolveSettings({ ...REQUIRED_PROPS, ...props });
-        return [];
-      } catch (error) {
-        if (error instanceof LeaseQueuePropsError) return error.problems;
-        throw error;
-      }
-    };
     expect(problems({ secret: given, upstashSecretArn: ARN })).toEqual([
       `secret and upstashSecretArn are exclusive: give one or neither, got both (upstashSecretArn "${ARN}")`,
     ]);

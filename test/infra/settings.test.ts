@@ -7,18 +7,7 @@ import { LeaseqStack } from "../../examples/reference/stack.js";
 import { defineTasks } from "../../functions/tasks.js";
 import { LeaseQueue } from "../../infra/lease-queue.js";
 import { type LeaseQueueProps, LeaseQueuePropsError, resolveSettings } from "../../infra/settings.js";
-import { REQUIRED_PROPS, SKIP_BUNDLING } from "./synth.js";
-
-/** The problems resolveSettings reports for `props`, or [] when it accepts them. */
-function problems(props: Partial<LeaseQueueProps>): string[] {
-  try {
-    resolveSettings({ ...REQUIRED_PROPS, ...props });
-    return [];
-  } catch (error) {
-    if (error instanceof LeaseQueuePropsError) return error.problems;
-    throw error;
-  }
-}
+import { problems, REQUIRED_PROPS, SKIP_BUNDLING } from "./synth.js";
 
 describe("prop validation", () => {
   it("accepts the defaults and the AWS limits' edges", () => {

@@ -3,7 +3,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import { vi } from "vitest";
 import { LeaseqStack, REFERENCE_WORKER_ENTRY } from "../../examples/reference/stack.js";
 import { defineTasks } from "../../functions/tasks.js";
-import type { LeaseQueueProps } from "../../infra/settings.js";
+import { type LeaseQueueProps, LeaseQueuePropsError, resolveSettings } from "../../infra/settings.js";
 
 // Every infra test file imports this module. The first synth in a worker loads aws-cdk-lib, which
 // takes over 10 s on a busy 2-CPU machine; the shared 30 s default timeout is too tight for that.
@@ -36,3 +36,14 @@ export const REQUIRED_PROPS: Pick<LeaseQueueProps, "tasks" | "workerEntry"> = {
   tasks: defineTasks({ types: { echo: { leaseMs: 30_000, handler: () => {} } } }),
   workerEntry: REFERENCE_WORKER_ENTRY,
 };
+
+/** The problems resolveSettings reports for `props` (over REQUIRED_PROPS), or [] when it accepts them. */
+export function problems(props: Partial<LeaseQueueProps>): string[] {
+  try {
+    resolveSettings({ ...REQUIRED_PROPS, ...props });
+    return [];
+  } catch (error) {
+    if (error instanceof LeaseQueuePropsError) return error.problems;
+    throw error;
+  }
+}

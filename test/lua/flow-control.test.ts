@@ -6,23 +6,11 @@ import { InvalidInputError } from "../../shared/errors.js";
 import { scriptKeys } from "../../shared/keys.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
-import { argsForRetry, type Store } from "../../shared/store.js";
 import { expectClean } from "../helpers/check.js";
 import { assertConsistent, flowFields } from "../helpers/invariants.js";
-import { adapters, queueFixture, snapshot } from "../helpers/stores.js";
+import { adapters, lossyStore, queueFixture, snapshot } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
-
-/** A store that loses the reply of every call and sends it again, as a store's retry does. */
-function lossy(inner: Store): Store {
-  return {
-    async evalScript(script, keys, args) {
-      await inner.evalScript(script, keys, args);
-      return inner.evalScript(script, keys, argsForRetry(script, args, 1));
-    },
-    close: () => inner.close(),
-  };
-}
 
 describe.each(adapters)("flow control over $name", (adapter) => {
   const { redis, open, fresh } = queueFixture(adapter);
@@ -168,7 +156,7 @@ describe.each(adapters)("flow control over $name", (adapter) => {
   it("a call repeated after a lost reply answers as the store's repeat always did and doubles nothing", async () => {
     const queue = await fresh();
     const store = await open();
-    const repeated = new Queue(lossy(store), { name: queue.name });
+    const repeated = new Queue(lossyStore(store), { name: queue.name });
     await queue.enqueue(
       [
         { id: "held", type: "t", debounce: { key: "b", delayMs: 1_000, maxWaitMs: 9_000 } },

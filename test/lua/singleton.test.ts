@@ -6,23 +6,11 @@ import { describe, expect, it } from "vitest";
 import { SINGLETON_GROUP_PREFIX } from "../../shared/config.js";
 import { InvalidInputError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
-import { argsForRetry, type Store } from "../../shared/store.js";
 import { expectClean } from "../helpers/check.js";
 import { assertConsistent, flowFields } from "../helpers/invariants.js";
-import { adapters, queueFixture, snapshot } from "../helpers/stores.js";
+import { adapters, lossyStore, queueFixture, snapshot } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
-
-/** A store that loses the reply of every call and sends it again, as a store's retry does. */
-function lossy(inner: Store): Store {
-  return {
-    async evalScript(script, keys, args) {
-      await inner.evalScript(script, keys, args);
-      return inner.evalScript(script, keys, argsForRetry(script, args, 1));
-    },
-    close: () => inner.close(),
-  };
-}
 
 describe.each(adapters)("singleton over $name", (adapter) => {
   const { redis, open, fresh } = queueFixture(adapter);
@@ -130,7 +118,7 @@ describe.each(adapters)("singleton over $name", (adapter) => {
 
   it("a call repeated after a lost reply doubles nothing, and its field goes once its task no longer waits", async () => {
     const queue = await fresh();
-    const lossyQueue = new Queue(lossy(await open()), { name: queue.name });
+    const lossyQueue = new Queue(lossyStore(await open()), { name: queue.name });
     await queue.enqueue([{ id: "s1", type: "sync", singleton }], { now: NOW });
     // The repeat answers duplicate, as every repeated enqueue does; s1 stays replaced.
     expect(await lossyQueue.enqueue([{ id: "s2", type: "sync", singleton }], { now: NOW + 1 })).toEqual([
