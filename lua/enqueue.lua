@@ -8,17 +8,19 @@
 -- ARGV[2] callId           1-64 characters of A-Z a-z 0-9 _ . -, the same for every sending of this
 --                          call (or "" for none): a repeat after a lost reply is told the wake-up its
 --                          first run arranged
--- ARGV[3] flows            how many flow entries follow the tasks (0..1000; 0: none, nothing of flow
---                          control is read or written)
+-- ARGV[3] flows            "" when no task has flow control (nothing of it is read or written);
+--                          else runs covering the tasks in order, joined by ",": "<count>:-" for
+--                          count tasks without, "<count>:<m>|<a>|<b>" for count tasks with that
+--                          flow, each with a key after the tasks (below)
 -- ARGV[4..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
 --          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
 --          (the library builds it; type 1-64 and group 0-128 characters of A-Z a-z 0-9 _ . -)
--- then per flow entry, 5 each: task index (1..n), mode (dedupe, debounce, throttle, singleton), key (1-128
---          characters of A-Z a-z 0-9 _ . - : @), and two numbers in ms: dedupe ttlMs, 0; debounce
---          delayMs, maxWaitMs (the task's runAtMs is replaced by min(now + delayMs, the window's
---          end)); throttle perMs, and 1 to defer (0 to drop) a task whose key's period is taken;
---          singleton 0, 0 (its key 1-124 characters, its task's group "@@s:<key>": one at a time
---          in its lane, and a new one replaces the one waiting)
+-- then one key per task with a flow, in task order (1-128 characters of A-Z a-z 0-9 _ . - : @). A
+--          flow's m is its mode: d dedupe (a ttlMs, b 0), b debounce (delayMs, maxWaitMs: the task's
+--          runAtMs is replaced by min(now + delayMs, the window's end)), t throttle (perMs, and 1 to
+--          defer or 0 to drop a task whose key's period is taken), s singleton (0, 0; its key 1-124
+--          characters, its task's group "@@s:<key>": one at a time in its lane, and a new one
+--          replaces the one waiting)
 -- Reads config: maxPayloadBytes (the payload part of a body is capped by it), nextDue, wake, paused
 --   (a paused queue asks for no wake-up), fair (the queue's tasks take fair turns: its first task
 --   with a group sets it), and with strictTypes = 1 the policy p:<type> or the mark a:<type> of
@@ -36,7 +38,7 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
--- Uses: K, apply, as_time, bad, config_int, declared_types, drop_field, enqueue_args, held_value
+-- Uses: K, apply, as_time, bad, config_int, declared_types, drop_field, enqueue_args, held_value, flow_runs
 -- Uses: fair_turn, flow_args, fmt, group_arg, group_policy, guard, id_arg, lane_remove, parked_gone
 -- Uses: parse_body, parse_state, record_fields, singleton_waiting
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
@@ -53,20 +55,33 @@ local function letter_of(state, body, reason)
 end
 
 -- Takes each flow-controlled task's decision, in the call's order (a later task of a key sees what
--- an earlier one did), from the flow fields' values (read with the tasks' records) and the records
--- of the tasks they hold (one HMGET, none when no field holds a task). Fills outcome[i] (the status
--- of a task answered without being written), other[i] (the task a dedupe found or a debounce
--- replaced), runs[i] and run_texts[i] (a debounce's time, a deferred task's), replaced (the
--- SCHEDULED tasks debounces replace) and saves (field -> value). Returns how many of the fresh
--- tasks it answered so.
-local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced, saves)
-  local held_ids = {}
-  for field, value in pairs(values) do
-    local kind, id = value and string.sub(field, 1, 3), nil
-    if kind == '!s:' then id = value elseif kind and kind ~= '!t:' then id = held_value(value) end
-    if id then held_ids[#held_ids + 1] = id end
+-- an earlier one did), from the flow fields' values (read with the tasks' records: `values`, by
+-- field, false when absent) and the records of the tasks they hold (one HMGET, none when no field
+-- holds a task). Fills outcome[i] (the status of a task answered without being written), other[i]
+-- (the task a dedupe found or a debounce replaced), runs[i] and run_texts[i] (a debounce's time, a
+-- deferred task's) and replaced (the tasks debounces and singletons replace), and changes `values`
+-- (the caller writes each value that changed). Returns how many of the fresh tasks it answered so.
+local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced)
+  local specs, field_of, held_ids = flows.spec, flows.field, {}
+  for i = 1, #ids do
+    local field = field_of[i]
+    local value = field and values[field]
+    if value then
+      local kind, id = string.byte(field, 2), nil
+      if kind == 115 then id = value elseif kind ~= 116 then id = held_value(value) end -- s, t
+      if id then held_ids[#held_ids + 1] = id end
+    end
   end
-  local records = #held_ids > 0 and record_fields(held_ids, true, true) or {}
+  local held = {}
+  if #held_ids > 0 then
+    local records = record_fields(held_ids, true, true)
+    for j, id in ipairs(held_ids) do
+      held[id] = {
+        id = id, letter = letter_of(records[3 * j - 2], records[3 * j - 1], records[3 * j]), state = records[3 * j - 2],
+        body = records[3 * j - 1], reason = records[3 * j],
+      }
+    end
+  end
   -- A batch's windows mostly share their times (now + the same ttlMs): each printed once.
   local texts = {}
   local function text_of(ms)
@@ -77,38 +92,36 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
     end
     return text
   end
-  local flow_modes = flows.mode
-  local held = {}
-  for j, id in ipairs(held_ids) do
-    held[id] = {
-      id = id, letter = letter_of(records[3 * j - 2], records[3 * j - 1], records[3 * j]), state = records[3 * j - 2],
-      body = records[3 * j - 1], reason = records[3 * j],
-    }
-  end
-  -- Tasks of this call that will be written, by id: their index (a debounce's only while SCHEDULED).
-  local written, pending, answered = {}, {}, 0
-  for i, id in ipairs(ids) do
-    local mode = flow_modes[i]
-    if mode and seen[id] == i then
-      local key, a, b = flows.field[i], flows.a[i], flows.b[i]
-      local value = values[key]
-      if mode == 'dedupe' then
-        local first_id, until_ms = held_value(value)
+  -- The debounced and singleton tasks of this call that a later one may replace, by id: their index.
+  local pending, answered = {}, 0
+  for i = 1, #ids do
+    local spec, id = specs[i], ids[i]
+    if spec and seen[id] == i then
+      local mode, field, a = spec.letter, field_of[i], spec.a
+      local value = values[field]
+      if mode == 'd' then
+        local first_id, until_ms
+        if value then first_id, until_ms = held_value(value) end
         if first_id and until_ms > now then
           -- Within the window: the task enqueued first answers for it.
           outcome[i], other[i], answered = 5, first_id, answered + 1
-          local same = written[first_id]
-          if same then known[i] = runs[same] > now and 'S' or 'R'
+          local same = seen[first_id]
+          if same and same < i and not outcome[same] then known[i] = runs[same] > now and 'S' or 'R'
           elseif held[first_id] then known[i] = held[first_id].letter end
         else
-          values[key] = id .. '|' .. text_of(now + a)
-          saves[key] = values[key]
+          -- A window's end: the same for every task of this flow (now + its ttlMs), printed once.
+          local until_text = spec.until_text
+          if not until_text then
+            until_text = fmt(now + a)
+            spec.until_text = until_text
+          end
+          values[field] = id .. '|' .. until_text
         end
-      elseif mode == 'throttle' then
+      elseif mode == 't' then
         -- A task due in the past runs now: its period starts now, so a value already over (absent
         -- once the sweep removed it) never stops it.
         local free, run_at = tonumber(value) or 0, math.max(runs[i], now)
-        if run_at < free and b == 0 then
+        if run_at < free and spec.b == 0 then
           outcome[i], answered = 11, answered + 1
         else
           if run_at < free then
@@ -119,19 +132,19 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
           if next_free > TIME_MAX_MS then
             bad('task ' .. i .. ' throttle: its next free period would start after 9999-12-31')
           end
-          values[key] = text_of(next_free)
-          saves[key] = values[key]
+          values[field] = text_of(next_free)
         end
-      elseif mode == 'debounce' then
+      elseif mode == 'b' then
         -- Debounce: the task holding the key is replaced while it still waits for its time;
         -- once it started (or is gone), or the window is over, a new window begins.
-        local held_id, first, until_ms = held_value(value)
-        local start, window_end = now, now + b
+        local held_id, first, until_ms
+        if value then held_id, first, until_ms = held_value(value) end
+        local start, window_end = now, now + spec.b
         if held_id and until_ms and until_ms > now then
           if pending[held_id] then
             local earlier = pending[held_id]
             outcome[earlier], known[earlier], answered = 0, 'S', answered + 1
-            pending[held_id], written[held_id] = nil, nil
+            pending[held_id] = nil
             other[i], start, window_end = held_id, first, until_ms
           elseif held[held_id] and held[held_id].letter == 'S' and replaceable(held[held_id].state) then
             replaced[#replaced + 1] = held[held_id]
@@ -142,18 +155,17 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
         if window_end > TIME_MAX_MS then bad('task ' .. i .. ' debounce: its window would end after 9999-12-31') end
         local run_at = math.min(now + a, window_end)
         runs[i], run_texts[i] = run_at, text_of(run_at)
-        values[key] = id .. '|' .. text_of(start) .. '|' .. text_of(window_end)
-        saves[key] = values[key]
+        values[field] = id .. '|' .. text_of(start) .. '|' .. text_of(window_end)
         if run_at > now then pending[id] = i end
-      elseif mode == 'singleton' then
-        -- One waiting per key: the task the key names is replaced while it waits, never claimed
-        -- (an earlier task of this call is never written); one running is left to run, and its
-        -- lane's concurrency of 1 keeps the new one waiting until it settles.
+      else
+        -- Singleton, one waiting per key: the task the key names is replaced while it waits, never
+        -- claimed (an earlier task of this call is never written); one running is left to run, and
+        -- its lane's concurrency of 1 keeps the new one waiting until it settles.
         if value then
           local earlier, record = pending[value], held[value]
           if earlier then
             outcome[earlier], known[earlier], answered = 0, runs[earlier] > now and 'S' or 'R', answered + 1
-            pending[value], written[value] = nil, nil
+            pending[value] = nil
             other[i] = value
           elseif record and not record.reason and singleton_waiting(record.state or nil, record.body or nil) then
             replaced[#replaced + 1] = record
@@ -161,21 +173,24 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
             other[i] = value
           end
         end
-        values[key], saves[key], pending[id] = id, id, i
+        values[field], pending[id] = id, i
       end
-      if not outcome[i] then written[id] = i end
     end
   end
   return answered
 end
 
 return guard('enqueue', function()
-  local now, now_text, call, flow_count = enqueue_args()
-  local task_values = #ARGV - 3 - 5 * flow_count
-  if task_values < 4 or task_values % 4 ~= 0 then
-    bad('expected groups of 4 arguments from ARGV[4] and ' .. flow_count .. ' flow entries of 5, got ' .. (#ARGV - 3) .. ' arguments')
+  local now, now_text, call, flow_text = enqueue_args()
+  -- With flow control, the runs of flows say how many tasks there are, and one key follows the
+  -- tasks per task with a flow.
+  local flow_spans, n, keyed = flow_runs(flow_text)
+  local values_given = #ARGV - 3 - keyed
+  if values_given < 4 or values_given % 4 ~= 0 or (n and values_given ~= 4 * n) then
+    bad('expected groups of 4 arguments from ARGV[4]' .. (flow_spans and (' for ' .. n .. ' tasks and ' .. keyed .. ' flow keys') or '') ..
+      ', got ' .. (#ARGV - 3) .. ' arguments')
   end
-  local n = task_values / 4
+  n = values_given / 4
   if n > BATCH_MAX then bad('at most ' .. BATCH_MAX .. ' items per call, got ' .. n) end
 
   -- Checked before anything is written; a message is built only for the task that fails.
@@ -222,18 +237,15 @@ return guard('enqueue', function()
   end
 
   -- Flow control's entries, checked; their fields are read with the tasks' records.
-  local flows, flow_fields = nil, nil
-  if flow_count > 0 then
-    flows, flow_fields = flow_args(n, 4 + 4 * n, flow_count)
-    for _, field in ipairs(flow_fields) do fields[#fields + 1] = field end
-  end
+  -- Flow control's fields go after the tasks' in the HMGET, from fields[3n + 1].
+  local flows = flow_spans and flow_args(flow_spans, 4 + 4 * n, fields) or nil
   -- A singleton's group is its key's (SINGLETON_GROUP_PREFIX .. key), and no other task's.
   if any_group then
-    local singleton_of = flows and flows.mode or {}
+    local spec_of = flows and flows.spec or {}
     for i = 1, n do
       local group = groups_of[i]
       local reserved = string.sub(group, 1, #SINGLETON_GROUP_PREFIX) == SINGLETON_GROUP_PREFIX
-      if singleton_of[i] == 'singleton' then
+      if spec_of[i] and spec_of[i].letter == 's' then
         if group ~= SINGLETON_GROUP_PREFIX .. string.sub(flows.field[i], 4) then
           bad('task ' .. i .. ' singleton: its group must be "' .. SINGLETON_GROUP_PREFIX .. '<key>"')
         end
@@ -242,9 +254,9 @@ return guard('enqueue', function()
       end
     end
   end
-  if flows and not any_group then
+  if flows and flows.singletons and not any_group then
     for i = 1, n do
-      if flows.mode[i] == 'singleton' then bad('task ' .. i .. ' singleton: its group must be "' .. SINGLETON_GROUP_PREFIX .. '<key>"') end
+      if flows.spec[i] and flows.spec[i].letter == 's' then bad('task ' .. i .. ' singleton: its group must be "' .. SINGLETON_GROUP_PREFIX .. '<key>"') end
     end
   end
 
@@ -260,11 +272,10 @@ return guard('enqueue', function()
   end
 
   -- Flow control: every decision is taken here, before the first write (docs/flow-control.md).
-  local outcome, other, run_texts, replaced, saves = {}, {}, {}, {}, {}
+  local outcome, other, run_texts, replaced, values = {}, {}, {}, {}, {}
   if flows then
-    local values = {}
-    for j, field in ipairs(flow_fields) do values[field] = existing[3 * n + j] or false end
-    fresh = fresh - flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced, saves)
+    for j = 3 * n + 1, 3 * n + flows.count do values[fields[j]] = existing[j] end
+    fresh = fresh - flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced)
   end
 
   local result = {}
@@ -287,8 +298,15 @@ return guard('enqueue', function()
   if fair then lanes_named[#lanes_named + 1] = UNGROUPED end
   lanes_load(lanes_named)
   if flows then
-    for _, field in ipairs(flow_fields) do
-      if saves[field] then put(writes, field, saves[field]) end
+    -- Each value that changed (a field twice when two tasks share it: the same value).
+    local list = writes.fields
+    local k = #list
+    for j = 3 * n + 1, 3 * n + flows.count do
+      local field = fields[j]
+      local value = values[field]
+      if value ~= existing[j] then
+        list[k + 1], list[k + 2], k = field, value, k + 2
+      end
     end
   end
   -- The tasks a debounce or a singleton replaced leave as delete takes a waiting task out.

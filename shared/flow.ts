@@ -55,6 +55,31 @@ export interface FlowEntry {
   b: number;
 }
 
+/** The letter of a mode as enqueue.lua takes it (and its fields in the task hash, "!<letter>:<key>"). */
+const MODE_LETTER: Record<FlowMode, string> = { dedupe: "d", debounce: "b", throttle: "t", singleton: "s" };
+
+/**
+ * The flows of a batch's tasks as enqueue.lua takes them (its ARGV[3]): runs covering the tasks in
+ * order, joined by ",", `"<count>:-"` for tasks without and `"<count>:<m>|<a>|<b>"` for tasks with
+ * that flow. A batch's tasks mostly share one flow, so the script reads it once.
+ */
+export function flowRuns(flows: ReadonlyArray<FlowEntry | undefined>): string {
+  const runs: string[] = [];
+  let last = "";
+  let count = 0;
+  for (const flow of flows) {
+    const text = flow ? `${MODE_LETTER[flow.mode]}|${flow.a}|${flow.b}` : "-";
+    if (count > 0 && text !== last) {
+      runs.push(`${count}:${last}`);
+      count = 0;
+    }
+    last = text;
+    count++;
+  }
+  if (count > 0) runs.push(`${count}:${last}`);
+  return runs.join(",");
+}
+
 const FIELDS: Record<FlowMode, readonly string[]> = {
   dedupe: ["key", "ttlMs"],
   debounce: ["key", "delayMs", "maxWaitMs"],

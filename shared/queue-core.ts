@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { DEFAULTS, LIMITS, SINGLETON_GROUP_PREFIX, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
-import { checkFlow, type FlowEntry } from "./flow.js";
+import { checkFlow, type FlowEntry, flowRuns } from "./flow.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
 import { type FixedArgs, type OperationName, readReply, replyRows, scriptArgs } from "./protocol/index.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
@@ -118,17 +118,19 @@ export class QueueCore {
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
     const args: string[] = [];
-    const flowArgs: string[] = [];
+    const flows: FlowEntry[] = [];
+    const flowOf: Array<FlowEntry | undefined> = [];
     for (const [index, task] of tasks.entries()) {
       const { args: taskArgs, flow } = this.taskArgs(`${where}: task ${index + 1}`, task, now);
       args.push(...taskArgs);
-      // The key's state is a field of the task hash (lib/flow.lua): no key of its own.
-      if (flow) flowArgs.push(String(index + 1), flow.mode, flow.key, String(flow.a), String(flow.b));
+      flowOf.push(flow);
+      if (flow) flows.push(flow);
     }
+    // With flow control, its runs (a batch's tasks mostly share one flow), and a key per task with one.
     const reply = await this.run(
       "enqueue",
-      { now: String(now), callId: callId(), flows: String(flowArgs.length / 5) },
-      flowArgs.length === 0 ? args : [...args, ...flowArgs],
+      { now: String(now), callId: callId(), flows: flows.length === 0 ? "" : flowRuns(flowOf) },
+      flows.length === 0 ? args : [...args, ...flows.map((flow) => flow.key)],
     );
     const { rows, wakeAt } = readReply("enqueue", reply, tasks.length);
     const results = rows.map((record, i): EnqueueResult => {

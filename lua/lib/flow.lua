@@ -14,56 +14,112 @@
 -- tick's check sweep removes it then (check_tasks, flow_over); a singleton's goes once its task no
 -- longer waits (singleton_waiting). A batch without flow control reads and writes none of them.
 
-local FLOW_ENTRY_SIZE = 5
 -- The first byte of a flow field: ids never start with it, nor do the hash's own fields.
 local FLOW_FIELD_BYTE = 33 -- "!"
--- Per mode: the prefix of its fields, and the bounds of its two numbers.
+-- Per mode, by its letter: its name, the prefix of its fields ("!<letter>:"), the names and bounds
+-- of its two numbers, the most bytes of its key.
 local FLOW_MODES = {
-  dedupe = { prefix = '!d:', a = 'ttlMs', a_min = 1, b = nil },
-  debounce = { prefix = '!b:', a = 'delayMs', a_min = 0, b = 'maxWaitMs', b_min = 1 },
-  throttle = { prefix = '!t:', a = 'perMs', a_min = 1, b = 'defer', b_min = 0, b_max = 1 },
-  singleton = { prefix = '!s:', key_max = SINGLETON_KEY_MAX_BYTES },
+  d = { name = 'dedupe', prefix = '!d:', a = 'ttlMs', a_min = 1, a_max = FLOW_WINDOW_MAX_MS, b_min = 0, b_max = 0, key_max = FLOW_KEY_MAX_BYTES },
+  b = {
+    name = 'debounce', prefix = '!b:', a = 'delayMs', a_min = 0, a_max = FLOW_WINDOW_MAX_MS, b = 'maxWaitMs', b_min = 1,
+    b_max = FLOW_WINDOW_MAX_MS, key_max = FLOW_KEY_MAX_BYTES,
+  },
+  t = {
+    name = 'throttle', prefix = '!t:', a = 'perMs', a_min = 1, a_max = FLOW_WINDOW_MAX_MS, b = 'defer', b_min = 0, b_max = 1,
+    key_max = FLOW_KEY_MAX_BYTES,
+  },
+  s = { name = 'singleton', prefix = '!s:', a_min = 0, a_max = 0, b_min = 0, b_max = 0, key_max = SINGLETON_KEY_MAX_BYTES },
 }
+-- A flow, "<m>|<a>|<b>" (m: d, b, t or s), checked: its mode's entry of FLOW_MODES, then its two
+-- numbers. Raises naming `where` (the tasks it is for), what was wrong and what is allowed.
+local function flow_spec(where, text)
+  local letter, a, b = string.match(text, '^([dbts])|(%d+)|(%d+)$')
+  local spec = FLOW_MODES[letter]
+  if not spec then
+    bad(where .. ' flow must be "<m>|<a>|<b>" with m d (dedupe), b (debounce), t (throttle) or s (singleton), got "' ..
+      string.sub(text, 1, 40) .. '"')
+  end
+  a, b = tonumber(a), tonumber(b)
+  if not (a >= spec.a_min and a <= spec.a_max and b >= spec.b_min and b <= spec.b_max) then
+    if not spec.a then bad(where .. ' ' .. spec.name .. ' takes no numbers: 0 and 0') end
+    int_arg(where .. ' ' .. spec.name .. '.' .. spec.a, a, spec.a_min, spec.a_max)
+    if not spec.b then bad(where .. ' ' .. spec.name .. ' takes one number, then 0') end
+    int_arg(where .. ' ' .. spec.name .. '.' .. spec.b, b, spec.b_min, spec.b_max)
+  end
+  return { letter = letter, prefix = spec.prefix, a = a, b = b, name = spec.name, key_max = spec.key_max }
+end
 
--- The flow entries of an enqueue: `count` of them, 5 values each from ARGV[first]: task index
--- (1..n), mode, key (1-FLOW_KEY_MAX_BYTES characters of ID_CHARACTERS), and two numbers (dedupe:
--- ttlMs, 0; debounce: delayMs, maxWaitMs; throttle: perMs, 1 to defer or 0 to drop; singleton: 0,
--- 0, and the task's group must be SINGLETON_GROUP_PREFIX .. key, 1-SINGLETON_KEY_MAX_BYTES
--- characters: groups.lua gives its lane a concurrency of 1). Every value is
--- checked; a message is built only for the value that fails (a batch of 100 entries is most of the
--- cost flow control adds, docs/flow-control.md). Returns, by task index, its mode and its field
--- (`modes`, `fields_of`), its two numbers (`a`, `b`), and the distinct fields in order.
-local function flow_args(n, first, count)
-  local modes, fields_of, a_of, b_of, fields, listed = {}, {}, {}, {}, {}, {}
-  for e = 1, count do
-    local at = first + (e - 1) * FLOW_ENTRY_SIZE
-    local index, mode, key, a, b = tonumber(ARGV[at]), ARGV[at + 1], ARGV[at + 2], tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
-    local spec = FLOW_MODES[mode]
-    if not (index and index % 1 == 0 and index >= 1 and index <= n) then int_arg('flow entry ' .. e .. ' task index', ARGV[at], 1, n) end
-    if not spec then bad('flow entry ' .. e .. ' mode must be dedupe, debounce, throttle or singleton, got "' .. string.sub(tostring(mode), 1, 40) .. '"') end
-    local key_max = spec.key_max or FLOW_KEY_MAX_BYTES
-    if #key < 1 or #key > key_max or not string.find(key, ID_PATTERN) then
-      bad('flow entry ' .. e .. ' key must be 1-' .. key_max .. ' characters of ' .. ID_CHARACTERS)
+-- An enqueue's `flows` (ARGV[3]), read: "" when no task has flow control; else runs that cover the
+-- tasks in order, joined by ",": "<count>:-" for count tasks without, "<count>:<m>|<a>|<b>" for
+-- count tasks with that flow (m d dedupe: ttlMs, 0; b debounce: delayMs, maxWaitMs; t throttle:
+-- perMs, and 1 to defer or 0 to drop; s singleton: 0, 0), each with its key among the values after
+-- the tasks, in task order. A batch's tasks mostly share one flow: a run is read once, whatever its
+-- length. Returns the runs (each { count, spec }, spec false for "-"), how many tasks they cover and
+-- how many keys follow the tasks; nil for "".
+local function flow_runs(text)
+  if text == '' then return nil, nil, 0 end
+  local runs, n, keyed = {}, 0, 0
+  for run in string.gmatch(text .. ',', '([^,]*),') do
+    local count, flow = string.match(run, '^(%d+):(.+)$')
+    count = tonumber(count)
+    if not (count and count >= 1 and n + count <= BATCH_MAX) then
+      bad('flows run ' .. (#runs + 1) .. ' must be "<count>:-" or "<count>:<m>|<a>|<b>", 1 or more tasks and ' ..
+        BATCH_MAX .. ' in all, got "' .. string.sub(run, 1, 40) .. '"')
     end
-    if not spec.a then
-      if a ~= 0 or b ~= 0 then bad('flow entry ' .. e .. ' ' .. mode .. ' takes no numbers: 0 and 0') end
-    elseif not (a and a % 1 == 0 and a >= spec.a_min and a <= FLOW_WINDOW_MAX_MS) then
-      int_arg('task ' .. index .. ' ' .. mode .. '.' .. spec.a, ARGV[at + 3], spec.a_min, FLOW_WINDOW_MAX_MS)
+    local spec = false
+    if flow ~= '-' then
+      spec = flow_spec('task' .. (count > 1 and 's ' .. (n + 1) .. '-' .. (n + count) or ' ' .. (n + 1)), flow)
+      keyed = keyed + count
     end
-    if not spec.b then
-      b = 0 -- (a singleton's: checked above)
-    elseif not (b and b % 1 == 0 and b >= spec.b_min and b <= (spec.b_max or FLOW_WINDOW_MAX_MS)) then
-      int_arg('task ' .. index .. ' ' .. mode .. '.' .. spec.b, ARGV[at + 4], spec.b_min, spec.b_max or FLOW_WINDOW_MAX_MS)
-    end
-    if modes[index] then bad('task ' .. index .. ' has more than one flow control; at most one of dedupe, debounce, throttle, singleton') end
-    local field = spec.prefix .. key
-    modes[index], fields_of[index], a_of[index], b_of[index] = mode, field, a, b
-    if not listed[field] then
-      listed[field] = true
-      fields[#fields + 1] = field
+    runs[#runs + 1] = { count = count, spec = spec }
+    n = n + count
+  end
+  return runs, n, keyed
+end
+
+-- The flow control of an enqueue's tasks, from its runs (flow_runs) and their keys, one per task with
+-- a flow, from ARGV[first] in task order: 1-FLOW_KEY_MAX_BYTES characters of ID_CHARACTERS, a
+-- singleton's 1-SINGLETON_KEY_MAX_BYTES (its task's group must be SINGLETON_GROUP_PREFIX .. key:
+-- groups.lua gives that lane a concurrency of 1). The keys are checked together, joined, by one
+-- match: the cost per task is a few table reads and one join for its field (a batch of keys is most
+-- of the cost flow control adds, docs/flow-control.md). Appends each task's field in the task hash,
+-- "!<m>:<key>", to `names` (a field twice when two tasks share it). Returns, by task index, its flow
+-- (`spec`: letter, prefix, a, b, name, key_max; one table per run) and its field (`field`), how many
+-- fields it appended (`count`), and whether a task is a singleton (`singletons`); nil when no task
+-- has flow control.
+local function flow_args(runs, first, names)
+  local spec_of, field_of, keys = {}, {}, {}
+  local count, named, i, singletons = 0, #names, 0, false
+  for _, run in ipairs(runs) do
+    local spec = run.spec
+    if spec then
+      local prefix, key_max = spec.prefix, spec.key_max
+      singletons = singletons or spec.letter == 's'
+      for _ = 1, run.count do
+        i, count = i + 1, count + 1
+        local key = ARGV[first + count - 1]
+        local size = #key
+        if size < 1 or size > key_max then
+          bad('task ' .. i .. ' ' .. spec.name .. ' key must be 1-' .. key_max .. ' characters of ' .. ID_CHARACTERS)
+        end
+        local field = prefix .. key
+        spec_of[i], field_of[i], keys[count], names[named + count] = spec, field, key, field
+      end
+    else
+      i = i + run.count
     end
   end
-  return { mode = modes, field = fields_of, a = a_of, b = b_of }, fields
+  if count == 0 then return nil end
+  -- Each key's length is checked above: the characters of them all, joined, are checked at once.
+  if not string.find(table.concat(keys), ID_PATTERN) then
+    for task = 1, i do -- the slow path: which key it is
+      local spec = spec_of[task]
+      if spec and not string.find(string.sub(field_of[task], 4), ID_PATTERN) then
+        bad('task ' .. task .. ' ' .. spec.name .. ' key must be 1-' .. spec.key_max .. ' characters of ' .. ID_CHARACTERS)
+      end
+    end
+  end
+  return { spec = spec_of, field = field_of, count = count, singletons = singletons }
 end
 
 -- A dedupe or debounce value: the task holding the key, then its numbers (a dedupe's window end;

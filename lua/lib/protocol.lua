@@ -81,7 +81,7 @@ end
 -- enqueue: ARGV[1] now, ARGV[2] callId, ARGV[3] flows
 local function enqueue_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, call_arg(ARGV[2]), int_arg('flows', ARGV[3], 0, BATCH_MAX)
+  return t1, t1_text, call_arg(ARGV[2]), ARGV[3] or ''
 end
 -- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types
 local function claim_args()

@@ -78,10 +78,8 @@ export const OPERATIONS = {
       callId,
       {
         name: "flows",
-        kind: "int",
-        min: 0,
-        max: "BATCH_MAX",
-        note: "flow entries after the tasks, 5 each: task index, mode, key, 2 numbers ([flow-control.md](flow-control.md))",
+        kind: "text",
+        note: '`""` for none; else runs covering the tasks, `"<count>:-"` or `"<count>:<m>|<a>|<b>"`, joined by `,`; a key per task with a flow follows the tasks ([flow-control.md](flow-control.md))',
       },
     ],
     items: { per: "task", fields: ["id", "priority (-1000..1000)", "runAtMs", "body"] },

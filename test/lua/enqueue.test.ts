@@ -217,7 +217,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
     const before = await snapshot(redis, queue);
     const keys = scriptKeys(queue.keys);
     // The second task is bad: the first must not be written either.
-    const args = [String(NOW), "", "0", "fine", "0", "0", `1|${NOW}|t||{}`, "bad id", "0", "0", `1|${NOW}|t||{}`];
+    const args = [String(NOW), "", "", "fine", "0", "0", `1|${NOW}|t||{}`, "bad id", "0", "0", `1|${NOW}|t||{}`];
     const error = await store.evalScript(SCRIPTS.enqueue, keys, args).catch((e: unknown) => e);
     expect(String((error as Error).message)).toMatch(/LEASEQ_BAD_ARGUMENT enqueue: task 2 id must be 1-128 characters/);
     expect(await snapshot(redis, queue)).toEqual(before);

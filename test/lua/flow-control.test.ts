@@ -238,29 +238,92 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     expect(await flowFields(redis, queue)).toEqual({});
   });
 
-  it("the script refuses bad flow entries (a key out of its alphabet, a mode, an index, a window), writing nothing", async () => {
+  it("the script refuses bad flows (a key out of its alphabet or length, a mode, a window, a key without a flow), writing nothing", async () => {
     const queue = await fresh();
     const store = await open();
     const keys = scriptKeys(queue.keys);
     const task = ["a", "0", String(NOW), `1|${NOW}|t||{}`];
-    const cases: Array<[string[], RegExp]> = [
-      [["1", "dedupe", "a{b}", "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
-      [["1", "dedupe", "", "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
-      [["1", "dedupe", "k".repeat(129), "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
-      [["1", "dedupe", "!d:k", "1000", "0"], /flow entry 1 key must be 1-128 characters of/],
-      [["2", "dedupe", "k", "1000", "0"], /task index must be an integer from 1 to 1/],
-      [["1", "lottery", "k", "1000", "0"], /mode must be dedupe, debounce, throttle or singleton, got "lottery"/],
-      [["1", "dedupe", "k", "0", "0"], /task 1 dedupe\.ttlMs must be an integer from 1/],
-      [["1", "throttle", "k", "1000", "2"], /task 1 throttle\.defer must be an integer from 0 to 1/],
+    // [flows, the values after the task (its key)]
+    const cases: Array<[string, string[], RegExp]> = [
+      ["1:d|1000|0", ["a{b}"], /task 1 dedupe key must be 1-128 characters of/],
+      ["1:d|1000|0", [""], /task 1 dedupe key must be 1-128 characters of/],
+      ["1:d|1000|0", ["k".repeat(129)], /task 1 dedupe key must be 1-128 characters of/],
+      ["1:d|1000|0", ["k|x"], /task 1 dedupe key must be 1-128 characters of/],
+      ["1:d|1000|0", ["!d:k"], /task 1 dedupe key must be 1-128 characters of/],
+      ["1:s|0|0", ["k".repeat(125)], /task 1 singleton key must be 1-124 characters of/],
+      ["1:d|1000|0", [], /expected groups of 4 arguments from ARGV\[4\] for 1 tasks and 1 flow keys, got 4 arguments/],
+      ["1:-", ["k"], /expected groups of 4 arguments from ARGV\[4\] for 1 tasks and 0 flow keys, got 5 arguments/],
+      ["2:d|1000|0", ["k", "j"], /for 2 tasks and 2 flow keys, got 6 arguments/],
+      ["0:d|1000|0", ["k"], /flows run 1 must be "<count>:-" or "<count>:<m>\|<a>\|<b>"/],
+      ["1:d|1000|0,", ["k"], /flows run 2 must be/],
+      ["d|1000|0", ["k"], /flows run 1 must be/],
+      ["1:d|1000", ["k"], /task 1 flow must be "<m>\|<a>\|<b>" with m d \(dedupe\).*, got "d\|1000"/],
+      ["1:dedupe|1000|0", ["k"], /task 1 flow must be "<m>\|<a>\|<b>"/],
+      ["1:x|1000|0", ["k"], /task 1 flow must be "<m>\|<a>\|<b>"/],
+      ["1:d|-5|0", ["k"], /task 1 flow must be "<m>\|<a>\|<b>"/],
+      ["1:d|0|0", ["k"], /task 1 dedupe\.ttlMs must be an integer from 1/],
+      ["1:d|1000|7", ["k"], /task 1 dedupe takes one number, then 0/],
+      ["1:t|1000|2", ["k"], /task 1 throttle\.defer must be an integer from 0 to 1/],
+      ["1:s|1|0", ["k"], /task 1 singleton takes no numbers: 0 and 0/],
+      [`1:b|1|${"9".repeat(20)}`, ["k"], /task 1 debounce\.maxWaitMs must be an integer from 1 to 31622400000/],
     ];
     const before = await snapshot(redis, queue);
-    for (const [entry, message] of cases) {
-      const call = store.evalScript(SCRIPTS.enqueue, keys, [String(NOW), "", "1", ...task, ...entry]);
+    for (const [flows, after, message] of cases) {
+      const call = store.evalScript(SCRIPTS.enqueue, keys, [String(NOW), "", flows, ...task, ...after]);
       await expect(call).rejects.toThrow(/LEASEQ_BAD_ARGUMENT/);
       await expect(call).rejects.toThrow(message);
     }
+    // In a mixed batch the runs place each key: task 3's is the bad one.
+    const two = ["b", "0", String(NOW), `1|${NOW}|t||{}`];
+    const three = ["c", "0", String(NOW), `1|${NOW}|t||{}`];
+    const mixed = store.evalScript(SCRIPTS.enqueue, keys, [
+      String(NOW),
+      "",
+      "1:d|1000|0,1:-,1:d|1000|0",
+      ...task,
+      ...two,
+      ...three,
+      "fine",
+      "a b",
+    ]);
+    await expect(mixed).rejects.toThrow(/task 3 dedupe key must be 1-128 characters of/);
     expect(await snapshot(redis, queue)).toEqual(before);
     expect(await flowFields(redis, queue)).toEqual({});
+  });
+
+  it("a batch mixing flows, tasks without and the same key twice: each task decided in order", async () => {
+    const queue = await fresh();
+    const results = await queue.enqueue(
+      [
+        { id: "p1", type: "t" },
+        { id: "d1", type: "t", dedupe: { key: "u:1", ttlMs: 10_000 } },
+        { id: "d2", type: "t", dedupe: { key: "u:1", ttlMs: 10_000 } },
+        { id: "d3", type: "t", dedupe: { key: "u:2", ttlMs: 5_000 } },
+        { id: "p2", type: "t" },
+        { id: "t1", type: "t", throttle: { key: "api", perMs: 1_000 } },
+        { id: "t2", type: "t", throttle: { key: "api", perMs: 1_000, onLimit: "defer" } },
+        { id: "s1", type: "t", singleton: { key: "acct" } },
+      ],
+      { now: NOW },
+    );
+    expect(results).toEqual([
+      { id: "p1", status: "ok", state: "ready" },
+      { id: "d1", status: "ok", state: "ready" },
+      { id: "d2", status: "duplicate", state: "ready", existingId: "d1" },
+      { id: "d3", status: "ok", state: "ready" },
+      { id: "p2", status: "ok", state: "ready" },
+      { id: "t1", status: "ok", state: "ready" },
+      { id: "t2", status: "ok", state: "scheduled" },
+      { id: "s1", status: "ok", state: "ready" },
+    ]);
+    expect(await flowFields(redis, queue)).toEqual({
+      "!d:u:1": `d1|${NOW + 10_000}`,
+      "!d:u:2": `d3|${NOW + 5_000}`,
+      "!t:api": String(NOW + 2_000),
+      "!s:acct": "s1",
+    });
+    expect((await queue.inspect("t2"))?.dueAt).toBe(NOW + 1_000);
+    await expectClean(queue, NOW);
   });
 
   it("keeps each key's state in a field of the task hash, and the tick's sweep removes it once over, never as a task", async () => {

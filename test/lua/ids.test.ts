@@ -219,7 +219,7 @@ describe.each(adapters)("ids and groups with : and @ over $name", (adapter) => {
         .evalScript(SCRIPTS.enqueue, scriptKeys(queue.keys), [
           String(NOW),
           "",
-          "0",
+          "",
           id,
           "0",
           String(NOW),

@@ -455,7 +455,7 @@ export const RAW_ROWS: RawRow[] = [
     (id): RawRow => ({
       what: `enqueue id ${JSON.stringify(id)}`,
       script: "enqueue",
-      args: () => [String(NOW), "", "0", id, ...ok.slice(1)],
+      args: () => [String(NOW), "", "", id, ...ok.slice(1)],
       error: /^enqueue: task 1 id must be 1-128 characters of A-Z a-z 0-9 _ \. - : @$/,
     }),
   ),
@@ -463,7 +463,7 @@ export const RAW_ROWS: RawRow[] = [
     (id): RawRow => ({
       what: `enqueue id ${JSON.stringify(id)}, a task's own field`,
       script: "enqueue",
-      args: () => [String(NOW), "", "0", id, ...ok.slice(1)],
+      args: () => [String(NOW), "", "", id, ...ok.slice(1)],
       error: /^enqueue: task 1 id must not end in ":" and a lower-case letter/,
     }),
   ),
@@ -493,20 +493,20 @@ export const RAW_ROWS: RawRow[] = [
     (priority): RawRow => ({
       what: `enqueue priority "${priority}"`,
       script: "enqueue",
-      args: () => [String(NOW), "", "0", "ok-id", priority, String(NOW), body(JSON.stringify(payload()))],
+      args: () => [String(NOW), "", "", "ok-id", priority, String(NOW), body(JSON.stringify(payload()))],
       error: /^enqueue: task 1 priority must be an integer from -1000 to 1000/,
     }),
   ),
   {
     what: "enqueue runAtMs -1",
     script: "enqueue",
-    args: () => [String(NOW), "", "0", "ok-id", "0", "-1", body("{}")],
+    args: () => [String(NOW), "", "", "ok-id", "0", "-1", body("{}")],
     error: /runAtMs must be an integer/,
   },
   {
     what: "enqueue runAtMs after 9999-12-31",
     script: "enqueue",
-    args: () => [String(NOW), "", "0", "ok-id", "0", "253402300800000", body("{}")],
+    args: () => [String(NOW), "", "", "ok-id", "0", "253402300800000", body("{}")],
     error: /runAtMs must be an integer from 0 to 253402300799999/,
   },
   ...[
@@ -527,7 +527,7 @@ export const RAW_ROWS: RawRow[] = [
     (text): RawRow => ({
       what: `enqueue body ${JSON.stringify(text.slice(0, 30))}`,
       script: "enqueue",
-      args: () => [String(NOW), "", "0", "ok-id", "0", String(NOW), text],
+      args: () => [String(NOW), "", "", "ok-id", "0", String(NOW), text],
       error:
         /^enqueue: task 1 (body must be "1\|<enqueuedAtMs>\|<type>\|<group>\|<payload>"|type must be|group must be)/,
     }),
@@ -535,13 +535,13 @@ export const RAW_ROWS: RawRow[] = [
   {
     what: "enqueue with a short group",
     script: "enqueue",
-    args: () => [String(NOW), "", "0", "ok-id", "0", String(NOW)],
-    error: /expected groups of 4 arguments from ARGV\[4\] and 0 flow entries of 5, got 3 arguments/,
+    args: () => [String(NOW), "", "", "ok-id", "0", String(NOW)],
+    error: /expected groups of 4 arguments from ARGV\[4\], got 3 arguments/,
   },
   {
     what: "enqueue with a valid task then a bad one (no partial write)",
     script: "enqueue",
-    args: () => [String(NOW), "", "0", ...ok, "bad{id}", ...ok.slice(1)],
+    args: () => [String(NOW), "", "", ...ok, "bad{id}", ...ok.slice(1)],
     error: /task 2 id must be/,
   },
   {
