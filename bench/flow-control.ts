@@ -9,7 +9,8 @@
 // With --callgrind, the same batches on a redis-server under valgrind's callgrind: the instructions
 // Redis executes per batch (bench/valgrind-redis.ts), which do not move with the machine's pace as
 // its microseconds do (2-3x between runs on a shared machine); fewer rounds (default 5).
-// Usage: node --import tsx bench/flow-control.ts [rounds] [--write] [--callgrind]
+// Usage: node --import tsx bench/flow-control.ts [rounds] [--write] [--callgrind], or
+// npm run bench -- --flow-control [--write] [--callgrind]
 import { readFileSync, writeFileSync } from "node:fs";
 import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
@@ -25,6 +26,7 @@ const BATCH = 100;
 const DELAY_MS = 1_000;
 const TARGET = 1.3;
 const WARMUP_ROUNDS = callgrind ? 1 : 20;
+const IN_USE_BATCHES = 5;
 const counted = callgrind ? await startCallgrindRedis() : undefined;
 const redis = counted ?? (await startBenchRedis());
 const store = TcpStore.fromUrl(redis.url);
@@ -44,8 +46,12 @@ function samples(): Record<string, number[]> {
   return Object.fromEntries(Object.keys(VARIANTS).map((variant) => [variant, []]));
 }
 
-/** The batch on a fresh queue, or on one with `backlog` tasks waiting (a queue in use). */
-async function measure(backlog: number) {
+/**
+ * The batch on a fresh queue (its first), or on one with `backlog` tasks waiting (a queue in use):
+ * there the mean of `batches` batches in a row, so the Lua garbage collector's steps, which fall on
+ * some calls and not others, weigh on each as they do over time.
+ */
+async function measure(backlog: number, batches: number) {
   const usec = samples();
   const commands = samples();
   for (let round = 0; round < rounds + WARMUP_ROUNDS; round++) {
@@ -60,23 +66,38 @@ async function measure(backlog: number) {
         }));
         await queue.enqueue(waiting, { now: Date.now() });
       }
-      const tasks = Array.from({ length: BATCH }, (_, i) => ({ id: `t${i}`, type: "email", payload, ...flow(i) }));
+      // `batches` batches one after another, each of new ids and keys: their mean.
+      const enqueueAll = async () => {
+        for (let b = 0; b < batches; b++) {
+          const tasks = Array.from({ length: BATCH }, (_, i) => ({
+            id: `t${b}-${i}`,
+            type: "email",
+            payload,
+            ...flow(b * BATCH + i),
+          }));
+          await queue.enqueue(tasks, { now: Date.now() });
+        }
+      };
       const beforeInfo = await redis.admin.info("commandstats");
       const before = await commandCalls(redis.admin);
-      const instructions = counted
-        ? await counted.count(() => queue.enqueue(tasks, { now: Date.now() }))
-        : await queue.enqueue(tasks, { now: Date.now() }).then(() => 0);
+      const instructions = counted ? await counted.count(enqueueAll) : await enqueueAll().then(() => 0);
       const after = await commandCalls(redis.admin);
       const afterInfo = await redis.admin.info("commandstats");
       if (round >= WARMUP_ROUNDS) {
-        usec[variant].push(counted ? instructions : usecOf(afterInfo) - usecOf(beforeInfo));
+        usec[variant].push((counted ? instructions : usecOf(afterInfo) - usecOf(beforeInfo)) / batches);
         // Two INFO calls of ours fall between the two snapshots (the second commandCalls and afterInfo aside).
-        commands[variant].push(commandDelta(before, after, 1).total);
+        commands[variant].push(commandDelta(before, after, 1).total / batches);
       }
       await queue.drop({ confirm: queue.name });
     }
   }
-  const result: Record<string, unknown> = { batch: BATCH, rounds, debounceDelayMs: DELAY_MS, backlog };
+  const result: Record<string, unknown> = {
+    batch: BATCH,
+    batchesPerRound: batches,
+    rounds,
+    debounceDelayMs: DELAY_MS,
+    backlog,
+  };
   const unit = counted ? "instructionsPerBatch" : "usecPerBatch";
   for (const variant of Object.keys(VARIANTS)) {
     result[variant] = { [unit]: median(usec[variant]), commandsPerBatch: median(commands[variant]) };
@@ -99,11 +120,11 @@ async function measure(backlog: number) {
 }
 
 try {
-  // A queue in use (its task hash already a hash table), then a fresh one (a small hash, kept as a
-  // listpack until 128 fields: the batch's flow fields push it over, a plain batch of 100 does not).
-  const inUse = await measure(1_000);
+  // A queue in use, then a fresh one (its first batch: the format mark written first makes its task
+  // hash a hash table before the batch's fields go in).
+  const inUse = await measure(1_000, IN_USE_BATCHES);
   console.log(JSON.stringify(inUse, null, 2));
-  const fresh = await measure(0);
+  const fresh = await measure(0, 1);
   console.log(JSON.stringify(fresh, null, 2));
   if (write) {
     const path = new URL("./results.json", import.meta.url);

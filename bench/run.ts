@@ -41,6 +41,15 @@ const settings = benchSettings(quick);
 const log = (line: string) => console.log(line);
 const startedAt = performance.now();
 
+/**
+ * Only flow control's cost at enqueue (bench/flow-control.ts: flowControl.enqueue, or with
+ * --callgrind flowControl.enqueueInstructions), merged into results.json with --write.
+ */
+if (process.argv.includes("--flow-control")) {
+  await import("./flow-control.js");
+  process.exit(0);
+}
+
 const redis = await startBenchRedis();
 let upstash: LocalUpstash | undefined;
 let bullIdle: Promise<IdleResult> | undefined;
@@ -254,7 +263,9 @@ try {
     payloadBytes: Buffer.byteLength(payloadText(makeTask(0))),
   };
   log(`\n${render(measurements)}`);
-  writeFileSync(outPath, `${JSON.stringify(resultsJson(measurements), null, 2)}\n`);
+  // The sections a full run does not measure (flowControl, the callgrind counts) are kept.
+  const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
+  writeFileSync(outPath, `${JSON.stringify({ ...previous, ...resultsJson(measurements) }, null, 2)}\n`);
   log(`\nWrote ${outPath}`);
 } finally {
   // Lets the idle measurement stop its own redis-server even when a step above failed.

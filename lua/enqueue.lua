@@ -281,6 +281,9 @@ return guard('enqueue', function()
   local result = {}
   local last_seq = fresh > 0 and redis.call('INCRBY', K.seq, fresh) or 0
   local seq = last_seq - fresh
+  -- A new queue's format mark first: its long text makes the task hash a hash table before the
+  -- batch's fields go in (a small hash is a listpack, each field found by a scan of them all).
+  upgrade_format(config)
   -- The first task with a group: the queue's tasks take fair turns from now on.
   if any_group and fresh > 0 and config.fair ~= '1' then start_fair(config) end
   local fair = config.fair == '1'
@@ -379,7 +382,6 @@ return guard('enqueue', function()
   end
   apply(writes)
   for _, item in ipairs(left_lanes) do lane_remove(item.id, item.state, config, nil) end
-  upgrade_format(config)
   lanes_flush(now)
   if earliest then note_due(config, earliest) end
   local wake_at = nil
