@@ -192,19 +192,26 @@ export class PermanentError extends Error {
  * { tasks })`) and in your producers (`createProducer({ queueUrl, tasks })`): its type carries each
  * type's name and payload.
  */
+// A declaration is returned as it is; definitions are typed, each schedule's type and payload
+// against the handlers' (no untyped overload for them to fall back to: a wrong schedule is a
+// compile error, named against these definitions, as the last overload tried).
+export function defineTasks<Declaration extends TaskDeclaration>(declaration: Declaration): Declaration;
 export function defineTasks<
   Payloads extends Record<string, unknown>,
   Inputs extends Record<string, unknown>,
   const Accepted extends string = never,
 >(definitions: TypedDefinitions<Payloads, Inputs, Accepted>): TaskDeclaration<SentPayloads<Payloads, Inputs, Accepted>>;
-export function defineTasks<Declaration extends TaskDeclaration>(declaration: Declaration): Declaration;
-export function defineTasks(definitions: TaskDefinitions | TaskDeclaration): TaskDeclaration;
 export function defineTasks(
   definitions:
     | TaskDefinitions
     | TaskDeclaration
     | TypedDefinitions<Record<string, unknown>, Record<string, unknown>, string>,
 ): TaskDeclaration {
+  return declareTasks(definitions as TaskDefinitions | TaskDeclaration);
+}
+
+/** defineTasks for what the library takes either way, a declaration or definitions (`createWorker({ tasks })`). */
+export function declareTasks(definitions: TaskDefinitions | TaskDeclaration): TaskDeclaration {
   if ((definitions as { [DECLARED]?: true })[DECLARED]) return definitions as TaskDeclaration;
   const problems: string[] = [];
   const types: Record<string, DeclaredTaskType> = {};

@@ -9,7 +9,13 @@ import { drain } from "./drain.js";
 import { ingest } from "./ingest.js";
 import { deadLetterLastReceives } from "./last-receive.js";
 import { createRuntime, type Runtime } from "./runtime.js";
-import { defineTasks, policyMismatches, type TaskDeclaration, type TaskDefinitions, timeoutProblems } from "./tasks.js";
+import {
+  declareTasks,
+  policyMismatches,
+  type TaskDeclaration,
+  type TaskDefinitions,
+  timeoutProblems,
+} from "./tasks.js";
 import { functionSqsClient, sqsWakeSender, type WakeSender } from "./wake.js";
 
 /** The reclaimer's direct invocation: drain the queue, no records. */
@@ -52,7 +58,7 @@ function isSqsEvent(event: unknown): event is SQSEvent {
  * listing every problem. A failed start is retried on the next invocation.
  */
 export function createWorker(options: WorkerOptions): WorkerHandler {
-  const tasks = defineTasks(options.tasks);
+  const tasks = declareTasks(options.tasks);
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-worker" });
   let runtime:
     | Promise<

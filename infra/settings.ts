@@ -4,8 +4,8 @@ import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
 import { Cron } from "croner";
 import {
+  declareTasks,
   defaultWorkerTimeoutMs,
-  defineTasks,
   policyText,
   type TaskDeclaration,
   timeoutProblems,
@@ -211,7 +211,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
   if (tasks === undefined) problems.push("tasks is required: the defineTasks(...) result your worker entry runs");
   else
     try {
-      tasks = defineTasks(props.tasks);
+      tasks = declareTasks(props.tasks);
       problems.push(...timeoutProblems(tasks, workerTimeout.toMilliseconds()));
       problems.push(...scheduleProblems(tasks, scheduleMs));
       const policies = policyText(tasks).length;
@@ -301,7 +301,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
  */
 function defaultTimeoutOf(tasks: LeaseQueueProps["tasks"]): number {
   try {
-    return defaultWorkerTimeoutMs(defineTasks(tasks));
+    return defaultWorkerTimeoutMs(declareTasks(tasks));
   } catch {
     return LEASE_QUEUE_DEFAULTS.workerTimeoutSeconds * 1000;
   }
