@@ -80,87 +80,106 @@ async function agree(world: World, real: Real): Promise<void> {
   expect(await real.queue.checkAll({ now: world.now }), "leaseq check").toEqual([]);
 }
 
+/**
+ * One task of an enqueue call, as the model decides it (a later task of a call sees what an earlier
+ * one did, as a later call would): its input and the answer it must get.
+ */
+function decide(world: World, mode: Mode, key: string, now: number): { input: TaskInput; want: EnqueueResult } {
+  const id = `t${++world.seq}`;
+  const input: TaskInput = { id, type: "sync", payload: { n: world.seq } };
+  if (mode === "dedupe") input.dedupe = { key, ttlMs: TTL_MS };
+  if (mode === "debounce") input.debounce = { key, delayMs: DELAY_MS, maxWaitMs: MAX_WAIT_MS };
+  if (mode === "throttle") input.throttle = { key, perMs: PER_MS };
+  if (mode === "defer") input.throttle = { key, perMs: PER_MS, onLimit: "defer" };
+  if (mode === "singleton") input.singleton = { key };
+  const want: EnqueueResult = { id, status: "ok", state: "ready" };
+  let added: ModelTask | undefined = { state: "R", at: now, attempts: 0 };
+  let replaced: string | undefined;
+  if (mode === "dedupe") {
+    const held = world.dedupe.get(key);
+    if (held && held.until > now) {
+      want.status = "duplicate";
+      want.existingId = held.id;
+      const first = world.tasks.get(held.id);
+      want.state = first && STATE_NAME[first.state];
+      added = undefined;
+    } else {
+      world.dedupe.set(key, { id, until: now + TTL_MS });
+    }
+  } else if (mode === "debounce") {
+    const held = world.debounce.get(key);
+    let start = now;
+    let end = now + MAX_WAIT_MS;
+    if (held && held.end > now) {
+      const task = world.tasks.get(held.id);
+      if (task && waiting(task) && task.state === "S") {
+        replaced = held.id;
+        start = held.start;
+        end = held.end;
+      }
+    }
+    const at = Math.min(now + DELAY_MS, end);
+    added = { state: "S", at, attempts: 0 };
+    want.state = "scheduled";
+    world.debounce.set(key, { id, start, end });
+  } else if (mode === "throttle" || mode === "defer") {
+    const free = world.throttle.get(key) ?? 0;
+    if (now < free && mode === "throttle") {
+      want.status = "throttled";
+      want.state = undefined;
+      added = undefined;
+    } else {
+      const at = Math.max(now, free);
+      if (at > now) {
+        added = { state: "S", at, attempts: 0 };
+        want.state = "scheduled";
+      }
+      world.throttle.set(key, at + PER_MS);
+    }
+  } else if (mode === "singleton") {
+    const last = world.singleton.get(key);
+    if (last && waiting(world.tasks.get(last))) replaced = last;
+    added = { state: "R", at: now, attempts: 0, singleton: key };
+    world.singleton.set(key, id);
+  }
+  if (replaced) {
+    want.replaced = replaced;
+    world.tasks.delete(replaced);
+    world.gone.add(replaced);
+  }
+  if (added) world.tasks.set(id, added);
+  return { input, want };
+}
+
+/**
+ * An enqueue call of 1-3 tasks, each with its mode and key (the flows reach the script as runs: a
+ * call mixing modes, numbers and plain tasks takes several). A lost call's tasks have keys of their
+ * own: a repeat re-decides a task a later one of its call replaced (docs/flow-control.md).
+ */
 class Enqueue implements Command {
   constructor(
-    readonly mode: Mode,
-    readonly key: string,
+    readonly entries: ReadonlyArray<readonly [Mode, string]>,
     readonly lost: boolean,
   ) {}
   check = () => true;
   async run(world: World, real: Real): Promise<void> {
-    count(`enqueue-${this.mode}${this.lost ? "-lost" : ""}`);
-    const id = `t${++world.seq}`;
     const now = world.now;
-    const input: TaskInput = { id, type: "sync", payload: { n: world.seq } };
-    const { key } = this;
-    if (this.mode === "dedupe") input.dedupe = { key, ttlMs: TTL_MS };
-    if (this.mode === "debounce") input.debounce = { key, delayMs: DELAY_MS, maxWaitMs: MAX_WAIT_MS };
-    if (this.mode === "throttle") input.throttle = { key, perMs: PER_MS };
-    if (this.mode === "defer") input.throttle = { key, perMs: PER_MS, onLimit: "defer" };
-    if (this.mode === "singleton") input.singleton = { key };
-    const want: EnqueueResult = { id, status: "ok", state: "ready" };
-    let added: ModelTask | undefined = { state: "R", at: now, attempts: 0 };
-    let replaced: string | undefined;
-    if (this.mode === "dedupe") {
-      const held = world.dedupe.get(key);
-      if (held && held.until > now) {
-        want.status = "duplicate";
-        want.existingId = held.id;
-        const first = world.tasks.get(held.id);
-        want.state = first && STATE_NAME[first.state];
-        added = undefined;
-      } else {
-        world.dedupe.set(key, { id, until: now + TTL_MS });
-      }
-    } else if (this.mode === "debounce") {
-      const held = world.debounce.get(key);
-      let start = now;
-      let end = now + MAX_WAIT_MS;
-      if (held && held.end > now) {
-        const task = world.tasks.get(held.id);
-        if (task && waiting(task) && task.state === "S") {
-          replaced = held.id;
-          start = held.start;
-          end = held.end;
-        }
-      }
-      const at = Math.min(now + DELAY_MS, end);
-      added = { state: "S", at, attempts: 0 };
-      want.state = "scheduled";
-      world.debounce.set(key, { id, start, end });
-    } else if (this.mode === "throttle" || this.mode === "defer") {
-      const free = world.throttle.get(key) ?? 0;
-      if (now < free && this.mode === "throttle") {
-        want.status = "throttled";
-        want.state = undefined;
-        added = undefined;
-      } else {
-        const at = Math.max(now, free);
-        if (at > now) {
-          added = { state: "S", at, attempts: 0 };
-          want.state = "scheduled";
-        }
-        world.throttle.set(key, at + PER_MS);
-      }
-    } else if (this.mode === "singleton") {
-      const last = world.singleton.get(key);
-      if (last && waiting(world.tasks.get(last))) replaced = last;
-      added = { state: "R", at: now, attempts: 0, singleton: key };
-      world.singleton.set(key, id);
-    }
-    if (replaced) {
-      want.replaced = replaced;
-      world.tasks.delete(replaced);
-      world.gone.add(replaced);
-    }
-    if (added) world.tasks.set(id, added);
+    const decided = this.entries.map(([mode, key]) => {
+      count(`enqueue-${mode}${this.lost ? "-lost" : ""}`);
+      return decide(world, mode, key, now);
+    });
+    if (this.entries.length > 1) count(`enqueue-batch-of-${this.entries.length}`);
     // A call repeated after a lost reply: what it enqueued is a known id now (a duplicate, as every
     // repeated enqueue answers), and what it refused it refuses again; nothing changes twice.
-    const answer = this.lost && want.status === "ok" ? { id, status: "duplicate", state: want.state } : want;
-    expect(await (this.lost ? real.lossy : real.queue).enqueue([input], { now })).toEqual([answer]);
+    const answers = decided.map(({ want }) =>
+      this.lost && want.status === "ok" ? { id: want.id, status: "duplicate", state: want.state } : want,
+    );
+    const inputs = decided.map(({ input }) => input);
+    expect(await (this.lost ? real.lossy : real.queue).enqueue(inputs, { now })).toEqual(answers);
     await agree(world, real);
   }
-  toString = () => `enqueue(${this.mode} ${this.key}${this.lost ? " lost" : ""})`;
+  toString = () =>
+    `enqueue(${this.entries.map(([mode, key]) => `${mode} ${key}`).join(", ")}${this.lost ? " lost" : ""})`;
 }
 
 class Claim implements Command {
@@ -247,8 +266,17 @@ class Pass implements Command {
 
 const commands: fc.Arbitrary<Command>[] = [
   fc
-    .tuple(fc.constantFrom(...MODES), fc.constantFrom(...KEYS), fc.boolean())
-    .map(([mode, key, lost]) => new Enqueue(mode, key, lost) as Command),
+    .tuple(
+      fc.array(fc.tuple(fc.constantFrom(...MODES), fc.constantFrom(...KEYS)), { minLength: 1, maxLength: 3 }),
+      fc.boolean(),
+    )
+    .map(([entries, lost]) => {
+      // A lost call's tasks each have a key of their own (see Enqueue).
+      const own = lost
+        ? entries.filter(([, key], i) => entries.findIndex(([, other]) => other === key) === i)
+        : entries;
+      return new Enqueue(own, lost) as Command;
+    }),
   fc.integer({ min: 1, max: 3 }).map((n) => new Claim(n) as Command),
   fc
     .tuple(fc.nat(), fc.constantFrom("ack" as const, "ack" as const, "fail" as const))

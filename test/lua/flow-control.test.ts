@@ -129,6 +129,9 @@ describe.each(adapters)("flow control over $name", (adapter) => {
         { id: "y2", type: "t", payload: 2, debounce: { key: "k", delayMs: 500, maxWaitMs: 5_000 } },
         { id: "z1", type: "t", throttle: { key: "k", perMs: 1_000 } },
         { id: "z2", type: "t", throttle: { key: "k", perMs: 1_000 } },
+        { id: "x3", type: "t", dedupe: { key: "j", ttlMs: 5_000 } },
+        { id: "z3", type: "t", throttle: { key: "k", perMs: 1_000, onLimit: "defer" } },
+        { id: "s1", type: "t", singleton: { key: "k" } },
         { id: "p2", type: "t", group: "g" },
         { id: "p1", type: "t" },
       ],
@@ -142,13 +145,25 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       { id: "y2", status: "ok", state: "scheduled", replaced: "y1" },
       { id: "z1", status: "ok", state: "ready" },
       { id: "z2", status: "throttled", state: undefined },
+      { id: "x3", status: "ok", state: "ready" },
+      { id: "z3", status: "ok", state: "scheduled" },
+      { id: "s1", status: "ok", state: "ready" },
       { id: "p2", status: "ok", state: "ready" },
       { id: "p1", status: "duplicate", state: "ready" },
     ]);
     expect(await queue.inspect("y1")).toBeUndefined();
     expect(await queue.inspect("y2")).toMatchObject({ state: "scheduled", payload: "2", dueAt: NOW + 500 });
+    expect((await queue.inspect("z3"))?.dueAt).toBe(NOW + 1_000);
+    // Each flow of the batch is its own run ("1:-,2:d|60000|0,2:b|500|5000,..."): each key its window.
+    expect(await flowFields(redis, queue)).toEqual({
+      "!d:k": `x1|${NOW + 60_000}`,
+      "!d:j": `x3|${NOW + 5_000}`,
+      "!b:k": `y2|${NOW}|${NOW + 5_000}`,
+      "!t:k": String(NOW + 2_000),
+      "!s:k": "s1",
+    });
     const stats = await queue.stats({ now: NOW });
-    expect([stats.ready, stats.scheduled]).toEqual([4, 1]);
+    expect([stats.ready, stats.scheduled]).toEqual([6, 2]);
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW);
   });
@@ -289,41 +304,6 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     await expect(mixed).rejects.toThrow(/task 3 dedupe key must be 1-128 characters of/);
     expect(await snapshot(redis, queue)).toEqual(before);
     expect(await flowFields(redis, queue)).toEqual({});
-  });
-
-  it("a batch mixing flows, tasks without and the same key twice: each task decided in order", async () => {
-    const queue = await fresh();
-    const results = await queue.enqueue(
-      [
-        { id: "p1", type: "t" },
-        { id: "d1", type: "t", dedupe: { key: "u:1", ttlMs: 10_000 } },
-        { id: "d2", type: "t", dedupe: { key: "u:1", ttlMs: 10_000 } },
-        { id: "d3", type: "t", dedupe: { key: "u:2", ttlMs: 5_000 } },
-        { id: "p2", type: "t" },
-        { id: "t1", type: "t", throttle: { key: "api", perMs: 1_000 } },
-        { id: "t2", type: "t", throttle: { key: "api", perMs: 1_000, onLimit: "defer" } },
-        { id: "s1", type: "t", singleton: { key: "acct" } },
-      ],
-      { now: NOW },
-    );
-    expect(results).toEqual([
-      { id: "p1", status: "ok", state: "ready" },
-      { id: "d1", status: "ok", state: "ready" },
-      { id: "d2", status: "duplicate", state: "ready", existingId: "d1" },
-      { id: "d3", status: "ok", state: "ready" },
-      { id: "p2", status: "ok", state: "ready" },
-      { id: "t1", status: "ok", state: "ready" },
-      { id: "t2", status: "ok", state: "scheduled" },
-      { id: "s1", status: "ok", state: "ready" },
-    ]);
-    expect(await flowFields(redis, queue)).toEqual({
-      "!d:u:1": `d1|${NOW + 10_000}`,
-      "!d:u:2": `d3|${NOW + 5_000}`,
-      "!t:api": String(NOW + 2_000),
-      "!s:acct": "s1",
-    });
-    expect((await queue.inspect("t2"))?.dueAt).toBe(NOW + 1_000);
-    await expectClean(queue, NOW);
   });
 
   it("keeps each key's state in a field of the task hash, and the tick's sweep removes it once over, never as a task", async () => {
