@@ -122,6 +122,23 @@ Examples:
  */
 function flowOf(options: EnqueueOptions): Partial<TaskInput> {
   const flow: Partial<TaskInput> = {};
+  // Each window is the user's to choose: a mode's flag without its numbers names the flags missing.
+  const needs: Array<[string | undefined, string, unknown[], string[]]> = [
+    [options.dedupe, "--dedupe", [options.dedupeTtlMs], ["--dedupe-ttl-ms"]],
+    [
+      options.debounce,
+      "--debounce",
+      [options.debounceDelayMs, options.debounceMaxWaitMs],
+      ["--debounce-delay-ms", "--debounce-max-wait-ms"],
+    ],
+    [options.throttle, "--throttle", [options.throttlePerMs], ["--throttle-per-ms"]],
+  ];
+  for (const [key, flag, values, names] of needs) {
+    const missing = names.filter((_, i) => values[i] === undefined);
+    if (key !== undefined && missing.length > 0) {
+      throw new UsageError(`enqueue: ${flag} needs ${missing.map((name) => `${name} <ms>`).join(" and ")}`);
+    }
+  }
   if (options.dedupe !== undefined) flow.dedupe = { key: options.dedupe, ttlMs: options.dedupeTtlMs as number };
   if (options.debounce !== undefined) {
     flow.debounce = {

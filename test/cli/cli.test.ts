@@ -158,6 +158,20 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(two.stderr).toContain(
       "at most one flow control (dedupe, debounce, throttle, singleton), got dedupe and singleton",
     );
+    // A mode's flag without its window names the flags it needs, and sends nothing.
+    const bare = await cli([
+      "enqueue",
+      "--type",
+      "sync",
+      "--id",
+      "m",
+      "--debounce",
+      "doc:2",
+      "--debounce-delay-ms",
+      "5",
+    ]);
+    expect([bare.code, bare.stderr]).toEqual([2, "leaseq: enqueue: --debounce needs --debounce-max-wait-ms <ms>\n"]);
+    expect(await queue.inspect("m")).toBeUndefined();
   });
 
   it("stats prints the count of each state, as text and as JSON", async () => {
