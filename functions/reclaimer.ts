@@ -1,6 +1,7 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context } from "aws-lambda";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
@@ -35,11 +36,21 @@ export interface ReclaimerSummary extends TickResult {
   slotsPassedOver: number;
 }
 
-/** The reclaimer's Lambda handler, for the EventBridge schedule. */
-export type ReclaimerHandler = (
+/**
+ * The reclaimer's Lambda handler, for the EventBridge schedule; and `close()`, for tests and scripts
+ * that run it in their own process.
+ */
+export type ReclaimerHandler = ((
   event: unknown,
   context: Pick<Context, "getRemainingTimeInMillis">,
-) => Promise<ReclaimerSummary>;
+) => Promise<ReclaimerSummary>) & {
+  /**
+   * Closes what the cold start opened (the Redis connection, the Lambda and SQS clients), so the
+   * process can exit; Lambda never needs it. Idempotent; the next run starts again, as after a cold
+   * start. Call it once the runs you started have settled.
+   */
+  close(): Promise<void>;
+};
 
 function lambdaClient(config: FunctionConfig): LambdaClient {
   if (!config.lambdaEndpoint) return new LambdaClient({});
@@ -60,17 +71,28 @@ function lambdaClient(config: FunctionConfig): LambdaClient {
 export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandler {
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-reclaimer" });
   const metrics = options.metrics ?? new Metrics({ namespace: "leaseq", serviceName: "leaseq-reclaimer" });
-  let runtime: Promise<Runtime & { lambda: LambdaClient; waker: WakeSender | undefined }> | undefined;
+  let runtime:
+    | Promise<Runtime & { lambda: LambdaClient; sqs: SQSClient | undefined; waker: WakeSender | undefined }>
+    | undefined;
 
-  return async (_event, context) => {
+  const close = async () => {
+    const opened = runtime;
+    runtime = undefined;
+    // A start that failed closed what it had opened (createRuntime), so there is nothing to close.
+    const started = await opened?.catch(() => undefined);
+    started?.sqs?.destroy();
+    started?.lambda.destroy();
+    await started?.store.close();
+  };
+
+  const run = async (_event: unknown, context: Pick<Context, "getRemainingTimeInMillis">) => {
     const startedAt = Date.now();
     runtime ??= (async () => {
       const config = readConfig(options.env ?? process.env);
       // The reclaimer never claims: it needs no task types (and its bundle carries no handlers).
-      const waker = config.wakeQueueUrl
-        ? sqsWakeSender(config.wakeQueueUrl, functionSqsClient(config.sqsEndpoint))
-        : undefined;
-      return { ...(await createRuntime(config, undefined)), lambda: lambdaClient(config), waker };
+      const sqs = config.wakeQueueUrl ? functionSqsClient(config.sqsEndpoint) : undefined;
+      const waker = config.wakeQueueUrl && sqs ? sqsWakeSender(config.wakeQueueUrl, sqs) : undefined;
+      return { ...(await createRuntime(config, undefined)), lambda: lambdaClient(config), sqs, waker };
     })();
     const { queue, config, lambda, waker } = await runtime.catch((error: unknown) => {
       runtime = undefined;
@@ -166,6 +188,7 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     logger.info("reclaimer run", { queue: config.queue, ...summary, durationMs: Date.now() - startedAt });
     return summary;
   };
+  return Object.assign(run, { close });
 }
 
 function earliest(a: number | undefined, b: number | undefined): number | undefined {

@@ -1,7 +1,9 @@
-// createWorker's handler.close(): the connection a cold start opened is closed, so a test or script
-// that runs the real worker in its own process exits instead of hanging on it.
+// createWorker's and createReclaimer's handler.close(): what a cold start opened is closed, so a test
+// or script that runs the real worker or reclaimer in its own process exits instead of hanging on it.
 import { Logger } from "@aws-lambda-powertools/logger";
+import { Metrics } from "@aws-lambda-powertools/metrics";
 import { describe, expect, it } from "vitest";
+import { createReclaimer } from "../../functions/reclaimer.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { envWithoutConnection, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
@@ -40,6 +42,35 @@ describe("a worker closed after one invocation, in its own process", () => {
   });
 });
 
+/** Runs fixtures/closing-reclaimer.ts as runClosingWorker runs the worker's (its metrics not printed). */
+async function runClosingReclaimer(env: Record<string, string | undefined>, waitMs: number) {
+  const script = new URL("./fixtures/closing-reclaimer.ts", import.meta.url).pathname;
+  return runUntilExit(script, { ...env, POWERTOOLS_METRICS_DISABLED: "true" }, waitMs);
+}
+
+describe("a reclaimer closed after one run, in its own process", () => {
+  const tcp = adapters.filter((adapter) => adapter.name === "tcp");
+
+  it.each(adapters)("over $name: the process exits at once", async (adapter) => {
+    const env = { ...envWithoutConnection(), ...functionEnv(adapter, uniqueQueueName("close")) };
+    const run = await runClosingReclaimer(env, 5_000);
+    expect(run.firstLine, run.stderr).toEqual({ ready: 0, reclaimed: 0 });
+    expect(run.exitAfterMs, run.stderr).toBeDefined();
+    expect(run.exitAfterMs).toBeLessThan(2_000);
+  });
+
+  it.each(tcp)("over $name, not closed: the open connection keeps the process alive", async (adapter) => {
+    const env = {
+      ...envWithoutConnection(),
+      ...functionEnv(adapter, uniqueQueueName("close")),
+      LEASEQ_TEST_CLOSE: "no",
+    };
+    const run = await runClosingReclaimer(env, 2_000);
+    expect(run.firstLine, run.stderr).toEqual({ ready: 0, reclaimed: 0 });
+    expect(run.exitAfterMs).toBeUndefined();
+  });
+});
+
 describe.each(adapters)("handler.close() over $name", (adapter) => {
   const { open } = storeFixture(adapter);
 
@@ -61,6 +92,26 @@ describe.each(adapters)("handler.close() over $name", (adapter) => {
     expect(ran).toEqual(["a", "b"]);
     const queue = new Queue(await open(), { name });
     expect((await queue.inspect("b"))?.state).toBe("done");
+  });
+
+  it("a reclaimer's: harmless before any run and when repeated; a run after it starts again", async () => {
+    const name = uniqueQueueName("close");
+    const queue = new Queue(await open(), { name });
+    const handler = createReclaimer({
+      env: functionEnv(adapter, name),
+      logger: silent,
+      metrics: new Metrics({ namespace: "leaseq-test", serviceName: "reclaimer-close" }),
+    });
+    await handler.close();
+    await queue.enqueue([{ id: "a", type: "echo", delayMs: 10 }], { now: Date.now() - 1_000 });
+    const first = await handler({}, lambdaContext());
+    await handler.close();
+    await handler.close();
+    await queue.enqueue([{ id: "b", type: "echo", delayMs: 10 }], { now: Date.now() - 1_000 });
+    const second = await handler({}, lambdaContext());
+    await handler.close();
+    // Each run promoted the task due in it: the second started again after the close.
+    expect([first.promoted, second.promoted]).toEqual([1, 1]);
   });
 
   it("after a failed start, closes nothing and the next invocation starts again", async () => {
