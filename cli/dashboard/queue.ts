@@ -21,6 +21,8 @@ export type DashboardQueue = Pick<
   | "listSchedules"
   | "pauseSchedule"
   | "resumeSchedule"
+  | "runScheduleNow"
+  | "removeSchedule"
 >;
 
 /** Tasks one find call looks at. */

@@ -1,5 +1,5 @@
 // The dashboard's schedules page: one row per schedule of the queue (listSchedules), with its
-// pause and resume buttons unless read-only. Everything on it comes from Redis and is rendered by
+// pause or resume, run-now and remove buttons unless read-only. Everything on it comes from Redis and is rendered by
 // Hono's `html` template, which escapes it: a definition someone wrote into the schedules hash by
 // hand (a group or payload holding markup) shows as text.
 import { html } from "hono/html";
@@ -39,6 +39,8 @@ export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[], now: 
               ? html`<button name="action" value="schedule-resume" data-confirm="Resume the schedule ${info.name}? Its slots from now on are made; those of the pause are passed over.">Resume</button>`
               : html`<button name="action" value="schedule-pause" class="danger" data-confirm="Pause the schedule ${info.name}? No slot is made while it is paused.">Pause</button>`
           }
+          <button name="action" value="schedule-run" data-confirm="Run the schedule ${info.name} now? One task of it is enqueued now, besides its slots.">Run now</button>
+          <button name="action" value="schedule-remove" class="danger" data-confirm="Remove the schedule ${info.name}? No slot of it is made any more; its tasks already made stay.${info.declared ? " It is declared: the worker's next cold start sets it again." : ""}">Remove</button>
         </form></td>`;
     return html`<tr data-schedule="${info.name}" data-paused="${String(info.paused)}">
       <td data-field="name">${info.name}</td>

@@ -412,6 +412,21 @@ export function createDashboard(options: DashboardOptions): Dashboard {
           : `schedule "${name}" was ${pause ? "paused already" : "not paused"} (unchanged)`;
       return c.html(resultPage(ctx, pause ? "Paused" : "Resumed", summary, [], back));
     }
+    if (action === "schedule-run") {
+      const name = text(form.schedule) ?? "";
+      const ran = await queue.runScheduleNow(name, { now: at });
+      if (!ran) throw new HttpError(404, `No schedule "${name}" in queue "${queue.name}".`);
+      // The dashboard sends no wake-up (as for a requeue): a draining worker or the reclaimer's
+      // next run starts it; `leaseq schedules run-now` sends one.
+      const summary = `enqueued ${ran.id} (schedule "${name}"): it starts at the reclaimer's next run, or sooner if a worker is draining`;
+      return c.html(resultPage(ctx, "Run now", summary, [], back));
+    }
+    if (action === "schedule-remove") {
+      const name = text(form.schedule) ?? "";
+      const status = await queue.removeSchedule(name, { now: at });
+      if (status === "unknown") throw new HttpError(404, `No schedule "${name}" in queue "${queue.name}".`);
+      return c.html(resultPage(ctx, "Removed", `removed schedule "${name}"; its tasks already made stay`, [], back));
+    }
     if (action !== "requeue" && action !== "delete" && action !== "cancel") {
       throw new HttpError(400, `Unknown action "${action ?? ""}".`);
     }

@@ -1,7 +1,7 @@
 // The dashboard's schedules page in real Chromium, over a real Redis: what an operator sees of a
 // paused schedule and of one with slots made (its last slot's task linked, its id encoded), a
-// group and payload holding markup shown as text, and pause and resume under the dashboard's
-// protection (CSRF token, Origin, --read-only).
+// group and payload holding markup shown as text, and pause, resume, run now and remove under the
+// dashboard's protection (CSRF token, Origin, --read-only).
 import { describe, expect, it } from "vitest";
 import { type RunningDashboard, startDashboard } from "../../../cli/dashboard/server.js";
 import { type Adapter, adapters, openQueue, rawClient } from "../../helpers/stores.js";
@@ -81,7 +81,7 @@ function rows(page: import("puppeteer-core").Page) {
 }
 
 describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () => {
-  it("shows each schedule as an operator reads it, markup from Redis as text, and pauses and resumes", async () => {
+  it("shows each schedule as an operator reads it, markup from Redis as text; pauses, resumes, runs now and removes", async () => {
     const { queue, dashboard, base } = await fixture();
     const tick = (await queue.listSchedules()).find((info) => info.name === "tick");
     const lastId = tick?.lastTaskId ?? "";
@@ -156,15 +156,43 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
       { schedule: "tick", paused: "true", button: "schedule-resume" },
     ]);
     expect(after[0].next).toMatch(/^\d{4}-\d\d-\d\d 0[12]:00:00 \(in /);
-    expect(errors).toEqual([]);
+
+    // Run now: one task of the schedule, now; remove: the schedule goes, its tasks stay.
+    await clickAndWait(page, 'tr[data-schedule="nightly"] button[value="schedule-run"]');
+    expect(dialogs.at(-1)).toBe(
+      "confirm: Run the schedule nightly now? One task of it is enqueued now, besides its slots.",
+    );
+    const ran = (await page.$eval("[data-result]", (el) => el.textContent)) ?? "";
+    const ranId = /enqueued (nightly@run-\S+) \(schedule "nightly"\): it starts at the reclaimer's next run/.exec(
+      ran,
+    )?.[1];
+    expect(ranId, ran).toMatch(/^nightly@run-\d{4}-\d\d-\d\dT/);
+    expect((await queue.inspect(ranId ?? ""))?.state).toBe("ready");
+    await clickAndWait(page, "[data-back]");
+    // tick's group was written by hand, out of bounds: its run is refused, saying why, as text.
+    await clickAndWait(page, 'tr[data-schedule="tick"] button[value="schedule-run"]');
+    expect(await page.$eval("[data-message]", (el) => el.textContent)).toMatch(/group must be 1-128 characters/);
+    expect(await page.$$eval("main img, main script", (found) => found.length)).toBe(0);
+    await page.goto(`${base}/schedules`);
+    await clickAndWait(page, 'tr[data-schedule="tick"] button[value="schedule-remove"]');
+    expect(dialogs.at(-1)).toBe(
+      "confirm: Remove the schedule tick? No slot of it is made any more; its tasks already made stay.",
+    );
+    expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain('removed schedule "tick"');
+    expect((await queue.listSchedules()).map((info) => info.name)).toEqual(["nightly"]);
+    expect((await queue.inspect(lastId))?.state).toBe("scheduled");
+    // The one error the page logged: the refused run's 400.
+    expect(errors).toEqual(["Failed to load resource: the server responded with a status of 400 (Bad Request)"]);
     await page.close();
   });
 
   it("a queue without schedules says so; an unknown or invalid schedule name in an action is refused", async () => {
     const { queue, dashboard, base } = await fixture();
-    const unknown = await postAction(dashboard, base, { action: "schedule-pause", schedule: "tock" });
-    expect(unknown.status).toBe(404);
-    expect(await unknown.text()).toContain("No schedule &quot;tock&quot; in queue");
+    for (const action of ["schedule-pause", "schedule-run", "schedule-remove"]) {
+      const unknown = await postAction(dashboard, base, { action, schedule: "tock" });
+      expect(unknown.status, action).toBe(404);
+      expect(await unknown.text()).toContain("No schedule &quot;tock&quot; in queue");
+    }
     const invalid = await postAction(dashboard, base, { action: "schedule-pause", schedule: "<b>x</b>" });
     expect(invalid.status).toBe(400);
     const text = await invalid.text();
@@ -196,7 +224,7 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
     ]);
     expect(await page.$$eval("form[method=post]", (found) => found.length)).toBe(0);
     await page.close();
-    for (const action of ["schedule-pause", "schedule-resume"]) {
+    for (const action of ["schedule-pause", "schedule-resume", "schedule-run", "schedule-remove"]) {
       expect((await postAction(dashboard, base, { action, schedule: "nightly" })).status).toBe(403);
     }
     expect((await queue.listSchedules()).map((info) => [info.name, info.paused])).toEqual([
