@@ -12,19 +12,33 @@ import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const silent = new Logger({ serviceName: "worker-close", logLevel: "SILENT" });
 
-/** Runs fixtures/closing-worker.ts; kills it if it has not exited `waitMs` after printing its result. */
-async function runClosingWorker(env: Record<string, string | undefined>, waitMs: number) {
-  const run = await runUntilExit(new URL("./fixtures/closing-worker.ts", import.meta.url).pathname, env, waitMs);
-  return { ...run, output: run.firstLine as { result: unknown; ran: string[] } | undefined };
-}
+/**
+ * The worker and the reclaimer, each run once in its own process by its fixture, then closed: what
+ * the fixture prints (its metrics not printed, the reclaimer's EMF being a stdout line).
+ */
+const CLOSING = [
+  {
+    what: "a worker closed after one invocation",
+    fixture: "./fixtures/closing-worker.ts",
+    printed: { result: { batchItemFailures: [] }, ran: ["echo-1"] },
+  },
+  {
+    what: "a reclaimer closed after one run",
+    fixture: "./fixtures/closing-reclaimer.ts",
+    printed: { ready: 0, reclaimed: 0 },
+  },
+];
 
-describe("a worker closed after one invocation, in its own process", () => {
+describe.each(CLOSING)("$what, in its own process", ({ fixture, printed }) => {
   const tcp = adapters.filter((adapter) => adapter.name === "tcp");
+  /** Runs the fixture; kills it if it has not exited `waitMs` after printing its result. */
+  const runClosing = (env: Record<string, string | undefined>, waitMs: number) =>
+    runUntilExit(new URL(fixture, import.meta.url).pathname, { ...env, POWERTOOLS_METRICS_DISABLED: "true" }, waitMs);
 
   it.each(adapters)("over $name: the process exits at once", async (adapter) => {
     const env = { ...envWithoutConnection(), ...functionEnv(adapter, uniqueQueueName("close")) };
-    const run = await runClosingWorker(env, 5_000);
-    expect(run.output, run.stderr).toEqual({ result: { batchItemFailures: [] }, ran: ["echo-1"] });
+    const run = await runClosing(env, 5_000);
+    expect(run.firstLine, run.stderr).toEqual(printed);
     expect(run.exitAfterMs, run.stderr).toBeDefined();
     expect(run.exitAfterMs).toBeLessThan(2_000);
   });
@@ -36,37 +50,8 @@ describe("a worker closed after one invocation, in its own process", () => {
       ...functionEnv(adapter, uniqueQueueName("close")),
       LEASEQ_TEST_CLOSE: "no",
     };
-    const run = await runClosingWorker(env, 2_000);
-    expect(run.output, run.stderr).toEqual({ result: { batchItemFailures: [] }, ran: ["echo-1"] });
-    expect(run.exitAfterMs).toBeUndefined();
-  });
-});
-
-/** Runs fixtures/closing-reclaimer.ts as runClosingWorker runs the worker's (its metrics not printed). */
-async function runClosingReclaimer(env: Record<string, string | undefined>, waitMs: number) {
-  const script = new URL("./fixtures/closing-reclaimer.ts", import.meta.url).pathname;
-  return runUntilExit(script, { ...env, POWERTOOLS_METRICS_DISABLED: "true" }, waitMs);
-}
-
-describe("a reclaimer closed after one run, in its own process", () => {
-  const tcp = adapters.filter((adapter) => adapter.name === "tcp");
-
-  it.each(adapters)("over $name: the process exits at once", async (adapter) => {
-    const env = { ...envWithoutConnection(), ...functionEnv(adapter, uniqueQueueName("close")) };
-    const run = await runClosingReclaimer(env, 5_000);
-    expect(run.firstLine, run.stderr).toEqual({ ready: 0, reclaimed: 0 });
-    expect(run.exitAfterMs, run.stderr).toBeDefined();
-    expect(run.exitAfterMs).toBeLessThan(2_000);
-  });
-
-  it.each(tcp)("over $name, not closed: the open connection keeps the process alive", async (adapter) => {
-    const env = {
-      ...envWithoutConnection(),
-      ...functionEnv(adapter, uniqueQueueName("close")),
-      LEASEQ_TEST_CLOSE: "no",
-    };
-    const run = await runClosingReclaimer(env, 2_000);
-    expect(run.firstLine, run.stderr).toEqual({ ready: 0, reclaimed: 0 });
+    const run = await runClosing(env, 2_000);
+    expect(run.firstLine, run.stderr).toEqual(printed);
     expect(run.exitAfterMs).toBeUndefined();
   });
 });
