@@ -1,7 +1,8 @@
 -- schedule: set, remove, pause or resume one schedule (docs/schedules.md).
 --   set     a new schedule starts at now: its first slot is its first after now (or after the
 --           cursor a removed schedule of that name left, when later); a changed one keeps its
---           cursor, so no slot already made or passed over comes again, and is planned at once
+--           cursor, behind now too, so no slot already made or passed over comes again and none
+--           after it is skipped (the new definition's, under its catch-up), and is planned at once
 --           with its new definition (its revision changed: a plan computed from the old one is
 --           stale). A run-time caller (declared 0) may not set a schedule the task declaration
 --           owns; a deploy (declared 1) takes over a run-time one of that name.
@@ -38,7 +39,10 @@ return guard('schedule', function()
       if declared and stored[5] ~= '1' then redis.call('HSET', K.schedules, name .. ':d', '1') end
       return { 1, cursor_text }
     end
-    if not cursor or cursor < now then cursor = now end
+    -- A new schedule starts at now (or at a removed one's cursor, when later). A changed one keeps
+    -- its cursor even when it lags behind now (its planners were away): the slots after it are the
+    -- new definition's, made or passed over by its catch-up policy, never skipped unseen.
+    if not cursor or (not exists and cursor < now) then cursor = now end
     cursor_text = fmt(cursor)
     redis.call('HSET', K.schedules, name, definition, name .. ':v', revision, name .. ':c', cursor_text,
       name .. ':d', declared and '1' or '0')

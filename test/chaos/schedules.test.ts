@@ -1,7 +1,8 @@
 // Schedules under concurrent planners (docs/schedules.md "Exactly once per slot"): 10 planner
 // processes (the reclaimer's planning and tick, each its own process and connection) run against
 // one schedule while the test SIGKILLs one of them every few moments and starts another, and
-// three redeploys change the schedule's cron mid-flight (the cold start's set, declared). The
+// three redeploys change the schedule's cron mid-flight (the cold start's set, declared), one of
+// them while every planner is away (its cursor behind now). The
 // clock is the test's, kept in Redis, so 200 and more slots pass in seconds. After it: the tasks
 // are exactly the slots each definition gives from the cursor at its change to the next change,
 // each once, and none was missed.
@@ -61,10 +62,20 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
 
     const phaseSeconds = scale(75, 150);
     for (let phase = 0; phase < CRONS.length; phase++) {
+      if (phase === 2) {
+        // The planners are away for 30 s (all killed), and the redeploy comes then: the cursor
+        // lags behind now at the change, and the slots after it must still be made, none skipped.
+        for (const child of children) child.kill("SIGKILL");
+        kills += children.size;
+        while (children.size > 0) await sleep(20);
+        now += 30_000;
+        await redis.set(clockKey, String(now));
+      }
       if (phase > 0) {
         // A redeploy with a changed cron: the cold start's set, at a moment the planners run.
         cursors.push((await queue.setSchedule("s", definition(CRONS[phase]), { now, declared: true })).cursorMs);
       }
+      while (children.size < PLANNERS) spawn();
       for (let second = 0; second < phaseSeconds; second++) {
         now += 1_000;
         await redis.set(clockKey, String(now));

@@ -136,6 +136,31 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     });
   });
 
+  it("keeps a cursor that lags behind now through a change: no slot after it skipped unseen", async () => {
+    // Its planners were away for a minute (killed, slow); a deploy changes the definition then.
+    const queue = await fresh();
+    await queue.setSchedule("lag", { every: 1_000, type: "job", catchUp: { max: 100 } }, { now: T0 });
+    await queue.planSchedules({ now: T0, horizonMs: 5_000 });
+    const [before] = await queue.listSchedules();
+    const changed = await queue.setSchedule(
+      "lag",
+      { every: 2_000, type: "job", catchUp: { max: 100 } },
+      { now: T0 + 60_000, declared: true },
+    );
+    expect(changed).toEqual({ status: "set", cursorMs: before.cursorMs });
+    await queue.planSchedules({ now: T0 + 60_000, horizonMs: 5_000 });
+    await loadCron();
+    // Every slot after the cursor is the new definition's, caught up: made, none passed over.
+    const expected = [
+      ...slotsBetween({ every: 1_000, type: "job" }, T0, before.cursorMs, 100),
+      ...slotsBetween({ every: 2_000, type: "job" }, before.cursorMs, T0 + 65_000, 100),
+    ].map((slot) => slotId("lag", slot));
+    expect(await slotTasks(queue, "lag")).toEqual(expected.sort());
+    const [after] = await queue.listSchedules();
+    expect(after).toMatchObject({ made: expected.length, passedOver: 0 });
+    await expectClean(queue, T0 + 60_000);
+  });
+
   it("makes nothing for a removed schedule, and never a slot twice when one of that name is set again", async () => {
     const queue = await fresh();
     await queue.setSchedule("r", { every: 10_000, type: "job" }, { now: T0 });
