@@ -39,7 +39,7 @@
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
 -- Uses: K, apply, as_time, bad, config_int, declared_types, drop_field, enqueue_args, held_value, flow_runs
--- Uses: fair_turn, flow_args, fmt, group_arg, group_policy, guard, id_arg, lane_remove, parked_gone
+-- Uses: fair_turn, flow_args, fmt, fmt_once, group_arg, group_policy, guard, id_arg, lane_remove, parked_gone
 -- Uses: parse_body, parse_state, record_fields, singleton_waiting
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
 -- Uses: name_arg, need_wake, new_state, new_writes, note_due, put, put_state, read_config_fields
@@ -82,16 +82,6 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
       }
     end
   end
-  -- A batch's windows mostly share their times (now + the same ttlMs): each printed once.
-  local texts = {}
-  local function text_of(ms)
-    local text = texts[ms]
-    if not text then
-      text = fmt(ms)
-      texts[ms] = text
-    end
-    return text
-  end
   -- The debounced and singleton tasks of this call that a later one may replace, by id: their index.
   local pending, answered = {}, 0
   for i = 1, #ids do
@@ -110,12 +100,7 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
           elseif held[first_id] then known[i] = held[first_id].letter end
         else
           -- A window's end: the same for every task of this flow (now + its ttlMs), printed once.
-          local until_text = spec.until_text
-          if not until_text then
-            until_text = fmt(now + a)
-            spec.until_text = until_text
-          end
-          values[field] = id .. '|' .. until_text
+          values[field] = id .. '|' .. fmt_once(now + a)
         end
       elseif mode == 't' then
         -- A task due in the past runs now: its period starts now, so a value already over (absent
@@ -132,7 +117,7 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
           if next_free > TIME_MAX_MS then
             bad('task ' .. i .. ' throttle: its next free period would start after 9999-12-31')
           end
-          values[field] = text_of(next_free)
+          values[field] = fmt_once(next_free)
         end
       elseif mode == 'b' then
         -- Debounce: the task holding the key is replaced while it still waits for its time;
@@ -154,8 +139,8 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
         end
         if window_end > TIME_MAX_MS then bad('task ' .. i .. ' debounce: its window would end after 9999-12-31') end
         local run_at = math.min(now + a, window_end)
-        runs[i], run_texts[i] = run_at, text_of(run_at)
-        values[field] = id .. '|' .. text_of(start) .. '|' .. text_of(window_end)
+        runs[i], run_texts[i] = run_at, fmt_once(run_at)
+        values[field] = id .. '|' .. fmt_once(start) .. '|' .. fmt_once(window_end)
         if run_at > now then pending[id] = i end
       else
         -- Singleton, one waiting per key: the task the key names is replaced while it waits, never

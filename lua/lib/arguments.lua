@@ -83,6 +83,18 @@ local function fmt(n)
   return string.format('%d', n)
 end
 
+-- fmt, each value printed once per script: a batch mostly prints a few values many times (its
+-- windows' ends, its lanes' counts), and printing a number costs more than looking it up.
+local printed = {}
+local function fmt_once(n)
+  local text = printed[n]
+  if not text then
+    text = fmt(n)
+    printed[n] = text
+  end
+  return text
+end
+
 -- The text of a validated integer argument: as given when it is plain digits, else printed.
 local function int_text(value, n)
   if string.find(value, '^%d+$') and #value <= 16 then return value end

@@ -63,7 +63,6 @@ local lanes = {}
 local lanes_dirty = {}
 local lanes_checked = {}
 local fronts = {}
-local count_texts = {}
 
 -- A type's group policy: g:<type>, else the queue's gd, else none (lanes only take turns). With
 -- `lane` (its group's "<type>|<group>"), a singleton's lane ("<type>|@@s:<key>", a group form no
@@ -127,16 +126,9 @@ local function type_member(task_type, rank, id)
   return '@' .. task_type .. NUL .. padded(rank) .. NUL .. id
 end
 
--- A count as text (0 for a negative one), printed once per value per script: a batch's lanes
--- mostly share a few small counts, and printing a number costs more than the rest of a record.
+-- A count as text (0 for a negative one): a batch's lanes mostly share a few small counts.
 local function count_text(n)
-  if n < 0 then n = 0 end
-  local text = count_texts[n]
-  if not text then
-    text = fmt(n)
-    count_texts[n] = text
-  end
-  return text
+  return fmt_once(n < 0 and 0 or n)
 end
 
 -- A record's table has room for the fields scripts add as they work on it (outs, span, last_score),
