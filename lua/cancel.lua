@@ -59,6 +59,8 @@ return guard('cancel', function()
         zrem(writes, sets[letter], id)
       end
       if state.group ~= '' then left[#left + 1] = { id = id, was = was } end
+      -- A lease its holder never confirmed (no heartbeat): its handler may never have started.
+      if letter == 'L' and not string.find(state.flags, 'r', 1, true) then state.attempts = plus(state.attempts, -1) end
       state.letter, state.gen, state.at, state.flags, state.claim, state.error =
         'F', plus(state.gen, 1), now_text, '', '', CANCELLED
       put_state(writes, id, state)

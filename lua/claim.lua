@@ -16,27 +16,38 @@
 --                        that is not among them stays READY for a worker that has it, with no
 --                        attempt used; a type the queue does not declare is leased (its worker
 --                        fails it: the queue, not the worker, lacks it)
+-- ARGV[8] busy           1 when the caller runs other tasks now: a task that stalled twice (flag s,
+--                        "solo") is left READY for a caller running nothing, and the reply says one
+--                        waits; 0 when it runs none
+-- ARGV[9] room           the caller's types it may run only so many more of now, as "<type>:<n>",
+--                        comma-separated, or "": at most n of each is leased, the rest stay READY, and
+--                        when it leaves one a wake-up is arranged now for another worker (wakeAt)
 -- Reads config: the type policies (p:<type>, a:<type>, d, leases), ordered, hold, nextDue, paused (a
 --   paused queue leases nothing), pauses and rates (a type that may not run now is set aside, see
---   type_park), fair; keeps `wake` (a worker is draining: mark_active) and `#lease`, the lease
+--   type_park), fair, wake; keeps `active` (a worker with room is draining: mark_active), `wake`
+--   (a wake-up for the tasks its room left READY) and `#lease`, the lease
 --   counter whose next value is the generation of every lease of this claim.
--- Returns: per leased task, 5 each, in rank order:
+-- Returns: per leased task, 6 each, in rank order:
 --   id, body (as enqueued: "1|<enqueuedAtMs>|<type>|<group>|<payload>"), attempt (1 = first),
---   lease token ("<rank>.<generation>": the rank is its first part), lease deadline (ms)
---   When nothing is leased, one value: when scheduled work next falls due (or an ordered queue's
---   hold ends), for a worker deciding whether to wait for it; an empty array when nothing is due,
---   when an ordered queue is busy with a leased task, or when the queue is paused.
---   A task a reclaim returned comes alone, in a batch of its own. A record that cannot be read is
---   moved to the corrupt set with its reason, and the claim goes on without it.
+--   lease token ("<rank>.<generation>": the rank is its first part), lease deadline (ms), solo ("1"
+--   when the task stalled twice: the caller runs it alone, else "")
+--   then 3 values: next (when nothing is leased: when scheduled work next falls due, or an ordered
+--   queue's hold ends, for a worker deciding whether to wait for it; "" when nothing is due, when
+--   an ordered queue is busy with a leased task, when the queue is paused, or when tasks were
+--   leased), soloWaiting ("1" when a solo task was left for a caller running nothing, else ""),
+--   wakeAt (the time to send a wake-up for, or "": the caller's room left tasks of its types READY).
+--   A solo task comes alone, in a batch of its own. A record that cannot be read is moved to the
+--   corrupt set with its reason, and the claim goes on without it.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format. Both come before the first write: after its checks the claim only
 --   reads, parses (never raising) and writes.
--- Uses: K, add_slot, apply, claim_args, drop_slot, fmt, group_policy, guard, has_slot, hold_of
+-- Uses: K, add_slot, apply, bad, claim_args, drop_slot, fmt, group_policy, guard, has_slot, hold_of
 -- Uses: int_text, lane_get, lane_of, lane_park, lane_touch, lane_unpark, lane_wait, lanes
 -- Uses: lanes_flush, lanes_load, lanes_verify, lease_lengths, load, mark_active, name_arg
--- Uses: new_state, new_writes, next_due_of, parse_body, parse_state, paused_types_of, plus
--- Uses: policy_of, promote_due, put, put_state, quarantine, rate_count, rate_open, read_config
--- Uses: read_many, read_record, slot_count, slot_ids, state_line, token_of, type_park, write_many
+-- Uses: need_wake, new_state, new_writes, next_due_of, parse_body, parse_state, paused_types_of
+-- Uses: plus, policy_of, promote_due, put, put_state, quarantine, rate_count, rate_open
+-- Uses: read_config, read_many, read_record, repeated_wake, slot_count, slot_ids, state_line
+-- Uses: token_of, type_park, write_many
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
@@ -59,7 +70,8 @@ local function repeated_batch(leases, now, claim_id)
   local result = {}
   for _, item in ipairs(batch) do
     local state = item.state
-    for _, value in ipairs({ item.id, item.body, state.attempts, token_of(state), state.at }) do
+    local solo = string.find(state.flags, 'a', 1, true) and '1' or ''
+    for _, value in ipairs({ item.id, item.body, state.attempts, token_of(state), state.at, solo }) do
       result[#result + 1] = value
     end
   end
@@ -90,7 +102,7 @@ end
 -- time left, or the caller has no handler for a type the queue declares), or "stop" (an ordered
 -- queue stops at the first task it may not lease). `all_fit`: every task of the queue may be leased,
 -- so the first `count` heads are the batch.
-local function claim_choices(config, now, max_lease, runs, paused_types)
+local function claim_choices(config, now, max_lease, runs, room, paused_types)
   local ordered = config.ordered == '1'
   local type_rates, foreign = false, false
   for field, value in pairs(config) do
@@ -101,7 +113,7 @@ local function claim_choices(config, now, max_lease, runs, paused_types)
   local leases = lease_lengths(config)
   local choices = {}
   local known = {}
-  choices.all_fit = leases[#leases] <= max_lease and not paused_types and not type_rates and not foreign
+  choices.all_fit = leases[#leases] <= max_lease and not paused_types and not type_rates and not foreign and not room
   local held_back = ordered and 'stop' or 'park'
   local left = ordered and 'stop' or 'skip'
   function choices.of(task_type)
@@ -109,6 +121,8 @@ local function claim_choices(config, now, max_lease, runs, paused_types)
     if choice then return choice end
     if paused_types and paused_types[task_type] then
       choice = { action = held_back }
+    elseif room and room[task_type] == 0 then
+      choice = { action = left, own = true }
     elseif runs and not runs[task_type] and (config['p:' .. task_type] or config['a:' .. task_type]) then
       choice = { action = left }
     else
@@ -117,9 +131,10 @@ local function claim_choices(config, now, max_lease, runs, paused_types)
         choice = { action = left }
       else
         choice = { action = 'lease', max = tostring(max), deadline = fmt(now + lease) }
+        choice.counts = room and room[task_type] ~= nil
         local rules = type_rates and group_policy(config, task_type)
         if rules and rules.type_max > 0 then
-          choice.rated = true
+          choice.rated, choice.counts = true, true
           local open, opens_at = rate_open(lane_get('@' .. task_type), rules.type_max, rules.type_ms, now)
           if not open then
             choice.action = held_back
@@ -131,14 +146,24 @@ local function claim_choices(config, now, max_lease, runs, paused_types)
     known[task_type] = choice
     return choice
   end
-  -- A task of a rated type was leased: its window counts it, and once full its type waits.
+  -- A task of a type with a room or a rate was leased: once the caller's room for its type is used,
+  -- the rest stay READY for another worker; once its rate window is full, its type waits.
   function choices.counted(task_type)
+    local chosen = known[task_type]
+    if room and room[task_type] then
+      room[task_type] = room[task_type] - 1
+      if room[task_type] <= 0 then
+        known[task_type] = { action = left, own = true }
+        return
+      end
+    end
+    if not chosen.rated then return end
     local name, rules = '@' .. task_type, group_policy(config, task_type)
     local record = lane_get(name)
     rate_count(name, record, rules.type_max, rules.type_ms, now)
     local open, opens_at = rate_open(record, rules.type_max, rules.type_ms, now)
     if not open then
-      known[task_type].action = held_back
+      chosen.action = held_back
       lane_wait(name, opens_at, config)
     end
   end
@@ -147,11 +172,13 @@ end
 
 -- 5. The state of one claim's scan. The writes are collected in the lists apply() runs; the common
 -- task (READY, never claimed, so no state yet) is leased inline, without a table of its own.
-local function new_scan(config, now, now_text, count, max_lease, claim_id, ordered, choice, leases)
+local function new_scan(config, now, now_text, count, max_lease, claim_id, ordered, choice, busy)
   local writes = new_writes()
   local scan = {
     config = config, now = now, now_text = now_text, count = count, max_lease = max_lease, claim_id = claim_id,
-    ordered = ordered, choice = choice, writes = writes, states = writes.fields, result = {}, taken = 0,
+    ordered = ordered, choice = choice, writes = writes, states = writes.fields, result = {}, taken = 0, busy = busy,
+    solo_waiting = false, -- a solo task was left for a caller running nothing
+    left_own = false, -- a task of the caller's types was left READY for want of room
     leased = {}, popped = {}, -- popped: the ids leaving READY: leased, parked or quarantined
     prefix = true, -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
     unpark = {}, -- lanes that gave a task or parked one: they may let out the next
@@ -307,25 +334,25 @@ local function take_page(s, heads, values)
     leased[#leased + 1] = id
     popped[#popped + 1] = id
     local n = #result
-    result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
-      id, body, '1', rank .. '.' .. gen_text, chosen.deadline
+    result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5], result[n + 6] =
+      id, body, '1', rank .. '.' .. gen_text, chosen.deadline, ''
     taken = taken + 1
-    if chosen.rated then choice.counted(task_type) end
+    if chosen.counts then choice.counted(task_type) end
   end
   -- Leases a task read through its record (claimed before, upgraded, let out of a lane...).
-  local function lease_read(id, task, state, chosen, flags)
+  local function lease_read(id, task, state, chosen, flags, solo)
     state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), gen_text
-    state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, flags, claim_id
+    state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, solo and flags .. 'a' or flags, claim_id
     put_state(s.writes, id, state)
     if task.upgraded then put(s.writes, id, task.body) end
     leased[#leased + 1] = chosen.deadline
     leased[#leased + 1] = id
     popped[#popped + 1] = id
     local n = #result
-    result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5] =
-      id, task.body, state.attempts, token_of(state), state.at
+    result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5], result[n + 6] =
+      id, task.body, state.attempts, token_of(state), state.at, solo and '1' or ''
     taken = taken + 1
-    if chosen.rated then choice.counted(state.type) end
+    if chosen.counts then choice.counted(state.type) end
   end
   local function stop()
     s.taken, s.stop = taken, true
@@ -340,6 +367,7 @@ local function take_page(s, heads, values)
     if task_type then
       local chosen = choice.of(task_type)
       local action = chosen.action
+      if chosen.own then s.left_own = true end
       if action == 'stop' then return stop() end
       if action == 'skip' then
         s.prefix = false
@@ -371,8 +399,17 @@ local function take_page(s, heads, values)
         local solo = string.find(state.flags, 's', 1, true) ~= nil
         local chosen = choice.of(state.type)
         local action = chosen.action
-        -- A reclaimed task goes alone: the batch stops before it, unless it stays READY anyway.
-        if solo and taken > 0 and action == 'lease' then return stop() end
+        if chosen.own then s.left_own = true end
+        -- A task that stalled twice runs alone: the batch stops before it, and a caller running other
+        -- tasks leaves it READY for one running none (told it waits), unless it stays READY anyway.
+        if solo and action == 'lease' then
+          if s.busy then
+            s.solo_waiting = true
+            action = 'skip'
+          elseif taken > 0 then
+            return stop()
+          end
+        end
         if action == 'stop' then return stop() end
         if action == 'skip' then
           s.prefix = false
@@ -391,7 +428,7 @@ local function take_page(s, heads, values)
             popped[#popped + 1] = id
             s.unpark[#s.unpark + 1] = task_lane
           else
-            lease_read(id, task, state, chosen, task_lane and take_lane(s, task_lane, record, rules, out, id) or '')
+            lease_read(id, task, state, chosen, task_lane and take_lane(s, task_lane, record, rules, out, id) or '', solo)
             if solo or taken == count then return stop() end
           end
         end
@@ -444,13 +481,39 @@ local function finish_scan(s)
   for _, lane in ipairs(s.unpark) do lane_unpark(lane, s.config, s.now) end
 end
 
-return guard('claim', function()
-  local now, now_text, count, max_lease, claim_id, is_repeat, promote_limit, types = claim_args()
-  local runs = nil -- the caller's types, or nil: any
-  if types ~= '' then
-    runs = {}
-    for name in string.gmatch(types, '[^,]+') do runs[name_arg('types', name, TYPE_MAX_BYTES)] = true end
+-- The reply's last values: next due (when nothing was leased), whether a solo task waits, the
+-- wake-up to send.
+local function claim_tail(result, next_due, solo_waiting, wake_at)
+  result[#result + 1] = next_due and fmt(next_due) or ''
+  result[#result + 1] = solo_waiting and '1' or ''
+  result[#result + 1] = wake_at and fmt(wake_at) or ''
+  return result
+end
+
+-- The set of the comma-separated type names of a claim argument, or nil for "".
+local function type_set(name, text)
+  if text == '' then return nil end
+  local set = {}
+  for task_type in string.gmatch(text, '[^,]+') do set[name_arg(name, task_type, TYPE_MAX_BYTES)] = true end
+  return set
+end
+
+-- The room argument: "<type>:<n>" entries, comma-separated, as a table type -> n, or nil for "".
+local function room_of(text)
+  if text == '' then return nil end
+  local room = {}
+  for entry in string.gmatch(text, '[^,]+') do
+    local task_type, n = string.match(entry, '^([^:]+):(%d+)$')
+    if not task_type or #n > 4 then bad('room must be "<type>:<n>" entries (n 0..9999), comma-separated, or ""') end
+    room[name_arg('room', task_type, TYPE_MAX_BYTES)] = tonumber(n)
   end
+  return room
+end
+
+return guard('claim', function()
+  local now, now_text, count, max_lease, claim_id, is_repeat, promote_limit, types, busy, room_text = claim_args()
+  local runs = type_set('types', types) -- the caller's types, or nil: any
+  local room = room_of(room_text)
   local config = read_config()
   local ordered, paused = config.ordered == '1', config.paused == '1'
   local leases = lease_lengths(config)
@@ -458,40 +521,40 @@ return guard('claim', function()
   -- 1. A repeat of a claim whose reply was lost: the batch it leased, as it was.
   if is_repeat then
     local batch = repeated_batch(leases, now, claim_id)
-    if batch then return batch end
+    if batch then return claim_tail(batch, nil, false, repeated_wake(config, now, claim_id)) end
   end
-  if paused then return {} end
+  if paused then return claim_tail({}, nil, false, nil) end
 
   -- 2. Due scheduled tasks become READY; groups and types whose time came run again.
   local paused_types = paused_types_of(config)
   promote_due(config, now, now_text, promote_limit, OPEN_PER_CLAIM)
-  mark_active(config, now)
 
   -- 3. An ordered queue: nothing while a task is leased, or while the retry it waits for holds it.
   if ordered then
     local gate = ordered_gate(config, now)
     if gate then
+      mark_active(config, now, true)
       lanes_flush(now)
-      return gate
+      return claim_tail({}, gate[1], false, nil)
     end
   end
 
   -- 4. Each type's lease and what a claim does with its tasks now: lease them, set them aside (a
   -- type paused or out of its rate), or leave them READY for another caller (a lease longer than
-  -- the time left, a type the caller has no handler for).
-  local choice = claim_choices(config, now, max_lease, runs, paused_types)
+  -- the time left, a type the caller has no handler for or no room for).
+  local choice = claim_choices(config, now, max_lease, runs, room, paused_types)
 
   -- 5. The ready set's heads, in pages, leased inline or parked; see take_heads.
-  local scan = new_scan(config, now, now_text, count, max_lease, claim_id, ordered, choice, leases)
+  local scan = new_scan(config, now, now_text, count, max_lease, claim_id, ordered, choice, busy)
   take_heads(scan)
 
   -- 6. Writes: the leases and states, the heads out of READY, the lanes that may let out more, the
-  -- lease counter, the lane records, the active mark.
+  -- lease counter, the lane records, the marks: a worker with room drains (active); another worker
+  -- for the tasks of its types it had no room for (a wake-up now).
   finish_scan(scan)
   lanes_flush(now)
-  if scan.taken == 0 then
-    local due = next_due_of(config, now)
-    return due and { fmt(due) } or {}
-  end
-  return scan.result
+  mark_active(config, now, scan.taken < count and not scan.left_own)
+  local wake_at = scan.left_own and need_wake(config, now, now, WAKE_HORIZON_MAX_MS, claim_id) or nil
+  if scan.taken == 0 then return claim_tail({}, next_due_of(config, now), scan.solo_waiting, wake_at) end
+  return claim_tail(scan.result, nil, scan.solo_waiting, wake_at)
 end)

@@ -14,12 +14,14 @@
 -- ARGV[1] revision   the declaration's digest (the library computes it from the settings below)
 -- ARGV[2] now        ms since epoch (when a type is retired, and when its fields go)
 -- ARGV[3..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,
---           maxPayloadBytes, maxErrorBytes, strictTypes (1: enqueue refuses a type without a
+--           maxPayloadBytes, maxErrorBytes, maxStalls (a task is FAILED at its n-th stall), strictTypes (1: enqueue refuses a type without a
 --           policy p:<type>), d ("<leaseMs>,<maxAttempts>", the default policy) and
 --           p:<type> ("<leaseMs>,<maxAttempts>") per type it runs, a:<type> ("1") per type it
 --           accepts (another deployment runs it), gd and g:<type> (group policies:
 --           "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,<typeRateMs>",
---           docs/groups.md); every queue-wide setting not given is removed (its default applies)
+--           docs/groups.md), od and o:<type> ("hold": an ordered group waits behind its FAILED task,
+--           with gd and g:<type> respectively); every queue-wide setting not given is removed (its
+--           default applies)
 -- Writes also `leases`, the distinct lease lengths of the queue's policies, its own and the ones it
 -- keeps (ms, comma-separated), which a claim reads instead of every policy; and the format version
 -- (a queue of format v1 becomes v2).
@@ -33,7 +35,7 @@
 local SETTINGS = {
   ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
   failedRetentionMs = { 0, RETENTION_MAX_MS }, maxPayloadBytes = { 1, PAYLOAD_MAX_BYTES },
-  maxErrorBytes = { 0, ERROR_MAX_BYTES }, strictTypes = { 0, 1 },
+  maxErrorBytes = { 0, ERROR_MAX_BYTES }, strictTypes = { 0, 1 }, maxStalls = { 1, STALLS_MAX },
 }
 
 -- A group policy: "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,<typeRateMs>".
@@ -82,6 +84,9 @@ return guard('configure', function()
     elseif string.sub(field, 1, 2) == 'a:' then
       name_arg('accepted type', string.sub(field, 3), TYPE_MAX_BYTES)
       if value ~= '1' then bad(field .. ' must be "1"') end
+    elseif field == 'od' or string.sub(field, 1, 2) == 'o:' then
+      if field ~= 'od' then name_arg('onFailure type', string.sub(field, 3), TYPE_MAX_BYTES) end
+      if value ~= 'hold' then bad(field .. ' must be "hold" (onFailure of an ordered group)') end
     else
       bad('unknown setting "' .. string.sub(field, 1, 40) .. '"')
     end
@@ -97,14 +102,14 @@ return guard('configure', function()
   local mine = {}
   for field in pairs(wanted) do
     local prefix = string.sub(field, 1, 2)
-    if prefix == 'p:' or prefix == 'g:' or prefix == 'a:' then mine[string.sub(field, 3)] = true end
+    if prefix == 'p:' or prefix == 'g:' or prefix == 'a:' or prefix == 'o:' then mine[string.sub(field, 3)] = true end
   end
   local stale, kept, retiring = {}, {}, {}
   for field, value in pairs(current) do
     local prefix = string.sub(field, 1, 2)
-    if SETTINGS[field] or field == 'd' or field == 'gd' then
+    if SETTINGS[field] or field == 'd' or field == 'gd' or field == 'od' then
       if wanted[field] == nil then stale[#stale + 1] = field end
-    elseif prefix == 'p:' or prefix == 'g:' or prefix == 'a:' or prefix == 'r:' then
+    elseif prefix == 'p:' or prefix == 'g:' or prefix == 'a:' or prefix == 'r:' or prefix == 'o:' then
       local task_type = string.sub(field, 3)
       if not mine[task_type] then
         local retired = tonumber(current['r:' .. task_type])

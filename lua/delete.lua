@@ -51,6 +51,7 @@ return guard('delete', function()
       drop_field(writes, id)
       drop_field(writes, id .. ':s')
       drop_field(writes, id .. ':x')
+      drop_field(writes, id .. STALLS)
       local state = state_text_value and (letter == 'R' or letter == 'W' or letter == 'S') and parse_state(state_text_value)
       if not state_text_value and letter == 'R' then
         -- READY and never claimed: its type and group are its body's (a task of a group too).

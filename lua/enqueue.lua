@@ -180,7 +180,7 @@ return guard('enqueue', function()
 
   -- Checked before anything is written; a message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
-  local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'strictTypes', 'paused', 'fair' }, {}
+  local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'active', 'strictTypes', 'paused', 'fair' }, {}
   local any_group = false
   for i = 1, n do
     local base = 4 + (i - 1) * 4

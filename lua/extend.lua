@@ -7,7 +7,9 @@
 -- Returns: per item, 2 each: status, lease deadline (ms; 0 unless status is 0)
 --   status 0 ok, 1 stale token, 2 already done, 3 unknown id, 6 corrupt (its record cannot be read:
 --   set aside in corrupt, as settle and release do)
---   A lease past its deadline that no reclaim has taken yet can still be extended.
+--   A lease past its deadline that no reclaim has taken yet can still be extended. An extend confirms
+--   the lease (flag r): its holder runs it, so if it runs out later, the reclaim keeps the attempt
+--   (one never confirmed gives it back: its handler may never have started).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: K, apply, extend_args, fenced_presence, fmt, guard, id_arg, int_arg, item_count, load
@@ -41,6 +43,8 @@ return guard('extend', function()
     else
       deadline = now + item.lease
       state.at = fmt(deadline)
+      -- Its holder is alive and running it: a reclaim from now on charges the attempt.
+      if not string.find(state.flags, 'r', 1, true) then state.flags = state.flags .. 'r' end
       zadd(writes, K.leased, deadline, item.id)
       put_state(writes, item.id, state)
       if task.upgraded then put(writes, item.id, task.body); task.upgraded = false end

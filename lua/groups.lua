@@ -4,8 +4,9 @@
 -- KEYS the queue's keys (see lib/arguments.lua): config, groups are used
 -- ARGV[1] cursor   the HSCAN cursor: "0" to start, then the cursor the last page returned
 -- ARGV[2] count    1..1000, about how many records one page reads (HSCAN's COUNT)
--- Returns: { next cursor ("" when the scan is complete), then per group, 5 each: type, group,
---   leased (held retries of ordered groups included), ready (parked included), parked }
+-- Returns: { next cursor ("" when the scan is complete), then per group, 6 each: type, group,
+--   leased (held retries of ordered groups included), ready (parked included), parked, held (the
+--   FAILED task an ordered group with onFailure hold waits behind, or "") }
 --   (types' own records, "@<type>", and the lane of the tasks without a group are not groups)
 --   A group with nothing READY or leased has no record, so it is not listed (one whose holders
 --   were all acked may be listed with 0 and 0 until tick sweeps its record).
@@ -27,7 +28,7 @@ return guard('groups', function()
     local task_type, group = string.match(name, '^([^|]+)|(.+)$')
     local ready, holders, parked = string.match(text, '^(%d+)|[%d,]*|([^|]*)|?(%d*)')
     if task_type and ready then
-      local row = { task_type, group, 0, tonumber(ready), tonumber(parked) or 0, name }
+      local row = { task_type, group, 0, tonumber(ready), tonumber(parked) or 0, '', name }
       rows[#rows + 1] = row
       for id in string.gmatch(holders, '[^,]+') do
         ids[#ids + 1] = id
@@ -41,12 +42,13 @@ return guard('groups', function()
     local states = read_many('HMGET', K.task, fields)
     for i = 1, #ids do
       local row = owners[i]
-      local kind = states[i] and slot_kind(states[i], row[6])
+      local kind = states[i] and slot_kind(states[i], row[7])
       if kind == 'lease' or kind == 'held' then row[3] = row[3] + 1 end
+      if kind == 'failed' then row[6] = ids[i] end
     end
   end
   for _, row in ipairs(rows) do
-    for j = 1, 5 do result[#result + 1] = row[j] end
+    for j = 1, 6 do result[#result + 1] = row[j] end
   end
   return result
 end)

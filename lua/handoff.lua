@@ -12,27 +12,23 @@
 --                     fresh invocation), 0 when its claims came back empty
 -- ARGV[4] callId      1-64 characters of A-Z a-z 0-9 _ . -, the same for every sending of this call,
 --                     or "" (none): a repeat after a lost reply is told the wake-up its first run arranged
--- Reads config: wake, nextDue (scheduled work, and groups or types waiting to run again), ordered,
---   hold, paused (nothing to arrange). Writes wake.
+-- Reads config: wake, active, nextDue (scheduled work, and groups or types waiting to run again), ordered,
+--   hold, paused (nothing to arrange). Writes wake, removes active.
 -- Returns: the time (ms) a wake-up message must be sent for, or "" when none is needed (nothing
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: K, fmt, guard, need_wake, new_work_flagged, next_due_of, handoff_args, read_config_fields
--- Uses: wake_time
+-- Uses: wake_stopped
 
 return guard('handoff', function()
   local now, _, horizon, cut_off, call = handoff_args()
-  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'paused' })
-  -- The mark of a draining worker (this one, or one that stopped without handing off) covers nothing
-  -- once it stops; a wake-up arranged for later stays.
-  local wake = wake_time(config)
-  -- Work made ready under that mark may have come after this worker's last claim (need_wake).
+  local config = read_config_fields({ 'wake', 'active', 'nextDue', 'ordered', 'hold', 'paused' })
+  -- Work made ready under the active mark may have come after this worker's last claim (need_wake).
   local new_work = new_work_flagged(config)
-  if wake and wake <= now then
-    redis.call('HDEL', K.config, 'wake')
-    config.wake = nil
-  end
+  -- This worker's mark (or that of one that stopped without handing off) covers nothing once it
+  -- stops; the wake-ups already due have started their workers; a wake-up arranged for later stays.
+  wake_stopped(config, now)
   local due
   if config.paused == '1' then
     return '' -- a paused queue: its resume arranges the wake-up

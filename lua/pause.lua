@@ -19,11 +19,11 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: K, bad, fmt, guard, lane_wait, lanes_flush, need_wake, next_due_of, pause_args
--- Uses: read_config_fields, repeated_wake, type_unpark, wake_time
+-- Uses: read_config_fields, repeated_wake, type_unpark, wake_list, wake_write
 
 return guard('pause', function()
   local now, _, action, task_type, call = pause_args()
-  local config = read_config_fields({ 'paused', 'pauses', 'wake', 'nextDue', 'ordered', 'hold' })
+  local config = read_config_fields({ 'paused', 'pauses', 'wake', 'active', 'nextDue', 'ordered', 'hold' })
   local pausing, changed = action == 'pause', 0
   if task_type == '' then
     if pausing and config.paused ~= '1' then
@@ -60,8 +60,12 @@ return guard('pause', function()
   local wake_at = nil
   if not pausing and config.paused ~= '1' then
     -- A wake-up sent while the work was paused found nothing to claim: it covers nothing now.
-    local wake = wake_time(config)
-    if wake and wake <= now then config.wake = nil end
+    config.active = nil
+    local list, kept = wake_list(config, now), {}
+    for _, entry in ipairs(list) do
+      if entry.at > now then kept[#kept + 1] = entry end
+    end
+    wake_write(config, kept)
     local due = nil
     if redis.call('ZCARD', K.ready) > 0 or redis.call('ZCARD', K.grouped) > 0 then due = now
     else due = next_due_of(config, now) end

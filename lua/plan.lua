@@ -66,7 +66,7 @@ return guard('plan', function()
     for _, suffix in ipairs({ ':v', ':c', ':p', ':m' }) do fields[#fields + 1] = item.name .. suffix end
   end
 
-  local config = read_config_fields({ 'nextDue', 'fair', 'wake', 'paused' })
+  local config = read_config_fields({ 'nextDue', 'fair', 'wake', 'active', 'paused' })
   local stored = read_many('HMGET', K.schedules, fields)
   -- The slots of the schedules still current: which ids exist already.
   local current, task_fields = {}, {}

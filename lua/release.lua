@@ -1,5 +1,5 @@
--- release: give back leased tasks that were never started (or were cut off by the time budget),
--- without using an attempt.
+-- release: give back leased tasks that were never started, without using an attempt (one whose lease
+-- its holder confirmed, flag r, keeps it: its handler had started).
 --
 -- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, leased, corrupt (and for a task of a
 --   group grouped, groups, groupwait) are used
@@ -35,9 +35,11 @@ return guard('release', function()
     elseif state.letter ~= 'L' or not token_matches(state, item.token) then
       status = 1
     else
-      -- The attempt is given back; the lease generation moves on, so the token is stale from now.
+      -- The attempt is given back (unless its holder confirmed the lease: its handler ran); the lease
+      -- generation moves on, so the token is stale from now.
+      if not string.find(state.flags, 'r', 1, true) then state.attempts = plus(state.attempts, -1) end
       state.letter, state.at, state.claim, state.flags = 'R', now_text, '', ''
-      state.attempts, state.gen = plus(state.attempts, -1), plus(state.gen, 1)
+      state.gen = plus(state.gen, 1)
       make_ready(writes, item.id, state, config, now, true) -- a task of a group: first in it again
       zrem(writes, K.leased, item.id)
       if task.upgraded then put(writes, item.id, task.body); task.upgraded = false end

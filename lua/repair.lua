@@ -60,6 +60,7 @@ return guard('repair', function()
     make_ready(writes, item.id, item.state, config, now, false)
     put(writes, item.id, item.body)
     drop_field(writes, item.id .. ':x')
+    drop_field(writes, item.id .. STALLS)
     zrem(writes, K.corrupt, item.id)
   end
   apply(writes)

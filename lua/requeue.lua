@@ -12,9 +12,9 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, after_quarantine, apply, guard, hold_of, id_arg, item_count, lanes_flush, load
--- Uses: make_ready, new_writes, presence_status, put, quarantine, read_config_fields, requeue_args
--- Uses: write_upgrade, zrem
+-- Uses: K, after_quarantine, apply, drop_field, guard, hold_of, id_arg, item_count, lanes_flush
+-- Uses: load, make_ready, new_writes, presence_status, put, quarantine, read_config_fields
+-- Uses: requeue_args, write_upgrade, zrem
 
 return guard('requeue', function()
   local now, now_text = requeue_args()
@@ -40,9 +40,12 @@ return guard('requeue', function()
       elseif state.letter ~= 'F' then
         status = 4
       else
+        -- A task its ordered group waits behind (onFailure hold) runs first, in the slot it kept.
+        local holding = state.group ~= '' and string.find(state.flags, 'h', 1, true) ~= nil
         state.letter, state.at, state.attempts, state.flags = 'R', now_text, '0', ''
-        make_ready(writes, id, state, config, now, false)
+        make_ready(writes, id, state, config, now, holding)
         zrem(writes, K.failed, id)
+        drop_field(writes, id .. STALLS)
         if task.upgraded then put(writes, id, task.body); task.upgraded = false end
         requeued[id] = true
       end

@@ -24,8 +24,8 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every argument is checked, and the config
 --   and the states read, before the first write.
--- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fenced_presence, fmt
--- Uses: group_policy, guard, id_arg, is_id, lane_of, lane_release, lanes_flush, make_ready
+-- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fail_in_lane, fenced_presence
+-- Uses: fmt, group_policy, guard, id_arg, is_id, lane_of, lane_release, lanes_flush, make_ready
 -- Uses: new_writes, note_due, put_state, read_config_fields, read_many, read_record, settle_args
 -- Uses: state_line, time_arg, token_matches, write_upgrade, zadd
 
@@ -73,7 +73,7 @@ return guard('settle', function()
     if outcome == 'ack' and values[i] and not tasks[id] then
       attempts, gen, max, flags, rank, type_group = string.match(values[i], ACK_STATE_PATTERN)
     end
-    if attempts and flags == '' and #rank <= DIGITS_RANK and #gen <= DIGITS_GEN and
+    if attempts and (flags == '' or flags == 'r') and #rank <= DIGITS_RANK and #gen <= DIGITS_GEN and
       #attempts <= DIGITS_ATTEMPTS and #max <= DIGITS_MAX and token == rank .. '.' .. gen then
       states[#states + 1] = fields[i]
       states[#states + 1] = state_line('D', attempts, gen, max, now_text, '', rank, type_group, '', '')
@@ -120,7 +120,7 @@ return guard('settle', function()
           if outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max) then
             state.letter = 'F'
             zadd(writes, K.failed, now_text, id)
-            if lane then lane_release(lane, id, config, now) end
+            fail_in_lane(state, id, config, now)
           elseif retry_at > now and not ordered then
             state.letter, state.at = 'S', retry_text
             zadd(writes, K.scheduled, retry_text, id)

@@ -36,6 +36,8 @@ export const LIMITS = {
   timeMaxMs: TIME_MAX_MS,
   leaseMaxMs: 24 * 3600 * 1000,
   maxAttemptsMax: 1000,
+  /** The most stalls a queue may allow a task (maxStalls). */
+  maxStallsMax: 1000,
   retentionMaxMs: 366 * 24 * 3600 * 1000,
   clockSkewMaxMs: 3_600_000,
   /** The payload cap a queue may be configured with. */
@@ -89,6 +91,11 @@ export const DEFAULTS = {
   maxErrorBytes: 2048,
   leaseMs: 60_000,
   maxAttempts: 5,
+  /**
+   * Stalls (a lease running out while held: its worker crashed or stopped) after which a task is
+   * FAILED; from its second it runs alone.
+   */
+  maxStalls: 3,
   /** Due scheduled tasks a claim promotes before it takes ready ones. */
   promoteLimit: 1000,
   /** Leases, promotions and trims one reclaim/tick call handles at most. */
@@ -150,6 +157,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   TIME_MAX_MS: LIMITS.timeMaxMs,
   LEASE_MAX_MS: LIMITS.leaseMaxMs,
   ATTEMPTS_MAX: LIMITS.maxAttemptsMax,
+  STALLS_MAX: LIMITS.maxStallsMax,
   RETENTION_MAX_MS: LIMITS.retentionMaxMs,
   SKEW_MAX_MS: LIMITS.clockSkewMaxMs,
   PAYLOAD_MAX_BYTES: LIMITS.payloadMaxBytes,
@@ -173,6 +181,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   DEFAULT_MAX_ERROR_BYTES: DEFAULTS.maxErrorBytes,
   DEFAULT_LEASE_MS: DEFAULTS.leaseMs,
   DEFAULT_MAX_ATTEMPTS: DEFAULTS.maxAttempts,
+  DEFAULT_MAX_STALLS: DEFAULTS.maxStalls,
   DEFAULT_SKEW_MS: DEFAULTS.clockSkewMs,
   DEFAULT_DONE_RETENTION_MS: DEFAULTS.doneRetentionMs,
   DEFAULT_FAILED_RETENTION_MS: DEFAULTS.failedRetentionMs,

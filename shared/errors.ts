@@ -88,6 +88,7 @@ export const ITEM_STATUS = {
   9: "already_failed",
   10: "not_in_state",
   11: "throttled",
+  12: "not_holding",
 } as const;
 
 export type ItemStatus = (typeof ITEM_STATUS)[keyof typeof ITEM_STATUS];

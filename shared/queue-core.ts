@@ -10,6 +10,7 @@ import { configFields, type QueueSettings, type ResolvedSettings, resolveSetting
 import type { Store } from "./store.js";
 import {
   type ClaimedTask,
+  type ClaimOutcome,
   type EnqueueResult,
   type ExtendResult,
   type ItemResult,
@@ -49,6 +50,35 @@ export interface QueueOptions {
 }
 
 const OPTION_NAMES = ["name", "keyPrefix", "settings"];
+/** What a claim takes (Queue.claim, Queue.claimOrNextDue). */
+export interface ClaimOptions {
+  count: number;
+  now: number;
+  /** The time the caller has left: only tasks whose lease fits it are leased. */
+  maxLeaseMs?: number;
+  /** The task types the caller has a handler for (default: any). */
+  types?: readonly string[];
+  /**
+   * Types among `types` the caller may run only so many more of now (its per-type concurrency): at
+   * most that many are leased, the rest stay READY, and `wakeAtMs` says to wake another worker.
+   */
+  room?: Readonly<Record<string, number>>;
+  /** The caller runs other tasks now: a solo task is left for a caller running none. */
+  busy?: boolean;
+}
+
+/** The types of a claim's `types` or `full`, checked. */
+function checkTypeList(field: string, types: readonly string[] | undefined): readonly string[] {
+  const list = types ?? [];
+  if (!Array.isArray(list) || list.length > LIMITS.batchMax) {
+    throw new InvalidInputError(
+      `claim: ${field} must be an array of at most ${LIMITS.batchMax} task types, got ${shown(list)}`,
+    );
+  }
+  for (const [index, type] of list.entries()) checkName(`claim: ${field}[${index}]`, "type", type, LIMITS.typeMaxBytes);
+  return list;
+}
+
 export const LISTABLE: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
 
 /**
@@ -199,27 +229,20 @@ export class QueueCore {
    * ordered queue's gate is closed. Safe to retry: a store resending it after a lost reply gets the
    * same batch back.
    */
-  async claim(options: {
-    count: number;
-    now: number;
-    maxLeaseMs?: number;
-    types?: readonly string[];
-  }): Promise<ClaimedTask[]> {
+  async claim(options: ClaimOptions): Promise<ClaimedTask[]> {
     return (await this.claimOrNextDue(options)).tasks;
   }
 
   /**
-   * claim, and when nothing was leased: `nextDueMs`, when scheduled work next falls due (or an
-   * ordered queue's hold ends), for a worker deciding whether to wait for it. With `types` (the task
-   * types the caller has a handler for), a task of a type the queue declares but the caller lacks
-   * (another deployment's, or a newer version's) stays READY for a caller that has it.
+   * claim, and what it answers besides: `nextDueMs` when nothing was leased, when scheduled work
+   * next falls due (or an ordered queue's hold ends), for a worker deciding whether to wait for it.
+   * With `types` (the task types the caller has a handler for), a task of a type the queue declares
+   * but the caller lacks (another deployment's, or a newer version's) stays READY for a caller that
+   * has it; with `room` (the most of some types the caller may run more of now), the rest of those
+   * stay READY too, and `wakeAtMs` says to wake another worker for them now. With `busy` (the caller runs other tasks
+   * now), a task that stalled twice (solo) stays READY for a caller running none: `soloWaiting`.
    */
-  async claimOrNextDue(options: {
-    count: number;
-    now: number;
-    maxLeaseMs?: number;
-    types?: readonly string[];
-  }): Promise<{ tasks: ClaimedTask[]; nextDueMs: number | undefined }> {
+  async claimOrNextDue(options: ClaimOptions): Promise<ClaimOutcome> {
     const now = checkNow("claim", options.now);
     const count = checkInteger("claim", "count", options.count, 1, LIMITS.claimMax);
     const maxLeaseMs = checkInteger(
@@ -229,13 +252,13 @@ export class QueueCore {
       1,
       LIMITS.leaseMaxMs,
     );
-    const types = options.types ?? [];
-    if (!Array.isArray(types) || types.length > LIMITS.batchMax) {
-      throw new InvalidInputError(
-        `claim: types must be an array of at most ${LIMITS.batchMax} task types, got ${shown(types)}`,
-      );
-    }
-    for (const [index, type] of types.entries()) checkName(`claim: types[${index}]`, "type", type, LIMITS.typeMaxBytes);
+    const types = checkTypeList("types", options.types);
+    const room = Object.entries(options.room ?? {});
+    checkTypeList(
+      "room",
+      room.map(([type]) => type),
+    );
+    for (const [type, n] of room) checkInteger(`claim: room["${type}"]`, "room", n, 0, 9999);
     const claimId = randomBytes(12).toString("base64url");
     const reply = await this.run("claim", {
       now: String(now),
@@ -245,9 +268,11 @@ export class QueueCore {
       repeat: "0",
       promoteLimit: String(DEFAULTS.promoteLimit),
       types: types.join(","),
+      busy: options.busy ? "1" : "0",
+      room: room.map(([type, n]) => `${type}:${n}`).join(","),
     });
-    if (reply.length === 1) return { tasks: [], nextDueMs: Number(reply[0]) };
-    const claimed = replyRows("claim", reply).map((record): ClaimedTask => {
+    const { rows, next, soloWaiting, wakeAt } = readReply("claim", reply);
+    const tasks = rows.map((record): ClaimedTask => {
       const token = String(record.token);
       const rank = Number(token.slice(0, token.indexOf(".")));
       const body = parseBody(String(record.body));
@@ -261,9 +286,10 @@ export class QueueCore {
         rank,
         priority: priorityOfRank(rank),
         leaseDeadlineMs: Number(record.deadline),
+        solo: record.solo === "1",
       };
     });
-    return { tasks: claimed, nextDueMs: undefined };
+    return { tasks, nextDueMs: optionalTime(next), soloWaiting: soloWaiting === "1", wakeAtMs: optionalTime(wakeAt) };
   }
 
   /**

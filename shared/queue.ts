@@ -48,7 +48,21 @@ export class Queue extends QueueSchedules {
       payload: String(record.payload),
       rank: Number(record.rank),
       enqueuedAtMs: Number(record.enqueuedAtMs),
+      stalls: Number(record.stalls),
+      holdsGroup: String(record.holding) === "1",
     };
+  }
+
+  /**
+   * Lets go the ordered groups that wait behind these FAILED tasks (onFailure "hold"): each task stays
+   * FAILED (a requeue later takes its turn again) and its group runs its next task. A task no group
+   * waits behind answers `not_holding`; one not FAILED `not_failed`.
+   */
+  async skip(ids: string[], options: { now: number }): Promise<ItemResult[]> {
+    const now = checkNow("skip", options.now);
+    this.checkIds("skip", ids);
+    const reply = await this.run("skip", { now: String(now) }, ids);
+    return this.idStatuses("skip", ids, reply);
   }
 
   /** Sends FAILED tasks back to READY with their original rank and fresh attempts. */
@@ -169,6 +183,7 @@ export class Queue extends QueueSchedules {
         leased: Number(record.leased),
         ready: Number(record.ready),
         parked: Number(record.parked),
+        heldBy: String(record.held) === "" ? undefined : String(record.held),
       }),
     );
     return { groups, next: String(next) === "" ? undefined : String(next) };
@@ -294,7 +309,7 @@ export class Queue extends QueueSchedules {
    */
   /** Per id, the status its row of a reply of ids answers. */
   private idStatuses(
-    name: Extract<OperationName, "requeue" | "cancel" | "delete" | "repair">,
+    name: Extract<OperationName, "requeue" | "cancel" | "delete" | "repair" | "skip">,
     ids: string[],
     reply: unknown[],
   ): ItemResult[] {

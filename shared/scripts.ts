@@ -41,6 +41,7 @@ export const SCRIPTS = {
   handoff: withLib("handoff"),
   inspect: withLib("inspect", { readOnly: true }),
   requeue: withLib("requeue"),
+  skip: withLib("skip"),
   list: withLib("list", { readOnly: true }),
   repair: withLib("repair"),
   delete: withLib("delete"),

@@ -41,6 +41,11 @@ export interface QueueSettings {
   maxPayloadBytes?: number;
   /** Default 2048. */
   maxErrorBytes?: number;
+  /**
+   * A task whose lease runs out while held (its worker crashed or stopped: a stall) this many times
+   * is FAILED; from its second stall it runs alone. Default 3.
+   */
+  maxStalls?: number;
   /** Reclaim only leases expired by more than this. Default 2000. */
   clockSkewMs?: number;
   /** Default 24 h. */
@@ -59,7 +64,13 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     checkName(where, "policy type", type, LIMITS.typeMaxBytes);
     policies[type] = checkPolicy(`${where} policy "${type}"`, policy);
   }
-  type IntegerSetting = "maxPayloadBytes" | "maxErrorBytes" | "clockSkewMs" | "doneRetentionMs" | "failedRetentionMs";
+  type IntegerSetting =
+    | "maxPayloadBytes"
+    | "maxErrorBytes"
+    | "maxStalls"
+    | "clockSkewMs"
+    | "doneRetentionMs"
+    | "failedRetentionMs";
   const integer = (field: IntegerSetting, fallback: number, min: number, max: number) =>
     checkInteger(where, field, settings[field] ?? fallback, min, max);
   const typeGroups: Record<string, TypeGroupPolicy> = {};
@@ -95,6 +106,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     defaultPolicy: checkPolicy(`${where} defaultPolicy`, settings.defaultPolicy ?? DEFAULTS),
     maxPayloadBytes: integer("maxPayloadBytes", DEFAULTS.maxPayloadBytes, 1, LIMITS.payloadMaxBytes),
     maxErrorBytes: integer("maxErrorBytes", DEFAULTS.maxErrorBytes, 0, LIMITS.errorMaxBytes),
+    maxStalls: integer("maxStalls", DEFAULTS.maxStalls, 1, LIMITS.maxStallsMax),
     clockSkewMs: integer("clockSkewMs", DEFAULTS.clockSkewMs, 0, LIMITS.clockSkewMaxMs),
     doneRetentionMs: integer("doneRetentionMs", DEFAULTS.doneRetentionMs, 0, LIMITS.retentionMaxMs),
     failedRetentionMs: integer("failedRetentionMs", DEFAULTS.failedRetentionMs, 0, LIMITS.retentionMaxMs),
@@ -111,6 +123,9 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
     ["failedRetentionMs", String(settings.failedRetentionMs)],
     ["maxPayloadBytes", String(settings.maxPayloadBytes)],
     ["maxErrorBytes", String(settings.maxErrorBytes)],
+    ...(settings.maxStalls === DEFAULTS.maxStalls
+      ? []
+      : [["maxStalls", String(settings.maxStalls)] as [string, string]]),
     ["d", policy(settings.defaultPolicy)],
     ...(settings.strictTypes ? [["strictTypes", "1"] as [string, string]] : []),
     ...Object.keys(settings.policies)
@@ -118,9 +133,15 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
       .map((type): [string, string] => [`p:${type}`, policy(settings.policies[type])]),
     ...settings.acceptTypes.map((type): [string, string] => [`a:${type}`, "1"]),
     ...(Object.keys(settings.groups).length > 0 ? [["gd", groupPolicyText(settings.groups)] as [string, string]] : []),
+    ...(settings.groups.onFailure === "hold" ? [["od", "hold"] as [string, string]] : []),
     ...Object.keys(settings.typeGroups)
       .sort()
-      .map((type): [string, string] => [`g:${type}`, groupPolicyText(settings.typeGroups[type])]),
+      .flatMap(
+        (type): Array<[string, string]> => [
+          [`g:${type}`, groupPolicyText(settings.typeGroups[type])],
+          ...(settings.typeGroups[type].onFailure === "hold" ? [[`o:${type}`, "hold"] as [string, string]] : []),
+        ],
+      ),
   ];
   const revision = createHash("sha256").update(JSON.stringify(pairs)).digest("hex").slice(0, 16);
   return { revision, fields: pairs.flat() };

@@ -92,6 +92,12 @@ export interface GroupPolicy {
    * retried task holds its group until it is done or failed (needs concurrency 1). Default false.
    */
   ordered?: boolean;
+  /**
+   * What an ordered group does when a task of it ends FAILED: `continue` (the default) runs its next
+   * task; `hold` waits behind the FAILED task until an operator requeues it (it then runs first) or
+   * skips it (`leaseq skip`, the dashboard): for work where task n+1 assumes task n. Needs ordered.
+   */
+  onFailure?: "continue" | "hold";
   /** At most this many claims of one group per interval. Default: no limit. */
   rate?: RateLimit;
 }
@@ -124,6 +130,8 @@ export interface GroupStats {
   ready: number;
   /** READY but waiting behind the group's concurrency, rate or order (docs/groups.md). */
   parked: number;
+  /** The FAILED task an ordered group with onFailure "hold" waits behind (requeue or skip it). */
+  heldBy: string | undefined;
 }
 
 /** Lease and retry policy of one task type, as the claim script needs it. */
@@ -145,6 +153,22 @@ export interface ClaimedTask {
   rank: number;
   priority: number;
   leaseDeadlineMs: number;
+  /**
+   * The task stalled twice (its lease ran out while held: a worker that crashed, perhaps because of
+   * it): run it alone, so that a task that crashes its worker uses up only its own attempts.
+   */
+  solo: boolean;
+}
+
+/** What a claim answers besides its tasks (Queue.claimOrNextDue). */
+export interface ClaimOutcome {
+  tasks: ClaimedTask[];
+  /** When nothing was leased: when scheduled work next falls due (or an ordered queue's hold ends). */
+  nextDueMs: number | undefined;
+  /** A solo task waits for a caller running nothing (one that claimed with `busy`). */
+  soloWaiting: boolean;
+  /** A wake-up to send now for another worker: tasks of types the caller had no `room` for were left READY. */
+  wakeAtMs: number | undefined;
 }
 
 export type SettleItem =
@@ -271,6 +295,10 @@ export interface TaskInfo {
   payload: string;
   rank: number;
   enqueuedAtMs: number;
+  /** Leases that ran out while held (its worker crashed or stopped); at maxStalls it is FAILED. */
+  stalls: number;
+  /** A FAILED task its ordered group waits behind (onFailure "hold"): requeue or skip it. */
+  holdsGroup: boolean;
 }
 
 export interface ListedTask {

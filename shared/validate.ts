@@ -152,9 +152,11 @@ export function dueTime(where: string, task: TaskInput, now: number): number {
 /** Validates a group policy (and a type's rate), naming the field and what is allowed. */
 export function checkGroupPolicy(where: string, policy: TypeGroupPolicy): TypeGroupPolicy {
   if (policy === null || typeof policy !== "object") {
-    throw new InvalidInputError(`${where}: a group policy must be an object { concurrency?, ordered?, rate? }`);
+    throw new InvalidInputError(
+      `${where}: a group policy must be an object { concurrency?, ordered?, onFailure?, rate? }`,
+    );
   }
-  const known = ["concurrency", "ordered", "rate", "typeRate"];
+  const known = ["concurrency", "ordered", "onFailure", "rate", "typeRate"];
   for (const field of Object.keys(policy)) {
     if (!known.includes(field)) {
       throw new InvalidInputError(`${where}: unknown group policy field "${field}"; allowed: ${known.join(", ")}`);
@@ -184,6 +186,17 @@ export function checkGroupPolicy(where: string, policy: TypeGroupPolicy): TypeGr
     }
     checked.ordered = policy.ordered;
     if (policy.ordered) checked.concurrency = 1;
+  }
+  if (policy.onFailure !== undefined) {
+    if (policy.onFailure !== "continue" && policy.onFailure !== "hold") {
+      throw new InvalidInputError(`${where}: onFailure must be "continue" or "hold", got ${shown(policy.onFailure)}`);
+    }
+    if (policy.onFailure === "hold" && !checked.ordered) {
+      throw new InvalidInputError(
+        `${where}: onFailure "hold" keeps an ordered group behind its FAILED task: it needs ordered: true`,
+      );
+    }
+    if (policy.onFailure === "hold") checked.onFailure = "hold";
   }
   const groupRate = rate("rate");
   if (groupRate) checked.rate = groupRate;

@@ -44,18 +44,26 @@ local function check_config(config, now, problems, repair)
       report(problems, 'hold', id, 'the ordered queue is held until ' .. fmt(hold) .. ' for a task that is not READY', repair)
     end
   end
-  -- A mark ahead of `now` by less than WAKE_ACTIVE_MS points at nothing for a moment at most (a
+  -- A wake-up ahead of `now` by less than WAKE_ACTIVE_MS points at nothing for a moment at most (a
   -- worker's claim whose clock is ahead, a wake-up for work just taken away): not a problem.
-  local wake = wake_time(config)
   local skew = WAKE_ACTIVE_MS
-  if wake and wake > now + skew then
+  local list = wake_list(config, now)
+  if #list > 0 and list[#list].at > now + skew then
     local due = earliest_due() -- what is due, not what config nextDue says
     if due >= NOTHING_DUE then due = nil end
     if config.ordered == '1' and hold and hold > now and (due == nil or hold < due) then due = hold end
     local idle = redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0
-    if wake > now + skew + WAKE_HORIZON_MAX_MS or (idle and (due == nil or due > wake)) then
-      if repair then redis.call('HDEL', K.config, 'wake') end
-      report(problems, 'wake', 'wake', 'a wake-up is arranged for ' .. fmt(wake) .. ', when nothing falls due', repair)
+    local kept, dropped = {}, nil
+    for _, entry in ipairs(list) do
+      if entry.at > now + skew and (entry.at > now + skew + WAKE_HORIZON_MAX_MS or (idle and (due == nil or due > entry.at))) then
+        dropped = dropped or entry.at
+      else
+        kept[#kept + 1] = entry
+      end
+    end
+    if dropped then
+      if repair then wake_write(config, kept) end
+      report(problems, 'wake', 'wake', 'a wake-up is arranged for ' .. fmt(dropped) .. ', when nothing falls due', repair)
     end
   end
 end
@@ -103,7 +111,7 @@ local function check_tasks(config, now, cursor, count, problems, repair)
         if flow_over(value, now) then flows_over[#flows_over + 1] = field end
       end
     elseif first ~= OWN_FIELD_BYTE then -- not the lease counter, the v0 guard
-      local id = string.match(field, '^(.*):[sx]$') or field
+      local id = string.match(field, '^(.*):[stx]$') or field
       if not seen[id] then
         seen[id] = true
         ids[#ids + 1] = id

@@ -95,13 +95,6 @@ local function lease_lengths(config)
   return leases
 end
 
--- The time of config `wake` (a mark may carry "|<call id>" after it: whose it is), or nil.
-local function wake_time(config)
-  local wake = config.wake
-  if not wake then return nil end
-  return tonumber(string.match(wake, '^%d+'))
-end
-
 -- The config `hold` of an ordered queue: its time, and the id of the task it waits for (a hold of
 -- format v1 names none).
 local function hold_of(config)

@@ -81,7 +81,8 @@ local function group_policy(config, task_type, lane)
   end
   local known = group_policies[task_type]
   if known then return known end
-  local text = config_get(config, 'g:' .. task_type) or config_get(config, 'gd')
+  local own = config_get(config, 'g:' .. task_type)
+  local text = own or config_get(config, 'gd')
   known = NO_GROUP_POLICY
   if text then
     local conc, ordered, rate_max, rate_ms, type_max, type_ms = string.match(text, GROUP_POLICY_PATTERN)
@@ -90,6 +91,9 @@ local function group_policy(config, task_type, lane)
         conc = tonumber(conc), ordered = ordered == '1', rate_max = tonumber(rate_max), rate_ms = tonumber(rate_ms),
         type_max = tonumber(type_max), type_ms = tonumber(type_ms),
       }
+      -- onFailure of an ordered group (o:<type>, else od, with the policy it goes with): "hold"
+      -- keeps the group behind its FAILED task (fail_in_lane).
+      known.hold = known.ordered and config_get(config, own and 'o:' .. task_type or 'od') == 'hold'
     end
   end
   group_policies[task_type] = known
@@ -239,17 +243,22 @@ local LEASED_BYTE = 76 -- "L"
 local SCHEDULED_BYTE = 83 -- "S"
 local READY_BYTE = 82 -- "R"
 local PARKED_BYTE = 87 -- "W"
-local SLOT_LETTERS = { [LEASED_BYTE] = true, [SCHEDULED_BYTE] = true, [READY_BYTE] = true, [PARKED_BYTE] = true }
+local FAILED_BYTE = 70 -- "F"
+local SLOT_LETTERS = {
+  [LEASED_BYTE] = true, [SCHEDULED_BYTE] = true, [READY_BYTE] = true, [PARKED_BYTE] = true, [FAILED_BYTE] = true,
+}
 
 -- What a state's task does with a slot of `lane`: "lease" (leased), "held" (an ordered group's
--- retry keeping its place), "out" (let out, not claimed yet: READY, or set aside by its type with
--- its slot kept), or nil (it uses none).
+-- retry keeping its place), "failed" (a FAILED task an ordered group with onFailure hold waits
+-- behind), "out" (let out, not claimed yet: READY, or set aside by its type with its slot kept), or
+-- nil (it uses none).
 local function slot_kind(text, lane)
   if not SLOT_LETTERS[string.byte(text, 1)] then return nil end
   local letter, flags, task_lane = string.match(text, SLOT_STATE_PATTERN)
   if not letter or task_lane ~= lane then return nil end
   if letter == 'L' then return 'lease' end
   if letter == 'S' then return string.find(flags, 'h', 1, true) and 'held' or nil end
+  if letter == 'F' then return string.find(flags, 'h', 1, true) and 'failed' or nil end
   return string.find(flags, 'u', 1, true) and 'out' or nil
 end
 
@@ -697,6 +706,22 @@ local function lane_release(lane, id, config, now)
   local record = lane_get(lane)
   drop_slot(lane, record, id)
   if record.parked > 0 then lane_unpark(lane, config, now) end
+end
+
+-- A task of a group became FAILED (its last attempt, a PermanentError, its stalls): an ordered group
+-- with onFailure "hold" keeps waiting behind it (flag h: it keeps its slot, so nothing of the group
+-- runs until it is requeued, and runs first, or skipped); any other lets its next task run.
+-- `state` is written by the caller.
+local function fail_in_lane(state, id, config, now)
+  if state.group == '' then return end
+  local lane = lane_of(state.type, state.group)
+  if group_policy(config, state.type, lane).hold then
+    state.flags = 'h'
+    local record = lane_get(lane)
+    if not has_slot(record, id) then add_slot(lane, record, id) end
+  else
+    lane_release(lane, id, config, now)
+  end
 end
 
 -- A parked task (W) leaves grouped for good (cancel, delete): one parked less in its lane's record,

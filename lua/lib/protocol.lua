@@ -7,7 +7,7 @@ local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-
 local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-:@]*)|[%w_%.%-]*|'
 local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:@]+)||$'
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
-local SLOT_STATE_PATTERN = '^([LSRW])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
+local SLOT_STATE_PATTERN = '^([LSRWF])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|()'
 local FRESH_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|'
 -- Names (task types, claim and call ids) and ids (task ids, groups): their patterns and characters,
@@ -83,10 +83,10 @@ local function enqueue_args()
   local t1, t1_text = time_arg('now', ARGV[1])
   return t1, t1_text, call_arg(ARGV[2]), ARGV[3] or ''
 end
--- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types
+-- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types, ARGV[8] busy, ARGV[9] room
 local function claim_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, int_arg('count', ARGV[2], 1, CLAIM_MAX), int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS), name_arg('claimId', ARGV[4], 64), int_arg('repeat', ARGV[5], 0, 1) == 1, int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX), ARGV[7] or ''
+  return t1, t1_text, int_arg('count', ARGV[2], 1, CLAIM_MAX), int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS), name_arg('claimId', ARGV[4], 64), int_arg('repeat', ARGV[5], 0, 1) == 1, int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX), ARGV[7] or '', int_arg('busy', ARGV[8], 0, 1) == 1, ARGV[9] or ''
 end
 -- settle: ARGV[1] now
 local function settle_args()
@@ -167,6 +167,11 @@ local function pause_args()
 end
 -- cancel: ARGV[1] now
 local function cancel_args()
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text
+end
+-- skip: ARGV[1] now
+local function skip_args()
   local t1, t1_text = time_arg('now', ARGV[1])
   return t1, t1_text
 end

@@ -2,6 +2,11 @@
 -- the patterns (STATE_PATTERN, BODY_PATTERN, ...), the DIGITS_ bounds, state_line, state_text and
 -- new_state come from there through lua/lib/protocol.lua.
 
+-- The field after a task's id that counts its stalls (leases that ran out while held, its worker
+-- gone): "<id>:t", written by a reclaim, removed with the task (trim, delete) or when it starts
+-- again (requeue, repair).
+local STALLS = ':t'
+
 -- The mark of a quarantined record's state, before the text it had (see quarantine).
 local QUARANTINED = 'C|'
 -- The first byte of the task hash's own fields (#lease, #v0): ids never start with it.
@@ -56,7 +61,7 @@ end
 -- out as "<arrival seq>.<gen>": that form is honoured for it until the lease ends.
 local function token_matches(state, token)
   if token == state.rank .. '.' .. state.gen then return true end
-  return state.flags == 'o' and token == fmt(tonumber(state.rank) % RANK_SEQ_SPAN) .. '.' .. state.gen
+  return string.find(state.flags, 'o', 1, true) ~= nil and token == fmt(tonumber(state.rank) % RANK_SEQ_SPAN) .. '.' .. state.gen
 end
 
 -- A record of format v0 as a v1 state and body, or nil. The upgrade is written by the caller.

@@ -1,79 +1,144 @@
 -- Wake-ups (docs/wake-ups.md). On AWS a worker runs only when something invokes it, so whoever
--- makes work fall due arranges for a worker to look then. Config `wake` is the earliest time one is
--- arranged for: a wake-up message due then ("<ms>|<call id>": the call that asked for it, so the
--- same call repeated after a lost reply is told again), or, when in the past, the last claim of a
--- worker still draining, which arranges the next wake-up itself when it stops (handoff.lua).
+-- makes work fall due arranges for a worker to look then. Two marks in the config say who will:
+--   `wake`    the wake-up messages arranged and not yet long due: "<ms>|<call id>" entries, comma-
+--             separated, earliest first (at most WAKE_PENDING_MAX). The call id says which call
+--             arranged it, so the same call repeated after a lost reply is told again. Only a
+--             hand-off (its worker started and is stopping) and the passing of time remove one: a
+--             claim never does, so a wake-up arranged is never arranged a second time.
+--   `active`  "<ms>": the last claim of a worker still draining with room for more work (it
+--             arranges the next wake-up itself when it stops, handoff.lua); "<ms>!" once ready
+--             work came under it (new_work_flagged).
 
 -- The calls of the reclaimer's tick say so in their ids (Queue.tick).
 local TICK_CALL = 'tick-'
 
--- Appended to a mark already past when ready work came under it (new_work_flagged); a call id never
--- holds it.
+-- Appended to the active mark when ready work came under it; a call id never holds it.
 local NEW_WORK = '!'
 
--- Whether a worker will look at the queue by `due`: a wake-up arranged for no later, or a worker
--- that claimed within WAKE_ACTIVE_MS. For the reclaimer's tick (`from_tick`), a wake-up arranged for
--- later than now by anyone but a tick counts for nothing: the tick cannot know it was ever sent (a
--- producer's reply lost after the mark was written), and one more message costs an empty claim.
-local function wake_covers(config, now, due, from_tick)
-  local wake = wake_time(config)
-  if wake == nil or wake > due or wake < now - WAKE_ACTIVE_MS then return false end
-  if not from_tick or wake <= now then return true end
-  return string.find(config.wake, '|' .. TICK_CALL, 1, true) ~= nil
+-- The most wake-ups the `wake` mark keeps: the earliest ones (a later one dropped may be arranged
+-- again, one message too many, never one too few).
+local WAKE_PENDING_MAX = 8
+
+-- The wake-ups arranged, earliest first, as { at, call } (an entry of the release before, "<ms>"
+-- alone, reads with call ""), without those more than WAKE_ACTIVE_MS past: their message went long ago.
+local function wake_list(config, now)
+  local list = {}
+  for at, call in string.gmatch(config.wake or '', '(%d+)|?([^,]*)') do
+    local time = tonumber(at)
+    if time >= now - WAKE_ACTIVE_MS then list[#list + 1] = { at = time, call = string.gsub(call, NEW_WORK, '') } end
+  end
+  table.sort(list, function(a, b) return a.at < b.at end)
+  return list
+end
+
+-- Writes the `wake` mark from `list` (wake_list's form), its earliest WAKE_PENDING_MAX entries.
+local function wake_write(config, list)
+  local parts = {}
+  for i = 1, math.min(#list, WAKE_PENDING_MAX) do parts[i] = fmt(list[i].at) .. '|' .. list[i].call end
+  local text = table.concat(parts, ',')
+  if text == (config.wake or '') then return end
+  if text == '' then
+    redis.call('HDEL', K.config, 'wake')
+    config.wake = nil
+  else
+    redis.call('HSET', K.config, 'wake', text)
+    config.wake = text
+  end
+end
+
+-- The time of the active mark, or nil.
+local function active_time(config)
+  local active = config.active
+  return active and tonumber(string.match(active, '^%d+')) or nil
+end
+
+-- Whether a worker will look at the queue by `due`: a wake-up arranged for no later (for the
+-- reclaimer's tick, one later than now counts only when a tick arranged it: the tick cannot know
+-- another was ever sent, a producer's reply lost after the mark was written, and one message too
+-- many costs an empty claim), or a worker with room that claimed within WAKE_ACTIVE_MS. Returns
+-- whether it is covered, and the entry of `list` that covers it.
+local function wake_covers(config, list, now, due, from_tick)
+  for _, entry in ipairs(list) do
+    if entry.at > due then break end
+    if not from_tick or entry.at <= now or string.sub(entry.call, 1, #TICK_CALL) == TICK_CALL then return true, entry end
+  end
+  local active = active_time(config)
+  return active ~= nil and active >= now - WAKE_ACTIVE_MS and active <= now + WAKE_ACTIVE_MS, nil
 end
 
 -- The wake-up a call arranged in an earlier run of itself (a store's repeat after a lost reply):
--- its time, while it still matters; else nil. A NEW_WORK flag after the mark does not change whose it is.
+-- its time, while it still matters; else nil.
 local function repeated_wake(config, now, call)
-  local wake = wake_time(config)
-  if not wake or wake < now - WAKE_ACTIVE_MS then return nil end
-  local mark = fmt(wake) .. '|' .. call
-  if config.wake == mark or config.wake == mark .. NEW_WORK then return wake end
+  for _, entry in ipairs(wake_list(config, now)) do
+    if entry.call == call then return entry.at end
+  end
   return nil
 end
 
--- Whether work was made ready, covered by a mark already past (a worker draining, or a wake-up
--- whose worker is running), since that mark was last written: the worker that stops under it may
--- have made its last claim before that work came, and must arrange a wake-up for it (handoff.lua).
+-- Whether ready work came under the active mark since it was last written: the worker that stops
+-- under it may have made its last claim before that work came, and must arrange a wake-up for it
+-- (handoff.lua).
 local function new_work_flagged(config)
-  return config.wake ~= nil and string.sub(config.wake, -1) == NEW_WORK
+  return config.active ~= nil and string.sub(config.active, -1) == NEW_WORK
 end
 
 -- Work falls due at `due` (ms; before now means now). Returns the time the caller must send a
 -- wake-up for, and records it in config `wake` (with `call`, the caller's id for this call); nil
 -- when one is arranged already, or when `due` is more than `horizon` ms away (a reclaimer run
 -- closer to it arranges that one). A repeat of the call that recorded the mark (a store's retry
--- after a lost reply) is answered the mark's time again.
+-- after a lost reply) is answered the mark's time again. `config` carries wake and active.
 local function need_wake(config, now, due, horizon, call)
   if due < now then due = now end
   if due > now + horizon then return nil end
   local from_tick = call ~= nil and string.sub(call, 1, #TICK_CALL) == TICK_CALL
-  if wake_covers(config, now, due, from_tick) then
-    -- Ready work under a mark already past: the worker under it may have claimed for the last time
-    -- before this call; flag the mark, so that its handoff looks at the ready set (once per mark).
-    if due <= now and wake_time(config) <= now and not new_work_flagged(config) then
-      config.wake = config.wake .. NEW_WORK
-      redis.call('HSET', K.config, 'wake', config.wake)
+  local list = wake_list(config, now)
+  if call then
+    for _, entry in ipairs(list) do
+      if entry.call == call then return entry.at end
     end
-    return call and repeated_wake(config, now, call)
   end
-  local text = fmt(due)
-  if call then text = text .. '|' .. call end
-  redis.call('HSET', K.config, 'wake', text)
-  config.wake = text
+  local covered, entry = wake_covers(config, list, now, due, from_tick)
+  if covered then
+    -- Ready work under the active mark: the worker under it may have claimed for the last time
+    -- before this call; flag the mark, so that its handoff looks at the ready set (once per mark).
+    if not entry and due <= now and not new_work_flagged(config) then
+      config.active = config.active .. NEW_WORK
+      redis.call('HSET', K.config, 'active', config.active)
+    end
+    return nil
+  end
+  list[#list + 1] = { at = due, call = call or '' }
+  table.sort(list, function(a, b) return a.at < b.at end)
+  wake_write(config, list)
   return due
 end
 
 -- A claim: a worker is draining now. Written at most every WAKE_ACTIVE_MS / 2, so a busy queue pays
 -- one HSET every few seconds, not one per claim. Rewriting drops a NEW_WORK flag: this claim came
--- after that work and saw it.
-local function mark_active(config, now)
-  local wake = wake_time(config)
-  if wake == nil or wake > now or wake < now - WAKE_ACTIVE_MS / 2 then
+-- after that work and saw it. A claim that filled the room its worker had (`room` false) writes
+-- nothing: that worker covers no new work, so what comes meanwhile gets a wake-up of its own.
+local function mark_active(config, now, room)
+  if not room then return end
+  local active = active_time(config)
+  if active == nil or active > now or active < now - WAKE_ACTIVE_MS / 2 then
     local text = fmt(now)
-    redis.call('HSET', K.config, 'wake', text)
-    config.wake = text
+    redis.call('HSET', K.config, 'active', text)
+    config.active = text
   end
+end
+
+-- A worker stops draining: its active mark covers nothing any more, and the wake-ups already due
+-- (its own among them) have started their workers.
+local function wake_stopped(config, now)
+  if config.active then
+    redis.call('HDEL', K.config, 'active')
+    config.active = nil
+  end
+  local list, kept = wake_list(config, now), {}
+  for _, entry in ipairs(list) do
+    if entry.at > now then kept[#kept + 1] = entry end
+  end
+  wake_write(config, kept)
 end
 
 -- When scheduled work (or a group or type waiting to run again) next falls due, or an ordered
@@ -87,8 +152,8 @@ local function next_due_of(config, now)
   return due
 end
 
--- Work was taken away (cancel, delete): a wake-up arranged for later, when nothing falls due by
--- then any more, is forgotten (`now` 0: unknown, kept), and so is an ordered queue's hold for a
+-- Work was taken away (cancel, delete): the wake-ups arranged for later, when nothing falls due
+-- by then any more, are forgotten (`now` 0: unknown, kept), and so is an ordered queue's hold for a
 -- task that left. `config` carries wake, nextDue, ordered, hold.
 local function forget_marks(config, now, gone)
   local hold, held = hold_of(config)
@@ -96,14 +161,17 @@ local function forget_marks(config, now, gone)
     redis.call('HDEL', K.config, 'hold')
     config.hold = nil
   end
-  local wake = wake_time(config)
-  if now == 0 or not wake or wake <= now then return end
+  if now == 0 or not config.wake then return end
+  local list = wake_list(config, now)
+  if #list == 0 or list[#list].at <= now then return end
+  if redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) > 0 then return end
   config.nextDue = fmt(earliest_due())
   local due = next_due_of(config, now)
-  if (due == nil or due > wake) and redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0 then
-    redis.call('HDEL', K.config, 'wake')
-    config.wake = nil
+  local kept = {}
+  for _, entry in ipairs(list) do
+    if entry.at <= now or (due ~= nil and due <= entry.at) then kept[#kept + 1] = entry end
   end
+  wake_write(config, kept)
 end
 
 -- The checks a call id passes: 1-64 characters of A-Z a-z 0-9 _ . - ("" for none).
@@ -111,31 +179,49 @@ local function call_arg(value)
   return name_arg('callId', value or '', 64, true)
 end
 
--- Returns up to `limit` leases that expired before now - skew: to READY with their rank (marked
--- solo: it may have crashed its worker, so the next claim hands it out alone), or to FAILED ("lease
--- expired") when their attempts are used up. Atomic, so concurrent reclaimers each see only what
--- the others left. Returns { id, letter, ... }. The caller runs lanes_flush().
+-- Returns up to `limit` leases that expired before now - skew: each a stall (counted in the task's
+-- "<id>:t"). A lease its holder confirmed (flag r: an extend, so its handler had started) keeps its
+-- attempt; one never confirmed gives it back (its handler may never have run). The task goes to
+-- FAILED when a confirmed run was its last attempt ("lease expired after attempt n of m") or when it
+-- stalled maxStalls times ("stalled n times"), else READY with its rank: from its second stall
+-- marked solo (it may be what crashes its workers: the next claim hands it out alone, to a caller
+-- running nothing else). Atomic, so concurrent reclaimers each see only what the others left.
+-- Returns { id, letter, ... }. The caller runs lanes_flush().
 local function reclaim_expired(config, now, now_text, skew, limit)
   local expired = redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(' .. fmt(now - skew), 'LIMIT', 0, limit)
   local result = {}
   if #expired == 0 then return result end
   local writes = new_writes()
   local tasks = load_to_move(expired, writes, config, now, 'a LEASED task without its state')
-  for _, id in ipairs(expired) do
+  local stall_fields = {}
+  for i, id in ipairs(expired) do stall_fields[i] = id .. STALLS end
+  local stall_counts = read_many('HMGET', K.task, stall_fields)
+  local max_stalls = tonumber(config_get(config, 'maxStalls')) or DEFAULT_MAX_STALLS
+  for i, id in ipairs(expired) do
     local task = tasks[id]
     if not task.problem then
       local state = task.state
+      local started = string.find(state.flags, 'r', 1, true) ~= nil
+      local stalls = (tonumber(stall_counts[i]) or 0) + 1
+      put(writes, stall_fields[i], fmt(stalls))
+      if not started then state.attempts = plus(state.attempts, -1) end
       state.gen = plus(state.gen, 1) -- revokes the token: a late settle of this lease is stale
       state.claim = ''
       state.at = now_text
-      if tonumber(state.attempts) >= tonumber(state.max) then
+      local max = tonumber(state.max)
+      if (started and tonumber(state.attempts) >= max) or stalls >= max_stalls then
         state.letter, state.flags = 'F', ''
-        state.error = 'lease expired after attempt ' .. state.attempts .. ' of ' .. state.max
+        if started and tonumber(state.attempts) >= max then
+          state.error = 'lease expired after attempt ' .. state.attempts .. ' of ' .. state.max
+        else
+          state.error = 'stalled ' .. stalls .. ' times (the lease ran out while held: its worker stopped), at most ' ..
+            max_stalls
+        end
         zadd(writes, K.failed, now_text, id)
+        fail_in_lane(state, id, config, now)
         put_state(writes, id, state)
-        if state.group ~= '' then lane_release(lane_of(state.type, state.group), id, config, now) end
       else
-        state.flags = 's'
+        state.flags = stalls >= 2 and 's' or ''
         make_ready(writes, id, state, config, now, true)
       end
       if task.upgraded and task.body then put(writes, id, task.body) end
@@ -156,6 +242,7 @@ local function trim_before(set_key, cutoff, limit)
   for _, id in ipairs(old) do
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':s'
+    fields[#fields + 1] = id .. STALLS
   end
   write_many('HDEL', K.task, fields)
   write_many('ZREM', set_key, old)

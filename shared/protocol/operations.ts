@@ -102,11 +102,33 @@ export const OPERATIONS = {
       { name: "repeat", kind: "flag", note: "1: may repeat an earlier call of this claim id" },
       { name: "promoteLimit", kind: "int", min: 1, max: "MAINTENANCE_MAX" },
       { name: "types", kind: "text", note: 'the caller\'s, comma-separated, or `""`: any' },
+      {
+        name: "busy",
+        kind: "flag",
+        note: "1: the caller runs other tasks now (a solo task is left for one running none)",
+      },
+      {
+        name: "room",
+        kind: "text",
+        note: 'the caller\'s types it may lease only so many more of, `"<type>:<n>"` comma-separated, or `""`',
+      },
     ],
     reply: {
       per: "task in rank order",
-      fields: ["id", "body", "attempt", "token", "deadline (the lease's)"],
-      note: "when none: the next due time alone, or `[]`; a solo task comes alone",
+      fields: [
+        "id",
+        "body",
+        "attempt",
+        "token",
+        "deadline (the lease's)",
+        'solo (`1`: it stalled twice, run it alone; or `""`)',
+      ],
+      tail: [
+        'next (when none was leased: the next due time, or `""`)',
+        "soloWaiting (`1`: a solo task waits for a caller running nothing)",
+        WAKE_AT,
+      ],
+      note: "a solo task comes alone",
     },
   },
   settle: {
@@ -204,6 +226,8 @@ export const OPERATIONS = {
         "payload",
         "rank",
         "enqueuedAtMs",
+        "stalls (leases that ran out while held)",
+        'holding (`1`: a FAILED task its ordered group waits behind; or `""`)',
       ],
       note: "`[]` for an unknown id",
     },
@@ -280,6 +304,15 @@ export const OPERATIONS = {
       note: 'READY, SCHEDULED or LEASED → FAILED "cancelled", generation + 1',
     },
   },
+  skip: {
+    args: [now],
+    items: ids,
+    reply: {
+      per: "id",
+      fields: ["status (0, 3, 4, 6, 12)"],
+      note: "a FAILED task its ordered group waits behind (onFailure hold): the group goes on, the task stays FAILED",
+    },
+  },
   history: {
     args: [now, { name: "minutes", kind: "int", min: 1, max: "HISTORY_MINUTES_MAX" }],
     reply: {
@@ -297,7 +330,14 @@ export const OPERATIONS = {
     reply: {
       head: ['cursor (the next, `""` at the end)'],
       per: "group",
-      fields: ["type", "group", "leased", "ready", "parked"],
+      fields: [
+        "type",
+        "group",
+        "leased",
+        "ready",
+        "parked",
+        'held (the FAILED task an ordered group waits behind, or `""`)',
+      ],
     },
   },
   plan: {

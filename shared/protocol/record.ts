@@ -19,10 +19,12 @@ export const STATE_LETTERS = {
 export const STATE_FLAGS = {
   s: "returned by a reclaim: the next claim hands it out alone",
   o: "a lease claimed under format v0, whose holder has a token of the old form",
-  h: "a retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile",
+  h: "a retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile; or a task of an ordered group with onFailure hold, FAILED, that keeps its group's slot until it is requeued or skipped",
   u: "READY, let out of its group's parked tasks to run next",
   p: "a lease whose settle lets its group's parked tasks out",
   t: "parked while its type may not run",
+  r: "a lease its holder confirmed (an extend): its handler started, so a reclaim charges the attempt",
+  a: "a lease of a task that stalled twice (solo): its holder runs it alone",
   k: "a schedule's slot, SCHEDULED, that is passed over when it falls due while its schedule's previous slot's task is still waiting or running (overlap: skip)",
 } as const;
 
@@ -235,7 +237,7 @@ export const recordPatterns = () => ({
   /** The letter, flags and "<type>|<group>" of a state that may hold its group's slot. */
   SLOT_STATE_PATTERN: recordPattern(STATE_FIELDS, {
     reads: {
-      letter: { lua: "([LSRW])" },
+      letter: { lua: "([LSRWF])" },
       attempts: "skip loose",
       gen: "skip loose",
       max: "skip loose",

@@ -44,6 +44,16 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
     return all;
   }
 
+  /** Every lease's first heartbeat: their handlers run, so a reclaim charges their attempts. */
+  async function confirmAll(queue: Queue, leases: ClaimedTask[], now: number): Promise<void> {
+    for (let i = 0; i < leases.length; i += 1000) {
+      await queue.extend(
+        leases.slice(i, i + 1000).map(({ id, token }) => ({ id, token, leaseMs: LEASE_MS })),
+        { now },
+      );
+    }
+  }
+
   const RECLAIM_TASKS = scale(400, 5_000);
   it(
     `10 reclaimers at once move each of ${RECLAIM_TASKS} expired leases exactly once, using no extra attempt`,
@@ -59,15 +69,18 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
             { now },
           );
       };
-      // The "last" tasks use their first attempt and are reclaimed once: their next lease is their last.
+      // The "last" tasks use their first attempt (confirmed: their handlers ran) and are reclaimed
+      // once: their next lease is their last.
       await enqueueAll(lastChance, NOW);
-      await claimAll(queue, NOW);
+      await confirmAll(queue, await claimAll(queue, NOW), NOW);
       expect((await queue.reclaim({ now: NOW + LEASE_MS + 1, limit: 10_000 })).reclaimed).toHaveLength(
         lastChance.length,
       );
       const t1 = NOW + LEASE_MS + 2;
       await enqueueAll(firstRun, t1);
-      expect(await claimAll(queue, t1)).toHaveLength(RECLAIM_TASKS);
+      const leases = await claimAll(queue, t1);
+      expect(leases).toHaveLength(RECLAIM_TASKS);
+      await confirmAll(queue, leases, t1);
 
       const t2 = t1 + LEASE_MS + 1;
       const calls: number[] = [];
@@ -128,7 +141,8 @@ describe.each(adapters)("concurrency over $name", (adapter) => {
     );
     expect(result.reduce((sum, summary) => sum + summary.reclaimed, 0)).toBe(tasks);
     const records = await assertConsistent(redis, queue);
-    for (const record of records.values()) expect(record).toMatchObject({ state: "R", attempts: 1 });
+    // Never confirmed by a heartbeat: each got its attempt back, and one stall.
+    for (const record of records.values()) expect(record).toMatchObject({ state: "R", attempts: 0, stalls: 1 });
   });
 
   it("20 clients enqueueing the same ids at once create each task once; all but one hear duplicate", async () => {

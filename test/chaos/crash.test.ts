@@ -136,7 +136,15 @@ it(
           untraced.push(`${id} by ${run.incarnation}`);
         else duplicatesBy[point] = (duplicatesBy[point] ?? 0) + 1;
       }
-      expect(records.get(id)?.attempts ?? 0, `attempts of ${id}`).toBeGreaterThanOrEqual(runs.length);
+    }
+    // An attempt is charged only to a started handler, and every handler started is charged or a
+    // stall (its worker killed before a heartbeat confirmed the run).
+    const startsOf = new Map<string, number>();
+    for (const start of supervisor.startLog) startsOf.set(start.id, (startsOf.get(start.id) ?? 0) + 1);
+    for (const [id, record] of records) {
+      const starts = startsOf.get(id) ?? 0;
+      expect(record.attempts, `attempts of ${id} (${starts} handler starts)`).toBeLessThanOrEqual(starts);
+      expect(record.attempts + record.stalls, `attempts and stalls of ${id}`).toBeGreaterThanOrEqual(starts);
     }
     const duplicates = executions - supervisor.executions.size;
     const killsBy: Partial<Record<KillPoint, number>> = {};

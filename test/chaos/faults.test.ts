@@ -103,8 +103,10 @@ describe("faults through the local Upstash endpoint", () => {
     expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
     expect((await queue.reclaim({ now: NOW + LEASE_MS })).reclaimed).toEqual([]); // not before the deadline
     expect((await queue.reclaim({ now: NOW + LEASE_MS + 1 })).reclaimed).toEqual(["a"]);
+    // Its worker never had it (the reply was lost), so never started it: no attempt is charged.
+    expect(await queue.inspect("a")).toMatchObject({ state: "ready", attempts: 0, stalls: 1 });
     const [again] = await queue.claim({ count: 1, now: NOW + LEASE_MS + 2 });
-    expect(again).toMatchObject({ id: "a", attempt: 2 });
+    expect(again).toMatchObject({ id: "a", attempt: 1 });
     expect(await queue.ack([again], { now: NOW + LEASE_MS + 3 })).toEqual([{ id: "a", status: "ok", state: "done" }]);
     await assertConsistent(redis, queue);
   });

@@ -5,10 +5,14 @@
 // workers, time passing with the reclaimer's tick, cancels, deletes, requeues, pauses and resumes
 // of the queue and of a type, trims and purges (so ids come back as new tasks), records made
 // unreadable on purpose and repaired; each step at a caller clock up to a second off, and any of
-// them through a store that loses the reply and sends the call again. After every step: the
-// states agree with the model, the storage and group invariants hold, `leaseq check` finds
-// nothing, every claim obeyed the rules (concurrency, order, rates within their windows, pauses,
-// a reclaimed task alone), and no claim came back empty-handed while a task could run.
+// them through a store that loses the reply and sends the call again. Workers run as an invocation
+// does: several tasks at once (claiming with `busy` while they run some, and a room per type),
+// heartbeats confirming the tasks whose handlers started, and crashes taking down whatever they ran.
+// After every step: the states agree with the model, the storage and group invariants hold,
+// `leaseq check` finds nothing, every claim obeyed the rules (concurrency, order, rates within their
+// windows, pauses, rooms, a task that stalled twice alone and only to a worker running nothing),
+// no claim came back empty-handed while a task could run, and an attempt is charged only to a
+// started handler (a confirmed lease, or a run its holder settled).
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
@@ -40,6 +44,7 @@ const TYPES = Object.keys(RULES);
 const GROUPS = ["", "g:1", "@rt", "g3@eu"];
 const IDS = Array.from({ length: 12 }, (_, i) => [`t${i}`, `u:${i}`, `n@2026-12-01T0${i % 10}:00:00Z`][i % 3]);
 const SKEWS = [0, 0, 0, -1_000, -1, 1, 1_000];
+const MAX_STALLS = 3;
 
 type Letter = "R" | "S" | "L" | "D" | "F" | "C";
 interface ModelTask {
@@ -49,7 +54,13 @@ interface ModelTask {
   group: string;
   rank: number;
   attempts: number;
-  /** R: returned by a reclaim (it goes alone); S: an ordered group's retry holding its group. */
+  /** Runs whose handler started: a lease its holder confirmed (a heartbeat), or settled. */
+  ran: number;
+  /** L: its holder confirmed it (a heartbeat): its handler started, a reclaim keeps its attempt. */
+  confirmed: boolean;
+  /** Leases that ran out while held. */
+  stalls: number;
+  /** R: it stalled twice (it goes alone, to a worker running nothing); S: an ordered group's retry holding its group. */
   solo: boolean;
   held: boolean;
   at: number;
@@ -131,11 +142,24 @@ function countClaim(world: World, key: string, span: number, at: number): void {
   world.windows.set(key, { window, count: used + 1 });
 }
 
-/** Whether the rules let `id` (READY) be claimed at `at`, `takenLane`/`takenType` of its group and type claimed already. */
-function mayRun(world: World, id: string, takenLane: number, takenType: number, at: number): boolean {
+/**
+ * Whether the rules let `id` (READY) be claimed at `at`, `takenLane`/`takenType` of its group and type
+ * claimed already, by a worker running other tasks (`running`) with `room` left per type.
+ */
+function mayRun(
+  world: World,
+  id: string,
+  takenLane: number,
+  takenType: number,
+  at: number,
+  running = false,
+  room: Record<string, number> = {},
+): boolean {
   const task = world.tasks.get(id);
   if (task?.state !== "R" || task.unreadable) return false;
   if (world.paused || world.pausedTypes.has(task.type)) return false;
+  if (task.solo && running) return false;
+  if (room[task.type] !== undefined && takenType >= room[task.type]) return false;
   const rules = RULES[task.type];
   if (rules.typeRate) {
     const { used } = windowOf(world, `@${task.type}`, rules.typeRate.perMs, at);
@@ -192,15 +216,22 @@ async function compare(world: World, real: Real): Promise<void> {
   );
   const records = await assertConsistent(real.redis, real.queue, unreadable, world.tainted, world.stale);
   const corrupt = new Set(await real.redis.zrange(real.queue.keys.corrupt, 0, -1));
-  const actual: Record<string, { state: string; attempts: number }> = {};
+  const actual: Record<string, { state: string; attempts: number; stalls: number }> = {};
   for (const [id, record] of records) {
-    actual[id] = { state: record.state === "W" ? "R" : record.state, attempts: record.attempts };
+    actual[id] = { state: record.state === "W" ? "R" : record.state, attempts: record.attempts, stalls: record.stalls };
   }
-  for (const id of corrupt) actual[id] = { state: "C", attempts: 0 };
-  const expected: Record<string, { state: string; attempts: number }> = {};
+  for (const id of corrupt) actual[id] = { state: "C", attempts: 0, stalls: 0 };
+  const expected: Record<string, { state: string; attempts: number; stalls: number }> = {};
   for (const [id, task] of world.tasks) {
     if (unreadable.has(id)) continue;
-    expected[id] = { state: task.state, attempts: task.state === "C" ? 0 : task.attempts };
+    const known = task.state !== "C";
+    expected[id] = { state: task.state, attempts: known ? task.attempts : 0, stalls: known ? task.stalls : 0 };
+    // An attempt is charged only to a started handler: every attempt counted is a run that started
+    // (confirmed, or settled by its holder), but the one a lease not confirmed yet holds.
+    if (known && !task.unreadable) {
+      const pending = task.state === "L" && !task.confirmed ? 1 : 0;
+      expect(task.attempts, `${id}: attempts against the runs that started`).toBe(task.ran + pending);
+    }
   }
   expect(actual).toEqual(expected);
   // The check finds nothing but what the test did on purpose: records not quarantined yet.
@@ -286,6 +317,9 @@ class Enqueue extends Step {
         group: item.group,
         rank: rankOf(item.priority, ++world.seq),
         attempts: 0,
+        ran: 0,
+        confirmed: false,
+        stalls: 0,
         solo: false,
         held: false,
         at: at + item.delayMs,
@@ -308,6 +342,8 @@ class Claim extends Step {
   constructor(
     readonly worker: number,
     readonly count: number,
+    /** The room the worker has left for the type "any" (its per-invocation limit), or none. */
+    readonly room: number | undefined,
     skew: number,
     lost: boolean,
   ) {
@@ -316,8 +352,12 @@ class Claim extends Step {
   async run(world: World, real: Real) {
     count("claim");
     const at = this.at(world);
+    // A worker running tasks claims as busy: a task that stalled twice is left for one running none.
+    const busy = world.held.some((lease) => lease.worker === this.worker);
+    const room: Record<string, number> = this.room === undefined ? {} : { any: this.room };
     if (!world.paused) promote(world, at); // a paused queue's claim returns before it looks at anything
-    const got: ClaimedTask[] = await this.queue(real).claim({ count: this.count, now: at });
+    const outcome = await this.queue(real).claimOrNextDue({ count: this.count, now: at, busy, room });
+    const got: ClaimedTask[] = outcome.tasks;
     await noteQuarantined(world, real);
     // A group whose head this claim quarantined may go on with its next task in the same claim.
     for (const lane of world.pending) chooseHead(world, lane);
@@ -330,11 +370,12 @@ class Claim extends Step {
       if (!task) return;
       const lane = laneOf(task);
       expect(
-        mayRun(world, claimed.id, takenLane.get(lane) ?? 0, takenType.get(task.type) ?? 0, at),
-        `claimed ${claimed.id} against the rules (group ${lane}, type ${task.type})`,
+        mayRun(world, claimed.id, takenLane.get(lane) ?? 0, takenType.get(task.type) ?? 0, at, busy, room),
+        `claimed ${claimed.id} against the rules (group ${lane}, type ${task.type}${busy ? ", busy" : ""})`,
       ).toBe(true);
-      if (task.solo) expect(got.length, `${claimed.id} came back from a reclaim: alone`).toBe(1);
+      if (task.solo) expect(got.length, `${claimed.id} stalled twice: alone`).toBe(1);
       expect(index === 0 || !task.solo).toBe(true);
+      expect(claimed.solo, `${claimed.id} runs alone when it stalled twice`).toBe(task.solo);
       takenLane.set(lane, (takenLane.get(lane) ?? 0) + 1);
       takenType.set(task.type, (takenType.get(task.type) ?? 0) + 1);
     }
@@ -347,6 +388,7 @@ class Claim extends Step {
       if (world.heads.get(laneOf(task)) === claimed.id) world.heads.delete(laneOf(task));
       task.state = "L";
       task.attempts++;
+      task.confirmed = false;
       task.solo = false;
       task.at = claimed.leaseDeadlineMs;
       task.token = claimed.token;
@@ -356,14 +398,14 @@ class Claim extends Step {
       // A group with a task made unreadable may wait for the claim that quarantines it: not counted.
       const runnable = [...world.tasks.keys()].filter((id) => {
         const task = world.tasks.get(id);
-        return task && !world.tainted.has(laneOf(task)) && mayRun(world, id, 0, 0, at);
+        return task && !world.tainted.has(laneOf(task)) && mayRun(world, id, 0, 0, at, busy, room);
       });
       expect(runnable, "a claim returned nothing while these tasks could run").toEqual([]);
     }
     await compare(world, real);
   }
   describe() {
-    return `claim(worker ${this.worker}, ${this.count})`;
+    return `claim(worker ${this.worker}, ${this.count}${this.room === undefined ? "" : `, room any ${this.room}`})`;
   }
 }
 
@@ -401,6 +443,9 @@ class Settle extends Step {
       if (!this.lost && !task?.unreadable) expect(got.status).not.toBe("ok");
     } else {
       if (!this.lost) expect(got.status).toBe("ok");
+      // Its holder settled it: its handler ran (counted once, at its heartbeat when it had one).
+      if (!task.confirmed) task.ran++;
+      task.confirmed = false;
       if (this.outcome === "ack") task.state = "D";
       else if (this.outcome === "fail" || task.attempts >= MAX_ATTEMPTS) task.state = "F";
       else if (this.outcome === "retry-later") {
@@ -442,13 +487,59 @@ class Release extends Step {
     if (task && task.state === "L" && task.token === lease.token && !task.unreadable) {
       if (!this.lost) expect(got.status).toBe("ok");
       task.state = "R";
-      task.attempts--;
+      // Given back unless its handler had started (a confirmed lease keeps its attempt).
+      if (!task.confirmed) task.attempts--;
+      task.confirmed = false;
       returned(world, lease.id, task);
     } else if (!this.lost && !task?.unreadable) expect(got.status).not.toBe("ok");
     await compare(world, real);
   }
   describe() {
     return `release(#${this.pick})`;
+  }
+}
+
+/**
+ * A worker's heartbeat: its handlers run, and it extends every lease it holds (one call), which
+ * confirms each: a reclaim from then on charges its attempt.
+ */
+class Heartbeat extends Step {
+  constructor(
+    readonly worker: number,
+    skew: number,
+    lost: boolean,
+  ) {
+    super(skew, lost);
+  }
+  override check(world: Readonly<World>) {
+    return world.held.some((lease) => lease.worker === this.worker);
+  }
+  async run(world: World, real: Real) {
+    count("heartbeat");
+    const at = this.at(world);
+    const leases = world.held.filter((lease) => lease.worker === this.worker);
+    const got = await this.queue(real).extend(
+      leases.map(({ id, token }) => ({ id, token, leaseMs: LEASE_MS })),
+      { now: at },
+    );
+    const want = leases.map(({ id, token }) => {
+      const task = world.tasks.get(id);
+      if (!task || task.unreadable) return undefined;
+      if (task.state !== "L" || task.token !== token) return "stale_token";
+      if (!task.confirmed) task.ran++;
+      task.confirmed = true;
+      task.at = at + LEASE_MS;
+      return "ok";
+    });
+    if (!this.lost) {
+      got.forEach((result, i) => {
+        if (want[i] !== undefined) expect(result.status, `heartbeat of ${leases[i].id}`).toBe(want[i]);
+      });
+    }
+    await compare(world, real);
+  }
+  describe() {
+    return `heartbeat(worker ${this.worker})`;
   }
 }
 
@@ -487,14 +578,19 @@ class Tick extends Step {
     );
     expired.sort(([a, x], [b, y]) => x.at - y.at || (a < b ? -1 : 1));
     for (const [id, task] of expired) {
-      if (task.attempts >= MAX_ATTEMPTS) {
+      // A stall: a lease never confirmed gives its attempt back (its handler may never have run).
+      task.stalls++;
+      if (!task.confirmed) task.attempts--;
+      const lastRun = task.confirmed && task.attempts >= MAX_ATTEMPTS;
+      task.confirmed = false;
+      if (lastRun || task.stalls >= MAX_STALLS) {
         task.state = "F";
         task.at = world.now;
         failed++;
         chooseHead(world, laneOf(task));
       } else {
         task.state = "R";
-        task.solo = true;
+        task.solo = task.stalls >= 2;
         reclaimed++;
         returned(world, id, task);
       }
@@ -539,6 +635,8 @@ class Cancel extends IdsStep {
       if (task.state === "F") return "already_failed";
       seen.add(id);
       const freesTurn = task.state !== "S" || task.held;
+      if (task.state === "L" && !task.confirmed) task.attempts--;
+      task.confirmed = false;
       task.state = "F";
       task.at = this.at(world);
       task.held = false;
@@ -601,6 +699,8 @@ class Requeue extends IdsStep {
       if (!task) continue;
       task.state = "R";
       task.attempts = 0;
+      task.ran = 0;
+      task.stalls = 0;
       task.solo = false;
       if (ordered(task)) chooseHead(world, laneOf(task));
     }
@@ -719,6 +819,9 @@ class Repair extends Step {
       task.state = "R";
       task.unreadable = false;
       task.attempts = 0;
+      task.ran = 0;
+      task.stalls = 0;
+      task.confirmed = false;
       task.solo = false;
       task.held = false;
       task.rank = rankOf(0, ++world.seq);
@@ -744,8 +847,15 @@ const item = fc.record({
 const commands = [
   fc.tuple(fc.array(item, { minLength: 1, maxLength: 5 }), skew, lost).map(([items, s, l]) => new Enqueue(items, s, l)),
   fc
-    .tuple(fc.integer({ min: 0, max: 2 }), fc.integer({ min: 1, max: 4 }), skew, lost)
-    .map(([w, n, s, l]) => new Claim(w, n, s, l)),
+    .tuple(
+      fc.integer({ min: 0, max: 2 }),
+      fc.integer({ min: 1, max: 4 }),
+      fc.constantFrom(undefined, undefined, 0, 1),
+      skew,
+      lost,
+    )
+    .map(([w, n, room, s, l]) => new Claim(w, n, room, s, l)),
+  fc.tuple(fc.integer({ min: 0, max: 2 }), skew, lost).map(([w, s, l]) => new Heartbeat(w, s, l)),
   fc
     .tuple(fc.nat(), fc.constantFrom("ack", "ack", "retry-now", "retry-later", "fail"), skew, lost)
     .map(([pick, outcome, s, l]) => new Settle(pick, outcome as Settle["outcome"], s, l)),

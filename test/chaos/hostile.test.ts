@@ -186,7 +186,8 @@ describe.each(adapters)("hostile input over $name", (adapter) => {
     // Nothing but the queue's config, which the worker's cold start writes from its own declaration,
     // and the format's guard against workers of format v0 (docs/storage.md): no task.
     const { config, task, scheduled, ...after } = await snapshot(redis, queue);
-    expect(config).toMatchObject({ v: "2", "p:echo": "60000,5" });
+    // (A lease lasts the type's heartbeat: 30 s by default.)
+    expect(config).toMatchObject({ v: "2", "p:echo": "30000,5" });
     expect(Object.keys(task as Record<string, string>)).toEqual(["#v0"]);
     expect(scheduled).toEqual(["#v0", "0"]);
     expect({ ...after, config: before.config, task: before.task, scheduled: before.scheduled }).toEqual(before);

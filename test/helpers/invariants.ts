@@ -18,13 +18,21 @@ export interface RawTask {
   error: string;
   /** "" once DONE (the body is dropped at ack). */
   payload: string;
+  /** Leases that ran out while held (field `<id>:t`), 0 when none. */
+  stalls: number;
 }
 
 const STATE = /^([RSLDFW])\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|([a-z]*)\|(\d+)\|([^|]*)\|([^|]*)\|([^|]*)\|/;
 const BODY = /^1\|(\d+)\|([^|]+)\|([^|]*)\|/;
 
 /** Parses the fields of one task (its state and body) as lua/lib/records.lua writes them. */
-export function parseTask(stateText: string | undefined, bodyText: string | undefined, readyRank?: number): RawTask {
+export function parseTask(
+  stateText: string | undefined,
+  bodyText: string | undefined,
+  readyRank?: number,
+  stallsText?: string,
+): RawTask {
+  const stalls = Number(stallsText ?? 0);
   const body = bodyText === undefined ? undefined : BODY.exec(bodyText);
   if (bodyText !== undefined && !body) throw new Error(`malformed body ${JSON.stringify(bodyText.slice(0, 80))}`);
   const payload = body && bodyText ? bodyText.slice(body[0].length) : "";
@@ -42,6 +50,7 @@ export function parseTask(stateText: string | undefined, bodyText: string | unde
       flags: "",
       error: "",
       payload,
+      stalls,
     };
   }
   const match = STATE.exec(stateText);
@@ -58,6 +67,7 @@ export function parseTask(stateText: string | undefined, bodyText: string | unde
     group: match[9],
     error: stateText.slice(match[0].length),
     payload,
+    stalls,
   };
 }
 
@@ -106,7 +116,7 @@ export async function readTasks(
   for (const id of ids) {
     if (fields[`${id}:x`] !== undefined) continue;
     if (unreadable.has(id)) continue; // made unreadable on purpose by the test, not quarantined yet
-    tasks.set(id, parseTask(fields[`${id}:s`], fields[id], ready.get(id)));
+    tasks.set(id, parseTask(fields[`${id}:s`], fields[id], ready.get(id), fields[`${id}:t`]));
   }
   return tasks;
 }

@@ -47,44 +47,92 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     const result = await queue.reclaim({ now: NOW + 1_001 + SKEW });
     expect(result.reclaimed.sort()).toEqual(["a", "c", "d"]);
     await queue.enqueue([{ id: "newer", type: "t", priority: 0 }], { now: NOW + 5_000 });
-    // Reclaimed tasks keep their original rank: they come before tasks enqueued after them, each in a
-    // batch of its own (any of them may have crashed its worker).
-    const batches: string[][] = [];
-    for (let i = 0; i < 4; i++) batches.push((await queue.claim({ count: 10, now: NOW + 5_000 })).map((t) => t.id));
-    expect(batches).toEqual([["a"], ["c"], ["d"], ["newer"]]);
+    // Reclaimed tasks keep their original rank: they come before tasks enqueued after them. A first
+    // stall runs with the rest (a whole worker killed once is no reason to run its tasks one by one).
+    const batch = await queue.claim({ count: 10, now: NOW + 5_000 });
+    expect(batch.map((t) => [t.id, t.solo])).toEqual([
+      ["a", false],
+      ["c", false],
+      ["d", false],
+      ["newer", false],
+    ]);
     await assertConsistent(redis, queue);
   });
 
-  it("hands a reclaimed task out alone, cutting the batch before it, and forgets it once claimed", async () => {
+  it("a lease never confirmed gives its attempt back when it runs out; a confirmed one keeps it; both count a stall", async () => {
+    const { queue, claimed } = await leased(["unstarted", "started"]);
+    // Only the second one's holder confirmed it (a heartbeat: its handler runs).
+    await queue.extend([{ ...claimed[1], leaseMs: 1_000 }], { now: NOW });
+    expect((await queue.reclaim({ now: NOW + 60_000 })).reclaimed.sort()).toEqual(["started", "unstarted"]);
+    expect(await queue.inspect("unstarted")).toMatchObject({ state: "ready", attempts: 0, stalls: 1 });
+    expect(await queue.inspect("started")).toMatchObject({ state: "ready", attempts: 1, stalls: 1 });
+    const again = await queue.claim({ count: 10, now: NOW + 60_000 });
+    expect(again.map((t) => [t.id, t.attempt])).toEqual([
+      ["unstarted", 1],
+      ["started", 2],
+    ]);
+    await assertConsistent(redis, queue);
+  });
+
+  it("hands a task that stalled twice out alone, cutting the batch before it, to a caller running nothing", async () => {
     const { queue, claimed } = await leased(["m1", "crasher", "m3"]);
     await queue.ack([claimed[0], claimed[2]], { now: NOW });
     expect((await queue.reclaim({ now: NOW + 60_000 })).reclaimed).toEqual(["crasher"]);
+    // Its second lease runs out too: from now on it runs alone.
+    const [second] = await queue.claim({ count: 1, now: NOW + 60_000 });
+    expect(second).toMatchObject({ id: "crasher", solo: false });
+    expect((await queue.reclaim({ now: NOW + 120_000 })).reclaimed).toEqual(["crasher"]);
+    expect(await queue.inspect("crasher")).toMatchObject({ state: "ready", stalls: 2 });
     await queue.enqueue(
       [
         { id: "before", type: "t", priority: -10 },
         { id: "after1", type: "t" },
         { id: "after2", type: "t" },
       ],
-      { now: NOW + 60_000 },
+      { now: NOW + 120_000 },
     );
-    const claim = async () => (await queue.claim({ count: 10, now: NOW + 60_001 })).map((t) => t.id);
-    // "before" ranks ahead of it: the batch stops where the reclaimed task would join it.
-    expect(await claim()).toEqual(["before"]);
-    expect(await claim()).toEqual(["crasher"]);
-    expect(await claim()).toEqual(["after1", "after2"]);
-    // Claimed alone once, it is an ordinary task again: no mark left on it.
-    expect((await readTasks(redis, queue)).get("crasher")?.flags).toBe("");
+    const claim = async (busy = false) => {
+      const outcome = await queue.claimOrNextDue({ count: 10, now: NOW + 120_001, busy });
+      return {
+        ids: outcome.tasks.map((t) => t.id),
+        solo: outcome.tasks.map((t) => t.solo),
+        waiting: outcome.soloWaiting,
+      };
+    };
+    // "before" ranks ahead of it: the batch stops where the solo task would join it.
+    expect(await claim()).toEqual({ ids: ["before"], solo: [false], waiting: false });
+    // A caller running other tasks leaves it READY and is told it waits; the tasks after it are its.
+    expect(await claim(true)).toEqual({ ids: ["after1", "after2"], solo: [false, false], waiting: true });
+    expect(await claim()).toEqual({ ids: ["crasher"], solo: [true], waiting: false });
+    // Claimed alone once, it keeps no mark but its lease's (a): run alone.
+    expect((await readTasks(redis, queue)).get("crasher")?.flags).toBe("a");
     await assertConsistent(redis, queue);
   });
 
-  it("reclaim fails a task whose attempts are used up, with the reason", async () => {
-    const { queue } = await leased(["once"], 1);
+  it("reclaim fails a task whose confirmed run was its last attempt, and one stalled maxStalls times, with the reason", async () => {
+    const { queue, claimed } = await leased(["once"], 1);
+    await queue.extend([{ ...claimed[0], leaseMs: 1_000 }], { now: NOW });
     const result = await queue.reclaim({ now: NOW + 60_000 });
     expect(result).toEqual({ reclaimed: [], failed: ["once"], more: false });
     expect(await queue.inspect("once")).toMatchObject({
       state: "failed",
       lastError: "lease expired after attempt 1 of 1",
+      stalls: 1,
     });
+    // Never confirmed, a task is never charged an attempt by a reclaim: its stalls end it.
+    const stalling = await fresh({ defaultPolicy: { leaseMs: 1_000, maxAttempts: 1 }, maxStalls: 2 });
+    await stalling.enqueue([{ id: "s", type: "t" }], { now: NOW });
+    for (const at of [NOW, NOW + 60_000]) {
+      await stalling.claim({ count: 1, now: at });
+      await stalling.reclaim({ now: at + 30_000 });
+    }
+    expect(await stalling.inspect("s")).toMatchObject({
+      state: "failed",
+      attempts: 0,
+      stalls: 2,
+      lastError: "stalled 2 times (the lease ran out while held: its worker stopped), at most 2",
+    });
+    await assertConsistent(redis, stalling);
   });
 
   it("reclaim moves at most `limit` per call and says when more remain", async () => {
@@ -107,6 +155,8 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     expect(new Set(moved).size).toBe(moved.length);
     while ((await queue.reclaim({ now: NOW + 60_000 })).reclaimed.length > 0);
     const tasks = await assertConsistent(redis, queue);
-    for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "R", attempts: 1 });
+    // Never confirmed by a heartbeat: each attempt was given back, and a stall counted once.
+    for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "R", attempts: 0 });
+    expect((await queue.inspect("c7"))?.stalls).toBe(1);
   });
 });

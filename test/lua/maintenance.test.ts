@@ -57,7 +57,9 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
     );
     const [oldDone] = await queue.claim({ count: 1, now: NOW });
     await queue.ack([oldDone], { now: NOW });
-    await queue.claim({ count: 1, now: NOW });
+    // Its holder confirmed it (a heartbeat: its handler ran), then stopped: its last attempt is used.
+    const [expired] = await queue.claim({ count: 1, now: NOW });
+    await queue.extend([{ ...expired, leaseMs: 1_000 }], { now: NOW });
     const tick = await queue.tick({ now: NOW + DAY + 1 });
     expect(tick).toMatchObject({ reclaimed: 0, reclaimFailed: 1, promoted: 1, doneTrimmed: 1, failedTrimmed: 0 });
     expect(tick).toMatchObject({ ready: 1, scheduled: 0, leased: 0, done: 0, failed: 1 });

@@ -140,6 +140,8 @@ describe.each(adapters)("settle over $name", (adapter) => {
   it("refuses a zombie ack after reclaim and re-claim, and changes nothing", async () => {
     const { queue, claimed } = await leased(["z"]);
     const zombie = claimed[0];
+    // Its holder confirmed it (its handler started), then stopped heartbeating.
+    await queue.extend([{ ...zombie, leaseMs: 1_000 }], { now: NOW });
     const reclaimed = await queue.reclaim({ now: NOW + 1_000 + 2_001 });
     expect(reclaimed.reclaimed).toEqual(["z"]);
     const [live] = await queue.claim({ count: 1, now: NOW + 4_000 });

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../shared/config.js";
 import { FormatError } from "../../shared/errors.js";
 import { scriptKeys } from "../../shared/keys.js";
+import { replyRows, scriptArgs } from "../../shared/protocol/index.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import type { Store } from "../../shared/store.js";
@@ -145,20 +146,26 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
       { now: NOW },
     );
     const store = storeOf(queue);
-    const args = [String(NOW), "2", String(LIMITS.leaseMaxMs), "claim-1", "0", "10"];
-    const first = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args);
-    const repeat = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), [...args.slice(0, 4), "1", "10"]);
+    const args = (claimId: string, repeat: "0" | "1") =>
+      scriptArgs("claim", {
+        now: String(NOW),
+        count: "2",
+        maxLeaseMs: String(LIMITS.leaseMaxMs),
+        claimId,
+        repeat,
+        promoteLimit: "10",
+        types: "",
+        busy: "0",
+        room: "",
+      });
+    const first = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-1", "0"));
+    const repeat = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-1", "1"));
     expect(repeat).toEqual(first);
-    expect((first as unknown[]).filter((_, i) => i % 5 === 0)).toEqual(["a", "b"]);
+    expect(replyRows("claim", first as unknown[]).map((row) => row.id)).toEqual(["a", "b"]);
     expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
     // Another claim id gets the next task, and a repeat of an unknown claim id claims afresh.
-    const other = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), [
-      ...args.slice(0, 3),
-      "claim-2",
-      "1",
-      "10",
-    ]);
-    expect((other as unknown[])[0]).toBe("c");
+    const other = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-2", "1"));
+    expect(replyRows("claim", other as unknown[]).map((row) => row.id)).toEqual(["c"]);
   });
 
   it("keeps what every caller must agree on in the queue's config: written once, read by every script", async () => {

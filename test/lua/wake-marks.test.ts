@@ -63,13 +63,14 @@ describe("a wake-up whose reply was lost", () => {
 
   it("13: a handoff repeated after a lost reply answers its wake-up again", async () => {
     const queue = await open({ policies: { job: { leaseMs: 5_000, maxAttempts: 3 } } });
-    await queue.enqueue([{ id: "r", type: "job", delayMs: 20_000 }], { now: NOW });
+    await queue.enqueue([{ id: "r", type: "job" }], { now: NOW });
     const fault = endpoint.faults.add({
       match: (command) => command[0].toUpperCase().startsWith("EVAL") && command.includes(String(NOW + 5)),
       action: { kind: "drop" },
     });
-    // A worker stops; the wake-up for the delayed task is its to arrange (the producer's was sent).
-    await queue.claim({ count: 1, now: NOW + 1 });
+    // A worker retries its task in 20 s and stops: that wake-up is its to arrange.
+    const [task] = await queue.claim({ count: 1, now: NOW + 1 });
+    await queue.settle([{ ...task, outcome: "retry", retryAtMs: NOW + 20_000, error: "later" }], { now: NOW + 2 });
     expect(await queue.handOff({ now: NOW + 5, horizonMs: 900_000 })).toBe(NOW + 20_000);
     expect(fault.fired).toBe(1);
   });

@@ -75,9 +75,9 @@ describe("the protocol declaration", () => {
       ],
       wakeAt: "1700000000000",
     });
-    expect(readReply("groups", ["", "t", "g", 1, 2, 3])).toEqual({
+    expect(readReply("groups", ["", "t", "g", 1, 2, 3, ""])).toEqual({
       cursor: "",
-      rows: [{ type: "t", group: "g", leased: 1, ready: 2, parked: 3 }],
+      rows: [{ type: "t", group: "g", leased: 1, ready: 2, parked: 3, held: "" }],
     });
   });
 });

@@ -1,6 +1,7 @@
 // The hostile input table of the hostile-input suite: each row is one call a careless or hostile
 // caller could make, and the error it must get. Every payload carries SECRET, which must never
 // appear in an error or a log line.
+import { type FixedArgs, scriptArgs } from "../../../shared/protocol/index.js";
 import { Queue } from "../../../shared/queue.js";
 import type { QueueSettings } from "../../../shared/settings.js";
 import type { Store } from "../../../shared/store.js";
@@ -443,6 +444,7 @@ export interface RawRow {
     | "inspect"
     | "configure"
     | "delete"
+    | "skip"
     | "check";
   args: (token: string) => string[];
   error: RegExp;
@@ -450,6 +452,20 @@ export interface RawRow {
 
 const body = (payloadText: string, type = "t", group = "") => `1|${NOW}|${type}|${group}|${payloadText}`;
 const ok = ["ok-id", "0", String(NOW), body(JSON.stringify(payload()))];
+/** A claim's ARGV as the protocol lays it out: a good claim, but for the arguments given. */
+const claimArgs = (given: Partial<FixedArgs<"claim">>) =>
+  scriptArgs("claim", {
+    now: String(NOW),
+    count: "1",
+    maxLeaseMs: "1000",
+    claimId: "c1",
+    repeat: "0",
+    promoteLimit: "10",
+    types: "",
+    busy: "0",
+    room: "",
+    ...given,
+  });
 export const RAW_ROWS: RawRow[] = [
   ...["a{b}", "a|b", "a b", "a\nb", "a,b", "é", "💥", "", "x".repeat(129)].map(
     (id): RawRow => ({
@@ -547,25 +563,25 @@ export const RAW_ROWS: RawRow[] = [
   {
     what: 'claim now "soon"',
     script: "claim",
-    args: () => ["soon", "1", "1000", "c1", "0", "10"],
+    args: () => claimArgs({ now: "soon" }),
     error: /^claim: now must be/,
   },
   {
     what: "claim count 0",
     script: "claim",
-    args: () => [String(NOW), "0", "1000", "c1", "0", "10"],
+    args: () => claimArgs({ count: "0" }),
     error: /count must be/,
   },
   {
     what: "claim repeat 2",
     script: "claim",
-    args: () => [String(NOW), "1", "1000", "c1", "2", "10"],
+    args: () => claimArgs({ repeat: "2" }),
     error: /repeat must be/,
   },
   {
     what: 'claim id "a|b"',
     script: "claim",
-    args: () => [String(NOW), "1", "1000", "a|b", "0", "10"],
+    args: () => claimArgs({ claimId: "a|b" }),
     error: /claimId must be 1-64 characters/,
   },
   {
@@ -628,8 +644,32 @@ export const RAW_ROWS: RawRow[] = [
   {
     what: "claim for a type list with a bad type",
     script: "claim",
-    args: () => [String(NOW), "1", "1000", "c1", "0", "10", "ok,a b"],
+    args: () => claimArgs({ types: "ok,a b" }),
     error: /types must be 1-64 characters/,
+  },
+  {
+    what: "claim busy 2",
+    script: "claim",
+    args: () => claimArgs({ busy: "2" }),
+    error: /busy must be an integer from 0 to 1/,
+  },
+  {
+    what: "claim room without its count",
+    script: "claim",
+    args: () => claimArgs({ room: "ok" }),
+    error: /room must be "<type>:<n>" entries/,
+  },
+  {
+    what: "claim room of a bad type",
+    script: "claim",
+    args: () => claimArgs({ room: "a b:1" }),
+    error: /room must be 1-64 characters/,
+  },
+  {
+    what: "skip id with a brace",
+    script: "skip",
+    args: () => [String(NOW), "a{b}"],
+    error: /id 1 must be/,
   },
   {
     what: "delete only tasks in state leased",

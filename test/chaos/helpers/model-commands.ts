@@ -169,7 +169,14 @@ class Claim extends Step {
     const got = await real.queue.claim({ count: this.count, now });
     const want = world.model.claim(this.count, now);
     expect(
-      got.map(({ id, attempt, token, rank, leaseDeadlineMs }) => ({ id, attempt, token, rank, leaseDeadlineMs })),
+      got.map(({ id, attempt, token, rank, leaseDeadlineMs, solo }) => ({
+        id,
+        attempt,
+        token,
+        rank,
+        leaseDeadlineMs,
+        solo,
+      })),
     ).toEqual(want);
     for (const task of got) {
       // §7.4: a new lease means every older token of the task is dead; nobody else may hold it live.

@@ -16,6 +16,8 @@ export interface ModelOptions {
   failedRetentionMs: number;
   /** Strict order: no claim while a task is leased or the hold time is ahead. */
   ordered?: boolean;
+  /** A task is FAILED at this many stalls (default 3). */
+  maxStalls?: number;
 }
 
 const SEQ_SPAN = LIMITS.rankSpan;
@@ -69,6 +71,7 @@ export class QueueModel {
         flags: "",
         error: "",
         payload: item.payload,
+        stalls: 0,
       });
       return { status: "ok", state: scheduled ? "scheduled" : "ready" };
     });
@@ -99,20 +102,21 @@ export class QueueModel {
     }
     let batch = ready.slice(0, count);
     const generation = (this.leaseCounter ?? now) + 1;
-    // A reclaimed task goes alone: the batch is just it when it comes first, else cut before it.
+    // A task that stalled twice goes alone: the batch is just it when it comes first, else cut before it.
     const firstSolo = batch.findIndex(([, task]) => task.flags === "s");
     if (firstSolo === 0) batch = batch.slice(0, 1);
     else if (firstSolo > 0) batch = batch.slice(0, firstSolo);
     return batch.map(([id, task]) => {
       const policy = this.options.policies[task.type] ?? this.options.defaultPolicy;
+      const solo = task.flags === "s";
       task.state = "L";
       task.attempts++;
       task.claims = generation;
       this.leaseCounter = generation;
       task.maxAttempts = policy.maxAttempts;
       task.at = now + policy.leaseMs;
-      task.flags = "";
-      return { id, attempt: task.attempts, token: this.token(task), rank: task.rank, leaseDeadlineMs: task.at };
+      task.flags = solo ? "a" : "";
+      return { id, attempt: task.attempts, token: this.token(task), rank: task.rank, leaseDeadlineMs: task.at, solo };
     });
   }
 
@@ -139,6 +143,7 @@ export class QueueModel {
       const { status, task } = this.fenced(item.id, item.token, item.outcome === "ack" ? undefined : item.outcome);
       if (task) {
         task.at = now;
+        task.flags = "";
         if (item.outcome === "ack") {
           task.state = "D";
           task.error = "";
@@ -172,7 +177,11 @@ export class QueueModel {
   extend(items: Array<{ id: string; token: string; leaseMs: number }>, now: number) {
     return items.map((item) => {
       const { status, task } = this.fenced(item.id, item.token);
-      if (task) task.at = now + item.leaseMs;
+      if (task) {
+        task.at = now + item.leaseMs;
+        // Confirmed: its holder runs it, so a reclaim now charges its attempt.
+        if (!task.flags.includes("r")) task.flags += "r";
+      }
       return { status, leaseDeadlineMs: task ? task.at : undefined };
     });
   }
@@ -183,27 +192,41 @@ export class QueueModel {
       if (task) {
         task.state = "R";
         task.at = now;
-        task.attempts--;
+        // The attempt goes back unless the lease was confirmed (its handler ran).
+        if (!task.flags.includes("r")) task.attempts--;
         task.claims++; // a release revokes the token
+        task.flags = "";
       }
       return { status };
     });
   }
 
-  /** Expired leases (deadline < now - skew) back to READY, or FAILED when out of attempts. */
+  /**
+   * Expired leases (deadline < now - skew), each a stall: a lease never confirmed (no extend) gives
+   * its attempt back; FAILED when a confirmed run was the last attempt or at maxStalls, else READY,
+   * run alone from its second stall.
+   */
   reclaim(now: number, skewMs: number) {
     const reclaimed: string[] = [];
     const failed: string[] = [];
+    const maxStalls = this.options.maxStalls ?? 3;
     for (const [id, task] of this.tasks) {
       if (task.state !== "L" || task.at >= now - skewMs) continue;
       task.claims++; // a reclaim revokes the token
-      if (task.attempts >= task.maxAttempts) {
+      task.stalls++;
+      const started = task.flags.includes("r");
+      if (!started) task.attempts--;
+      if ((started && task.attempts >= task.maxAttempts) || task.stalls >= maxStalls) {
         task.state = "F";
-        task.error = `lease expired after attempt ${task.attempts} of ${task.maxAttempts}`;
+        task.flags = "";
+        task.error =
+          started && task.attempts >= task.maxAttempts
+            ? `lease expired after attempt ${task.attempts} of ${task.maxAttempts}`
+            : `stalled ${task.stalls} times (the lease ran out while held: its worker stopped), at most ${maxStalls}`;
         failed.push(id);
       } else {
         task.state = "R";
-        task.flags = "s";
+        task.flags = task.stalls >= 2 ? "s" : "";
         reclaimed.push(id);
       }
       task.at = now;
@@ -229,6 +252,8 @@ export class QueueModel {
       task.state = "R";
       task.at = now;
       task.attempts = 0;
+      task.stalls = 0;
+      task.flags = "";
       requeued.add(id);
       return { status: STATUS.ok };
     });
@@ -259,6 +284,8 @@ export class QueueModel {
       if (task.state === "F" || seen.has(id)) return { status: "already_failed" };
       seen.add(id);
       if (id === this.holdId) this.forgetHold();
+      // A lease never confirmed: its handler may never have started, so no attempt is charged.
+      if (task.state === "L" && !task.flags.includes("r")) task.attempts--;
       task.state = "F";
       task.claims++;
       task.at = now;

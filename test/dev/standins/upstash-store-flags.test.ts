@@ -120,6 +120,7 @@ describe("script flags per store", () => {
       expect(await queue.pause({ now: NOW })).toBe(true);
       expect((await queue.resume({ now: NOW })).changed).toBe(true);
       expect((await queue.cancel(["c"], { now: NOW }))[0].status).toBe("ok");
+      expect((await queue.skip(["c"], { now: NOW }))[0].status).toBe("not_holding"); // a cancel holds nothing
       expect((await queue.history({ now: NOW, minutes: 5 })).failed).toHaveLength(5);
       await queue.enqueue([{ id: "g", type: "job", group: "acme" }], { now: NOW });
       expect((await queue.groups()).groups).toEqual([{ type: "job", group: "acme", leased: 0, ready: 1, parked: 0 }]);
