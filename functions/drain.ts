@@ -1,16 +1,18 @@
 import type { Queue } from "../shared/queue.js";
-import type { ClaimedTask } from "../shared/types.js";
-import { BatchRun } from "./batch.js";
-import type { TaskDeclaration } from "./tasks.js";
+import type { ClaimedTask, SettleItem } from "../shared/types.js";
+import { type RunOutcome, runTask, Stop } from "./task-run.js";
+import type { DeclaredTaskType, TaskDeclaration } from "./tasks.js";
 
 export interface DrainCounts {
   claimed: number;
+  /** Handlers started (an attempt each). */
+  started: number;
   done: number;
   retried: number;
   failed: number;
-  /** Given back unstarted (or cut off by the time budget): READY again, rank kept, attempt returned. */
+  /** Given back unstarted (a lease found lost before its start): READY again, rank kept, attempt returned. */
   released: number;
-  /** Leases lost to the reclaimer while held (the task may run again elsewhere). */
+  /** Leases lost while held (the task may run again elsewhere). */
   lost: number;
   /** The drain stopped because its time ran out (ready work may be left), not because nothing was ready. */
   cutOff: boolean;
@@ -19,75 +21,396 @@ export interface DrainCounts {
 export interface DrainOptions {
   queue: Queue;
   tasks: TaskDeclaration;
+  /** The most tasks one claim asks for (it asks for no more than the free slots). */
   claimBatch: number;
   /** Time left in the invocation, ms (context.getRemainingTimeInMillis). */
   remainingMs: () => number;
   /** Time kept free at the end of the invocation for the last settle. */
   safetyMarginMs: number;
-  /** Finished tasks are settled once the first of them has waited this long (and at the batch's end). */
+  /**
+   * Finished tasks without a group are settled together once the first of them has waited this long
+   * (a task of a group, or of an ordered queue, at once: the next of its group waits for it).
+   */
   flushAfterMs?: number;
   /** An empty claim does not end the drain when work falls due within this long (and the time left allows). */
   lingerMs?: number;
+  /** While it has free slots and found work within `lingerMs`, the drain claims again at least this often. */
+  pollMs?: number;
   now?: () => number;
   /** Waits `ms` (tests pass a fake clock's). */
   sleep?: (ms: number) => Promise<void>;
+  /** Told the earliest deadline of the leases the drain holds, each time it moves (undefined: it holds none). */
+  onLeases?: (earliestDeadlineMs: number | undefined) => void;
+  /** Sends a wake-up a claim asked for: another worker, for tasks of this worker's types it runs as many of as it may. */
+  wake?: (atMs: number) => Promise<void>;
+  /** The drain stops looking for new work while tasks still run: hand the queue back to wake-ups. */
+  handOff?: (cutOff: boolean) => Promise<void>;
 }
 
-/** Settle finished tasks at least this often while a batch runs: a crash then re-runs only the rest. */
+/** Settle finished tasks at least this often: a crash then re-runs only the rest. */
 export const DEFAULT_FLUSH_AFTER_MS = 1_000;
 
 /** How long a draining worker waits for work falling due soon, by default. */
 export const DEFAULT_LINGER_MS = 5_000;
 
+/** How often a worker with free slots looks for new work, by default, while it lingers. */
+export const DEFAULT_POLL_MS = 1_000;
+
+/** A started task's lease is confirmed (its first heartbeat) this soon after its start, unless settled first. */
+const CONFIRM_AFTER_MS = 1_000;
+
+/** One task this drain holds the lease of: running, or finished and not settled yet. */
+interface Held {
+  task: ClaimedTask;
+  type: DeclaredTaskType;
+  controller: AbortController;
+  startedAt: number;
+  /** When the lease was last extended (or claimed); 0 before its first heartbeat confirmed it. */
+  extendedAt: number;
+  running: boolean;
+}
+
 /**
- * Claims and runs batches until a claim comes back empty (and nothing falls due within `lingerMs`)
- * or no declared task type's lease fits the time left. Each claim asks only for tasks whose lease
- * fits that time (judged per type, so one long type does not shrink the window of the others), and
- * each batch runs in rank order (see BatchRun).
+ * Claims and runs tasks concurrently until a claim comes back empty (and nothing falls due within
+ * `lingerMs`) or no type's timeout fits the time left. A claim asks only for free slots (the
+ * declaration's `concurrency`, each type's own) and for types whose timeout fits the time left, and
+ * every task it returns starts at once: no task waits LEASED behind another. A slot freed claims
+ * again. A heartbeat extends every lease held (every third of its type's heartbeatMs, the first a
+ * second after its start), which also confirms the lease (a reclaim then charges its attempt).
  */
 export async function drain(options: DrainOptions): Promise<DrainCounts> {
-  const counts: DrainCounts = { claimed: 0, done: 0, retried: 0, failed: 0, released: 0, lost: 0, cutOff: false };
-  const leases = Object.values(options.tasks.types).map((type) => type.leaseMs);
-  if (leases.length === 0) return counts;
-  const shortestLeaseMs = Math.min(...leases);
-  const longestLeaseMs = Math.max(...leases);
-  const now = options.now ?? Date.now;
-  // A task of a type the queue declares that this worker has no handler for (another deployment's,
-  // or a newer version's still rolling out) stays READY for a worker that has it.
-  const types = Object.keys(options.tasks.types);
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
-  for (;;) {
-    const leftMs = options.remainingMs() - options.safetyMarginMs;
-    if (leftMs < shortestLeaseMs) {
-      counts.cutOff = true;
-      break;
-    }
-    const { tasks: batch, nextDueMs }: { tasks: ClaimedTask[]; nextDueMs: number | undefined } =
-      await options.queue.claimOrNextDue({
-        count: options.claimBatch,
-        now: now(),
-        maxLeaseMs: Math.min(leftMs, 86_400_000),
-        types,
-      });
-    if (batch.length === 0) {
-      // Work falling due in a moment (a retry's backoff, a short delay): wait for it rather than
-      // stop and be woken again, while a lease would still fit after the wait.
-      const waitMs = nextDueMs === undefined ? Number.POSITIVE_INFINITY : Math.max(0, nextDueMs - now());
-      if (waitMs <= lingerMs && leftMs - waitMs >= shortestLeaseMs) {
-        await sleep(Math.max(waitMs, 20));
-        continue;
-      }
-      // Some types' leases did not fit the time left: a fresh invocation may take them.
-      counts.cutOff = leftMs < longestLeaseMs;
-      break;
-    }
-    counts.claimed += batch.length;
-    await new BatchRun(
-      batch,
-      { ...options, now, flushAfterMs: options.flushAfterMs ?? DEFAULT_FLUSH_AFTER_MS },
-      counts,
-    ).run();
+  return new Drain(options).run();
+}
+
+class Drain {
+  readonly counts: DrainCounts = {
+    claimed: 0,
+    started: 0,
+    done: 0,
+    retried: 0,
+    failed: 0,
+    released: 0,
+    lost: 0,
+    cutOff: false,
+  };
+  private readonly held = new Map<string, Held>();
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly perType = new Map<string, number>();
+  private finished: SettleItem[] = [];
+  private firstFinishedAt = 0;
+  private urgent = false;
+  private chain: Promise<unknown> = Promise.resolve();
+  private changed!: Promise<void>;
+  private notify!: () => void;
+  private beat: NodeJS.Timeout | undefined;
+  private soloRunning = false;
+  private soloWaiting = false;
+  private probedFull = false;
+  private handedOff = false;
+  private lastWorkAt: number;
+  private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly lingerMs: number;
+  private readonly pollMs: number;
+  private readonly flushAfterMs: number;
+
+  constructor(private readonly options: DrainOptions) {
+    this.now = options.now ?? Date.now;
+    this.sleep = options.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+    this.lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
+    this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+    this.flushAfterMs = options.flushAfterMs ?? DEFAULT_FLUSH_AFTER_MS;
+    this.lastWorkAt = this.now();
+    this.reset();
   }
-  return counts;
+
+  async run(): Promise<DrainCounts> {
+    const types = Object.entries(this.options.tasks.types);
+    if (types.length === 0) return this.counts;
+    // The invocation's end may come sooner than a run's own budget said (a local stack shutting
+    // down reports no time left): every run is told to stop then, so the drain ends within its margin.
+    const budget = setInterval(() => {
+      if (this.options.remainingMs() - this.options.safetyMarginMs > 0) return;
+      for (const held of this.held.values()) {
+        if (held.running) held.controller.abort(new Stop("budget", "the invocation is about to time out"));
+      }
+    }, 250);
+    try {
+      for (;;) {
+        const leftMs = this.options.remainingMs() - this.options.safetyMarginMs;
+        // Types whose run still fits: a fresh invocation takes the others.
+        const fitting = types.filter(([, type]) => type.timeoutMs <= leftMs).map(([name]) => name);
+        if (fitting.length < types.length) this.counts.cutOff = true;
+        if (fitting.length === 0) break;
+        // Settled before the next claim when it matters: a task of a group (its next one waits for it),
+        // a retry due now (the claim may take it again), nothing else running, or the oldest waited long.
+        const aged = this.finished.length > 0 && this.now() - this.firstFinishedAt >= this.flushAfterMs;
+        if (this.urgent || aged || (this.finished.length > 0 && this.running.size === 0)) {
+          await this.serial(() => this.flush()).catch(() => {});
+        }
+        const outcome = await this.claim(fitting, leftMs);
+        if (outcome.filled) continue;
+        if (this.running.size === 0) {
+          // Nothing runs: wait for work falling due in a moment (a retry's backoff, a short delay)
+          // rather than stop and be woken again, while the time left allows.
+          const waitMs = outcome.nextDueMs === undefined ? Number.POSITIVE_INFINITY : outcome.nextDueMs - this.now();
+          if (waitMs > this.lingerMs || leftMs - Math.max(0, waitMs) < Math.min(...this.timeouts(fitting))) break;
+          await this.sleep(Math.max(waitMs, 20));
+          continue;
+        }
+        await this.waitWhileRunning(outcome.nextDueMs);
+      }
+    } finally {
+      // Handlers stop at their timeout or the invocation's end at the latest; then the last settle.
+      await Promise.all(this.running.values());
+      clearInterval(budget);
+      clearTimeout(this.beat);
+      await this.serial(() => this.flush()).catch(() => {});
+    }
+    return this.counts;
+  }
+
+  private timeouts(names: string[]): number[] {
+    return names.map((name) => this.options.tasks.types[name].timeoutMs);
+  }
+
+  /**
+   * One claim for the free slots, each task it returns started at once. `filled`: it took all it
+   * asked for (more may be ready). No claim while a solo task runs, or while one waits and others run.
+   */
+  private async claim(fitting: string[], leftMs: number): Promise<{ filled: boolean; nextDueMs: number | undefined }> {
+    const { tasks, queue, claimBatch } = this.options;
+    const free = tasks.concurrency - this.running.size;
+    if (free <= 0 || this.soloRunning || (this.soloWaiting && this.running.size > 0)) {
+      return { filled: false, nextDueMs: undefined };
+    }
+    // Types with a limit of their own get the room they have left; every type at its limit: one
+    // claim that leases nothing still tells whether their tasks wait (and wakes another worker for
+    // them), once until a slot of theirs frees.
+    const room: Record<string, number> = {};
+    let eligible = 0;
+    for (const name of fitting) {
+      const limit = this.options.tasks.types[name].concurrency;
+      const left = Math.min(limit ?? free, free) - (limit === undefined ? 0 : (this.perType.get(name) ?? 0));
+      if (limit !== undefined) room[name] = Math.max(0, Math.min(left, free));
+      if (left > 0) eligible++;
+    }
+    if (eligible === 0 && this.probedFull) return { filled: false, nextDueMs: undefined };
+    const count = eligible === 0 ? 1 : Math.min(free, claimBatch);
+    const outcome = await this.serial(() =>
+      queue.claimOrNextDue({
+        count,
+        now: this.now(),
+        maxLeaseMs: Math.min(leftMs, 86_400_000),
+        types: fitting,
+        room,
+        busy: this.running.size > 0,
+      }),
+    );
+    this.probedFull = eligible === 0;
+    this.soloWaiting = outcome.soloWaiting;
+    if (outcome.wakeAtMs !== undefined) await this.options.wake?.(outcome.wakeAtMs).catch(() => {});
+    this.counts.claimed += outcome.tasks.length;
+    for (const task of outcome.tasks) this.start(task);
+    if (outcome.tasks.length > 0) {
+      this.lastWorkAt = this.now();
+      this.handedOff = false;
+      this.leasesChanged();
+    }
+    return { filled: eligible > 0 && outcome.tasks.length === count, nextDueMs: outcome.nextDueMs };
+  }
+
+  /**
+   * Tasks run, nothing more was ready: wait for a slot to free, for work due within the linger, or
+   * (while work came within the linger) for the next poll. Past the linger, the drain stops looking
+   * for new work (it hands the queue back to wake-ups) and claims again as its tasks finish.
+   */
+  private async waitWhileRunning(nextDueMs: number | undefined): Promise<void> {
+    const now = this.now();
+    const polling = now - this.lastWorkAt <= this.lingerMs;
+    if (!polling && !this.handedOff) {
+      this.handedOff = true;
+      await this.options.handOff?.(this.counts.cutOff).catch(() => {});
+    }
+    const waits: number[] = [];
+    if (polling) waits.push(this.pollMs);
+    if (nextDueMs !== undefined && nextDueMs - now <= this.lingerMs) waits.push(Math.max(20, nextDueMs - now));
+    if (this.finished.length > 0) waits.push(Math.max(0, this.firstFinishedAt + this.flushAfterMs - now));
+    const waitMs = waits.length > 0 ? Math.min(...waits) : undefined;
+    const changed = this.changed;
+    if (waitMs === undefined) await changed;
+    else await Promise.race([changed, this.sleep(waitMs)]);
+  }
+
+  /** Starts a claimed task now: its handler runs, and its slot frees when it is settled or lost. */
+  private start(task: ClaimedTask): void {
+    const type = this.options.tasks.types[task.type];
+    const controller = new AbortController();
+    const now = this.now();
+    const held: Held = { task, type, controller, startedAt: now, extendedAt: 0, running: true };
+    this.held.set(task.id, held);
+    if (type === undefined) {
+      // The claim leaves alone the tasks of types the queue declares that this worker lacks: this
+      // one's type is declared by no deployment of the queue, so no worker will ever run it.
+      const known = Object.keys(this.options.tasks.types).join(", ");
+      held.running = false;
+      this.finish(
+        {
+          id: task.id,
+          token: task.token,
+          outcome: "fail",
+          error: `no handler for task type "${task.type}", and the queue declares no such type; this worker's types: ${known}`,
+        },
+        true,
+      );
+      return;
+    }
+    // Never start on a lease that may be lost: less than a third of it left (a claim's reply that
+    // came late) leaves no time for the first heartbeat to land.
+    if (task.leaseDeadlineMs - now <= type.heartbeatMs / 3) {
+      this.held.delete(task.id);
+      this.serial(() => this.options.queue.release([task], { now: this.now() }))
+        .then((results) => {
+          this.counts.released += results.filter((result) => result.status === "ok").length;
+        })
+        .catch(() => {});
+      return;
+    }
+    if (task.solo) this.soloRunning = true;
+    this.perType.set(task.type, (this.perType.get(task.type) ?? 0) + 1);
+    this.counts.started++;
+    const invocationEnd = now + this.options.remainingMs() - this.options.safetyMarginMs;
+    const timeoutAt = type.stopsAtTimeout ? now + type.timeoutMs : Number.POSITIVE_INFINITY;
+    const run = runTask(task, type, controller, {
+      now: this.now,
+      stopAtMs: Math.min(timeoutAt, invocationEnd),
+      stopReason: timeoutAt < invocationEnd ? "timeout" : "budget",
+    }).then((outcome) => this.ended(held, outcome));
+    this.running.set(task.id, run);
+    this.scheduleBeat();
+  }
+
+  /** A run ended: its slot is free; its outcome waits for the next settle (at once for a task of a group). */
+  private ended(held: Held, outcome: RunOutcome): void {
+    const { task } = held;
+    held.running = false;
+    this.running.delete(task.id);
+    this.perType.set(task.type, (this.perType.get(task.type) ?? 1) - 1);
+    this.probedFull = false;
+    if (task.solo) this.soloRunning = false;
+    if (outcome === "lost") this.held.delete(task.id);
+    else this.finish(outcome, task.group !== undefined || this.options.tasks.ordered);
+    this.notify();
+    this.reset();
+  }
+
+  private finish(item: SettleItem, urgent: boolean): void {
+    if (this.finished.length === 0) this.firstFinishedAt = this.now();
+    this.finished.push(item);
+    if (urgent) this.urgent = true;
+    this.scheduleBeat();
+  }
+
+  private reset(): void {
+    this.changed = new Promise<void>((resolve) => {
+      this.notify = resolve;
+    });
+  }
+
+  /** Every Redis call of the drain runs in one chain: a settle, a heartbeat and a claim never overlap. */
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(work, work);
+    this.chain = next.catch(() => {});
+    return next;
+  }
+
+  /** Settles the finished tasks in one call; kept for the next when it fails (their leases are extended meanwhile). */
+  private async flush(): Promise<void> {
+    const items = this.finished;
+    this.finished = [];
+    this.urgent = false;
+    if (items.length === 0) return;
+    let results: Awaited<ReturnType<Queue["settle"]>>;
+    try {
+      results = await this.options.queue.settle(items, { now: this.now() });
+    } catch (error) {
+      if (this.finished.length === 0) this.firstFinishedAt = this.now();
+      this.finished.unshift(...items);
+      throw error;
+    }
+    for (const result of results) {
+      this.held.delete(result.id);
+      if (result.status === "ok" || result.status === "already_done") {
+        if (result.state === "done") this.counts.done++;
+        else if (result.state === "failed") this.counts.failed++;
+        else this.counts.retried++;
+      } else this.counts.lost++;
+    }
+    this.leasesChanged();
+  }
+
+  /** The next heartbeat: a lease's third of its heartbeat since its last extension, a confirmation, a flush. */
+  private scheduleBeat(): void {
+    clearTimeout(this.beat);
+    let at = Number.POSITIVE_INFINITY;
+    for (const held of this.held.values()) {
+      if (held.type === undefined) continue;
+      // A third of the lease gone (from its deadline: a claim's reply may come late), and a lease
+      // not confirmed yet a second after its start.
+      const due = held.task.leaseDeadlineMs - (2 * held.type.heartbeatMs) / 3;
+      at = Math.min(at, held.extendedAt === 0 ? Math.min(held.startedAt + CONFIRM_AFTER_MS, due) : due);
+    }
+    if (this.finished.length > 0) at = Math.min(at, this.firstFinishedAt + this.flushAfterMs);
+    if (at === Number.POSITIVE_INFINITY) return;
+    this.beat = setTimeout(
+      () => {
+        this.serial(() => this.heartbeat())
+          .catch(() => {})
+          .finally(() => this.scheduleBeat());
+      },
+      Math.max(0, at - this.now()),
+    );
+  }
+
+  /** Settles what finished, then extends every lease still held; a lease lost stops its handler. */
+  private async heartbeat(): Promise<void> {
+    await this.flush().catch(() => {});
+    const held = [...this.held.values()].filter((entry) => entry.type !== undefined);
+    if (held.length === 0) return;
+    const now = this.now();
+    try {
+      const results = await this.options.queue.extend(
+        held.map(({ task, type }) => ({ id: task.id, token: task.token, leaseMs: type.heartbeatMs })),
+        { now },
+      );
+      for (const [index, result] of results.entries()) {
+        const entry = held[index];
+        if (result.status === "ok" && result.leaseDeadlineMs) {
+          entry.task.leaseDeadlineMs = result.leaseDeadlineMs;
+          entry.extendedAt = now;
+        } else this.lose(entry);
+      }
+    } catch {
+      // Redis unreachable for now: stop a handler only once its lease is about to run out.
+      for (const entry of held) {
+        if (entry.task.leaseDeadlineMs - this.now() < this.options.safetyMarginMs) this.lose(entry);
+      }
+    }
+    this.leasesChanged();
+  }
+
+  /** A lease this drain held is lost: its handler is told to stop, and nothing of it is settled. */
+  private lose(entry: Held): void {
+    if (!this.held.delete(entry.task.id)) return;
+    this.counts.lost++;
+    this.finished = this.finished.filter((item) => item.id !== entry.task.id);
+    if (entry.running) entry.controller.abort(new Stop("lost", `lease of task ${entry.task.id} was lost`));
+  }
+
+  private leasesChanged(): void {
+    let earliest: number | undefined;
+    for (const { task } of this.held.values())
+      earliest = Math.min(earliest ?? Number.POSITIVE_INFINITY, task.leaseDeadlineMs);
+    this.options.onLeases?.(earliest);
+  }
 }

@@ -57,17 +57,28 @@ function differences(mine: Fields, deployed: Fields): string {
     .join("; ");
 }
 
-/** Reads policyText's output: "<order>[+<groups>];<type>,<type>...;<accepted>,...". */
+/**
+ * Reads policyText's output: "<order>[+<groups>];<type>,<type>...;<accepted>,...;<concurrency>x<maxStalls>".
+ * A type's timeout written "~<ms>" was declared as `leaseMs` (both times at once).
+ */
 function parse(text: string): { queue: Fields; types: Map<string, Fields>; accepted: string } {
-  const [order = "", types = "", accepted = ""] = text.split(";");
+  const [order = "", types = "", accepted = "", worker = ""] = text.split(";");
   const [ordering, groups] = order.split("+");
-  const queue: Fields = new Map([["ordered", String(ordering === "ordered")]]);
+  const [concurrency, maxStalls] = worker.split("x");
+  const queue: Fields = new Map([
+    ["ordered", String(ordering === "ordered")],
+    ["concurrency", concurrency || NONE],
+    ["maxStalls", maxStalls || NONE],
+  ]);
   for (const [field, value] of groupFields(groups, "groups")) queue.set(field, value);
   const byName = new Map<string, Fields>();
   for (const entry of types.split(",").filter(Boolean)) {
-    const [name, leaseMs, maxAttempts, baseMs, maxMs, group] = entry.split(":");
+    const [name, timeoutMs = "", heartbeatMs, concurrency, maxAttempts, baseMs, maxMs, group] = entry.split(":");
+    // "~": a run goes on past it until the invocation ends (a type declared with leaseMs, or none).
     const fields: Fields = new Map([
-      ["leaseMs", leaseMs],
+      ["timeoutMs", timeoutMs.startsWith("~") ? `${timeoutMs.slice(1)} (runs until the invocation ends)` : timeoutMs],
+      ["heartbeatMs", heartbeatMs],
+      ["concurrency", concurrency || NONE],
       ["maxAttempts", maxAttempts],
       ["backoff.baseMs", baseMs],
       ["backoff.maxMs", maxMs],
@@ -85,12 +96,13 @@ function parse(text: string): { queue: Fields; types: Map<string, Fields>; accep
  */
 function groupFields(text: string | undefined, prefix: "group" | "groups"): Fields {
   // No group policy reads as every field not set, so only a field set on one side shows.
-  const [concurrency, ordered, rateMax, ratePerMs, typeRateMax, typeRatePerMs] = (text ?? "").split(".");
+  const [concurrency, ordered, rateMax, ratePerMs, typeRateMax, typeRatePerMs, onFailure] = (text ?? "").split(".");
   const rate = (max: string | undefined, perMs: string | undefined) =>
     max && max !== "0" ? `{ max: ${max}, perMs: ${perMs} }` : NONE;
   const fields: Fields = new Map();
   fields.set(`${prefix}.concurrency`, concurrency && concurrency !== "0" ? concurrency : NONE);
   fields.set(`${prefix}.ordered`, String(ordered === "1"));
+  fields.set(`${prefix}.onFailure`, onFailure === "hold" ? "hold" : "continue");
   fields.set(`${prefix}.rate`, rate(rateMax, ratePerMs));
   if (prefix === "group") fields.set("rate", rate(typeRateMax, typeRatePerMs));
   return fields;

@@ -52,10 +52,11 @@ export function queueSettings(
   tasks: TaskDeclaration,
 ): QueueSettings {
   const types = Object.entries(tasks.types);
+  // A claim leases each task for its type's heartbeat: the lease lives that long without one.
   const policies: Record<string, { leaseMs: number; maxAttempts: number }> = Object.fromEntries(
-    types.map(([name, type]) => [name, { leaseMs: type.leaseMs, maxAttempts: type.maxAttempts }]),
+    types.map(([name, type]) => [name, { leaseMs: type.heartbeatMs, maxAttempts: type.maxAttempts }]),
   );
-  const shortestLeaseMs = Math.min(...types.map(([, type]) => type.leaseMs));
+  const shortestLeaseMs = Math.min(...types.map(([, type]) => type.heartbeatMs));
   const typeGroups = Object.fromEntries(types.flatMap(([name, type]) => (type.group ? [[name, type.group]] : [])));
   return {
     ordered: tasks.ordered,
@@ -65,6 +66,7 @@ export function queueSettings(
     strictTypes: true,
     acceptTypes: [...tasks.acceptTypes],
     defaultPolicy: types.length > 0 ? { leaseMs: shortestLeaseMs, maxAttempts: 1 } : undefined,
+    maxStalls: tasks.maxStalls,
     clockSkewMs: config.clockSkewMs,
     doneRetentionMs: config.doneRetentionMs,
     failedRetentionMs: config.failedRetentionMs,

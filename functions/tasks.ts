@@ -1,4 +1,4 @@
-import { LIMITS, NAME_PATTERN } from "../shared/config.js";
+import { DEFAULTS, LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { ConfigError, InvalidInputError } from "../shared/errors.js";
 import { checkSchedule, checkScheduleName, type ScheduleDefinition } from "../shared/schedules.js";
 import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
@@ -17,11 +17,11 @@ export interface Task<Payload = unknown> {
   /** 1 on the first run. */
   attempt: number;
   maxAttempts: number;
-  /** When the current lease ends, unless the worker extends it (it does while the handler runs). */
+  /** When the current lease ends, unless the worker extends it (it does, every third of the heartbeat). */
   leaseDeadlineMs: number;
   /**
-   * Fires when the handler must stop: its lease was lost (another worker may run the task now),
-   * or the invocation is about to time out. Pass it to fetch() and friends.
+   * Fires when the handler must stop: its lease was lost (another worker may run the task now), its
+   * type's `timeoutMs` is reached, or the invocation is about to time out. Pass it to fetch() and friends.
    */
   signal: AbortSignal;
 }
@@ -49,8 +49,30 @@ export interface TaskTypeOptions<Payload = unknown, Sent = Payload> {
    * at once instead of running the handler, which receives the schema's output.
    */
   schema?: StandardSchemaV1<Sent, Payload>;
-  /** How long one run may hold the task before the reclaimer may give it to another worker, ms. Default 60000. */
+  /**
+   * The longest one attempt may run, ms: a worker starts a task only while this fits the time its
+   * invocation has left, and stops it (its `signal` aborts; the run counts as an attempt) when it is
+   * reached. At most the worker timeout minus 5 s (895 s on Lambda). Default 60000, or `leaseMs`.
+   */
+  timeoutMs?: number;
+  /**
+   * How long a lease lives without a heartbeat, ms: how soon a crashed run is noticed and its task
+   * run again. The worker extends the lease every third of it while the handler runs. 1000 up to
+   * `timeoutMs`. Default 30000 (or `timeoutMs` when shorter), or `leaseMs`.
+   */
+  heartbeatMs?: number;
+  /**
+   * The older way to say both (before `timeoutMs` and `heartbeatMs`), kept working as it did: a task
+   * starts only while `leaseMs` fits the invocation's time left, its lease lives `leaseMs` without a
+   * heartbeat, and its run goes on, extended, until the invocation is about to end. Give
+   * `timeoutMs` and `heartbeatMs` instead (not both ways at once).
+   */
   leaseMs?: number;
+  /**
+   * At most this many tasks of this type run at once in one worker invocation (within the worker's
+   * `concurrency`). Default: the worker's concurrency.
+   */
+  concurrency?: number;
   /** Runs before the task is FAILED, 1-1000. Default 5. */
   maxAttempts?: number;
   /** Delay between retries. Default { baseMs: 1000, maxMs: 300000 }. */
@@ -75,6 +97,16 @@ export interface TaskTypeOptions<Payload = unknown, Sent = Payload> {
 export interface TaskDefinitions {
   /** Strict completion order for the whole queue (see docs/design.md "Ordered queues"). Default false. */
   ordered?: boolean;
+  /**
+   * How many tasks one worker invocation runs at once, 1-100 (each type may run fewer:
+   * its `concurrency`). An ordered queue runs one. Default 10.
+   */
+  concurrency?: number;
+  /**
+   * A task whose lease runs out while held (its worker crashed or was stopped: a stall) this many
+   * times is FAILED; from its second stall it runs alone in its invocation. 1-1000. Default 3.
+   */
+  maxStalls?: number;
   types: Record<string, TaskTypeOptions>;
   /** The group policy of the types that declare none of their own (docs/groups.md). */
   groups?: GroupPolicy;
@@ -95,7 +127,19 @@ export interface TaskDefinitions {
 export interface DeclaredTaskType {
   handler(task: Task): Promise<void> | void;
   schema: StandardSchemaV1 | undefined;
-  leaseMs: number;
+  /** The longest one attempt may run: a task starts only while it fits the invocation's time left. */
+  timeoutMs: number;
+  /** How long a lease lives without a heartbeat: the lease length a claim gives. */
+  heartbeatMs: number;
+  /**
+   * Whether a run is stopped at `timeoutMs` (declared so), or only when the invocation is about to
+   * end (a type declared with `leaseMs` alone, as it ran before `timeoutMs` existed).
+   */
+  stopsAtTimeout: boolean;
+  /** The `leaseMs` it was declared with (the older way to give both times), else undefined. */
+  leaseMs: number | undefined;
+  /** At most this many of the type at once in one invocation; undefined: the worker's concurrency. */
+  concurrency: number | undefined;
   maxAttempts: number;
   backoff: Backoff;
   /** Its group policy and rate across groups, when it declares either. */
@@ -113,6 +157,9 @@ declare const PAYLOADS: unique symbol;
  */
 export interface TaskDeclaration<Payloads extends Record<string, unknown> = Record<string, unknown>> {
   readonly ordered: boolean;
+  /** Tasks one worker invocation runs at once (1 on an ordered queue). */
+  readonly concurrency: number;
+  readonly maxStalls: number;
   readonly groups: GroupPolicy | undefined;
   readonly types: Readonly<Record<string, DeclaredTaskType>>;
   readonly acceptTypes: readonly string[];
@@ -161,10 +208,19 @@ type SentPayloads<Payloads, Inputs, Accepted extends string> = {
 };
 
 export const TASK_DEFAULTS = {
-  leaseMs: 60_000,
+  timeoutMs: 60_000,
+  heartbeatMs: 30_000,
   maxAttempts: 5,
   backoff: { baseMs: 1_000, maxMs: 300_000 },
+  /** Tasks one worker invocation runs at once. */
+  concurrency: 10,
 } as const;
+
+/** The most tasks one worker invocation may run at once. */
+export const CONCURRENCY_MAX = 100;
+
+/** Lambda's longest timeout: 15 minutes. */
+export const LAMBDA_TIMEOUT_MAX_MS = 900_000;
 
 /**
  * Time a worker needs besides running a task: ingesting the SQS batch, the claim and settle round
@@ -238,7 +294,8 @@ export function declareTasks(definitions: TaskDefinitions | TaskDeclaration): Ta
     const declared: DeclaredTaskType = {
       handler: options?.handler,
       schema: options?.schema,
-      leaseMs: options?.leaseMs ?? TASK_DEFAULTS.leaseMs,
+      ...runTimes(where, options, problems),
+      concurrency: options?.concurrency,
       maxAttempts: options?.maxAttempts ?? TASK_DEFAULTS.maxAttempts,
       backoff: {
         baseMs: options?.backoff?.baseMs ?? TASK_DEFAULTS.backoff.baseMs,
@@ -275,6 +332,19 @@ export function declareTasks(definitions: TaskDefinitions | TaskDeclaration): Ta
   if (definitions.ordered !== undefined && typeof definitions.ordered !== "boolean") {
     problems.push(`ordered must be true or false, got ${JSON.stringify(definitions.ordered)}`);
   }
+  const concurrency = (definitions as TaskDefinitions).concurrency ?? TASK_DEFAULTS.concurrency;
+  const maxStalls = (definitions as TaskDefinitions).maxStalls ?? DEFAULTS.maxStalls;
+  const integer = (field: string, value: unknown, min: number, max: number) => {
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+      problems.push(`defineTasks: ${field} must be an integer from ${min} to ${max}, got ${shown(value)}`);
+    }
+  };
+  integer("concurrency", concurrency, 1, CONCURRENCY_MAX);
+  integer("maxStalls", maxStalls, 1, LIMITS.maxStallsMax);
+  for (const [name, type] of Object.entries(types)) {
+    if (type.concurrency !== undefined)
+      integer(`task type "${name}": concurrency`, type.concurrency, 1, CONCURRENCY_MAX);
+  }
   let groups: GroupPolicy | undefined;
   if (definitions.groups !== undefined) {
     groups = guarded(problems, () => checkQueueGroupPolicy("groups", definitions.groups as GroupPolicy));
@@ -302,6 +372,9 @@ export function declareTasks(definitions: TaskDefinitions | TaskDeclaration): Ta
   if (problems.length > 0) throw new ConfigError(problems);
   const declaration = {
     ordered: definitions.ordered ?? false,
+    // An ordered queue completes one task at a time, whatever the worker could run.
+    concurrency: definitions.ordered ? 1 : concurrency,
+    maxStalls,
     groups,
     types,
     acceptTypes: [...acceptTypes],
@@ -333,32 +406,77 @@ function policyProblems(where: string, type: DeclaredTaskType): string[] {
       problems.push(`${where}: ${field} must be an integer from ${min} to ${max}${unit}, got ${JSON.stringify(value)}`);
     }
   };
-  check("leaseMs", type.leaseMs, 1_000, LIMITS.leaseMaxMs, " ms");
   check("maxAttempts", type.maxAttempts, 1, LIMITS.maxAttemptsMax);
   check("backoff.baseMs", type.backoff.baseMs, 0, BACKOFF_MAX_MS, " ms");
   check("backoff.maxMs", type.backoff.maxMs, type.backoff.baseMs, BACKOFF_MAX_MS, " ms");
   return problems;
 }
 
-/** The worker timeout a declaration gets by default: 5 minutes, or what its longest lease needs (≤ 900 s). */
+/**
+ * A type's run times from what it declares: `timeoutMs` and `heartbeatMs`, or `leaseMs` alone (as it
+ * worked before them: both, and a run stopped only by the invocation's end), or the defaults. Adds
+ * what is wrong to `problems`.
+ */
+function runTimes(
+  where: string,
+  options: TaskTypeOptions | undefined,
+  problems: string[],
+): Pick<DeclaredTaskType, "timeoutMs" | "heartbeatMs" | "stopsAtTimeout" | "leaseMs"> {
+  const { timeoutMs, heartbeatMs, leaseMs } = options ?? {};
+  const check = (field: string, value: unknown, min: number, max: number) => {
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${where}: ${field} must be an integer from ${min} to ${max} ms, got ${JSON.stringify(value)}`);
+      return false;
+    }
+    return true;
+  };
+  if (leaseMs !== undefined && (timeoutMs !== undefined || heartbeatMs !== undefined)) {
+    problems.push(
+      `${where}: leaseMs is the older way to say timeoutMs and heartbeatMs together: give timeoutMs and heartbeatMs, or leaseMs alone`,
+    );
+  }
+  if (leaseMs !== undefined && timeoutMs === undefined && heartbeatMs === undefined) {
+    check("leaseMs", leaseMs, 1_000, LIMITS.leaseMaxMs);
+    return { timeoutMs: leaseMs, heartbeatMs: leaseMs, stopsAtTimeout: false, leaseMs };
+  }
+  const timeout = timeoutMs ?? TASK_DEFAULTS.timeoutMs;
+  const timeoutOk = check("timeoutMs", timeout, 1_000, LIMITS.leaseMaxMs);
+  const heartbeat = heartbeatMs ?? Math.min(TASK_DEFAULTS.heartbeatMs, timeoutOk ? timeout : TASK_DEFAULTS.heartbeatMs);
+  if (check("heartbeatMs", heartbeat, 1_000, LIMITS.leaseMaxMs) && timeoutOk && heartbeat > timeout) {
+    problems.push(
+      `${where}: heartbeatMs ${heartbeat} is longer than timeoutMs ${timeout}: a run ends at its timeout, so a heartbeat longer than it only delays noticing a crash; give at most ${timeout}`,
+    );
+  }
+  return { timeoutMs: timeout, heartbeatMs: heartbeat, stopsAtTimeout: timeoutMs !== undefined, leaseMs: undefined };
+}
+
+/** The worker timeout a declaration gets by default: 5 minutes, or what its longest timeout needs (≤ 900 s). */
 export function defaultWorkerTimeoutMs(declaration: TaskDeclaration): number {
-  const longest = Math.max(0, ...Object.values(declaration.types).map((type) => type.leaseMs));
+  const longest = Math.max(0, ...Object.values(declaration.types).map((type) => type.timeoutMs));
   const needed = Math.ceil((longest + LEASE_MARGIN_MS) / 1000) * 1000;
-  return Math.min(900_000, Math.max(300_000, needed));
+  return Math.min(LAMBDA_TIMEOUT_MAX_MS, Math.max(300_000, needed));
 }
 
 /**
- * Problems of a declaration on a worker whose invocations last `workerTimeoutMs`: every lease must
- * end LEASE_MARGIN_MS before the timeout. The construct reports these at synth, the worker at cold start.
+ * Problems of a declaration on a worker whose invocations last `workerTimeoutMs`: every type's
+ * timeout must end LEASE_MARGIN_MS before the worker's. The construct reports these at synth, the
+ * worker at cold start. On Lambda the worker timeout is at most 15 minutes, so no run may be longer
+ * than 895 s: a longer job must be split into tasks.
  */
 export function timeoutProblems(declaration: TaskDeclaration, workerTimeoutMs: number): string[] {
-  const leaseMaxMs = workerTimeoutMs - LEASE_MARGIN_MS;
+  const limitMs = workerTimeoutMs - LEASE_MARGIN_MS;
+  const lambdaMaxMs = LAMBDA_TIMEOUT_MAX_MS - LEASE_MARGIN_MS;
   return Object.entries(declaration.types)
-    .filter(([, type]) => type.leaseMs > leaseMaxMs)
-    .map(
-      ([name, type]) =>
-        `task type "${name}": leaseMs ${type.leaseMs} cannot fit the worker timeout of ${workerTimeoutMs / 1000} s minus the ${LEASE_MARGIN_MS} ms margin (at most ${leaseMaxMs} ms); shorten the lease or raise workerTimeout`,
-    );
+    .filter(([, type]) => type.timeoutMs > limitMs)
+    .map(([name, type]) => {
+      const field =
+        type.leaseMs !== undefined ? "leaseMs" : type.stopsAtTimeout ? "timeoutMs" : "timeoutMs (the default)";
+      const what = `task type "${name}": ${field} ${type.timeoutMs} cannot fit the worker timeout of ${workerTimeoutMs / 1000} s minus the ${LEASE_MARGIN_MS} ms margin (at most ${limitMs} ms)`;
+      if (type.timeoutMs > lambdaMaxMs) {
+        return `${what}; a Lambda invocation lasts at most 15 minutes, so no run may take longer than ${lambdaMaxMs} ms: split the work into tasks (an ordered group runs them one after another), and let heartbeatMs, not the timeout, say how soon a crash is noticed`;
+      }
+      return `${what}; shorten it or raise workerTimeout (at most ${LAMBDA_TIMEOUT_MAX_MS / 1000} s)`;
+    });
 }
 
 /**
@@ -370,14 +488,27 @@ export function policyText(declaration: TaskDeclaration): string {
     .sort()
     .map((name) => {
       const type = declaration.types[name];
-      const fields = [name, type.leaseMs, type.maxAttempts, type.backoff.baseMs, type.backoff.maxMs];
-      if (type.group) fields.push(groupPolicyText(type.group).replaceAll(",", "."));
+      const fields = [
+        name,
+        type.stopsAtTimeout ? type.timeoutMs : `~${type.timeoutMs}`,
+        type.heartbeatMs,
+        type.concurrency ?? "",
+        type.maxAttempts,
+        type.backoff.baseMs,
+        type.backoff.maxMs,
+        type.group
+          ? groupPolicyText(type.group).replaceAll(",", ".") + (type.group.onFailure === "hold" ? ".hold" : "")
+          : "",
+      ];
       return fields.join(":");
     });
   const accepted = [...declaration.acceptTypes].sort();
   const order = declaration.ordered ? "ordered" : "parallel";
-  const groups = declaration.groups ? `+${groupPolicyText(declaration.groups).replaceAll(",", ".")}` : "";
-  return [order + groups, types.join(","), accepted.join(",")].join(";");
+  const groups = declaration.groups
+    ? `+${groupPolicyText(declaration.groups).replaceAll(",", ".")}${declaration.groups.onFailure === "hold" ? ".hold" : ""}`
+    : "";
+  const worker = `${declaration.concurrency}x${declaration.maxStalls}`;
+  return [order + groups, types.join(","), accepted.join(","), worker].join(";");
 }
 
 /**

@@ -6,13 +6,17 @@ export const MAX_WAKE_DELAY_SECONDS = 900;
 
 /** Sends the worker's SQS queue a wake-up message due at a time. */
 export interface WakeSender {
-  /** Sends `{"leaseq":"wake"}` delayed until `atMs` (whole seconds, rounded down), at most 15 minutes. */
+  /** Sends `{"leaseq":"wake"}` delayed until `atMs` (whole seconds, rounded up), at most 15 minutes. */
   wake(atMs: number, now: number): Promise<void>;
 }
 
-/** The DelaySeconds of a wake-up due at `atMs`: rounded down, so it never arrives late by rounding. */
+/**
+ * The DelaySeconds of a wake-up due at `atMs`: rounded up, so it never arrives before its work (a
+ * worker woken early would find nothing, hand off the same time again and wake the next one early:
+ * a chain of empty invocations).
+ */
 export function wakeDelaySeconds(atMs: number, now: number): number {
-  return Math.min(MAX_WAKE_DELAY_SECONDS, Math.max(0, Math.floor((atMs - now) / 1000)));
+  return Math.min(MAX_WAKE_DELAY_SECONDS, Math.max(0, Math.ceil((atMs - now) / 1000)));
 }
 
 /** An SQS client for the functions: the Lambda runtime's SDK, or a local stand-in at `endpoint`. */

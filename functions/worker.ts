@@ -4,6 +4,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda"
 import { ConfigError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
 import { readConfig } from "./config.js";
+import { crashWatch } from "./crash-watch.js";
 import { type DeadLetterSender, sqsDeadLetterSender } from "./dead-letter.js";
 import { drain } from "./drain.js";
 import { ingest } from "./ingest.js";
@@ -101,7 +102,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
   ): Promise<SQSBatchResponse> => {
     const startedAt = Date.now();
     runtime ??= start();
-    const { queue, config, deadLetters, waker } = await runtime.catch((error: unknown) => {
+    const { queue, config, deadLetters, waker, sqs } = await runtime.catch((error: unknown) => {
       runtime = undefined;
       throw error;
     });
@@ -113,6 +114,27 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     const ingested = await ingest(records, { queue, tasks, deadLetters, now: Date.now });
     // A wake-up may be for a lease that ended (its worker gone): return it before draining.
     const reclaimed = ingested.wakeUps > 0 ? (await queue.reclaim({ now: Date.now() })).reclaimed.length : 0;
+    // The wake-up that started this invocation is its crash watch (functions/crash-watch.ts).
+    const watch =
+      sqs && config.wakeQueueUrl
+        ? crashWatch(records, { client: sqs, queueUrl: config.wakeQueueUrl, clockSkewMs: config.clockSkewMs })
+        : undefined;
+    await watch?.hold(undefined);
+    // Hand the queue back to wake-ups (docs/wake-ups.md): arrange the wake-up this worker would have
+    // been. A failed send is logged, not thrown: the records were handled, and the reclaimer's run
+    // is the safety net.
+    let wakeAtMs: number | undefined;
+    let wakeError: string | undefined;
+    const handOff = async (cutOff: boolean) => {
+      try {
+        const now = Date.now();
+        wakeAtMs = await queue.handOff({ now, cutOff });
+        if (wakeAtMs !== undefined && waker) await waker.wake(wakeAtMs, now);
+      } catch (error) {
+        wakeError = (error as Error).message;
+        logger.warn("wake-up not arranged", { queue: config.queue, wakeAtMs, error: wakeError });
+      }
+    };
     const counts = await drain({
       queue,
       tasks,
@@ -121,20 +143,13 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       safetyMarginMs: config.safetyMarginMs,
       flushAfterMs: config.flushAfterMs,
       lingerMs: config.lingerMs,
+      onLeases: (earliestDeadlineMs) => void watch?.hold(earliestDeadlineMs),
+      wake: async (atMs) => {
+        await waker?.wake(atMs, Date.now());
+      },
+      handOff,
     });
-    // Stopping: hand off, arranging the wake-up this worker would have been (docs/wake-ups.md). A
-    // failed send is logged, not thrown: the records were handled, and the reclaimer's run is the
-    // safety net.
-    let wakeAtMs: number | undefined;
-    let wakeError: string | undefined;
-    try {
-      const now = Date.now();
-      wakeAtMs = await queue.handOff({ now, cutOff: counts.cutOff || counts.released > 0 });
-      if (wakeAtMs !== undefined && waker) await waker.wake(wakeAtMs, now);
-    } catch (error) {
-      wakeError = (error as Error).message;
-      logger.warn("wake-up not arranged", { queue: config.queue, wakeAtMs, error: wakeError });
-    }
+    await handOff(counts.cutOff || counts.released > 0);
     logger.info("worker invocation", {
       queue: config.queue,
       role: "worker",

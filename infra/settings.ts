@@ -243,7 +243,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
   const settings: LeaseQueueSettings = {
     queueName,
     tasks,
-    maxLeaseMs: Math.max(0, ...Object.values(tasks?.types ?? {}).map((type) => type.leaseMs)),
+    maxLeaseMs: Math.max(0, ...Object.values(tasks?.types ?? {}).map((type) => type.timeoutMs)),
     workerTimeout,
     runtime,
     workerMemoryMb: integer("workerMemoryMb", props.workerMemoryMb ?? D.workerMemoryMb, 128, 10_240, " MB"),

@@ -43,7 +43,7 @@ export function synthWarnings(settings: LeaseQueueSettings, alarmCount: number):
     });
   }
   const leases = Object.entries(settings.tasks.types)
-    .map(([type, policy]) => ({ type, leaseMs: policy.leaseMs }))
+    .map(([type, policy]) => ({ type, leaseMs: policy.timeoutMs }))
     .sort((a, b) => b.leaseMs - a.leaseMs);
   const [longest, next] = leases;
   if (next !== undefined && longest.leaseMs > LONG_LEASE_FACTOR * next.leaseMs && longest.leaseMs > LONG_LEASE_MIN_MS) {

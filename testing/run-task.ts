@@ -66,7 +66,7 @@ export async function runTask<
     group: options.group,
     payload: serializePayload(`runTask: task type "${type}"`, payload, DEFAULTS.maxPayloadBytes),
     attempt,
-    leaseDeadlineMs: now + declared.leaseMs,
+    leaseDeadlineMs: now + declared.heartbeatMs,
   };
   try {
     await callHandler(declared, task, options.signal ?? new AbortController().signal);

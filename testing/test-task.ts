@@ -25,7 +25,7 @@ export function testTask<Payload = Record<string, never>>(fields: Partial<Task<P
     payload: {} as Payload,
     attempt: 1,
     maxAttempts: TASK_DEFAULTS.maxAttempts,
-    leaseDeadlineMs: Date.now() + TASK_DEFAULTS.leaseMs,
+    leaseDeadlineMs: Date.now() + TASK_DEFAULTS.heartbeatMs,
     signal: new AbortController().signal,
     ...fields,
   };

@@ -24,12 +24,13 @@ beforeAll(() => {
   execFileSync("npm", ["run", "--silent", "build:lambda"], { cwd: root, stdio: "ignore" });
 });
 
-// About 282 KB (worker) and 275 KB (reclaimer) today (`npm run build:lambda` prints them; 254 KB
-// before schedules brought three scripts and their planner); the limit leaves room for dependency
-// bumps while still catching a bundle that starts carrying the AWS SDK or the CDK (over 1 MB).
+// About 312 KB (worker) and 293 KB (reclaimer) today (`npm run build:lambda` prints them; 254 KB
+// before schedules brought three scripts and their planner, 294 KB before the concurrent drain and
+// its scripts' marks); the limit leaves room for dependency bumps while still catching a bundle that
+// starts carrying the AWS SDK or the CDK (over 1 MB).
 // What a cold start loads is the entry and the chunks it imports statically: ioredis (TCP) and
 // croner (schedules) are dynamic imports, loaded only by a queue that uses them.
-it("keeps what each function loads at a cold start under 300 KB minified (ioredis and croner are on-demand chunks)", () => {
+it("keeps what each function loads at a cold start under 330 KB minified (ioredis and croner are on-demand chunks)", () => {
   for (const bundle of ["worker", "reclaimer"]) {
     const dir = `${root}dist/lambda/${bundle}/`;
     const loaded = new Set<string>();
@@ -48,7 +49,7 @@ it("keeps what each function loads at a cold start under 300 KB minified (ioredi
       expect.arrayContaining(["tcp", "croner"]),
     );
     const bytes = [...loaded].reduce((sum, file) => sum + statSync(file).size, 0);
-    expect(bytes / 1024, `${bundle} bundle KB`).toBeLessThan(300);
+    expect(bytes / 1024, `${bundle} bundle KB`).toBeLessThan(330);
   }
 });
 

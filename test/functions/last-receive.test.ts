@@ -87,7 +87,7 @@ describe("a record at its last receive whose invocation fails", () => {
     expect(reasons(sqs)).toEqual([
       {
         body: '{"tasks":[{"id":"m-last-0","type":"job"}]}',
-        reason: `the function failed at this message's last receive (received 5 times, the redrive policy's maxReceiveCount 5): ConfigError: invalid configuration:\n- task type "job": leaseMs: the worker declares 60000, the construct was given 30000\n- ${REDEPLOY_ADVICE}`,
+        reason: `the function failed at this message's last receive (received 5 times, the redrive policy's maxReceiveCount 5): ConfigError: invalid configuration:\n- task type "job": timeoutMs: the worker declares 60000 (runs until the invocation ends), the construct was given 30000 (runs until the invocation ends)\n- ${REDEPLOY_ADVICE}`,
       },
     ]);
   });

@@ -85,7 +85,7 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
     expect(await queue.inspect("long")).toMatchObject({ state: "done", attempts: 1 });
   });
 
-  it("counts a run the time budget cuts off as an attempt with the overrun error, and releases the ones after it", async () => {
+  it("counts a run the time budget cuts off as an attempt with the overrun error; tasks it never started keep theirs", async () => {
     const name = uniqueQueueName("budget");
     const queue = await queueNamed(name);
     const started: string[] = [];
@@ -94,6 +94,8 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
         types: {
           work: {
             leaseMs: 1_000,
+            // One at a time per invocation: w2 and w3 are never claimed by it, so nothing waits LEASED.
+            concurrency: 1,
             handler: (task) =>
               new Promise<void>((resolve, reject) => {
                 started.push(task.id);
@@ -122,7 +124,7 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
       ),
     );
     expect(started).toEqual(["w1"]);
-    expect(invocationLog(lines)).toMatchObject({ claimed: 3, released: 2, retried: 1, failed: 0, done: 0 });
+    expect(invocationLog(lines)).toMatchObject({ claimed: 1, started: 1, released: 0, retried: 1, failed: 0, done: 0 });
     const w1 = await queue.inspect("w1");
     expect(w1).toMatchObject({ state: "scheduled", attempts: 1 });
     expect(w1?.lastError).toMatch(/^did not finish within the invocation \(1[0-9]{3} ms\)$/);
@@ -209,12 +211,12 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
     const error = await worker({ leaseq: "drain" }, lambdaContext()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems).toEqual([
-      'task type "a": leaseMs: the worker declares 60000, the construct was given 30000',
+      'task type "a": timeoutMs: the worker declares 60000 (runs until the invocation ends), the construct was given 30000 (runs until the invocation ends); heartbeatMs: the worker declares 60000, the construct was given 30000',
       'task type "b" is declared in the worker but not in the construct\'s tasks',
       'task type "gone" is in the construct\'s tasks but not declared in the worker',
       REDEPLOY_ADVICE,
-      'task type "a": leaseMs 60000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
-      'task type "b": leaseMs 120000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
+      'task type "a": leaseMs 60000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten it or raise workerTimeout (at most 900 s)',
+      'task type "b": leaseMs 120000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten it or raise workerTimeout (at most 900 s)',
     ]);
   });
 });
@@ -223,19 +225,40 @@ describe("defineTasks", () => {
   it("applies the defaults and reports every problem of a declaration in one error", () => {
     const declared = defineTasks({ types: { email: { handler: () => {} } } });
     expect(declared.types.email).toMatchObject({
-      leaseMs: 60_000,
+      timeoutMs: 60_000,
+      heartbeatMs: 30_000,
+      stopsAtTimeout: false,
+      concurrency: undefined,
       maxAttempts: 5,
       backoff: { baseMs: 1_000, maxMs: 300_000 },
     });
     expect(declared.ordered).toBe(false);
+    expect(declared).toMatchObject({ concurrency: 10, maxStalls: 3 });
+    // leaseMs alone works as it did: both times at once, and a run goes on until the invocation ends.
+    expect(defineTasks({ types: { old: { leaseMs: 20_000, handler: () => {} } } }).types.old).toMatchObject({
+      timeoutMs: 20_000,
+      heartbeatMs: 20_000,
+      stopsAtTimeout: false,
+    });
+    expect(
+      defineTasks({ types: { etl: { timeoutMs: 720_000, heartbeatMs: 30_000, concurrency: 1, handler: () => {} } } })
+        .types.etl,
+    ).toMatchObject({ timeoutMs: 720_000, heartbeatMs: 30_000, stopsAtTimeout: true, concurrency: 1 });
+    expect(defineTasks({ types: { quick: { timeoutMs: 5_000, handler: () => {} } } }).types.quick).toMatchObject({
+      heartbeatMs: 5_000,
+    });
     const bad = () =>
       defineTasks({
         types: {
           "no spaces": { handler: () => {} },
           quick: { leaseMs: 999, maxAttempts: 0, handler: () => {} },
           lazy: { backoff: { baseMs: 5_000, maxMs: 10 }, handler: "not a function" as unknown as () => void },
+          both: { leaseMs: 10_000, timeoutMs: 10_000, handler: () => {} },
+          beat: { timeoutMs: 10_000, heartbeatMs: 20_000, concurrency: 0, handler: () => {} },
         },
         acceptTypes: ["quick", "other one"],
+        concurrency: 101,
+        maxStalls: 0,
       });
     expect(bad).toThrow(ConfigError);
     try {
@@ -247,8 +270,13 @@ describe("defineTasks", () => {
         'task type "quick": maxAttempts must be an integer from 1 to 1000, got 0',
         'task type "lazy": handler must be a function',
         'task type "lazy": backoff.maxMs must be an integer from 5000 to 31622400000 ms, got 10',
+        'task type "both": leaseMs is the older way to say timeoutMs and heartbeatMs together: give timeoutMs and heartbeatMs, or leaseMs alone',
+        'task type "beat": heartbeatMs 20000 is longer than timeoutMs 10000: a run ends at its timeout, so a heartbeat longer than it only delays noticing a crash; give at most 10000',
         'acceptTypes: "quick" is declared in types already',
         'acceptTypes: "other one" is not a valid task type name',
+        "defineTasks: concurrency must be an integer from 1 to 100, got 101",
+        "defineTasks: maxStalls must be an integer from 1 to 1000, got 0",
+        'defineTasks: task type "beat": concurrency must be an integer from 1 to 100, got 0',
       ]);
     }
   });
@@ -274,7 +302,7 @@ describe("the cold start's policy check", () => {
       },
     });
     expect(policyMismatches(worker, policyText(construct))).toEqual([
-      "ordered: the worker declares false, the construct was given true; groups.concurrency: the worker declares none, the construct was given 2",
+      "ordered: the worker declares false, the construct was given true; concurrency: the worker declares 10, the construct was given 1; groups.concurrency: the worker declares none, the construct was given 2",
       'task type "charge": group.concurrency: the worker declares 3, the construct was given 1; group.ordered: the worker declares false, the construct was given true; group.rate: the worker declares none, the construct was given { max: 5, perMs: 1000 }; rate: the worker declares none, the construct was given { max: 50, perMs: 60000 }',
       'task type "email": backoff.maxMs: the worker declares 300000, the construct was given 60000',
       "acceptTypes: the worker declares [report], the construct was given []",
@@ -309,7 +337,7 @@ describe("defineTasks group policies", () => {
     });
     expect(declared.types.charge.group).toEqual({ ordered: true, concurrency: 1, typeRate: { max: 50, perMs: 1_000 } });
     expect(declared.groups).toEqual({ concurrency: 3 });
-    expect(policyText(declared)).toContain("charge:60000:5:1000:300000:1.1.0.0.50.1000");
+    expect(policyText(declared)).toContain("charge:~60000:30000::5:1000:300000:1.1.0.0.50.1000");
     expect(policyText(declared)).toMatch(/^parallel\+3\.0\.0\.0\.0\.0;/);
     const bad = () =>
       defineTasks({
@@ -327,7 +355,7 @@ describe("defineTasks group policies", () => {
       expect((error as ConfigError).problems).toEqual([
         'task type "a": an ordered group runs one task at a time: concurrency must be 1 (or left out), got 2',
         'task type "b": rate.max must be an integer from 1 to 1000000, got 0',
-        'task type "c": unknown group policy field "concurency"; allowed: concurrency, ordered, rate, typeRate',
+        'task type "c": unknown group policy field "concurency"; allowed: concurrency, ordered, onFailure, rate, typeRate',
         "groups: concurrency must be an integer from 1 to 100, got 0",
       ]);
     }

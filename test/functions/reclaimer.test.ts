@@ -158,6 +158,8 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
     const worker = createWorker({ env: functionEnv(adapter, name), tasks: registry, logger: silent() });
     await captureStdout(() => worker({ leaseq: "drain" }, lambdaContext()));
     const tasks = await assertConsistent(redis, queue);
-    for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "D", attempts: 2 });
+    // Killed before any heartbeat confirmed a lease: the crash charged none of them an attempt.
+    for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "D", attempts: 1 });
+    expect((await queue.inspect("c1"))?.stalls).toBe(1);
   });
 });

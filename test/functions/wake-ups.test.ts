@@ -80,7 +80,8 @@ describe("wake-ups", () => {
     // Due sooner: a wake-up of its own, and ready work: one sent at once.
     await producer.enqueue(queue, [{ id: "sooner", type: "job", delayMs: 2_500 }], { now: now + 200 });
     await producer.enqueue(queue, [{ id: "now", type: "job" }], { now: now + 300 });
-    expect(wakes().map((wake) => wake.delayMs)).toEqual([5_000, 2_000, 0]);
+    // DelaySeconds is whole seconds: rounded up, a wake-up never arrives before its work.
+    expect(wakes().map((wake) => wake.delayMs)).toEqual([5_000, 3_000, 0]);
     // Tasks due in more than 15 minutes wait for the reclaimer's runs; nothing is sent for them.
     await producer.enqueue(queue, [{ id: "far", type: "job", delayMs: 16 * 60_000 }], { now: now + 400 });
     expect(wakes()).toHaveLength(3);
@@ -136,9 +137,10 @@ describe("wake-ups", () => {
     expect(retry).toMatchObject({ state: "scheduled", attempts: 1 });
     const [wake] = wakes();
     expect(wakes()).toHaveLength(1);
+    // Rounded up to whole seconds: never before the retry is due, less than a second after.
     const visibleAt = wake.sentMs + wake.delayMs;
-    expect(visibleAt).toBeLessThanOrEqual(retry?.dueAt ?? 0);
-    expect(visibleAt).toBeGreaterThan((retry?.dueAt ?? 0) - 1_000);
+    expect(visibleAt).toBeGreaterThanOrEqual(retry?.dueAt ?? 0);
+    expect(visibleAt).toBeLessThan((retry?.dueAt ?? 0) + 1_000);
   });
 
   it("arranges a task due in 40 minutes at the reclaimer run before it falls due (the test's clock)", async () => {
@@ -156,7 +158,7 @@ describe("wake-ups", () => {
     // The run a minute before it falls due (its next run would be late): a wake-up for its time.
     vi.setSystemTime(t0 + 39 * 60_000 + 500);
     expect((await reclaimer({}, lambdaContext())).wakeAtMs).toBe(t0 + 40 * 60_000);
-    expect(wakes()).toEqual([{ sentMs: t0 + 39 * 60_000 + 500, delayMs: 59_000 }]);
+    expect(wakes()).toEqual([{ sentMs: t0 + 39 * 60_000 + 500, delayMs: 60_000 }]);
     // Arranged once: the next run sends nothing more.
     vi.setSystemTime(t0 + 39 * 60_000 + 30_500);
     expect((await reclaimer({}, lambdaContext())).wakeAtMs).toBeUndefined();

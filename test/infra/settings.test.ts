@@ -60,9 +60,25 @@ describe("prop validation", () => {
         }),
       }),
     ).toEqual([
-      'task type "slow": leaseMs 120000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
-      'task type "usual": leaseMs 60000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten the lease or raise workerTimeout',
+      'task type "slow": leaseMs 120000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten it or raise workerTimeout (at most 900 s)',
+      'task type "usual": timeoutMs (the default) 60000 cannot fit the worker timeout of 60 s minus the 5000 ms margin (at most 55000 ms); shorten it or raise workerTimeout (at most 900 s)',
     ]);
+    // A run longer than Lambda allows is refused with the real limit, and what to do instead.
+    expect(
+      problems({
+        workerTimeout: Duration.minutes(15),
+        tasks: defineTasks({ types: { "import-file": { timeoutMs: 900_000, heartbeatMs: 30_000, handler } } }),
+      }),
+    ).toEqual([
+      'task type "import-file": timeoutMs 900000 cannot fit the worker timeout of 900 s minus the 5000 ms margin (at most 895000 ms); a Lambda invocation lasts at most 15 minutes, so no run may take longer than 895000 ms: split the work into tasks (an ordered group runs them one after another), and let heartbeatMs, not the timeout, say how soon a crash is noticed',
+    ]);
+    // A 12-minute import with a 30 s heartbeat fits a 15-minute worker.
+    expect(
+      problems({
+        workerTimeout: Duration.minutes(15),
+        tasks: defineTasks({ types: { "import-file": { timeoutMs: 720_000, heartbeatMs: 30_000, handler } } }),
+      }),
+    ).toEqual([]);
     // A 280 s lease fits a 300 s worker (the default timeout).
     expect(problems({ tasks: defineTasks({ types: { long: { leaseMs: 280_000, handler } } }) })).toEqual([]);
   });

@@ -23,10 +23,10 @@ describe("several LeaseQueues in one stack", () => {
       .map((fn) => fn.Properties.Environment.Variables)
       .filter((variables) => "LEASEQ_TASKS" in variables);
     expect(workers.map((variables) => [variables.LEASEQ_QUEUE, variables.LEASEQ_TASKS]).sort()).toEqual([
-      ["emails", "parallel;echo:30000:5:1000:300000;"],
-      ["emails", "parallel;echo:30000:5:1000:300000;"],
-      ["ledger", "ordered;post-entry:20000:5:1000:300000;"],
-      ["ledger", "ordered;post-entry:20000:5:1000:300000;"],
+      ["emails", "parallel;echo:~30000:30000::5:1000:300000:;;10x3"],
+      ["emails", "parallel;echo:~30000:30000::5:1000:300000:;;10x3"],
+      ["ledger", "ordered;post-entry:~20000:20000::5:1000:300000:;;1x3"],
+      ["ledger", "ordered;post-entry:~20000:20000::5:1000:300000:;;1x3"],
     ]);
     // The alarms describe which queue they watch.
     const descriptions = Object.values(template.findResources("AWS::CloudWatch::Alarm")).map(

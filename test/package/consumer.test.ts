@@ -200,7 +200,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     );
     const imagesWorker = workers.find((w) => w.Properties.Environment?.Variables.LEASEQ_QUEUE === images);
     expect(imagesWorker?.Properties.Environment?.Variables.LEASEQ_TASKS).toBe(
-      "parallel;nightly-report:600000:5:1000:300000,resize-image:20000:4:500:10000;",
+      "parallel;nightly-report:~600000:600000::5:1000:300000:,resize-image:~20000:20000::4:500:10000:;;10x3",
     );
     // The 10-minute type deploys without a workerTimeout prop: the default fits the longest lease.
     expect(imagesWorker?.Properties.Environment?.Variables.LEASEQ_WORKER_TIMEOUT_MS).toBe("605000");

@@ -62,6 +62,7 @@ describe("createTestWorker", () => {
       expect(enqueued[1].id).toMatch(/^[0-9a-f-]{36}$/);
       expect(await worker.drain()).toEqual({
         claimed: 3,
+        started: 3,
         done: 2,
         retried: 0,
         failed: 1,

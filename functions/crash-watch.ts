@@ -1,0 +1,71 @@
+import { ChangeMessageVisibilityCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
+
+/** The longest visibility SQS gives a message: 12 hours. */
+const VISIBILITY_MAX_SECONDS = 43_200;
+
+/** How long the watch holds its message when the worker holds no lease (an idle worker's crash loses nothing). */
+const IDLE_HOLD_MS = 30_000;
+
+/**
+ * The wake-up message that started a worker invocation, kept as its crash watch. Lambda deletes the
+ * message when the invocation ends, and keeps it invisible while it runs; the worker shortens that
+ * to just past the end of its earliest lease (deadline + the clock-skew margin), and moves it on
+ * with each heartbeat. If the invocation dies (a native crash, an out-of-memory kill, a frozen
+ * event loop), the message comes back when its leases can be reclaimed and starts a worker that
+ * reclaims them first: a crash is noticed within a heartbeat, without the reclaimer's minute, and
+ * costs no invocation while the worker lives (docs/wake-ups.md "Crash watch").
+ */
+export interface CrashWatch {
+  /** Holds the message until just past `earliestDeadlineMs` (undefined: no lease held). Never throws. */
+  hold(earliestDeadlineMs: number | undefined): Promise<void>;
+}
+
+/** The watch of `records` that are wake-ups of the queue at `queueUrl`, or undefined when none is. */
+export function crashWatch(
+  records: SQSRecord[],
+  options: { client: SQSClient; queueUrl: string; clockSkewMs: number; now?: () => number },
+): CrashWatch | undefined {
+  const name = options.queueUrl.slice(options.queueUrl.lastIndexOf("/") + 1);
+  const handles = records
+    .filter((record) => record.eventSourceARN?.endsWith(`:${name}`) && isWakeBody(record.body))
+    .map((record) => record.receiptHandle);
+  if (handles.length === 0) return undefined;
+  const now = options.now ?? Date.now;
+  let heldUntil = 0;
+  return {
+    async hold(earliestDeadlineMs) {
+      const at = now();
+      const until = (earliestDeadlineMs ?? at + IDLE_HOLD_MS) + options.clockSkewMs + 500;
+      // Moved on as the leases are; shortened only when it would come back much later than needed.
+      if (until <= heldUntil && until > heldUntil - 5_000) return;
+      const seconds = Math.min(VISIBILITY_MAX_SECONDS, Math.max(1, Math.ceil((until - at) / 1000)));
+      heldUntil = at + seconds * 1000;
+      await Promise.all(
+        handles.map((handle) =>
+          options.client
+            .send(
+              new ChangeMessageVisibilityCommand({
+                QueueUrl: options.queueUrl,
+                ReceiptHandle: handle,
+                VisibilityTimeout: seconds,
+              }),
+            )
+            .catch(() => {
+              // Best effort: without it the message comes back after the queue's visibility timeout,
+              // and the reclaimer's run is the safety net.
+            }),
+        ),
+      );
+    },
+  };
+}
+
+function isWakeBody(body: string): boolean {
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    return parsed !== null && typeof parsed === "object" && !("tasks" in parsed);
+  } catch {
+    return false;
+  }
+}

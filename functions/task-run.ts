@@ -1,0 +1,93 @@
+import type { ClaimedTask, SettleItem } from "../shared/types.js";
+import { callHandler, failureOf } from "./handler-call.js";
+import { backoffDelayMs, type DeclaredTaskType } from "./tasks.js";
+
+/** Why a running handler was told to stop (its `signal`'s reason). */
+export class Stop extends Error {
+  constructor(
+    /** `lost`: its lease was lost; `timeout`: its type's timeoutMs; `budget`: the invocation is about to end. */
+    readonly reason: "lost" | "timeout" | "budget",
+    message: string,
+  ) {
+    super(message);
+    this.name = "Stop";
+  }
+}
+
+/** What a run of one task came to: the settle to send, or `lost` (its lease was lost: nothing to send). */
+export type RunOutcome = SettleItem | "lost";
+
+/**
+ * Runs one task's handler now, until it returns or throws, or until `stopAtMs` (its timeout, or the
+ * invocation's end, whichever comes first) or its lease is lost (`controller` aborted with a Stop
+ * "lost"). A handler that ignores its signal is not waited for once it is stopped: the run is
+ * settled while there is time (the handler goes on in the background until the freeze). A stopped
+ * run counts as an attempt, retried with backoff (FAILED on its last), so a task that always
+ * overruns ends FAILED instead of looping.
+ */
+export async function runTask(
+  task: ClaimedTask,
+  type: DeclaredTaskType,
+  controller: AbortController,
+  options: { now: () => number; stopAtMs: number; stopReason: "timeout" | "budget" },
+): Promise<RunOutcome> {
+  const { now } = options;
+  const startedAt = now();
+  const base = { id: task.id, token: task.token };
+  const stop = setTimeout(
+    () =>
+      controller.abort(
+        new Stop(
+          options.stopReason,
+          options.stopReason === "timeout"
+            ? `the task's timeoutMs (${type.timeoutMs}) is reached`
+            : "the invocation is about to time out",
+        ),
+      ),
+    Math.max(0, options.stopAtMs - now()),
+  );
+  try {
+    const handled = callHandler(type, task, controller.signal);
+    // Settled late, after the race below: nothing left to report it to.
+    handled.catch(() => {});
+    await Promise.race([handled, stopped(controller.signal)]);
+    if (lostLease(controller.signal)) return "lost";
+    return { ...base, outcome: "ack" };
+  } catch (error) {
+    if (lostLease(controller.signal)) return "lost";
+    const reason = controller.signal.reason;
+    if (controller.signal.aborted && reason instanceof Stop) {
+      const ranMs = now() - startedAt;
+      const what =
+        reason.reason === "timeout"
+          ? `did not finish within its timeoutMs (${type.timeoutMs} ms; ran ${ranMs} ms)`
+          : `did not finish within the invocation (${ranMs} ms)`;
+      return { ...base, outcome: "retry", retryAtMs: now() + backoffDelayMs(type.backoff, task.attempt), error: what };
+    }
+    const failure = failureOf(error);
+    if (failure.permanent) return { ...base, outcome: "fail", error: failure.reason };
+    return {
+      ...base,
+      outcome: "retry",
+      retryAtMs: now() + backoffDelayMs(type.backoff, task.attempt),
+      error: failure.reason,
+    };
+  } finally {
+    clearTimeout(stop);
+  }
+}
+
+function lostLease(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof Stop && signal.reason.reason === "lost";
+}
+
+/** Rejects when `signal` aborts with a Stop (the run is over for the worker); never resolves. */
+function stopped(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const onAbort = () => {
+      if (signal.reason instanceof Stop) reject(signal.reason);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
