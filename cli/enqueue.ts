@@ -10,6 +10,7 @@ import { checkGroup, checkId, checkInteger, checkName, dueTime, serializePayload
 import { withQueue } from "./connect.js";
 import { UsageError } from "./errors.js";
 import { integer, isoTime } from "./parse.js";
+import { sendWake } from "./wake.js";
 
 interface EnqueueOptions {
   type?: string;
@@ -99,8 +100,19 @@ Examples:
         ...(options.group === undefined ? {} : { group: options.group }),
         ...flowOf(options),
       };
-      const [result] = await withQueue(command, (queue) => queue.enqueue([task], { now: Date.now() }));
-      if (options.json) console.log(JSON.stringify(result));
+      const {
+        results: [result],
+        wakeAtMs,
+      } = await withQueue(command, (queue) => queue.enqueueAndWake([task], { now: Date.now() }));
+      // The task is in: a wake-up that fails now is a warning, not a failure (docs/wake-ups.md).
+      const wake = wakeAtMs === undefined ? undefined : await sendWake(wakeAtMs);
+      const wakeError = wake && !wake.sent && wake.queueUrl !== undefined ? wake.error : undefined;
+      if (wakeError !== undefined && !options.json) {
+        console.error(
+          `warning: the wake-up could not be sent to ${wake?.queueUrl} (${wakeError}); the task starts at the reclaimer's next run`,
+        );
+      }
+      if (options.json) console.log(JSON.stringify(wakeError === undefined ? result : { ...result, wakeError }));
       else if (result.status === "duplicate" && result.existingId !== undefined) {
         console.log(
           `duplicate ${result.id}: its dedupe key holds ${result.existingId} (${result.state ?? "gone"}); nothing changed`,
@@ -184,14 +196,29 @@ async function enqueueStdin(command: Command, options: EnqueueOptions): Promise<
     throw new UsageError("enqueue --stdin: no tasks on stdin (expected one JSON object per line)");
   let added = 0;
   let throttled = 0;
+  let wakeAt: number | undefined;
   await withQueue(command, async (queue: Queue) => {
     for (let start = 0; start < tasks.length; start += LIMITS.batchMax) {
-      const results = await queue.enqueue(tasks.slice(start, start + LIMITS.batchMax), { now });
+      const { results, wakeAtMs } = await queue.enqueueAndWake(tasks.slice(start, start + LIMITS.batchMax), { now });
+      if (wakeAtMs !== undefined) wakeAt = Math.min(wakeAt ?? wakeAtMs, wakeAtMs);
       added += results.filter((result) => result.status === "ok").length;
       throttled += results.filter((result) => result.status === "throttled").length;
     }
   });
-  const summary = { tasks: tasks.length, added, duplicates: tasks.length - added - throttled, throttled };
+  const wake = wakeAt === undefined ? undefined : await sendWake(wakeAt);
+  const wakeError = wake && !wake.sent && wake.queueUrl !== undefined ? wake.error : undefined;
+  if (wakeError !== undefined && !options.json) {
+    console.error(
+      `warning: the wake-up could not be sent to ${wake?.queueUrl} (${wakeError}); the tasks start at the reclaimer's next run`,
+    );
+  }
+  const summary = {
+    tasks: tasks.length,
+    added,
+    duplicates: tasks.length - added - throttled,
+    throttled,
+    ...(wakeError === undefined ? {} : { wakeError }),
+  };
   if (options.json) console.log(JSON.stringify(summary));
   else {
     const dropped = throttled === 0 ? "" : `, ${throttled} throttled`;

@@ -2,29 +2,52 @@ import { createProducer } from "../functions/producer.js";
 import { wakeDelaySeconds } from "../functions/wake.js";
 import { sqsClient } from "./dlq.js";
 
+/** What sending a wake-up came to: sent (with its delay), no wake queue given, or refused (why). */
+export type WakeOutcome =
+  | { sent: true; queueUrl: string; delaySeconds: number }
+  | { sent: false; queueUrl: undefined }
+  | { sent: false; queueUrl: string; error: string };
+
 /**
- * After a verb that leaves work for a worker (`resume`, `requeue`): with the wake queue's URL
- * (LEASEQ_WAKE_QUEUE_URL; LEASEQ_QUEUE_URL is the name it had when workers read the task queue),
- * sends a wake-up due at `wakeAtMs` and says so (docs/wake-ups.md); else says `what` starts at the
- * reclaimer's next run, and how to wake a worker now. Throws when SQS refuses the wake-up.
+ * Sends a wake-up due at `wakeAtMs` to the wake queue (LEASEQ_WAKE_QUEUE_URL; LEASEQ_QUEUE_URL is the
+ * name it had when workers read the task queue), when one is given. Never throws: it is sent after
+ * the work it is for was written, so a refusal is said, not thrown (the reclaimer's run is the
+ * safety net).
+ */
+export async function sendWake(wakeAtMs: number, env: NodeJS.ProcessEnv = process.env): Promise<WakeOutcome> {
+  const queueUrl = env.LEASEQ_WAKE_QUEUE_URL || env.LEASEQ_QUEUE_URL;
+  if (!queueUrl) return { sent: false, queueUrl: undefined };
+  const client = sqsClient(env);
+  try {
+    const delaySeconds = wakeDelaySeconds(wakeAtMs, Date.now());
+    await createProducer({ queueUrl, client }).wake(delaySeconds);
+    return { sent: true, queueUrl, delaySeconds };
+  } catch (error) {
+    return { sent: false, queueUrl, error: error instanceof Error ? error.message : String(error) };
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * After a verb that leaves work for a worker (`resume`, `requeue`, `enqueue`): sends the wake-up due
+ * at `wakeAtMs` (sendWake) and says so (docs/wake-ups.md); else says `what` starts at the reclaimer's
+ * next run, and how to wake a worker now. A wake-up SQS refused is a warning on stderr, not a failure:
+ * the work is written.
  */
 export async function wakeWorker(wakeAtMs: number, what: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const queueUrl = env.LEASEQ_WAKE_QUEUE_URL || env.LEASEQ_QUEUE_URL;
-  if (!queueUrl) {
+  const outcome = await sendWake(wakeAtMs, env);
+  if (outcome.sent) {
+    console.log(
+      `sent a wake-up to ${outcome.queueUrl}${outcome.delaySeconds > 0 ? `, due in ${outcome.delaySeconds} s (when the first task falls due)` : ""}`,
+    );
+  } else if (outcome.queueUrl === undefined) {
     console.log(
       `${what} start at the reclaimer's next run (within a minute); set LEASEQ_WAKE_QUEUE_URL to the wake queue (the stack's WakeQueueUrl output) to wake a worker now`,
     );
-    return;
-  }
-  const client = sqsClient(env);
-  try {
-    const now = Date.now();
-    const delaySeconds = wakeDelaySeconds(wakeAtMs, now);
-    await createProducer({ queueUrl, client }).wake(delaySeconds);
-    console.log(
-      `sent a wake-up to ${queueUrl}${delaySeconds > 0 ? `, due in ${delaySeconds} s (when the first task falls due)` : ""}`,
+  } else {
+    console.error(
+      `warning: the wake-up could not be sent to ${outcome.queueUrl} (${outcome.error}); ${what} start at the reclaimer's next run (within a minute)`,
     );
-  } finally {
-    client.destroy();
   }
 }

@@ -47,7 +47,8 @@ export interface Producer<Declared extends Payloads = Payloads> {
   /**
    * Sends `tasks` as `{"tasks": [...]}` SQS messages. Throws InvalidInputError before sending
    * anything when a task is refused (an unknown field, an undeclared type, a payload its schema
-   * rejects), SendError naming the ids SQS refused (the others are in).
+   * rejects), SendError naming the ids SQS refused or could not be sent (the others are in: sending
+   * the same tasks again is safe, their ids kept).
    */
   send(tasks: readonly TaskMessage<Declared>[]): Promise<SendResult>;
   /**
@@ -55,10 +56,12 @@ export interface Producer<Declared extends Payloads = Payloads> {
    * wake-up message the queue asks for, if any: none while a wake-up is arranged already or a
    * worker is draining, so a burst of enqueues sends a handful (docs/wake-ups.md). Tasks due
    * within 15 minutes get a wake-up delayed to their time; later ones, the reclaimer's.
-   * A refused wake-up throws after the tasks are in (they run at the reclaimer's next drain
-   * invocation). Tasks are checked as `send` checks them; those without an id get a random one
-   * first (the results carry the ids). Throws ConfigError, enqueuing nothing, when wake-ups
-   * would go to a FIFO queue.
+   * Once the tasks are in, nothing throws: a wake-up SQS refused (or could not be reached for) is
+   * `wakeError` in the result, and the tasks start at the reclaimer's next run. It throws only when
+   * nothing was written: InvalidInputError for a task `send` would refuse, ConfigError when wake-ups
+   * would go to a FIFO queue, a StoreError when Redis refused or could not be reached. Tasks
+   * without an id get a random one first (the results carry the ids), so calling again enqueues
+   * nothing twice.
    */
   enqueue(
     queue: Queue,
@@ -73,6 +76,12 @@ export interface Producer<Declared extends Payloads = Payloads> {
 export interface EnqueueAndWakeResult {
   results: EnqueueResult[];
   wakeAtMs: number | undefined;
+  /**
+   * Why the wake-up for `wakeAtMs` could not be sent (SQS refused it or could not be reached): the
+   * tasks are in, and start at the reclaimer's next run instead. Undefined when it was sent or none
+   * was needed.
+   */
+  wakeError?: string;
 }
 
 /** What a send did: the ids of the tasks (generated where none was given) and the SQS messages used. */
@@ -143,18 +152,27 @@ export function createProducer<Declared extends Payloads = Payloads>(
               ? {}
               : { MessageGroupId: body.messageGroupId, MessageDeduplicationId: deduplicationId(body.ids) }),
           }));
-          const reply = await client.send(
-            new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: entries }),
-          );
-          for (const failed of reply.Failed ?? []) {
+          let failures: Array<{ Id?: string; Code?: string; Message?: string }>;
+          try {
+            failures =
+              (await client.send(new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: entries })))
+                .Failed ?? [];
+          } catch (error) {
+            // A batch that could not be sent at all: its tasks are refused; the batches before it
+            // are in, and the call goes on with the rest rather than stop half-way.
+            const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+            failures = entries.map((entry) => ({ Id: entry.Id, Code: "NotSent", Message: reason }));
+          }
+          for (const failed of failures) {
             refused.push(...batch[Number(failed.Id)].ids);
             reasons.add(`${failed.Code}: ${failed.Message}`);
           }
         }
       }
       if (refused.length > 0) {
+        const sent = withIds.length - refused.length;
         throw new SendError(
-          `SQS refused ${refused.length} of ${withIds.length} tasks (${[...reasons].join("; ")})`,
+          `SQS refused ${refused.length} of ${withIds.length} tasks (${[...reasons].join("; ")})${sent > 0 ? `; the other ${sent} are sent` : ""}: send the refused ones again (their ids are kept, so a resend never enqueues one twice)`,
           refused,
         );
       }
@@ -171,8 +189,15 @@ export function createProducer<Declared extends Payloads = Payloads>(
         ),
       );
       const { results, wakeAtMs } = await queue.enqueueAndWake(withIds, { now });
-      if (wakeAtMs !== undefined) await sendWake(wakeDelaySeconds(wakeAtMs, now));
-      return { results, wakeAtMs };
+      if (wakeAtMs === undefined) return { results, wakeAtMs };
+      // The tasks are in: a wake-up that fails now is said, not thrown (the caller's retry would
+      // only find them duplicates); the reclaimer's run starts them.
+      try {
+        await sendWake(wakeDelaySeconds(wakeAtMs, now));
+        return { results, wakeAtMs };
+      } catch (error) {
+        return { results, wakeAtMs, wakeError: error instanceof Error ? error.message : String(error) };
+      }
     },
     async wake(delaySeconds = 0) {
       checkWakeQueue();

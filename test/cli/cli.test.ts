@@ -83,6 +83,42 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(again).toMatchObject({ code: 0, stdout: "enqueued 0 of 3 tasks (3 duplicates)\n" });
   });
 
+  it("enqueue whose wake-up cannot be sent exits 0 with the task in, and says so on stderr (--json: wakeError)", async () => {
+    const { name, queue } = fresh();
+    // The wake queue's endpoint refuses every connection: the task is written, the wake-up is not.
+    const env = {
+      REDIS_URL: redisUrl(),
+      LEASEQ_QUEUE: name,
+      LEASEQ_WAKE_QUEUE_URL: "http://127.0.0.1:9/000000000000/wake",
+      LEASEQ_SQS_ENDPOINT: "http://127.0.0.1:9",
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: "local",
+      AWS_SECRET_ACCESS_KEY: "local",
+    };
+    const run = await runCli(["enqueue", "--type", "email", "--id", "w1"], env);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe("enqueued w1 (ready)\n");
+    expect(run.stderr).toMatch(
+      /^warning: the wake-up could not be sent to http:\/\/127\.0\.0\.1:9\/000000000000\/wake \(.+\); the task starts at the reclaimer's next run$/m,
+    );
+    expect(await queue.inspect("w1")).toMatchObject({ state: "ready" });
+    await queue.drop({ confirm: name });
+    // A wake-up arranged (and lost) just now covers the next task: none is tried for it, on another queue then.
+    const other = fresh();
+    const json = await runCli(["enqueue", "--type", "email", "--id", "w2", "--json"], {
+      ...env,
+      LEASEQ_QUEUE: other.name,
+    });
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      id: "w2",
+      status: "ok",
+      state: "ready",
+      wakeError: expect.any(String),
+    });
+    await other.queue.drop({ confirm: other.name });
+  });
+
   it("enqueue --stdin sends nothing when any line is malformed, and names the line", async () => {
     const { cli, queue } = fresh();
     const input = ['{"type":"a","id":"ok1"}', '{"type":"a","priorty":1}'].join("\n");

@@ -12,7 +12,7 @@ import { defineTasks, type Task } from "../../functions/tasks.js";
 import { ConfigError, InvalidInputError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
-import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, redisUrl, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 /** A schema of no library: async, as the standard allows, refusing an odd `n`. */
 const evenNumber: StandardSchemaV1<{ n: number }> = {
@@ -247,5 +247,46 @@ describe("a producer for a FIFO queue", () => {
     const { wakeAtMs } = await producer.enqueue(queue, [{ id: "t1", type: "report" }]);
     expect(wakeAtMs).toBeDefined();
     expect(sqs.queue.all().map((message) => message.body)).toEqual(['{"leaseq":"wake"}']);
+  });
+});
+
+// Once the tasks are in Redis, the call succeeds: a wake-up that cannot be sent is said, not thrown
+// (a retry would only find the tasks duplicates). It throws only when nothing was written.
+describe.each(adapters)("a direct enqueue whose wake-up fails, over $name", (adapter) => {
+  const { open } = storeFixture(adapter);
+
+  it("succeeds with the results and says the wake-up failed; nothing is written when Redis refuses", async () => {
+    const queue = new Queue(await open(), { name: uniqueQueueName("wake-fails") });
+    // Nothing listens on this port: every SQS call is refused.
+    const dead = new SQSClient({
+      endpoint: "http://127.0.0.1:9",
+      region: "us-east-1",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+      maxAttempts: 1,
+    });
+    try {
+      const producer = createProducer({ queueUrl: "http://127.0.0.1:9/000000000000/tasks", client: dead, tasks });
+      const result = await producer.enqueue(queue, [{ id: "in-1", type: "report" }]);
+      expect(result.results).toEqual([{ id: "in-1", status: "ok", state: "ready" }]);
+      expect(result.wakeAtMs).toBeDefined();
+      expect(result.wakeError).toMatch(/ECONNREFUSED|connect/);
+      expect(await queue.inspect("in-1")).toMatchObject({ state: "ready" });
+      // The caller's retry, as it would after an error: the task is known, nothing twice.
+      const again = await producer.enqueue(queue, [{ id: "in-1", type: "report" }]);
+      expect(again.results).toEqual([{ id: "in-1", status: "duplicate", state: "ready" }]);
+      // A call refused before anything is written throws, typed; and so does one Redis cannot take.
+      const capped = new Queue(await open(), { name: queue.name, settings: { maxPayloadBytes: 10 } });
+      await expect(
+        producer.enqueue(capped, [{ id: "in-2", type: "report", payload: "x".repeat(50) }]),
+      ).rejects.toBeInstanceOf(InvalidInputError);
+      const deadStore = TcpStore.fromUrl("redis://127.0.0.1:9");
+      const unreachable = new Queue(deadStore, { name: queue.name });
+      await expect(producer.enqueue(unreachable, [{ id: "in-3", type: "report" }])).rejects.toThrow(/unreachable/);
+      await deadStore.close();
+      for (const id of ["in-2", "in-3"]) expect(await queue.inspect(id)).toBeUndefined();
+    } finally {
+      dead.destroy();
+      await queue.drop({ confirm: queue.name });
+    }
   });
 });
