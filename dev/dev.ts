@@ -147,7 +147,9 @@ export async function runDev(
         return;
       }
       interrupted = true;
-      process.stderr.write("\nstopping: no new claims, releasing claimed tasks… (Ctrl-C again to force)\n");
+      process.stderr.write(
+        "\nstopping: no new claims; the running tasks are told to stop and settled… (Ctrl-C again to force)\n",
+      );
       stop();
     });
   }
@@ -185,7 +187,11 @@ export async function runDev(
       logLevel: options.logLevel,
     });
   } catch (error) {
-    process.stderr.write(`${error instanceof NoRedisError ? error.message : `${name}: ${redact(String(error))}`}\n`);
+    const message = error instanceof Error ? error.message : String(error);
+    const hint = /cannot listen on 127\.0\.0\.1:\d+/.test(message)
+      ? "; or pass --sqs-port <port> (0: any free one)"
+      : "";
+    process.stderr.write(`${error instanceof NoRedisError ? message : `${name}: ${redact(message)}${hint}`}\n`);
     return 1;
   }
   started = stack;
@@ -197,7 +203,9 @@ export async function runDev(
       port: options.dashboardPort,
     });
   } catch (error) {
-    process.stderr.write(`${name}: the dashboard did not start: ${redact(String(error))}\n`);
+    const message = error instanceof Error ? error.message : String(error);
+    const hint = /EADDRINUSE|in use/.test(message) ? "; pass --dashboard-port <port> (0: any free one)" : "";
+    process.stderr.write(`${name}: the dashboard did not start: ${redact(message)}${hint}\n`);
     await stack.close().catch(() => {});
     return 1;
   }

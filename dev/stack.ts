@@ -1,7 +1,7 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import type { LogLevel } from "@aws-lambda-powertools/logger/types";
 import { Metrics } from "@aws-lambda-powertools/metrics";
-import type { SQSEvent } from "aws-lambda";
+import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { readConfig } from "../functions/config.js";
 import { createReclaimer, type ReclaimerSummary } from "../functions/reclaimer.js";
 import { queueSettings } from "../functions/runtime.js";
@@ -11,6 +11,7 @@ import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { redact } from "../shared/text.js";
 import { type LocalRedis, resolveRedis } from "./redis.js";
+import { Environments, type HandlerModule } from "./standins/lambda/environments.js";
 import { type LocalLambdaApi, startLambdaApi } from "./standins/lambda/lambda-api.js";
 import { lambdaContext } from "./standins/lambda/lambda-context.js";
 import { LocalSqs } from "./standins/sqs/index.js";
@@ -42,6 +43,13 @@ export interface StackOptions {
   persistSqs?: boolean;
   /** Told of every failed invocation of the intake or the worker (the SQS mapping retries it). */
   onInvocationError?: (role: FunctionRole, error: unknown) => void;
+  /**
+   * Run the worker's invocations in processes of their own, as Lambda's execution environments
+   * (dev/standins/lambda/environments.ts): a module whose export is the worker's handler, built from
+   * the same declaration. One can then be SIGKILLed mid-invocation, as Lambda's runtime dies of an
+   * out-of-memory error. Default: in this process.
+   */
+  workerModule?: HandlerModule;
 }
 
 /** The functions whose invocations the stack makes. */
@@ -70,6 +78,8 @@ export interface Stack {
   wake: LocalSqs;
   /** A TCP handle on the queue for the live view and the demo's bookkeeping (not the functions' path). */
   queue: Queue;
+  /** The worker's execution environments, when it runs in processes of its own (`workerModule`). */
+  environments: Environments | undefined;
   counts: StackCounts;
   /**
    * Starts the SQS pollers and the reclaimer timer, runs the reclaimer once and sends a wake-up:
@@ -132,7 +142,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         throw error;
       }
     };
-    const runWorker = (event: SQSEvent | DrainEvent) => reported("worker", () => functions.worker(event, context()));
+    const runWorker = (event: SQSEvent | DrainEvent) =>
+      reported("worker", () =>
+        environments
+          ? (environments.invoke(event, options.workerTimeoutMs) as Promise<SQSBatchResponse>)
+          : functions.worker(event, context()),
+      );
     const runIntake = (event: SQSEvent) => reported("intake", () => functions.intake(event, intakeContext()));
     const lambdaApi = await startLambdaApi({ [WORKER_FUNCTION]: (event) => runWorker(event as DrainEvent) });
     // Closing twice is harmless: stopWork() closes it first when the stack ran.
@@ -152,8 +167,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           persistence: { redisUrl: redis.url, prefix: `leaseq:{${options.queue}}:sqs` },
         })
       : new LocalSqs(runIntake, taskQueue);
-    await sqs.listen(options.sqsPort ?? 0);
+    // Closed on any failure from here on, a failed listen included: its broker's Redis connection
+    // would keep the process alive.
     cleanups.unshift(() => sqs.close());
+    await sqs.listen(options.sqsPort ?? 0);
     const wake = new LocalSqs(runWorker, {
       broker: sqs.broker,
       queueName: "leaseq-local-wake",
@@ -179,6 +196,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       LEASEQ_RECLAIM_PERIOD_MS: String(options.reclaimIntervalMs),
     };
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
+    const environments = options.workerModule
+      ? new Environments(options.workerModule, { ...process.env, ...env, POWERTOOLS_LOG_LEVEL: options.logLevel })
+      : undefined;
+    if (environments) cleanups.unshift(() => environments.close());
     // The intake is the same code in another role, as the construct deploys the worker's bundle twice.
     const functionsFor = (tasks: TaskDeclaration) => ({
       worker: createWorker({ env, tasks, logger: logger("leaseq-worker") }),
@@ -234,6 +255,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       sqs,
       wake,
       queue,
+      environments,
       counts,
       run() {
         sqs.start();
@@ -246,9 +268,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         };
         timer = setInterval(tick, options.reclaimIntervalMs);
         tick();
-        // The leases a killed run left end within the longest lease (plus the 2 s clock-skew
+        // The leases a killed run left end within the longest heartbeat (plus the 2 s clock-skew
         // margin): one more run then returns them, rather than the next minute's.
-        const longestLeaseMs = Math.max(...Object.values(options.tasks.types).map((type) => type.leaseMs));
+        const longestLeaseMs = Math.max(...Object.values(options.tasks.types).map((type) => type.heartbeatMs));
         if (longestLeaseMs + 3_000 < options.reclaimIntervalMs) startTimer = setTimeout(tick, longestLeaseMs + 3_000);
         wake.send('{"leaseq":"wake"}');
       },
