@@ -46,8 +46,15 @@ function formatTask(task: TaskInfo): string {
     ...(task.group ? [["group", task.group]] : []),
     ["priority", String(task.priority)],
     ["attempts", task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : String(task.attempts)],
+    ...(task.stalls > 0 ? [["stalls", `${task.stalls} (its lease ran out while held: its worker stopped)`]] : []),
     [AT_LABEL[task.state], new Date(task[TIME_OF_STATE[task.state]] ?? 0).toISOString()],
   ];
+  if (task.holdsGroup) {
+    lines.push([
+      "holds",
+      `its group ${task.group} waits behind it: leaseq requeue ${task.id} (it runs first) or leaseq skip ${task.id}`,
+    ]);
+  }
   if (task.lastError) lines.push([task.state === "corrupt" ? "why" : "last error", task.lastError]);
   lines.push(["payload", task.payload === "" ? "(dropped when done)" : task.payload]);
   return lines.map(([label, value]) => `${`${label}:`.padEnd(13)}${value}`).join("\n");
@@ -59,7 +66,10 @@ export function readCommands(program: Command): void {
     .command("stats")
     .description("count the tasks in each state (with --groups: per group too)")
     .option("--json", 'print {"queue", "backend", "ready", "scheduled", "leased", "done", "failed", ...} as JSON')
-    .option("--groups", "also list the groups with the most READY tasks, and their leased and parked counts")
+    .option(
+      "--groups",
+      "also list the groups held behind a FAILED task, then those with the most READY tasks, and their leased and parked counts",
+    )
     .option("--limit <n>", "with --groups: most groups to list", integer(1, LIMITS.batchMax), 20)
     .action(async (options: { json?: boolean; groups?: boolean; limit: number }, command: Command) => {
       const [stats, backend, groups] = await withQueue(command, async (queue, where) => {
@@ -79,7 +89,8 @@ export function readCommands(program: Command): void {
         );
         for (const group of groups.list) {
           const parked = group.parked > 0 ? ` (${group.parked} parked)` : "";
-          console.log(`  ${group.type}/${group.group}  ready ${group.ready}${parked}  leased ${group.leased}`);
+          const held = group.heldBy === undefined ? "" : `  held by ${group.heldBy} (FAILED: requeue or skip it)`;
+          console.log(`  ${group.type}/${group.group}  ready ${group.ready}${parked}  leased ${group.leased}${held}`);
         }
         if (groups.more) console.log(`  (stopped after ${groups.scanned} groups)`);
       }
@@ -173,7 +184,9 @@ async function topGroups(queue: Queue, limit: number) {
     all.push(...page.groups);
     cursor = page.next;
   }
-  all.sort((a, b) => b.ready - a.ready || b.leased - a.leased || a.group.localeCompare(b.group));
+  // Groups held behind a FAILED task first (they need an operator), then the most READY.
+  const held = (group: GroupStats) => (group.heldBy === undefined ? 0 : 1);
+  all.sort((a, b) => held(b) - held(a) || b.ready - a.ready || b.leased - a.leased || a.group.localeCompare(b.group));
   return { list: all.slice(0, limit), scanned: all.length, more: cursor !== undefined };
 }
 

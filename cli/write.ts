@@ -9,6 +9,7 @@ import { OperationError, UsageError } from "./errors.js";
 import { durationArg, integer } from "./parse.js";
 import { taskFilter } from "./read.js";
 import { requeueAllFailed, requeueing, wakeForRequeued } from "./requeue.js";
+import { wakeWorker } from "./wake.js";
 
 /** Runs `call` over `ids` in batches the scripts take. */
 export async function inBatches<T>(ids: string[], call: (batch: string[]) => Promise<T[]>): Promise<T[]> {
@@ -192,6 +193,33 @@ export function writeCommands(program: Command): void {
       // The ids that went through start as on any requeue; the refused ones are reported after.
       await wakeForRequeued(command, results.filter((result) => result.status === "ok").length, paused);
       if (refused) throw refused;
+    });
+
+  program
+    .command("skip")
+    .description(
+      "let an ordered group held behind its FAILED task (onFailure hold) go on: the task stays FAILED, the group runs its next",
+    )
+    .argument("<ids...>", "ids of FAILED tasks their groups wait behind (stats --groups: held by)")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  leaseq stats --groups                 # held groups first: "held by <id>"
+  leaseq skip import-2026-11-30-acme    # acme's next file runs; this one stays FAILED
+  leaseq requeue import-2026-11-30-acme # or: run it again first, then the rest of acme`,
+    )
+    .action(async (ids: string[], _options: unknown, command: Command) => {
+      const results = await withQueue(command, (queue) =>
+        inBatches(ids, (batch) => queue.skip(batch, { now: Date.now() })),
+      );
+      report(command, { name: "skip", past: "skipped", note: "(FAILED; their groups go on)" }, results, {
+        unknown_id: "no such task",
+        not_failed: "not FAILED",
+        not_holding: "no group waits behind it",
+      });
+      const skipped = results.filter((result) => result.status === "ok").length;
+      if (skipped > 0) await wakeWorker(Date.now(), "their groups' next tasks");
     });
 
   program

@@ -52,7 +52,8 @@ return guard('delete', function()
       drop_field(writes, id .. ':s')
       drop_field(writes, id .. ':x')
       drop_field(writes, id .. STALLS)
-      local state = state_text_value and (letter == 'R' or letter == 'W' or letter == 'S') and parse_state(state_text_value)
+      local state = state_text_value and (letter == 'R' or letter == 'W' or letter == 'S' or letter == 'F') and
+        parse_state(state_text_value)
       if not state_text_value and letter == 'R' then
         -- READY and never claimed: its type and group are its body's (a task of a group too).
         local info = parse_body(body)
@@ -76,7 +77,8 @@ return guard('delete', function()
   for _, item in ipairs(left) do
     local state = item.state
     local lane = lane_of(state.type, state.group)
-    if state.letter == 'S' then
+    if state.letter == 'S' or state.letter == 'F' then
+      -- A held retry, or a FAILED task its ordered group waits behind (onFailure hold).
       if state.flags == 'h' then
         local record = lane_get(lane)
         drop_slot(lane, record, item.id)

@@ -43,8 +43,8 @@ return guard('tick', function()
   lanes_flush(now)
   local done_retention = config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)
-  local done_trimmed = counts.done > 0 and trim_before(K.done, now - done_retention, limit) or 0
-  local failed_trimmed = (counts.failed + reclaim_failed) > 0 and trim_before(K.failed, now - failed_retention, limit) or 0
+  local done_trimmed = counts.done > 0 and trim_before(K.done, now - done_retention, limit, config) or 0
+  local failed_trimmed = (counts.failed + reclaim_failed) > 0 and trim_before(K.failed, now - failed_retention, limit, config) or 0
 
   local result = { reclaimed, reclaim_failed, promoted, done_trimmed, failed_trimmed }
   -- A quarantined id left the set it was in: those counts are read again (ZCARD) when it happened.

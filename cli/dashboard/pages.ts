@@ -168,7 +168,7 @@ export function actionsFor(state: TaskState): Array<"requeue" | "cancel" | "dele
   return actions;
 }
 
-const ACTION_LABEL = { requeue: "Requeue", cancel: "Cancel", delete: "Delete" };
+const ACTION_LABEL = { requeue: "Requeue", cancel: "Cancel", delete: "Delete", skip: "Skip" };
 
 export interface ListFilter {
   type?: string;
@@ -283,7 +283,10 @@ export function shownPayload(payload: string): { text: string; bytes: number; cu
 
 export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
   const payload = shownPayload(task.payload);
-  const actions = ctx.readOnly ? [] : actionsFor(task.state);
+  // A FAILED task its ordered group waits behind (onFailure hold) may also be skipped.
+  const actions: Array<keyof typeof ACTION_LABEL> = ctx.readOnly
+    ? []
+    : [...actionsFor(task.state), ...(task.holdsGroup ? (["skip"] as const) : [])];
   return layout(
     ctx,
     `Task ${task.id}`,
@@ -294,6 +297,8 @@ export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
         <dt>group</dt><dd data-field="group">${task.group ?? html`<span class="note">none</span>`}</dd>
         <dt>priority</dt><dd data-field="priority">${task.priority}</dd>
         <dt>attempts</dt><dd data-field="attempts">${task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : `${task.attempts} (no claim yet)`}</dd>
+        ${task.stalls > 0 ? html`<dt>stalls</dt><dd data-field="stalls">${task.stalls} (its lease ran out while held: its worker stopped)</dd>` : ""}
+        ${task.holdsGroup ? html`<dt>holds</dt><dd class="warn" data-field="holds">its group ${task.group} waits behind it: Requeue runs it first, Skip lets the group go on</dd>` : ""}
         <dt>enqueued</dt><dd>${time(task.enqueuedAtMs, now)}</dd>
         <dt>${AT_LABEL[task.state]}</dt><dd>${time(task[TIME_OF_STATE[task.state]] ?? 0, now)}</dd>
         ${task.state === "ready" ? html`<dt>rank</dt><dd>${task.rank}</dd>` : ""}

@@ -12,6 +12,7 @@ export type DashboardQueue = Pick<
   | "list"
   | "inspect"
   | "requeue"
+  | "skip"
   | "delete"
   | "cancel"
   | "pause"

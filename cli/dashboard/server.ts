@@ -427,7 +427,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (status === "unknown") throw new HttpError(404, `No schedule "${name}" in queue "${queue.name}".`);
       return c.html(resultPage(ctx, "Removed", `removed schedule "${name}"; its tasks already made stay`, [], back));
     }
-    if (action !== "requeue" && action !== "delete" && action !== "cancel") {
+    if (action !== "requeue" && action !== "delete" && action !== "cancel" && action !== "skip") {
       throw new HttpError(400, `Unknown action "${action ?? ""}".`);
     }
     let ids = list(form.ids);
@@ -438,7 +438,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const deleteIn = listed === undefined || listed === "leased" ? {} : { state: listed, now: at };
     if (text(form.scope) === "matching") {
       const state = stateOf(text(form.state) ?? "");
-      if (!actionsFor(state).includes(action)) {
+      if (action === "skip" || !actionsFor(state).includes(action)) {
         throw new HttpError(400, `Cannot ${action} ${state} tasks.`);
       }
       ({ ids, capped } = await matchingIds(queue, state, {
@@ -453,11 +453,12 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     for (let start = 0; start < ids.length; start += LIMITS.batchMax) {
       const batch = ids.slice(start, start + LIMITS.batchMax);
       if (action === "requeue") results.push(...(await queue.requeue(batch, { now: at })));
+      else if (action === "skip") results.push(...(await queue.skip(batch, { now: at })));
       else if (action === "delete") results.push(...(await queue.delete(batch, deleteIn)));
       else results.push(...(await queue.cancel(batch, { now: at })));
     }
     const ok = results.filter((result) => result.status === "ok").length;
-    const past = { requeue: "requeued", delete: "deleted", cancel: "cancelled" }[action];
+    const past = { requeue: "requeued", delete: "deleted", cancel: "cancelled", skip: "skipped" }[action];
     const summary = `${past} ${ok} of ${results.length} task${results.length === 1 ? "" : "s"}${capped ? ` (stopped at ${MATCHING_MAX}: run it again for more)` : ""}`;
     return c.html(resultPage(ctx, `${action[0].toUpperCase()}${action.slice(1)}`, summary, results, back));
   });

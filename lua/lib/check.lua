@@ -257,7 +257,7 @@ local function check_tasks(config, now, cursor, count, problems, repair)
         local lane = lane_of(state.type, state.group)
         local record, rules = lanes[lane], group_policy(config, state.type, lane)
         local kind = slot_kind(state_text(state), lane)
-        local needs = kind == 'out' or ((kind == 'lease' or kind == 'held') and rules.conc > 0)
+        local needs = kind == 'out' or ((kind == 'lease' or kind == 'held' or kind == 'failed') and rules.conc > 0)
         if needs and not has_slot(record, id) and not (kind == 'out' and record.legacy > 0) then
           report(problems, 'group_slots', lane, id .. ' (' .. kind .. ') uses a slot its group\'s record does not name', repair)
           if repair then add_slot(lane, record, id) end

@@ -235,9 +235,24 @@ local function reclaim_expired(config, now, now_text, skew, limit)
 end
 
 -- Deletes up to `limit` members of a DONE or FAILED set finished before `cutoff`, with their records.
-local function trim_before(set_key, cutoff, limit)
+-- A FAILED task its ordered group waited behind (onFailure hold) lets the group go on as it goes.
+local function trim_before(set_key, cutoff, limit, config)
   local old = redis.call('ZRANGEBYSCORE', set_key, '-inf', '(' .. fmt(cutoff), 'LIMIT', 0, limit)
   if #old == 0 then return 0 end
+  if set_key == K.failed then
+    local states = record_fields(old, false, false)
+    for i, id in ipairs(old) do
+      local state = states[i] and parse_state(states[i])
+      if state and state.letter == 'F' and state.flags == 'h' and state.group ~= '' then
+        do
+          local lane = lane_of(state.type, state.group)
+          local record = lane_get(lane)
+          drop_slot(lane, record, id)
+          if record.parked > 0 then lane_wait(lane, 0, config) end
+        end
+      end
+    end
+  end
   local fields = {}
   for _, id in ipairs(old) do
     fields[#fields + 1] = id

@@ -119,6 +119,48 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     await other.queue.drop({ confirm: other.name });
   });
 
+  it("a group held behind its FAILED task: stats --groups lists it first, inspect says so, skip lets it go on", async () => {
+    const { name, cli } = fresh();
+    const queue = new Queue(store, {
+      name,
+      settings: {
+        policies: { import: { leaseMs: 30_000, maxAttempts: 1 } },
+        typeGroups: { import: { ordered: true, onFailure: "hold" } },
+      },
+    });
+    await queue.configure();
+    const now = Date.now();
+    await queue.enqueue(
+      [
+        { id: "acme-1", type: "import", group: "acme" },
+        { id: "acme-2", type: "import", group: "acme" },
+        { id: "big-1", type: "import", group: "big" },
+        { id: "big-2", type: "import", group: "big" },
+        { id: "big-3", type: "import", group: "big" },
+      ],
+      { now },
+    );
+    const claimed = await queue.claim({ count: 10, now });
+    const acme = claimed.find((task) => task.id === "acme-1");
+    if (!acme) throw new Error("acme-1 was not claimed");
+    await queue.settle([{ ...acme, outcome: "fail", error: "bad file" }], { now: now + 1 });
+    const stats = await cli(["stats", "--groups"]);
+    expect(stats.code).toBe(0);
+    const lines = stats.stdout.split("\n").filter((line) => line.startsWith("  import/"));
+    expect(lines[0]).toBe("  import/acme  ready 1 (1 parked)  leased 0  held by acme-1 (FAILED: requeue or skip it)");
+    expect(lines[1]).toMatch(/^ {2}import\/big {2}ready 2/);
+    const inspect = await cli(["inspect", "acme-1"]);
+    expect(inspect.stdout).toContain(
+      "holds:       its group acme waits behind it: leaseq requeue acme-1 (it runs first) or leaseq skip acme-1",
+    );
+    const skip = await cli(["skip", "acme-1", "acme-2"]);
+    expect(skip.code).toBe(1);
+    expect(skip.stdout).toContain("skipped acme-1 (FAILED; their groups go on)");
+    expect(skip.stderr).toContain(`skip: not skipped in queue "${name}": acme-2 (not FAILED)`);
+    expect((await queue.claim({ count: 10, now: now + 2 })).map((task) => task.id)).toEqual(["acme-2"]);
+    expect(await queue.inspect("acme-1")).toMatchObject({ state: "failed", holdsGroup: false });
+  });
+
   it("enqueue --stdin sends nothing when any line is malformed, and names the line", async () => {
     const { cli, queue } = fresh();
     const input = ['{"type":"a","id":"ok1"}', '{"type":"a","priorty":1}'].join("\n");

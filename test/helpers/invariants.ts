@@ -168,7 +168,8 @@ export async function assertConsistent(
 
 /**
  * The groups' invariants (docs/groups.md), read independently of the scripts: a group's record
- * names, among its slots, every lease and held retry (a group with a concurrency) and every task let
+ * names, among its slots, every lease, held retry and FAILED task it waits behind (onFailure hold)
+ * (a group with a concurrency) and every task let
  * out (R or W with flag u), never more than its concurrency; it counts its READY tasks and its
  * parked ones; a group with parked tasks and no task let out is full, or
  * waits in groupwait for its rate window. A type's own record counts the tasks set aside by type.
@@ -198,7 +199,10 @@ export async function assertGroups(
     if (task.group === "") continue;
     if (task.state === "R" || (task.state === "W" && task.flags.includes("t"))) lane(task).ready.push(id);
     if ((task.state === "R" || task.state === "W") && task.flags.includes("u")) lane(task).out.push(id);
-    if (task.state === "L" || (task.state === "S" && task.flags.includes("h"))) lane(task).active.push(id);
+    // A lease, an ordered group's retry waiting for its time, a FAILED task the group waits behind.
+    if (task.state === "L" || ((task.state === "S" || task.state === "F") && task.flags.includes("h"))) {
+      lane(task).active.push(id);
+    }
     if (task.state === "W" && !task.flags.includes("t")) lane(task).parked += 1;
   }
   for (const [name, entry] of lanes) {

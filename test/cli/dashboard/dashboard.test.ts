@@ -91,6 +91,46 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await page.close();
   });
 
+  it("a FAILED task its ordered group waits behind says so, with its stalls, and Skip lets the group go on", async () => {
+    const opened = await openQueue(tcp, {
+      policies: { import: { leaseMs: 30_000, maxAttempts: 1 } },
+      typeGroups: { import: { ordered: true, onFailure: "hold" } },
+    });
+    running.push(opened.close);
+    const { queue } = opened;
+    const dashboard = await startDashboard({ queue, where: "test Redis (tcp)", port: 0, log: () => {} });
+    running.push(dashboard.close);
+    const now = Date.now();
+    await queue.enqueue(
+      [
+        { id: "acme-1", type: "import", group: "acme" },
+        { id: "acme-2", type: "import", group: "acme" },
+      ],
+      { now },
+    );
+    // Its first lease ran out once (a stall), then it failed for good: acme waits behind it.
+    await queue.claim({ count: 1, now });
+    await queue.reclaim({ now: now + 60_000 });
+    const [again] = await queue.claim({ count: 1, now: now + 60_000 });
+    await queue.settle([{ ...again, outcome: "fail", error: "bad file" }], { now: now + 60_001 });
+    const { page, dialogs } = await newPage(browser());
+    await page.goto(dashboard.url);
+    await page.goto(`${new URL(dashboard.url).origin}/q/${queue.name}/task/acme-1`);
+    expect(await page.$eval("[data-field=stalls]", (el) => el.textContent)).toBe(
+      "1 (its lease ran out while held: its worker stopped)",
+    );
+    expect(await page.$eval("[data-field=holds]", (el) => el.textContent)).toContain("its group acme waits behind it");
+    await clickAndWait(page, "button[value=skip]");
+    expect(dialogs).toEqual(["confirm: Skip task acme-1?"]);
+    expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("skipped 1 of 1 task");
+    expect(await queue.inspect("acme-1")).toMatchObject({ state: "failed", holdsGroup: false });
+    expect((await queue.claim({ count: 10, now: now + 60_002 })).map((task) => task.id)).toEqual(["acme-2"]);
+    // No Skip where nothing waits behind the task.
+    await page.goto(`${new URL(dashboard.url).origin}/q/${queue.name}/task/acme-1`);
+    expect(await page.$$eval("button[value=skip]", (found) => found.length)).toBe(0);
+    await page.close();
+  });
+
   it("cancel of a leased task from its task page revokes the lease: FAILED, its worker's ack refused", async () => {
     const { queue, dashboard, base } = await fixture();
     await queue.enqueue([{ id: "running-1", type: "job" }], { now: Date.now() });
