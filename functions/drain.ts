@@ -16,6 +16,8 @@ export interface DrainCounts {
   lost: number;
   /** The drain stopped because its time ran out (ready work may be left), not because nothing was ready. */
   cutOff: boolean;
+  /** A wake-up started it and none of its claims answered it (it made none): its hand-off must. */
+  unanswered?: boolean;
 }
 
 export interface DrainOptions {
@@ -44,7 +46,9 @@ export interface DrainOptions {
   /** Sends a wake-up a claim asked for: another worker, for tasks of this worker's types it runs as many of as it may. */
   wake?: (atMs: number) => Promise<void>;
   /** The drain stops looking for new work while tasks still run: hand the queue back to wake-ups. */
-  handOff?: (cutOff: boolean) => Promise<void>;
+  handOff?: (cutOff: boolean, woken: boolean) => Promise<void>;
+  /** A wake-up started this invocation: its first claim answers it (docs/wake-ups.md). */
+  woken?: boolean;
 }
 
 /** Settle finished tasks at least this often: a crash then re-runs only the rest. */
@@ -107,6 +111,7 @@ class Drain {
   private soloWaiting = false;
   private probedFull = false;
   private handedOff = false;
+  private answered = false;
   private lastWorkAt: number;
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -167,6 +172,7 @@ class Drain {
       clearTimeout(this.beat);
       await this.serial(() => this.flush()).catch(() => {});
     }
+    if (this.options.woken && !this.answered) this.counts.unanswered = true;
     return this.counts;
   }
 
@@ -205,8 +211,10 @@ class Drain {
         types: fitting,
         room,
         busy: this.running.size > 0,
+        woken: this.options.woken === true && !this.answered,
       }),
     );
+    this.answered = true;
     this.probedFull = eligible === 0;
     this.soloWaiting = outcome.soloWaiting;
     if (outcome.wakeAtMs !== undefined) await this.options.wake?.(outcome.wakeAtMs).catch(() => {});
@@ -230,7 +238,7 @@ class Drain {
     const polling = now - this.lastWorkAt <= this.lingerMs;
     if (!polling && !this.handedOff) {
       this.handedOff = true;
-      await this.options.handOff?.(this.counts.cutOff).catch(() => {});
+      await this.options.handOff?.(this.counts.cutOff, false).catch(() => {});
     }
     const waits: number[] = [];
     if (polling) waits.push(this.pollMs);

@@ -125,10 +125,10 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     // is the safety net.
     let wakeAtMs: number | undefined;
     let wakeError: string | undefined;
-    const handOff = async (cutOff: boolean) => {
+    const handOff = async (cutOff: boolean, woken: boolean) => {
       try {
         const now = Date.now();
-        wakeAtMs = await queue.handOff({ now, cutOff });
+        wakeAtMs = await queue.handOff({ now, cutOff, woken });
         if (wakeAtMs !== undefined && waker) await waker.wake(wakeAtMs, now);
       } catch (error) {
         wakeError = (error as Error).message;
@@ -148,8 +148,9 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
         await waker?.wake(atMs, Date.now());
       },
       handOff,
+      woken: ingested.wakeUps > 0,
     });
-    await handOff(counts.cutOff || counts.released > 0);
+    await handOff(counts.cutOff || counts.released > 0, counts.unanswered === true);
     logger.info("worker invocation", {
       queue: config.queue,
       role: "worker",

@@ -22,6 +22,9 @@
 -- ARGV[9] room           the caller's types it may run only so many more of now, as "<type>:<n>",
 --                        comma-separated, or "": at most n of each is leased, the rest stay READY, and
 --                        when it leaves one a wake-up is arranged now for another worker (wakeAt)
+-- ARGV[10] woken         1 for the first claim of an invocation a wake-up started: it answers that
+--                        wake-up (the earliest one due), so a worker that fills its slots with work
+--                        left waiting wakes another
 -- Reads config: the type policies (p:<type>, a:<type>, d, leases), ordered, hold, nextDue, paused (a
 --   paused queue leases nothing), pauses and rates (a type that may not run now is set aside, see
 --   type_park), fair, wake; keeps `active` (a worker with room is draining: mark_active), `wake`
@@ -35,7 +38,8 @@
 --   queue's hold ends, for a worker deciding whether to wait for it; "" when nothing is due, when
 --   an ordered queue is busy with a leased task, when the queue is paused, or when tasks were
 --   leased), soloWaiting ("1" when a solo task was left for a caller running nothing, else ""),
---   wakeAt (the time to send a wake-up for, or "": the caller's room left tasks of its types READY).
+--   wakeAt (the time to send a wake-up for, or "": the claim filled the caller's free slots, or its
+--   room for a type, and left tasks READY for another worker).
 --   A solo task comes alone, in a batch of its own. A record that cannot be read is moved to the
 --   corrupt set with its reason, and the claim goes on without it.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
@@ -47,7 +51,7 @@
 -- Uses: need_wake, new_state, new_writes, next_due_of, parse_body, parse_state, paused_types_of
 -- Uses: plus, policy_of, promote_due, put, put_state, quarantine, rate_count, rate_open
 -- Uses: read_config, read_many, read_record, repeated_wake, slot_count, slot_ids, state_line
--- Uses: token_of, type_park, write_many
+-- Uses: token_of, type_park, wake_answered, write_many
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
@@ -179,6 +183,7 @@ local function new_scan(config, now, now_text, count, max_lease, claim_id, order
     ordered = ordered, choice = choice, writes = writes, states = writes.fields, result = {}, taken = 0, busy = busy,
     solo_waiting = false, -- a solo task was left for a caller running nothing
     left_own = false, -- a task of the caller's types was left READY for want of room
+    more = false, -- the batch filled with heads left after it: another worker may take them
     leased = {}, popped = {}, -- popped: the ids leaving READY: leased, parked or quarantined
     prefix = true, -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
     unpark = {}, -- lanes that gave a task or parked one: they may let out the next
@@ -354,8 +359,11 @@ local function take_page(s, heads, values)
     taken = taken + 1
     if chosen.counts then choice.counted(state.type) end
   end
-  local function stop()
+  -- The batch ends; `at` (the place of the head just leased) when it is full: heads left after it
+  -- mean another worker may take them.
+  local function stop(at)
     s.taken, s.stop = taken, true
+    if at and (at + 2 <= #heads or s.page_full) then s.more = true end
   end
 
   local names, f_type, f_lane, f_rank, f_out, f_state = fresh_of(heads, values)
@@ -383,11 +391,11 @@ local function take_page(s, heads, values)
           s.unpark[#s.unpark + 1] = lane -- it may be let out at once if its lane has room
         else
           lease_fresh(id, body, f_rank[at], lane, take_lane(s, lane, record, rules, out, id), chosen, task_type)
-          if taken == count then return stop() end
+          if taken == count then return stop(i) end
         end
       else
         lease_fresh(id, body, f_rank[at], task_type .. '|', '', chosen, task_type)
-        if taken == count then return stop() end
+        if taken == count then return stop(i) end
       end
     else
       local task = read_record(state_value or nil, body or nil)
@@ -429,7 +437,7 @@ local function take_page(s, heads, values)
             s.unpark[#s.unpark + 1] = task_lane
           else
             lease_read(id, task, state, chosen, task_lane and take_lane(s, task_lane, record, rules, out, id) or '', solo)
-            if solo or taken == count then return stop() end
+            if solo or taken == count then return stop(i) end
           end
         end
       end
@@ -446,8 +454,14 @@ local function take_heads(s)
   local page = s.choice.all_fit and s.count or math.min(CLAIM_SCAN_MAX, math.max(4 * s.count, 64))
   local offset = 0
   while not s.stop and offset < CLAIM_SCAN_MAX do
-    local heads = redis.call('ZRANGE', K.ready, offset, offset + page - 1, 'WITHSCORES')
+    -- One head more than the page, not read: whether heads are left after it.
+    local heads = redis.call('ZRANGE', K.ready, offset, offset + page, 'WITHSCORES')
     if #heads == 0 then break end
+    s.page_full = #heads > 2 * page
+    if s.page_full then
+      heads[#heads] = nil
+      heads[#heads] = nil
+    end
     offset = offset + #heads / 2
     local fields = {}
     for i = 1, #heads, 2 do
@@ -461,7 +475,7 @@ local function take_heads(s)
       values[#fields] = nil
     end
     take_page(s, heads, values)
-    if #heads < 2 * page then break end
+    if not s.page_full then break end
     if s.choice.all_fit then page = s.count - s.taken else page = math.min(2 * page, CLAIM_SCAN_MAX - offset) end
     if page <= 0 then break end
   end
@@ -511,7 +525,8 @@ local function room_of(text)
 end
 
 return guard('claim', function()
-  local now, now_text, count, max_lease, claim_id, is_repeat, promote_limit, types, busy, room_text = claim_args()
+  local now, now_text, count, max_lease, claim_id, is_repeat, promote_limit, types, busy, room_text, woken =
+    claim_args()
   local runs = type_set('types', types) -- the caller's types, or nil: any
   local room = room_of(room_text)
   local config = read_config()
@@ -523,6 +538,8 @@ return guard('claim', function()
     local batch = repeated_batch(leases, now, claim_id)
     if batch then return claim_tail(batch, nil, false, repeated_wake(config, now, claim_id)) end
   end
+  -- The wake-up that started this invocation is answered: its worker is here.
+  if woken then wake_answered(config, now) end
   if paused then return claim_tail({}, nil, false, nil) end
 
   -- 2. Due scheduled tasks become READY; groups and types whose time came run again.
@@ -550,11 +567,11 @@ return guard('claim', function()
 
   -- 6. Writes: the leases and states, the heads out of READY, the lanes that may let out more, the
   -- lease counter, the lane records, the marks: a worker with room drains (active); another worker
-  -- for the tasks of its types it had no room for (a wake-up now).
+  -- for the tasks it had no room for (its free slots full, or its room for a type: a wake-up now).
   finish_scan(scan)
   lanes_flush(now)
   mark_active(config, now, scan.taken < count and not scan.left_own)
-  local wake_at = scan.left_own and need_wake(config, now, now, WAKE_HORIZON_MAX_MS, claim_id) or nil
+  local wake_at = (scan.left_own or scan.more) and need_wake(config, now, now, WAKE_HORIZON_MAX_MS, claim_id) or nil
   if scan.taken == 0 then return claim_tail({}, next_due_of(config, now), scan.solo_waiting, wake_at) end
   return claim_tail(scan.result, nil, scan.solo_waiting, wake_at)
 end)

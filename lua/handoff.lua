@@ -12,23 +12,26 @@
 --                     fresh invocation), 0 when its claims came back empty
 -- ARGV[4] callId      1-64 characters of A-Z a-z 0-9 _ . -, the same for every sending of this call,
 --                     or "" (none): a repeat after a lost reply is told the wake-up its first run arranged
+-- ARGV[5] woken       1 when a wake-up started the worker and none of its claims answered it (its time
+--                     ran out first): the hand-off answers it
 -- Reads config: wake, active, nextDue (scheduled work, and groups or types waiting to run again), ordered,
 --   hold, paused (nothing to arrange). Writes wake, removes active.
 -- Returns: the time (ms) a wake-up message must be sent for, or "" when none is needed (nothing
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, fmt, guard, need_wake, new_work_flagged, next_due_of, handoff_args, read_config_fields
--- Uses: wake_stopped
+-- Uses: K, fmt, guard, handoff_args, need_wake, new_work_flagged, next_due_of, read_config_fields
+-- Uses: wake_answered, wake_stopped
 
 return guard('handoff', function()
-  local now, _, horizon, cut_off, call = handoff_args()
+  local now, _, horizon, cut_off, call, woken = handoff_args()
   local config = read_config_fields({ 'wake', 'active', 'nextDue', 'ordered', 'hold', 'paused' })
   -- Work made ready under the active mark may have come after this worker's last claim (need_wake).
   local new_work = new_work_flagged(config)
   -- This worker's mark (or that of one that stopped without handing off) covers nothing once it
-  -- stops; the wake-ups already due have started their workers; a wake-up arranged for later stays.
-  wake_stopped(config, now)
+  -- stops; the wake-ups arranged stay (those due and not answered: their workers are to come).
+  wake_stopped(config)
+  if woken then wake_answered(config, now) end
   local due
   if config.paused == '1' then
     return '' -- a paused queue: its resume arranges the wake-up

@@ -82,6 +82,12 @@ export const LIMITS = {
 export const WAKE = {
   /** A worker that claimed within this long is draining: it covers work falling due meanwhile. */
   activeMs: 5_000,
+  /**
+   * A wake-up due this long ago that no worker answered (its invocation's first claim does) is taken
+   * for lost: its message was never sent, or never delivered. One waiting for the event source's
+   * concurrency is answered when an invocation frees.
+   */
+  pendingMs: 60_000,
   /** The longest delay of an SQS message (DelaySeconds 900): later wake-ups wait for the reclaimer. */
   horizonMaxMs: 900_000,
 } as const;
@@ -187,5 +193,6 @@ export const LUA_CONSTANTS: Record<string, number> = {
   DEFAULT_FAILED_RETENTION_MS: DEFAULTS.failedRetentionMs,
   TYPE_RETIRE_MS: DEFAULTS.typeRetireMs,
   WAKE_ACTIVE_MS: WAKE.activeMs,
+  WAKE_PENDING_MS: WAKE.pendingMs,
   WAKE_HORIZON_MAX_MS: WAKE.horizonMaxMs,
 };

@@ -65,6 +65,8 @@ export interface ClaimOptions {
   room?: Readonly<Record<string, number>>;
   /** The caller runs other tasks now: a solo task is left for a caller running none. */
   busy?: boolean;
+  /** The first claim of an invocation a wake-up started: it answers that wake-up (docs/wake-ups.md). */
+  woken?: boolean;
 }
 
 /** The types of a claim's `types` or `full`, checked. */
@@ -269,6 +271,7 @@ export class QueueCore {
       promoteLimit: String(DEFAULTS.promoteLimit),
       types: types.join(","),
       busy: options.busy ? "1" : "0",
+      woken: options.woken ? "1" : "0",
       room: room.map(([type, n]) => `${type}:${n}`).join(","),
     });
     const { rows, next, soloWaiting, wakeAt } = readReply("claim", reply);
@@ -447,7 +450,13 @@ export class QueueCore {
    * scheduled work or an ordered queue's hold falls due within `horizonMs`). Resolves to the time
    * to send that wake-up for, or undefined.
    */
-  async handOff(options: { now: number; horizonMs?: number; cutOff?: boolean }): Promise<number | undefined> {
+  async handOff(options: {
+    now: number;
+    horizonMs?: number;
+    cutOff?: boolean;
+    /** A wake-up started the worker and no claim of it answered it: the hand-off does. */
+    woken?: boolean;
+  }): Promise<number | undefined> {
     const now = checkNow("handoff", options.now);
     const horizon = checkInteger("handoff", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
     const reply = await this.run("handoff", {
@@ -455,6 +464,7 @@ export class QueueCore {
       horizonMs: String(horizon),
       cutOff: options.cutOff ? "1" : "0",
       callId: callId(),
+      woken: options.woken ? "1" : "0",
     });
     return optionalTime(readReply("handoff", reply).wakeAt);
   }

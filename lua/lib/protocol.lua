@@ -83,10 +83,10 @@ local function enqueue_args()
   local t1, t1_text = time_arg('now', ARGV[1])
   return t1, t1_text, call_arg(ARGV[2]), ARGV[3] or ''
 end
--- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types, ARGV[8] busy, ARGV[9] room
+-- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types, ARGV[8] busy, ARGV[9] room, ARGV[10] woken
 local function claim_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, int_arg('count', ARGV[2], 1, CLAIM_MAX), int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS), name_arg('claimId', ARGV[4], 64), int_arg('repeat', ARGV[5], 0, 1) == 1, int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX), ARGV[7] or '', int_arg('busy', ARGV[8], 0, 1) == 1, ARGV[9] or ''
+  return t1, t1_text, int_arg('count', ARGV[2], 1, CLAIM_MAX), int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS), name_arg('claimId', ARGV[4], 64), int_arg('repeat', ARGV[5], 0, 1) == 1, int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX), ARGV[7] or '', int_arg('busy', ARGV[8], 0, 1) == 1, ARGV[9] or '', int_arg('woken', ARGV[10], 0, 1) == 1
 end
 -- settle: ARGV[1] now
 local function settle_args()
@@ -128,10 +128,10 @@ local function tick_args()
   local t1, t1_text = time_arg('now', ARGV[1])
   return t1, t1_text, int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX), int_arg('wakeHorizonMs', ARGV[3] or '0', 0, WAKE_HORIZON_MAX_MS), call_arg(ARGV[4])
 end
--- handoff: ARGV[1] now, ARGV[2] horizonMs, ARGV[3] cutOff, ARGV[4] callId
+-- handoff: ARGV[1] now, ARGV[2] horizonMs, ARGV[3] cutOff, ARGV[4] callId, ARGV[5] woken
 local function handoff_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS), int_arg('cutOff', ARGV[3], 0, 1) == 1, call_arg(ARGV[4])
+  return t1, t1_text, int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS), int_arg('cutOff', ARGV[3], 0, 1) == 1, call_arg(ARGV[4]), int_arg('woken', ARGV[5], 0, 1) == 1
 end
 -- inspect: ARGV[1] id
 local function inspect_args()

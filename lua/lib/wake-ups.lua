@@ -1,10 +1,11 @@
 -- Wake-ups (docs/wake-ups.md). On AWS a worker runs only when something invokes it, so whoever
 -- makes work fall due arranges for a worker to look then. Two marks in the config say who will:
---   `wake`    the wake-up messages arranged and not yet long due: "<ms>|<call id>" entries, comma-
+--   `wake`    the wake-up messages arranged and not answered yet: "<ms>|<call id>" entries, comma-
 --             separated, earliest first (at most WAKE_PENDING_MAX). The call id says which call
---             arranged it, so the same call repeated after a lost reply is told again. Only a
---             hand-off (its worker started and is stopping) and the passing of time remove one: a
---             claim never does, so a wake-up arranged is never arranged a second time.
+--             arranged it, so the same call repeated after a lost reply is told again. The first claim
+--             of the invocation a wake-up started answers it (removes the earliest one due); one due
+--             WAKE_PENDING_MS ago and not answered is taken for lost. A claim never removes another:
+--             a wake-up arranged is never arranged a second time.
 --   `active`  "<ms>": the last claim of a worker still draining with room for more work (it
 --             arranges the next wake-up itself when it stops, handoff.lua); "<ms>!" once ready
 --             work came under it (new_work_flagged).
@@ -19,13 +20,13 @@ local NEW_WORK = '!'
 -- again, one message too many, never one too few).
 local WAKE_PENDING_MAX = 8
 
--- The wake-ups arranged, earliest first, as { at, call } (an entry of the release before, "<ms>"
--- alone, reads with call ""), without those more than WAKE_ACTIVE_MS past: their message went long ago.
+-- The wake-ups arranged and not answered, earliest first, as { at, call } (an entry of the release
+-- before, "<ms>" alone, reads with call ""), without those due more than WAKE_PENDING_MS ago: lost.
 local function wake_list(config, now)
   local list = {}
   for at, call in string.gmatch(config.wake or '', '(%d+)|?([^,]*)') do
     local time = tonumber(at)
-    if time >= now - WAKE_ACTIVE_MS then list[#list + 1] = { at = time, call = string.gsub(call, NEW_WORK, '') } end
+    if time >= now - WAKE_PENDING_MS then list[#list + 1] = { at = time, call = string.gsub(call, NEW_WORK, '') } end
   end
   table.sort(list, function(a, b) return a.at < b.at end)
   return list
@@ -52,15 +53,20 @@ local function active_time(config)
   return active and tonumber(string.match(active, '^%d+')) or nil
 end
 
--- Whether a worker will look at the queue by `due`: a wake-up arranged for no later (for the
--- reclaimer's tick, one later than now counts only when a tick arranged it: the tick cannot know
--- another was ever sent, a producer's reply lost after the mark was written, and one message too
--- many costs an empty claim), or a worker with room that claimed within WAKE_ACTIVE_MS. Returns
--- whether it is covered, and the entry of `list` that covers it.
+-- Whether a worker will look at the queue by `due`: a wake-up arranged for no later and not answered
+-- yet (its worker is still to start; for the reclaimer's tick, one later than now counts only when a
+-- tick arranged it: the tick cannot know another was ever sent, a producer's reply lost after the
+-- mark was written, and one message too many costs an empty claim), or a worker with room that
+-- claimed within WAKE_ACTIVE_MS. Returns whether it is covered, and the entry of `list` that covers it.
 local function wake_covers(config, list, now, due, from_tick)
   for _, entry in ipairs(list) do
     if entry.at > due then break end
-    if not from_tick or entry.at <= now or string.sub(entry.call, 1, #TICK_CALL) == TICK_CALL then return true, entry end
+    -- The tick, the safety net, trusts no entry due more than WAKE_ACTIVE_MS ago and not answered:
+    -- it cannot tell a message waiting for the event source's concurrency from one never sent.
+    if not from_tick or (entry.at <= now and entry.at > now - WAKE_ACTIVE_MS) or
+      (entry.at > now and string.sub(entry.call, 1, #TICK_CALL) == TICK_CALL) then
+      return true, entry
+    end
   end
   local active = active_time(config)
   return active ~= nil and active >= now - WAKE_ACTIVE_MS and active <= now + WAKE_ACTIVE_MS, nil
@@ -127,18 +133,24 @@ local function mark_active(config, now, room)
   end
 end
 
--- A worker stops draining: its active mark covers nothing any more, and the wake-ups already due
--- (its own among them) have started their workers.
-local function wake_stopped(config, now)
+-- A worker stops draining: its active mark covers nothing any more (the wake-ups still to be
+-- answered stay: their workers are to come).
+local function wake_stopped(config)
   if config.active then
     redis.call('HDEL', K.config, 'active')
     config.active = nil
   end
-  local list, kept = wake_list(config, now), {}
+end
+
+-- The first claim of an invocation a wake-up started: that wake-up is answered (the earliest one
+-- due by now: any of them started a worker like this one), so what its worker cannot take (its
+-- slots full) gets a wake-up of its own.
+local function wake_answered(config, now)
+  local list, kept, answered = wake_list(config, now), {}, false
   for _, entry in ipairs(list) do
-    if entry.at > now then kept[#kept + 1] = entry end
+    if not answered and entry.at <= now then answered = true else kept[#kept + 1] = entry end
   end
-  wake_write(config, kept)
+  if answered or #list ~= #kept then wake_write(config, kept) end
 end
 
 -- When scheduled work (or a group or type waiting to run again) next falls due, or an ordered

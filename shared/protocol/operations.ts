@@ -112,6 +112,7 @@ export const OPERATIONS = {
         kind: "text",
         note: 'the caller\'s types it may lease only so many more of, `"<type>:<n>"` comma-separated, or `""`',
       },
+      { name: "woken", kind: "flag", note: "1: the first claim of an invocation a wake-up started (it answers it)" },
     ],
     reply: {
       per: "task in rank order",
@@ -208,6 +209,7 @@ export const OPERATIONS = {
       { name: "horizonMs", kind: "int", min: 0, max: "WAKE_HORIZON_MAX_MS", unit: "ms" },
       { name: "cutOff", kind: "flag", note: "1: the worker's time ran out" },
       callId,
+      { name: "woken", kind: "flag", note: "1: a wake-up started the worker and no claim of it answered it" },
     ],
     reply: { head: [WAKE_AT], note: "([wake-ups.md](wake-ups.md))" },
   },

@@ -3,8 +3,9 @@
 // enqueue at any moment between, ready now or delayed; time passes. After every step: when no
 // worker is running, every task that is READY or falls due is covered by a wake-up some call
 // answered and nobody has consumed yet (for no later than it falls due). A wake-up is consumed by
-// starting a worker; the reclaimer's tick is left out on purpose: it is the safety net, and this
-// suite proves the queue does not need it for work a caller made due.
+// starting a worker, whose first claim answers it in Redis; a claim that fills the worker's batch
+// with work left may ask for one more worker. The reclaimer's tick is left out on purpose: it is the
+// safety net, and this suite proves the queue does not need it for work a caller made due.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Queue } from "../../shared/queue.js";
@@ -46,6 +47,8 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
     let now = START;
     let seq = 0;
     const workers: Worker[] = Array.from({ length: WORKERS }, () => "idle");
+    /** Whether a worker's first claim (answering the wake-up that started it) is still to come. */
+    const woken: boolean[] = Array.from({ length: WORKERS }, () => false);
     /** Wake-ups answered and not yet consumed: their due times. */
     const wakes: number[] = [];
     /** Tasks not yet done: their due times. */
@@ -68,9 +71,13 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
         if (workers[step.worker] !== "idle" || index < 0) continue;
         wakes.splice(index, 1);
         workers[step.worker] = "draining";
+        woken[step.worker] = true;
       } else if (step.kind === "claim") {
         if (workers[step.worker] !== "draining") continue;
-        const claimed = await queue.claim({ count: 2, now });
+        const outcome = await queue.claimOrNextDue({ count: 2, now, woken: woken[step.worker] });
+        woken[step.worker] = false;
+        if (outcome.wakeAtMs !== undefined) wakes.push(outcome.wakeAtMs);
+        const claimed = outcome.tasks;
         if (claimed.length === 0) {
           workers[step.worker] = "stopping";
           continue;
@@ -84,9 +91,10 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
         // A worker stops: after an empty claim (handoff), or when its time runs out (cutOff).
         const state = workers[step.worker];
         if (state === "idle" || (step.kind === "handoff" && state !== "stopping")) continue;
-        const wakeAtMs = await queue.handOff({ now, cutOff: step.kind === "cutOff" });
+        const wakeAtMs = await queue.handOff({ now, cutOff: step.kind === "cutOff", woken: woken[step.worker] });
         if (wakeAtMs !== undefined) wakes.push(wakeAtMs);
         workers[step.worker] = "idle";
+        woken[step.worker] = false;
       } else {
         now += step.ms;
       }

@@ -69,7 +69,8 @@ describe("a wake-up whose reply was lost", () => {
       action: { kind: "drop" },
     });
     // A worker retries its task in 20 s and stops: that wake-up is its to arrange.
-    const [task] = await queue.claim({ count: 1, now: NOW + 1 });
+    // The worker the enqueue's wake-up started answers it with its first claim.
+    const [task] = await queue.claim({ count: 1, now: NOW + 1, woken: true });
     await queue.settle([{ ...task, outcome: "retry", retryAtMs: NOW + 20_000, error: "later" }], { now: NOW + 2 });
     expect(await queue.handOff({ now: NOW + 5, horizonMs: 900_000 })).toBe(NOW + 20_000);
     expect(fault.fired).toBe(1);
@@ -134,9 +135,10 @@ describe.each(adapters)("each wake-up arranged once, over $name", (adapter) => {
     // A producer's delayed task: a wake-up arranged for its time.
     const { wakeAtMs } = await queue.enqueueAndWake([{ id: "later", type: "job", delayMs: 30_000 }], { now: NOW });
     expect(wakeAtMs).toBe(NOW + 30_000);
-    // A worker drains other work meanwhile, claiming (and marking itself active) again and again.
+    // A worker drains other work meanwhile (woken for it), claiming (and marking itself active) again and again.
     await queue.enqueue([{ id: "now", type: "job" }], { now: NOW + 1 });
-    for (let at = NOW + 2; at < NOW + 10_000; at += 3_000) await queue.claim({ count: 10, now: at });
+    for (let at = NOW + 2; at < NOW + 10_000; at += 3_000)
+      await queue.claim({ count: 10, now: at, woken: at === NOW + 2 });
     // It stops: the wake-up for "later" is still arranged, so it arranges nothing more.
     expect(await queue.handOff({ now: NOW + 10_000 })).toBeUndefined();
     // Another worker started by an earlier wake-up stops too: still nothing.
@@ -145,26 +147,40 @@ describe.each(adapters)("each wake-up arranged once, over $name", (adapter) => {
     const sooner = await queue.enqueueAndWake([{ id: "sooner", type: "job", delayMs: 5_000 }], { now: NOW + 12_000 });
     expect(sooner.wakeAtMs).toBe(NOW + 17_000);
     // The worker that one started takes it, and stops: "later" is still arranged.
-    expect((await queue.claim({ count: 10, now: NOW + 17_100 })).map((task) => task.id)).toEqual(["sooner"]);
+    expect((await queue.claim({ count: 10, now: NOW + 17_100, woken: true })).map((task) => task.id)).toEqual([
+      "sooner",
+    ]);
     expect(await queue.handOff({ now: NOW + 18_000 })).toBeUndefined();
     await expectClean(queue, NOW + 18_000);
   });
 
   it("a claim that leaves its types' tasks for want of room arranges one wake-up for another worker, once", async () => {
     const queue = await fresh();
-    // Enqueued a while ago: the wake-up that enqueue arranged has come and gone.
     await queue.enqueue(
       ["a", "b", "c"].map((id) => ({ id, type: "import" })),
-      { now: NOW - 10_000 },
+      { now: NOW },
     );
-    const first = await queue.claimOrNextDue({ count: 10, now: NOW, types: ["import"], room: { import: 1 } });
+    // The worker the enqueue's wake-up started: it answers it, takes the one it has room for.
+    const first = await queue.claimOrNextDue({
+      count: 10,
+      now: NOW,
+      types: ["import"],
+      room: { import: 1 },
+      woken: true,
+    });
     expect(first.tasks.map((task) => task.id)).toEqual(["a"]);
     expect(first.wakeAtMs).toBe(NOW);
     // The same worker's next claim with no room: the wake-up is arranged already.
     const second = await queue.claimOrNextDue({ count: 10, now: NOW + 100, types: ["import"], room: { import: 0 } });
     expect(second).toMatchObject({ tasks: [], wakeAtMs: undefined });
     // The worker that wake-up started has room: it takes the next one.
-    const other = await queue.claimOrNextDue({ count: 10, now: NOW + 1_000, types: ["import"], room: { import: 1 } });
+    const other = await queue.claimOrNextDue({
+      count: 10,
+      now: NOW + 1_000,
+      types: ["import"],
+      room: { import: 1 },
+      woken: true,
+    });
     expect(other.tasks.map((task) => task.id)).toEqual(["b"]);
     await expectClean(queue, NOW + 1_000);
   });

@@ -137,7 +137,8 @@ describe.each(tcp)("every script at its worst point, over $name", (adapter) => {
       ["purge", () => queue.purge("failed", { now: later + 8 })],
       ["trim", () => queue.trim({ now: later + 86_400_000 * 8, limit: 10_000 })],
       ["check with repair", () => queue.checkAll({ now: later + 10, repair: true })],
-      ["handoff", () => queue.handOff({ now: later + 11, cutOff: true })],
+      // (No wake-up is one of its answers: a wake-up arranged before and not answered covers the work.)
+      ["handoff", async () => (await queue.handOff({ now: later + 11, cutOff: true })) ?? "none needed"],
       ["stats", () => queue.stats({ now: later + 12 })],
       ["list", () => queue.list("ready", { limit: 1_000 })],
       ["groups", () => queue.groups({ count: 1_000 })],

@@ -464,6 +464,7 @@ const claimArgs = (given: Partial<FixedArgs<"claim">>) =>
     types: "",
     busy: "0",
     room: "",
+    woken: "0",
     ...given,
   });
 export const RAW_ROWS: RawRow[] = [
