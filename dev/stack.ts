@@ -7,6 +7,7 @@ import { createReclaimer, type ReclaimerSummary } from "../functions/reclaimer.j
 import { queueSettings } from "../functions/runtime.js";
 import type { TaskDeclaration } from "../functions/tasks.js";
 import { createWorker, type DrainEvent } from "../functions/worker.js";
+import { CONNECTION_VARIABLES } from "../shared/connection.js";
 import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { redact } from "../shared/text.js";
@@ -50,6 +51,10 @@ export interface StackOptions {
    * out-of-memory error. Default: in this process.
    */
   workerModule?: HandlerModule;
+  /** With `workerModule`: the worker processes' log level (default `logLevel`). */
+  workerLogLevel?: LogLevel;
+  /** The most drain invocations one reclaimer run sends (`LEASEQ_MAX_KICKS`; default the functions' 4). */
+  maxDrainInvocations?: number;
 }
 
 /** The functions whose invocations the stack makes. */
@@ -194,10 +199,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       LEASEQ_WORKER_TIMEOUT_MS: String(options.workerTimeoutMs),
       LEASEQ_WAKE_QUEUE_URL: wake.queueUrl,
       LEASEQ_RECLAIM_PERIOD_MS: String(options.reclaimIntervalMs),
+      ...(options.maxDrainInvocations === undefined ? {} : { LEASEQ_MAX_KICKS: String(options.maxDrainInvocations) }),
     };
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
     const environments = options.workerModule
-      ? new Environments(options.workerModule, { ...process.env, ...env, POWERTOOLS_LOG_LEVEL: options.logLevel })
+      ? new Environments(options.workerModule, {
+          // The process's own connection (REDIS_URL, the stack's Redis) is not the function's: the
+          // function reaches the stack's Upstash-compatible endpoint, as on AWS.
+          ...withoutConnection(process.env),
+          ...env,
+          POWERTOOLS_LOG_LEVEL: options.workerLogLevel ?? options.logLevel,
+        })
       : undefined;
     if (environments) cleanups.unshift(() => environments.close());
     // The intake is the same code in another role, as the construct deploys the worker's bundle twice.
@@ -299,4 +311,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     for (const cleanup of cleanups) await cleanup().catch(() => {});
     throw error;
   }
+}
+
+/** `env` without the Redis connection variables. */
+function withoutConnection(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const connection = new Set<string>(Object.values(CONNECTION_VARIABLES).flat());
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !connection.has(name)));
 }

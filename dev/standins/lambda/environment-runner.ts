@@ -34,4 +34,6 @@ process.on("message", (message: { kind: "invoke"; invocation: number; event: unk
   );
 });
 process.on("SIGTERM", () => process.exit(0));
+// An environment never outlives the service that runs it: its parent gone (killed, crashed), it ends.
+process.on("disconnect", () => process.exit(0));
 process.send?.({ kind: "ready" });

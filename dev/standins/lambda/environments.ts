@@ -34,6 +34,8 @@ type ChildMessage =
  * module is loaded in the process with `env` as its environment.
  */
 export class Environments {
+  /** Every environment ever started, dead ones included (their logs stay readable). */
+  readonly all: Environment[] = [];
   private readonly pool = new Map<number, { env: Environment; child: ChildProcess }>();
   private next = 0;
   private invocations = 0;
@@ -100,6 +102,7 @@ export class Environments {
       stdio: ["ignore", "pipe", "inherit", "ipc"],
     });
     const env: Environment = { id, pid: child.pid, busy: false, stdout: [] };
+    this.all.push(env);
     let partial = "";
     child.stdout?.on("data", (chunk: Buffer) => {
       const lines = (partial + chunk.toString("utf8")).split("\n");
