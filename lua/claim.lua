@@ -22,9 +22,15 @@
 -- ARGV[9] room           the caller's types it may run only so many more of now, as "<type>:<n>",
 --                        comma-separated, or "": at most n of each is leased, the rest stay READY, and
 --                        when it leaves one a wake-up is arranged now for another worker (wakeAt)
--- ARGV[10] woken         1 for the first claim of an invocation a wake-up started: it answers that
---                        wake-up (the earliest one due), so a worker that fills its slots with work
---                        left waiting wakes another
+-- ARGV[10] woken         1 for a claim a wake-up brought: the first of an invocation a wake-up
+--                        started, or one a running worker makes for a wake-up it took from the wake
+--                        queue (a free slot listening). It answers that wake-up (the earliest one
+--                        due), so a worker that fills its slots with work left waiting wakes another
+-- ARGV[11] lingers       1 when the caller, its claim leasing nothing, looks again soon on its own (it
+--                        drains, within its linger): its claim marks it active, and work made ready
+--                        meanwhile needs no wake-up; 0 when it has handed the queue back to wake-ups
+--                        (it claims as its slots free, or for a wake-up it took): only a claim that
+--                        leases something marks it (it lingers again after work)
 -- Reads config: the type policies (p:<type>, a:<type>, d, leases), ordered, hold, nextDue, paused (a
 --   paused queue leases nothing), pauses and rates (a type that may not run now is set aside, see
 --   type_park), fair, wake; keeps `active` (a worker with room is draining: mark_active), `wake`
@@ -525,7 +531,7 @@ local function room_of(text)
 end
 
 return guard('claim', function()
-  local now, now_text, count, max_lease, claim_id, is_repeat, promote_limit, types, busy, room_text, woken =
+  local now, now_text, count, max_lease, claim_id, is_repeat, promote_limit, types, busy, room_text, woken, lingers =
     claim_args()
   local runs = type_set('types', types) -- the caller's types, or nil: any
   local room = room_of(room_text)
@@ -538,7 +544,7 @@ return guard('claim', function()
     local batch = repeated_batch(leases, now, claim_id)
     if batch then return claim_tail(batch, nil, false, repeated_wake(config, now, claim_id)) end
   end
-  -- The wake-up that started this invocation is answered: its worker is here.
+  -- The wake-up that brought this claim is answered: its worker is here.
   if woken then wake_answered(config, now) end
   if paused then return claim_tail({}, nil, false, nil) end
 
@@ -550,7 +556,7 @@ return guard('claim', function()
   if ordered then
     local gate = ordered_gate(config, now)
     if gate then
-      mark_active(config, now, true)
+      mark_active(config, now, lingers)
       lanes_flush(now)
       return claim_tail({}, gate[1], false, nil)
     end
@@ -570,8 +576,9 @@ return guard('claim', function()
   -- for the tasks it had no room for (its free slots full, or its room for a type: a wake-up now).
   finish_scan(scan)
   lanes_flush(now)
-  mark_active(config, now, scan.taken < count and not scan.left_own)
-  local wake_at = (scan.left_own or scan.more) and need_wake(config, now, now, WAKE_HORIZON_MAX_MS, claim_id) or nil
+  mark_active(config, now, (lingers or scan.taken > 0) and scan.taken < count and not scan.left_own)
+  local wake_at = (scan.left_own or scan.more) and need_wake(config, now, now, WAKE_HORIZON_MAX_MS, claim_id, true)
+    or nil
   if scan.taken == 0 then return claim_tail({}, next_due_of(config, now), scan.solo_waiting, wake_at) end
   return claim_tail(scan.result, nil, scan.solo_waiting, wake_at)
 end)

@@ -65,8 +65,17 @@ export interface ClaimOptions {
   room?: Readonly<Record<string, number>>;
   /** The caller runs other tasks now: a solo task is left for a caller running none. */
   busy?: boolean;
-  /** The first claim of an invocation a wake-up started: it answers that wake-up (docs/wake-ups.md). */
+  /**
+   * A wake-up brought this claim, which answers it (docs/wake-ups.md): the first claim of an
+   * invocation a wake-up started, or one a running worker makes for a wake-up it took.
+   */
   woken?: boolean;
+  /**
+   * Whether the caller looks again soon on its own when this claim leases nothing (default true):
+   * the claim then marks it active, and work made ready meanwhile needs no wake-up. A worker that
+   * handed the queue back to wake-ups (docs/wake-ups.md) passes false.
+   */
+  lingers?: boolean;
 }
 
 /** The types of a claim's `types` or `full`, checked. */
@@ -272,6 +281,7 @@ export class QueueCore {
       types: types.join(","),
       busy: options.busy ? "1" : "0",
       woken: options.woken ? "1" : "0",
+      lingers: options.lingers === false ? "0" : "1",
       room: room.map(([type, n]) => `${type}:${n}`).join(","),
     });
     const { rows, next, soloWaiting, wakeAt } = readReply("claim", reply);

@@ -83,10 +83,10 @@ local function enqueue_args()
   local t1, t1_text = time_arg('now', ARGV[1])
   return t1, t1_text, call_arg(ARGV[2]), ARGV[3] or ''
 end
--- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types, ARGV[8] busy, ARGV[9] room, ARGV[10] woken
+-- claim: ARGV[1] now, ARGV[2] count, ARGV[3] maxLeaseMs, ARGV[4] claimId, ARGV[5] repeat, ARGV[6] promoteLimit, ARGV[7] types, ARGV[8] busy, ARGV[9] room, ARGV[10] woken, ARGV[11] lingers
 local function claim_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, int_arg('count', ARGV[2], 1, CLAIM_MAX), int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS), name_arg('claimId', ARGV[4], 64), int_arg('repeat', ARGV[5], 0, 1) == 1, int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX), ARGV[7] or '', int_arg('busy', ARGV[8], 0, 1) == 1, ARGV[9] or '', int_arg('woken', ARGV[10], 0, 1) == 1
+  return t1, t1_text, int_arg('count', ARGV[2], 1, CLAIM_MAX), int_arg('maxLeaseMs', ARGV[3], 1, LEASE_MAX_MS), name_arg('claimId', ARGV[4], 64), int_arg('repeat', ARGV[5], 0, 1) == 1, int_arg('promoteLimit', ARGV[6], 1, MAINTENANCE_MAX), ARGV[7] or '', int_arg('busy', ARGV[8], 0, 1) == 1, ARGV[9] or '', int_arg('woken', ARGV[10], 0, 1) == 1, int_arg('lingers', ARGV[11], 0, 1) == 1
 end
 -- settle: ARGV[1] now
 local function settle_args()

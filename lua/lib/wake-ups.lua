@@ -5,7 +5,8 @@
 --             arranged it, so the same call repeated after a lost reply is told again. The first claim
 --             of the invocation a wake-up started answers it (removes the earliest one due); one due
 --             WAKE_PENDING_MS ago and not answered is taken for lost. A claim never removes another:
---             a wake-up arranged is never arranged a second time.
+--             a wake-up arranged is never arranged a second time. An entry a claim arranged for the
+--             tasks its worker had no room for ends in ROOM ("<ms>|<call>+"): it covers only that.
 --   `active`  "<ms>": the last claim of a worker still draining with room for more work (it
 --             arranges the next wake-up itself when it stops, handoff.lua); "<ms>!" once ready
 --             work came under it (new_work_flagged).
@@ -16,17 +17,28 @@ local TICK_CALL = 'tick-'
 -- Appended to the active mark when ready work came under it; a call id never holds it.
 local NEW_WORK = '!'
 
+-- Appended to a `wake` entry a claim arranged for tasks its worker had no room for (a type at its
+-- concurrency, its slots full): a worker must come that has room, and the workers running may have
+-- none for those tasks for a long time (long tasks in their slots, the event source at its maximum
+-- concurrency), so such an entry covers no other work: a short task enqueued meanwhile gets a
+-- wake-up of its own, which a running worker with a free slot takes (docs/wake-ups.md).
+local ROOM = '+'
+
 -- The most wake-ups the `wake` mark keeps: the earliest ones (a later one dropped may be arranged
 -- again, one message too many, never one too few).
 local WAKE_PENDING_MAX = 8
 
--- The wake-ups arranged and not answered, earliest first, as { at, call } (an entry of the release
--- before, "<ms>" alone, reads with call ""), without those due more than WAKE_PENDING_MS ago: lost.
+-- The wake-ups arranged and not answered, earliest first, as { at, call, room } (an entry of the
+-- release before, "<ms>" alone, reads with call ""), without those due more than WAKE_PENDING_MS
+-- ago: lost.
 local function wake_list(config, now)
   local list = {}
   for at, call in string.gmatch(config.wake or '', '(%d+)|?([^,]*)') do
     local time = tonumber(at)
-    if time >= now - WAKE_PENDING_MS then list[#list + 1] = { at = time, call = string.gsub(call, NEW_WORK, '') } end
+    if time >= now - WAKE_PENDING_MS then
+      local room = string.sub(call, -1) == ROOM
+      list[#list + 1] = { at = time, call = room and string.sub(call, 1, -2) or call, room = room }
+    end
   end
   table.sort(list, function(a, b) return a.at < b.at end)
   return list
@@ -35,7 +47,9 @@ end
 -- Writes the `wake` mark from `list` (wake_list's form), its earliest WAKE_PENDING_MAX entries.
 local function wake_write(config, list)
   local parts = {}
-  for i = 1, math.min(#list, WAKE_PENDING_MAX) do parts[i] = fmt(list[i].at) .. '|' .. list[i].call end
+  for i = 1, math.min(#list, WAKE_PENDING_MAX) do
+    parts[i] = fmt(list[i].at) .. '|' .. list[i].call .. (list[i].room and ROOM or '')
+  end
   local text = table.concat(parts, ',')
   if text == (config.wake or '') then return end
   if text == '' then
@@ -57,14 +71,15 @@ end
 -- yet (its worker is still to start; for the reclaimer's tick, one later than now counts only when a
 -- tick arranged it: the tick cannot know another was ever sent, a producer's reply lost after the
 -- mark was written, and one message too many costs an empty claim), or a worker with room that
--- claimed within WAKE_ACTIVE_MS. Returns whether it is covered, and the entry of `list` that covers it.
-local function wake_covers(config, list, now, due, from_tick)
+-- claimed within WAKE_ACTIVE_MS. An entry for tasks left for want of room (ROOM) covers only
+-- another such (`room`). Returns whether it is covered, and the entry of `list` that covers it.
+local function wake_covers(config, list, now, due, from_tick, room)
   for _, entry in ipairs(list) do
     if entry.at > due then break end
     -- The tick, the safety net, trusts no entry due more than WAKE_ACTIVE_MS ago and not answered:
     -- it cannot tell a message waiting for the event source's concurrency from one never sent.
-    if not from_tick or (entry.at <= now and entry.at > now - WAKE_ACTIVE_MS) or
-      (entry.at > now and string.sub(entry.call, 1, #TICK_CALL) == TICK_CALL) then
+    if (room or not entry.room) and (not from_tick or (entry.at <= now and entry.at > now - WAKE_ACTIVE_MS) or
+      (entry.at > now and string.sub(entry.call, 1, #TICK_CALL) == TICK_CALL)) then
       return true, entry
     end
   end
@@ -92,8 +107,9 @@ end
 -- wake-up for, and records it in config `wake` (with `call`, the caller's id for this call); nil
 -- when one is arranged already, or when `due` is more than `horizon` ms away (a reclaimer run
 -- closer to it arranges that one). A repeat of the call that recorded the mark (a store's retry
--- after a lost reply) is answered the mark's time again. `config` carries wake and active.
-local function need_wake(config, now, due, horizon, call)
+-- after a lost reply) is answered the mark's time again. `room`: for tasks a claim left for want of
+-- room (the entry is marked ROOM). `config` carries wake and active.
+local function need_wake(config, now, due, horizon, call, room)
   if due < now then due = now end
   if due > now + horizon then return nil end
   local from_tick = call ~= nil and string.sub(call, 1, #TICK_CALL) == TICK_CALL
@@ -103,7 +119,7 @@ local function need_wake(config, now, due, horizon, call)
       if entry.call == call then return entry.at end
     end
   end
-  local covered, entry = wake_covers(config, list, now, due, from_tick)
+  local covered, entry = wake_covers(config, list, now, due, from_tick, room)
   if covered then
     -- Ready work under the active mark: the worker under it may have claimed for the last time
     -- before this call; flag the mark, so that its handoff looks at the ready set (once per mark).
@@ -113,7 +129,7 @@ local function need_wake(config, now, due, horizon, call)
     end
     return nil
   end
-  list[#list + 1] = { at = due, call = call or '' }
+  list[#list + 1] = { at = due, call = call or '', room = room or false }
   table.sort(list, function(a, b) return a.at < b.at end)
   wake_write(config, list)
   return due
@@ -142,15 +158,25 @@ local function wake_stopped(config)
   end
 end
 
--- The first claim of an invocation a wake-up started: that wake-up is answered (the earliest one
--- due by now: any of them started a worker like this one), so what its worker cannot take (its
--- slots full) gets a wake-up of its own.
+-- A worker a wake-up brought claims: that wake-up is answered (the earliest one due by now, one
+-- for any work before one for tasks left for want of room: any of them brought a worker like this
+-- one, and a ROOM entry covers no other work), so what its worker cannot take (its slots full)
+-- gets a wake-up of its own.
 local function wake_answered(config, now)
-  local list, kept, answered = wake_list(config, now), {}, false
-  for _, entry in ipairs(list) do
-    if not answered and entry.at <= now then answered = true else kept[#kept + 1] = entry end
+  local list, kept, answer = wake_list(config, now), {}, nil
+  for i, entry in ipairs(list) do
+    if entry.at > now then break end
+    if not entry.room then
+      answer = i
+      break
+    end
+    if answer == nil then answer = i end
   end
-  if answered or #list ~= #kept then wake_write(config, kept) end
+  if answer == nil then return end
+  for i, entry in ipairs(list) do
+    if i ~= answer then kept[#kept + 1] = entry end
+  end
+  wake_write(config, kept)
 end
 
 -- When scheduled work (or a group or type waiting to run again) next falls due, or an ordered

@@ -112,7 +112,16 @@ export const OPERATIONS = {
         kind: "text",
         note: 'the caller\'s types it may lease only so many more of, `"<type>:<n>"` comma-separated, or `""`',
       },
-      { name: "woken", kind: "flag", note: "1: the first claim of an invocation a wake-up started (it answers it)" },
+      {
+        name: "woken",
+        kind: "flag",
+        note: "1: a wake-up brought this claim (an invocation's first, or a free slot's that took one); it answers it",
+      },
+      {
+        name: "lingers",
+        kind: "flag",
+        note: "1: the caller looks again soon if this claim leases nothing (an empty claim marks it active); 0: it handed off",
+      },
     ],
     reply: {
       per: "task in rank order",

@@ -158,6 +158,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
         busy: "0",
         room: "",
         woken: "0",
+        lingers: "1",
       });
     const first = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-1", "0"));
     const repeat = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-1", "1"));

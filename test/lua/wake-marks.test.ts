@@ -184,4 +184,46 @@ describe.each(adapters)("each wake-up arranged once, over $name", (adapter) => {
     expect(other.tasks.map((task) => task.id)).toEqual(["b"]);
     await expectClean(queue, NOW + 1_000);
   });
+
+  it("a wake-up arranged for tasks left for want of room covers no other work: a short task enqueued meanwhile gets its own, answered first", async () => {
+    const queue = await fresh();
+    await queue.enqueue(
+      ["a", "b"].map((id) => ({ id, type: "import" })),
+      { now: NOW },
+    );
+    // The worker the enqueue's wake-up brought (a free slot of a running one: it does not linger)
+    // takes the one import it has room for: a wake-up for another worker, for the import left,
+    // marked as such.
+    const claimed = await queue.claimOrNextDue({
+      count: 5,
+      now: NOW,
+      types: ["import", "ping"],
+      room: { import: 1 },
+      woken: true,
+      lingers: false,
+    });
+    expect(claimed.tasks.map((task) => task.id)).toEqual(["a"]);
+    expect(claimed.wakeAtMs).toBe(NOW);
+    // A short task: that wake-up is for imports (the workers running may have no room for one for
+    // long), so it gets one of its own; and the claim did not mark its worker active.
+    const ping = await queue.enqueueAndWake([{ id: "p", type: "ping" }], { now: NOW + 100 });
+    expect(ping.wakeAtMs).toBe(NOW + 100);
+    // A second ping is covered by the first's.
+    expect((await queue.enqueueAndWake([{ id: "p2", type: "ping" }], { now: NOW + 200 })).wakeAtMs).toBeUndefined();
+    // A free slot takes the ping's wake-up: its claim answers the ping's, not the one for imports.
+    const pinged = await queue.claimOrNextDue({
+      count: 1,
+      now: NOW + 300,
+      types: ["import", "ping"],
+      room: { import: 0 },
+      woken: true,
+      lingers: false,
+    });
+    expect(pinged.tasks.map((task) => task.id)).toEqual(["p"]);
+    // The import left still has its wake-up: no claim short of room arranges another.
+    expect(pinged.wakeAtMs).toBeUndefined();
+    // The next short task is covered by nothing now: its own wake-up.
+    expect((await queue.enqueueAndWake([{ id: "p3", type: "ping" }], { now: NOW + 400 })).wakeAtMs).toBe(NOW + 400);
+    await expectClean(queue, NOW + 400);
+  });
 });

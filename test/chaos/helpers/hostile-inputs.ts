@@ -465,6 +465,7 @@ const claimArgs = (given: Partial<FixedArgs<"claim">>) =>
     busy: "0",
     room: "",
     woken: "0",
+    lingers: "1",
     ...given,
   });
 export const RAW_ROWS: RawRow[] = [

@@ -97,7 +97,8 @@ describe("script flags per store", () => {
         ["a", "b", "c", "d"].map((id) => ({ id, type: "job", payload: { id } })),
         { now: NOW },
       );
-      const claimed = await queue.claim({ count: 4, now: NOW });
+      // The worker the enqueue's wake-up started: its claim answers that wake-up.
+      const claimed = await queue.claim({ count: 4, now: NOW, woken: true });
       expect(claimed.map((task) => task.id)).toEqual(["a", "b", "c", "d"]);
       const [a, b, c, d] = claimed;
       expect((await queue.extend([{ id: a.id, token: a.token, leaseMs: 20_000 }], { now: NOW }))[0].status).toBe("ok");
