@@ -17,9 +17,17 @@ const IDLE_HOLD_MS = 30_000;
  * costs no invocation while the worker lives (docs/wake-ups.md "Crash watch").
  */
 export interface CrashWatch {
-  /** Holds the message until just past `earliestDeadlineMs` (undefined: no lease held). Never throws. */
+  /**
+   * Holds the message until just past `earliestDeadlineMs` and the clock-skew margin (undefined: no
+   * lease held). Never throws.
+   */
   hold(earliestDeadlineMs: number | undefined): Promise<void>;
+  /** The invocation ends (Lambda deletes the message): nothing more is sent. */
+  end(): void;
 }
+
+/** How long after a lease may be reclaimed its watch brings the message back: SQS's timing is not exact. */
+const RETURN_AFTER_MS = 100;
 
 /** The watch of `records` that are wake-ups of the queue at `queueUrl`, or undefined when none is. */
 export function crashWatch(
@@ -33,35 +41,61 @@ export function crashWatch(
   if (handles.length === 0) return undefined;
   const now = options.now ?? Date.now;
   let heldUntil = 0;
+  let aligning: NodeJS.Timeout | undefined;
+  let ended = false;
+  const send = (seconds: number) =>
+    Promise.all(
+      handles.map((handle) =>
+        options.client
+          .send(
+            new ChangeMessageVisibilityCommand({
+              QueueUrl: options.queueUrl,
+              ReceiptHandle: handle,
+              VisibilityTimeout: seconds,
+            }),
+          )
+          .catch(() => {
+            // Best effort: without it the message comes back after the queue's visibility timeout,
+            // and the reclaimer's run is the safety net.
+          }),
+      ),
+    );
   return {
     async hold(earliestDeadlineMs) {
+      if (ended) return;
       const at = now();
-      const until = (earliestDeadlineMs ?? at + IDLE_HOLD_MS) + options.clockSkewMs + 500;
+      const until = (earliestDeadlineMs ?? at + IDLE_HOLD_MS) + options.clockSkewMs + RETURN_AFTER_MS;
       // Moved on as the leases are; shortened only when it would come back much later than needed.
       if (until <= heldUntil && until > heldUntil - 5_000) return;
+      clearTimeout(aligning);
+      // A visibility timeout counts whole seconds from its call: rounded up now, so the message
+      // never comes back before `until`; then, when that is more than a moment late, set again at
+      // the instant whole seconds from which land on `until` (within the next second). Killed
+      // before that instant, the message comes back at most a second late.
       const seconds = Math.min(VISIBILITY_MAX_SECONDS, Math.max(1, Math.ceil((until - at) / 1000)));
       heldUntil = at + seconds * 1000;
-      await Promise.all(
-        handles.map((handle) =>
-          options.client
-            .send(
-              new ChangeMessageVisibilityCommand({
-                QueueUrl: options.queueUrl,
-                ReceiptHandle: handle,
-                VisibilityTimeout: seconds,
-              }),
-            )
-            .catch(() => {
-              // Best effort: without it the message comes back after the queue's visibility timeout,
-              // and the reclaimer's run is the safety net.
-            }),
-        ),
+      await send(seconds);
+      const whole = Math.floor((until - at) / 1000);
+      if (heldUntil - until <= 150 || whole < 1 || whole >= VISIBILITY_MAX_SECONDS) return;
+      aligning = setTimeout(
+        () => {
+          if (ended) return;
+          heldUntil = until;
+          void send(whole);
+        },
+        Math.max(0, until - whole * 1000 - now()),
       );
+      aligning.unref?.();
+    },
+    end() {
+      ended = true;
+      clearTimeout(aligning);
     },
   };
 }
 
-function isWakeBody(body: string): boolean {
+/** A wake-up message's body (`{"leaseq":"wake"}`), not a task list. */
+export function isWakeBody(body: string): boolean {
   try {
     const parsed = JSON.parse(body) as unknown;
     return parsed !== null && typeof parsed === "object" && !("tasks" in parsed);

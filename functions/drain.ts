@@ -2,6 +2,7 @@ import type { Queue } from "../shared/queue.js";
 import type { ClaimedTask, SettleItem } from "../shared/types.js";
 import { type RunOutcome, runTask, Stop } from "./task-run.js";
 import type { DeclaredTaskType, TaskDeclaration } from "./tasks.js";
+import type { TakenWakeUp, WakeListen } from "./wake-listen.js";
 
 export interface DrainCounts {
   claimed: number;
@@ -18,6 +19,8 @@ export interface DrainCounts {
   cutOff: boolean;
   /** A wake-up started it and none of its claims answered it (it made none): its hand-off must. */
   unanswered?: boolean;
+  /** Wake-ups it took from the wake queue itself while its tasks ran (`listen`). */
+  wakeUpsTaken: number;
 }
 
 export interface DrainOptions {
@@ -36,19 +39,30 @@ export interface DrainOptions {
   flushAfterMs?: number;
   /** An empty claim does not end the drain when work falls due within this long (and the time left allows). */
   lingerMs?: number;
-  /** While it has free slots and found work within `lingerMs`, the drain claims again at least this often. */
+  /** While it has free slots and found work within `lingerMs`, the drain claims again at least this often (at most `lingerMs`). */
   pollMs?: number;
   now?: () => number;
   /** Waits `ms` (tests pass a fake clock's). */
   sleep?: (ms: number) => Promise<void>;
   /** Told the earliest deadline of the leases the drain holds, each time it moves (undefined: it holds none). */
   onLeases?: (earliestDeadlineMs: number | undefined) => void;
-  /** Sends a wake-up a claim asked for: another worker, for tasks of this worker's types it runs as many of as it may. */
-  wake?: (atMs: number) => Promise<void>;
+  /**
+   * Sends a wake-up a claim asked for: another worker, for tasks of this worker's types it runs as
+   * many of as it may (`forTypes`: those types, when that is why they were left).
+   */
+  wake?: (atMs: number, forTypes?: string[]) => Promise<void>;
   /** The drain stops looking for new work while tasks still run: hand the queue back to wake-ups. */
   handOff?: (cutOff: boolean, woken: boolean) => Promise<void>;
   /** A wake-up started this invocation: its first claim answers it (docs/wake-ups.md). */
   woken?: boolean;
+  /**
+   * Takes a wake-up from the wake queue (functions/wake-listen.ts): once the drain has handed the
+   * queue back to wake-ups, a free slot listens for them rather than leave them for an invocation
+   * the event source may not start while this one runs. Each one taken claims (answering it).
+   */
+  listen?: WakeListen;
+  /** Before the claim a taken wake-up asks for: return expired leases (it may be a crash watch come back). */
+  reclaim?: () => Promise<void>;
 }
 
 /** Settle finished tasks at least this often: a crash then re-runs only the rest. */
@@ -59,6 +73,9 @@ export const DEFAULT_LINGER_MS = 5_000;
 
 /** How often a worker with free slots looks for new work, by default, while it lingers. */
 export const DEFAULT_POLL_MS = 1_000;
+
+/** How long a drain that got only wake-ups for types it has no room for waits before it listens again. */
+const LISTEN_PAUSE_MS = 1_000;
 
 /** A started task's lease is confirmed (its first heartbeat) this soon after its start, unless settled first. */
 const CONFIRM_AFTER_MS = 1_000;
@@ -96,6 +113,7 @@ class Drain {
     released: 0,
     lost: 0,
     cutOff: false,
+    wakeUpsTaken: 0,
   };
   private readonly held = new Map<string, Held>();
   private readonly running = new Map<string, Promise<void>>();
@@ -112,6 +130,15 @@ class Drain {
   private probedFull = false;
   private handedOff = false;
   private answered = false;
+  /** The long poll for a wake-up, while one is out; the wake-ups it took, for the next claim. */
+  private listening: { controller: AbortController; taken: Promise<void>; pause?: boolean } | undefined;
+  private readonly taken: TakenWakeUp[] = [];
+  private listenOff = false;
+  /**
+   * Only wake-ups for types this drain had no room for came: given back, and no listening until a
+   * run ends or LISTEN_PAUSE_MS pass (it would take the same ones again at once).
+   */
+  private listenPausedUntil = 0;
   private lastWorkAt: number;
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -123,7 +150,9 @@ class Drain {
     this.now = options.now ?? Date.now;
     this.sleep = options.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     this.lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
-    this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+    // At least one look within the linger: past it the drain hands off, and the producers' wake-ups
+    // (a free slot takes them) bring new work rather than a poll.
+    this.pollMs = Math.max(20, Math.min(options.pollMs ?? DEFAULT_POLL_MS, this.lingerMs));
     this.flushAfterMs = options.flushAfterMs ?? DEFAULT_FLUSH_AFTER_MS;
     this.lastWorkAt = this.now();
     this.reset();
@@ -167,7 +196,10 @@ class Drain {
       }
     } finally {
       // Handlers stop at their timeout or the invocation's end at the latest; then the last settle.
+      this.listening?.controller.abort();
       await Promise.all(this.running.values());
+      // A wake-up taken and not answered goes back to the queue for another worker.
+      await Promise.all(this.taken.splice(0).map((wakeUp) => wakeUp.giveBack()));
       clearInterval(budget);
       clearTimeout(this.beat);
       await this.serial(() => this.flush()).catch(() => {});
@@ -197,27 +229,47 @@ class Drain {
     let eligible = 0;
     for (const name of fitting) {
       const limit = this.options.tasks.types[name].concurrency;
-      const left = Math.min(limit ?? free, free) - (limit === undefined ? 0 : (this.perType.get(name) ?? 0));
-      if (limit !== undefined) room[name] = Math.max(0, Math.min(left, free));
+      const left = limit === undefined ? free : Math.min(limit - (this.perType.get(name) ?? 0), free);
+      if (limit !== undefined) room[name] = Math.max(0, left);
       if (left > 0) eligible++;
     }
     if (eligible === 0 && this.probedFull) return { filled: false, nextDueMs: undefined };
     const count = eligible === 0 ? 1 : Math.min(free, claimBatch);
-    const outcome = await this.serial(() =>
-      queue.claimOrNextDue({
-        count,
-        now: this.now(),
-        maxLeaseMs: Math.min(leftMs, 86_400_000),
-        types: fitting,
-        room,
-        busy: this.running.size > 0,
-        woken: this.options.woken === true && !this.answered,
-      }),
-    );
+    // A wake-up this drain took while its tasks ran: the claim is made for it, after a reclaim (it
+    // may be the crash watch of a worker that died, come back).
+    const taken = this.taken.shift();
+    if (taken) await this.serial(() => this.options.reclaim?.() ?? Promise.resolve()).catch(() => {});
+    let outcome: Awaited<ReturnType<Queue["claimOrNextDue"]>>;
+    try {
+      outcome = await this.serial(() =>
+        queue.claimOrNextDue({
+          count,
+          now: this.now(),
+          maxLeaseMs: Math.min(leftMs, 86_400_000),
+          types: fitting,
+          room,
+          busy: this.running.size > 0,
+          lingers: !this.handedOff,
+          woken: taken !== undefined || (this.options.woken === true && !this.answered),
+        }),
+      );
+    } catch (error) {
+      if (taken) this.taken.unshift(taken);
+      throw error;
+    }
+    await taken?.done();
     this.answered = true;
     this.probedFull = eligible === 0;
     this.soloWaiting = outcome.soloWaiting;
-    if (outcome.wakeAtMs !== undefined) await this.options.wake?.(outcome.wakeAtMs).catch(() => {});
+    if (outcome.wakeAtMs !== undefined) {
+      // For another worker: one with room for the types this one had none left for, when that is
+      // why tasks were left (a claim that filled its free slots left work for any worker).
+      const short = Object.keys(room).filter(
+        (name) => room[name] - outcome.tasks.filter((task) => task.type === name).length <= 0,
+      );
+      const forTypes = outcome.tasks.length < count && short.length > 0 ? short : undefined;
+      await this.options.wake?.(outcome.wakeAtMs, forTypes).catch(() => {});
+    }
     this.counts.claimed += outcome.tasks.length;
     for (const task of outcome.tasks) this.start(task);
     if (outcome.tasks.length > 0) {
@@ -246,8 +298,78 @@ class Drain {
     if (this.finished.length > 0) waits.push(Math.max(0, this.firstFinishedAt + this.flushAfterMs - now));
     const waitMs = waits.length > 0 ? Math.min(...waits) : undefined;
     const changed = this.changed;
+    if (!polling) this.listen();
     if (waitMs === undefined) await changed;
     else await Promise.race([changed, this.sleep(waitMs)]);
+  }
+
+  /**
+   * A slot free for some type, the queue handed back to wake-ups: listen for one on the wake queue
+   * (one long poll at a time). A wake-up taken wakes the drain to claim; taken when the slots have
+   * filled meanwhile, it goes back at once. A listen that came back empty within a second (SQS
+   * unreachable, something not a wake-up in the queue) is not tried again in this drain.
+   */
+  private listen(): void {
+    const { listen } = this.options;
+    // A pause a run ending cut short (listenPausedUntil 0) is over.
+    if (this.listening?.pause && this.now() >= this.listenPausedUntil) this.listening = undefined;
+    if (!listen || this.listening || this.listenOff || !this.hasRoom()) return;
+    if (this.now() < this.listenPausedUntil) {
+      // Listen again once the pause is over (a run ending ends it sooner, and wakes the drain).
+      const pause = {
+        controller: new AbortController(),
+        pause: true,
+        taken: this.sleep(this.listenPausedUntil - this.now()).then(() => {
+          if (this.listening !== pause) return;
+          this.listening = undefined;
+          this.notify();
+          this.reset();
+        }),
+      };
+      this.listening = pause;
+      return;
+    }
+    const controller = new AbortController();
+    const since = this.now();
+    const maxWaitMs = this.options.remainingMs() - this.options.safetyMarginMs;
+    if (maxWaitMs < 1_000) return;
+    const taken = listen(controller.signal, maxWaitMs).then(async (wakeUps) => {
+      this.listening = undefined;
+      if (wakeUps.length === 0) {
+        if (this.now() - since < 1_000 && !controller.signal.aborted) this.listenOff = true;
+        return;
+      }
+      // One it can claim for (a wake-up for any work, or for a type it has room for); the others
+      // are another worker's: back at once.
+      const usable = controller.signal.aborted
+        ? -1
+        : wakeUps.findIndex((wakeUp) => !wakeUp.forTypes || wakeUp.forTypes.some((name) => this.hasRoom(name)));
+      const [used] = usable < 0 ? [] : wakeUps.splice(usable, 1);
+      await Promise.all(wakeUps.map((wakeUp) => wakeUp.giveBack()));
+      if (!used) {
+        this.listenPausedUntil = this.now() + LISTEN_PAUSE_MS;
+        this.notify();
+        this.reset();
+        return;
+      }
+      this.counts.wakeUpsTaken++;
+      this.taken.push(used);
+      this.notify();
+      this.reset();
+    });
+    this.listening = { controller, taken };
+  }
+
+  /** A claim now could lease something (of type `only`): a slot free, no solo task in the way, a type with room. */
+  private hasRoom(only?: string): boolean {
+    const { tasks } = this.options;
+    if (tasks.concurrency - this.running.size <= 0 || this.soloRunning) return false;
+    if (this.soloWaiting && this.running.size > 0) return false;
+    return Object.entries(tasks.types).some(
+      ([name, type]) =>
+        (only === undefined || name === only) &&
+        (type.concurrency === undefined || (this.perType.get(name) ?? 0) < type.concurrency),
+    );
   }
 
   /** Starts a claimed task now: its handler runs, and its slot frees when it is settled or lost. */
@@ -306,6 +428,7 @@ class Drain {
     this.perType.set(task.type, (this.perType.get(task.type) ?? 1) - 1);
     this.probedFull = false;
     if (task.solo) this.soloRunning = false;
+    this.listenPausedUntil = 0;
     if (outcome === "lost") this.held.delete(task.id);
     else this.finish(outcome, task.group !== undefined || this.options.tasks.ordered);
     this.notify();

@@ -1,13 +1,18 @@
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import type { WakeMessageBody } from "./messages.js";
+import { WAKE_TYPES_ATTRIBUTE } from "./wake-listen.js";
 
 /** The longest delay SQS gives a message (DelaySeconds 900). */
 export const MAX_WAKE_DELAY_SECONDS = 900;
 
 /** Sends the worker's SQS queue a wake-up message due at a time. */
 export interface WakeSender {
-  /** Sends `{"leaseq":"wake"}` delayed until `atMs` (whole seconds, rounded up), at most 15 minutes. */
-  wake(atMs: number, now: number): Promise<void>;
+  /**
+   * Sends `{"leaseq":"wake"}` delayed until `atMs` (whole seconds, rounded up), at most 15 minutes;
+   * `forTypes`: for a worker with room for one of these types (a message attribute, which workers
+   * of a release before ignore; functions/wake-listen.ts).
+   */
+  wake(atMs: number, now: number, forTypes?: string[]): Promise<void>;
 }
 
 /**
@@ -33,12 +38,15 @@ export function functionSqsClient(endpoint: string | undefined): SQSClient {
 export function sqsWakeSender(queueUrl: string, client: SQSClient): WakeSender {
   const body: WakeMessageBody = { leaseq: "wake" };
   return {
-    async wake(atMs, now) {
+    async wake(atMs, now, forTypes) {
       await client.send(
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: JSON.stringify(body),
           DelaySeconds: wakeDelaySeconds(atMs, now),
+          ...(forTypes && forTypes.length > 0
+            ? { MessageAttributes: { [WAKE_TYPES_ATTRIBUTE]: { DataType: "String", StringValue: forTypes.join(",") } } }
+            : {}),
         }),
       );
     },

@@ -18,6 +18,7 @@ import {
   timeoutProblems,
 } from "./tasks.js";
 import { functionSqsClient, sqsWakeSender, type WakeSender } from "./wake.js";
+import { wakeListener } from "./wake-listen.js";
 
 /** The reclaimer's direct invocation: drain the queue, no records. */
 export interface DrainEvent {
@@ -113,7 +114,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     }
     const ingested = await ingest(records, { queue, tasks, deadLetters, now: Date.now });
     // A wake-up may be for a lease that ended (its worker gone): return it before draining.
-    const reclaimed = ingested.wakeUps > 0 ? (await queue.reclaim({ now: Date.now() })).reclaimed.length : 0;
+    let reclaimed = ingested.wakeUps > 0 ? (await queue.reclaim({ now: Date.now() })).reclaimed.length : 0;
     // The wake-up that started this invocation is its crash watch (functions/crash-watch.ts).
     const watch =
       sqs && config.wakeQueueUrl
@@ -125,11 +126,18 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     // is the safety net.
     let wakeAtMs: number | undefined;
     let wakeError: string | undefined;
+    // Every wake-up this invocation sent, by the time it was arranged for: what its log says (those
+    // for tasks it had no room for apart: they are marked apart, docs/wake-ups.md).
+    const wakeUps: number[] = [];
+    const roomWakeUps: number[] = [];
     const handOff = async (cutOff: boolean, woken: boolean) => {
       try {
         const now = Date.now();
         wakeAtMs = await queue.handOff({ now, cutOff, woken });
-        if (wakeAtMs !== undefined && waker) await waker.wake(wakeAtMs, now);
+        if (wakeAtMs !== undefined && waker) {
+          await waker.wake(wakeAtMs, now);
+          wakeUps.push(wakeAtMs);
+        }
       } catch (error) {
         wakeError = (error as Error).message;
         logger.warn("wake-up not arranged", { queue: config.queue, wakeAtMs, error: wakeError });
@@ -144,12 +152,20 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       flushAfterMs: config.flushAfterMs,
       lingerMs: config.lingerMs,
       onLeases: (earliestDeadlineMs) => void watch?.hold(earliestDeadlineMs),
-      wake: async (atMs) => {
-        await waker?.wake(atMs, Date.now());
+      wake: async (atMs, forTypes) => {
+        if (!waker) return;
+        await waker.wake(atMs, Date.now(), forTypes);
+        (forTypes ? roomWakeUps : wakeUps).push(atMs);
       },
       handOff,
       woken: ingested.wakeUps > 0,
+      // A free slot takes wake-ups itself while long tasks hold the others (functions/wake-listen.ts).
+      listen: sqs && config.wakeQueueUrl ? wakeListener({ client: sqs, queueUrl: config.wakeQueueUrl }) : undefined,
+      reclaim: async () => {
+        reclaimed += (await queue.reclaim({ now: Date.now() })).reclaimed.length;
+      },
     });
+    watch?.end();
     await handOff(counts.cutOff || counts.released > 0, counts.unanswered === true);
     logger.info("worker invocation", {
       queue: config.queue,
@@ -162,6 +178,8 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       ...counts,
       reclaimed,
       wakeAtMs,
+      wakeUps,
+      roomWakeUps,
       durationMs: Date.now() - startedAt,
     });
     return { batchItemFailures: ingested.failures };

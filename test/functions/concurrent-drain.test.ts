@@ -117,6 +117,54 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
     await expectClean(queue, Date.now());
   });
 
+  it("fills a type's own limit while other types hold slots: the room is its limit less its running, within the free slots", async () => {
+    const rec = recorder();
+    const { tasks, queue } = await queueFor({
+      concurrency: 4,
+      types: {
+        quick: { handler: (task) => rec.run(task.id, "quick", task.attempt, 200) },
+        long: { handler: (task) => rec.run(task.id, "long", task.attempt, 1_500) },
+        "import-file": { concurrency: 3, handler: (task) => rec.run(task.id, "import", task.attempt, 1_500) },
+      },
+    });
+    // One long task and one import hold two slots; a quick one takes a third for a moment.
+    await queue.enqueue(
+      [
+        { id: "long", type: "long", priority: -1 },
+        { id: "imp-0", type: "import-file", priority: -1 },
+        { id: "q", type: "quick" },
+      ],
+      { now: Date.now() },
+    );
+    const draining = drain({
+      queue,
+      tasks,
+      claimBatch: 20,
+      remainingMs: () => 300_000,
+      safetyMarginMs: 0,
+      lingerMs: 2_000,
+      pollMs: 100,
+    });
+    // Two imports more, once the quick task is done: two slots free, and room for two imports
+    // (three less the one running), so both start now, beside the long ones.
+    await sleep(400);
+    await queue.enqueue(
+      [
+        { id: "imp-1", type: "import-file" },
+        { id: "imp-2", type: "import-file" },
+      ],
+      { now: Date.now() },
+    );
+    expect(await draining).toMatchObject({ claimed: 5, done: 5 });
+    const started = (id: string) => rec.runs.find((run) => run.id === id)?.start ?? Number.POSITIVE_INFINITY;
+    const longEnd = rec.runs.find((run) => run.id === "long")?.end ?? 0;
+    expect(started("imp-1")).toBeLessThan(longEnd);
+    expect(started("imp-2")).toBeLessThan(longEnd);
+    expect(rec.overlapOf("import")).toBe(3);
+    expect(rec.most()).toBe(4);
+    await expectClean(queue, Date.now());
+  });
+
   it("never runs two tasks of an ordered group at once, while many groups run side by side, in order", async () => {
     const rec = recorder();
     const { tasks, queue } = await queueFor({

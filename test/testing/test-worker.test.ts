@@ -69,6 +69,7 @@ describe("createTestWorker", () => {
         released: 0,
         lost: 0,
         cutOff: false,
+        wakeUpsTaken: 0,
       });
       expect(sent).toEqual(["b@example.com", "a@example.com"]);
       expect(await worker.queue.inspect("e-1")).toMatchObject({ state: "done", attempts: 1 });
