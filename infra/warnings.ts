@@ -10,6 +10,8 @@ export const LEASE_QUEUE_WARNINGS = {
   alarmsWithoutActions: "leaseq:alarmsWithoutActions",
   /** One task type's lease sets the worker timeout far above what the other types need. */
   oneLongLease: "leaseq:oneLongLease",
+  /** The worker's memory leaves less than MEMORY_PER_TASK_MIN_MB per task it runs at once. */
+  memoryPerTask: "leaseq:memoryPerTask",
 } as const;
 
 /** One warning: its id (LEASE_QUEUE_WARNINGS) and what it tells the user. */
@@ -25,6 +27,12 @@ export interface SynthWarning {
  */
 export const LONG_LEASE_FACTOR = 4;
 export const LONG_LEASE_MIN_MS = 60_000;
+
+/**
+ * The rule for `memoryPerTask`: the worker's memory divided by its concurrency (the tasks one
+ * invocation runs at once) is below this. Node.js itself takes some 60-80 MB of an invocation.
+ */
+export const MEMORY_PER_TASK_MIN_MB = 16;
 
 const seconds = (ms: number) => `${ms / 1000} s`;
 
@@ -54,8 +62,18 @@ export function synthWarnings(settings: LeaseQueueSettings, alarmCount: number):
         `task type "${longest.type}" has a ${seconds(longest.leaseMs)} lease, more than ${LONG_LEASE_FACTOR} times the next longest ("${next.type}", ${seconds(next.leaseMs)}): ` +
         `this one type sets the worker timeout of ${queue} (${seconds(workerTimeoutMs)}; the other types need ${seconds(next.leaseMs + LEASE_MARGIN_MS)}) ` +
         `and the wake queue's visibility timeout (6 times that, ${seconds(settings.wakeVisibilityTimeout.toMilliseconds())}), ` +
-        `and its long invocations hold worker concurrency the other types wait for. ` +
+        `and, unless its own concurrency leaves the other types slots, its long runs hold the worker slots they wait for. ` +
         `Consider a LeaseQueue of its own for "${longest.type}" (docs/deploy.md, "When to split queues")`,
+    });
+  }
+  const perTaskMb = settings.workerMemoryMb / settings.tasks.concurrency;
+  if (perTaskMb < MEMORY_PER_TASK_MIN_MB) {
+    warnings.push({
+      id: LEASE_QUEUE_WARNINGS.memoryPerTask,
+      message:
+        `the worker of ${queue} runs up to ${settings.tasks.concurrency} tasks at once (the declaration's concurrency) in ${settings.workerMemoryMb} MB, ` +
+        `${Math.floor(perTaskMb * 10) / 10} MB each beside Node.js itself: raise workerMemoryMb (at least ${MEMORY_PER_TASK_MIN_MB * settings.tasks.concurrency} MB) ` +
+        `or lower concurrency. At most maxConcurrency (${settings.maxConcurrency}) × ${settings.tasks.concurrency} tasks run at once (docs/deploy.md, "Memory and concurrency")`,
     });
   }
   return warnings;

@@ -1,6 +1,6 @@
 // The reference deployment's task types, declared as your service declares its own: a name, a
 // handler and its policy. The worker entry (./worker.ts) runs them; the construct checks that every
-// lease fits the worker's timeout. `npm start`'s demo has types of its own (dev/demo/tasks.ts).
+// type's timeoutMs fits the worker's timeout. `npm start`'s demo has types of its own (dev/demo/tasks.ts).
 import { defineTasks, PermanentError } from "leaseq/lambda";
 
 /** What a `send-webhook` task carries. */
@@ -11,7 +11,8 @@ export default defineTasks({
   types: {
     /** Always succeeds: send `{"tasks":[{"type":"echo","payload":{...}}]}` to try a deployment. */
     echo: {
-      leaseMs: 30_000,
+      timeoutMs: 30_000, // the longest one run may take
+      heartbeatMs: 10_000, // a crashed worker's task runs again about this soon
       maxAttempts: 3,
       backoff: { baseMs: 1_000, maxMs: 60_000 },
       handler: () => {},
@@ -21,7 +22,8 @@ export default defineTasks({
      * once), anything else that is not 2xx is retried with backoff.
      */
     "send-webhook": {
-      leaseMs: 30_000,
+      timeoutMs: 30_000,
+      heartbeatMs: 10_000,
       maxAttempts: 5,
       backoff: { baseMs: 2_000, maxMs: 300_000 },
       handler: async (task) => {

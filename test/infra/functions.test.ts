@@ -70,7 +70,7 @@ describe("intake function", () => {
         LEASEQ_QUEUE: "orders",
         UPSTASH_SECRET_ARN: { Ref: secret.logicalId },
         LEASEQ_ROLE: "intake",
-        LEASEQ_TASKS: "parallel;echo:~30000:30000::3:1000:60000:,send-webhook:~30000:30000::5:2000:300000:;;10x3",
+        LEASEQ_TASKS: "parallel;echo:30000:10000::3:1000:60000:,send-webhook:30000:10000::5:2000:300000:;;10x3",
         LEASEQ_DLQ_URL: { Ref: deadLetterQueue(template).logicalId },
         // The task queue's redrive policy: a record failing at its 4th receive is dead-lettered with why.
         LEASEQ_MAX_RECEIVE_COUNT: "4",
@@ -123,7 +123,7 @@ describe("worker function", () => {
         LEASEQ_QUEUE: "orders",
         UPSTASH_SECRET_ARN: { Ref: secret.logicalId },
         LEASEQ_CLAIM_BATCH: "20",
-        LEASEQ_TASKS: "parallel;echo:~30000:30000::3:1000:60000:,send-webhook:~30000:30000::5:2000:300000:;;10x3",
+        LEASEQ_TASKS: "parallel;echo:30000:10000::3:1000:60000:,send-webhook:30000:10000::5:2000:300000:;;10x3",
         LEASEQ_WORKER_TIMEOUT_MS: "300000",
         LEASEQ_DLQ_URL: { Ref: deadLetterQueue(template).logicalId },
         // Where it sends the wake-up it arranges as it stops (docs/wake-ups.md).

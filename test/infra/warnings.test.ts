@@ -54,8 +54,21 @@ describe("synth warnings", () => {
       workerTimeout: Duration.minutes(11),
     });
     expect(warnings(stack)).toEqual([
-      '/Warned/Jobs: task type "report" has a 600 s lease, more than 4 times the next longest ("echo", 30 s): this one type sets the worker timeout of queue "jobs" (660 s; the other types need 35 s) and the wake queue\'s visibility timeout (6 times that, 3960 s), and its long invocations hold worker concurrency the other types wait for. Consider a LeaseQueue of its own for "report" (docs/deploy.md, "When to split queues") [ack: leaseq:oneLongLease]',
+      '/Warned/Jobs: task type "report" has a 600 s lease, more than 4 times the next longest ("echo", 30 s): this one type sets the worker timeout of queue "jobs" (660 s; the other types need 35 s) and the wake queue\'s visibility timeout (6 times that, 3960 s), and, unless its own concurrency leaves the other types slots, its long runs hold the worker slots they wait for. Consider a LeaseQueue of its own for "report" (docs/deploy.md, "When to split queues") [ack: leaseq:oneLongLease]',
     ]);
+  });
+
+  it("memory per task: names the concurrency, the memory, what to raise it to, and the tasks at once", () => {
+    const { stack } = queueStack({
+      alarmEmail: "oncall@example.com",
+      workerMemoryMb: 256,
+      tasks: defineTasks({ concurrency: 20, types: { echo: { handler } } }),
+    });
+    expect(warnings(stack)).toEqual([
+      '/Warned/Jobs: the worker of queue "jobs" runs up to 20 tasks at once (the declaration\'s concurrency) in 256 MB, 12.8 MB each beside Node.js itself: raise workerMemoryMb (at least 320 MB) or lower concurrency. At most maxConcurrency (10) × 20 tasks run at once (docs/deploy.md, "Memory and concurrency") [ack: leaseq:memoryPerTask]',
+    ]);
+    // The defaults (256 MB, concurrency 10) are quiet.
+    expect(warnings(queueStack({ alarmEmail: "oncall@example.com" }).stack)).toEqual([]);
   });
 
   it("can be acknowledged by id, on the queue or a scope above it", () => {
