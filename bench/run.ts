@@ -13,6 +13,7 @@ import { bullmqIdle, type IdleResult, leaseqIdle } from "./idle.js";
 import { LATENCY_SETTINGS, runLatency } from "./latency.js";
 import { leaseqBacklog, leaseqContender } from "./leaseq.js";
 import { machineInfo } from "./machine.js";
+import { mixedTargets, renderMixed, runMixed } from "./mixed/run.js";
 import { naiveBacklog, naiveContender } from "./naive.js";
 import { flush, redisVersion, startBenchRedis } from "./redis.js";
 import {
@@ -64,6 +65,20 @@ if (latencyOnly) {
       `${JSON.stringify({ ...previous, latency, latencyTargets: latencyTargets(latency) }, null, 2)}\n`,
     );
     log(`\nWrote the latency figures into ${outPath}`);
+  } finally {
+    await redis.stop();
+  }
+  process.exit(0);
+}
+/** Only long and short work together through the local stack (bench/mixed/run.ts), merged into results.json. */
+if (process.argv.includes("--mixed")) {
+  try {
+    log(`leaseq mixed benchmark over the local stack, redis-server ${redis.url}`);
+    const mixed = await runMixed(redis.url, log);
+    log(`\n${renderMixed(mixed)}`);
+    const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
+    writeFileSync(outPath, `${JSON.stringify({ ...previous, mixed, mixedTargets: mixedTargets(mixed) }, null, 2)}\n`);
+    log(`\nWrote the mixed figures into ${outPath}`);
   } finally {
     await redis.stop();
   }
