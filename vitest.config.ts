@@ -21,5 +21,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Files run side by side: each test has a queue of its own, so files share one Redis. Most of a
+    // test's time is waiting (on Redis, on a lease, on a child process), so more files than the
+    // machine's cores run at once (LEASEQ_TEST_WORKERS to change it).
+    maxWorkers: Number(process.env.LEASEQ_TEST_WORKERS ?? 4),
   },
 });
