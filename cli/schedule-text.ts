@@ -24,3 +24,9 @@ export function lastOf(info: ScheduleInfo): string {
   const at = info.lastSlotMs === undefined ? info.lastTaskId : iso(info.lastSlotMs);
   return `${at} ${info.lastTaskState ?? "gone"}`;
 }
+
+/** Who set a schedule: "deploy <owner>" (the deployment whose declaration owns it), or "run-time". */
+export function setBy(info: Pick<ScheduleInfo, "declared" | "owner">): string {
+  if (!info.declared) return "run-time";
+  return info.owner === undefined || info.owner === "1" ? "deploy" : `deploy ${info.owner}`;
+}

@@ -6,7 +6,7 @@ import { queueName, withQueue } from "./connect.js";
 import { payloadOf } from "./enqueue.js";
 import { OperationError } from "./errors.js";
 import { nearestNames } from "./nearest.js";
-import { lastOf, nextOf, whenOf } from "./schedule-text.js";
+import { lastOf, nextOf, setBy, whenOf } from "./schedule-text.js";
 import { wakeWorker } from "./wake.js";
 
 interface SetOptions {
@@ -216,7 +216,7 @@ function scheduleTable(found: ScheduleInfo[]): string {
     nextOf(info),
     lastOf(info),
     `${info.made}/${info.passedOver}`,
-    info.declared ? "declared" : "run-time",
+    setBy(info),
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   return [header, ...rows]

@@ -51,6 +51,11 @@ export interface StackOptions {
    * out-of-memory error. Default: in this process.
    */
   workerModule?: HandlerModule;
+  /**
+   * The deployment's name (LEASEQ_DEPLOYMENT: the owner of its declared schedules; default "local").
+   * Two stacks on one queue with names of their own each keep their own schedules.
+   */
+  deployment?: string;
   /** With `workerModule`: the worker processes' log level (default `logLevel`). */
   workerLogLevel?: LogLevel;
   /** The most drain invocations one reclaimer run sends (`LEASEQ_MAX_KICKS`; default the functions' 4). */
@@ -199,6 +204,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       LEASEQ_WORKER_TIMEOUT_MS: String(options.workerTimeoutMs),
       LEASEQ_WAKE_QUEUE_URL: wake.queueUrl,
       LEASEQ_RECLAIM_PERIOD_MS: String(options.reclaimIntervalMs),
+      LEASEQ_DEPLOYMENT: options.deployment ?? "local",
       ...(options.maxDrainInvocations === undefined ? {} : { LEASEQ_MAX_KICKS: String(options.maxDrainInvocations) }),
     };
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel });
@@ -241,7 +247,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // same revision): before anything claims, so the crash demo's short lease is already in force.
     const queue = new Queue(store, { name: options.queue, settings: queueSettings(readConfig(env), options.tasks) });
     await queue.configure();
-    await queue.syncDeclaredSchedules(options.tasks.schedules, { now: Date.now() });
+    const owner = readConfig(env).deployment;
+    await queue.syncDeclaredSchedules(options.tasks.schedules, { now: Date.now(), owner });
 
     let timer: NodeJS.Timeout | undefined;
     let startTimer: NodeJS.Timeout | undefined;
@@ -289,7 +296,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       reload(tasks) {
         functions = functionsFor(tasks);
         // As a deploy's cold start: the declared schedules follow the new declaration.
-        queue.syncDeclaredSchedules(tasks.schedules, { now: Date.now() }).catch((error: unknown) => {
+        queue.syncDeclaredSchedules(tasks.schedules, { now: Date.now(), owner }).catch((error: unknown) => {
           counts.invocationErrors++;
           counts.lastInvocationError = `schedules: ${redact((error as Error).message)}`;
         });

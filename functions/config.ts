@@ -8,6 +8,12 @@ export const DEFAULT_CLAIM_BATCH = 20;
 /** The functions' configuration, read once per cold start from the environment. */
 export interface FunctionConfig {
   queue: string;
+  /**
+   * The deployment this function belongs to (LEASEQ_DEPLOYMENT; the construct sets it from the stack
+   * and the construct's path; default "default"): what its task declaration writes at a cold start
+   * (its schedules) is this deployment's, and no other deployment's cold start changes it.
+   */
+  deployment: string;
   connection: Connection;
   /** Tasks one claim leases (LEASEQ_CLAIM_BATCH). */
   claimBatch: number;
@@ -91,6 +97,12 @@ export function readConfig(env: Env): FunctionConfig {
       `LEASEQ_QUEUE must be 1-${LIMITS.queueNameMaxBytes} characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(queue)}`,
     );
   }
+  const deployment = env.LEASEQ_DEPLOYMENT || "default";
+  if (deployment.length > LIMITS.ownerMaxBytes || !NAME_PATTERN.test(deployment) || /^[01]$/.test(deployment)) {
+    problems.push(
+      `LEASEQ_DEPLOYMENT must be 1-${LIMITS.ownerMaxBytes} characters of A-Z a-z 0-9 _ . - (not "0" or "1"), got ${JSON.stringify(deployment)}`,
+    );
+  }
   let connection: Connection | undefined;
   try {
     connection = connectionFromEnv(env);
@@ -101,6 +113,7 @@ export function readConfig(env: Env): FunctionConfig {
 
   const config: FunctionConfig = {
     queue,
+    deployment,
     connection: connection as Connection,
     claimBatch: integer("LEASEQ_CLAIM_BATCH", DEFAULT_CLAIM_BATCH, 1, 100),
     workerFunction: env.LEASEQ_WORKER_FUNCTION || undefined,

@@ -79,7 +79,11 @@ export function queueSettings(
  * start that fails closes the store it opened: the next invocation opens its own, and a process
  * that gives up is not held open by a connection retrying in the background.
  */
-export async function createRuntime(config: FunctionConfig, tasks: TaskDeclaration | undefined): Promise<Runtime> {
+export async function createRuntime(
+  config: FunctionConfig,
+  tasks: TaskDeclaration | undefined,
+  warn: (message: string, fields: Record<string, unknown>) => void = () => {},
+): Promise<Runtime> {
   const store = await openConnection(config.connection);
   try {
     const queue = new Queue(store, {
@@ -88,7 +92,17 @@ export async function createRuntime(config: FunctionConfig, tasks: TaskDeclarati
     });
     if (tasks) {
       await queue.configure();
-      await queue.syncDeclaredSchedules(tasks.schedules, { now: Date.now() });
+      const { refused } = await queue.syncDeclaredSchedules(tasks.schedules, {
+        now: Date.now(),
+        owner: config.deployment,
+      });
+      for (const { name, owner } of refused) {
+        warn("a schedule of this declaration is another deployment's: not set (rename one of them)", {
+          schedule: name,
+          owner,
+          deployment: config.deployment,
+        });
+      }
     }
     return { config, queue, store };
   } catch (error) {

@@ -85,7 +85,12 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
         ? sqsDeadLetterSender(config.deadLetterQueueUrl, sqs, config.maxReceiveCount)
         : undefined;
     const waker = config.wakeQueueUrl && sqs ? sqsWakeSender(config.wakeQueueUrl, sqs) : undefined;
-    return { ...(await createRuntime(config, tasks)), deadLetters, waker, sqs };
+    return {
+      ...(await createRuntime(config, tasks, (message, fields) => logger.warn(message, fields))),
+      deadLetters,
+      waker,
+      sqs,
+    };
   };
 
   const close = async () => {

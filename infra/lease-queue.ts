@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { Annotations, Duration } from "aws-cdk-lib";
 import { Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
@@ -11,6 +12,7 @@ import { EmailSubscription } from "aws-cdk-lib/aws-sns-subscriptions";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { policyText } from "../functions/tasks.js";
+import { LIMITS } from "../shared/config.js";
 import { BUNDLE_FILE, functionCode, lambdaRuntime } from "./bundling.js";
 import { METRICS_NAMESPACE, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
 import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
@@ -88,6 +90,7 @@ export class LeaseQueue extends Construct {
 
     const environment: Record<string, string> = {
       LEASEQ_QUEUE: settings.queueName,
+      LEASEQ_DEPLOYMENT: settings.deployment ?? deploymentOf(this.node.path),
       UPSTASH_SECRET_ARN: this.secret.secretArn,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       // Wake-ups go to the wake queue (docs/wake-ups.md): from the intake for what it enqueued,
@@ -237,4 +240,14 @@ export class LeaseQueue extends Construct {
       logGroup,
     });
   }
+}
+
+/**
+ * A deployment's default name: the construct's path (`<stack>/<id>`, "/" as "."), characters outside
+ * A-Z a-z 0-9 _ . - as "-", and a long one cut to 55 characters and a digest of the whole.
+ */
+export function deploymentOf(path: string): string {
+  const name = path.replace(/\//g, ".").replace(/[^A-Za-z0-9_.-]/g, "-");
+  if (name.length <= LIMITS.ownerMaxBytes) return name;
+  return `${name.slice(0, 55)}-${createHash("sha256").update(path).digest("hex").slice(0, 8)}`;
 }

@@ -10,6 +10,14 @@ export interface LeaseQueueProps {
   /** The leaseq queue name: the Redis hash tag and the `queue` metric dimension. `^[A-Za-z0-9_.-]{1,64}$`. Default "default". */
   readonly queueName?: string;
   /**
+   * This deployment's name on the queue (LEASEQ_DEPLOYMENT): what its task declaration writes at a
+   * cold start (its schedules) is its own, and another deployment sharing the queue (`acceptTypes`)
+   * neither changes nor removes it. Keep it when you rename the stack or move the construct, or the
+   * schedules are set again as a new deployment's (the old owner's are left, listed by `leaseq
+   * schedules list`). `^[A-Za-z0-9_.-]{1,64}$`. Default: the construct's path (`<stack>.<id>`).
+   */
+  readonly deployment?: string;
+  /**
    * The task types the worker runs: the `defineTasks(...)` result your worker entry passes to
    * `createWorker`. Their policies are checked against the worker timeout at synth and handed to the
    * worker, which refuses to start if its own declaration differs. Required.

@@ -57,6 +57,8 @@ export type { LeaseQueueProps } from "./props.js";
 /** The props with every default applied, after validation. */
 export interface LeaseQueueSettings {
   queueName: string;
+  /** Undefined: the construct's path names it (LeaseQueue). */
+  deployment: string | undefined;
   tasks: TaskDeclaration;
   /** The longest declared lease, ms. */
   maxLeaseMs: number;
@@ -151,6 +153,15 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     NAME_PATTERN,
     "1-64 characters of A-Z a-z 0-9 _ . -",
   );
+  const deployment =
+    props.deployment === undefined
+      ? undefined
+      : name(
+          "deployment",
+          props.deployment,
+          new RegExp(`^(?![01]$)[A-Za-z0-9_.-]{1,${LIMITS.ownerMaxBytes}}$`),
+          `1-${LIMITS.ownerMaxBytes} characters of A-Z a-z 0-9 _ . - (not "0" or "1")`,
+        );
   const workerTimeout = seconds(
     "workerTimeout",
     props.workerTimeout ?? Duration.millis(defaultTimeoutOf(props.tasks)),
@@ -242,6 +253,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
 
   const settings: LeaseQueueSettings = {
     queueName,
+    deployment,
     tasks,
     maxLeaseMs: Math.max(0, ...Object.values(tasks?.types ?? {}).map((type) => type.timeoutMs)),
     workerTimeout,

@@ -8,7 +8,7 @@
 -- ARGV[3] offset  0..1000000000, where the page starts
 -- ARGV[4] count   1..1000, the most schedules answered
 -- Reads config: v. Reads per schedule its hash fields and its last slot's task state.
--- Returns: per schedule 11 values: name, definition, revision, cursor, next, paused, declared,
+-- Returns: per schedule 11 values: name, definition, revision, cursor, next, paused, owner,
 --   lastId, lastState, made, passedOver (the planner's read, not all, answers the first five and
 --   defaults for the rest: it reads only what planning needs)
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
@@ -54,11 +54,11 @@ return guard('schedules', function()
       if state then letter = string.sub(state, 1, 1) elseif body then letter = 'R' end
       local done, passed = string.match(v(7), '^(%d+)|(%d+)$')
       for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], v(4) == '1' and '1' or '0',
-        v(5) == '1' and '1' or '0', v(6), letter, done or '0', passed or '0' }) do
+        (v(5) == '0' and '') or v(5), v(6), letter, done or '0', passed or '0' }) do
         result[#result + 1] = value
       end
     else
-      for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], '0', '0', '', '', '0', '0' }) do
+      for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], '0', '', '', '', '0', '0' }) do
         result[#result + 1] = value
       end
     end

@@ -66,6 +66,8 @@ export const LIMITS = {
   checkPageMax: 1000,
   /** A schedule's name: its slots' task ids are `<name>@<ISO time>` (docs/schedules.md). */
   scheduleNameMaxBytes: 64,
+  /** A deployment's name (the owner of what its declaration writes: its schedules). */
+  ownerMaxBytes: 64,
   /** Slots one plan call makes of one schedule: the finest schedule is the planning horizon / this. */
   scheduleSlotsMax: 100,
   /** Schedules one plan call takes. */
@@ -176,6 +178,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   VARIADIC_MAX: LIMITS.variadicMax,
   CHECK_PAGE_MAX: LIMITS.checkPageMax,
   SCHEDULE_NAME_MAX_BYTES: LIMITS.scheduleNameMaxBytes,
+  OWNER_MAX_BYTES: LIMITS.ownerMaxBytes,
   SCHEDULE_SLOTS_MAX: LIMITS.scheduleSlotsMax,
   PLAN_ITEMS_MAX: LIMITS.planItemsMax,
   FLOW_KEY_MAX_BYTES: LIMITS.flowKeyMaxBytes,

@@ -26,8 +26,13 @@ export interface ScheduleInfo {
   name: string;
   definition: ScheduleDefinition;
   paused: boolean;
-  /** Set by the task declaration (a deploy owns it), not at run time. */
+  /** Set by a task declaration (a deploy owns it), not at run time. */
   declared: boolean;
+  /**
+   * The deployment whose declaration set it (only its cold starts change or remove it), `"1"` for
+   * one declared before owners were kept; undefined for a run-time schedule.
+   */
+  owner: string | undefined;
   /** Every slot up to this time (ms) is made into a task or passed over. */
   cursorMs: number;
   /** The first slot after the cursor: the next one to be made (undefined: none, or paused). */
@@ -67,17 +72,19 @@ export class QueueSchedules extends QueueCore {
   /**
    * Sets a schedule. A new one's first slot is its first after `now`; a changed one keeps its
    * cursor: its slots already made (up to the planning horizon ahead) stay, and the new definition
-   * gives every slot after them. `declared` is the task declaration's (a deploy): a run-time caller
-   * may not change a declared schedule.
+   * gives every slot after them. `owner` is the deployment whose task declaration sets it (a cold
+   * start): a run-time caller (no owner) may not change a declared schedule, nor a deployment another
+   * deployment's.
    */
   async setSchedule(
     name: string,
     definition: ScheduleDefinition,
-    options: { now: number; declared?: boolean },
+    options: { now: number; owner?: string },
   ): Promise<{ status: "set" | "unchanged"; cursorMs: number }> {
     const where = "setSchedule";
     const now = checkNow(where, options.now);
     checkScheduleName(where, name);
+    const owner = checkOwner(where, options.owner);
     await loadCron();
     const canonical = checkSchedule(where, name, definition);
     const reply = await this.run("schedule", {
@@ -86,13 +93,16 @@ export class QueueSchedules extends QueueCore {
       name,
       revision: scheduleRevision(canonical),
       definition: JSON.stringify(canonical),
-      declared: options.declared ? "1" : "0",
+      owner,
     });
-    const { status, cursor } = readReply("schedule", reply);
+    const { status, cursor, owner: holder } = readReply("schedule", reply);
     if (Number(status) === 4) {
       throw new InvalidInputError(
-        `${where}: schedule "${name}" is declared in the task module (defineTasks schedules): change it there and deploy, or pause it`,
+        `${where}: schedule "${name}" is declared in the task module of deployment "${holder}" (defineTasks schedules): change it there and deploy, or pause it`,
       );
+    }
+    if (Number(status) === 5) {
+      throw new ScheduleOwnedError(name, String(holder), owner);
     }
     return { status: Number(status) === 1 ? "unchanged" : "set", cursorMs: Number(cursor) };
   }
@@ -126,7 +136,7 @@ export class QueueSchedules extends QueueCore {
       name,
       revision: "",
       definition: "",
-      declared: "0",
+      owner: "",
     });
     const status = Number(readReply("schedule", reply).status);
     return status === 0 ? "done" : status === 1 ? "unchanged" : "unknown";
@@ -151,26 +161,45 @@ export class QueueSchedules extends QueueCore {
   }
 
   /**
-   * Makes the queue's declared schedules those of `declared` (a task declaration's, at the worker's
-   * cold start): each is set (nothing is written for one unchanged), and a declared schedule no
-   * longer in it is removed. Schedules set at run time are left alone.
+   * Makes the schedules deployment `owner` declares those of `declared` (its task declaration's, at
+   * the worker's cold start): each is set (nothing is written for one unchanged), and one `owner`
+   * declared before and no longer does is retired (removed; the same owner setting it again within
+   * a day takes it back at its cursor). Another deployment's schedules and run-time ones are left
+   * alone; a name another deployment declares is not taken over (`refused`).
    */
   async syncDeclaredSchedules(
     declared: Readonly<Record<string, ScheduleDefinition>>,
-    options: { now: number },
-  ): Promise<{ set: string[]; removed: string[] }> {
+    options: { now: number; owner: string },
+  ): Promise<{ set: string[]; removed: string[]; refused: Array<{ name: string; owner: string }> }> {
+    const where = "syncDeclaredSchedules";
+    const now = checkNow(where, options.now);
+    const owner = checkOwner(where, options.owner);
+    if (owner === "") throw new InvalidInputError(`${where}: owner must name the deployment`);
     const set: string[] = [];
     const removed: string[] = [];
+    const refused: Array<{ name: string; owner: string }> = [];
     for (const [name, definition] of Object.entries(declared)) {
-      const { status } = await this.setSchedule(name, definition, { now: options.now, declared: true });
-      if (status === "set") set.push(name);
-    }
-    for (const schedule of await this.listSchedules()) {
-      if (schedule.declared && !(schedule.name in declared)) {
-        if ((await this.removeSchedule(schedule.name, options)) === "done") removed.push(schedule.name);
+      try {
+        const { status } = await this.setSchedule(name, definition, { now, owner });
+        if (status === "set") set.push(name);
+      } catch (error) {
+        if (!(error instanceof ScheduleOwnedError)) throw error;
+        refused.push({ name, owner: error.owner });
       }
     }
-    return { set, removed };
+    for (const schedule of await this.listSchedules()) {
+      if (schedule.name in declared || (schedule.owner !== owner && schedule.owner !== "1")) continue;
+      const reply = await this.run("schedule", {
+        now: String(now),
+        action: "retire",
+        name: schedule.name,
+        revision: "",
+        definition: "",
+        owner,
+      });
+      if (Number(readReply("schedule", reply).status) === 0) removed.push(schedule.name);
+    }
+    return { set, removed, refused };
   }
 
   /** Every schedule, in the order of its next planning (paused ones last). */
@@ -198,7 +227,7 @@ export class QueueSchedules extends QueueCore {
       cursor: String(row.cursor),
       next: Number(row.next),
       paused: String(row.paused) === "1",
-      declared: String(row.declared) === "1",
+      owner: String(row.owner),
       lastId: String(row.lastId),
       lastState: String(row.lastState),
       made: Number(row.made),
@@ -313,7 +342,7 @@ function scheduleInfo(row: {
   definition: string;
   cursor: string;
   paused: boolean;
-  declared: boolean;
+  owner: string;
   lastId: string;
   lastState: string;
   made: number;
@@ -331,7 +360,8 @@ function scheduleInfo(row: {
     name: row.name,
     definition,
     paused: row.paused,
-    declared: row.declared,
+    declared: row.owner !== "",
+    owner: row.owner === "" ? undefined : row.owner,
     cursorMs,
     nextSlotMs: row.paused || definition.type === "" ? undefined : nextSlot(definition, cursorMs),
     lastTaskId,
@@ -340,4 +370,34 @@ function scheduleInfo(row: {
     made: row.made,
     passedOver: row.passedOver,
   };
+}
+
+/** A schedule another deployment declares: a deployment does not take it over. */
+export class ScheduleOwnedError extends InvalidInputError {
+  constructor(
+    readonly schedule: string,
+    readonly owner: string,
+    caller: string,
+  ) {
+    super(
+      `setSchedule: schedule "${schedule}" is declared by deployment "${owner}"; deployment "${caller}" does not take it over (rename one of them, or remove it from "${owner}"'s declaration and deploy)`,
+    );
+  }
+}
+
+/** A deployment's name as a schedule's owner: "" (a run-time caller) or a name. */
+function checkOwner(where: string, owner: string | undefined): string {
+  if (owner === undefined || owner === "") return "";
+  if (
+    typeof owner !== "string" ||
+    owner.length > LIMITS.ownerMaxBytes ||
+    !/^[A-Za-z0-9_.-]+$/.test(owner) ||
+    owner === "0" ||
+    owner === "1"
+  ) {
+    throw new InvalidInputError(
+      `${where}: owner must be 1-${LIMITS.ownerMaxBytes} characters of A-Z a-z 0-9 _ . - (the deployment's name), not "0" or "1"; got ${JSON.stringify(owner).slice(0, 80)}`,
+    );
+  }
+  return owner;
 }

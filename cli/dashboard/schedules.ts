@@ -4,7 +4,7 @@
 // hand (a group or payload holding markup) shows as text.
 import { html } from "hono/html";
 import type { ScheduleInfo } from "../../shared/queue-schedules.js";
-import { whenOf } from "../schedule-text.js";
+import { setBy, whenOf } from "../schedule-text.js";
 import { csrfField, layout, type PageContext, time } from "./pages.js";
 
 /** Most payload characters a row shows (the task page of a slot shows the whole). */
@@ -40,7 +40,7 @@ export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[], now: 
               : html`<button name="action" value="schedule-pause" class="danger" data-confirm="Pause the schedule ${info.name}? No slot is made while it is paused.">Pause</button>`
           }
           <button name="action" value="schedule-run" data-confirm="Run the schedule ${info.name} now? One task of it is enqueued now, besides its slots.">Run now</button>
-          <button name="action" value="schedule-remove" class="danger" data-confirm="Remove the schedule ${info.name}? No slot of it is made any more; its tasks already made stay.${info.declared ? " It is declared: the worker's next cold start sets it again." : ""}">Remove</button>
+          <button name="action" value="schedule-remove" class="danger" data-confirm="Remove the schedule ${info.name}? No slot of it is made any more; its tasks already made stay.${info.declared ? " It is declared: its deployment's next cold start sets it again." : ""}">Remove</button>
         </form></td>`;
     return html`<tr data-schedule="${info.name}" data-paused="${String(info.paused)}">
       <td data-field="name">${info.name}</td>
@@ -53,7 +53,7 @@ export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[], now: 
           ? ""
           : html`<div class="small">payload <code data-field="payload">${payloadText(definition.payload)}</code></div>`
       }</td>
-      <td data-field="set-by">${info.declared ? "declared" : "run-time"}</td>
+      <td data-field="set-by">${setBy(info)}</td>
       ${control}
     </tr>`;
   };

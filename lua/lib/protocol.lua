@@ -194,10 +194,10 @@ local function schedules_args()
   local t1, t1_text = time_arg('until', ARGV[1])
   return t1, t1_text, int_arg('all', ARGV[2], 0, 1) == 1, int_arg('offset', ARGV[3], 0, 1000000000), int_arg('count', ARGV[4], 1, 1000)
 end
--- schedule: ARGV[1] now, ARGV[2] action, ARGV[3] name, ARGV[4] revision, ARGV[5] definition, ARGV[6] declared
+-- schedule: ARGV[1] now, ARGV[2] action, ARGV[3] name, ARGV[4] revision, ARGV[5] definition, ARGV[6] owner
 local function schedule_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, choice_arg('action', ARGV[2] or '', ',set,remove,pause,resume,', false), name_arg('name', ARGV[3], SCHEDULE_NAME_MAX_BYTES), ARGV[4] or '', ARGV[5] or '', int_arg('declared', ARGV[6], 0, 1) == 1
+  return t1, t1_text, choice_arg('action', ARGV[2] or '', ',set,remove,retire,pause,resume,', false), name_arg('name', ARGV[3], SCHEDULE_NAME_MAX_BYTES), ARGV[4] or '', ARGV[5] or '', name_arg('owner', ARGV[6] or '', OWNER_MAX_BYTES, true)
 end
 -- check: ARGV[1] now, ARGV[2] cursor, ARGV[3] count, ARGV[4] repair
 local function check_args()

@@ -395,7 +395,7 @@ export const OPERATIONS = {
         "cursor (slots up to it are made or passed over)",
         "next (when it is next planned)",
         "paused (1/0)",
-        "declared (1/0)",
+        'owner (the deployment that declared it, `"1"` one declared before owners were kept, `""` a run-time one)',
         'lastId (its last slot\'s task, or `""`)',
         'lastState (that task\'s state letter, `""` when it is gone)',
         "made (slots made into tasks, in all)",
@@ -407,18 +407,25 @@ export const OPERATIONS = {
   schedule: {
     args: [
       now,
-      { name: "action", kind: "choice", values: ["set", "remove", "pause", "resume"] },
+      { name: "action", kind: "choice", values: ["set", "remove", "retire", "pause", "resume"] },
       { name: "name", kind: "name", max: "SCHEDULE_NAME_MAX_BYTES" },
       { name: "revision", kind: "text", note: "set: the definition's digest, 1-64 hex characters" },
       { name: "definition", kind: "text", note: "set: the canonical JSON" },
-      { name: "declared", kind: "flag", note: "1: the task declaration's (a deploy); 0: a run-time caller's" },
+      {
+        name: "owner",
+        kind: "name",
+        max: "OWNER_MAX_BYTES",
+        optional: true,
+        note: 'the deployment whose task declaration sets it (a cold start), or `""`: a run-time caller',
+      },
     ],
     reply: {
       head: [
-        "status (0 done, 1 unchanged, 3 unknown schedule, 4 declared: a run-time caller may not set it)",
+        "status (0 done, 1 unchanged, 3 unknown schedule, 4 declared: a run-time caller may not set it, 5 another deployment's)",
         "cursor",
+        'owner (the deployment that declared it, or `""`)',
       ],
-      note: "a new schedule's cursor is now (or the one a removed schedule of the name left); a changed one keeps its cursor",
+      note: "a new schedule's cursor is now (or the one a removed schedule of the name left); a changed one keeps its cursor; `retire` (a cold start's, of a schedule its deployment no longer declares) removes it as `remove` does, only when the caller owns it, and a `set` by the same owner within a day takes it back at its cursor",
     },
   },
   check: {

@@ -39,7 +39,7 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
     await redis.set(clockKey, String(now));
     const definition = (cron: string): ScheduleDefinition => ({ cron, type: "job", catchUp: { max: 100 } });
     // The first deploy: the schedule is declared, its cursor is now.
-    const cursors = [(await queue.setSchedule("s", definition(CRONS[0]), { now, declared: true })).cursorMs];
+    const cursors = [(await queue.setSchedule("s", definition(CRONS[0]), { now, owner: "deploy" })).cursorMs];
 
     let kills = 0;
     let spawned = 0;
@@ -73,7 +73,7 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
       }
       if (phase > 0) {
         // A redeploy with a changed cron: the cold start's set, at a moment the planners run.
-        cursors.push((await queue.setSchedule("s", definition(CRONS[phase]), { now, declared: true })).cursorMs);
+        cursors.push((await queue.setSchedule("s", definition(CRONS[phase]), { now, owner: "deploy" })).cursorMs);
       }
       while (children.size < PLANNERS) spawn();
       for (let second = 0; second < phaseSeconds; second++) {

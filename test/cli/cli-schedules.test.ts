@@ -107,15 +107,15 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
 
   it("refuses to set a declared schedule with the library's message (exit 1); pause still works on it", async () => {
     const { cli, queue } = fresh();
-    await queue.setSchedule("owned", { every: MINUTE, type: "job" }, { now: Date.now(), declared: true });
+    await queue.setSchedule("owned", { every: MINUTE, type: "job" }, { now: Date.now(), owner: "deploy" });
     const refused = await cli(["set", "owned", "--every", "1000", "--type", "job"]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toBe(
-      'leaseq: setSchedule: schedule "owned" is declared in the task module (defineTasks schedules): change it there and deploy, or pause it\n',
+      'leaseq: setSchedule: schedule "owned" is declared in the task module of deployment "deploy" (defineTasks schedules): change it there and deploy, or pause it\n',
     );
     expect((await queue.listSchedules())[0].definition).toEqual({ every: MINUTE, type: "job" });
     expect(await cli(["pause", "owned"])).toMatchObject({ code: 0 });
-    expect((await cli(["list"])).stdout).toMatch(/\nowned\s+every 60 s\s+paused\s+–\s+0\/0\s+declared\n$/);
+    expect((await cli(["list"])).stdout).toMatch(/\nowned\s+every 60 s\s+paused\s+–\s+0\/0\s+deploy deploy\n$/);
   });
 
   it("pause, resume and remove say what changed, say 'unchanged' when nothing did, and plan accordingly", async () => {

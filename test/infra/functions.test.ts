@@ -4,6 +4,7 @@ import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { describe, expect, it } from "vitest";
 import { REFERENCE_WORKER_ENTRY } from "../../examples/reference/stack.js";
 import { bundleOptions } from "../../infra/bundling.js";
+import { deploymentOf } from "../../infra/lease-queue.js";
 import { onlyResource, synth } from "./synth.js";
 
 const lambdaFunction = (description: string) => (template: Template) =>
@@ -68,6 +69,8 @@ describe("intake function", () => {
     expect(intake(template).properties.Environment).toEqual({
       Variables: {
         LEASEQ_QUEUE: "orders",
+        // The owner of its declared schedules: the construct's path (docs/schedules.md).
+        LEASEQ_DEPLOYMENT: "Test.LeaseQueue",
         UPSTASH_SECRET_ARN: { Ref: secret.logicalId },
         LEASEQ_ROLE: "intake",
         LEASEQ_TASKS: "parallel;echo:30000:10000::3:1000:60000:,send-webhook:30000:10000::5:2000:300000:;;10x3",
@@ -121,6 +124,8 @@ describe("worker function", () => {
     expect(worker(template).properties.Environment).toEqual({
       Variables: {
         LEASEQ_QUEUE: "orders",
+        // The owner of its declared schedules: the construct's path (docs/schedules.md).
+        LEASEQ_DEPLOYMENT: "Test.LeaseQueue",
         UPSTASH_SECRET_ARN: { Ref: secret.logicalId },
         LEASEQ_CLAIM_BATCH: "20",
         LEASEQ_TASKS: "parallel;echo:30000:10000::3:1000:60000:,send-webhook:30000:10000::5:2000:300000:;;10x3",
@@ -132,6 +137,16 @@ describe("worker function", () => {
         POWERTOOLS_METRICS_NAMESPACE: "leaseq",
       },
     });
+  });
+
+  it("names its deployment as given, or by the construct's path (a long one cut, with a digest): the owner of its schedules", () => {
+    const { template } = synth({ deployment: "orders-eu" });
+    for (const fn of [worker(template), intake(template)]) {
+      expect(fn.properties.Environment).toMatchObject({ Variables: { LEASEQ_DEPLOYMENT: "orders-eu" } });
+    }
+    const long = deploymentOf(`${"Stack".repeat(12)}/Queue`);
+    expect(long).toMatch(/^StackStack.{45}-[0-9a-f]{8}$/);
+    expect(deploymentOf(`${"Stack".repeat(12)}/Other`)).not.toBe(long);
   });
 
   it("intake and worker may send to the dead-letter queue and the wake queue, the reclaimer to the wake queue only; nobody to the task queue", () => {

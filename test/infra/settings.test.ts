@@ -30,6 +30,7 @@ describe("prop validation", () => {
       new LeaseQueue(new Stack(new App({ context: SKIP_BUNDLING }), "Bad"), "Queue", {
         ...REQUIRED_PROPS,
         queueName: "orders:eu",
+        deployment: "orders/eu",
         batchSize: 11,
         maxConcurrency: 1,
         maxReceiveCount: 0,
@@ -39,8 +40,9 @@ describe("prop validation", () => {
     expect(build).toThrow(LeaseQueuePropsError);
     expect(build).toThrow(
       [
-        "LeaseQueue: 6 invalid prop(s):",
+        "LeaseQueue: 7 invalid prop(s):",
         '  - queueName must be 1-64 characters of A-Z a-z 0-9 _ . -, got "orders:eu"',
+        '  - deployment must be 1-64 characters of A-Z a-z 0-9 _ . - (not "0" or "1"), got "orders/eu"',
         "  - batchSize must be an integer from 1 to 10 (up to 10000 needs maxBatchingWindow ≥ 1 s), got 11",
         "  - reclaimSchedule must be whole minutes from 1 to 60 (EventBridge rates are at least 1 minute), got 30 seconds",
         '  - dashboardName must be 1-255 characters of A-Z a-z 0-9 _ -, got "my dashboard"',

@@ -145,7 +145,7 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     const changed = await queue.setSchedule(
       "lag",
       { every: 2_000, type: "job", catchUp: { max: 100 } },
-      { now: T0 + 60_000, declared: true },
+      { now: T0 + 60_000, owner: "deploy" },
     );
     expect(changed).toEqual({ status: "set", cursorMs: before.cursorMs });
     await queue.planSchedules({ now: T0 + 60_000, horizonMs: 5_000 });
@@ -283,7 +283,7 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     await expect(queue.setSchedule("has@at", { every: 1_000, type: "job" }, { now: T0 })).rejects.toThrow(
       InvalidInputError,
     );
-    await queue.setSchedule("owned", { every: 60_000, type: "job" }, { now: T0, declared: true });
+    await queue.setSchedule("owned", { every: 60_000, type: "job" }, { now: T0, owner: "deploy" });
     await expect(queue.setSchedule("owned", { every: 1_000, type: "job" }, { now: T0 })).rejects.toThrow(
       /declared in the task module/,
     );
