@@ -15,6 +15,7 @@ const iso = (ms: number | undefined) => (ms === undefined ? "–" : new Date(ms)
 /** The next slot: its time, "paused", or "none" (a cron that never fires again). */
 export function nextOf(info: ScheduleInfo): string {
   if (info.paused) return "paused";
+  if (info.aside !== undefined) return "set aside";
   return info.nextSlotMs === undefined ? "none" : iso(info.nextSlotMs);
 }
 

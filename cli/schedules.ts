@@ -55,6 +55,10 @@ Examples:
         return;
       }
       console.log(scheduleTable(found));
+      // Why a schedule is set aside: the planner could not compute it, and makes no slot of it.
+      for (const info of found) {
+        if (info.aside !== undefined) console.log(`${info.name} is set aside: ${info.aside}`);
+      }
     });
 
   schedules

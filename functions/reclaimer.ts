@@ -3,6 +3,7 @@ import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context } from "aws-lambda";
+import { redact } from "../shared/text.js";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
 import { createRuntime, type Runtime } from "./runtime.js";
@@ -34,6 +35,10 @@ export interface ReclaimerSummary extends TickResult {
   /** Schedules' slots made into tasks by this run, and slots missed and not caught up (docs/schedules.md). */
   slotsMade: number;
   slotsPassedOver: number;
+  /** Schedules the planner could not compute and set aside in this run (`leaseq schedules list` says why). */
+  schedulesSetAside: number;
+  /** Planning threw (logged): the rest of the run went on. */
+  planningFailed: boolean;
 }
 
 /**
@@ -106,10 +111,33 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     // Schedules: the slots falling before the next run (and a late one) become SCHEDULED tasks,
     // each with its wake-up (docs/schedules.md). The tick says when one is due: no call otherwise.
     const planHorizonMs = config.reclaimPeriodMs + WAKE_MARGIN_MS;
-    const planned =
-      tick.planAtMs !== undefined && tick.planAtMs <= Date.now() + planHorizonMs
-        ? await queue.planSchedules({ now: Date.now(), horizonMs: planHorizonMs, wakeHorizonMs })
-        : { made: 0, passedOver: 0, wakeAtMs: undefined };
+    // A schedule the planner cannot compute is set aside by it (listed with why); should planning
+    // fail all the same (the store), the run goes on: the tick's work, its wake-up, the drain
+    // invocations and the metrics do not wait for the schedules.
+    let planned: { made: number; passedOver: number; setAside: number; wakeAtMs: number | undefined } = {
+      made: 0,
+      passedOver: 0,
+      setAside: 0,
+      wakeAtMs: undefined,
+    };
+    let planningFailed = false;
+    if (tick.planAtMs !== undefined && tick.planAtMs <= Date.now() + planHorizonMs) {
+      try {
+        planned = await queue.planSchedules({ now: Date.now(), horizonMs: planHorizonMs, wakeHorizonMs });
+      } catch (error) {
+        planningFailed = true;
+        logger.error("schedules not planned", {
+          queue: config.queue,
+          error: redact(String((error as Error)?.message ?? error)),
+        });
+      }
+    }
+    if (planned.setAside > 0) {
+      logger.warn("schedules set aside: the planner cannot compute them (leaseq schedules list says why)", {
+        queue: config.queue,
+        setAside: planned.setAside,
+      });
+    }
     const totals = { ...tick, trimmed: tick.doneTrimmed + tick.failedTrimmed };
     let more = tick.reclaimed + tick.reclaimFailed >= LIMIT || tick.promoted >= LIMIT;
     more ||= tick.doneTrimmed >= LIMIT || tick.failedTrimmed >= LIMIT;
@@ -128,6 +156,8 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       ...statsOf(tick),
       slotsMade: planned.made,
       slotsPassedOver: planned.passedOver,
+      schedulesSetAside: planned.setAside,
+      planningFailed,
       drainInvocations: 0,
       failedDrainInvocations: 0,
       wakeAtMs: undefined,

@@ -17,13 +17,19 @@
 --           are made or passed over by its catch-up policy, and counted, never lost unseen.
 --   pause   no slot is planned while paused; resume starts again from now (the slots of the pause
 --           are passed over, not caught up).
+--   aside   the planner's, for a schedule it cannot compute (a cron croner refuses, a definition
+--           that no longer reads): kept unplanned, with the reason in <name>:e, so every other
+--           schedule is planned; a set that changes it plans it again (a resume of a paused one tries
+--           again). Nothing
+--           changes when its revision is no longer the one the planner read (1).
 --
 -- KEYS the queue's keys (see lib/arguments.lua): config, schedules, plan are used
 -- ARGV[1] now          ms since epoch
--- ARGV[2] action       set | remove | retire | pause | resume
+-- ARGV[2] action       set | remove | retire | pause | resume | aside
 -- ARGV[3] name         1-SCHEDULE_NAME_MAX_BYTES characters of A-Z a-z 0-9 _ . -
--- ARGV[4] revision     set: 1-64 hex characters (the definition's digest); else ""
--- ARGV[5] definition   set: the definition's canonical JSON (checked by the library); else ""
+-- ARGV[4] revision     set: 1-64 hex characters (the definition's digest); aside: the one read; else ""
+-- ARGV[5] definition   set: the definition's canonical JSON (checked by the library); aside: the
+--                      reason (cut to 500 bytes); else ""
 -- ARGV[6] owner        the deployment whose declaration sets it (a cold start), or "": a run-time caller
 -- Reads config: v. Reads and writes the schedule's fields and its score in plan.
 -- Returns: { status, cursor, owner }: 0 done, 1 unchanged, 3 unknown schedule, 4 declared (a
@@ -68,6 +74,7 @@ return guard('schedule', function()
     cursor_text = fmt(cursor)
     redis.call('HSET', K.schedules, name, definition, name .. ':v', revision, name .. ':c', cursor_text,
       name .. ':d', owner == '' and '0' or owner)
+    redis.call('HDEL', K.schedules, name .. ':e')
     if stored[6] then
       -- A retired one's counts go on when it is taken back; a new one of its name starts afresh.
       redis.call('HDEL', K.schedules, name .. ':x')
@@ -83,14 +90,19 @@ return guard('schedule', function()
       return { 5, cursor_text, held_by }
     end
     if action == 'retire' then
-      redis.call('HDEL', K.schedules, name, name .. ':v', name .. ':p', name .. ':d')
+      redis.call('HDEL', K.schedules, name, name .. ':v', name .. ':p', name .. ':d', name .. ':e')
       redis.call('HSET', K.schedules, name .. ':x', fmt(now) .. '|' .. owner)
     else
       redis.call('HDEL', K.schedules, name, name .. ':v', name .. ':p', name .. ':d', name .. ':l', name .. ':r',
-        name .. ':m', name .. ':x')
+        name .. ':m', name .. ':x', name .. ':e')
     end
     redis.call('ZREM', K.plan, name)
     return { 0, cursor_text, '' }
+  elseif action == 'aside' then
+    if stored[2] ~= revision then return { 1, cursor_text, held_by } end
+    redis.call('HSET', K.schedules, name .. ':e', string.sub(definition, 1, 500))
+    if stored[4] ~= '1' then redis.call('ZADD', K.plan, NOTHING_DUE, name) end
+    return { 0, cursor_text, held_by }
   elseif action == 'pause' then
     if stored[4] == '1' then return { 1, cursor_text, held_by } end
     redis.call('HSET', K.schedules, name .. ':p', '1')

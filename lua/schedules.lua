@@ -8,9 +8,10 @@
 -- ARGV[3] offset  0..1000000000, where the page starts
 -- ARGV[4] count   1..1000, the most schedules answered
 -- Reads config: v. Reads per schedule its hash fields and its last slot's task state.
--- Returns: per schedule 11 values: name, definition, revision, cursor, next, paused, owner,
---   lastId, lastState, made, passedOver (the planner's read, not all, answers the first five and
---   defaults for the rest: it reads only what planning needs)
+-- Returns: per schedule 12 values: name, definition, revision, cursor, next, paused, owner,
+--   lastId, lastState, made, passedOver, aside (why the planner set it aside, or "") (the
+--   planner's read, not all, answers the first five and defaults for the rest: it reads only what
+--   planning needs)
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
 -- Uses: K, fmt, guard, read_config_fields, read_many, schedules_args
@@ -26,7 +27,7 @@ return guard('schedules', function()
   end
   local names, fields = {}, {}
   -- The planner's read (not all) needs only the definition, revision and cursor of each.
-  local suffixes = all and { '', ':v', ':c', ':p', ':d', ':l', ':m' } or { '', ':v', ':c' }
+  local suffixes = all and { '', ':v', ':c', ':p', ':d', ':l', ':m', ':e' } or { '', ':v', ':c' }
   local width = #suffixes
   for i = 1, #page, 2 do
     local name = page[i]
@@ -54,11 +55,11 @@ return guard('schedules', function()
       if state then letter = string.sub(state, 1, 1) elseif body then letter = 'R' end
       local done, passed = string.match(v(7), '^(%d+)|(%d+)$')
       for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], v(4) == '1' and '1' or '0',
-        (v(5) == '0' and '') or v(5), v(6), letter, done or '0', passed or '0' }) do
+        (v(5) == '0' and '') or v(5), v(6), letter, done or '0', passed or '0', v(8) }) do
         result[#result + 1] = value
       end
     else
-      for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], '0', '', '', '', '0', '0' }) do
+      for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], '0', '', '', '', '0', '0', '' }) do
         result[#result + 1] = value
       end
     end

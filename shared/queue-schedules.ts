@@ -44,6 +44,11 @@ export interface ScheduleInfo {
   /** Slots made into tasks, and slots passed over (missed and not caught up, or skipped by overlap), in all. */
   made: number;
   passedOver: number;
+  /**
+   * Why the planner set it aside (its cron cannot be computed, its definition no longer reads): no
+   * slot is made until a `setSchedule` changes it. Undefined when it is planned.
+   */
+  aside: string | undefined;
 }
 
 /** What one planner run did. */
@@ -56,6 +61,8 @@ export interface PlanResult {
   stale: number;
   /** Slots missed and not caught up by the catch-up policy. */
   passedOver: number;
+  /** Schedules it could not compute, set aside (each named in `listSchedules` with why). */
+  setAside: number;
   /** Script calls made. */
   calls: number;
   /** The wake-up to send for the first slot made (within the horizon, none arranged yet), or undefined. */
@@ -232,7 +239,21 @@ export class QueueSchedules extends QueueCore {
       lastState: String(row.lastState),
       made: Number(row.made),
       passedOver: Number(row.passedOver),
+      aside: String(row.aside ?? ""),
     }));
+  }
+
+  /** Sets schedule `name` aside with why (the planner could not compute it at `revision`). */
+  private async setAside(name: string, revision: string, now: number, error: unknown): Promise<void> {
+    const reason = error instanceof Error ? error.message : String(error);
+    await this.run("schedule", {
+      now: String(now),
+      action: "aside",
+      name,
+      revision,
+      definition: reason.slice(0, 500),
+      owner: "",
+    });
   }
 
   /**
@@ -257,7 +278,15 @@ export class QueueSchedules extends QueueCore {
     const maxCalls = options.maxCalls ?? 1000;
     await loadCron();
     const until = now + horizon;
-    const result: PlanResult = { planned: 0, made: 0, stale: 0, passedOver: 0, calls: 0, wakeAtMs: undefined };
+    const result: PlanResult = {
+      planned: 0,
+      made: 0,
+      stale: 0,
+      passedOver: 0,
+      setAside: 0,
+      calls: 0,
+      wakeAtMs: undefined,
+    };
     const wakeHorizon = Math.min(options.wakeHorizonMs ?? horizon, WAKE.horizonMaxMs);
     let staleRounds = 0;
     while (result.calls < maxCalls) {
@@ -292,24 +321,23 @@ export class QueueSchedules extends QueueCore {
         itemsInCall = 0;
       };
       for (const schedule of due) {
-        let definition: ScheduleDefinition;
+        // A schedule that cannot be computed (its definition no longer reads, croner refuses its
+        // cron) is set aside with why, and the others are planned: it never stops the planner.
+        let computed: {
+          definition: ScheduleDefinition;
+          plan: ReturnType<typeof planSlots>;
+          slots: string[];
+          body: string;
+        };
         try {
-          definition = JSON.parse(schedule.definition) as ScheduleDefinition;
-        } catch {
-          continue; // leaseq check names a definition it cannot read
+          computed = computePlan(schedule, now, until, grace);
+        } catch (error) {
+          await this.setAside(schedule.name, schedule.revision, now, error);
+          result.setAside++;
+          continue;
         }
-        const cursor = Number(schedule.cursor);
-        const plan = planSlots(definition, cursor, now, until, grace);
-        const slots = plan.slots.map(
-          (slot) => `${slot + jitterOf(schedule.name, slot, definition.jitterMs)} ${slotId(schedule.name, slot)}`,
-        );
+        const { definition, plan, slots, body } = computed;
         if (slotsInCall + slots.length > SLOTS_PER_CALL || itemsInCall >= LIMITS.planItemsMax) await send();
-        const body = buildBody(
-          now,
-          definition.type,
-          definition.group ?? "",
-          serializePayload("schedule", definition.payload, DEFAULTS.maxPayloadBytes),
-        );
         items.push(
           schedule.name,
           schedule.revision,
@@ -347,6 +375,7 @@ function scheduleInfo(row: {
   lastState: string;
   made: number;
   passedOver: number;
+  aside: string;
 }): ScheduleInfo {
   let definition: ScheduleDefinition;
   try {
@@ -363,13 +392,24 @@ function scheduleInfo(row: {
     declared: row.owner !== "",
     owner: row.owner === "" ? undefined : row.owner,
     cursorMs,
-    nextSlotMs: row.paused || definition.type === "" ? undefined : nextSlot(definition, cursorMs),
+    nextSlotMs:
+      row.paused || row.aside !== "" || definition.type === "" ? undefined : nextSlotOrNone(definition, cursorMs),
     lastTaskId,
     lastSlotMs: lastTaskId ? slotOf(row.name, lastTaskId) : undefined,
     lastTaskState: row.lastState === "" ? undefined : STATE_BY_LETTER[row.lastState],
     made: row.made,
     passedOver: row.passedOver,
+    aside: row.aside === "" ? undefined : row.aside,
   };
+}
+
+/** The next slot, or undefined when croner cannot compute it (the planner sets such a schedule aside). */
+function nextSlotOrNone(definition: ScheduleDefinition, cursorMs: number): number | undefined {
+  try {
+    return nextSlot(definition, cursorMs);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A schedule another deployment declares: a deployment does not take it over. */
@@ -400,4 +440,34 @@ function checkOwner(where: string, owner: string | undefined): string {
     );
   }
   return owner;
+}
+
+/**
+ * One schedule's plan: its definition (read and checked as `setSchedule` would), its slots from its
+ * cursor, and the body of its tasks. Throws what makes it uncomputable.
+ */
+function computePlan(
+  schedule: { name: string; definition: string; cursor: string },
+  now: number,
+  until: number,
+  grace: number,
+) {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(schedule.definition);
+  } catch {
+    throw new InvalidInputError(`its definition is not JSON: ${JSON.stringify(schedule.definition.slice(0, 80))}`);
+  }
+  const definition = checkSchedule("planSchedules", schedule.name, parsed as ScheduleDefinition);
+  const plan = planSlots(definition, Number(schedule.cursor), now, until, grace);
+  const slots = plan.slots.map(
+    (slot) => `${slot + jitterOf(schedule.name, slot, definition.jitterMs)} ${slotId(schedule.name, slot)}`,
+  );
+  const body = buildBody(
+    now,
+    definition.type,
+    definition.group ?? "",
+    serializePayload("schedule", definition.payload, DEFAULTS.maxPayloadBytes),
+  );
+  return { definition, plan, slots, body };
 }

@@ -113,6 +113,7 @@ td.hour { width: 250px; }
 .small { font-size: 0.82em; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 0.85em; font-weight: 600; }
 .badge.paused { background: #fff3e0; border: 1px solid #f0b46a; color: #8a4b00; }
+.badge.aside { background: #fdecea; border: 1px solid #e57373; color: #8a1c1c; }
 .spark { height: 46px; }
 .done-key { color: #2f7d32; font-weight: 600; }
 .failed-key { color: #c62828; font-weight: 600; }

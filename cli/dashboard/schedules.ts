@@ -45,7 +45,7 @@ export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[], now: 
     return html`<tr data-schedule="${info.name}" data-paused="${String(info.paused)}">
       <td data-field="name">${info.name}</td>
       <td data-field="when">${whenOf(definition)}</td>
-      <td data-field="next">${info.paused ? html`<span class="badge paused">paused</span>` : info.nextSlotMs === undefined ? html`<span class="note">none</span>` : time(info.nextSlotMs, now)}</td>
+      <td data-field="next">${info.paused ? html`<span class="badge paused">paused</span>` : info.aside !== undefined ? html`<span class="badge aside">set aside</span><div class="small" data-field="aside">${info.aside}</div>` : info.nextSlotMs === undefined ? html`<span class="note">none</span>` : time(info.nextSlotMs, now)}</td>
       <td data-field="last">${last}</td>
       <td class="num" data-field="counts"><span data-field="made">${info.made}</span> / <span data-field="passedOver">${info.passedOver}</span></td>
       <td data-field="task"><span data-field="type">${definition.type}</span>${definition.group === undefined ? "" : html`<div class="small">group <span data-field="group">${definition.group}</span></div>`}${

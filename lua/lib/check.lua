@@ -441,13 +441,16 @@ local function check_schedules(position, count, now, problems, repair)
     for _, name in ipairs(names) do
       fields[#fields + 1] = name .. ':v'
       fields[#fields + 1] = name .. ':c'
+      fields[#fields + 1] = name .. ':e'
     end
     local values = read_many('HMGET', K.schedules, fields)
     local scores = read_many('ZMSCORE', K.plan, names)
     for i, name in ipairs(names) do
-      local revision, cursor = values[2 * i - 1], values[2 * i]
+      local revision, cursor, aside = values[3 * i - 2], values[3 * i - 1], values[3 * i]
       if not revision or not cursor or not tonumber(cursor) then
         report(problems, 'schedule_record', name, 'its revision or cursor is missing or unreadable', false)
+      elseif aside then
+        report(problems, 'schedule_aside', name, 'the planner set it aside, no slot is made: ' .. aside, false)
       elseif not scores[i] then
         report(problems, 'schedule_unplanned', name, 'it is not in the plan set: no planner would look at it', repair)
         if repair then redis.call('ZADD', K.plan, now, name) end

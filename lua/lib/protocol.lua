@@ -197,7 +197,7 @@ end
 -- schedule: ARGV[1] now, ARGV[2] action, ARGV[3] name, ARGV[4] revision, ARGV[5] definition, ARGV[6] owner
 local function schedule_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, choice_arg('action', ARGV[2] or '', ',set,remove,retire,pause,resume,', false), name_arg('name', ARGV[3], SCHEDULE_NAME_MAX_BYTES), ARGV[4] or '', ARGV[5] or '', name_arg('owner', ARGV[6] or '', OWNER_MAX_BYTES, true)
+  return t1, t1_text, choice_arg('action', ARGV[2] or '', ',set,remove,retire,pause,resume,aside,', false), name_arg('name', ARGV[3], SCHEDULE_NAME_MAX_BYTES), ARGV[4] or '', ARGV[5] or '', name_arg('owner', ARGV[6] or '', OWNER_MAX_BYTES, true)
 end
 -- check: ARGV[1] now, ARGV[2] cursor, ARGV[3] count, ARGV[4] repair
 local function check_args()

@@ -400,6 +400,7 @@ export const OPERATIONS = {
         'lastState (that task\'s state letter, `""` when it is gone)',
         "made (slots made into tasks, in all)",
         "passedOver (slots missed, or skipped by overlap, in all)",
+        'aside (why the planner set it aside, or `""`)',
       ],
       note: "in the order of their next planning",
     },
@@ -407,10 +408,18 @@ export const OPERATIONS = {
   schedule: {
     args: [
       now,
-      { name: "action", kind: "choice", values: ["set", "remove", "retire", "pause", "resume"] },
+      { name: "action", kind: "choice", values: ["set", "remove", "retire", "pause", "resume", "aside"] },
       { name: "name", kind: "name", max: "SCHEDULE_NAME_MAX_BYTES" },
-      { name: "revision", kind: "text", note: "set: the definition's digest, 1-64 hex characters" },
-      { name: "definition", kind: "text", note: "set: the canonical JSON" },
+      {
+        name: "revision",
+        kind: "text",
+        note: "set: the definition's digest, 1-64 hex characters; aside: the one the planner read",
+      },
+      {
+        name: "definition",
+        kind: "text",
+        note: "set: the canonical JSON; aside: why (what the planner could not compute)",
+      },
       {
         name: "owner",
         kind: "name",
@@ -425,7 +434,7 @@ export const OPERATIONS = {
         "cursor",
         'owner (the deployment that declared it, or `""`)',
       ],
-      note: "a new schedule's cursor is now (or the one a removed schedule of the name left); a changed one keeps its cursor; `retire` (a cold start's, of a schedule its deployment no longer declares) removes it as `remove` does, only when the caller owns it, and a `set` by the same owner within a day takes it back at its cursor",
+      note: "a new schedule's cursor is now (or the one a removed schedule of the name left); a changed one keeps its cursor; `retire` (a cold start's, of a schedule its deployment no longer declares) removes it as `remove` does, only when the caller owns it, and a `set` by the same owner within a day takes it back at its cursor; `aside` (the planner's, of a schedule it cannot compute) keeps it unplanned with its reason until a `set` changes it, unless its revision is no longer the one read",
     },
   },
   check: {

@@ -4,7 +4,7 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createProducer } from "../../functions/producer.js";
 import { createReclaimer } from "../../functions/reclaimer.js";
@@ -12,7 +12,7 @@ import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
-import { adapters, redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const tcp = adapters[0];
 const silent = (serviceName: string) => new Logger({ serviceName, logLevel: "SILENT" });
@@ -210,5 +210,42 @@ describe("schedules through the functions", () => {
     await next(sqsEvent(sqsRecord({ leaseq: "wake" })), lambdaContext());
     expect(await queue.listSchedules()).toEqual([]);
     await next.close();
+  });
+
+  it("a stored schedule the planner cannot compute is set aside with why: every other schedule is planned and the run goes on", async () => {
+    const { queue, reclaimer } = setup();
+    const redis = rawClient();
+    onTestFinished(() => {
+      redis.disconnect();
+    });
+    const now = Date.now();
+    await queue.setSchedule("good", { every: 20_000, type: "sweep" }, { now });
+    await queue.setSchedule("cron", { cron: "0 * * * *", type: "sweep" }, { now });
+    await queue.setSchedule("json", { every: 20_000, type: "sweep" }, { now });
+    // Written by hand (or by another version): a cron croner refuses, a definition that is not JSON.
+    await redis.hset(queue.keys.schedules, "cron", JSON.stringify({ cron: "61 * * * *", type: "sweep" }));
+    await redis.hset(queue.keys.schedules, "json", "{oops");
+    await queue.enqueue([{ id: "waiting", type: "sweep" }], { now });
+    const summary = await reclaimer({}, lambdaContext());
+    expect(summary).toMatchObject({ schedulesSetAside: 2, planningFailed: false, ready: 1 });
+    expect(summary.slotsMade).toBeGreaterThanOrEqual(3);
+    const listed = Object.fromEntries((await queue.listSchedules()).map((info) => [info.name, info]));
+    expect(listed.good.aside).toBeUndefined();
+    expect(listed.cron.aside).toMatch(/cron "61 \* \* \* \*" is not valid/);
+    expect(listed.json.aside).toMatch(/its definition is not JSON: "\{oops"/);
+    expect(listed.cron.nextSlotMs).toBeUndefined();
+    // leaseq check names both; nothing to repair by itself.
+    const problems = await queue.checkAll({ now: Date.now() });
+    expect(
+      problems
+        .filter((problem) => problem.code === "schedule_aside")
+        .map((problem) => problem.subject)
+        .sort(),
+    ).toEqual(["cron", "json"]);
+    // The next run does not try them again (no log, no error); a corrected set plans it again.
+    expect((await reclaimer({}, lambdaContext())).schedulesSetAside).toBe(0);
+    await queue.setSchedule("cron", { cron: "*/20 * * * * *", type: "sweep" }, { now: Date.now() });
+    expect((await queue.listSchedules()).find((info) => info.name === "cron")?.aside).toBeUndefined();
+    expect((await reclaimer({}, lambdaContext())).slotsMade).toBeGreaterThanOrEqual(3);
   });
 });
