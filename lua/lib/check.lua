@@ -499,13 +499,18 @@ end
 
 -- The tick's slice of the check, repairing what it finds: one step of SWEEP_PAGE records of the whole
 -- check from where the last tick's stopped (config `sweep`), and one step of the groups alone (config
--- `lsweep`), so a group nothing would let run starts again within HLEN(groups) / SWEEP_PAGE runs,
--- and the records of groups whose slots were all acked since go.
+-- `lsweep`: their records, then the parked tasks, round and round), so a group nothing would let run
+-- starts again within (HLEN(groups) + ZCARD(grouped)) / SWEEP_PAGE runs, a group record lost while
+-- only parked tasks remain included, and the records of groups whose slots were all acked since go.
+local GROUPED_STEP = 'sets:' .. #CHECK_SETS .. ':0'
 local function sweep_step(config, now, count)
   for _, field in ipairs({ 'sweep', 'lsweep' }) do
     local cursor = config_get(config, field) or (field == 'lsweep' and 'lanes:0' or '')
     local problems, next_cursor = check_step(config, now, cursor, count, true)
-    if field == 'lsweep' and string.sub(next_cursor, 1, 6) ~= 'lanes:' then next_cursor = '' end
+    if field == 'lsweep' then
+      local phase = string.sub(next_cursor, 1, 5)
+      if phase ~= 'lanes' and phase ~= 'sets:' then next_cursor = GROUPED_STEP end
+    end
     if next_cursor ~= cursor then
       if next_cursor == '' then redis.call('HDEL', K.config, field)
       else redis.call('HSET', K.config, field, next_cursor) end

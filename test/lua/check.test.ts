@@ -214,6 +214,24 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     expect(await queue.checkAll({ now: NOW + 11 })).toEqual([]);
   });
 
+  it("an ordered group whose record became unreadable while only parked tasks remain: the tick's slice heals it", async () => {
+    const queue = await fresh({ typeGroups: { job: { ordered: true } } });
+    await queue.enqueue(
+      ["a1", "a2", "a3"].map((id) => ({ id, type: "job", group: "a" })),
+      { now: NOW },
+    );
+    const [a1] = await queue.claim({ count: 10, now: NOW });
+    await redis.hset(queue.keys.groups, "job|a", "garbage");
+    await queue.ack([a1], { now: NOW });
+    // Nothing ready, leased or scheduled: a2 and a3 are parked behind a record that cannot be read.
+    expect(await redis.zcard(queue.keys.ready)).toBe(0);
+    expect(await queue.claim({ count: 10, now: NOW + 1 })).toEqual([]);
+    for (let run = 0; run < 5; run++) await queue.tick({ now: NOW + 2 + run });
+    expect((await queue.claim({ count: 10, now: NOW + 10 })).map((task) => task.id)).toEqual(["a2"]);
+    expect(await queue.claim({ count: 10, now: NOW + 10 })).toEqual([]); // a3 behind it, in order
+    expect(await queue.checkAll({ now: NOW + 11 })).toEqual([]);
+  });
+
   it("more leases in a group than its concurrency (a policy tightened while they ran): reported", async () => {
     const queue = await fresh({ typeGroups: { job: { concurrency: 2 } } });
     await queue.enqueue(
