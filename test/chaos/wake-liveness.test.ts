@@ -164,16 +164,17 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
         if (me.state === "idle" || me.state === "running" || (step.kind === "handoff" && me.state !== "stopping")) {
           continue;
         }
+        if (step.kind === "cutOff" && me.long) {
+          // Its time ran out: the long task is stopped and retried at once (a retry due now), settled
+          // before the invocation's last hand-off, as the worker does (functions/worker.ts).
+          await queue.settle([{ ...me.long, outcome: "retry", retryAtMs: now, error: "cut off" }], { now });
+          me.long = undefined;
+        }
         const wakeAtMs = await queue.handOff({ now, cutOff: step.kind === "cutOff", woken: me.woken });
         if (wakeAtMs !== undefined) wakes.push({ at: wakeAtMs, forTypes: undefined });
         me.woken = false;
         // Its long task still runs: its free slot listens. Cut off, it holds no long task here.
         me.state = me.long && step.kind === "handoff" ? "running" : "idle";
-        if (step.kind === "cutOff" && me.long) {
-          // Its time ran out: the long task is stopped and retried at once (a retry due now).
-          await queue.settle([{ ...me.long, outcome: "retry", retryAtMs: now, error: "cut off" }], { now });
-          me.long = undefined;
-        }
       } else if (step.kind === "take" && me) {
         // A running worker's free slot takes a wake-up it may claim for; the others stay queued.
         if (me.state !== "running") continue;
