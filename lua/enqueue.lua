@@ -38,7 +38,7 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
--- Uses: K, apply, as_time, bad, config_int, declared_types, drop_field, enqueue_args, held_value, flow_runs
+-- Uses: K, apply, as_time, bad, config_int, decision_time, declared_types, drop_field, enqueue_args, held_value, flow_runs
 -- Uses: fair_turn, flow_args, fmt, fmt_once, group_arg, group_policy, guard, id_arg, lane_remove, parked_gone
 -- Uses: parse_body, parse_state, record_fields, singleton_waiting
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
@@ -92,8 +92,9 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
       if mode == 'd' then
         local first_id, until_ms
         if value then first_id, until_ms = held_value(value) end
-        if first_id and until_ms > now then
-          -- Within the window: the task enqueued first answers for it.
+        if first_id and until_ms > flows.decided then
+          -- Within the window (on the store's clock, bounded: decision_time): the task enqueued
+          -- first answers for it.
           outcome[i], other[i], answered = 5, first_id, answered + 1
           local same = seen[first_id]
           if same and same < i and not outcome[same] then known[i] = runs[same] > now and 'S' or 'R'
@@ -125,7 +126,7 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
         local held_id, first, until_ms
         if value then held_id, first, until_ms = held_value(value) end
         local start, window_end = now, now + spec.b
-        if held_id and until_ms and until_ms > now then
+        if held_id and until_ms and until_ms > flows.decided then
           if pending[held_id] then
             local earlier = pending[held_id]
             outcome[earlier], known[earlier], answered = 0, 'S', answered + 1
@@ -180,7 +181,8 @@ return guard('enqueue', function()
 
   -- Checked before anything is written; a message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
-  local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'active', 'strictTypes', 'paused', 'fair' }, {}
+  local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'active', 'strictTypes', 'paused', 'fair',
+    'skewMs', 'callerClock' }, {}
   local any_group = false
   for i = 1, n do
     local base = 4 + (i - 1) * 4
@@ -260,6 +262,8 @@ return guard('enqueue', function()
   local outcome, other, run_texts, replaced, values = {}, {}, {}, {}, {}
   if flows then
     for j = 3 * n + 1, 3 * n + flows.count do values[fields[j]] = existing[j] end
+    -- A dedupe or debounce window ends on the store's clock, bounded (a fast caller ends none early).
+    flows.decided = decision_time(config, now)
     fresh = fresh - flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced)
   end
 

@@ -17,15 +17,16 @@
 -- ARGV[4..] per schedule, 10 each: name, revision, from, to, next, priority, flags, body, slots,
 --   passedOver (shared/protocol/operations.ts): the slots are "<runAtMs> <id>" pairs, runAtMs being
 --   the slot plus its jitter
--- Reads config: v, nextDue, fair, wake, paused. Reads the schedules' `:v`, `:c`, `:p`, `:m` and the slots' ids.
+-- Reads config: v, nextDue, fair, wake, paused, skewMs and callerClock (passing over: decision_time). Reads the schedules' `:v`, `:c`, `:p`, `:m` and the slots' ids.
 -- Writes: per fresh slot the body, a SCHEDULED state (flag k for overlap skip) and the scheduled
 --   set; per schedule planned its `:c`, `:l`, `:m` and its score in `plan`; config nextDue, fair.
--- Returns: per schedule, the tasks made (0 or more), or -1 when stale (nothing written for it);
+-- Returns: per schedule, the tasks made (0 or more), or -1 when stale (nothing written for it), or
+--   -2 when it passes over slots and now is later than the store's clock plus skewMs (decision_time);
 --   then the time (ms) a wake-up must be sent for, "" when none (docs/wake-ups.md).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every item is checked, and every record read,
 --   before the first write.
--- Uses: K, apply, as_time, bad, fmt, guard, id_arg, int_arg, is_id, item_count, name_arg, new_state
+-- Uses: K, apply, as_time, bad, decision_time, fmt, guard, id_arg, int_arg, is_id, item_count, name_arg, new_state
 -- Uses: need_wake, new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many, start_fair
 -- Uses: time_arg, write_many, zadd
 
@@ -66,15 +67,20 @@ return guard('plan', function()
     for _, suffix in ipairs({ ':v', ':c', ':p', ':m' }) do fields[#fields + 1] = item.name .. suffix end
   end
 
-  local config = read_config_fields({ 'nextDue', 'fair', 'wake', 'active', 'paused' })
+  local config = read_config_fields({ 'nextDue', 'fair', 'wake', 'active', 'paused', 'skewMs', 'callerClock' })
+  -- Passing a slot over cannot be undone: it rests on the store's clock, not on the caller's alone.
+  -- A plan that passes over slots from a `now` later than the store's clock plus the skew is refused.
+  local clock_ahead = nil
   local stored = read_many('HMGET', K.schedules, fields)
   -- The slots of the schedules still current: which ids exist already.
   local current, task_fields = {}, {}
   for i, item in ipairs(items) do
     local revision, cursor, paused = stored[4 * i - 3], stored[4 * i - 2], stored[4 * i - 1]
     item.counts = stored[4 * i] or '0|0'
+    if item.passed > 0 and clock_ahead == nil then clock_ahead = decision_time(config, now) < now end
+    item.refused = item.passed > 0 and clock_ahead
     -- Two items of one schedule in a call: the second is stale (its cursor is the first's from).
-    if revision == item.revision and cursor == item.from and paused ~= '1' and not current[item.name] then
+    if revision == item.revision and cursor == item.from and paused ~= '1' and not current[item.name] and not item.refused then
       current[item.name] = item
       item.current = true
       for _, id in ipairs(item.ids) do
@@ -89,7 +95,9 @@ return guard('plan', function()
   local writes, result, schedule_fields, at = new_writes(), {}, {}, 0
   local earliest
   for _, item in ipairs(items) do
-    if not item.current then
+    if item.refused then
+      result[#result + 1] = -2
+    elseif not item.current then
       result[#result + 1] = -1
     else
       local made, last = 0, nil

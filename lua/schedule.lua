@@ -29,14 +29,15 @@
 -- ARGV[3] name         1-SCHEDULE_NAME_MAX_BYTES characters of A-Z a-z 0-9 _ . -
 -- ARGV[4] revision     set: 1-64 hex characters (the definition's digest); aside: the one read; else ""
 -- ARGV[5] definition   set: the definition's canonical JSON (checked by the library); aside: the
---                      reason (cut to 500 bytes); else ""
+--                      reason (cut to 500 bytes); resume: the slots between the cursor and now
+--                      (counted as passed over); else ""
 -- ARGV[6] owner        the deployment whose declaration sets it (a cold start), or "": a run-time caller
--- Reads config: v. Reads and writes the schedule's fields and its score in plan.
+-- Reads config: v, skewMs, callerClock (a start or a resume at now: decision_time). Reads and writes the schedule's fields and its score in plan.
 -- Returns: { status, cursor, owner }: 0 done, 1 unchanged, 3 unknown schedule, 4 declared (a
 --   run-time caller refused), 5 another deployment's (refused); owner the schedule's after the call
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, NOTHING_DUE, bad, fmt, guard, read_config_fields, schedule_args
+-- Uses: K, NOTHING_DUE, bad, decision_time, fmt, guard, read_config_fields, schedule_args
 
 -- Who a stored owner field names: "" a run-time schedule ("0" was written for one before owners
 -- were kept), "1" one declared before owners were kept (any deployment's declaration adopts it).
@@ -50,7 +51,7 @@ return guard('schedule', function()
   if action == 'set' and (not string.find(revision, '^%x+$') or #revision > 64 or definition == '') then
     bad('set needs the revision (1-64 hex characters) and the definition')
   end
-  read_config_fields({})
+  local config = read_config_fields({ 'skewMs', 'callerClock' })
   local stored = redis.call('HMGET', K.schedules, name, name .. ':v', name .. ':c', name .. ':p', name .. ':d',
     name .. ':x')
   local exists, cursor = stored[1] ~= false, tonumber(stored[3])
@@ -70,7 +71,10 @@ return guard('schedule', function()
     -- one its owner retired a moment ago, set again by that owner (a rolling deploy's two releases).
     local retired_at, retired_by = string.match(stored[6] or '', '^(%d+)|(.*)$')
     local taken_back = not exists and owner ~= '' and retired_by == owner and now - tonumber(retired_at) <= TYPE_RETIRE_MS
-    if not cursor or (not exists and not taken_back and cursor < now) then cursor = now end
+    -- Starting at now passes over nothing but must not start past the store's clock (decision_time):
+    -- a caller whose clock runs ahead would leave the slots between unmade and uncounted.
+    local start = decision_time(config, now)
+    if not cursor or (not exists and not taken_back and cursor < start) then cursor = start end
     cursor_text = fmt(cursor)
     redis.call('HSET', K.schedules, name, definition, name .. ':v', revision, name .. ':c', cursor_text,
       name .. ':d', owner == '' and '0' or owner)
@@ -110,7 +114,17 @@ return guard('schedule', function()
     return { 0, cursor_text, held_by }
   end
   if stored[4] ~= '1' then return { 1, cursor_text, held_by } end
-  if not cursor or cursor < now then cursor = now end
+  -- The slots of the pause are passed over, up to now on the store's clock (decision_time), and
+  -- counted: the caller says how many fall between the cursor and its now (`definition`).
+  local start = decision_time(config, now)
+  if not cursor or cursor < start then
+    cursor = start
+    local passed = tonumber(definition) or 0
+    if passed > 0 then
+      local made_count, passed_count = string.match(redis.call('HGET', K.schedules, name .. ':m') or '0|0', '^(%d+)|(%d+)$')
+      redis.call('HSET', K.schedules, name .. ':m', (made_count or '0') .. '|' .. fmt((tonumber(passed_count) or 0) + passed))
+    end
+  end
   cursor_text = fmt(cursor)
   redis.call('HDEL', K.schedules, name .. ':p')
   redis.call('HSET', K.schedules, name .. ':c', cursor_text)

@@ -7,18 +7,19 @@
 -- ARGV[2] all     1: every schedule (until ignored)
 -- ARGV[3] offset  0..1000000000, where the page starts
 -- ARGV[4] count   1..1000, the most schedules answered
--- Reads config: v. Reads per schedule its hash fields and its last slot's task state.
--- Returns: per schedule 12 values: name, definition, revision, cursor, next, paused, owner,
+-- Reads config: v, callerClock. Reads per schedule its hash fields and its last slot's task state.
+-- Returns: the store's clock (ms; "" when the queue trusts its callers' clocks: callerClock), then
+--   per schedule 12 values: name, definition, revision, cursor, next, paused, owner,
 --   lastId, lastState, made, passedOver, aside (why the planner set it aside, or "") (the
 --   planner's read, not all, answers the first five and defaults for the rest: it reads only what
 --   planning needs)
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
--- Uses: K, fmt, guard, read_config_fields, read_many, schedules_args
+-- Uses: K, fmt, guard, read_config_fields, read_many, schedules_args, store_time
 
 return guard('schedules', function()
   local until_ms, _, all, offset, count = schedules_args()
-  read_config_fields({})
+  local config = read_config_fields({ 'callerClock' })
   local page
   if all then
     page = redis.call('ZRANGE', K.plan, offset, offset + count - 1, 'WITHSCORES')
@@ -45,7 +46,8 @@ return guard('schedules', function()
     end
     lasts = read_many('HMGET', K.task, last_fields)
   end
-  local result = {}
+  -- The store's clock: a planner whose clock runs ahead plans at this time (decision_time).
+  local result = { config.callerClock == '1' and '' or fmt(store_time()) }
   for i, name in ipairs(names) do
     local at = width * (i - 1)
     local v = function(k) return values[at + k] or '' end

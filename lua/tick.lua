@@ -23,7 +23,7 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: K, NOTHING_DUE, config_int, fmt, guard, lanes_flush, need_wake, next_due_of, promote_due, queue_stats
--- Uses: read_config, reclaim_expired, scheduled_count, sweep_step, tick_args, trim_before
+-- Uses: decision_time, read_config, reclaim_expired, scheduled_count, sweep_step, tick_args, trim_before
 
 return guard('tick', function()
   local now, now_text, limit, horizon, call = tick_args()
@@ -43,8 +43,10 @@ return guard('tick', function()
   lanes_flush(now)
   local done_retention = config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
   local failed_retention = config_int(config, 'failedRetentionMs', DEFAULT_FAILED_RETENTION_MS)
-  local done_trimmed = counts.done > 0 and trim_before(K.done, now - done_retention, limit, config) or 0
-  local failed_trimmed = (counts.failed + reclaim_failed) > 0 and trim_before(K.failed, now - failed_retention, limit, config) or 0
+  -- Retention on the store's clock, bounded (decision_time): read only when there is something to trim.
+  local decided = (counts.done > 0 or counts.failed + reclaim_failed > 0) and decision_time(config, now) or now
+  local done_trimmed = counts.done > 0 and trim_before(K.done, decided - done_retention, limit, config) or 0
+  local failed_trimmed = (counts.failed + reclaim_failed) > 0 and trim_before(K.failed, decided - failed_retention, limit, config) or 0
 
   local result = { reclaimed, reclaim_failed, promoted, done_trimmed, failed_trimmed }
   -- A quarantined id left the set it was in: those counts are read again (ZCARD) when it happened.

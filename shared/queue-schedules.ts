@@ -3,7 +3,7 @@
 // slots are computed here with croner and made into tasks by lua/plan.lua, once each.
 import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError } from "./errors.js";
-import { readReply, replyRows } from "./protocol/index.js";
+import { readReply } from "./protocol/index.js";
 import { callId, optionalTime, QueueCore } from "./queue-core.js";
 import { buildBody } from "./records.js";
 import {
@@ -17,6 +17,7 @@ import {
   scheduleRevision,
   slotId,
   slotOf,
+  slotsBetween,
 } from "./schedules.js";
 import { STATE_BY_LETTER, type TaskState } from "./types.js";
 import { checkInteger, checkNow, serializePayload } from "./validate.js";
@@ -125,14 +126,30 @@ export class QueueSchedules extends QueueCore {
   }
 
   /** Resumes a paused schedule from `now`: the slots of the pause are passed over. */
-  resumeSchedule(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
-    return this.controlSchedule("resume", name, options);
+  async resumeSchedule(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
+    // The slots of the pause are passed over and counted in `passedOver`.
+    const paused = (await this.listSchedules()).find((info) => info.name === name && info.paused);
+    let passed = 0;
+    if (paused && paused.aside === undefined) {
+      try {
+        passed = slotsBetween(
+          paused.definition,
+          paused.cursorMs,
+          checkNow("resumeSchedule", options.now),
+          10_000,
+        ).length;
+      } catch {
+        passed = 0; // a definition the planner cannot compute: it is set aside at its next plan
+      }
+    }
+    return this.controlSchedule("resume", name, options, passed > 0 ? String(passed) : "");
   }
 
   private async controlSchedule(
     action: "remove" | "pause" | "resume",
     name: string,
     options: { now: number },
+    definition = "",
   ): Promise<"done" | "unchanged" | "unknown"> {
     const where = `${action}Schedule`;
     const now = checkNow(where, options.now);
@@ -142,7 +159,7 @@ export class QueueSchedules extends QueueCore {
       action,
       name,
       revision: "",
-      definition: "",
+      definition,
       owner: "",
     });
     const status = Number(readReply("schedule", reply).status);
@@ -221,13 +238,19 @@ export class QueueSchedules extends QueueCore {
   }
 
   private async readSchedules(options: { all: boolean; offset: number; count: number; until: number }) {
+    return (await this.readSchedulesAndClock(options)).schedules;
+  }
+
+  /** A page of schedules, and the store's clock (undefined when the queue trusts its callers' clocks). */
+  private async readSchedulesAndClock(options: { all: boolean; offset: number; count: number; until: number }) {
     const reply = await this.run("schedules", {
       until: String(options.until),
       all: options.all ? "1" : "0",
       offset: String(options.offset),
       count: String(options.count),
     });
-    return replyRows("schedules", reply).map((row) => ({
+    const { time, rows } = readReply("schedules", reply);
+    const schedules = rows.map((row) => ({
       name: String(row.name),
       definition: String(row.definition),
       revision: String(row.revision),
@@ -241,6 +264,7 @@ export class QueueSchedules extends QueueCore {
       passedOver: Number(row.passedOver),
       aside: String(row.aside ?? ""),
     }));
+    return { schedules, storeTime: optionalTime(time) };
   }
 
   /** Sets schedule `name` aside with why (the planner could not compute it at `revision`). */
@@ -289,8 +313,14 @@ export class QueueSchedules extends QueueCore {
     };
     const wakeHorizon = Math.min(options.wakeHorizonMs ?? horizon, WAKE.horizonMaxMs);
     let staleRounds = 0;
+    // The time the plan is made at: the caller's, but never past the store's own clock. Passing a
+    // slot over cannot be undone, so a planner whose clock runs ahead plans as if it were the store's
+    // time (plan.lua refuses a pass-over from a `now` beyond the store's clock and the skew).
+    let planNow = now;
     while (result.calls < maxCalls) {
-      const due = await this.readSchedules({ all: false, offset: 0, count: READ_PAGE, until });
+      const read = await this.readSchedulesAndClock({ all: false, offset: 0, count: READ_PAGE, until });
+      const due = read.schedules;
+      if (result.calls === 0 && read.storeTime !== undefined) planNow = Math.min(now, read.storeTime);
       result.calls++;
       if (due.length === 0) break;
       const before = { planned: result.planned, stale: result.stale };
@@ -301,7 +331,7 @@ export class QueueSchedules extends QueueCore {
         if (itemsInCall === 0) return;
         const reply = await this.run(
           "plan",
-          { now: String(now), horizonMs: String(wakeHorizon), callId: `tick-${callId()}` },
+          { now: String(planNow), horizonMs: String(wakeHorizon), callId: `tick-${callId()}` },
           items,
         );
         result.calls++;
@@ -330,9 +360,9 @@ export class QueueSchedules extends QueueCore {
           body: string;
         };
         try {
-          computed = computePlan(schedule, now, until, grace);
+          computed = computePlan(schedule, planNow, planNow + horizon, grace);
         } catch (error) {
-          await this.setAside(schedule.name, schedule.revision, now, error);
+          await this.setAside(schedule.name, schedule.revision, planNow, error);
           result.setAside++;
           continue;
         }

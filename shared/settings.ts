@@ -48,6 +48,13 @@ export interface QueueSettings {
   maxStalls?: number;
   /** Reclaim only leases expired by more than this. Default 2000. */
   clockSkewMs?: number;
+  /**
+   * Take the time decisions that cannot be undone (a lease expired, a finished task past its
+   * retention, a schedule's slot missed) on the callers' `now` as given, not bounded by the store's
+   * own clock plus `clockSkewMs`. For tests that drive time (leaseq/testing sets it); never in
+   * production, where a caller whose clock runs ahead would take live leases. Default false.
+   */
+  trustCallerClock?: boolean;
   /** Default 24 h. */
   doneRetentionMs?: number;
   /** Default 7 days. */
@@ -91,7 +98,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
       );
     }
   }
-  for (const flag of ["ordered", "strictTypes"] as const) {
+  for (const flag of ["ordered", "strictTypes", "trustCallerClock"] as const) {
     if (settings[flag] !== undefined && typeof settings[flag] !== "boolean") {
       throw new InvalidInputError(`${where}: ${flag} must be true or false`);
     }
@@ -102,6 +109,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     groups,
     typeGroups,
     strictTypes: settings.strictTypes ?? false,
+    trustCallerClock: settings.trustCallerClock ?? false,
     acceptTypes,
     defaultPolicy: checkPolicy(`${where} defaultPolicy`, settings.defaultPolicy ?? DEFAULTS),
     maxPayloadBytes: integer("maxPayloadBytes", DEFAULTS.maxPayloadBytes, 1, LIMITS.payloadMaxBytes),
@@ -128,6 +136,7 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
       : [["maxStalls", String(settings.maxStalls)] as [string, string]]),
     ["d", policy(settings.defaultPolicy)],
     ...(settings.strictTypes ? [["strictTypes", "1"] as [string, string]] : []),
+    ...(settings.trustCallerClock ? [["callerClock", "1"] as [string, string]] : []),
     ...Object.keys(settings.policies)
       .sort()
       .map((type): [string, string] => [`p:${type}`, policy(settings.policies[type])]),

@@ -111,7 +111,8 @@ export function createTestWorker<Declared extends Payloads = Payloads>(
   const ownsStore = options.store === undefined;
   const store =
     options.store ?? TcpStore.fromUrl(options.redisUrl ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
-  const queue = new Queue(store, { name, settings: queueSettings({}, tasks) });
+  // A test drives time (`drain({ now })`, `reclaim({ now })`): the queue takes its clock as given.
+  const queue = new Queue(store, { name, settings: { ...queueSettings({}, tasks), trustCallerClock: true } });
   const configured = queue.configure().then(() => undefined);
   // Reported by every call, which awaits it; never an unhandled rejection.
   configured.catch(() => {});

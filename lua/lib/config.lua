@@ -61,6 +61,22 @@ local function config_int(config, field, default)
   return n
 end
 
+-- The store's own clock (ms), from TIME.
+local function store_time()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The time a destructive decision is taken at (a lease expired, a finished task past its retention,
+-- a schedule's slot missed): the caller's `now`, but never later than the store's own clock plus the
+-- skew the queue allows, so a caller whose clock runs ahead takes nothing the store's clock says is
+-- still live. A queue that trusts its callers' clocks (config callerClock 1: tests and leaseq/testing
+-- drive time) takes `now` as it is. (docs/design.md, "Time decisions and their clocks")
+local function decision_time(config, now)
+  if config_get(config, 'callerClock') == '1' then return now end
+  return math.min(now, store_time() + config_int(config, 'skewMs', DEFAULT_SKEW_MS))
+end
+
 -- The task types the queue's config declares (its p:<type> policies and a:<type> accepted types),
 -- sorted, for an error message.
 local function declared_types()

@@ -217,7 +217,8 @@ local function call_arg(value)
   return name_arg('callId', value or '', 64, true)
 end
 
--- Returns up to `limit` leases that expired before now - skew: each a stall (counted in the task's
+-- Returns up to `limit` leases that expired before now - skew (now bounded by the store's clock:
+-- decision_time): each a stall (counted in the task's
 -- "<id>:t"). A lease its holder confirmed (flag r: an extend, so its handler had started) keeps its
 -- attempt; one never confirmed gives it back (its handler may never have run). The task goes to
 -- FAILED when a confirmed run was its last attempt ("lease expired after attempt n of m") or when it
@@ -226,7 +227,7 @@ end
 -- running nothing else). Atomic, so concurrent reclaimers each see only what the others left.
 -- Returns { id, letter, ... }. The caller runs lanes_flush().
 local function reclaim_expired(config, now, now_text, skew, limit)
-  local expired = redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(' .. fmt(now - skew), 'LIMIT', 0, limit)
+  local expired = redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(' .. fmt(decision_time(config, now) - skew), 'LIMIT', 0, limit)
   local result = {}
   if #expired == 0 then return result end
   local writes = new_writes()

@@ -375,7 +375,9 @@ export const OPERATIONS = {
     },
     reply: {
       per: "schedule",
-      fields: ["made (tasks made, or -1: stale, another planner or a change came first)"],
+      fields: [
+        "made (tasks made, or -1: stale, another planner or a change came first, or -2: it passes over slots and `now` is later than the store's clock plus the skew)",
+      ],
       tail: [WAKE_AT],
     },
   },
@@ -387,6 +389,9 @@ export const OPERATIONS = {
       { name: "count", kind: "int", min: 1, max: 1000 },
     ],
     reply: {
+      head: [
+        "time (the store's clock, ms, the planner plans at no later time; `\"\"` when the queue trusts its callers' clocks)",
+      ],
       per: "schedule",
       fields: [
         "name",

@@ -68,11 +68,13 @@ export type TestQueueOptions = Partial<QueueOptions> & QueueSettings;
 
 /**
  * A Queue whose settings are written into its config in Redis (what a worker's cold start does),
- * so the scripts follow them. Settings not given keep their defaults.
+ * so the scripts follow them. Settings not given keep their defaults, but for the clock: tests
+ * drive time (NOW is weeks ahead of the store's clock), so the queue trusts its callers' clocks
+ * unless a test says `trustCallerClock: false` (test/lua/clock.test.ts).
  */
 export async function configuredQueue(store: Store, options: TestQueueOptions & { name: string }): Promise<Queue> {
   const { name, keyPrefix, settings, ...flat } = options;
-  const queue = new Queue(store, { name, keyPrefix, settings: { ...settings, ...flat } });
+  const queue = new Queue(store, { name, keyPrefix, settings: { trustCallerClock: true, ...settings, ...flat } });
   await queue.configure();
   return queue;
 }

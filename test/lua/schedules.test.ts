@@ -185,6 +185,8 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     expect(await queue.resumeSchedule("p", { now: T0 + 3_600_000 })).toBe("done");
     expect(await queue.planSchedules({ now: T0 + 3_600_000, horizonMs: HORIZON })).toMatchObject({ made: 1 });
     expect(await slotTasks(queue, "p")).toEqual(["p@2026-12-02T11:01:00.000Z"]);
+    // The 60 slots of the pause (10:01 .. 11:00) were passed over, and are counted so.
+    expect((await queue.listSchedules())[0]).toMatchObject({ made: 1, passedOver: 60 });
   });
 
   it.each([

@@ -88,7 +88,7 @@ describe("script flags per store", () => {
     const store = new UpstashStore({ url: proxyUrl, token: endpoint.token });
     const queue = new Queue(store, {
       name: "flags",
-      settings: { policies: { job: { leaseMs: 10_000, maxAttempts: 2 } } },
+      settings: { policies: { job: { leaseMs: 10_000, maxAttempts: 2 } }, trustCallerClock: true },
     });
     try {
       // Every script once, each doing its work through the endpoint.

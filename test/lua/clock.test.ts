@@ -1,0 +1,96 @@
+// Time decisions that cannot be undone rest on the store's clock, not on one caller's alone
+// (docs/design.md, "Time decisions and their clocks"): a caller whose clock runs ahead reclaims no
+// live lease, trims no task inside its retention, and passes over no schedule slot the store's
+// clock has not seen pass. A queue told to trust its callers' clocks (tests, leaseq/testing) takes
+// theirs. Both stores, on the real clock (the store's TIME).
+import { describe, expect, it } from "vitest";
+import { adapters, queueFixture } from "../helpers/stores.js";
+
+const MINUTE = 60_000;
+/** How far ahead the fast caller's clock runs. */
+const AHEAD = 10 * MINUTE;
+
+describe.each(adapters)("time decisions over $name", (adapter) => {
+  const { fresh } = queueFixture(adapter, {
+    policies: { job: { leaseMs: 10_000, maxAttempts: 3 } },
+    trustCallerClock: false,
+    doneRetentionMs: MINUTE,
+  });
+
+  it("a caller whose clock runs ahead reclaims no live lease and trims no task inside its retention", async () => {
+    const queue = await fresh();
+    const now = Date.now();
+    await queue.enqueue(
+      ["live", "done"].map((id) => ({ id, type: "job" })),
+      { now },
+    );
+    const [live, done] = await queue.claim({ count: 2, now });
+    await queue.ack([done], { now });
+    // Ten minutes ahead: by its clock the lease ended long ago and the DONE task is past its retention.
+    expect((await queue.reclaim({ now: now + AHEAD })).reclaimed).toEqual([]);
+    expect((await queue.tick({ now: now + AHEAD })).reclaimed).toBe(0);
+    expect(await queue.trim({ now: now + AHEAD })).toEqual({ done: 0, failed: 0 });
+    expect(await queue.inspect("live")).toMatchObject({ state: "leased" });
+    expect(await queue.inspect("done")).toMatchObject({ state: "done" });
+    // Its holder still settles it: the lease was never taken.
+    expect((await queue.ack([live], { now }))[0]).toMatchObject({ status: "ok" });
+  });
+
+  it("a planner whose clock runs ahead passes over no slot the store's clock has not seen pass", async () => {
+    const queue = await fresh();
+    const now = Date.now();
+    await queue.setSchedule("minutely", { every: MINUTE, type: "job", catchUp: "none" }, { now });
+    const plan = await queue.planSchedules({ now: now + AHEAD, horizonMs: 70_000 });
+    // Planned at the store's time: the slots of the next 70 s made, none passed over.
+    expect(plan).toMatchObject({ passedOver: 0, stale: 0 });
+    expect(plan.made).toBeGreaterThanOrEqual(1);
+    const [info] = await queue.listSchedules();
+    expect(info.passedOver).toBe(0);
+    expect(info.cursorMs).toBeLessThanOrEqual(Date.now() + 70_000);
+    // The script refuses a pass-over from a `now` past the store's clock and the skew (-2), whatever
+    // the caller computed; nothing is written.
+    const internals = queue as unknown as {
+      run(name: "plan", fixed: Record<string, string>, items: string[]): Promise<unknown[]>;
+      readSchedules(options: object): Promise<Array<{ revision: string; cursor: string }>>;
+    };
+    const [read] = await internals.readSchedules({ all: true, offset: 0, count: 10, until: 0 });
+    const body = `1|${now}|job||null`;
+    const reply = await internals.run("plan", { now: String(now + AHEAD), horizonMs: "0", callId: "" }, [
+      "minutely",
+      read.revision,
+      read.cursor,
+      String(now + AHEAD),
+      String(now + AHEAD + MINUTE),
+      "0",
+      "",
+      body,
+      "",
+      "9",
+    ]);
+    expect(Number(reply[0])).toBe(-2);
+    expect((await queue.listSchedules())[0]).toMatchObject({ cursorMs: info.cursorMs, passedOver: 0 });
+  });
+
+  it("a caller whose clock runs ahead ends no dedupe window early: its task is still a duplicate", async () => {
+    const queue = await fresh();
+    const now = Date.now();
+    const dedupe = { key: "user-42", ttlMs: MINUTE };
+    expect(await queue.enqueue([{ id: "first", type: "job", dedupe }], { now })).toMatchObject([{ status: "ok" }]);
+    expect(await queue.enqueue([{ id: "second", type: "job", dedupe }], { now: now + AHEAD })).toMatchObject([
+      { status: "duplicate", existingId: "first" },
+    ]);
+  });
+
+  it("a queue that trusts its callers' clocks takes theirs", async () => {
+    const queue = await fresh({ trustCallerClock: true });
+    const now = Date.now();
+    await queue.enqueue([{ id: "a", type: "job" }], { now });
+    await queue.claim({ count: 1, now });
+    expect((await queue.reclaim({ now: now + AHEAD })).reclaimed).toEqual(["a"]);
+    const dedupe = { key: "k", ttlMs: MINUTE };
+    await queue.enqueue([{ id: "first", type: "job", dedupe }], { now });
+    expect(await queue.enqueue([{ id: "second", type: "job", dedupe }], { now: now + AHEAD })).toMatchObject([
+      { status: "ok" },
+    ]);
+  });
+});
