@@ -21,11 +21,15 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: K, fmt, guard, handoff_args, need_wake, new_work_flagged, next_due_of, read_config_fields
--- Uses: wake_answered, wake_stopped
+-- Uses: repeated_wake, wake_answered, wake_stopped
 
 return guard('handoff', function()
   local now, _, horizon, cut_off, call, woken = handoff_args()
   local config = read_config_fields({ 'wake', 'active', 'nextDue', 'ordered', 'hold', 'paused' })
+  -- A repeat of this call after a lost reply: the first run stopped the mark it read, so it is told
+  -- the wake-up that run arranged, not what the marks say now.
+  local repeated = call ~= '' and repeated_wake(config, now, call)
+  if repeated then return fmt(repeated) end
   -- Work made ready under the active mark may have come after this worker's last claim (need_wake).
   local new_work = new_work_flagged(config)
   -- This worker's mark (or that of one that stopped without handing off) covers nothing once it

@@ -27,7 +27,8 @@
 --   another storage format; nothing is written then: every item is checked, and every record read,
 --   before the first write.
 -- Uses: K, apply, as_time, bad, decision_time, fmt, guard, id_arg, int_arg, is_id, item_count, name_arg, new_state
--- Uses: need_wake, new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many, start_fair
+-- Uses: need_wake, new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many, repeated_wake
+-- Uses: start_fair
 -- Uses: time_arg, write_many, zadd
 
 local ITEM = 10
@@ -157,6 +158,8 @@ return guard('plan', function()
       wake_at = need_wake(config, now, earliest, horizon, call ~= '' and call or TICK_CALL)
     end
   end
+  -- A repeat of this call after a lost reply (its plans now stale) is told the wake-up it arranged.
+  if not wake_at and call ~= '' then wake_at = repeated_wake(config, now, call) end
   result[#result + 1] = wake_at and fmt(wake_at) or ''
   return result
 end)
