@@ -13,6 +13,8 @@ import type { TaskDeclaration } from "./tasks.js";
 export interface IngestResult {
   enqueued: number;
   duplicates: number;
+  /** Tasks their throttle key's period dropped (nothing written for them). */
+  throttled: number;
   /**
    * Records or tasks rejected as permanently invalid, and records held at their last receive, with
    * why (never a payload).
@@ -51,6 +53,7 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
   const result: IngestResult = {
     enqueued: 0,
     duplicates: 0,
+    throttled: 0,
     rejected: [],
     failures: [],
     wakeAtMs: undefined,
@@ -166,6 +169,7 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
         result.readyNow += valid.filter(({ task }) => readyAt(task, now) <= now).length;
         result.enqueued += results.filter((r) => r.status === "ok").length;
         result.duplicates += results.filter((r) => r.status === "duplicate").length;
+        result.throttled += results.filter((r) => r.status === "throttled").length;
       } catch (error) {
         // Checked above, so only a bound the script knows and TypeScript does not can land here.
         if (!(error instanceof InvalidInputError || error instanceof ScriptArgumentError)) throw error;

@@ -269,6 +269,18 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     expect(again.log).toMatchObject({ enqueued: 0, duplicates: 4, claimed: 0 });
   });
 
+  it("logs the tasks a throttle key's period dropped as throttled, beside enqueued and duplicates", async () => {
+    const { queue, run } = await setup();
+    const throttle = { key: "tenant-7", perMs: 60_000 };
+    const first = await run(
+      sqsRecord({ tasks: [{ id: "t1", type: "echo", throttle }] }, "throttle-1"),
+      sqsRecord({ tasks: [{ id: "t2", type: "echo", throttle }] }, "throttle-2"),
+      sqsRecord({ tasks: [{ id: "t1", type: "echo" }] }, "throttle-3"),
+    );
+    expect(first.log).toMatchObject({ enqueued: 1, duplicates: 1, throttled: 1 });
+    expect(await queue.inspect("t2")).toBeUndefined();
+  });
+
   it("reports a record in batchItemFailures when the dead-letter queue cannot take it, so it is never lost", async () => {
     const { run } = await setup({ LEASEQ_DLQ_URL: `${sqs.endpoint}/000000000000/no-such-queue` });
     const { result, log } = await run(sqsRecord({ task: [] }, "typo"));
