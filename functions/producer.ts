@@ -215,20 +215,36 @@ interface Body {
 
 /**
  * Bodies for a FIFO queue: never tasks of two groups in one message (SQS orders a message group,
- * and a message has one), each group's tasks in their send order. Tasks without a group share
- * messages, each message grouped by its first task's id: a message group of its own, so ungrouped
- * tasks never wait behind each other, nor behind a group.
+ * and a message has one), each group's tasks in their send order. A task without a group but with a
+ * flow key (dedupe, debounce, throttle, singleton) goes in the message group of its key, so the
+ * sends of one key are read in their order (a debounce's or a singleton's last payload stays the
+ * last). Other tasks without a group share messages, each message grouped by its first task's id: a
+ * message group of its own, so they never wait behind each other, nor behind a group.
  */
 export function fifoBodies(tasks: readonly TaskMessage[]): Body[] {
   const byGroup = new Map<string | undefined, TaskMessage[]>();
   for (const task of tasks) {
-    const same = byGroup.get(task.group);
+    const group = task.group ?? flowGroupOf(task);
+    const same = byGroup.get(group);
     if (same) same.push(task);
-    else byGroup.set(task.group, [task]);
+    else byGroup.set(group, [task]);
   }
   return [...byGroup].flatMap(([group, members]) =>
     splitIntoBodies(members).map((body) => ({ ...body, messageGroupId: group ?? body.ids[0] })),
   );
+}
+
+/**
+ * The message group of an ungrouped task's flow key: `flow:<mode>:<key>` (SQS allows 128 characters:
+ * a longer one is cut, with a digest of the whole); undefined without a flow key.
+ */
+function flowGroupOf(task: TaskMessage): string | undefined {
+  const mode = (["dedupe", "debounce", "throttle", "singleton"] as const).find((name) => task[name] !== undefined);
+  if (mode === undefined) return undefined;
+  const key = (task[mode] as { key: string }).key;
+  const group = `flow:${mode}:${key}`;
+  if (group.length <= 128) return group;
+  return `${group.slice(0, 111)}-${createHash("sha256").update(group).digest("hex").slice(0, 16)}`;
 }
 
 /**

@@ -228,6 +228,28 @@ describe("a producer for a FIFO queue", () => {
     expect(new Set(bodies.map((body) => body.messageGroupId))).toEqual(new Set(["g"]));
   });
 
+  it("puts ungrouped tasks of one flow key in one message group, in their send order; other ungrouped tasks each in a group of their own", () => {
+    const debounce = { key: "doc-9", delayMs: 1_000, maxWaitMs: 10_000 };
+    const bodies = fifoBodies([
+      { id: "d1", type: "report", debounce, payload: { v: 1 } },
+      { id: "x1", type: "report" },
+      { id: "s1", type: "report", singleton: { key: "nightly" } },
+      { id: "d2", type: "report", debounce, payload: { v: 2 } },
+      { id: "g1", type: "report", group: "alice", debounce },
+    ]);
+    const groupOf = new Map(bodies.flatMap((body) => body.ids.map((id) => [id, body.messageGroupId])));
+    expect(groupOf.get("d1")).toBe("flow:debounce:doc-9");
+    expect(groupOf.get("d2")).toBe("flow:debounce:doc-9");
+    expect(bodies.find((body) => body.ids.includes("d1"))?.ids).toEqual(["d1", "d2"]);
+    expect(groupOf.get("s1")).toBe("flow:singleton:nightly");
+    expect(groupOf.get("x1")).toBe("x1");
+    // A task with a group keeps its group's order.
+    expect(groupOf.get("g1")).toBe("alice");
+    const long = fifoBodies([{ id: "l", type: "report", dedupe: { key: "k".repeat(128), ttlMs: 1_000 } }]);
+    expect(long[0].messageGroupId).toMatch(/^flow:dedupe:k+-[0-9a-f]{16}$/);
+    expect(long[0].messageGroupId?.length).toBe(128);
+  });
+
   it("refuses wake-ups to a FIFO queue, naming wakeQueueUrl, before enqueuing anything", async () => {
     const { client: recorder, entries } = recordingClient();
     const queue = new Queue(store, { name: uniqueQueueName("producer-fifo") });
