@@ -15,7 +15,6 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/helpers/global-setup.ts"],
     setupFiles: ["test/helpers/cleanup.ts"],
     testTimeout: 30_000,
@@ -25,5 +24,12 @@ export default defineConfig({
     // test's time is waiting (on Redis, on a lease, on a child process), so more files than the
     // machine's cores run at once (LEASEQ_TEST_WORKERS to change it).
     maxWorkers: Number(process.env.LEASEQ_TEST_WORKERS ?? 4),
+    // Two tiers. `npm test` (fast): everything that needs only Node and a redis-server. `npm run
+    // test:system` (system): what needs more from the machine, Debian's chromium and luac5.1
+    // (`.ci/run` installs them; a missing one fails naming what to install).
+    projects: [
+      { extends: true, test: { name: "fast", include: ["test/**/*.test.ts"], exclude: ["test/system/**"] } },
+      { extends: true, test: { name: "system", include: ["test/system/**/*.test.ts"] } },
+    ],
   },
 });

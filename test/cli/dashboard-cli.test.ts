@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { PAYLOAD_SHOWN_BYTES } from "../../../cli/dashboard/pages.js";
-import { startDashboard } from "../../../cli/dashboard/server.js";
-import { adapters, openQueue, redisUrl, uniqueQueueName } from "../../helpers/stores.js";
+import { PAYLOAD_SHOWN_BYTES } from "../../cli/dashboard/pages.js";
+import { startDashboard } from "../../cli/dashboard/server.js";
+import { adapters, openQueue, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
-const root = fileURLToPath(new URL("../../..", import.meta.url));
+const root = fileURLToPath(new URL("../..", import.meta.url));
 
 /** Starts `leaseq dashboard ...args` from source; resolves once it printed its URL. */
 async function startCli(args: string[]) {
