@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -10,12 +11,12 @@ export interface CliRun {
 }
 
 /**
- * Runs the `leaseq` command from its source (`node --import tsx cli/bin.ts ...args`, what
- * `npm run cli` does; test/package runs the compiled one from the packed tarball) with exactly
- * `env` plus PATH, so no REDIS_URL or LEASEQ_QUEUE leaks in from the test process.
+ * Runs the `leaseq` command from its source, bundled once for the run (test/helpers/global-setup.ts;
+ * `npm run cli` runs the same source through tsx, test/package the compiled one from the packed
+ * tarball) with exactly `env` plus PATH, so no REDIS_URL or LEASEQ_QUEUE leaks in from the test process.
  */
 export function runCli(args: string[], env: Record<string, string>, input?: string): Promise<CliRun> {
-  return runNode(["--import", "tsx", "cli/bin.ts", ...args], { PATH: process.env.PATH ?? "", ...env }, input);
+  return runNode([inject("cliBundle"), ...args], { PATH: process.env.PATH ?? "", ...env }, input);
 }
 
 /** Runs `node ...argv` from the repository root with exactly `env`; collects its output and exit code. */

@@ -1,4 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
 import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
@@ -13,10 +16,14 @@ declare module "vitest" {
     upstashToken: string;
     /** Every queue name of this run starts with it (test/helpers/stores.ts uniqueQueueName). */
     runPrefix: string;
+    /** The `leaseq` command bundled from its source for this run (test/cli/cli-run.ts). */
+    cliBundle: string;
   }
 }
 
 const runPrefix = `t${randomBytes(3).toString("hex")}`;
+/** In the repository (so its packages resolve from node_modules), removed at teardown. */
+const cliBundle = fileURLToPath(new URL(`../../node_modules/.cache/leaseq-test/cli-${runPrefix}.mjs`, import.meta.url));
 let redisUrl = "";
 
 let started: StartedRedis | undefined;
@@ -40,6 +47,19 @@ export async function setup(project: TestProject): Promise<void> {
   endpoint = await startUpstashEndpoint({ redisUrl: url, poolSize: 16 });
   project.provide("upstashUrl", endpoint.url);
   project.provide("upstashToken", endpoint.token);
+  // The CLI tests run `leaseq` some 200 times: from one bundle of its source (esbuild, its packages
+  // left to node_modules), not through tsx's loader each time, which costs most of a CPU second.
+  await build({
+    entryPoints: [fileURLToPath(new URL("../../cli/bin.ts", import.meta.url))],
+    outfile: cliBundle,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    logLevel: "error",
+  });
+  project.provide("cliBundle", cliBundle);
 }
 
 export async function teardown(): Promise<void> {
@@ -57,4 +77,5 @@ export async function teardown(): Promise<void> {
   }
   await endpoint?.close();
   await started?.stop();
+  rmSync(cliBundle, { force: true });
 }
