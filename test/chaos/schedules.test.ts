@@ -5,7 +5,10 @@
 // them while every planner is away (its cursor behind now). The
 // clock is the test's, kept in Redis, so 200 and more slots pass in seconds. After it: the tasks
 // are exactly the slots each definition gives from the cursor at its change to the next change,
-// each once, and none was missed.
+// each once, and none was missed. Then two deployments sharing the queue, each declaring its own
+// schedules, their cold starts interleaved with planners whose clocks are up to the allowed skew
+// apart, and one redeploy removing a schedule: every slot of every live schedule made once, the
+// other deployment's never touched.
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
@@ -118,6 +121,105 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
     // Made once each: the schedule counted as many tasks made as there are, and passed over none.
     expect(info).toMatchObject({ made: expected.length, passedOver: 0 });
     expect(kills).toBeGreaterThanOrEqual(5);
+    await expectClean(queue, now);
+    redis.disconnect();
+    await store.close();
+  });
+});
+
+describe("two deployments sharing a queue, their cold starts interleaved", () => {
+  it("keeps each deployment's schedules: every slot of every live schedule made once, none passed over", async () => {
+    const seed = chaosSeed();
+    const rand = random(seed);
+    const name = uniqueQueueName("shared");
+    const store = TcpStore.fromUrl(redisUrl());
+    const redis = new Redis(redisUrl());
+    const queue: Queue = await configuredQueue(store, {
+      name,
+      policies: { a: { leaseMs: 10_000, maxAttempts: 1 }, b: { leaseMs: 10_000, maxAttempts: 1 } },
+    });
+    const clockKey = `leaseq:{${name}}:testclock`;
+    let now = T0;
+    await redis.set(clockKey, String(now));
+    const at = (cron: string, type: string): ScheduleDefinition => ({ cron, type, catchUp: { max: 100 } });
+    const declarations = {
+      a: { every1: at("* * * * * *", "a"), every2: at("*/2 * * * * *", "a") },
+      aWithout: { every1: at("* * * * * *", "a") },
+      b: { every3: at("*/3 * * * * *", "b"), every5: at("*/5 * * * * *", "b") },
+    };
+    await queue.syncDeclaredSchedules(declarations.a, { now, owner: "stack-a" });
+    await queue.syncDeclaredSchedules(declarations.b, { now, owner: "stack-b" });
+    const starts = Object.fromEntries((await queue.listSchedules()).map((info) => [info.name, info.cursorMs]));
+
+    let plans = 0;
+    const spawn = () => {
+      // Each planner's clock up to the allowed skew (2 s) from the parent's, either way.
+      const offset = Math.round((rand() * 2 - 1) * 2_000);
+      const child = fork(FIXTURE, [name, clockKey, String(offset)], {
+        env: { ...process.env, REDIS_URL: redisUrl() },
+        execArgv: ["--import", "tsx"],
+        stdio: ["ignore", "ignore", "inherit", "ipc"],
+      });
+      children.add(child);
+      child.on("message", () => plans++);
+      child.on("exit", () => children.delete(child));
+    };
+    for (let i = 0; i < 6; i++) spawn();
+    while (plans < 6) await sleep(50);
+
+    let aDeclaration: Record<string, ScheduleDefinition> = declarations.a;
+    let removedCursor: number | undefined;
+    const seconds = scale(60, 150);
+    for (let second = 0; second < seconds; second++) {
+      now += 1_000;
+      await redis.set(clockKey, String(now));
+      await sleep(15);
+      // Cold starts of either deployment at random moments, as their workers scale out.
+      if (rand() < 0.2) await queue.syncDeclaredSchedules(declarations.b, { now, owner: "stack-b" });
+      if (rand() < 0.2) await queue.syncDeclaredSchedules(aDeclaration, { now, owner: "stack-a" });
+      if (second === Math.floor(seconds / 2)) {
+        // stack-a redeploys without every2: its cold start retires it; stack-b's cold starts never touch it.
+        aDeclaration = declarations.aWithout;
+        expect((await queue.syncDeclaredSchedules(aDeclaration, { now, owner: "stack-a" })).removed).toEqual([
+          "every2",
+        ]);
+        removedCursor = Number(await redis.hget(queue.keys.schedules, "every2:c"));
+      }
+      if (rand() < 0.1) {
+        const victim = [...children][Math.floor(rand() * children.size)];
+        victim?.kill("SIGKILL");
+        spawn();
+      }
+    }
+    const settled = plans;
+    while (plans < settled + 12) await sleep(50);
+    await redis.set(clockKey, "stop");
+    while (children.size > 0) await sleep(50);
+
+    await loadCron();
+    const listed = Object.fromEntries((await queue.listSchedules()).map((info) => [info.name, info]));
+    expect(Object.keys(listed).sort()).toEqual(["every1", "every3", "every5"]);
+    expect(Number(await redis.hget(queue.keys.schedules, "every2:c"))).toBe(removedCursor);
+    const ids: string[] = [];
+    for (const state of ["scheduled", "ready"] as const) {
+      for (let offset = 0; ; offset += 1000) {
+        const page = await queue.list(state, { offset, limit: 1000 });
+        ids.push(...page.map((task) => task.id));
+        if (page.length < 1000) break;
+      }
+    }
+    const definitions = { ...declarations.a, ...declarations.b };
+    const expected: string[] = [];
+    for (const [schedule, definition] of Object.entries(definitions)) {
+      const end = schedule === "every2" ? (removedCursor ?? 0) : listed[schedule].cursorMs;
+      const slots = slotsBetween(definition, starts[schedule], end, 100_000).map((slot) => slotId(schedule, slot));
+      expected.push(...slots);
+      if (schedule !== "every2")
+        expect(listed[schedule], schedule).toMatchObject({ made: slots.length, passedOver: 0 });
+    }
+    report("schedules-shared", { seed, slots: expected.length, tasks: ids.length, plans });
+    expect(expected.length).toBeGreaterThanOrEqual(100);
+    expect(ids.sort()).toEqual(expected.sort());
     await expectClean(queue, now);
     redis.disconnect();
     await store.close();
