@@ -29,17 +29,37 @@ afterAll(() => {
   for (const child of children) child.kill("SIGKILL");
 });
 
+/** A queue running `types`, and the clock its planners read, kept in Redis and set to T0. */
+async function clockedQueue(prefix: string, types: string[]) {
+  const name = uniqueQueueName(prefix);
+  const store = TcpStore.fromUrl(redisUrl());
+  const redis = new Redis(redisUrl());
+  const policies = Object.fromEntries(types.map((type) => [type, { leaseMs: 10_000, maxAttempts: 1 }]));
+  const queue: Queue = await configuredQueue(store, { name, policies });
+  const clockKey = `leaseq:{${name}}:testclock`;
+  await redis.set(clockKey, String(T0));
+  return { name, store, redis, queue, clockKey };
+}
+
+/** The ids of the queue's SCHEDULED and READY tasks: the slots made. */
+async function slotTaskIds(queue: Queue): Promise<string[]> {
+  const ids: string[] = [];
+  for (const state of ["scheduled", "ready"] as const) {
+    for (let offset = 0; ; offset += 1000) {
+      const page = await queue.list(state, { offset, limit: 1000 });
+      ids.push(...page.map((task) => task.id));
+      if (page.length < 1000) break;
+    }
+  }
+  return ids;
+}
+
 describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
   it("makes exactly one task per slot, none missed, for 200 slots and more", async () => {
     const seed = chaosSeed();
     const rand = random(seed);
-    const name = uniqueQueueName("sched");
-    const store = TcpStore.fromUrl(redisUrl());
-    const redis = new Redis(redisUrl());
-    const queue: Queue = await configuredQueue(store, { name, policies: { job: { leaseMs: 10_000, maxAttempts: 1 } } });
-    const clockKey = `leaseq:{${name}}:testclock`;
+    const { name, store, redis, queue, clockKey } = await clockedQueue("sched", ["job"]);
     let now = T0;
-    await redis.set(clockKey, String(now));
     const definition = (cron: string): ScheduleDefinition => ({ cron, type: "job", catchUp: { max: 100 } });
     // The first deploy: the schedule is declared, its cursor is now.
     const cursors = [(await queue.setSchedule("s", definition(CRONS[0]), { now, owner: "deploy" })).cursorMs];
@@ -107,14 +127,7 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
         expected.push(slotId("s", slot));
       }
     }
-    const ids: string[] = [];
-    for (const state of ["scheduled", "ready"] as const) {
-      for (let offset = 0; ; offset += 1000) {
-        const page = await queue.list(state, { offset, limit: 1000 });
-        ids.push(...page.map((task) => task.id));
-        if (page.length < 1000) break;
-      }
-    }
+    const ids = await slotTaskIds(queue);
     report("schedules", { seed, planners: PLANNERS, spawned, kills, plans, slots: expected.length, tasks: ids.length });
     expect(expected.length).toBeGreaterThanOrEqual(200);
     expect(ids.sort()).toEqual(expected.sort());
@@ -131,16 +144,8 @@ describe("two deployments sharing a queue, their cold starts interleaved", () =>
   it("keeps each deployment's schedules: every slot of every live schedule made once, none passed over", async () => {
     const seed = chaosSeed();
     const rand = random(seed);
-    const name = uniqueQueueName("shared");
-    const store = TcpStore.fromUrl(redisUrl());
-    const redis = new Redis(redisUrl());
-    const queue: Queue = await configuredQueue(store, {
-      name,
-      policies: { a: { leaseMs: 10_000, maxAttempts: 1 }, b: { leaseMs: 10_000, maxAttempts: 1 } },
-    });
-    const clockKey = `leaseq:{${name}}:testclock`;
+    const { name, store, redis, queue, clockKey } = await clockedQueue("shared", ["a", "b"]);
     let now = T0;
-    await redis.set(clockKey, String(now));
     const at = (cron: string, type: string): ScheduleDefinition => ({ cron, type, catchUp: { max: 100 } });
     const declarations = {
       a: { every1: at("* * * * * *", "a"), every2: at("*/2 * * * * *", "a") },
@@ -200,14 +205,7 @@ describe("two deployments sharing a queue, their cold starts interleaved", () =>
     const listed = Object.fromEntries((await queue.listSchedules()).map((info) => [info.name, info]));
     expect(Object.keys(listed).sort()).toEqual(["every1", "every3", "every5"]);
     expect(Number(await redis.hget(queue.keys.schedules, "every2:c"))).toBe(removedCursor);
-    const ids: string[] = [];
-    for (const state of ["scheduled", "ready"] as const) {
-      for (let offset = 0; ; offset += 1000) {
-        const page = await queue.list(state, { offset, limit: 1000 });
-        ids.push(...page.map((task) => task.id));
-        if (page.length < 1000) break;
-      }
-    }
+    const ids = await slotTaskIds(queue);
     const definitions = { ...declarations.a, ...declarations.b };
     const expected: string[] = [];
     for (const [schedule, definition] of Object.entries(definitions)) {
