@@ -7,7 +7,7 @@
 import { startDashboard } from "../cli/dashboard/server.js";
 import { listQueues, Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
-import { launchBrowser } from "../test/system/dashboard/browser.js";
+import { launchBrowser } from "./browser.js";
 
 const url = new URL(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
 url.pathname = `/${process.env.SCREENSHOTS_DB ?? "15"}`;

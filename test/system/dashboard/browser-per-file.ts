@@ -2,7 +2,7 @@
 // script imports outside vitest).
 import type { Browser } from "puppeteer-core";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { launchBrowser } from "./browser.js";
+import { launchBrowser } from "../../../bin/browser.js";
 
 /**
  * For one test file: a Chromium for all its tests (`browser()`), and `running`, closers run after
