@@ -7,7 +7,8 @@
 // unreadable on purpose and repaired; each step at a caller clock up to a second off, and any of
 // them through a store that loses the reply and sends the call again. Workers run as an invocation
 // does: several tasks at once (claiming with `busy` while they run some, and a room per type),
-// heartbeats confirming the tasks whose handlers started, and crashes taking down whatever they ran.
+// heartbeats confirming the tasks whose handlers started, and crashes taking down whatever they ran;
+// two deployments share the queue, each worker claiming only its deployment's types.
 // After every step: the states agree with the model, the storage and group invariants hold,
 // `leaseq check` finds nothing, every claim obeyed the rules (concurrency, order, rates within their
 // windows, pauses, rooms, a task that stalled twice alone and only to a worker running nothing),
@@ -39,6 +40,12 @@ const RULES: Record<string, Rules> = {
   any: { concurrency: 0, ordered: false },
 };
 const TYPES = Object.keys(RULES);
+/**
+ * Two deployments share the queue, each running its own types and accepting the other's (docs/deploy.md
+ * "Deployments sharing a queue"): workers 0 and 1 are deployment a's, worker 2 deployment b's.
+ */
+const DEPLOYMENTS = { a: ["ord", "two", "any"], b: ["rt"] };
+const WORKER_TYPES = [DEPLOYMENTS.a, DEPLOYMENTS.a, DEPLOYMENTS.b];
 // Groups and ids with ":" and "@" (docs/design.md "Ids and names"): the group "@rt" is spelt as the
 // type rt's own record, which rates and pauses use.
 const GROUPS = ["", "g:1", "@rt", "g3@eu"];
@@ -154,9 +161,11 @@ function mayRun(
   at: number,
   running = false,
   room: Record<string, number> = {},
+  types: readonly string[] = TYPES,
 ): boolean {
   const task = world.tasks.get(id);
   if (task?.state !== "R" || task.unreadable) return false;
+  if (!types.includes(task.type)) return false;
   if (world.paused || world.pausedTypes.has(task.type)) return false;
   if (task.solo && running) return false;
   if (room[task.type] !== undefined && takenType >= room[task.type]) return false;
@@ -356,7 +365,8 @@ class Claim extends Step {
     const busy = world.held.some((lease) => lease.worker === this.worker);
     const room: Record<string, number> = this.room === undefined ? {} : { any: this.room };
     if (!world.paused) promote(world, at); // a paused queue's claim returns before it looks at anything
-    const outcome = await this.queue(real).claimOrNextDue({ count: this.count, now: at, busy, room });
+    const types = WORKER_TYPES[this.worker];
+    const outcome = await this.queue(real).claimOrNextDue({ count: this.count, now: at, busy, room, types });
     const got: ClaimedTask[] = outcome.tasks;
     await noteQuarantined(world, real);
     // A group whose head this claim quarantined may go on with its next task in the same claim.
@@ -370,8 +380,8 @@ class Claim extends Step {
       if (!task) return;
       const lane = laneOf(task);
       expect(
-        mayRun(world, claimed.id, takenLane.get(lane) ?? 0, takenType.get(task.type) ?? 0, at, busy, room),
-        `claimed ${claimed.id} against the rules (group ${lane}, type ${task.type}${busy ? ", busy" : ""})`,
+        mayRun(world, claimed.id, takenLane.get(lane) ?? 0, takenType.get(task.type) ?? 0, at, busy, room, types),
+        `claimed ${claimed.id} against the rules (group ${lane}, type ${task.type}, worker ${this.worker}${busy ? ", busy" : ""})`,
       ).toBe(true);
       if (task.solo) expect(got.length, `${claimed.id} stalled twice: alone`).toBe(1);
       expect(index === 0 || !task.solo).toBe(true);
@@ -398,7 +408,7 @@ class Claim extends Step {
       // A group with a task made unreadable may wait for the claim that quarantines it: not counted.
       const runnable = [...world.tasks.keys()].filter((id) => {
         const task = world.tasks.get(id);
-        return task && !world.tainted.has(laneOf(task)) && mayRun(world, id, 0, 0, at, busy, room);
+        return task && !world.tainted.has(laneOf(task)) && mayRun(world, id, 0, 0, at, busy, room, types);
       });
       expect(runnable, "a claim returned nothing while these tasks could run").toEqual([]);
     }
@@ -883,16 +893,24 @@ describe.each(adapters)("groups, rates and controls, model-based over $name", (a
       const { seed, sequences } = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
         const policy = { leaseMs: LEASE_MS, maxAttempts: MAX_ATTEMPTS };
         const store = await open();
+        // Each deployment's cold start writes its own types' policies and accepts the other's.
+        const typeGroups = {
+          ord: { ordered: true },
+          two: { concurrency: 2 },
+          rt: { rate: { max: 2, perMs: 1_000 }, typeRate: { max: 3, perMs: 1_000 } },
+        } as const;
+        const declaration = (runs: string[], accepts: string[]) => ({
+          policies: Object.fromEntries(runs.map((type) => [type, policy])),
+          typeGroups: Object.fromEntries(Object.entries(typeGroups).filter(([type]) => runs.includes(type))),
+          acceptTypes: accepts,
+          clockSkewMs: 0,
+          trustCallerClock: true,
+        });
         const queue = await configuredQueue(store, {
           name: uniqueQueueName(),
-          policies: Object.fromEntries(TYPES.map((type) => [type, policy])),
-          typeGroups: {
-            ord: { ordered: true },
-            two: { concurrency: 2 },
-            rt: { rate: { max: 2, perMs: 1_000 }, typeRate: { max: 3, perMs: 1_000 } },
-          },
-          clockSkewMs: 0,
+          ...declaration(DEPLOYMENTS.a, DEPLOYMENTS.b),
         });
+        await new Queue(store, { name: queue.name, settings: declaration(DEPLOYMENTS.b, DEPLOYMENTS.a) }).configure();
         const lossy = new Queue(lossyStore(store), { name: queue.name });
         const world: World = {
           now: START,
