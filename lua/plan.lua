@@ -17,16 +17,19 @@
 -- ARGV[4..] per schedule, 10 each: name, revision, from, to, next, priority, flags, body, slots,
 --   passedOver (shared/protocol/operations.ts): the slots are "<runAtMs> <id>" pairs, runAtMs being
 --   the slot plus its jitter
--- Reads config: v, nextDue, fair, wake, paused, skewMs and callerClock (passing over: decision_time). Reads the schedules' `:v`, `:c`, `:p`, `:m` and the slots' ids.
+-- Reads config: v, nextDue, fair, wake, paused, skewMs and callerClock (passing over: decision_time),
+--   strictTypes, p:<type> and a:<type>, maxPayloadBytes (admission). Reads the schedules' `:v`, `:c`, `:p`, `:m` and the slots' ids.
 -- Writes: per fresh slot the body, a SCHEDULED state (flag k for overlap skip) and the scheduled
 --   set; per schedule planned its `:c`, `:l`, `:m` and its score in `plan`; config nextDue, fair.
 -- Returns: per schedule, the tasks made (0 or more), or -1 when stale (nothing written for it), or
---   -2 when it passes over slots and now is later than the store's clock plus skewMs (decision_time);
+--   -2 when it passes over slots and now is later than the store's clock plus skewMs (decision_time),
+--   -3 when its type is not declared for the queue (strictTypes), -4 when its payload is over the
+--   queue's maxPayloadBytes: its tasks would not be admitted, nothing is written for it;
 --   then the time (ms) a wake-up must be sent for, "" when none (docs/wake-ups.md).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every item is checked, and every record read,
 --   before the first write.
--- Uses: K, apply, as_time, bad, decision_time, fmt, guard, id_arg, int_arg, is_id, item_count, name_arg, new_state
+-- Uses: K, apply, as_time, bad, config_int, decision_time, fmt, guard, id_arg, int_arg, is_id, item_count, name_arg, new_state
 -- Uses: need_wake, new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many, repeated_wake
 -- Uses: start_fair
 -- Uses: time_arg, write_many, zadd
@@ -54,9 +57,9 @@ return guard('plan', function()
     }
     time_arg('schedule ' .. i .. ' from', item.from)
     if item.flags ~= '' and item.flags ~= 'k' then bad('schedule ' .. i .. ' flags must be "k" or ""') end
-    local _, task_type, group = string.match(item.body, BODY_PATTERN)
+    local _, task_type, group, payload_at = string.match(item.body, BODY_PATTERN)
     if not task_type then bad('schedule ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"') end
-    item.type, item.group = task_type, group
+    item.type, item.group, item.payload_at = task_type, group, payload_at
     local slots = ARGV[base + 8]
     for run_at, id in string.gmatch(slots, '(%d+) (%S+)') do
       if not as_time(run_at) then time_arg('schedule ' .. i .. ' slot runAtMs', run_at) end
@@ -68,7 +71,17 @@ return guard('plan', function()
     for _, suffix in ipairs({ ':v', ':c', ':p', ':m' }) do fields[#fields + 1] = item.name .. suffix end
   end
 
-  local config = read_config_fields({ 'nextDue', 'fair', 'wake', 'active', 'paused', 'skewMs', 'callerClock' })
+  local config_names = { 'nextDue', 'fair', 'wake', 'active', 'paused', 'skewMs', 'callerClock', 'strictTypes',
+    'maxPayloadBytes' }
+  for _, item in ipairs(items) do
+    config_names[#config_names + 1] = 'p:' .. item.type
+    config_names[#config_names + 1] = 'a:' .. item.type
+  end
+  local config = read_config_fields(config_names)
+  -- A slot's task is admitted as an enqueue admits one: a type the queue declares (strictTypes), a
+  -- payload within the queue's cap. A schedule whose tasks would not be is refused (-3, -4): the
+  -- planner sets it aside with why, and no task of it is made.
+  local max_payload = config_int(config, 'maxPayloadBytes', 262144)
   -- Passing a slot over cannot be undone: it rests on the store's clock, not on the caller's alone.
   -- A plan that passes over slots from a `now` later than the store's clock plus the skew is refused.
   local clock_ahead = nil
@@ -80,8 +93,14 @@ return guard('plan', function()
     item.counts = stored[4 * i] or '0|0'
     if item.passed > 0 and clock_ahead == nil then clock_ahead = decision_time(config, now) < now end
     item.refused = item.passed > 0 and clock_ahead
+    if config.strictTypes == '1' and not config['p:' .. item.type] and not config['a:' .. item.type] then
+      item.inadmissible = -3
+    elseif #item.body - item.payload_at + 1 > max_payload then
+      item.inadmissible = -4
+    end
     -- Two items of one schedule in a call: the second is stale (its cursor is the first's from).
-    if revision == item.revision and cursor == item.from and paused ~= '1' and not current[item.name] and not item.refused then
+    if revision == item.revision and cursor == item.from and paused ~= '1' and not current[item.name] and not item.refused and
+      not item.inadmissible then
       current[item.name] = item
       item.current = true
       for _, id in ipairs(item.ids) do
@@ -96,7 +115,9 @@ return guard('plan', function()
   local writes, result, schedule_fields, at = new_writes(), {}, {}, 0
   local earliest
   for _, item in ipairs(items) do
-    if item.refused then
+    if item.inadmissible then
+      result[#result + 1] = item.inadmissible
+    elseif item.refused then
       result[#result + 1] = -2
     elseif not item.current then
       result[#result + 1] = -1

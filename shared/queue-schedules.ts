@@ -325,6 +325,7 @@ export class QueueSchedules extends QueueCore {
       if (due.length === 0) break;
       const before = { planned: result.planned, stale: result.stale };
       let items: string[] = [];
+      let sentItems: SentItem[] = [];
       let slotsInCall = 0;
       let itemsInCall = 0;
       const send = async () => {
@@ -338,15 +339,22 @@ export class QueueSchedules extends QueueCore {
         const { rows, wakeAt } = readReply("plan", reply);
         const wake = optionalTime(wakeAt);
         if (wake !== undefined && (result.wakeAtMs === undefined || wake < result.wakeAtMs)) result.wakeAtMs = wake;
-        for (const row of rows) {
+        for (const [i, row] of rows.entries()) {
           const made = Number(row.made);
-          if (made < 0) result.stale++;
+          const sent = sentItems[i];
+          if (made === -3 || made === -4) {
+            // Its tasks would not be admitted (the queue's types, its payload cap): set aside with why.
+            await this.setAside(sent.name, sent.revision, planNow, inadmissible(made, sent));
+            result.setAside++;
+          } else if (made < 0) result.stale++;
           else {
             result.planned++;
             result.made += made;
+            result.passedOver += sent.passedOver;
           }
         }
         items = [];
+        sentItems = [];
         slotsInCall = 0;
         itemsInCall = 0;
       };
@@ -380,9 +388,15 @@ export class QueueSchedules extends QueueCore {
           slots.join(" "),
           String(plan.passedOver),
         );
+        sentItems.push({
+          name: schedule.name,
+          revision: schedule.revision,
+          type: definition.type,
+          payloadBytes: Buffer.byteLength(body) - Buffer.byteLength(bodyPrefix(body)),
+          passedOver: plan.passedOver,
+        });
         slotsInCall += slots.length;
         itemsInCall++;
-        result.passedOver += plan.passedOver;
       }
       await send();
       // Nothing planned: done, unless plans went stale (another planner moved on, or a definition
@@ -500,4 +514,25 @@ function computePlan(
     serializePayload("schedule", definition.payload, DEFAULTS.maxPayloadBytes),
   );
   return { definition, plan, slots, body };
+}
+
+/** What the planner sent for one schedule, to read its row of the reply. */
+interface SentItem {
+  name: string;
+  revision: string;
+  type: string;
+  payloadBytes: number;
+  passedOver: number;
+}
+
+/** Why a schedule's tasks would not be admitted: plan answered -3 (its type) or -4 (its payload). */
+function inadmissible(made: number, item: SentItem): string {
+  return made === -3
+    ? `its type "${item.type}" is not declared for this queue (the worker's declaration, strictTypes): no task of it would be admitted; set it to a declared type, or declare the type`
+    : `its payload is ${item.payloadBytes} bytes, over the queue's maxPayloadBytes: no task of it would be admitted`;
+}
+
+/** A task body's text before its payload: "1|<enqueuedAtMs>|<type>|<group>|". */
+function bodyPrefix(body: string): string {
+  return `${body.split("|", 4).join("|")}|`;
 }

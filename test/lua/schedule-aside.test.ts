@@ -57,4 +57,23 @@ describe.each(adapters)("schedules set aside, over $name", (adapter) => {
     );
     expect((await queue.listSchedules())[0].aside).toBeUndefined();
   });
+
+  it("admits a slot's task as an enqueue would: a type the strict queue does not declare, a payload over its cap, set aside with why", async () => {
+    const queue = await fresh({ strictTypes: true, maxPayloadBytes: 100 });
+    await queue.setSchedule("typo", { every: 20_000, type: "jbo" }, { now: T0 });
+    await queue.setSchedule("big", { every: 20_000, type: "job", payload: "x".repeat(200) }, { now: T0 });
+    await queue.setSchedule("fine", { every: 20_000, type: "job" }, { now: T0 });
+    // The same tasks through enqueue are refused.
+    await expect(queue.enqueue([{ id: "e1", type: "jbo" }], { now: T0 })).rejects.toThrow(/not declared/);
+    await expect(queue.enqueue([{ id: "e2", type: "job", payload: "x".repeat(200) }], { now: T0 })).rejects.toThrow(
+      /payload is \d+ bytes as JSON; the cap is \d+ bytes/,
+    );
+    const plan = await queue.planSchedules({ now: T0, horizonMs: HORIZON });
+    expect(plan).toMatchObject({ setAside: 2, planned: 1, made: 3 });
+    const listed = Object.fromEntries((await queue.listSchedules()).map((info) => [info.name, info]));
+    expect(listed.typo.aside).toMatch(/its type "jbo" is not declared for this queue/);
+    expect(listed.big.aside).toMatch(/its payload is 202 bytes, over the queue's maxPayloadBytes/);
+    expect(listed.fine.aside).toBeUndefined();
+    expect((await queue.list("scheduled", { limit: 100 })).every((task) => task.id.startsWith("fine@"))).toBe(true);
+  });
 });
