@@ -7,7 +7,7 @@ import { TcpStore } from "../shared/stores/tcp.js";
 import { LOAD_BATCH } from "./contender.js";
 import { leaseqContender } from "./leaseq.js";
 import { type BenchRedis, flush } from "./redis.js";
-import { HEADLINE_BATCH } from "./report.js";
+import { HEADLINE_BATCH } from "./settings.js";
 import { type Spread, spread } from "./stats.js";
 import { num, table, withSpread } from "./table.js";
 import { runThroughput, type ThroughputResult } from "./throughput.js";

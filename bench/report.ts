@@ -5,13 +5,12 @@ import type { IdleResult } from "./idle.js";
 import type { LatencyResult, Percentiles } from "./latency.js";
 import type { MachineInfo } from "./machine.js";
 import type { BenchSettings } from "./settings.js";
+import { HEADLINE_BATCH, LARGE_PAYLOAD_BYTES } from "./settings.js";
 import { round, type Spread, spread } from "./stats.js";
 import { bytes, num, table, withSpread } from "./table.js";
 import type { ThroughputResult } from "./throughput.js";
 
-export const HEADLINE_BATCH = 20;
-/** The payload of the payload-size row: 64 KiB of JSON. */
-export const LARGE_PAYLOAD_BYTES = 64 * 1024;
+export { HEADLINE_BATCH, LARGE_PAYLOAD_BYTES } from "./settings.js";
 
 export interface Measurements {
   settings: BenchSettings;

@@ -1,3 +1,8 @@
+/** The claim batch of the headline rows (and of the groups run). */
+export const HEADLINE_BATCH = 20;
+/** The payload of the payload-size row: 64 KiB of JSON. */
+export const LARGE_PAYLOAD_BYTES = 64 * 1024;
+
 /** What one run measures and how hard; `--quick` trades rounds and samples for time. */
 export interface BenchSettings {
   quick: boolean;

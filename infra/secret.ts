@@ -2,10 +2,14 @@ import { RemovalPolicy, SecretValue, Token } from "aws-cdk-lib";
 import { type ISecret, Secret } from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { LEASE_QUEUE_DEFAULTS, type LeaseQueueProps } from "./props.js";
-import type { LeaseQueueSettings } from "./settings.js";
 
 /** The secret-related settings: which secret the functions read, and what becomes of a created one. */
-export type SecretSettings = Pick<LeaseQueueSettings, "upstashSecretArn" | "secret" | "secretRemovalPolicy">;
+export interface SecretSettings {
+  upstashSecretArn: string | undefined;
+  /** A secret given by the user; with neither it nor upstashSecretArn the construct creates one. */
+  secret: ISecret | undefined;
+  secretRemovalPolicy: RemovalPolicy;
+}
 
 const SECRET_ARN_PATTERN =
   /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
@@ -68,7 +72,7 @@ export function createsSecret(settings: SecretSettings): boolean {
  * `secretRemovalPolicy` says (RETAIN by default: it holds a token the user put there, and other
  * queues may read it).
  */
-export function upstashSecret(scope: Construct, settings: LeaseQueueSettings): ISecret {
+export function upstashSecret(scope: Construct, settings: SecretSettings & { queueName: string }): ISecret {
   if (settings.secret !== undefined) return settings.secret;
   if (settings.upstashSecretArn !== undefined) {
     return Secret.fromSecretCompleteArn(scope, "UpstashSecret", settings.upstashSecretArn);

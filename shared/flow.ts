@@ -2,39 +2,10 @@
 // it reaches enqueue.lua (a flow entry after the tasks; the key's state is a field of the task hash).
 import { ID_CHARACTERS, ID_PATTERN, LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
+import type { DebounceOptions, DedupeOptions, SingletonOptions, ThrottleOptions } from "./types.js";
 import { shown } from "./validate.js";
 
-/** Within `ttlMs` of the first enqueue with this key, another enqueues nothing and answers `duplicate`. */
-export interface DedupeOptions {
-  key: string;
-  ttlMs: number;
-}
-
-/**
- * One task runs `delayMs` after the last enqueue with this key, with the last payload, and no later
- * than `maxWaitMs` after the first enqueue of the window.
- */
-export interface DebounceOptions {
-  key: string;
-  delayMs: number;
-  maxWaitMs: number;
-}
-
-/** At most one task per key per `perMs`; the others are dropped (`throttled`) or deferred to the next free period. */
-export interface ThrottleOptions {
-  key: string;
-  perMs: number;
-  /** `drop` (default): answered `throttled`, nothing enqueued; `defer`: runs at the next free period. */
-  onLimit?: "drop" | "defer";
-}
-
-/**
- * At most one task per key waiting and one running: a new one replaces the one waiting (never
- * claimed), and waits while one runs. Its task runs in a lane of its own (it takes no `group`).
- */
-export interface SingletonOptions {
-  key: string;
-}
+export type { DebounceOptions, DedupeOptions, SingletonOptions, ThrottleOptions } from "./types.js";
 
 /** The flow-control fields of a task (at most one of them per task). */
 export interface FlowControl {

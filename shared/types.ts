@@ -1,5 +1,4 @@
 import type { ItemStatus } from "./errors.js";
-import type { DebounceOptions, DedupeOptions, SingletonOptions, ThrottleOptions } from "./flow.js";
 
 /** `corrupt`: its record could not be read, so it was set aside (see Queue.repair, Queue.delete). */
 export type TaskState = "ready" | "scheduled" | "leased" | "done" | "failed" | "corrupt";
@@ -311,4 +310,38 @@ export interface ListedTask {
   lastError: string;
   /** Its group, undefined when it has none. */
   group: string | undefined;
+}
+
+// The flow-control options a task may carry (docs/flow-control.md; shared/flow.ts checks them).
+
+/** Within `ttlMs` of the first enqueue with this key, another enqueues nothing and answers `duplicate`. */
+export interface DedupeOptions {
+  key: string;
+  ttlMs: number;
+}
+
+/**
+ * One task runs `delayMs` after the last enqueue with this key, with the last payload, and no later
+ * than `maxWaitMs` after the first enqueue of the window.
+ */
+export interface DebounceOptions {
+  key: string;
+  delayMs: number;
+  maxWaitMs: number;
+}
+
+/** At most one task per key per `perMs`; the others are dropped (`throttled`) or deferred to the next free period. */
+export interface ThrottleOptions {
+  key: string;
+  perMs: number;
+  /** `drop` (default): answered `throttled`, nothing enqueued; `defer`: runs at the next free period. */
+  onLimit?: "drop" | "defer";
+}
+
+/**
+ * At most one task per key waiting and one running: a new one replaces the one waiting (never
+ * claimed), and waits while one runs. Its task runs in a lane of its own (it takes no `group`).
+ */
+export interface SingletonOptions {
+  key: string;
 }

@@ -73,3 +73,33 @@ describe("the rooms", () => {
     expect(outside).toEqual([]);
   });
 });
+
+describe("the imports", () => {
+  it("form no circle, type imports included: every module can be read before the ones that import it", () => {
+    const roots = ["shared", "functions", "infra", "testing", "cli", "dev", "bin", "examples", "bench", "test"];
+    const graph = new Map<string, string[]>();
+    for (const file of roots.flatMap((dir) => files(dir))) {
+      graph.set(
+        file,
+        imports(file).map((target) => target.replace(/\.js$/, ".ts")),
+      );
+    }
+    const circles: string[] = [];
+    const state = new Map<string, "open" | "done">();
+    const stack: string[] = [];
+    const visit = (file: string) => {
+      state.set(file, "open");
+      stack.push(file);
+      for (const target of graph.get(file) ?? []) {
+        if (!graph.has(target)) continue;
+        if (state.get(target) === "open") circles.push([...stack.slice(stack.indexOf(target)), target].join(" → "));
+        else if (!state.has(target)) visit(target);
+      }
+      stack.pop();
+      state.set(file, "done");
+    };
+    for (const file of graph.keys()) if (!state.has(file)) visit(file);
+    expect(graph.size).toBeGreaterThan(300);
+    expect(circles).toEqual([]);
+  });
+});

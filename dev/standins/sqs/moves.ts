@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { SqsBroker } from "./broker.js";
 import { sqsErrors } from "./errors.js";
+import type { SqsQueue } from "./queue.js";
 
 /** One StartMessageMoveTask, as ListMessageMoveTasks reports it. */
 export interface MoveTask {
@@ -21,10 +21,17 @@ export interface MoveTask {
  * redrive policy moved it from. A moved message is sent anew: new id, receive count 0, same
  * body and attributes. In-flight messages stay (SQS would move them once their timeout ends).
  */
+/** What moving messages needs of the broker (dev/standins/sqs/broker.ts): its queues by ARN. */
+export interface MoveSources {
+  byArn(arn: string): SqsQueue | undefined;
+  /** The queues whose redrive policy names `deadLetterQueue`. */
+  sourcesOf(deadLetterQueue: SqsQueue): SqsQueue[];
+}
+
 export class MoveTasks {
   private readonly tasks: MoveTask[] = [];
 
-  constructor(private readonly broker: SqsBroker) {}
+  constructor(private readonly broker: MoveSources) {}
 
   /** StartMessageMoveTask; returns the finished task. */
   start(sourceArn: string, destinationArn?: string, maxNumberOfMessagesPerSecond?: number, now = Date.now()): MoveTask {
