@@ -5,6 +5,7 @@
 // the task it replaced), each task's state after every step, that a singleton key never has two
 // tasks running, and that a claim takes every task that may run (up to its count). After every
 // step the real states agree with the model, the storage invariants hold and `leaseq check` is clean.
+// Two deployments share the queue, each claiming only its own type.
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
@@ -19,13 +20,21 @@ const TTL_MS = 3_000;
 const DELAY_MS = 1_000;
 const MAX_WAIT_MS = 4_000;
 const PER_MS = 2_000;
-const KEYS = ["k1", "k2"];
+const KEYS = ["k1", "k2", "p1"];
+/**
+ * Two deployments share the queue, each running its own type and accepting the other's: "sync"
+ * (deployment a) and "push" (deployment b). A key's tasks are of one type (the keys "p..." push's),
+ * and a claim takes only its deployment's type.
+ */
+const TYPE_OF_DEPLOYMENT = { a: "sync", b: "push" } as const;
+const typeOfKey = (key: string) => (key.startsWith("p") ? "push" : "sync");
 const MODES = ["dedupe", "debounce", "throttle", "defer", "singleton", "plain"] as const;
 type Mode = (typeof MODES)[number];
 
 type Letter = "R" | "S" | "L" | "D" | "F";
 interface ModelTask {
   state: Letter;
+  type: "sync" | "push";
   /** S: when it falls due. */
   at: number;
   attempts: number;
@@ -86,14 +95,15 @@ async function agree(world: World, real: Real): Promise<void> {
  */
 function decide(world: World, mode: Mode, key: string, now: number): { input: TaskInput; want: EnqueueResult } {
   const id = `t${++world.seq}`;
-  const input: TaskInput = { id, type: "sync", payload: { n: world.seq } };
+  const type = typeOfKey(key);
+  const input: TaskInput = { id, type, payload: { n: world.seq } };
   if (mode === "dedupe") input.dedupe = { key, ttlMs: TTL_MS };
   if (mode === "debounce") input.debounce = { key, delayMs: DELAY_MS, maxWaitMs: MAX_WAIT_MS };
   if (mode === "throttle") input.throttle = { key, perMs: PER_MS };
   if (mode === "defer") input.throttle = { key, perMs: PER_MS, onLimit: "defer" };
   if (mode === "singleton") input.singleton = { key };
   const want: EnqueueResult = { id, status: "ok", state: "ready" };
-  let added: ModelTask | undefined = { state: "R", at: now, attempts: 0 };
+  let added: ModelTask | undefined = { state: "R", type, at: now, attempts: 0 };
   let replaced: string | undefined;
   if (mode === "dedupe") {
     const held = world.dedupe.get(key);
@@ -119,7 +129,7 @@ function decide(world: World, mode: Mode, key: string, now: number): { input: Ta
       }
     }
     const at = Math.min(now + DELAY_MS, end);
-    added = { state: "S", at, attempts: 0 };
+    added = { state: "S", type, at, attempts: 0 };
     want.state = "scheduled";
     world.debounce.set(key, { id, start, end });
   } else if (mode === "throttle" || mode === "defer") {
@@ -131,7 +141,7 @@ function decide(world: World, mode: Mode, key: string, now: number): { input: Ta
     } else {
       const at = Math.max(now, free);
       if (at > now) {
-        added = { state: "S", at, attempts: 0 };
+        added = { state: "S", type, at, attempts: 0 };
         want.state = "scheduled";
       }
       world.throttle.set(key, at + PER_MS);
@@ -139,7 +149,7 @@ function decide(world: World, mode: Mode, key: string, now: number): { input: Ta
   } else if (mode === "singleton") {
     const last = world.singleton.get(key);
     if (last && waiting(world.tasks.get(last))) replaced = last;
-    added = { state: "R", at: now, attempts: 0, singleton: key };
+    added = { state: "R", type, at: now, attempts: 0, singleton: key };
     world.singleton.set(key, id);
   }
   if (replaced) {
@@ -183,7 +193,10 @@ class Enqueue implements Command {
 }
 
 class Claim implements Command {
-  constructor(readonly count: number) {}
+  constructor(
+    readonly count: number,
+    readonly deployment: keyof typeof TYPE_OF_DEPLOYMENT,
+  ) {}
   check = () => true;
   async run(world: World, real: Real): Promise<void> {
     count("claim");
@@ -194,19 +207,21 @@ class Claim implements Command {
     );
     const keys = new Set<string>();
     let eligible = 0;
+    const type = TYPE_OF_DEPLOYMENT[this.deployment];
     for (const task of world.tasks.values()) {
-      if (task.state !== "R") continue;
+      if (task.state !== "R" || task.type !== type) continue;
       if (task.singleton !== undefined) {
         if (running.has(task.singleton) || keys.has(task.singleton)) continue;
         keys.add(task.singleton);
       }
       eligible++;
     }
-    const claimed = await real.queue.claim({ count: this.count, now: world.now });
+    const claimed = await real.queue.claim({ count: this.count, now: world.now, types: [type] });
     expect(claimed.length, "a claim takes what may run, up to its count").toBe(Math.min(this.count, eligible));
     for (const task of claimed) {
       const model = world.tasks.get(task.id);
       expect(model?.state, `claimed ${task.id}`).toBe("R");
+      expect(model?.type, `deployment ${this.deployment} claimed ${task.id}`).toBe(type);
       if (model?.singleton !== undefined) {
         expect(running.has(model.singleton), `a second task of singleton ${model.singleton}`).toBe(false);
         running.add(model.singleton);
@@ -219,7 +234,7 @@ class Claim implements Command {
     }
     await agree(world, real);
   }
-  toString = () => `claim(${this.count})`;
+  toString = () => `claim(${this.count}, deployment ${this.deployment})`;
 }
 
 class Settle implements Command {
@@ -277,7 +292,9 @@ const commands: fc.Arbitrary<Command>[] = [
         : entries;
       return new Enqueue(own, lost) as Command;
     }),
-  fc.integer({ min: 1, max: 3 }).map((n) => new Claim(n) as Command),
+  fc
+    .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom("a" as const, "b" as const))
+    .map(([n, deployment]) => new Claim(n, deployment) as Command),
   fc
     .tuple(fc.nat(), fc.constantFrom("ack" as const, "ack" as const, "fail" as const))
     .map(([pick, outcome]) => new Settle(pick, outcome) as Command),
@@ -294,11 +311,18 @@ describe.each(adapters)("flow control, model-based over $name", (adapter) => {
     async () => {
       const { seed, sequences } = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
         const store = await open();
+        // Each deployment's cold start writes its own type's policy and accepts the other's.
+        const policy = { leaseMs: 3_600_000, maxAttempts: 3 };
         const queue = await configuredQueue(store, {
           name: uniqueQueueName(),
-          policies: { sync: { leaseMs: 3_600_000, maxAttempts: 3 } },
+          policies: { sync: policy },
+          acceptTypes: ["push"],
           clockSkewMs: 0,
         });
+        await new Queue(store, {
+          name: queue.name,
+          settings: { policies: { push: policy }, acceptTypes: ["sync"], clockSkewMs: 0, trustCallerClock: true },
+        }).configure();
         const world: World = {
           now: START,
           seq: 0,
