@@ -30,8 +30,8 @@ const STATEFUL = new Set([
 
 /**
  * Blocking commands, with what to send instead. Upstash REST has no blocking commands, and here
- * each would hold one pooled connection until it returned: eight `BLPOP k 0` used to take every
- * connection, and nothing was answered until a push. Inside MULTI they would not block, but they
+ * each would hold one pooled connection until it returned: eight `BLPOP k 0` would take every
+ * connection, and nothing would be answered until a push. Inside MULTI they would not block, but they
  * are refused there too so a command means the same in every route.
  */
 const BLOCKING = new Map([
