@@ -105,8 +105,9 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
         end
       elseif mode == 't' then
         -- A task due in the past runs now: its period starts now, so a value already over (absent
-        -- once the sweep removed it) never stops it.
-        local free, run_at = tonumber(value) or 0, math.max(runs[i], now)
+        -- once the sweep removed it) never stops it. "Now" on the store's clock, bounded
+        -- (decision_time): a caller whose clock runs ahead frees no period early.
+        local free, run_at = tonumber(value) or 0, runs[i] <= now and flows.decided or runs[i]
         if run_at < free and spec.b == 0 then
           outcome[i], answered = 11, answered + 1
         else

@@ -81,6 +81,25 @@ describe.each(adapters)("time decisions over $name", (adapter) => {
     ]);
   });
 
+  it("a caller whose clock runs ahead frees no throttle period and opens no rate window early", async () => {
+    const queue = await fresh({ typeGroups: { job: { rate: { max: 1, perMs: MINUTE } } } });
+    const now = Date.now();
+    const throttle = { key: "tenant-7", perMs: MINUTE };
+    expect(await queue.enqueue([{ id: "t1", type: "job", throttle }], { now })).toMatchObject([{ status: "ok" }]);
+    expect(await queue.enqueue([{ id: "t2", type: "job", throttle }], { now: now + AHEAD })).toMatchObject([
+      { status: "throttled" },
+    ]);
+    // One claim a minute per group: the second waits for the store's next window, not the caller's.
+    await queue.enqueue(
+      ["g1", "g2"].map((id) => ({ id, type: "job", group: "acme" })),
+      { now },
+    );
+    const first = await queue.claim({ count: 5, now });
+    expect(first.map((task) => task.id).filter((id) => id.startsWith("g"))).toEqual(["g1"]);
+    const ahead = await queue.claim({ count: 5, now: now + AHEAD });
+    expect(ahead.map((task) => task.id).filter((id) => id.startsWith("g"))).toEqual([]);
+  });
+
   it("a queue that trusts its callers' clocks takes theirs", async () => {
     const queue = await fresh({ trustCallerClock: true });
     const now = Date.now();
