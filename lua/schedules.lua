@@ -47,7 +47,8 @@ return guard('schedules', function()
     lasts = read_many('HMGET', K.task, last_fields)
   end
   -- The store's clock: a planner whose clock runs ahead plans at this time (decision_time).
-  local result = { config.callerClock == '1' and '' or fmt(store_time()) }
+  local store_now = config.callerClock ~= '1' and store_time()
+  local result = { store_now and fmt(store_now) or '' }
   for i, name in ipairs(names) do
     local at = width * (i - 1)
     local v = function(k) return values[at + k] or '' end

@@ -61,9 +61,11 @@ local function config_int(config, field, default)
   return n
 end
 
--- The store's own clock (ms), from TIME.
+-- The store's own clock (ms), from TIME; nil where the engine refuses TIME in a script (the
+-- decisions below then take the caller's now, as a queue that trusts its callers' clocks does).
 local function store_time()
-  local t = redis.call('TIME')
+  local t = redis.pcall('TIME')
+  if type(t) ~= 'table' or t.err or not t[2] then return nil end
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
@@ -74,7 +76,9 @@ end
 -- drive time) takes `now` as it is. (docs/design.md, "Time decisions and their clocks")
 local function decision_time(config, now)
   if config_get(config, 'callerClock') == '1' then return now end
-  return math.min(now, store_time() + config_int(config, 'skewMs', DEFAULT_SKEW_MS))
+  local store_now = store_time()
+  if not store_now then return now end
+  return math.min(now, store_now + config_int(config, 'skewMs', DEFAULT_SKEW_MS))
 end
 
 -- The task types the queue's config declares (its p:<type> policies and a:<type> accepted types),

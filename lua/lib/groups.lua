@@ -353,7 +353,8 @@ local rate_bound = nil
 local function rate_time(now)
   if rate_bound == nil then
     local fields = redis.call('HMGET', K.config, 'callerClock', 'skewMs')
-    rate_bound = fields[1] ~= '1' and store_time() + (tonumber(fields[2]) or DEFAULT_SKEW_MS) or false
+    local store_now = fields[1] ~= '1' and store_time()
+    rate_bound = store_now and store_now + (tonumber(fields[2]) or DEFAULT_SKEW_MS) or false
   end
   return rate_bound and math.min(now, rate_bound) or now
 end
