@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Queue } from "../../shared/queue.js";
 import { loadCron, type ScheduleDefinition, slotId, slotsBetween } from "../../shared/schedules.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
+import { bundled } from "../helpers/bundle.js";
 import { expectClean } from "../helpers/check.js";
 import { configuredQueue, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
@@ -68,9 +69,8 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
     let spawned = 0;
     let plans = 0;
     const spawn = () => {
-      const child = fork(FIXTURE, [name, clockKey], {
+      const child = fork(bundled(FIXTURE), [name, clockKey], {
         env: { ...process.env, REDIS_URL: redisUrl() },
-        execArgv: ["--import", "tsx"],
         stdio: ["ignore", "ignore", "inherit", "ipc"],
       });
       spawned++;
@@ -160,9 +160,8 @@ describe("two deployments sharing a queue, their cold starts interleaved", () =>
     const spawn = () => {
       // Each planner's clock up to the allowed skew (2 s) from the parent's, either way.
       const offset = Math.round((rand() * 2 - 1) * 2_000);
-      const child = fork(FIXTURE, [name, clockKey, String(offset)], {
+      const child = fork(bundled(FIXTURE), [name, clockKey, String(offset)], {
         env: { ...process.env, REDIS_URL: redisUrl() },
-        execArgv: ["--import", "tsx"],
         stdio: ["ignore", "ignore", "inherit", "ipc"],
       });
       children.add(child);

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Redis } from "ioredis";
@@ -77,5 +78,9 @@ export async function teardown(): Promise<void> {
   }
   await endpoint?.close();
   await started?.stop();
-  rmSync(cliBundle, { force: true });
+  // The CLI's bundle, and the children's bundles of every test process of this run (bundle.ts).
+  const cache = dirname(cliBundle);
+  for (const name of existsSync(cache) ? readdirSync(cache) : []) {
+    if (name.includes(runPrefix)) rmSync(join(cache, name), { force: true });
+  }
 }

@@ -4,6 +4,7 @@
 // moments, restarting each one it kills. It records every execution a worker reports and every
 // kill, so the test can trace each duplicate execution to a kill.
 import { type ChildProcess, fork } from "node:child_process";
+import { bundled } from "../../helpers/bundle.js";
 import { envWithoutConnection } from "../../helpers/events.js";
 import type { ChildMessage, ParentMessage } from "../fixtures/chaos-child.js";
 
@@ -130,9 +131,8 @@ export class Supervisor {
 
   private spawn(role: Incarnation["role"]): void {
     const id = ++this.spawned;
-    const child = fork(FIXTURE, [role], {
+    const child = fork(bundled(FIXTURE), [role], {
       env: { ...envWithoutConnection(), ...this.options.env, LEASEQ_CLAIM_BATCH: "5" },
-      execArgv: ["--import", "tsx"],
       stdio: ["ignore", "ignore", "inherit", "ipc"],
     });
     const incarnation: Incarnation = {
