@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
-import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import { runCli } from "./cli-run.js";
 
 const store = TcpStore.fromUrl(redisUrl());
@@ -173,6 +173,25 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
       "nightly-reports",
     ]);
     expect((await queue.listSchedules()).every((info) => !info.paused)).toBe(true);
+  });
+
+  it("list shows a schedule the planner set aside, with why, and a declared one's deployment", async () => {
+    const { cli, queue } = fresh();
+    const now = Date.now();
+    await queue.syncDeclaredSchedules({ hourly: { every: 3_600_000, type: "job" } }, { now, owner: "stack-a" });
+    await queue.setSchedule("broken", { every: MINUTE, type: "job" }, { now });
+    const redis = rawClient();
+    try {
+      await redis.hset(queue.keys.schedules, "broken", JSON.stringify({ cron: "61 * * * *", type: "job" }));
+    } finally {
+      redis.disconnect();
+    }
+    expect((await queue.planSchedules({ now, horizonMs: 3 * MINUTE })).setAside).toBe(1);
+    const list = await cli(["list"]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/\nbroken\s+cron "61 \* \* \* \*" UTC\s+set aside\s+–\s+0\/0\s+run-time\n/);
+    expect(list.stdout).toMatch(/\nhourly\s+every 3600 s\s+\S+\s+–\s+0\/0\s+deploy stack-a\n/);
+    expect(list.stdout).toMatch(/\nbroken is set aside: .*cron "61 \* \* \* \*" is not valid/);
   });
 
   it("list after a plan shows the last slot, its task's state and the counts; --json gives the same", async () => {

@@ -186,6 +186,32 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
     await page.close();
   });
 
+  it("shows a schedule the planner set aside with its reason (as text), and a declared schedule's deployment", async () => {
+    const { queue, dashboard, base } = await fixture();
+    const now = Date.now();
+    await queue.syncDeclaredSchedules({ hourly: { every: 3_600_000, type: "job" } }, { now, owner: "stack-a" });
+    await queue.setSchedule("broken", { every: MINUTE, type: "job" }, { now });
+    // A definition written by hand that croner refuses, with markup in it: the planner sets it aside.
+    const redis = rawClient();
+    try {
+      await redis.hset(queue.keys.schedules, "broken", JSON.stringify({ cron: HOSTILE, type: "job" }));
+    } finally {
+      redis.disconnect();
+    }
+    expect((await queue.planSchedules({ now, horizonMs: 3 * MINUTE })).setAside).toBe(1);
+    const { page, errors } = await newPage(browser());
+    await page.goto(dashboard.url);
+    await clickAndWait(page, "[data-nav-schedules]");
+    const byName = Object.fromEntries((await rows(page)).map((row) => [row.schedule, row]));
+    expect(byName.broken.next).toMatch(/^set aside.*is not valid/s);
+    expect(byName.broken.next).toContain("<script>");
+    expect(byName.hourly.setBy).toBe("deploy stack-a");
+    expect(await page.evaluate(() => (globalThis as unknown as { __xss?: string }).__xss)).toBeUndefined();
+    const raw = await (await fetch(`${base}/schedules`, { headers: { cookie: cookieOf(dashboard) } })).text();
+    expect(raw).toContain('data-field="aside"');
+    expect(errors).toEqual([]);
+  });
+
   it("a queue without schedules says so; an unknown or invalid schedule name in an action is refused", async () => {
     const { queue, dashboard, base } = await fixture();
     for (const action of ["schedule-pause", "schedule-run", "schedule-remove"]) {
