@@ -5,12 +5,18 @@
 import { describe, expect, it } from "vitest";
 import { drain } from "../../functions/drain.js";
 import { queueSettings } from "../../functions/runtime.js";
-import { defineTasks, type TaskDefinitions } from "../../functions/tasks.js";
+import { defineTasks, type TaskDeclaration, type TaskDefinitions } from "../../functions/tasks.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { expectClean } from "../helpers/check.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
+
+/** A drain with time enough (5 minutes left), no safety margin, no linger: runs what is ready, then stops. */
+function drainOptions(queue: Queue, tasks: TaskDeclaration) {
+  return { queue, tasks, claimBatch: 20, remainingMs: () => 300_000, safetyMarginMs: 0, lingerMs: 0 };
+}
+const drainOnce = (queue: Queue, tasks: TaskDeclaration) => drain(drainOptions(queue, tasks));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -99,14 +105,7 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
       { now: Date.now() },
     );
     const startedAt = Date.now();
-    const counts = await drain({
-      queue,
-      tasks,
-      claimBatch: 20,
-      remainingMs: () => 300_000,
-      safetyMarginMs: 0,
-      lingerMs: 0,
-    });
+    const counts = await drainOnce(queue, tasks);
     expect(counts).toMatchObject({ claimed: 11, started: 11, done: 11, released: 0, lost: 0 });
     expect(rec.most()).toBe(4);
     expect(rec.overlapOf("import")).toBe(1);
@@ -138,11 +137,7 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
       { now: Date.now() },
     );
     const draining = drain({
-      queue,
-      tasks,
-      claimBatch: 20,
-      remainingMs: () => 300_000,
-      safetyMarginMs: 0,
+      ...drainOptions(queue, tasks),
       lingerMs: 2_000,
       pollMs: 100,
     });
@@ -184,14 +179,7 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
         { now: Date.now() },
       );
     }
-    const counts = await drain({
-      queue,
-      tasks,
-      claimBatch: 20,
-      remainingMs: () => 300_000,
-      safetyMarginMs: 0,
-      lingerMs: 0,
-    });
+    const counts = await drainOnce(queue, tasks);
     expect(counts).toMatchObject({ done: 40, lost: 0 });
     expect(rec.most()).toBeGreaterThan(1);
     for (const tenant of tenants) {
@@ -233,14 +221,7 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
       { now: Date.now() },
     );
     const startedAt = Date.now();
-    const counts = await drain({
-      queue,
-      tasks,
-      claimBatch: 20,
-      remainingMs: () => 300_000,
-      safetyMarginMs: 0,
-      lingerMs: 0,
-    });
+    const counts = await drainOnce(queue, tasks);
     expect(Date.now() - startedAt).toBeLessThan(5_000);
     expect(counts).toMatchObject({ done: 1, retried: 1, lost: 0 });
     expect(await queue.inspect("steady-1")).toMatchObject({ state: "done", attempts: 1 });
@@ -283,8 +264,7 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
       },
       store,
     );
-    const run = () =>
-      drain({ queue, tasks, claimBatch: 20, remainingMs: () => 300_000, safetyMarginMs: 200, lingerMs: 0 });
+    const run = () => drain({ ...drainOptions(queue, tasks), safetyMarginMs: 200 });
     // The claim's reply arrives after most of the 1.5 s lease: the task is not started, and goes back.
     await queue.enqueue([{ id: "late", type: "job" }], { now: Date.now() });
     delayClaim = 1_200;
