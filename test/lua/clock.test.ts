@@ -82,14 +82,19 @@ describe.each(adapters)("time decisions over $name", (adapter) => {
   });
 
   it("a caller whose clock runs ahead frees no throttle period and opens no rate window early", async () => {
-    const queue = await fresh({ typeGroups: { job: { rate: { max: 1, perMs: MINUTE } } } });
+    // Rate windows are aligned to their span (an hour here): away from a window's edge, so the
+    // store's own clock stays in the first claim's window for the whole test.
+    const HOUR = 60 * MINUTE;
+    const queue = await fresh({ typeGroups: { job: { rate: { max: 1, perMs: HOUR } } } });
+    const edge = HOUR - (Date.now() % HOUR);
+    if (edge < 15_000) await new Promise((resolve) => setTimeout(resolve, edge + 100));
     const now = Date.now();
     const throttle = { key: "tenant-7", perMs: MINUTE };
     expect(await queue.enqueue([{ id: "t1", type: "job", throttle }], { now })).toMatchObject([{ status: "ok" }]);
     expect(await queue.enqueue([{ id: "t2", type: "job", throttle }], { now: now + AHEAD })).toMatchObject([
       { status: "throttled" },
     ]);
-    // One claim a minute per group: the second waits for the store's next window, not the caller's.
+    // One claim an hour per group: the second waits for the store's next window, not the caller's.
     await queue.enqueue(
       ["g1", "g2"].map((id) => ({ id, type: "job", group: "acme" })),
       { now },
