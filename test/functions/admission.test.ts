@@ -98,37 +98,44 @@ const PATHS: Record<string, (ctx: Context, task: TaskInput) => Promise<Outcome>>
   },
 };
 
+/**
+ * Sets a schedule making `task`'s type and payload every `everyMs`, runs `use` on it, removes it:
+ * "refused" when the schedule cannot be set.
+ */
+async function withSchedule(
+  queue: Queue,
+  task: TaskInput,
+  everyMs: number,
+  use: (name: string) => Promise<Outcome>,
+): Promise<Outcome> {
+  const name = `s${everyMs}-${task.id?.replace(/\W/g, "")}`;
+  const definition = { every: everyMs, type: task.type, payload: task.payload as never };
+  const set = await queue.setSchedule(name, definition, { now: Date.now() }).then(
+    () => true,
+    () => false,
+  );
+  if (!set) return "refused";
+  try {
+    return await use(name);
+  } finally {
+    await queue.removeSchedule(name, { now: Date.now() });
+  }
+}
+
 /** The paths that make tasks with ids of their own (a schedule's slot): every case but the id's. */
 const SLOT_PATHS: Record<string, (ctx: Context, task: TaskInput) => Promise<Outcome>> = {
-  "a schedule's slots": async ({ queue }, task) => {
-    const name = `s-${task.id?.replace(/\W/g, "")}`;
-    const set = await queue
-      .setSchedule(name, { every: 20_000, type: task.type, payload: task.payload as never }, { now: Date.now() })
-      .then(
-        () => true,
-        () => false,
-      );
-    if (!set) return "refused";
-    const plan = await queue.planSchedules({ now: Date.now(), horizonMs: 70_000 });
-    await queue.removeSchedule(name, { now: Date.now() });
-    return plan.made > 0 ? "admitted" : "refused";
-  },
-  "a schedule's run-now": async ({ queue }, task) => {
-    const name = `r-${task.id?.replace(/\W/g, "")}`;
-    const set = await queue
-      .setSchedule(name, { every: 3_600_000, type: task.type, payload: task.payload as never }, { now: Date.now() })
-      .then(
-        () => true,
-        () => false,
-      );
-    if (!set) return "refused";
-    const outcome: Outcome = await queue.runScheduleNow(name, { now: Date.now() }).then(
-      (ran) => (ran ? "admitted" : "refused"),
-      () => "refused",
-    );
-    await queue.removeSchedule(name, { now: Date.now() });
-    return outcome;
-  },
+  "a schedule's slots": ({ queue }, task) =>
+    withSchedule(queue, task, 20_000, async () => {
+      const plan = await queue.planSchedules({ now: Date.now(), horizonMs: 70_000 });
+      return plan.made > 0 ? "admitted" : "refused";
+    }),
+  "a schedule's run-now": ({ queue }, task) =>
+    withSchedule(queue, task, 3_600_000, (name) =>
+      queue.runScheduleNow(name, { now: Date.now() }).then(
+        (ran): Outcome => (ran ? "admitted" : "refused"),
+        (): Outcome => "refused",
+      ),
+    ),
 };
 
 describe("one admission on every path that makes a task", () => {

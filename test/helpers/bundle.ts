@@ -10,6 +10,16 @@ import { buildSync } from "esbuild";
 import { inject } from "vitest";
 
 const CACHE = fileURLToPath(new URL("../../node_modules/.cache/leaseq-test/", import.meta.url));
+
+/** How every test bundle is built: one ESM file for Node 20, its packages left to node_modules. */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  packages: "external",
+  logLevel: "error",
+} as const;
 const built = new Map<string, string>();
 
 /** The path of a bundle of `entry` (a file URL or path), to fork or spawn with plain `node`. */
@@ -19,16 +29,7 @@ export function bundled(entry: string | URL): string {
   if (known) return known;
   mkdirSync(CACHE, { recursive: true });
   const outfile = join(CACHE, `${basename(source, ".ts")}-${inject("runPrefix")}-${process.pid}.mjs`);
-  buildSync({
-    entryPoints: [source],
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    logLevel: "error",
-  });
+  buildSync({ ...BUNDLE_OPTIONS, entryPoints: [source], outfile });
   built.set(source, outfile);
   return outfile;
 }

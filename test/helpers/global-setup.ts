@@ -6,6 +6,7 @@ import { build } from "esbuild";
 import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
+import { BUNDLE_OPTIONS } from "./bundle.js";
 import { deleteMatching } from "./redis-keys.js";
 import { pingRedis, type StartedRedis, startRedisServer } from "./redis-server.js";
 
@@ -51,14 +52,9 @@ export async function setup(project: TestProject): Promise<void> {
   // The CLI tests run `leaseq` some 200 times: from one bundle of its source (esbuild, its packages
   // left to node_modules), not through tsx's loader each time, which costs most of a CPU second.
   await build({
+    ...BUNDLE_OPTIONS,
     entryPoints: [fileURLToPath(new URL("../../cli/bin.ts", import.meta.url))],
     outfile: cliBundle,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    logLevel: "error",
   });
   project.provide("cliBundle", cliBundle);
 }
