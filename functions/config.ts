@@ -1,4 +1,4 @@
-import { LIMITS, NAME_PATTERN } from "../shared/config.js";
+import { DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { type Connection, connectionFromEnv } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
 
@@ -98,10 +98,8 @@ export function readConfig(env: Env): FunctionConfig {
     );
   }
   const deployment = env.LEASEQ_DEPLOYMENT || "default";
-  if (deployment.length > LIMITS.ownerMaxBytes || !NAME_PATTERN.test(deployment) || /^[01]$/.test(deployment)) {
-    problems.push(
-      `LEASEQ_DEPLOYMENT must be 1-${LIMITS.ownerMaxBytes} characters of A-Z a-z 0-9 _ . - (not "0" or "1"), got ${JSON.stringify(deployment)}`,
-    );
+  if (!DEPLOYMENT_PATTERN.test(deployment)) {
+    problems.push(`LEASEQ_DEPLOYMENT must be ${DEPLOYMENT_RULE}, got ${JSON.stringify(deployment)}`);
   }
   let connection: Connection | undefined;
   try {

@@ -10,7 +10,7 @@ import {
   type TaskDeclaration,
   timeoutProblems,
 } from "../functions/tasks.js";
-import { LIMITS } from "../shared/config.js";
+import { DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS } from "../shared/config.js";
 import { ConfigError } from "../shared/errors.js";
 import { checkSchedule, registerCron, slotsBetween } from "../shared/schedules.js";
 import { DEFAULT_RECLAIMER_ENTRY, entryFile, NODE_RUNTIMES, type NodeRuntime } from "./bundling.js";
@@ -156,12 +156,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
   const deployment =
     props.deployment === undefined
       ? undefined
-      : name(
-          "deployment",
-          props.deployment,
-          new RegExp(`^(?![01]$)[A-Za-z0-9_.-]{1,${LIMITS.ownerMaxBytes}}$`),
-          `1-${LIMITS.ownerMaxBytes} characters of A-Z a-z 0-9 _ . - (not "0" or "1")`,
-        );
+      : name("deployment", props.deployment, DEPLOYMENT_PATTERN, DEPLOYMENT_RULE);
   const workerTimeout = seconds(
     "workerTimeout",
     props.workerTimeout ?? Duration.millis(defaultTimeoutOf(props.tasks)),

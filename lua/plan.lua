@@ -81,7 +81,7 @@ return guard('plan', function()
   -- A slot's task is admitted as an enqueue admits one: a type the queue declares (strictTypes), a
   -- payload within the queue's cap. A schedule whose tasks would not be is refused (-3, -4): the
   -- planner sets it aside with why, and no task of it is made.
-  local max_payload = config_int(config, 'maxPayloadBytes', 262144)
+  local max_payload = config_int(config, 'maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES)
   -- Passing a slot over cannot be undone: it rests on the store's clock, not on the caller's alone.
   -- A plan that passes over slots from a `now` later than the store's clock plus the skew is refused.
   local clock_ahead = nil

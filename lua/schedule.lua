@@ -20,8 +20,7 @@
 --   aside   the planner's, for a schedule it cannot compute (a cron croner refuses, a definition
 --           that no longer reads): kept unplanned, with the reason in <name>:e, so every other
 --           schedule is planned; a set that changes it plans it again (a resume of a paused one tries
---           again). Nothing
---           changes when its revision is no longer the one the planner read (1).
+--           again). Nothing changes when its revision is no longer the one the planner read (1).
 --
 -- KEYS the queue's keys (see lib/arguments.lua): config, schedules, plan are used
 -- ARGV[1] now          ms since epoch
@@ -37,7 +36,7 @@
 --   run-time caller refused), 5 another deployment's (refused); owner the schedule's after the call
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, NOTHING_DUE, bad, decision_time, fmt, guard, read_config_fields, schedule_args
+-- Uses: K, NOTHING_DUE, bad, decision_time, fmt, guard, read_config_fields, schedule_args, write_many
 
 -- Who a stored owner field names: "" a run-time schedule ("0" was written for one before owners
 -- were kept), "1" one declared before owners were kept (any deployment's declaration adopts it).
@@ -53,7 +52,7 @@ return guard('schedule', function()
   end
   local config = read_config_fields({ 'skewMs', 'callerClock' })
   local stored = redis.call('HMGET', K.schedules, name, name .. ':v', name .. ':c', name .. ':p', name .. ':d',
-    name .. ':x')
+    name .. ':x', name .. ':e')
   local exists, cursor = stored[1] ~= false, tonumber(stored[3])
   local cursor_text, held_by = stored[3] or '', owner_of(stored[5])
   if action == 'set' then
@@ -78,12 +77,17 @@ return guard('schedule', function()
     cursor_text = fmt(cursor)
     redis.call('HSET', K.schedules, name, definition, name .. ':v', revision, name .. ':c', cursor_text,
       name .. ':d', owner == '' and '0' or owner)
-    redis.call('HDEL', K.schedules, name .. ':e')
+    -- Set aside no longer, retired no longer; a retired one's counts go on when it is taken back, a
+    -- new one of its name starts afresh.
+    local gone = {}
+    if stored[7] then gone[#gone + 1] = name .. ':e' end
     if stored[6] then
-      -- A retired one's counts go on when it is taken back; a new one of its name starts afresh.
-      redis.call('HDEL', K.schedules, name .. ':x')
-      if not taken_back then redis.call('HDEL', K.schedules, name .. ':l', name .. ':r', name .. ':m') end
+      gone[#gone + 1] = name .. ':x'
+      if not taken_back then
+        gone[#gone + 1], gone[#gone + 2], gone[#gone + 3] = name .. ':l', name .. ':r', name .. ':m'
+      end
     end
+    write_many('HDEL', K.schedules, gone)
     -- Planned at once (its first slot may fall within the horizon), unless paused.
     if stored[4] ~= '1' then redis.call('ZADD', K.plan, now, name) end
     return { 0, cursor_text, owner }

@@ -133,6 +133,14 @@ const characterClass = (symbols: string) => `[A-Za-z0-9${symbols.replace(/[\\\]^
 
 /** Task types and queue names. */
 export const NAME_PATTERN = new RegExp(`^${characterClass(NAME_SYMBOLS)}+$`);
+/**
+ * A deployment's name, the owner of what its declaration writes (its schedules): a name of at most
+ * LIMITS.ownerMaxBytes, not "0" or "1" (what the schedules hash writes for a run-time schedule and
+ * for one declared before owners were kept).
+ */
+export const DEPLOYMENT_PATTERN = new RegExp(`^(?![01]$)${characterClass(NAME_SYMBOLS)}{1,${LIMITS.ownerMaxBytes}}$`);
+/** What DEPLOYMENT_PATTERN allows, in words, for an error message. */
+export const DEPLOYMENT_RULE = `1-${LIMITS.ownerMaxBytes} characters of A-Z a-z 0-9 _ . - (not "0" or "1")`;
 /** Task ids and group names. */
 export const ID_PATTERN = new RegExp(`^${characterClass(ID_SYMBOLS)}+$`);
 /**

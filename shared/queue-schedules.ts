@@ -1,7 +1,7 @@
 // The queue's schedules (docs/schedules.md): set, remove, pause, resume, run now, list, and the
 // planner the reclaimer runs. Each is one script call (a plan is one per page of due schedules);
 // slots are computed here with croner and made into tasks by lua/plan.lua, once each.
-import { DEFAULTS, LIMITS, WAKE } from "./config.js";
+import { DEFAULTS, DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { readReply } from "./protocol/index.js";
 import { callId, optionalTime, QueueCore } from "./queue-core.js";
@@ -361,12 +361,7 @@ export class QueueSchedules extends QueueCore {
       for (const schedule of due) {
         // A schedule that cannot be computed (its definition no longer reads, croner refuses its
         // cron) is set aside with why, and the others are planned: it never stops the planner.
-        let computed: {
-          definition: ScheduleDefinition;
-          plan: ReturnType<typeof planSlots>;
-          slots: string[];
-          body: string;
-        };
+        let computed: ReturnType<typeof computePlan>;
         try {
           computed = computePlan(schedule, planNow, planNow + horizon, grace);
         } catch (error) {
@@ -374,7 +369,7 @@ export class QueueSchedules extends QueueCore {
           result.setAside++;
           continue;
         }
-        const { definition, plan, slots, body } = computed;
+        const { definition, plan, slots, body, payload } = computed;
         if (slotsInCall + slots.length > SLOTS_PER_CALL || itemsInCall >= LIMITS.planItemsMax) await send();
         items.push(
           schedule.name,
@@ -392,7 +387,7 @@ export class QueueSchedules extends QueueCore {
           name: schedule.name,
           revision: schedule.revision,
           type: definition.type,
-          payloadBytes: Buffer.byteLength(body) - Buffer.byteLength(bodyPrefix(body)),
+          payload,
           passedOver: plan.passedOver,
         });
         slotsInCall += slots.length;
@@ -469,18 +464,12 @@ export class ScheduleOwnedError extends InvalidInputError {
   }
 }
 
-/** A deployment's name as a schedule's owner: "" (a run-time caller) or a name. */
+/** A deployment's name as a schedule's owner: "" (a run-time caller) or DEPLOYMENT_PATTERN. */
 function checkOwner(where: string, owner: string | undefined): string {
   if (owner === undefined || owner === "") return "";
-  if (
-    typeof owner !== "string" ||
-    owner.length > LIMITS.ownerMaxBytes ||
-    !/^[A-Za-z0-9_.-]+$/.test(owner) ||
-    owner === "0" ||
-    owner === "1"
-  ) {
+  if (typeof owner !== "string" || !DEPLOYMENT_PATTERN.test(owner)) {
     throw new InvalidInputError(
-      `${where}: owner must be 1-${LIMITS.ownerMaxBytes} characters of A-Z a-z 0-9 _ . - (the deployment's name), not "0" or "1"; got ${JSON.stringify(owner).slice(0, 80)}`,
+      `${where}: owner must be ${DEPLOYMENT_RULE}, the deployment's name; got ${JSON.stringify(owner).slice(0, 80)}`,
     );
   }
   return owner;
@@ -507,13 +496,9 @@ function computePlan(
   const slots = plan.slots.map(
     (slot) => `${slot + jitterOf(schedule.name, slot, definition.jitterMs)} ${slotId(schedule.name, slot)}`,
   );
-  const body = buildBody(
-    now,
-    definition.type,
-    definition.group ?? "",
-    serializePayload("schedule", definition.payload, DEFAULTS.maxPayloadBytes),
-  );
-  return { definition, plan, slots, body };
+  const payload = serializePayload("schedule", definition.payload, DEFAULTS.maxPayloadBytes);
+  const body = buildBody(now, definition.type, definition.group ?? "", payload);
+  return { definition, plan, slots, body, payload };
 }
 
 /** What the planner sent for one schedule, to read its row of the reply. */
@@ -521,7 +506,8 @@ interface SentItem {
   name: string;
   revision: string;
   type: string;
-  payloadBytes: number;
+  /** Its tasks' payload, as the body carries it. */
+  payload: string;
   passedOver: number;
 }
 
@@ -529,10 +515,5 @@ interface SentItem {
 function inadmissible(made: number, item: SentItem): string {
   return made === -3
     ? `its type "${item.type}" is not declared for this queue (the worker's declaration, strictTypes): no task of it would be admitted; set it to a declared type, or declare the type`
-    : `its payload is ${item.payloadBytes} bytes, over the queue's maxPayloadBytes: no task of it would be admitted`;
-}
-
-/** A task body's text before its payload: "1|<enqueuedAtMs>|<type>|<group>|". */
-function bodyPrefix(body: string): string {
-  return `${body.split("|", 4).join("|")}|`;
+    : `its payload is ${Buffer.byteLength(item.payload)} bytes, over the queue's maxPayloadBytes: no task of it would be admitted`;
 }

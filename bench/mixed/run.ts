@@ -8,10 +8,10 @@
 // ideal, the pings' start latency, tenants never running two imports at once, how soon the killed
 // imports ran again and the attempts charged, and the worker invocations the wake-ups started.
 import { fileURLToPath } from "node:url";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import { Redis } from "ioredis";
 import { startStack } from "../../dev/stack.js";
 import { createProducer } from "../../functions/producer.js";
+import { functionSqsClient } from "../../functions/wake.js";
 import { Queue } from "../../shared/queue.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
 import type { Target } from "../report.js";
@@ -134,11 +134,7 @@ export async function runMixed(redisUrl: string, log: (line: string) => void): P
   });
   const environments = stack.environments;
   if (!environments) throw new Error("mixed: the stack runs no worker environments");
-  const client = new SQSClient({
-    endpoint: stack.sqs.endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
-  });
+  const client = functionSqsClient(stack.sqs.endpoint);
   const store = new UpstashStore({ url: stack.endpoint.url, token: stack.endpoint.token });
   const queue = new Queue(store, { name });
   const producer = createProducer({ queueUrl: stack.sqs.queueUrl, wakeQueueUrl: stack.wake.queueUrl, client });

@@ -74,11 +74,17 @@ end
 -- skew the queue allows, so a caller whose clock runs ahead takes nothing the store's clock says is
 -- still live. A queue that trusts its callers' clocks (config callerClock 1: tests and leaseq/testing
 -- drive time) takes `now` as it is. (docs/design.md, "Time decisions and their clocks")
-local function decision_time(config, now)
-  if config_get(config, 'callerClock') == '1' then return now end
+-- The latest time such a decision may take: the store's clock plus the skew, or nil when the
+-- caller's `now` is taken as given. `config` carries callerClock and skewMs.
+local function decision_bound(config)
+  if config_get(config, 'callerClock') == '1' then return nil end
   local store_now = store_time()
-  if not store_now then return now end
-  return math.min(now, store_now + config_int(config, 'skewMs', DEFAULT_SKEW_MS))
+  return store_now and store_now + config_int(config, 'skewMs', DEFAULT_SKEW_MS)
+end
+
+local function decision_time(config, now)
+  local bound = decision_bound(config)
+  return bound and math.min(now, bound) or now
 end
 
 -- The task types the queue's config declares (its p:<type> policies and a:<type> accepted types),

@@ -343,22 +343,18 @@ local function lanes_flush(now)
   write_many('HDEL', K.groups, gone)
 end
 
--- The window a claim at `now` counts in: now's window, or a later one a caller with a clock ahead
--- opened already (a window never moves backwards, so clocks that disagree cannot reopen one).
 -- The time rate windows are decided at: a caller's now, never past the store's clock plus the skew
--- the queue allows (decision_time, read once per script: one HMGET and TIME, only where a rate is
+-- the queue allows (decision_bound, read once per script: one HMGET and TIME, only where a rate is
 -- set), so a caller whose clock runs ahead opens no window early and lets no task out before its
 -- rate allows. A queue that trusts its callers' clocks (callerClock) takes now as given.
 local rate_bound = nil
 local function rate_time(now)
-  if rate_bound == nil then
-    local fields = redis.call('HMGET', K.config, 'callerClock', 'skewMs')
-    local store_now = fields[1] ~= '1' and store_time()
-    rate_bound = store_now and store_now + (tonumber(fields[2]) or DEFAULT_SKEW_MS) or false
-  end
+  if rate_bound == nil then rate_bound = decision_bound(read_config_fields({ 'callerClock', 'skewMs' })) or false end
   return rate_bound and math.min(now, rate_bound) or now
 end
 
+-- The window a claim at `now` counts in: now's window, or a later one a caller with a clock ahead
+-- opened already (a window never moves backwards, so clocks that disagree cannot reopen one).
 local function rate_window(record, span, now)
   now = rate_time(now)
   local window = now - now % span
