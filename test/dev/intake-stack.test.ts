@@ -7,12 +7,14 @@ import { orderedHooks, outOfOrder, sendOrdered } from "../../bench/order.js";
 import { type Stack, startStack } from "../../dev/stack.js";
 import { createProducer } from "../../functions/producer.js";
 import { defineTasks } from "../../functions/tasks.js";
+import { QueueCore } from "../../shared/queue-core.js";
 import { uniqueQueueName } from "../helpers/stores.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 
 let stack: Stack | undefined;
 afterEach(async () => {
+  vi.restoreAllMocks();
   await stack?.stopWork();
   await stack?.close();
   stack = undefined;
@@ -65,8 +67,18 @@ describe("tasks sent through SQS", () => {
 
   it("at priority −10 while 4 workers (or more) drain 2,000 waiting tasks, are claimed before every lower-priority task still READY when they were sent", async () => {
     const started: string[] = [];
-    /** When each task's lease began: its claim (a lease of 30 s, not yet extended when it starts). */
+    /**
+     * Each task's claim in the store's own order: the generation its lease token carries
+     * ("<rank>.<generation>"), one per claim, counted up by the store. Callers' clocks would not do:
+     * two workers' claims are stamped before they reach Redis, in either order.
+     */
     const claimedAt = new Map<string, number>();
+    const claim = QueueCore.prototype.claimOrNextDue;
+    vi.spyOn(QueueCore.prototype, "claimOrNextDue").mockImplementation(async function (this: QueueCore, options) {
+      const outcome = await claim.call(this, options);
+      for (const task of outcome.tasks) claimedAt.set(task.id, Number(task.token.split(".")[1]));
+      return outcome;
+    });
     let open: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       open = resolve;
@@ -77,7 +89,6 @@ describe("tasks sent through SQS", () => {
           leaseMs: 30_000,
           handler: async (task) => {
             started.push(task.id);
-            claimedAt.set(task.id, task.leaseDeadlineMs - 30_000);
             // Each worker holds its first task until the paid ones are sent: all four are busy.
             await gate;
           },
