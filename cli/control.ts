@@ -3,7 +3,7 @@ import { listQueues, Queue } from "../shared/queue.js";
 import { openStore, queueName, withQueue } from "./connect.js";
 import { UsageError } from "./errors.js";
 import { formatStats } from "./read.js";
-import { wakeWorker } from "./wake.js";
+import { wakeOthers, wakeWorker } from "./wake.js";
 import { inBatches, report } from "./write.js";
 
 const PURGEABLE = ["ready", "scheduled", "done", "failed", "corrupt"] as const;
@@ -27,9 +27,9 @@ export function controlCommands(program: Command): void {
         const what = options.type
           ? `task type "${options.type}" of queue "${queueName(command)}"`
           : `queue "${queueName(command)}"`;
-        const { changed, wakeAtMs } = await withQueue(command, async (queue) =>
+        const { changed, wakeAtMs, wakeTo } = await withQueue(command, async (queue) =>
           action === "pause"
-            ? { changed: await queue.pause({ now: Date.now(), type: options.type }), wakeAtMs: undefined }
+            ? { changed: await queue.pause({ now: Date.now(), type: options.type }), wakeAtMs: undefined, wakeTo: [] }
             : queue.resume({ now: Date.now(), type: options.type }),
         );
         const past = action === "pause" ? "paused" : "resumed";
@@ -38,6 +38,7 @@ export function controlCommands(program: Command): void {
         );
         // Work waits for a worker (ready now, or falling due soon): a wake-up due when resume said.
         if (wakeAtMs !== undefined) await wakeWorker(wakeAtMs, "its ready tasks");
+        await wakeOthers(wakeTo);
       });
   }
 

@@ -5,12 +5,13 @@ import { type Command, Option } from "commander";
 import { DEFAULTS, LIMITS } from "../shared/config.js";
 import { checkFlow } from "../shared/flow.js";
 import type { Queue } from "../shared/queue.js";
-import { TASK_INPUT_FIELDS, type TaskInput } from "../shared/types.js";
+import { mergeWakeTo } from "../shared/queue-core.js";
+import { TASK_INPUT_FIELDS, type TaskInput, type WakeTo } from "../shared/types.js";
 import { checkGroup, checkId, checkInteger, checkName, dueTime, serializePayload } from "../shared/validate.js";
 import { withQueue } from "./connect.js";
 import { UsageError } from "./errors.js";
 import { integer, isoTime } from "./parse.js";
-import { sendWake } from "./wake.js";
+import { sendWake, wakeOthers } from "./wake.js";
 
 interface EnqueueOptions {
   type?: string;
@@ -103,7 +104,9 @@ Examples:
       const {
         results: [result],
         wakeAtMs,
+        wakeTo,
       } = await withQueue(command, (queue) => queue.enqueueAndWake([task], { now: Date.now() }));
+      await wakeOthers(wakeTo);
       // The task is in: a wake-up that fails now is a warning, not a failure (docs/wake-ups.md).
       const wake = wakeAtMs === undefined ? undefined : await sendWake(wakeAtMs);
       const wakeError = wake && !wake.sent && wake.queueUrl !== undefined ? wake.error : undefined;
@@ -197,14 +200,19 @@ async function enqueueStdin(command: Command, options: EnqueueOptions): Promise<
   let added = 0;
   let throttled = 0;
   let wakeAt: number | undefined;
+  const others: WakeTo[] = [];
   await withQueue(command, async (queue: Queue) => {
     for (let start = 0; start < tasks.length; start += LIMITS.batchMax) {
-      const { results, wakeAtMs } = await queue.enqueueAndWake(tasks.slice(start, start + LIMITS.batchMax), { now });
+      const { results, wakeAtMs, wakeTo } = await queue.enqueueAndWake(tasks.slice(start, start + LIMITS.batchMax), {
+        now,
+      });
       if (wakeAtMs !== undefined) wakeAt = Math.min(wakeAt ?? wakeAtMs, wakeAtMs);
+      mergeWakeTo(others, wakeTo);
       added += results.filter((result) => result.status === "ok").length;
       throttled += results.filter((result) => result.status === "throttled").length;
     }
   });
+  await wakeOthers(others);
   const wake = wakeAt === undefined ? undefined : await sendWake(wakeAt);
   const wakeError = wake && !wake.sent && wake.queueUrl !== undefined ? wake.error : undefined;
   if (wakeError !== undefined && !options.json) {

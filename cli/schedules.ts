@@ -7,7 +7,7 @@ import { payloadOf } from "./enqueue.js";
 import { OperationError } from "./errors.js";
 import { nearestNames } from "./nearest.js";
 import { lastOf, nextOf, setBy, whenOf } from "./schedule-text.js";
-import { wakeWorker } from "./wake.js";
+import { wakeOthers, wakeWorker } from "./wake.js";
 
 interface SetOptions {
   cron?: string;
@@ -147,7 +147,7 @@ Examples:
     .argument("<name>", "schedule name")
     .addHelpText("after", "\nExample:\n  leaseq --queue emails schedules run-now nightly")
     .action(async (name: string, _options: unknown, command: Command) => {
-      const { id, wakeAtMs, paused } = await withQueue(command, async (queue) => {
+      const { id, wakeAtMs, wakeTo, paused } = await withQueue(command, async (queue) => {
         const run = await queue.runScheduleNow(name, { now: Date.now() });
         if (run === undefined) throw await noSuchSchedule("run-now", name, queue);
         return { ...run, paused: (await queue.stats({ now: Date.now() })).paused };
@@ -157,6 +157,8 @@ Examples:
         console.log(`queue "${queueName(command)}" is paused: the task starts once it is resumed (leaseq resume)`);
         return;
       }
+      await wakeOthers(wakeTo);
+      if (wakeTo.length > 0 && wakeAtMs === undefined) return;
       await wakeWorker(wakeAtMs ?? Date.now(), "the enqueued task and any other ready ones");
     });
 }

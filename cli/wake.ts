@@ -1,5 +1,6 @@
 import { createProducer } from "../functions/producer.js";
-import { wakeDelaySeconds } from "../functions/wake.js";
+import { sendWakeTo, wakeDelaySeconds } from "../functions/wake.js";
+import type { WakeTo } from "../shared/types.js";
 import { sqsClient } from "./dlq.js";
 
 /** What sending a wake-up came to: sent (with its delay), no wake queue given, or refused (why). */
@@ -49,5 +50,23 @@ export async function wakeWorker(wakeAtMs: number, what: string, env: NodeJS.Pro
     console.error(
       `warning: the wake-up could not be sent to ${outcome.queueUrl} (${outcome.error}); ${what} start at the reclaimer's next run (within a minute)`,
     );
+  }
+}
+
+/**
+ * Sends the wake-ups a call asked for on other deployments' wake queues (a queue two deployments
+ * share: docs/wake-ups.md), saying each on stderr when SQS refused it. Never throws.
+ */
+export async function wakeOthers(wakeTo: readonly WakeTo[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  if (wakeTo.length === 0) return;
+  const client = sqsClient(env);
+  try {
+    for (const error of await sendWakeTo(client, wakeTo, Date.now())) {
+      console.error(
+        `warning: a wake-up could not be sent to ${error}; its tasks start at that deployment's reclaimer's next run`,
+      );
+    }
+  } finally {
+    client.destroy();
   }
 }

@@ -1,7 +1,8 @@
 import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
-import type { TaskInput } from "../shared/types.js";
+import { mergeWakeTo } from "../shared/queue-core.js";
+import type { TaskInput, WakeTo } from "../shared/types.js";
 import type { DeadLetterSender } from "./dead-letter.js";
 import { withFlowDefault } from "./flow-defaults.js";
 import { atLastReceive, receivedText } from "./last-receive.js";
@@ -28,6 +29,8 @@ export interface IngestResult {
   failures: SQSBatchResponse["batchItemFailures"];
   /** The earliest wake-up the enqueues asked for (docs/wake-ups.md), when one did. */
   wakeAtMs: number | undefined;
+  /** The wake-ups they asked for on other deployments' wake queues (a shared queue), earliest per queue. */
+  wakeTo: WakeTo[];
   /** Tasks enqueued that are ready now (no delay), new or not. */
   readyNow: number;
   /** Records that were wake-ups (`{}` or `{"leaseq":"wake"}`), read once with the rest. */
@@ -57,6 +60,7 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     rejected: [],
     failures: [],
     wakeAtMs: undefined,
+    wakeTo: [],
     readyNow: 0,
     wakeUps: 0,
   };
@@ -161,11 +165,12 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     if (valid.length > 0) {
       try {
         const now = options.now();
-        const { results, wakeAtMs } = await options.queue.enqueueAndWake(
+        const { results, wakeAtMs, wakeTo } = await options.queue.enqueueAndWake(
           valid.map((item) => item.task),
           { now },
         );
         if (wakeAtMs !== undefined) result.wakeAtMs = Math.min(wakeAtMs, result.wakeAtMs ?? wakeAtMs);
+        mergeWakeTo(result.wakeTo, wakeTo);
         result.readyNow += valid.filter(({ task }) => readyAt(task, now) <= now).length;
         result.enqueued += results.filter((r) => r.status === "ok").length;
         result.duplicates += results.filter((r) => r.status === "duplicate").length;

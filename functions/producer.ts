@@ -14,7 +14,7 @@ import {
 } from "./messages.js";
 import { checkOutgoingTasks } from "./send-checks.js";
 import type { TaskDeclaration } from "./tasks.js";
-import { wakeDelaySeconds } from "./wake.js";
+import { sendWakeTo, wakeDelaySeconds } from "./wake.js";
 
 type Payloads = Record<string, unknown>;
 
@@ -188,16 +188,19 @@ export function createProducer<Declared extends Payloads = Payloads>(
           (task.id === undefined ? { ...task, id: randomUUID() } : task) as TaskInput,
         ),
       );
-      const { results, wakeAtMs } = await queue.enqueueAndWake(withIds, { now });
-      if (wakeAtMs === undefined) return { results, wakeAtMs };
+      const { results, wakeAtMs, wakeTo } = await queue.enqueueAndWake(withIds, { now });
       // The tasks are in: a wake-up that fails now is said, not thrown (the caller's retry would
-      // only find them duplicates); the reclaimer's run starts them.
-      try {
-        await sendWake(wakeDelaySeconds(wakeAtMs, now));
-        return { results, wakeAtMs };
-      } catch (error) {
-        return { results, wakeAtMs, wakeError: error instanceof Error ? error.message : String(error) };
+      // only find them duplicates); the reclaimer's run starts them. Types another deployment of a
+      // shared queue runs wake that deployment's workers, on its wake queue (docs/wake-ups.md).
+      const errors = await sendWakeTo(client, wakeTo, now);
+      if (wakeAtMs !== undefined) {
+        try {
+          await sendWake(wakeDelaySeconds(wakeAtMs, now));
+        } catch (error) {
+          errors.unshift(error instanceof Error ? error.message : String(error));
+        }
       }
+      return errors.length === 0 ? { results, wakeAtMs } : { results, wakeAtMs, wakeError: errors.join("; ") };
     },
     async wake(delaySeconds = 0) {
       checkWakeQueue();

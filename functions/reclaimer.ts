@@ -3,11 +3,12 @@ import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context } from "aws-lambda";
+import type { PlanResult } from "../shared/queue-schedules.js";
 import { redact } from "../shared/text.js";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
 import { createRuntime, type Runtime } from "./runtime.js";
-import { functionSqsClient, sqsWakeSender, type WakeSender } from "./wake.js";
+import { functionSqsClient, sendWakeTo, sqsWakeSender, type WakeSender } from "./wake.js";
 
 const LIMIT = 500; // tasks per reclaim/promote/trim call: a call of 500 moves stays under ~4 ms of Redis time
 const TASKS_PER_DRAIN_INVOCATION = 500; // backlog one drain invocation is expected to take on
@@ -99,7 +100,7 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       const waker = config.wakeQueueUrl && sqs ? sqsWakeSender(config.wakeQueueUrl, sqs) : undefined;
       return { ...(await createRuntime(config, undefined)), lambda: lambdaClient(config), sqs, waker };
     })();
-    const { queue, config, lambda, waker } = await runtime.catch((error: unknown) => {
+    const { queue, config, lambda, waker, sqs } = await runtime.catch((error: unknown) => {
       runtime = undefined;
       throw error;
     });
@@ -114,11 +115,12 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     // A schedule the planner cannot compute is set aside by it (listed with why); should planning
     // fail all the same (the store), the run goes on: the tick's work, its wake-up, the drain
     // invocations and the metrics do not wait for the schedules.
-    let planned: { made: number; passedOver: number; setAside: number; wakeAtMs: number | undefined } = {
+    let planned: Pick<PlanResult, "made" | "passedOver" | "setAside" | "wakeAtMs" | "wakeTo"> = {
       made: 0,
       passedOver: 0,
       setAside: 0,
       wakeAtMs: undefined,
+      wakeTo: [],
     };
     let planningFailed = false;
     if (tick.planAtMs !== undefined && tick.planAtMs <= Date.now() + planHorizonMs) {
@@ -172,6 +174,12 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
         // published. The queue's `wake` says it is arranged; once that time has passed by
         // WAKE.activeMs it no longer counts, and the next run arranges it again.
         logger.warn("wake-up not sent", { queue: config.queue, wakeAtMs, error: apiError(error) });
+      }
+    }
+    // Slots of types another deployment sharing the queue runs: its workers are woken.
+    if (sqs && planned.wakeTo.length > 0) {
+      for (const error of await sendWakeTo(sqs, planned.wakeTo, Date.now())) {
+        logger.warn("wake-up not sent", { queue: config.queue, error });
       }
     }
 

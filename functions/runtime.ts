@@ -48,7 +48,9 @@ export function openConnection(connection: Connection): Promise<Store> {
  * its demo starts.
  */
 export function queueSettings(
-  config: Partial<Pick<FunctionConfig, "clockSkewMs" | "doneRetentionMs" | "failedRetentionMs">>,
+  config: Partial<
+    Pick<FunctionConfig, "clockSkewMs" | "doneRetentionMs" | "failedRetentionMs" | "deployment" | "wakeQueueUrl">
+  >,
   tasks: TaskDeclaration,
 ): QueueSettings {
   const types = Object.entries(tasks.types);
@@ -70,6 +72,9 @@ export function queueSettings(
     clockSkewMs: config.clockSkewMs,
     doneRetentionMs: config.doneRetentionMs,
     failedRetentionMs: config.failedRetentionMs,
+    // The deployment running these types, and where its wake-ups go (docs/wake-ups.md).
+    deployment: config.deployment,
+    wakeQueueUrl: config.wakeQueueUrl,
   };
 }
 
@@ -88,7 +93,8 @@ export async function createRuntime(
   try {
     const queue = new Queue(store, {
       name: config.queue,
-      settings: tasks ? queueSettings(config, tasks) : undefined,
+      // The reclaimer declares nothing; its deployment names its wake-up marks on a shared queue.
+      settings: tasks ? queueSettings(config, tasks) : { deployment: config.deployment },
     });
     if (tasks) {
       await queue.configure();

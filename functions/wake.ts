@@ -1,4 +1,5 @@
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import type { WakeTo } from "../shared/types.js";
 import type { WakeMessageBody } from "./messages.js";
 import { WAKE_TYPES_ATTRIBUTE } from "./wake-listen.js";
 
@@ -51,4 +52,20 @@ export function sqsWakeSender(queueUrl: string, client: SQSClient): WakeSender {
       );
     },
   };
+}
+
+/**
+ * Sends the wake-ups a call asked for on other deployments' wake queues (a queue two deployments
+ * share: docs/wake-ups.md). Resolves to why SQS refused any, one line per queue, or [] when all went.
+ */
+export async function sendWakeTo(client: SQSClient, wakeTo: readonly WakeTo[], now: number): Promise<string[]> {
+  const errors: string[] = [];
+  for (const wake of wakeTo) {
+    try {
+      await sqsWakeSender(wake.queueUrl, client).wake(wake.atMs, now);
+    } catch (error) {
+      errors.push(`${wake.queueUrl}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  return errors;
 }

@@ -17,7 +17,7 @@ import {
   type TaskDefinitions,
   timeoutProblems,
 } from "./tasks.js";
-import { functionSqsClient, sqsWakeSender, type WakeSender } from "./wake.js";
+import { functionSqsClient, sendWakeTo, sqsWakeSender, type WakeSender } from "./wake.js";
 import { wakeListener } from "./wake-listen.js";
 
 /** The reclaimer's direct invocation: drain the queue, no records. */
@@ -115,7 +115,16 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
 
     const records = isSqsEvent(event) ? event.Records : [];
     if (config.role === "intake") {
-      return intake(records, { queue, tasks, deadLetters, waker, claimBatch: config.claimBatch, logger, startedAt });
+      return intake(records, {
+        queue,
+        tasks,
+        deadLetters,
+        waker,
+        sqs,
+        claimBatch: config.claimBatch,
+        logger,
+        startedAt,
+      });
     }
     const ingested = await ingest(records, { queue, tasks, deadLetters, now: Date.now });
     // A wake-up may be for a lease that ended (its worker gone): return it before draining.
@@ -200,6 +209,8 @@ interface IntakeOptions {
   tasks: TaskDeclaration;
   deadLetters: DeadLetterSender | undefined;
   waker: WakeSender | undefined;
+  /** Sends the wake-ups for other deployments' types (a shared queue). */
+  sqs: SQSClient | undefined;
   claimBatch: number;
   logger: Logger;
   startedAt: number;
@@ -227,6 +238,12 @@ async function intake(records: SQSRecord[], options: IntakeOptions): Promise<SQS
     } catch (error) {
       wakeError = (error as Error).message;
       logger.warn("wake-up not sent", { queue: queue.name, wakeAtMs, error: wakeError });
+    }
+  }
+  // Tasks of types another deployment sharing the queue runs: that deployment's workers are woken.
+  if (options.sqs && ingested.wakeTo.length > 0) {
+    for (const error of await sendWakeTo(options.sqs, ingested.wakeTo, now)) {
+      logger.warn("wake-up not sent", { queue: queue.name, error });
     }
   }
   logger.info("intake invocation", {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { Annotations, Duration } from "aws-cdk-lib";
+import { Annotations, Aws, Duration, Tags } from "aws-cdk-lib";
 import { Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
@@ -19,6 +19,12 @@ import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
 import { upstashSecret } from "./secret.js";
 import { type LeaseQueueProps, type LeaseQueueSettings, resolveSettings } from "./settings.js";
 import { synthWarnings } from "./warnings.js";
+
+/**
+ * The tag on a wake queue naming the leaseq queue it wakes workers for: deployments sharing that
+ * queue may send to it (the IAM condition aws:ResourceTag/leaseq-queue).
+ */
+export const WAKE_QUEUE_TAG = "leaseq-queue";
 
 export type { LeaseQueueProps } from "./settings.js";
 
@@ -152,6 +158,21 @@ export class LeaseQueue extends Construct {
     this.reclaimer.addToRolePolicy(
       new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.wakeQueue.queueArn] }),
     );
+    // A queue deployments share (acceptTypes): the wake-ups for the other deployments' types go to
+    // their wake queues (docs/wake-ups.md), which this stack does not know: each wake queue carries
+    // its queue's name as a tag, and SendMessage is allowed on the wake queues of this queue only.
+    Tags.of(this.wakeQueue).add(WAKE_QUEUE_TAG, settings.queueName);
+    if (settings.tasks.acceptTypes.length > 0) {
+      for (const fn of [this.intake, this.worker, this.reclaimer]) {
+        fn.addToRolePolicy(
+          new PolicyStatement({
+            actions: ["sqs:SendMessage"],
+            resources: [`arn:${Aws.PARTITION}:sqs:${Aws.REGION}:${Aws.ACCOUNT_ID}:*`],
+            conditions: { StringEquals: { [`aws:ResourceTag/${WAKE_QUEUE_TAG}`]: settings.queueName } },
+          }),
+        );
+      }
+    }
 
     this.intake.addEventSource(
       new SqsEventSource(this.queue, {

@@ -26,11 +26,16 @@ const ROTATION_REASON =
 const WAKE_QUEUE_REASON =
   'The wake queue carries only wake-ups ({"leaseq":"wake"}), never a task: tasks wait in Redis, and a wake-up that cannot be handled is worth nothing once the reclaimer\'s next run has arranged its own. It keeps messages one hour instead of dead-lettering them.';
 
+const SHARED_WAKE_REASON =
+  "On a queue deployments share (acceptTypes), each function sends the wake-ups for the other deployments' task types to their wake queues, which this stack cannot name: SendMessage only, on queues of this account and region that carry the tag leaseq-queue=<this queue's name> (aws:ResourceTag condition), which only the wake queues of this queue's LeaseQueue constructs have.";
+
 /**
  * The AwsSolutions findings leaseq accepts on `leaseQueue`, each with its reason: AwsSolutions-L1
  * (runtime version) on the intake, the worker and the reclaimer, AwsSolutions-SQS3 (no dead-letter
- * queue) on the wake queue, and AwsSolutions-SMG4 (no rotation) on the secret when this LeaseQueue
- * created it (a secret given as `secret` or `upstashSecretArn` is its owner's to suppress or rotate).
+ * queue) on the wake queue, AwsSolutions-SMG4 (no rotation) on the secret when this LeaseQueue
+ * created it (a secret given as `secret` or `upstashSecretArn` is its owner's to suppress or rotate),
+ * and on a queue deployments share, AwsSolutions-IAM5 on the functions' role policies (SendMessage to
+ * the wake queues tagged with this queue's name).
  * Never throws.
  */
 export function nagSuppressions(leaseQueue: LeaseQueue): NagSuppression[] {
@@ -45,5 +50,12 @@ export function nagSuppressions(leaseQueue: LeaseQueue): NagSuppression[] {
     ...[leaseQueue.intake, leaseQueue.worker, leaseQueue.reclaimer].map((fn) => at(fn, "AwsSolutions-L1", runtime)),
     at(leaseQueue.wakeQueue, "AwsSolutions-SQS3", WAKE_QUEUE_REASON),
     ...(createsSecret(leaseQueue.settings) ? [at(leaseQueue.secret, "AwsSolutions-SMG4", ROTATION_REASON)] : []),
+    // The tag-conditioned wildcard of a shared queue, on each function's role policy.
+    ...(leaseQueue.settings.tasks.acceptTypes.length > 0
+      ? [leaseQueue.intake, leaseQueue.worker, leaseQueue.reclaimer].flatMap((fn) => {
+          const policy = fn.role?.node.tryFindChild("DefaultPolicy");
+          return policy ? [at(policy, "AwsSolutions-IAM5", SHARED_WAKE_REASON)] : [];
+        })
+      : []),
   ];
 }

@@ -23,7 +23,7 @@ return guard('cancel', function()
   local now, now_text = cancel_args()
   local ids = {}
   for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[i + 1]) end
-  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })
+  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair', 'deps' })
   local tasks = load(ids, true)
   local sets = { R = K.ready, S = K.scheduled, L = K.leased }
   local result, writes, seen = {}, new_writes(), {}

@@ -58,6 +58,7 @@
 -- Uses: plus, policy_of, promote_due, put, put_state, quarantine, rate_count, rate_open
 -- Uses: read_config, read_many, read_record, repeated_wake, slot_count, slot_ids, state_line
 -- Uses: token_of, type_park, wake_answered, write_many
+-- Uses: type_scope
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
@@ -537,15 +538,17 @@ return guard('claim', function()
   local room = room_of(room_text)
   local config = read_config()
   local ordered, paused = config.ordered == '1', config.paused == '1'
+  -- The caller's wake-up marks: its deployment's on a shared queue (the one running its types).
+  local scope = runs and type_scope(config, string.match(types, '^[^,]+')) or ''
   local leases = lease_lengths(config)
 
   -- 1. A repeat of a claim whose reply was lost: the batch it leased, as it was.
   if is_repeat then
     local batch = repeated_batch(leases, now, claim_id)
-    if batch then return claim_tail(batch, nil, false, repeated_wake(config, now, claim_id)) end
+    if batch then return claim_tail(batch, nil, false, repeated_wake(config, now, claim_id, scope)) end
   end
   -- The wake-up that brought this claim is answered: its worker is here.
-  if woken then wake_answered(config, now) end
+  if woken then wake_answered(config, now, scope) end
   if paused then return claim_tail({}, nil, false, nil) end
 
   -- 2. Due scheduled tasks become READY; groups and types whose time came run again.
@@ -556,7 +559,7 @@ return guard('claim', function()
   if ordered then
     local gate = ordered_gate(config, now)
     if gate then
-      mark_active(config, now, lingers)
+      mark_active(config, now, lingers, scope)
       lanes_flush(now)
       return claim_tail({}, gate[1], false, nil)
     end
@@ -576,8 +579,8 @@ return guard('claim', function()
   -- for the tasks it had no room for (its free slots full, or its room for a type: a wake-up now).
   finish_scan(scan)
   lanes_flush(now)
-  mark_active(config, now, (lingers or scan.taken > 0) and scan.taken < count and not scan.left_own)
-  local wake_at = (scan.left_own or scan.more) and need_wake(config, now, now, WAKE_HORIZON_MAX_MS, claim_id, true)
+  mark_active(config, now, (lingers or scan.taken > 0) and scan.taken < count and not scan.left_own, scope)
+  local wake_at = (scan.left_own or scan.more) and need_wake(config, now, now, WAKE_HORIZON_MAX_MS, claim_id, true, scope)
     or nil
   if scan.taken == 0 then return claim_tail({}, next_due_of(config, now), scan.solo_waiting, wake_at) end
   return claim_tail(scan.result, nil, scan.solo_waiting, wake_at)

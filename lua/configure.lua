@@ -21,9 +21,12 @@
 --           accepts (another deployment runs it), gd and g:<type> (group policies:
 --           "<concurrency>,<ordered>,<groupRateMax>,<groupRateMs>,<typeRateMax>,<typeRateMs>",
 --           docs/groups.md), od and o:<type> ("hold": an ordered group waits behind its FAILED task,
---           with gd and g:<type> respectively); every queue-wide setting not given is removed (its
---           default applies)
--- Writes also `leases`, the distinct lease lengths of the queue's policies, its own and the ones it
+--           with gd and g:<type> respectively), n:<type> (the deployment that runs the type, per
+--           type it runs) and u:<deployment> (that deployment's wake queue URL); every queue-wide
+--           setting not given is removed (its default applies)
+-- Writes also `deps`, the deployments that run the queue's types (n:<type>), comma-separated, when
+-- there are two or more (docs/wake-ups.md: each keeps its own wake-up marks), else removes it;
+-- `leases`, the distinct lease lengths of the queue's policies, its own and the ones it
 -- keeps (ms, comma-separated), which a claim reads instead of every policy; and the format version
 -- (a queue of format v1 becomes v2).
 -- Returns: 1 when the config changed, 0 when it was already this revision.
@@ -86,6 +89,14 @@ return guard('configure', function()
     elseif string.sub(field, 1, 2) == 'a:' then
       name_arg('accepted type', string.sub(field, 3), TYPE_MAX_BYTES)
       if value ~= '1' then bad(field .. ' must be "1"') end
+    elseif string.sub(field, 1, 2) == 'n:' then
+      name_arg('deployment type', string.sub(field, 3), TYPE_MAX_BYTES)
+      name_arg(field, value, OWNER_MAX_BYTES)
+    elseif string.sub(field, 1, 2) == 'u:' then
+      name_arg('wake queue deployment', string.sub(field, 3), OWNER_MAX_BYTES)
+      if #value > 1024 or not string.find(value, '^https?://[%w%-%._~:/%%]+$') then
+        bad(field .. ' must be a wake queue URL (http(s)://, at most 1024 characters, no spaces or commas)')
+      end
     elseif field == 'od' or string.sub(field, 1, 2) == 'o:' then
       if field ~= 'od' then name_arg('onFailure type', string.sub(field, 3), TYPE_MAX_BYTES) end
       if value ~= 'hold' then bad(field .. ' must be "hold" (onFailure of an ordered group)') end
@@ -104,14 +115,16 @@ return guard('configure', function()
   local mine = {}
   for field in pairs(wanted) do
     local prefix = string.sub(field, 1, 2)
-    if prefix == 'p:' or prefix == 'g:' or prefix == 'a:' or prefix == 'o:' then mine[string.sub(field, 3)] = true end
+    if prefix == 'p:' or prefix == 'g:' or prefix == 'a:' or prefix == 'o:' or prefix == 'n:' then
+      mine[string.sub(field, 3)] = true
+    end
   end
   local stale, kept, retiring = {}, {}, {}
   for field, value in pairs(current) do
     local prefix = string.sub(field, 1, 2)
     if SETTINGS[field] or field == 'd' or field == 'gd' or field == 'od' then
       if wanted[field] == nil then stale[#stale + 1] = field end
-    elseif prefix == 'p:' or prefix == 'g:' or prefix == 'a:' or prefix == 'r:' or prefix == 'o:' then
+    elseif prefix == 'p:' or prefix == 'g:' or prefix == 'a:' or prefix == 'r:' or prefix == 'o:' or prefix == 'n:' then
       local task_type = string.sub(field, 3)
       if not mine[task_type] then
         local retired = tonumber(current['r:' .. task_type])
@@ -151,6 +164,23 @@ return guard('configure', function()
   table.sort(leases)
   fields[#fields + 1] = 'leases'
   fields[#fields + 1] = table.concat(leases, ',')
+  -- The deployments running the queue's types: this declaration's and the ones kept.
+  local deps, named = {}, {}
+  for _, set in ipairs({ wanted, kept }) do
+    for field, value in pairs(set) do
+      if string.sub(field, 1, 2) == 'n:' and not named[value] then
+        named[value] = true
+        deps[#deps + 1] = value
+      end
+    end
+  end
+  table.sort(deps)
+  if #deps >= 2 then
+    fields[#fields + 1] = 'deps'
+    fields[#fields + 1] = table.concat(deps, ',')
+  elseif current.deps then
+    redis.call('HDEL', K.config, 'deps')
+  end
   write_many('HSET', K.config, fields, 2)
   upgrade_format(current)
   lanes_flush(0)

@@ -27,7 +27,7 @@ return guard('delete', function()
   local letters = LETTERS_OF[wanted]
   local ids = {}
   for i = 1, item_count(3, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[i + 2]) end
-  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair' })
+  local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair', 'deps' })
   local values = record_fields(ids, true, true)
   local sets = { R = K.ready, S = K.scheduled, D = K.done, F = K.failed }
   local result, writes, left, answered, gone = {}, new_writes(), {}, {}, {}

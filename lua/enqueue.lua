@@ -25,8 +25,9 @@
 --   (a paused queue asks for no wake-up), fair (the queue's tasks take fair turns: its first task
 --   with a group sets it), and with strictTypes = 1 the policy p:<type> or the mark a:<type> of
 --   each type in the batch (a type with neither is refused).
--- Returns: per task, 3 each: status, state, other; then one more: the time (ms) a wake-up must be
---   sent for, "" when none is needed (docs/wake-ups.md: the caller sends it, the library's producer
+-- Returns: per task, 3 each: status, state, other; then one more: the wake-ups to send, "" when
+--   none is needed: "<ms>" for the caller's wake queue, then ",<ms> <url>" for another deployment's
+--   of a shared queue (wake_reply; docs/wake-ups.md: the caller sends them, the library's producer
 --   helper does)
 --   status 0  enqueued  (state "R" ready or "S" scheduled; other: the id of the task a debounce
 --             or a singleton replaced, or "")
@@ -40,10 +41,10 @@
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
 -- Uses: K, apply, as_time, bad, config_int, decision_time, declared_types, drop_field, enqueue_args, held_value, flow_runs
 -- Uses: fair_turn, flow_args, fmt, fmt_once, group_arg, group_policy, guard, id_arg, lane_remove, parked_gone
--- Uses: parse_body, parse_state, record_fields, singleton_waiting
+-- Uses: parse_body, parse_state, record_fields, singleton_waiting, arrange_wakes, type_scope
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
--- Uses: name_arg, need_wake, new_state, new_writes, note_due, put, put_state, read_config_fields
--- Uses: read_many, repeated_wake, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
+-- Uses: name_arg, new_state, new_writes, note_due, put, put_state, read_config_fields
+-- Uses: read_many, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
 
 -- What a task's fields say it is: the letter of its state ("R" for a body alone, never claimed;
 -- "C" quarantined), or nil when the id is unknown.
@@ -183,7 +184,7 @@ return guard('enqueue', function()
   -- Checked before anything is written; a message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
   local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'active', 'strictTypes', 'paused', 'fair',
-    'skewMs', 'callerClock' }, {}
+    'skewMs', 'callerClock', 'deps' }, {}
   local any_group = false
   for i = 1, n do
     local base = 4 + (i - 1) * 4
@@ -278,7 +279,8 @@ return guard('enqueue', function()
   if any_group and fresh > 0 and config.fair ~= '1' then start_fair(config) end
   local fair = config.fair == '1'
   local writes = new_writes()
-  local earliest, any_ready = nil, false
+  -- When work falls due, per wake-up scope (the deployment running its type: docs/wake-ups.md).
+  local earliest, dues = nil, {}
   local lane_names, lanes_named = {}, {}
   for i = 1, n do
     if groups_of[i] ~= '' then
@@ -335,6 +337,8 @@ return guard('enqueue', function()
         put_state(writes, id, new_state('S', run_texts[i] or int_text(ARGV[base + 2], run_at), fmt(rank), types[i], groups_of[i]))
         zadd(writes, K.scheduled, run_at, id)
         earliest = math.min(earliest or run_at, run_at)
+        local scope = type_scope(config, types[i])
+        dues[scope] = math.min(dues[scope] or run_at, run_at)
         known[i] = 'S'
       elseif lane_names[i] then
         -- Into the ready set at its group's next turn. Inline: lane_add's common case (the group
@@ -352,11 +356,11 @@ return guard('enqueue', function()
           zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band, last_seq - fresh), id)
         end
         known[i] = 'R'
-        any_ready = true
+        dues[type_scope(config, types[i])] = now
       else
         zadd(writes, K.ready, rank, id)
         known[i] = 'R'
-        any_ready = true
+        dues[type_scope(config, types[i])] = now
       end
       result[#result + 1] = 0
     else
@@ -374,11 +378,7 @@ return guard('enqueue', function()
   for _, item in ipairs(left_lanes) do lane_remove(item.id, item.state, config, nil) end
   lanes_flush(now)
   if earliest then note_due(config, earliest) end
-  local wake_at = nil
-  if (any_ready or earliest) and config.paused ~= '1' then
-    wake_at = need_wake(config, now, any_ready and now or earliest, WAKE_HORIZON_MAX_MS, call ~= '' and call or nil)
-  end
-  if not wake_at and call ~= '' then wake_at = repeated_wake(config, now, call) end
-  result[#result + 1] = wake_at and fmt(wake_at) or ''
+  if config.paused == '1' then dues = {} end
+  result[#result + 1] = arrange_wakes(config, now, dues, WAKE_HORIZON_MAX_MS, call ~= '' and call or nil, call ~= '', '')
   return result
 end)

@@ -14,39 +14,44 @@
 --                     or "" (none): a repeat after a lost reply is told the wake-up its first run arranged
 -- ARGV[5] woken       1 when a wake-up started the worker and none of its claims answered it (its time
 --                     ran out first): the hand-off answers it
+-- ARGV[6] deployment  the caller's (LEASEQ_DEPLOYMENT), or "": on a queue deployments share, the
+--                     deployment whose wake-up marks it stops, for the work of the types it runs
 -- Reads config: wake, active, nextDue (scheduled work, and groups or types waiting to run again), ordered,
 --   hold, paused (nothing to arrange). Writes wake, removes active.
 -- Returns: the time (ms) a wake-up message must be sent for, or "" when none is needed (nothing
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, fmt, guard, handoff_args, need_wake, new_work_flagged, next_due_of, read_config_fields
+-- Uses: K, fmt, guard, handoff_args, need_wake, new_work_flagged, read_config_fields
 -- Uses: repeated_wake, wake_answered, wake_stopped
+-- Uses: deployment_scope, next_due_for
+-- Uses: ready_for
 
 return guard('handoff', function()
-  local now, _, horizon, cut_off, call, woken = handoff_args()
-  local config = read_config_fields({ 'wake', 'active', 'nextDue', 'ordered', 'hold', 'paused' })
+  local now, _, horizon, cut_off, call, woken, deployment = handoff_args()
+  local config = read_config_fields({ 'wake', 'active', 'nextDue', 'ordered', 'hold', 'paused', 'deps' })
+  local scope = deployment_scope(config, deployment)
   -- A repeat of this call after a lost reply: the first run stopped the mark it read, so it is told
   -- the wake-up that run arranged, not what the marks say now.
-  local repeated = call ~= '' and repeated_wake(config, now, call)
+  local repeated = call ~= '' and repeated_wake(config, now, call, scope)
   if repeated then return fmt(repeated) end
   -- Work made ready under the active mark may have come after this worker's last claim (need_wake).
-  local new_work = new_work_flagged(config)
+  local new_work = new_work_flagged(config, scope)
   -- This worker's mark (or that of one that stopped without handing off) covers nothing once it
   -- stops; the wake-ups arranged stay (those due and not answered: their workers are to come).
-  wake_stopped(config)
-  if woken then wake_answered(config, now) end
+  wake_stopped(config, scope)
+  if woken then wake_answered(config, now, scope) end
   local due
   if config.paused == '1' then
     return '' -- a paused queue: its resume arranges the wake-up
   elseif config.ordered == '1' and redis.call('ZCARD', K.leased) > 0 then
     return '' -- the worker holding the lease hands off after it
-  elseif (cut_off or new_work) and redis.call('ZCARD', K.ready) > 0 then
+  elseif (cut_off or new_work) and ready_for(config, scope) then
     due = now
   else
-    due = next_due_of(config, now)
+    due = next_due_for(config, now, scope)
   end
   if due == nil then return '' end
-  local wake_at = need_wake(config, now, due, horizon, call ~= '' and call or nil)
+  local wake_at = need_wake(config, now, due, horizon, call ~= '' and call or nil, false, scope)
   return wake_at and fmt(wake_at) or ''
 end)

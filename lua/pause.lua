@@ -14,16 +14,18 @@
 --   comma-separated); wake when a resume leaves work for a worker. A resumed type's tasks set aside
 --   go back to READY at their ranks, up to 1000 at once, the rest with the next claims (groupwait:
 --   "@<type>" due at once).
--- Returns: { changed (1, or 0 when it was so already), the time (ms) a wake-up must be sent for
---   (a resume with work ready now, or falling due within 15 minutes: docs/wake-ups.md), "" when none }
+-- Returns: { changed (1, or 0 when it was so already), the wake-ups to send (a resume with work
+--   ready now, or falling due within 15 minutes; as enqueue's: wake_reply, docs/wake-ups.md), "" when none }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, bad, fmt, guard, lane_wait, lanes_flush, need_wake, next_due_of, pause_args
--- Uses: read_config_fields, repeated_wake, type_unpark, wake_list, wake_write
+-- Uses: K, bad, guard, lane_wait, lanes_flush, pause_args
+-- Uses: read_config_fields, type_unpark, wake_list, wake_write
+-- Uses: all_scopes, arrange_wakes, config_get, next_due_for, type_scope
+-- Uses: ready_for
 
 return guard('pause', function()
   local now, _, action, task_type, call = pause_args()
-  local config = read_config_fields({ 'paused', 'pauses', 'wake', 'active', 'nextDue', 'ordered', 'hold' })
+  local config = read_config_fields({ 'paused', 'pauses', 'wake', 'active', 'nextDue', 'ordered', 'hold', 'deps' })
   local pausing, changed = action == 'pause', 0
   if task_type == '' then
     if pausing and config.paused ~= '1' then
@@ -57,21 +59,29 @@ return guard('pause', function()
     -- the rest (a long backlog) with the next claims.
     if not pausing and type_unpark(task_type, TYPE_UNPARK_MAX, config, now) > 0 then lane_wait('@' .. task_type, 0, config) end
   end
-  local wake_at = nil
+  local dues = {}
   if not pausing and config.paused ~= '1' then
-    -- A wake-up sent while the work was paused found nothing to claim: it covers nothing now.
-    config.active = nil
-    local list, kept = wake_list(config, now), {}
-    for _, entry in ipairs(list) do
-      if entry.at > now then kept[#kept + 1] = entry end
+    -- The deployments whose work it lets run: the type's, or every one (a shared queue's).
+    -- (On a shared queue, work of a type no deployment runs has no worker to wake.)
+    local scopes = { type_scope(config, task_type) }
+    if task_type == '' then
+      scopes = all_scopes(config)
+      if #scopes > 1 then table.remove(scopes, 1) end
     end
-    wake_write(config, kept)
-    local due = nil
-    if redis.call('ZCARD', K.ready) > 0 or redis.call('ZCARD', K.grouped) > 0 then due = now
-    else due = next_due_of(config, now) end
-    if due then wake_at = need_wake(config, now, due, WAKE_HORIZON_MAX_MS, call ~= '' and call or nil) end
+    local parked = redis.call('ZCARD', K.grouped) > 0
+    for _, scope in ipairs(scopes) do
+      -- A wake-up sent while the work was paused found nothing to claim: it covers nothing now.
+      config_get(config, 'active' .. scope)
+      config['active' .. scope] = nil
+      local list, kept = wake_list(config, now, scope), {}
+      for _, entry in ipairs(list) do
+        if entry.at > now then kept[#kept + 1] = entry end
+      end
+      wake_write(config, kept, scope)
+      dues[scope] = (parked or ready_for(config, scope)) and now or next_due_for(config, now, scope)
+    end
   end
-  if not wake_at and call ~= '' then wake_at = repeated_wake(config, now, call) end
+  local wake = arrange_wakes(config, now, dues, WAKE_HORIZON_MAX_MS, call ~= '' and call or nil, call ~= '', '')
   lanes_flush(now)
-  return { changed, wake_at and fmt(wake_at) or '' }
+  return { changed, wake }
 end)

@@ -25,14 +25,15 @@
 --   -2 when it passes over slots and now is later than the store's clock plus skewMs (decision_time),
 --   -3 when its type is not declared for the queue (strictTypes), -4 when its payload is over the
 --   queue's maxPayloadBytes: its tasks would not be admitted, nothing is written for it;
---   then the time (ms) a wake-up must be sent for, "" when none (docs/wake-ups.md).
+--   then the wake-ups to send, "" when none (as enqueue's: wake_reply; docs/wake-ups.md).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every item is checked, and every record read,
 --   before the first write.
 -- Uses: K, apply, as_time, bad, config_int, decision_time, fmt, guard, id_arg, int_arg, is_id, item_count, name_arg, new_state
--- Uses: need_wake, new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many, repeated_wake
+-- Uses: new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many
 -- Uses: start_fair
 -- Uses: time_arg, write_many, zadd
+-- Uses: arrange_wakes, type_scope
 
 local ITEM = 10
 
@@ -71,7 +72,7 @@ return guard('plan', function()
     for _, suffix in ipairs({ ':v', ':c', ':p', ':m' }) do fields[#fields + 1] = item.name .. suffix end
   end
 
-  local config_names = { 'nextDue', 'fair', 'wake', 'active', 'paused', 'skewMs', 'callerClock', 'strictTypes',
+  local config_names = { 'nextDue', 'fair', 'wake', 'active', 'paused', 'skewMs', 'callerClock', 'strictTypes', 'deps',
     'maxPayloadBytes' }
   for _, item in ipairs(items) do
     config_names[#config_names + 1] = 'p:' .. item.type
@@ -113,7 +114,7 @@ return guard('plan', function()
   local existing = read_many('HMGET', K.task, task_fields)
 
   local writes, result, schedule_fields, at = new_writes(), {}, {}, 0
-  local earliest
+  local earliest, dues = nil, {} -- dues: per wake-up scope (docs/wake-ups.md)
   for _, item in ipairs(items) do
     if item.inadmissible then
       result[#result + 1] = item.inadmissible
@@ -137,6 +138,8 @@ return guard('plan', function()
           item.states[#item.states + 1] = { id = id, state = state }
           zadd(writes, K.scheduled, run_at, id)
           if not earliest or run_at < earliest then earliest = run_at end
+          local scope = type_scope(config, item.type)
+          if not dues[scope] or run_at < dues[scope] then dues[scope] = run_at end
         end
       end
       local done, passed = string.match(item.counts, '^(%d+)|(%d+)$')
@@ -172,15 +175,9 @@ return guard('plan', function()
   end
   apply(writes)
   if #schedule_fields > 0 then write_many('HSET', K.schedules, schedule_fields, 2) end
-  local wake_at = nil
-  if earliest then
-    note_due(config, earliest)
-    if config.paused ~= '1' and horizon > 0 then
-      wake_at = need_wake(config, now, earliest, horizon, call ~= '' and call or TICK_CALL)
-    end
-  end
-  -- A repeat of this call after a lost reply (its plans now stale) is told the wake-up it arranged.
-  if not wake_at and call ~= '' then wake_at = repeated_wake(config, now, call) end
-  result[#result + 1] = wake_at and fmt(wake_at) or ''
+  if earliest then note_due(config, earliest) end
+  if config.paused == '1' or horizon == 0 then dues = {} end
+  -- A repeat of this call after a lost reply (its plans now stale) is told the wake-ups it arranged.
+  result[#result + 1] = arrange_wakes(config, now, dues, horizon, call ~= '' and call or TICK_CALL, call ~= '', '')
   return result
 end)

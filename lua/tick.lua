@@ -11,6 +11,8 @@
 --                 this long (the time to the reclaimer's next run)
 -- ARGV[4] callId  "tick-" and 1-59 characters of A-Z a-z 0-9 _ . -, the same for every sending of
 --                 this call (or "" for none): a repeat after a lost reply is told the wake-up again
+-- ARGV[5] deployment  the caller's (LEASEQ_DEPLOYMENT), or "": on a queue deployments share, the
+--                 deployment whose wake-up marks it keeps, for the work of the types it runs
 -- Reads config: skewMs (as in reclaim), doneRetentionMs, failedRetentionMs (as in trim), nextDue,
 --   ordered, hold, wake, paused (a paused queue gets no wake-up), pauses, fair, sweep (where the
 --   sweep goes on). Writes wake when it arranges one: it trusts no wake-up arranged for later than
@@ -22,12 +24,14 @@
 --   then when the first schedule is due for planning, "" when none is }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, NOTHING_DUE, config_int, fmt, guard, lanes_flush, need_wake, next_due_of, promote_due, queue_stats
+-- Uses: K, NOTHING_DUE, config_int, fmt, guard, lanes_flush, need_wake, promote_due, queue_stats
 -- Uses: decision_time, read_config, reclaim_expired, scheduled_count, sweep_step, tick_args, trim_before
+-- Uses: deployment_scope, lease_end_for, next_due_for
 
 return guard('tick', function()
-  local now, now_text, limit, horizon, call = tick_args()
+  local now, now_text, limit, horizon, call, deployment = tick_args()
   local config = read_config()
+  local scope = deployment_scope(config, deployment)
 
   local counts = { scheduled = scheduled_count() }
   for _, name in ipairs({ 'leased', 'done', 'failed' }) do counts[name] = redis.call('ZCARD', K[name]) end
@@ -73,14 +77,15 @@ return guard('tick', function()
   -- Ready work is the reclaimer's own business (a drain invocation); an idle queue costs nothing.
   local wake_at = nil
   if horizon > 0 and config.paused ~= '1' then
-    local due = next_due_of(config, now)
-    if stats[3] > 0 then
+    -- Its deployment's work (docs/wake-ups.md): each deployment sharing the queue runs a reclaimer.
+    local due = next_due_for(config, now, scope)
+    local deadline = stats[3] > 0 and lease_end_for(config, scope)
+    if deadline then
       -- A lease that ends before then is reclaimed by the worker that wake-up starts.
-      local deadline = tonumber(redis.call('ZRANGE', K.leased, 0, 0, 'WITHSCORES')[2])
       local reclaimable = deadline + config_int(config, 'skewMs', DEFAULT_SKEW_MS) + 1
       if due == nil or reclaimable < due then due = reclaimable end
     end
-    if due then wake_at = need_wake(config, now, due, horizon, call ~= '' and call or TICK_CALL) end
+    if due then wake_at = need_wake(config, now, due, horizon, call ~= '' and call or TICK_CALL, false, scope) end
   end
   result[#result + 1] = wake_at and fmt(wake_at) or ''
   -- Schedules due for planning (lua/plan.lua): the reclaimer plans only when one is.

@@ -22,6 +22,7 @@ import {
   type TaskInput,
   type TaskState,
   type TickResult,
+  type WakeTo,
 } from "./types.js";
 import {
   checkBatch,
@@ -154,7 +155,7 @@ export class QueueCore {
   async enqueueAndWake(
     tasks: TaskInput[],
     options: { now: number },
-  ): Promise<{ results: EnqueueResult[]; wakeAtMs: number | undefined }> {
+  ): Promise<{ results: EnqueueResult[]; wakeAtMs: number | undefined; wakeTo: WakeTo[] }> {
     const where = "enqueue";
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
@@ -188,7 +189,7 @@ export class QueueCore {
       }
       return result;
     });
-    return { results, wakeAtMs: optionalTime(wakeAt) };
+    return { results, ...readWakeUps(wakeAt) };
   }
 
   /**
@@ -440,6 +441,7 @@ export class QueueCore {
       limit: String(this.limit("tick", options.limit)),
       wakeHorizonMs: String(horizon),
       callId: `tick-${callId()}`,
+      deployment: this.settings.deployment,
     });
     const values = readReply("tick", reply);
     return {
@@ -475,6 +477,7 @@ export class QueueCore {
       cutOff: options.cutOff ? "1" : "0",
       callId: callId(),
       woken: options.woken ? "1" : "0",
+      deployment: this.settings.deployment,
     });
     return optionalTime(readReply("handoff", reply).wakeAt);
   }
@@ -550,6 +553,31 @@ export function callId(): string {
 /** A time a script answered, or undefined for its "" (none). */
 export function optionalTime(value: unknown): number | undefined {
   return value === "" || value === undefined || value === null ? undefined : Number(value);
+}
+
+/** Adds `more` to `into`, keeping the earliest per wake queue. */
+export function mergeWakeTo(into: WakeTo[], more: readonly WakeTo[]): WakeTo[] {
+  for (const wake of more) {
+    const known = into.find((entry) => entry.queueUrl === wake.queueUrl);
+    if (!known) into.push({ ...wake });
+    else if (wake.atMs < known.atMs) known.atMs = wake.atMs;
+  }
+  return into;
+}
+
+/**
+ * The wake-ups a reply of enqueue, plan or pause asks for: `"<ms>"` for the caller's own wake queue,
+ * then `",<ms> <url>"` for another deployment's of a shared queue (lua/lib/wake-ups.lua's wake_reply).
+ */
+export function readWakeUps(value: unknown): { wakeAtMs: number | undefined; wakeTo: WakeTo[] } {
+  const [own, ...others] = String(value ?? "").split(",");
+  return {
+    wakeAtMs: optionalTime(own),
+    wakeTo: others.map((entry) => {
+      const space = entry.indexOf(" ");
+      return { atMs: Number(entry.slice(0, space)), queueUrl: entry.slice(space + 1) };
+    }),
+  };
 }
 
 /** The stats of a reply of stats or tick, by the names their declarations give. */

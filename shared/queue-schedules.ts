@@ -4,7 +4,7 @@
 import { DEFAULTS, DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { readReply } from "./protocol/index.js";
-import { callId, optionalTime, QueueCore } from "./queue-core.js";
+import { callId, mergeWakeTo, optionalTime, QueueCore, readWakeUps } from "./queue-core.js";
 import { buildBody } from "./records.js";
 import {
   checkSchedule,
@@ -19,7 +19,7 @@ import {
   slotOf,
   slotsBetween,
 } from "./schedules.js";
-import { STATE_BY_LETTER, type TaskState } from "./types.js";
+import { STATE_BY_LETTER, type TaskState, type WakeTo } from "./types.js";
 import { checkInteger, checkNow, serializePayload } from "./validate.js";
 
 /** One schedule as `listSchedules` answers it. */
@@ -68,6 +68,8 @@ export interface PlanResult {
   calls: number;
   /** The wake-up to send for the first slot made (within the horizon, none arranged yet), or undefined. */
   wakeAtMs: number | undefined;
+  /** Wake-ups for other deployments' wake queues (a shared queue: docs/wake-ups.md). */
+  wakeTo: WakeTo[];
 }
 
 const READ_PAGE = 100;
@@ -173,15 +175,15 @@ export class QueueSchedules extends QueueCore {
   async runScheduleNow(
     name: string,
     options: { now: number },
-  ): Promise<{ id: string; wakeAtMs: number | undefined } | undefined> {
+  ): Promise<{ id: string; wakeAtMs: number | undefined; wakeTo: WakeTo[] } | undefined> {
     const now = checkNow("runScheduleNow", options.now);
     checkScheduleName("runScheduleNow", name);
     const schedule = (await this.listSchedules()).find((info) => info.name === name);
     if (!schedule) return undefined;
     const { type, payload, priority, group } = schedule.definition;
     const id = `${name}@run-${new Date(now).toISOString()}`;
-    const { wakeAtMs } = await this.enqueueAndWake([{ id, type, payload, priority, group }], { now });
-    return { id, wakeAtMs };
+    const { wakeAtMs, wakeTo } = await this.enqueueAndWake([{ id, type, payload, priority, group }], { now });
+    return { id, wakeAtMs, wakeTo };
   }
 
   /**
@@ -310,6 +312,7 @@ export class QueueSchedules extends QueueCore {
       setAside: 0,
       calls: 0,
       wakeAtMs: undefined,
+      wakeTo: [],
     };
     const wakeHorizon = Math.min(options.wakeHorizonMs ?? horizon, WAKE.horizonMaxMs);
     let staleRounds = 0;
@@ -337,8 +340,9 @@ export class QueueSchedules extends QueueCore {
         );
         result.calls++;
         const { rows, wakeAt } = readReply("plan", reply);
-        const wake = optionalTime(wakeAt);
+        const { wakeAtMs: wake, wakeTo } = readWakeUps(wakeAt);
         if (wake !== undefined && (result.wakeAtMs === undefined || wake < result.wakeAtMs)) result.wakeAtMs = wake;
+        mergeWakeTo(result.wakeTo, wakeTo);
         for (const [i, row] of rows.entries()) {
           const made = Number(row.made);
           const sent = sentItems[i];

@@ -2,7 +2,7 @@ import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError, itemStatus } from "./errors.js";
 import { queueKeys } from "./keys.js";
 import { type OperationName, readReply, replyRows } from "./protocol/index.js";
-import { callId, LISTABLE, optionalTime } from "./queue-core.js";
+import { callId, LISTABLE, readWakeUps } from "./queue-core.js";
 import { QueueSchedules } from "./queue-schedules.js";
 import type { Store } from "./store.js";
 import {
@@ -16,6 +16,7 @@ import {
   type TaskInfo,
   type TaskState,
   TIME_OF_STATE,
+  type WakeTo,
 } from "./types.js";
 import { checkGroup, checkId, checkInteger, checkName, checkNow, shown } from "./validate.js";
 
@@ -132,7 +133,10 @@ export class Queue extends QueueSchedules {
    * arranged to look: send a wake-up (the producer's `wake()`), or the reclaimer's next run starts
    * a worker (a drain invocation).
    */
-  async resume(options: { now: number; type?: string }): Promise<{ changed: boolean; wakeAtMs: number | undefined }> {
+  async resume(options: {
+    now: number;
+    type?: string;
+  }): Promise<{ changed: boolean; wakeAtMs: number | undefined; wakeTo: WakeTo[] }> {
     return this.pauseOrResume("resume", options);
   }
 
@@ -141,7 +145,7 @@ export class Queue extends QueueSchedules {
     if (options.type !== undefined) checkName(action, "type", options.type, LIMITS.typeMaxBytes);
     const reply = await this.run("pause", { now: String(now), action, type: options.type ?? "", callId: callId() });
     const { changed, wakeAt } = readReply("pause", reply);
-    return { changed: Number(changed) === 1, wakeAtMs: optionalTime(wakeAt) };
+    return { changed: Number(changed) === 1, ...readWakeUps(wakeAt) };
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { DEFAULTS, LIMITS } from "./config.js";
+import { DEFAULTS, DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import type { GroupPolicy, LeasePolicy, TypeGroupPolicy } from "./types.js";
 import {
@@ -59,6 +59,14 @@ export interface QueueSettings {
   doneRetentionMs?: number;
   /** Default 7 days. */
   failedRetentionMs?: number;
+  /**
+   * The deployment declaring these settings (LEASEQ_DEPLOYMENT): the types in `policies` are its.
+   * On a queue two or more deployments share, each keeps its own wake-up marks, and a task's
+   * wake-up goes to the wake queue of the deployment running its type (docs/wake-ups.md). Default "".
+   */
+  deployment?: string;
+  /** That deployment's wake queue URL, where the others send the wake-ups for its types. Default "". */
+  wakeQueueUrl?: string;
 }
 
 /** The settings with defaults applied and checked. */
@@ -98,6 +106,16 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
       );
     }
   }
+  const deployment = settings.deployment ?? "";
+  if (deployment !== "" && !DEPLOYMENT_PATTERN.test(deployment)) {
+    throw new InvalidInputError(`${where}: deployment must be ${DEPLOYMENT_RULE}, got ${JSON.stringify(deployment)}`);
+  }
+  const wakeQueueUrl = settings.wakeQueueUrl ?? "";
+  if (wakeQueueUrl !== "" && !WAKE_QUEUE_URL.test(wakeQueueUrl)) {
+    throw new InvalidInputError(
+      `${where}: wakeQueueUrl must be an http(s) URL of at most 1024 characters without spaces or commas, got ${JSON.stringify(wakeQueueUrl.slice(0, 100))}`,
+    );
+  }
   for (const flag of ["ordered", "strictTypes", "trustCallerClock"] as const) {
     if (settings[flag] !== undefined && typeof settings[flag] !== "boolean") {
       throw new InvalidInputError(`${where}: ${flag} must be true or false`);
@@ -118,8 +136,13 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     clockSkewMs: integer("clockSkewMs", DEFAULTS.clockSkewMs, 0, LIMITS.clockSkewMaxMs),
     doneRetentionMs: integer("doneRetentionMs", DEFAULTS.doneRetentionMs, 0, LIMITS.retentionMaxMs),
     failedRetentionMs: integer("failedRetentionMs", DEFAULTS.failedRetentionMs, 0, LIMITS.retentionMaxMs),
+    deployment,
+    wakeQueueUrl,
   };
 }
+
+/** A wake queue URL the config may name (configure.lua checks the same). */
+const WAKE_QUEUE_URL = /^https?:\/\/[A-Za-z0-9\-._~:/%]{1,1016}$/;
 
 /** The config fields configure.lua writes for `settings`, and their revision (a digest of them). */
 export function configFields(settings: ResolvedSettings): { revision: string; fields: string[] } {
@@ -141,6 +164,15 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
       .sort()
       .map((type): [string, string] => [`p:${type}`, policy(settings.policies[type])]),
     ...settings.acceptTypes.map((type): [string, string] => [`a:${type}`, "1"]),
+    // The deployment running each type, and its wake queue (docs/wake-ups.md).
+    ...(settings.deployment === ""
+      ? []
+      : Object.keys(settings.policies)
+          .sort()
+          .map((type): [string, string] => [`n:${type}`, settings.deployment])),
+    ...(settings.deployment !== "" && settings.wakeQueueUrl !== ""
+      ? [[`u:${settings.deployment}`, settings.wakeQueueUrl] as [string, string]]
+      : []),
     ...(Object.keys(settings.groups).length > 0 ? [["gd", groupPolicyText(settings.groups)] as [string, string]] : []),
     ...(settings.groups.onFailure === "hold" ? [["od", "hold"] as [string, string]] : []),
     ...Object.keys(settings.typeGroups)

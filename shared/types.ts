@@ -248,6 +248,15 @@ export interface TaskFilter {
   scan?: number;
 }
 
+/**
+ * A wake-up for another deployment's wake queue: on a queue two or more deployments share, work of
+ * a type another deployment runs wakes that deployment's workers (docs/wake-ups.md).
+ */
+export interface WakeTo {
+  atMs: number;
+  queueUrl: string;
+}
+
 export interface TickResult extends QueueStats {
   /** A wake-up to send for this time (ms), when the tick was given a wakeHorizonMs and arranged one. */
   wakeAtMs?: number;

@@ -46,24 +46,28 @@ local function check_config(config, now, problems, repair)
   end
   -- A wake-up ahead of `now` by less than WAKE_ACTIVE_MS points at nothing for a moment at most (a
   -- worker's claim whose clock is ahead, a wake-up for work just taken away): not a problem.
+  -- Each deployment's marks on a shared queue, each against any work due (never dropping one a
+  -- deployment may need).
   local skew = WAKE_ACTIVE_MS
-  local list = wake_list(config, now)
-  if #list > 0 and list[#list].at > now + skew then
-    local due = earliest_due() -- what is due, not what config nextDue says
-    if due >= NOTHING_DUE then due = nil end
-    if config.ordered == '1' and hold and hold > now and (due == nil or hold < due) then due = hold end
-    local idle = redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0
-    local kept, dropped = {}, nil
-    for _, entry in ipairs(list) do
-      if entry.at > now + skew and (entry.at > now + skew + WAKE_HORIZON_MAX_MS or (idle and (due == nil or due > entry.at))) then
-        dropped = dropped or entry.at
-      else
-        kept[#kept + 1] = entry
+  for _, scope in ipairs(all_scopes(config)) do
+    local list = wake_list(config, now, scope)
+    if #list > 0 and list[#list].at > now + skew then
+      local due = earliest_due() -- what is due, not what config nextDue says
+      if due >= NOTHING_DUE then due = nil end
+      if config.ordered == '1' and hold and hold > now and (due == nil or hold < due) then due = hold end
+      local idle = redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0
+      local kept, dropped = {}, nil
+      for _, entry in ipairs(list) do
+        if entry.at > now + skew and (entry.at > now + skew + WAKE_HORIZON_MAX_MS or (idle and (due == nil or due > entry.at))) then
+          dropped = dropped or entry.at
+        else
+          kept[#kept + 1] = entry
+        end
       end
-    end
-    if dropped then
-      if repair then wake_write(config, kept) end
-      report(problems, 'wake', 'wake', 'a wake-up is arranged for ' .. fmt(dropped) .. ', when nothing falls due', repair)
+      if dropped then
+        if repair then wake_write(config, kept, scope) end
+        report(problems, 'wake', 'wake' .. scope, 'a wake-up is arranged for ' .. fmt(dropped) .. ', when nothing falls due', repair)
+      end
     end
   end
 end

@@ -123,15 +123,15 @@ local function stats_args()
   local t1, t1_text = time_arg('now', ARGV[1])
   return t1, t1_text
 end
--- tick: ARGV[1] now, ARGV[2] limit, ARGV[3] wakeHorizonMs, ARGV[4] callId
+-- tick: ARGV[1] now, ARGV[2] limit, ARGV[3] wakeHorizonMs, ARGV[4] callId, ARGV[5] deployment
 local function tick_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX), int_arg('wakeHorizonMs', ARGV[3] or '0', 0, WAKE_HORIZON_MAX_MS), call_arg(ARGV[4])
+  return t1, t1_text, int_arg('limit', ARGV[2], 1, MAINTENANCE_MAX), int_arg('wakeHorizonMs', ARGV[3] or '0', 0, WAKE_HORIZON_MAX_MS), call_arg(ARGV[4]), name_arg('deployment', ARGV[5] or '', OWNER_MAX_BYTES, true)
 end
--- handoff: ARGV[1] now, ARGV[2] horizonMs, ARGV[3] cutOff, ARGV[4] callId, ARGV[5] woken
+-- handoff: ARGV[1] now, ARGV[2] horizonMs, ARGV[3] cutOff, ARGV[4] callId, ARGV[5] woken, ARGV[6] deployment
 local function handoff_args()
   local t1, t1_text = time_arg('now', ARGV[1])
-  return t1, t1_text, int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS), int_arg('cutOff', ARGV[3], 0, 1) == 1, call_arg(ARGV[4]), int_arg('woken', ARGV[5], 0, 1) == 1
+  return t1, t1_text, int_arg('horizonMs', ARGV[2], 0, WAKE_HORIZON_MAX_MS), int_arg('cutOff', ARGV[3], 0, 1) == 1, call_arg(ARGV[4]), int_arg('woken', ARGV[5], 0, 1) == 1, name_arg('deployment', ARGV[6] or '', OWNER_MAX_BYTES, true)
 end
 -- inspect: ARGV[1] id
 local function inspect_args()

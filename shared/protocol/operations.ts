@@ -48,6 +48,17 @@ const callId = { name: "callId", kind: "callId" } as const;
 const limit = { name: "limit", kind: "int", min: 1, max: "MAINTENANCE_MAX" } as const;
 const ids = { per: "id", fields: ["id"], note: "1..1000 of them" } as const;
 const WAKE_AT = 'wakeAt (the time to send a wake-up for, or `""`)';
+/** A reply's wake-ups when they may be for several deployments' wake queues. */
+const WAKE_UPS =
+  'wakeAt (`"<ms>"` for the caller\'s wake queue, then `",<ms> <url>"` per other deployment\'s of a shared queue; `""` when none)';
+/** The caller's deployment: on a queue shared by deployments, whose wake-up marks it uses. */
+const deployment = {
+  name: "deployment",
+  kind: "name",
+  max: "OWNER_MAX_BYTES",
+  optional: true,
+  note: 'the caller\'s (LEASEQ_DEPLOYMENT), or `""`: on a shared queue, whose wake-up marks ([wake-ups.md](wake-ups.md))',
+} as const;
 /** The values of stats, in order (tick answers them too). */
 const STATS = [
   "ready (parked included)",
@@ -90,7 +101,7 @@ export const OPERATIONS = {
         'state (`R`/`S`, or a duplicate\'s, `C` if quarantined, `""` if gone or throttled)',
         'other (the task a dedupe found or a debounce or singleton replaced, or `""`)',
       ],
-      tail: [WAKE_AT],
+      tail: [WAKE_UPS],
     },
   },
   claim: {
@@ -198,6 +209,7 @@ export const OPERATIONS = {
       limit,
       { name: "wakeHorizonMs", kind: "int", min: 0, max: "WAKE_HORIZON_MAX_MS", unit: "ms", default: 0 },
       callId,
+      deployment,
     ],
     reply: {
       head: [
@@ -219,6 +231,7 @@ export const OPERATIONS = {
       { name: "cutOff", kind: "flag", note: "1: the worker's time ran out" },
       callId,
       { name: "woken", kind: "flag", note: "1: a wake-up started the worker and no claim of it answered it" },
+      deployment,
     ],
     reply: { head: [WAKE_AT], note: "([wake-ups.md](wake-ups.md))" },
   },
@@ -302,7 +315,7 @@ export const OPERATIONS = {
       callId,
     ],
     reply: {
-      head: ["changed (1/0)", WAKE_AT],
+      head: ["changed (1/0)", WAKE_UPS],
       note: "a resume with work ready now or falling due within 15 minutes answers a wake-up time",
     },
   },
@@ -378,7 +391,7 @@ export const OPERATIONS = {
       fields: [
         "made (tasks made, or -1: stale, another planner or a change came first, or -2: it passes over slots and `now` is later than the store's clock plus the skew)",
       ],
-      tail: [WAKE_AT],
+      tail: [WAKE_UPS],
     },
   },
   schedules: {

@@ -12,6 +12,9 @@
 // is consumed by starting a worker, or by a running worker that takes it; its claim answers it in
 // Redis. The reclaimer's tick is left out on purpose: it is the safety net, and this suite proves
 // the queue does not need it for work a caller made due.
+// A second deployment shares the queue (docs/wake-ups.md): it runs "report" (quick), has a worker
+// of its own and its own wake queue; a task's wake-up must be on the wake queue of the deployment
+// running its type, and one deployment's draining covers only its own work.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Queue } from "../../shared/queue.js";
@@ -19,10 +22,17 @@ import { adapters, configuredQueue, storeFixture, uniqueQueueName } from "../hel
 import { chaosSeed, report, scale } from "./helpers/chaos.js";
 
 const START = 1_800_000_000_000;
-const WORKERS = 2;
+/** Workers 0 and 1 are deployment A's (job, long); worker 2 is deployment B's (report). */
+const WORKERS = 3;
+const DEPLOYMENTS = ["a", "b"] as const;
+type Deployment = (typeof DEPLOYMENTS)[number];
+const deploymentOf = (w: number): Deployment => (w < 2 ? "a" : "b");
+const WAKE_QUEUE = { a: "http://127.0.0.1:4566/000000000000/a-wake", b: "http://127.0.0.1:4566/000000000000/b-wake" };
+const TYPES: Record<Deployment, string[]> = { a: ["job", "long"], b: ["report"] };
+const POLICY = { leaseMs: 60_000, maxAttempts: 5 };
 
 type Op =
-  | { kind: "enqueue"; count: number; delayMs: number; long: boolean }
+  | { kind: "enqueue"; count: number; delayMs: number; type: "job" | "long" | "report"; by: Deployment }
   | { kind: "start"; worker: number }
   | { kind: "claim"; worker: number }
   | { kind: "handoff"; worker: number }
@@ -41,7 +51,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       kind: fc.constant("enqueue" as const),
       count: fc.integer({ min: 1, max: 3 }),
       delayMs: fc.constantFrom(0, 0, 0, 2_000, 20_000),
-      long: fc.boolean(),
+      type: fc.constantFrom("job" as const, "long" as const, "report" as const),
+      by: fc.constantFrom(...DEPLOYMENTS),
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("start" as const), worker }) },
@@ -62,7 +73,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
  * own, which a free slot takes.
  */
 const BOTH_RUNNING_LONG: Op[] = [
-  { kind: "enqueue", count: 3, delayMs: 0, long: true },
+  { kind: "enqueue", count: 3, delayMs: 0, type: "long", by: "a" },
   { kind: "start", worker: 0 },
   { kind: "claim", worker: 0 },
   { kind: "claim", worker: 0 },
@@ -71,7 +82,7 @@ const BOTH_RUNNING_LONG: Op[] = [
   { kind: "claim", worker: 1 },
   { kind: "claim", worker: 1 },
   { kind: "handoff", worker: 1 },
-  { kind: "enqueue", count: 1, delayMs: 0, long: false },
+  { kind: "enqueue", count: 1, delayMs: 0, type: "job", by: "b" },
   { kind: "take", worker: 0 },
   { kind: "finish", worker: 1 },
   { kind: "finish", worker: 0 },
@@ -83,8 +94,9 @@ const BOTH_RUNNING_LONG: Op[] = [
  */
 type State = "idle" | "draining" | "stopping" | "running";
 
-/** A wake-up message: when it is due, and the types it is for (undefined: any work). */
+/** A wake-up message: on whose wake queue, when it is due, and the types it is for (undefined: any work). */
 interface Wake {
+  to: Deployment;
   at: number;
   forTypes: string[] | undefined;
 }
@@ -93,7 +105,22 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
   const { open } = storeFixture(adapter);
 
   async function run(ops: Op[]): Promise<void> {
-    const queue: Queue = await configuredQueue(await open(), { name: uniqueQueueName("live") });
+    const store = await open();
+    const name = uniqueQueueName("live");
+    // Each deployment's cold start: its types, its wake queue, the other's types accepted.
+    const queues = {} as Record<Deployment, Queue>;
+    for (const d of DEPLOYMENTS) {
+      const other = d === "a" ? "b" : "a";
+      queues[d] = await configuredQueue(store, {
+        name,
+        deployment: d,
+        wakeQueueUrl: WAKE_QUEUE[d],
+        policies: Object.fromEntries(TYPES[d].map((type) => [type, POLICY])),
+        acceptTypes: TYPES[other],
+      });
+    }
+    const deploymentOfUrl = (url: string): Deployment => (url === WAKE_QUEUE.a ? "a" : "b");
+    const typeDeployment = (type: string): Deployment => (TYPES.a.includes(type) ? "a" : "b");
     let now = START;
     let seq = 0;
     const workers = Array.from({ length: WORKERS }, () => ({
@@ -112,11 +139,12 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
     /** One claim of worker `w`: quick tasks done at once, a long one held; false when it leased nothing. */
     const claim = async (w: number, options: { woken: boolean; lingers: boolean }) => {
       const me = workers[w];
-      const outcome = await queue.claimOrNextDue({
+      const d = deploymentOf(w);
+      const outcome = await queues[d].claimOrNextDue({
         count: 2,
         now,
-        types: ["job", "long"],
-        room: { long: me.long ? 0 : 1 },
+        types: TYPES[d],
+        room: d === "a" ? { long: me.long ? 0 : 1 } : undefined,
         busy: me.long !== undefined,
         ...options,
       });
@@ -124,12 +152,16 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
         // As the drain sends it: for the type it has no room left for, when that is why tasks were left.
         const filled = outcome.tasks.length === 2;
         const roomLeft = (me.long ? 0 : 1) - outcome.tasks.filter((task) => task.type === "long").length;
-        wakes.push({ at: outcome.wakeAtMs, forTypes: !filled && roomLeft <= 0 ? ["long"] : undefined });
+        wakes.push({
+          to: d,
+          at: outcome.wakeAtMs,
+          forTypes: !filled && roomLeft <= 0 && d === "a" ? ["long"] : undefined,
+        });
       }
-      const quick = outcome.tasks.filter((task) => task.type === "job");
+      const quick = outcome.tasks.filter((task) => task.type !== "long");
       for (const task of outcome.tasks) if (task.type === "long") me.long = { id: task.id, token: task.token };
       if (quick.length > 0) {
-        await queue.settle(
+        await queues[d].settle(
           quick.map((task) => ({ id: task.id, token: task.token, outcome: "ack" as const })),
           { now },
         );
@@ -142,14 +174,17 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
       trace.push(JSON.stringify(step));
       const me = step.kind === "enqueue" || step.kind === "pass" ? undefined : workers[step.worker];
       if (step.kind === "enqueue") {
-        const type = step.long ? "long" : "job";
+        // A producer of either deployment: the wake-ups go where the reply says.
+        const type = step.type;
         const tasks = Array.from({ length: step.count }, () => ({ id: `t${seq++}`, type, delayMs: step.delayMs }));
-        const { wakeAtMs } = await queue.enqueueAndWake(tasks, { now });
+        const { wakeAtMs, wakeTo } = await queues[step.by].enqueueAndWake(tasks, { now });
         for (const task of tasks) due.set(task.id, { at: now + step.delayMs, type });
-        if (wakeAtMs !== undefined) wakes.push({ at: wakeAtMs, forTypes: undefined });
+        if (wakeAtMs !== undefined) wakes.push({ to: step.by, at: wakeAtMs, forTypes: undefined });
+        for (const wake of wakeTo)
+          wakes.push({ to: deploymentOfUrl(wake.queueUrl), at: wake.atMs, forTypes: undefined });
       } else if (step.kind === "start" && me) {
-        // SQS delivers a wake-up at its time (or later): it starts an idle worker.
-        const index = wakes.findIndex((wake) => wake.at <= now);
+        // SQS delivers a wake-up at its time (or later): it starts an idle worker of its deployment.
+        const index = wakes.findIndex((wake) => wake.at <= now && wake.to === deploymentOf(step.worker));
         if (me.state !== "idle" || index < 0) continue;
         wakes.splice(index, 1);
         me.state = "draining";
@@ -167,11 +202,12 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
         if (step.kind === "cutOff" && me.long) {
           // Its time ran out: the long task is stopped and retried at once (a retry due now), settled
           // before the invocation's last hand-off, as the worker does (functions/worker.ts).
-          await queue.settle([{ ...me.long, outcome: "retry", retryAtMs: now, error: "cut off" }], { now });
+          await queues.a.settle([{ ...me.long, outcome: "retry", retryAtMs: now, error: "cut off" }], { now });
           me.long = undefined;
         }
-        const wakeAtMs = await queue.handOff({ now, cutOff: step.kind === "cutOff", woken: me.woken });
-        if (wakeAtMs !== undefined) wakes.push({ at: wakeAtMs, forTypes: undefined });
+        const d = deploymentOf(step.worker);
+        const wakeAtMs = await queues[d].handOff({ now, cutOff: step.kind === "cutOff", woken: me.woken });
+        if (wakeAtMs !== undefined) wakes.push({ to: d, at: wakeAtMs, forTypes: undefined });
         me.woken = false;
         // Its long task still runs: its free slot listens. Cut off, it holds no long task here.
         me.state = me.long && step.kind === "handoff" ? "running" : "idle";
@@ -179,7 +215,10 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
         // A running worker's free slot takes a wake-up it may claim for; the others stay queued.
         if (me.state !== "running") continue;
         const index = wakes.findIndex(
-          (wake) => wake.at <= now && (!wake.forTypes || wake.forTypes.some((type) => type !== "long" || !me.long)),
+          (wake) =>
+            wake.to === deploymentOf(step.worker) &&
+            wake.at <= now &&
+            (!wake.forTypes || wake.forTypes.some((type) => type !== "long" || !me.long)),
         );
         if (index < 0) continue;
         wakes.splice(index, 1);
@@ -188,7 +227,7 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
         // Its long task ends (acked): the slot frees and it claims again; with nothing running and
         // nothing found, it stops (and hands off).
         if (!me.long || me.state === "idle") continue;
-        await queue.settle([{ ...me.long, outcome: "ack" }], { now });
+        await queues.a.settle([{ ...me.long, outcome: "ack" }], { now });
         due.delete(me.long.id);
         me.long = undefined;
         if (me.state !== "running") continue;
@@ -196,24 +235,29 @@ describe.each(adapters)("wake-ups over $name", (adapter) => {
           me.state = "draining";
           continue;
         }
-        const wakeAtMs = await queue.handOff({ now, cutOff: false, woken: false });
-        if (wakeAtMs !== undefined) wakes.push({ at: wakeAtMs, forTypes: undefined });
+        const d = deploymentOf(step.worker);
+        const wakeAtMs = await queues[d].handOff({ now, cutOff: false, woken: false });
+        if (wakeAtMs !== undefined) wakes.push({ to: d, at: wakeAtMs, forTypes: undefined });
         me.state = "idle";
       } else if (step.kind === "pass") {
         now += step.ms;
       }
-      if (workers.some((w) => w.state === "draining" || w.state === "stopping")) continue;
-      // Nobody drains: what is due and not running must have a wake-up, for no later than it falls
-      // due, that is for its type or for any work.
+      // Where no worker of a deployment drains, what is due of its types and not running must have a
+      // wake-up on its wake queue, for no later than it falls due, for its type or for any work.
+      const draining = new Set(
+        workers.flatMap((w, i) => (w.state === "draining" || w.state === "stopping" ? [deploymentOf(i)] : [])),
+      );
       const running = new Set(workers.map((w) => w.long?.id));
       for (const [id, task] of due) {
-        if (running.has(id)) continue;
+        const d = typeDeployment(task.type);
+        if (running.has(id) || draining.has(d)) continue;
         const covered = wakes.some(
-          (wake) => wake.at <= Math.max(task.at, now) && (!wake.forTypes || wake.forTypes.includes(task.type)),
+          (wake) =>
+            wake.to === d && wake.at <= Math.max(task.at, now) && (!wake.forTypes || wake.forTypes.includes(task.type)),
         );
         if (!covered) {
           throw new Error(
-            `${id} (${task.type}, due ${task.at - START}, now ${now - START}) has no wake-up; wake-ups ${JSON.stringify(wakes.map((wake) => ({ ...wake, at: wake.at - START })))}\n${trace.join("\n")}`,
+            `${id} (${task.type} of ${d}, due ${task.at - START}, now ${now - START}) has no wake-up; wake-ups ${JSON.stringify(wakes.map((wake) => ({ ...wake, at: wake.at - START })))}\n${trace.join("\n")}`,
           );
         }
       }

@@ -4,6 +4,7 @@ import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { suppressNagFindings } from "../../examples/reference/nag.js";
 import { LeaseqStack } from "../../examples/reference/stack.js";
+import { defineTasks } from "../../functions/tasks.js";
 import { LeaseQueue } from "../../infra/lease-queue.js";
 import type { LeaseQueueProps } from "../../infra/settings.js";
 import { REQUIRED_PROPS, SKIP_BUNDLING } from "../infra/synth.js";
@@ -40,6 +41,10 @@ describe("cdk-nag AwsSolutions", () => {
       { upstashSecretArn: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:leaseq/upstash-AbC123" },
     ],
     ["on Node.js 24", { runtime: 24 }],
+    [
+      "on a queue another deployment shares (acceptTypes: sends to wake queues by tag)",
+      { tasks: defineTasks({ types: { echo: { handler: () => {} } }, acceptTypes: ["report"] }) },
+    ],
   ] as const) {
     it(`finds no unsuppressed error or warning ${name}`, () => {
       const stack = checked(props);

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
+import { defineTasks } from "../../functions/tasks.js";
 import { LeaseQueue } from "../../infra/lease-queue.js";
 import { nagSuppressions } from "../../infra/nag.js";
 import { REPO_ROOT } from "../helpers/paths.js";
@@ -58,6 +59,17 @@ describe("nagSuppressions (leaseq/cdk, without cdk-nag)", () => {
       ]);
     }
     expect(nagSuppressions(ledger)[0].reason).toMatch(/^Node\.js 24 is the runtime this queue was given/);
+  });
+
+  it("on a queue deployments share, lists the tag-conditioned SendMessage of each function's role policy", () => {
+    const stack = new Stack(new App({ context: SKIP_BUNDLING }), "Nag");
+    const tasks = defineTasks({ types: { echo: { handler: () => {} } }, acceptTypes: ["report"] });
+    const shared = new LeaseQueue(stack, "Shared", { ...REQUIRED_PROPS, tasks, queueName: "shared" });
+    expect(listed(shared).filter((line) => line.startsWith("AwsSolutions-IAM5"))).toEqual([
+      "AwsSolutions-IAM5 Nag/Shared/IntakeRole/DefaultPolicy",
+      "AwsSolutions-IAM5 Nag/Shared/WorkerRole/DefaultPolicy",
+      "AwsSolutions-IAM5 Nag/Shared/ReclaimerRole/DefaultPolicy",
+    ]);
   });
 
   it("is shipped code that does not import cdk-nag: cdk-nag stays optional", () => {

@@ -1,6 +1,7 @@
 import { Duration } from "aws-cdk-lib";
 import { Match, type Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
+import { defineTasks } from "../../functions/tasks.js";
 import { onlyResource, synth } from "./synth.js";
 
 const tlsOnly = (queueLogicalId: string) => ({
@@ -25,7 +26,28 @@ const deadLetterQueue = (template: Template) =>
 const wakeQueue = (template: Template) =>
   onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 3600 } });
 
+/** The statements of the template's role policies that allow sending to wake queues tagged `queueName`. */
+function taggedSends(template: Template, queueName: string) {
+  type Statement = { Action: unknown; Resource: unknown; Condition?: { StringEquals?: Record<string, string> } };
+  return Object.values(template.findResources("AWS::IAM::Policy"))
+    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as Statement[]) ?? [])
+    .filter((statement) => statement.Condition?.StringEquals?.["aws:ResourceTag/leaseq-queue"] === queueName);
+}
+
 describe("SQS queues", () => {
+  it("tags the wake queue with its queue's name; on a queue deployments share (acceptTypes), each function may send to the wake queues of that queue only", () => {
+    const tasks = defineTasks({ types: { echo: { handler: () => {} } }, acceptTypes: ["report"] });
+    const shared = synth({ queueName: "shared", tasks });
+    expect(wakeQueue(shared.template).properties.Tags).toContainEqual({ Key: "leaseq-queue", Value: "shared" });
+    const sends = taggedSends(shared.template, "shared");
+    expect(sends).toHaveLength(3); // the intake, the worker and the reclaimer
+    for (const statement of sends) expect(statement.Action).toBe("sqs:SendMessage");
+    // A queue one deployment runs alone: no such permission.
+    const alone = synth({ queueName: "alone" });
+    expect(wakeQueue(alone.template).properties.Tags).toContainEqual({ Key: "leaseq-queue", Value: "alone" });
+    expect(taggedSends(alone.template, "alone")).toEqual([]);
+  });
+
   it("creates an encrypted task queue whose redrive policy points at an encrypted dead-letter queue, and an encrypted wake queue", () => {
     const { template } = synth();
     template.resourceCountIs("AWS::SQS::Queue", 3);

@@ -38,7 +38,7 @@ describe.each(adapters)("controls over $name", (adapter) => {
     expect(tick).toMatchObject({ reclaimed: 1, promoted: 1, paused: true, wakeAtMs: undefined });
     expect((await queue.inspect(held.id))?.state).toBe("ready");
     const later = NOW + 3 + 120_000;
-    expect(await queue.resume({ now: later })).toEqual({ changed: true, wakeAtMs: later });
+    expect(await queue.resume({ now: later })).toEqual({ changed: true, wakeAtMs: later, wakeTo: [] });
     // The reclaimed task (its first stall) comes at its rank, with the rest.
     expect((await queue.claim({ count: 10, now: later })).map((task) => task.id)).toEqual(["a", "b", "c", "due"]);
     expect((await queue.stats({ now: later })).paused).toBe(false);
