@@ -45,6 +45,7 @@
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
 -- Uses: name_arg, new_state, new_writes, note_due, put, put_state, read_config_fields
 -- Uses: read_many, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
+-- Uses: flow_over
 
 -- What a task's fields say it is: the letter of its state ("R" for a body alone, never claimed;
 -- "C" quarantined), or nil when the id is unknown.
@@ -133,9 +134,11 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
             local earlier = pending[held_id]
             outcome[earlier], known[earlier], answered = 0, 'S', answered + 1
             pending[held_id] = nil
+            flows.gone[#flows.gone + 1] = { id = held_id, by = id }
             other[i], start, window_end = held_id, first, until_ms
           elseif held[held_id] and held[held_id].letter == 'S' and replaceable(held[held_id].state) then
             replaced[#replaced + 1] = held[held_id]
+            flows.gone[#flows.gone + 1] = { id = held_id, by = id }
             held[held_id] = nil
             other[i], start, window_end = held_id, first, until_ms
           end
@@ -154,9 +157,11 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
           if earlier then
             outcome[earlier], known[earlier], answered = 0, runs[earlier] > now and 'S' or 'R', answered + 1
             pending[value] = nil
+            flows.gone[#flows.gone + 1] = { id = value, by = id }
             other[i] = value
           elseif record and not record.reason and singleton_waiting(record.state or nil, record.body or nil) then
             replaced[#replaced + 1] = record
+            flows.gone[#flows.gone + 1] = { id = value, by = id }
             held[value] = nil
             other[i] = value
           end
@@ -184,7 +189,7 @@ return guard('enqueue', function()
   -- Checked before anything is written; a message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
   local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'active', 'strictTypes', 'paused', 'fair',
-    'skewMs', 'callerClock', 'deps' }, {}
+    'skewMs', 'callerClock', 'deps', 'doneRetentionMs' }, {}
   local any_group = false
   for i = 1, n do
     local base = 4 + (i - 1) * 4
@@ -249,11 +254,31 @@ return guard('enqueue', function()
     end
   end
 
+  -- A task a debounce or a singleton replaced is remembered (REPLACED_PREFIX .. id, by the flow
+  -- fields): sent again (an SQS message delivered twice, a call repeated), it is that id, not a new
+  -- task bringing back a payload a later one replaced. Read with the records, for those tasks only.
+  local tomb_at = {}
+  -- A window's end, and a replaced id's memory, on the store's clock, bounded (a fast caller ends none early).
+  local decided = flows and decision_time(config, now)
+  if flows then
+    for i = 1, n do
+      local spec = flows.spec[i]
+      if spec and (spec.letter == 'b' or spec.letter == 's') then
+        fields[#fields + 1] = REPLACED_PREFIX .. ids[i]
+        tomb_at[i] = #fields
+      end
+    end
+  end
+
   -- What exists already: a state (any state), or a body alone (READY, never claimed).
   local existing = read_many('HMGET', K.task, fields)
-  local seen, fresh, known = {}, 0, {}
+  local seen, fresh, known, other = {}, 0, {}, {}
   for i, id in ipairs(ids) do
     known[i] = letter_of(existing[3 * i - 2], existing[3 * i - 1], existing[3 * i])
+    local tomb = tomb_at[i] and existing[tomb_at[i]]
+    if not known[i] and tomb and not flow_over(tomb, decided) then
+      known[i], other[i] = '', string.match(tomb, '^[^|]*') -- a duplicate: replaced, by that task
+    end
     if not known[i] and not seen[id] then
       seen[id] = i
       fresh = fresh + 1
@@ -261,11 +286,11 @@ return guard('enqueue', function()
   end
 
   -- Flow control: every decision is taken here, before the first write (docs/flow-control.md).
-  local outcome, other, run_texts, replaced, values = {}, {}, {}, {}, {}
+  local outcome, run_texts, replaced, values = {}, {}, {}, {}
   if flows then
     for j = 3 * n + 1, 3 * n + flows.count do values[fields[j]] = existing[j] end
-    -- A dedupe or debounce window ends on the store's clock, bounded (a fast caller ends none early).
-    flows.decided = decision_time(config, now)
+    flows.gone = {} -- the ids replaced: { id, by }
+    flows.decided = decided
     fresh = fresh - flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced)
   end
 
@@ -320,6 +345,13 @@ return guard('enqueue', function()
       end
       if gone.letter == 'W' and state then zrem(writes, K.grouped, parked_gone(id, state)) else zrem(writes, K.ready, id) end
       if state and state.group ~= '' then left_lanes[#left_lanes + 1] = { id = id, state = state } end
+    end
+  end
+  -- Each id replaced is remembered, as a finished task's id is, for the DONE retention.
+  if flows then
+    for _, gone in ipairs(flows.gone) do
+      local until_ms = flows.decided + config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
+      put(writes, REPLACED_PREFIX .. gone.id, gone.by .. '|' .. fmt(until_ms))
     end
   end
   for i, id in ipairs(ids) do

@@ -16,6 +16,11 @@
 
 -- The first byte of a flow field: ids never start with it, nor do the hash's own fields.
 local FLOW_FIELD_BYTE = 33 -- "!"
+
+-- The field remembering a task a debounce or a singleton replaced: "!r:<id>" = "<replacerId>|<untilMs>"
+-- (enqueue.lua): sent again, that id is a duplicate, not a new task; the sweep removes it once over.
+local REPLACED_PREFIX = '!r:'
+
 -- Per mode, by its letter: its name, the prefix of its fields ("!<letter>:"), the names and bounds
 -- of its two numbers, the most bytes of its key.
 local FLOW_MODES = {

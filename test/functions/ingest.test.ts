@@ -198,6 +198,30 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     expect(await queue.inspect("s2")).toMatchObject({ group: "@@s:doc:7" });
   });
 
+  it("a message delivered again does not bring back a debounced payload a later message replaced", async () => {
+    const docs = {
+      types: {
+        sync: {
+          leaseMs: 5_000,
+          handler: () => {},
+          flow: {
+            debounce: { key: (payload: { doc: string }) => `doc:${payload.doc}`, delayMs: 60_000, maxWaitMs: 600_000 },
+          },
+        },
+      },
+    };
+    const { queue, run } = await setup({}, docs as TaskDefinitions);
+    const first = sqsRecord({ tasks: [{ type: "sync", payload: { doc: "7", v: 1 } }] }, "first");
+    const second = sqsRecord({ tasks: [{ type: "sync", payload: { doc: "7", v: 2 } }] }, "second");
+    await run(first, second);
+    // SQS delivers the first message again (at least once): its task is the one the second replaced.
+    const { log } = await run(first);
+    expect(log).toMatchObject({ enqueued: 0, duplicates: 1 });
+    const waiting = await queue.list("scheduled");
+    expect(waiting).toHaveLength(1);
+    expect((await queue.inspect(waiting[0].id))?.payload).toBe('{"doc":"7","v":2}');
+  });
+
   it("enqueues the 997 valid tasks of a 1,000-task message once and dead-letters the 3 invalid ones with their indexes", async () => {
     const { queue, run } = await setup();
     const tasks: unknown[] = Array.from({ length: 1000 }, (_, i) => ({

@@ -161,6 +161,8 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       "!b:k": `y2|${NOW}|${NOW + 5_000}`,
       "!t:k": String(NOW + 2_000),
       "!s:k": "s1",
+      // y1, replaced by y2 of the same call, is remembered for the DONE retention.
+      "!r:y1": `y2|${NOW + 86_400_000}`,
     });
     const stats = await queue.stats({ now: NOW });
     expect([stats.ready, stats.scheduled]).toEqual([6, 2]);
@@ -304,6 +306,49 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     await expect(mixed).rejects.toThrow(/task 3 dedupe key must be 1-128 characters of/);
     expect(await snapshot(redis, queue)).toEqual(before);
     expect(await flowFields(redis, queue)).toEqual({});
+  });
+
+  it("a task a debounce or a singleton replaced, sent again (an SQS message delivered twice), is a duplicate naming its replacer: the last payload stays the last", async () => {
+    const queue = await fresh();
+    const debounce = { key: "doc:1", delayMs: 5_000, maxWaitMs: 60_000 };
+    await queue.enqueue([{ id: "v1", type: "t", payload: { v: 1 }, debounce }], { now: NOW });
+    await queue.enqueue([{ id: "v2", type: "t", payload: { v: 2 }, debounce }], { now: NOW + 1_000 });
+    // v1's message is delivered again: v1 was replaced, it does not replace v2 with its old payload.
+    expect(await queue.enqueue([{ id: "v1", type: "t", payload: { v: 1 }, debounce }], { now: NOW + 2_000 })).toEqual([
+      { id: "v1", status: "duplicate", state: undefined, existingId: "v2" },
+    ]);
+    expect(await queue.inspect("v1")).toBeUndefined();
+    expect(await queue.inspect("v2")).toMatchObject({ state: "scheduled", payload: '{"v":2}', dueAt: NOW + 6_000 });
+    // A singleton's replaced task, and one a later task of its own call replaced (never written).
+    const singleton = { key: "sync:1" };
+    await queue.enqueue([{ id: "s1", type: "t", payload: { v: 1 }, singleton }], { now: NOW });
+    await queue.enqueue(
+      [
+        { id: "s2", type: "t", payload: { v: 2 }, singleton },
+        { id: "s3", type: "t", payload: { v: 3 }, singleton },
+      ],
+      { now: NOW + 1_000 },
+    );
+    expect(
+      await queue.enqueue(
+        [
+          { id: "s1", type: "t", payload: { v: 1 }, singleton },
+          { id: "s2", type: "t", payload: { v: 2 }, singleton },
+        ],
+        { now: NOW + 2_000 },
+      ),
+    ).toEqual([
+      { id: "s1", status: "duplicate", state: undefined, existingId: "s2" },
+      { id: "s2", status: "duplicate", state: undefined, existingId: "s3" },
+    ]);
+    expect(await queue.inspect("s3")).toMatchObject({ state: "ready", payload: '{"v":3}' });
+    // Remembered as a finished task's id is: for the DONE retention (24 h), then swept.
+    const day = 86_400_000;
+    expect((await flowFields(redis, queue))["!r:v1"]).toBe(`v2|${NOW + 1_000 + day}`);
+    await assertConsistent(redis, queue);
+    await expectClean(queue, NOW + 2_000);
+    expect(await queue.checkAll({ now: NOW + 1_000 + day, repair: true })).toEqual([]);
+    expect(Object.keys(await flowFields(redis, queue)).filter((field) => field.startsWith("!r:"))).toEqual([]);
   });
 
   it("keeps each key's state in a field of the task hash, and the tick's sweep removes it once over, never as a task", async () => {

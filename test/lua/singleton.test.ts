@@ -126,14 +126,16 @@ describe.each(adapters)("singleton over $name", (adapter) => {
     ]);
     expect(await queue.inspect("s1")).toBeUndefined();
     expect((await queue.stats({ now: NOW + 1 })).ready).toBe(1);
-    expect(await flowFields(redis, queue)).toEqual({ "!s:sync:doc-7": "s2" });
+    // s1 is remembered as replaced by s2 (for the DONE retention: sent again, it is a duplicate).
+    const replaced = { "!r:s1": `s2|${NOW + 1 + 86_400_000}` };
+    expect(await flowFields(redis, queue)).toEqual({ "!s:sync:doc-7": "s2", ...replaced });
     // Still waiting: the sweep keeps the field. Claimed: it goes.
     expect(await queue.checkAll({ now: NOW + 2, repair: true })).toEqual([]);
-    expect(await flowFields(redis, queue)).toEqual({ "!s:sync:doc-7": "s2" });
+    expect(await flowFields(redis, queue)).toEqual({ "!s:sync:doc-7": "s2", ...replaced });
     const [claimed] = await queue.claim({ count: 1, now: NOW + 3 });
     expect(claimed.id).toBe("s2");
     expect(await queue.checkAll({ now: NOW + 4, repair: true })).toEqual([]);
-    expect(await flowFields(redis, queue)).toEqual({});
+    expect(await flowFields(redis, queue)).toEqual(replaced);
     await queue.ack([claimed], { now: NOW + 5 });
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 5);
