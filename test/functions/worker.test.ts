@@ -92,6 +92,8 @@ describe.each(adapters)("worker over $name", (adapter) => {
 
   it("retries a throwing handler with backoff and ends FAILED after its max attempts, error recorded", async () => {
     const attempts: number[] = [];
+    /** When each attempt threw (ms). */
+    const thrown: number[] = [];
     // No lingering: each invocation stops at its first empty claim, leaving the retry SCHEDULED.
     const { queue, handler } = await setup(
       {
@@ -103,6 +105,7 @@ describe.each(adapters)("worker over $name", (adapter) => {
             backoff: { baseMs: 200, maxMs: 400 },
             handler: (t) => {
               attempts.push(t.attempt);
+              thrown.push(Date.now());
               throw new Error(`boom on attempt ${t.attempt}`);
             },
           },
@@ -110,11 +113,14 @@ describe.each(adapters)("worker over $name", (adapter) => {
       },
       { LEASEQ_LINGER_MS: "0" },
     );
-    const start = Date.now();
     await captureStdout(() => handler(sqsEvent(sqsRecord({ tasks: [{ id: "b1", type: "broken" }] })), lambdaContext()));
+    // Its retry waits its backoff after the attempt that threw: equal jitter, half to all of
+    // 200 ms doubled per attempt, at most 400 (on a slow machine the invocation may have reached
+    // the first retry already, and run it).
     const due = Number(await redis.zscore(queue.keys.scheduled, "b1"));
-    expect(due - start).toBeGreaterThanOrEqual(100); // equal jitter: at least half of 200 ms
-    expect(due - Date.now()).toBeLessThanOrEqual(200);
+    const ceiling = Math.min(400, 200 * 2 ** (attempts.length - 1));
+    expect(due - thrown[thrown.length - 1]).toBeGreaterThanOrEqual(ceiling / 2);
+    expect(due - thrown[thrown.length - 1]).toBeLessThanOrEqual(ceiling + 250); // the settle comes a moment after the throw
     for (let i = 0; i < 40 && (await queue.inspect("b1"))?.state !== "failed"; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       await captureStdout(() => handler({ leaseq: "drain" }, lambdaContext()));
