@@ -98,6 +98,8 @@ end
 local function check_tasks(config, now, cursor, count, problems, repair)
   local page = redis.call('HSCAN', K.task, cursor, 'COUNT', count)
   local ids, seen, flows_over, singletons = {}, {}, {}, {}
+  -- A window over, a replaced id forgotten: on the store's clock, bounded (read at the first one).
+  local decided
   for i = 1, #page[2], 2 do
     local field = page[2][i]
     local first = string.byte(field, 1)
@@ -112,7 +114,8 @@ local function check_tasks(config, now, cursor, count, problems, repair)
         if not string.find(value, '%d$') then
           report(problems, 'flow_field', field, 'a flow-control value without its end time', repair)
         end
-        if flow_over(value, now) then flows_over[#flows_over + 1] = field end
+        decided = decided or decision_time(config, now)
+        if flow_over(value, decided) then flows_over[#flows_over + 1] = field end
       end
     elseif first ~= OWN_FIELD_BYTE then -- not the lease counter, the v0 guard
       local id = string.match(field, '^(.*):[stx]$') or field

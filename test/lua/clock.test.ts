@@ -79,6 +79,19 @@ describe.each(adapters)("time decisions over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "second", type: "job", dedupe }], { now: now + AHEAD })).toMatchObject([
       { status: "duplicate", existingId: "first" },
     ]);
+    // Nor does a sweep (the reclaimer's tick, `check --repair`) remove the window's field early,
+    // nor a replaced task's memory.
+    const debounce = { key: "doc-1", delayMs: MINUTE, maxWaitMs: 2 * MINUTE };
+    await queue.enqueue([{ id: "v1", type: "job", debounce }], { now });
+    await queue.enqueue([{ id: "v2", type: "job", debounce }], { now });
+    await queue.tick({ now: now + AHEAD });
+    expect(await queue.checkAll({ now: now + AHEAD, repair: true })).toEqual([]);
+    expect(await queue.enqueue([{ id: "third", type: "job", dedupe }], { now: now + AHEAD })).toMatchObject([
+      { status: "duplicate", existingId: "first" },
+    ]);
+    expect(await queue.enqueue([{ id: "v1", type: "job", debounce }], { now: now + AHEAD })).toMatchObject([
+      { status: "duplicate", existingId: "v2" },
+    ]);
   });
 
   it("a caller whose clock runs ahead frees no throttle period and opens no rate window early", async () => {
