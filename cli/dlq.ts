@@ -149,7 +149,10 @@ Examples:
         const task = Results[0];
         if (task && task.Status !== "RUNNING") {
           console.log(`${task.Status}: ${task.ApproximateNumberOfMessagesMoved ?? 0} messages moved`);
-          if (task.Status !== "COMPLETED") process.exitCode = 1;
+          // Exit 1: the move did not complete (the bin's exit code is main's, never a stray exitCode).
+          if (task.Status !== "COMPLETED") {
+            throw new Error(`the move task ended ${task.Status}${task.FailureReason ? `: ${task.FailureReason}` : ""}`);
+          }
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, 1_000));

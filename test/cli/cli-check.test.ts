@@ -1,4 +1,4 @@
-// `leaseq check`, run as the real binary against a real redis-server: a clean queue exits 0; a
+// `leaseq check`, run in process (main, with its own env and streams) against a real redis-server: a clean queue exits 0; a
 // planted broken invariant is listed with its code and exits 1; --repair repairs it and the next
 // check is clean; what cannot be repaired safely stays listed and the exit stays 1.
 import { Redis } from "ioredis";

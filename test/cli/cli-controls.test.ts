@@ -1,4 +1,4 @@
-// The operator's verbs of the CLI, run as the real binary against a real redis-server: pause and
+// The operator's verbs of the CLI, run in process (main, with its own env and streams) against a real redis-server: pause and
 // resume, cancel, purge, requeue and delete by filter (with their dry runs), list with filters and
 // errors, and queues.
 import { afterAll, describe, expect, it } from "vitest";

@@ -1,12 +1,24 @@
 import { describe, expect, inject, it } from "vitest";
 import { freePort } from "../helpers/redis-server.js";
 import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
-import { runCli } from "./cli-run.js";
+import { runBin, runCli } from "./cli-run.js";
 
 const COMMANDS = ["enqueue", "stats", "inspect", "list", "requeue", "trim", "watch", "delete-queue", "dev"];
 
 describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
   const env = () => ({ REDIS_URL: redisUrl(), LEASEQ_QUEUE: uniqueQueueName("cli") });
+
+  it("the built bin, in a process of its own: help exits 0, a usage error 2 with nothing sent, a failed operation 1", async () => {
+    const help = await runBin(["--help"], {});
+    expect(help).toMatchObject({ code: 0, stderr: "" });
+    expect(help.stdout).toMatch(/^Usage: leaseq /);
+    const usage = await runBin(["stats", "--jsn"], env());
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("error: unknown option '--jsn'");
+    const failed = await runBin(["inspect", "nope"], env());
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain("nope");
+  });
 
   it("prints help and exits 0 for the program and every command", async () => {
     const top = await runCli(["--help"], {});

@@ -23,7 +23,7 @@ function fresh() {
   return { name, env, queue, cli };
 }
 
-// Each test spawns the real binary a few times (about a second each): sequential, with room to spare.
+// Each test runs the command in process (main, with its own env and streams: cli-run.ts) a few times.
 describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
   it("enqueue adds one task with its type, payload and priority; the same id again is a duplicate", async () => {
     const { cli, queue } = fresh();
