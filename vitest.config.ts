@@ -3,6 +3,18 @@ import { defineConfig } from "vitest/config";
 
 const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
+/** The system tier's test files (below). */
+const SYSTEM_TIER = [
+  "test/system/**/*.test.ts",
+  "test/package/consumer.test.ts",
+  "test/examples/reference-app.test.ts",
+  "test/dev/dev-loop.test.ts",
+  "test/dev/start.test.ts",
+  "test/dev/intake-stack.test.ts",
+  "test/dev/schedules-stack.test.ts",
+  "test/chaos/{cluster,concurrency,crash,faults,groups,hostile,restart,schedules}.test.ts",
+];
+
 export default defineConfig({
   resolve: {
     // The package's own names, as tsconfig.json "paths" maps them: the reference deployment and the
@@ -24,12 +36,15 @@ export default defineConfig({
     // test's time is waiting (on Redis, on a lease, on a child process), so more files than the
     // machine's cores run at once (LEASEQ_TEST_WORKERS to change it).
     maxWorkers: Number(process.env.LEASEQ_TEST_WORKERS ?? 4),
-    // Two tiers. `npm test` (fast): everything that needs only Node and a redis-server. `npm run
-    // test:system` (system): what needs more from the machine, Debian's chromium and luac5.1
-    // (`.ci/run` installs them; a missing one fails naming what to install).
+    // Two tiers. `npm test` (fast): the library, the scripts and their model suites, the functions,
+    // the infra, leaseq/testing and the CLI, with only Node and a redis-server. `npm run test:system`
+    // (system): what needs more from the machine (Debian's chromium and luac5.1: `.ci/run` installs
+    // them, a missing one fails naming what to install) or runs whole systems: the package as a
+    // consumer installs it, the local stack and the reference app, and the small chaos runs that
+    // kill and restart processes.
     projects: [
-      { extends: true, test: { name: "fast", include: ["test/**/*.test.ts"], exclude: ["test/system/**"] } },
-      { extends: true, test: { name: "system", include: ["test/system/**/*.test.ts"] } },
+      { extends: true, test: { name: "fast", include: ["test/**/*.test.ts"], exclude: SYSTEM_TIER } },
+      { extends: true, test: { name: "system", include: SYSTEM_TIER } },
     ],
   },
 });

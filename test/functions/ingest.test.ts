@@ -11,6 +11,18 @@ import { taskFields } from "../helpers/invariants.js";
 import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const SECRET = "s3cr3t-payload-never-logged";
+
+/** A type "sync" whose tasks are debounced per document by default (`flow`), its key `doc:<doc>`. */
+const debouncedDocs = (delayMs: number, maxWaitMs: number) =>
+  ({
+    types: {
+      sync: {
+        leaseMs: 5_000,
+        handler: () => {},
+        flow: { debounce: { key: (payload: { doc: string }) => `doc:${payload.doc}`, delayMs, maxWaitMs } },
+      },
+    },
+  }) as TaskDefinitions;
 const echo = { types: { echo: { leaseMs: 5_000, handler: () => {} }, email: { leaseMs: 5_000, handler: () => {} } } };
 
 describe.each(adapters)("ingest over $name", (adapter) => {
@@ -136,18 +148,7 @@ describe.each(adapters)("ingest over $name", (adapter) => {
   });
 
   it("takes flow control from the body, applies a type's default to the tasks without one, and dead-letters a hostile key", async () => {
-    const docs = {
-      types: {
-        sync: {
-          leaseMs: 5_000,
-          handler: () => {},
-          flow: {
-            debounce: { key: (payload: { doc: string }) => `doc:${payload.doc}`, delayMs: 600_000, maxWaitMs: 900_000 },
-          },
-        },
-      },
-    };
-    const { queue, run } = await setup({}, docs as TaskDefinitions);
+    const { queue, run } = await setup({}, debouncedDocs(600_000, 900_000));
     const { letters, result } = await run(
       sqsRecord({ tasks: [{ id: "s1", type: "sync", payload: { doc: "7" } }] }, "first"),
       sqsRecord(
@@ -199,18 +200,7 @@ describe.each(adapters)("ingest over $name", (adapter) => {
   });
 
   it("a message delivered again does not bring back a debounced payload a later message replaced", async () => {
-    const docs = {
-      types: {
-        sync: {
-          leaseMs: 5_000,
-          handler: () => {},
-          flow: {
-            debounce: { key: (payload: { doc: string }) => `doc:${payload.doc}`, delayMs: 60_000, maxWaitMs: 600_000 },
-          },
-        },
-      },
-    };
-    const { queue, run } = await setup({}, docs as TaskDefinitions);
+    const { queue, run } = await setup({}, debouncedDocs(60_000, 600_000));
     const first = sqsRecord({ tasks: [{ type: "sync", payload: { doc: "7", v: 1 } }] }, "first");
     const second = sqsRecord({ tasks: [{ type: "sync", payload: { doc: "7", v: 2 } }] }, "second");
     await run(first, second);

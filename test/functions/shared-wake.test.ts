@@ -2,12 +2,13 @@
 // either, enqueueing a task of the other's type, sends its wake-up to the wake queue of the
 // deployment that runs the type, through the real SQS client, with the settings the functions
 // declare at their cold start (LEASEQ_DEPLOYMENT and the wake queue URL).
-import { SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createProducer } from "../../functions/producer.js";
 import { queueSettings } from "../../functions/runtime.js";
 import { defineTasks } from "../../functions/tasks.js";
+import { functionSqsClient } from "../../functions/wake.js";
 import { Queue } from "../../shared/queue.js";
 import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
@@ -22,11 +23,7 @@ beforeAll(async () => {
   importsWake = new LocalSqs(async () => undefined, { queueName: "imports-wake" });
   await importsWake.listen();
   reportsWake = new LocalSqs(async () => undefined, { queueName: "reports-wake", broker: importsWake.broker });
-  client = new SQSClient({
-    endpoint: importsWake.endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
-  });
+  client = functionSqsClient(importsWake.endpoint);
 });
 afterAll(async () => {
   client.destroy();

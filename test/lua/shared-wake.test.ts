@@ -18,22 +18,17 @@ describe.each(adapters)("a queue two deployments share, over $name", (adapter) =
   async function deployments(): Promise<{ a: Queue; b: Queue }> {
     const name = uniqueQueueName("shared-wake");
     const store = await open();
-    const a = await configuredQueue(store, {
-      name,
-      deployment: "imports",
-      wakeQueueUrl: A_WAKE,
-      strictTypes: true,
-      policies: { alpha: { leaseMs: 30_000, maxAttempts: 3 } },
-      acceptTypes: ["beta"],
-    });
-    const b = await configuredQueue(store, {
-      name,
-      deployment: "reports",
-      wakeQueueUrl: B_WAKE,
-      strictTypes: true,
-      policies: { beta: { leaseMs: 30_000, maxAttempts: 3 } },
-      acceptTypes: ["alpha"],
-    });
+    const deploy = (deployment: string, wakeQueueUrl: string, runs: string, accepts: string) =>
+      configuredQueue(store, {
+        name,
+        deployment,
+        wakeQueueUrl,
+        strictTypes: true,
+        policies: { [runs]: { leaseMs: 30_000, maxAttempts: 3 } },
+        acceptTypes: [accepts],
+      });
+    const a = await deploy("imports", A_WAKE, "alpha", "beta");
+    const b = await deploy("reports", B_WAKE, "beta", "alpha");
     return { a, b };
   }
 
