@@ -7,6 +7,7 @@ import type { PlanResult } from "../shared/queue-schedules.js";
 import { redact } from "../shared/text.js";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
+import { QUEUE_METRICS, type QueueMetricName } from "./metric-names.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import { functionSqsClient, sendWakeTo, sqsWakeSender, type WakeSender } from "./wake.js";
 
@@ -217,11 +218,9 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     }
 
     metrics.addDimension("queue", config.queue);
-    for (const name of ["ready", "scheduled", "leased", "done", "failed", "reclaimed", "trimmed"] as const) {
-      metrics.addMetric(name, MetricUnit.Count, summary[name]);
+    for (const [name, unit] of Object.entries(QUEUE_METRICS) as Array<[QueueMetricName, keyof typeof MetricUnit]>) {
+      metrics.addMetric(name, MetricUnit[unit], summary[name]);
     }
-    metrics.addMetric("oldestReadyAgeMs", MetricUnit.Milliseconds, summary.oldestReadyAgeMs);
-    metrics.addMetric("mostOverdueLeaseMs", MetricUnit.Milliseconds, summary.mostOverdueLeaseMs);
     metrics.publishStoredMetrics();
     logger.info("reclaimer run", { queue: config.queue, ...summary, durationMs: Date.now() - startedAt });
     return summary;

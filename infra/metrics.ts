@@ -1,17 +1,9 @@
 import type { Duration } from "aws-cdk-lib";
 import { Metric } from "aws-cdk-lib/aws-cloudwatch";
 
-/** The metrics the reclaimer publishes (EMF via Powertools Metrics), one data point per run. */
-export type QueueMetricName =
-  | "ready"
-  | "scheduled"
-  | "leased"
-  | "done"
-  | "failed"
-  | "oldestReadyAgeMs"
-  | "mostOverdueLeaseMs"
-  | "reclaimed"
-  | "trimmed";
+import type { QueueMetricName } from "../functions/metric-names.js";
+
+export type { QueueMetricName };
 
 /**
  * Powertools service names of the two functions. Powertools Metrics always adds a `service`

@@ -18,6 +18,21 @@ const silent = new Logger({
   logLevel: (process.env.DEBUG_WORKER ? "DEBUG" : "SILENT") as "SILENT",
 });
 
+type Handler = ReturnType<typeof createWorker>;
+
+/**
+ * A task of type b, which only the new version declares: the previous version's drain leaves it
+ * READY, no attempt used and no error; the new version's runs it.
+ */
+async function runsOnlyOnTheNewVersion(queue: Queue, previous: Handler, current: Handler, ran: string[]) {
+  await queue.enqueue([{ id: "b-1", type: "b" }], { now: Date.now() });
+  await previous(drain, lambdaContext());
+  expect(await queue.inspect("b-1")).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
+  await current(drain, lambdaContext());
+  expect(ran).toEqual(["b-1"]);
+  expect(await queue.inspect("b-1")).toMatchObject({ state: "done", attempts: 1 });
+}
+
 describe.each(adapters)("deployments sharing a queue, over $name", (adapter) => {
   const stores: Store[] = [];
   afterAll(async () => {
@@ -41,12 +56,7 @@ describe.each(adapters)("deployments sharing a queue, over $name", (adapter) => 
     const current = worker(name, { types: { a: { handler }, b: { handler } } });
     await previous(drain, lambdaContext()); // warm, and draining when the new version starts
     await current(drain, lambdaContext()); // the new version's cold start declares type b
-    await queue.enqueue([{ id: "b-1", type: "b" }], { now: Date.now() });
-    await previous(drain, lambdaContext());
-    expect(await queue.inspect("b-1")).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
-    await current(drain, lambdaContext());
-    expect(ran).toEqual(["b-1"]);
-    expect(await queue.inspect("b-1")).toMatchObject({ state: "done", attempts: 1 });
+    await runsOnlyOnTheNewVersion(queue, previous, current, ran);
     await expectClean(queue, Date.now());
   });
 
@@ -59,12 +69,7 @@ describe.each(adapters)("deployments sharing a queue, over $name", (adapter) => 
     await current(drain, lambdaContext()); // the new version's cold start declares type b
     const previous = worker(name, { types: { a: { handler } } });
     await previous(drain, lambdaContext()); // a late cold start of the previous version
-    await queue.enqueue([{ id: "b-1", type: "b" }], { now: Date.now() });
-    await previous(drain, lambdaContext());
-    expect(await queue.inspect("b-1")).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
-    await current(drain, lambdaContext());
-    expect(ran).toEqual(["b-1"]);
-    expect(await queue.inspect("b-1")).toMatchObject({ state: "done", attempts: 1 });
+    await runsOnlyOnTheNewVersion(queue, previous, current, ran);
     // Still b's own policy (its lease), not the default, while it is retired.
     await queue.enqueue([{ id: "b-2", type: "b" }], { now: Date.now() });
     const [leased] = await queue.claim({ count: 1, now: Date.now(), types: ["b"] });

@@ -9,6 +9,7 @@ import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createProducer, fifoBodies } from "../../functions/producer.js";
 import type { StandardSchemaV1 } from "../../functions/schema.js";
 import { defineTasks, type Task } from "../../functions/tasks.js";
+import { functionSqsClient } from "../../functions/wake.js";
 import { ConfigError, InvalidInputError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
@@ -45,11 +46,7 @@ const store = TcpStore.fromUrl(redisUrl());
 beforeAll(async () => {
   sqs = new LocalSqs(async () => undefined);
   await sqs.listen();
-  client = new SQSClient({
-    endpoint: sqs.endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
-  });
+  client = functionSqsClient(sqs.endpoint);
 });
 afterAll(async () => {
   client.destroy();

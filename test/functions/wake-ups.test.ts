@@ -3,11 +3,12 @@
 // not polled: each test reads the messages the functions and the producer sent, and their delays.
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
-import { SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createProducer } from "../../functions/producer.js";
 import { createReclaimer } from "../../functions/reclaimer.js";
+import { functionSqsClient } from "../../functions/wake.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
@@ -23,11 +24,7 @@ const store = TcpStore.fromUrl(redisUrl());
 beforeAll(async () => {
   sqs = new LocalSqs(async () => undefined);
   await sqs.listen();
-  client = new SQSClient({
-    endpoint: sqs.endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
-  });
+  client = functionSqsClient(sqs.endpoint);
   process.env.POWERTOOLS_METRICS_DISABLED = "true";
 });
 afterAll(async () => {

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { REFERENCE_WORKER_ENTRY } from "../../examples/reference/stack.js";
 import { bundleOptions } from "../../infra/bundling.js";
 import { deploymentOf } from "../../infra/lease-queue.js";
-import { onlyResource, synth } from "./synth.js";
+import { deadLetterQueue, onlyResource, statements, synth, taskQueue, wakeQueue } from "./synth.js";
 
 const lambdaFunction = (description: string) => (template: Template) =>
   onlyResource(template, "AWS::Lambda::Function", {
@@ -14,21 +14,8 @@ const lambdaFunction = (description: string) => (template: Template) =>
 const intake = lambdaFunction("intake");
 const worker = lambdaFunction("worker");
 const reclaimer = lambdaFunction("reclaimer");
-const taskQueue = (template: Template) =>
-  onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
-const deadLetterQueue = (template: Template) =>
-  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
-const wakeQueue = (template: Template) =>
-  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 3600 } });
 const mappingOf = (template: Template, fnLogicalId: string) =>
   onlyResource(template, "AWS::Lambda::EventSourceMapping", { Properties: { FunctionName: { Ref: fnLogicalId } } });
-
-/** Every IAM policy statement in the template. */
-function statements(template: Template): Array<Record<string, unknown>> {
-  return Object.values(template.findResources("AWS::IAM::Policy")).flatMap(
-    (policy) => policy.Properties.PolicyDocument.Statement,
-  );
-}
 
 describe("intake function", () => {
   it("is the worker's bundle in the intake role, with a short timeout", () => {

@@ -2,6 +2,7 @@ import { App, Duration, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { Topic } from "aws-cdk-lib/aws-sns";
 import { describe, expect, it } from "vitest";
+import { QUEUE_METRICS } from "../../functions/metric-names.js";
 import { LeaseQueue } from "../../infra/lease-queue.js";
 import { onlyResource, REQUIRED_PROPS, SKIP_BUNDLING, synth } from "./synth.js";
 
@@ -151,17 +152,7 @@ describe("dashboard", () => {
     const dashboard = onlyResource(template, "AWS::CloudWatch::Dashboard").properties;
     expect(dashboard.DashboardName).toBe("leaseq-orders");
     const body = JSON.stringify(dashboard.DashboardBody);
-    for (const name of [
-      "ready",
-      "scheduled",
-      "leased",
-      "done",
-      "failed",
-      "oldestReadyAgeMs",
-      "mostOverdueLeaseMs",
-      "reclaimed",
-      "trimmed",
-    ]) {
+    for (const name of Object.keys(QUEUE_METRICS)) {
       expect(body).toContain(
         `\\"leaseq\\",\\"${name}\\",\\"queue\\",\\"default\\",\\"service\\",\\"leaseq-reclaimer\\"`,
       );

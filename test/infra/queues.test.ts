@@ -2,7 +2,7 @@ import { Duration } from "aws-cdk-lib";
 import { Match, type Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { defineTasks } from "../../functions/tasks.js";
-import { onlyResource, synth } from "./synth.js";
+import { deadLetterQueue, statements, synth, taskQueue, wakeQueue } from "./synth.js";
 
 const tlsOnly = (queueLogicalId: string) => ({
   PolicyDocument: {
@@ -19,19 +19,12 @@ const tlsOnly = (queueLogicalId: string) => ({
   Queues: [{ Ref: queueLogicalId }],
 });
 
-const taskQueue = (template: Template) =>
-  onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
-const deadLetterQueue = (template: Template) =>
-  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
-const wakeQueue = (template: Template) =>
-  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 3600 } });
-
 /** The statements of the template's role policies that allow sending to wake queues tagged `queueName`. */
 function taggedSends(template: Template, queueName: string) {
-  type Statement = { Action: unknown; Resource: unknown; Condition?: { StringEquals?: Record<string, string> } };
-  return Object.values(template.findResources("AWS::IAM::Policy"))
-    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as Statement[]) ?? [])
-    .filter((statement) => statement.Condition?.StringEquals?.["aws:ResourceTag/leaseq-queue"] === queueName);
+  type Condition = { StringEquals?: Record<string, string> } | undefined;
+  return statements(template).filter(
+    (statement) => (statement.Condition as Condition)?.StringEquals?.["aws:ResourceTag/leaseq-queue"] === queueName,
+  );
 }
 
 describe("SQS queues", () => {

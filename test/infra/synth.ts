@@ -1,5 +1,5 @@
 import { App, type StackProps } from "aws-cdk-lib";
-import { Template } from "aws-cdk-lib/assertions";
+import { Match, Template } from "aws-cdk-lib/assertions";
 import { vi } from "vitest";
 import { LeaseqStack, REFERENCE_WORKER_ENTRY } from "../../examples/reference/stack.js";
 import { defineTasks } from "../../functions/tasks.js";
@@ -46,4 +46,19 @@ export function problems(props: Partial<LeaseQueueProps>): string[] {
     if (error instanceof LeaseQueuePropsError) return error.problems;
     throw error;
   }
+}
+
+/** The stack's task queue (its redrive policy), dead-letter queue (14 days) and wake queue (an hour). */
+export const taskQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
+export const deadLetterQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
+export const wakeQueue = (template: Template) =>
+  onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 3600 } });
+
+/** Every IAM policy statement in the template. */
+export function statements(template: Template): Array<Record<string, unknown>> {
+  return Object.values(template.findResources("AWS::IAM::Policy")).flatMap(
+    (policy) => policy.Properties.PolicyDocument.Statement,
+  );
 }
