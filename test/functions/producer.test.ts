@@ -5,14 +5,14 @@ import { type SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSCli
 import * as v from "valibot";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { LocalSqs } from "../../dev/standins/sqs/index.js";
+import type { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createProducer, fifoBodies } from "../../functions/producer.js";
 import type { StandardSchemaV1 } from "../../functions/schema.js";
 import { defineTasks, type Task } from "../../functions/tasks.js";
-import { functionSqsClient } from "../../functions/wake.js";
 import { ConfigError, InvalidInputError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
+import { closeLocalSqs, openLocalSqs } from "../helpers/local-sqs.js";
 import { adapters, redisUrl, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 /** A schema of no library: async, as the standard allows, refusing an odd `n`. */
@@ -44,13 +44,10 @@ let client: SQSClient;
 const store = TcpStore.fromUrl(redisUrl());
 
 beforeAll(async () => {
-  sqs = new LocalSqs(async () => undefined);
-  await sqs.listen();
-  client = functionSqsClient(sqs.endpoint);
+  ({ sqs, client } = await openLocalSqs());
 });
 afterAll(async () => {
-  client.destroy();
-  await sqs.close();
+  await closeLocalSqs({ sqs, client });
   await store.close();
 });
 afterEach(() => {

@@ -5,14 +5,14 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
-import { LocalSqs } from "../../dev/standins/sqs/index.js";
+import type { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createProducer } from "../../functions/producer.js";
 import { createReclaimer } from "../../functions/reclaimer.js";
-import { functionSqsClient } from "../../functions/wake.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { closeLocalSqs, openLocalSqs } from "../helpers/local-sqs.js";
 import { adapters, rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const tcp = adapters[0];
@@ -22,14 +22,11 @@ let client: SQSClient;
 const store = TcpStore.fromUrl(redisUrl());
 
 beforeAll(async () => {
-  sqs = new LocalSqs(async () => undefined);
-  await sqs.listen();
-  client = functionSqsClient(sqs.endpoint);
+  ({ sqs, client } = await openLocalSqs());
   process.env.POWERTOOLS_METRICS_DISABLED = "true";
 });
 afterAll(async () => {
-  client.destroy();
-  await sqs.close();
+  await closeLocalSqs({ sqs, client });
   await store.close();
 });
 afterEach(() => {
