@@ -71,6 +71,60 @@ function argsFunction(name: OperationName): string {
   ].join("\n");
 }
 
+/**
+ * The readers of an operation's items (shared/protocol/operations.ts, `Items`): how many there are,
+ * checked, and each one's fields in their declared order. The only code that indexes ARGV beyond
+ * the fixed arguments.
+ */
+function itemsFunctions(name: OperationName): string {
+  const { args, items } = OPERATIONS[name] as Operation;
+  if (!items) return "";
+  const first = args.length + 1;
+  const size = items.fields.length;
+  const names = items.fields.map(fieldName);
+  const values = (from: string, count: number, offset = 0) =>
+    Array.from({ length: count }, (_, k) => (k + offset === 0 ? `ARGV[${from}]` : `ARGV[${from} + ${k + offset}]`));
+  const lines = [`-- ${name}: per ${items.per} from ARGV[${first}]: ${names.join(", ")}`];
+  if (items.more) {
+    const more = items.more;
+    const when = names.indexOf(more.when);
+    const all = [...names, ...more.fields];
+    lines.push(
+      `-- (${more.fields.join(", ")} besides, unless ${more.when} is ${more.except.join(" or ")})`,
+      `local ${name.toUpperCase()}_ITEMS_AT = ${first}`,
+      `-- The ${items.per} from ARGV[at]: ${all.join(", ")} (nil where it has none), and where the next begins.`,
+      `local function ${name}_item(at)`,
+      `  local ${more.when} = ARGV[at + ${when}]`,
+      `  if ${more.when} == nil or ${more.except.map((value) => `${more.when} == ${quoted(value)}`).join(" or ")} then`,
+      `    return ${[...values("at", size), ...more.fields.map(() => "nil"), `at + ${size}`].join(", ")}`,
+      "  end",
+      `  return ${[...values("at", all.length), `at + ${all.length}`].join(", ")}`,
+      "end",
+    );
+    return lines.join("\n");
+  }
+  lines.push(
+    `local function ${name}_items(max, min)`,
+    `  return item_count(${first}, ${size}, max, min)`,
+    "end",
+    `local function ${name}_item(i)`,
+    size === 1
+      ? `  return ARGV[${first - 1} + i]`
+      : `  local at = ${first - size === 0 ? `${size} * i` : first - size > 0 ? `${first - size} + ${size} * i` : `${size} * i - ${size - first}`}`,
+    ...(size === 1 ? [] : [`  return ${values("at", size).join(", ")}`]),
+    "end",
+  );
+  if (items.keys) {
+    lines.push(
+      `-- ${name}: with n ${items.per}s, the j-th ${fieldName(items.keys)} ${items.keys.includes("key") ? "key " : ""}after them`,
+      `local function ${name}_key(n, j)`,
+      `  return ARGV[${first - 1} + ${size} * n + j]`,
+      "end",
+    );
+  }
+  return lines.join("\n");
+}
+
 const FIELDS = Object.keys(STATE_FIELDS) as StateField[];
 
 /** state_line, state_text and new_state, from the state's fields in their declared order. */
@@ -144,6 +198,9 @@ export function protocolLua(): string {
     "-- its text), before the script reads or writes anything.",
     ...(Object.keys(OPERATIONS) as OperationName[]).map(argsFunction),
     "",
+    "-- Each operation's items, read in their declared layout (no script indexes ARGV itself).",
+    ...(Object.keys(OPERATIONS) as OperationName[]).map(itemsFunctions).filter((text) => text !== ""),
+    "",
   ].join("\n");
 }
 
@@ -199,16 +256,31 @@ export function withScriptsTable(design: string): string {
   return `${design.slice(0, start + TABLE_START.length)}\n${scriptsTable()}\n${design.slice(end)}`;
 }
 
-/** The declaration's names, all the library needs at run time: per operation its argument names and reply fields. */
+/**
+ * The declaration's names, all the library needs at run time: per operation its argument names,
+ * its items' field names (and `more`: the fields an item has besides unless `when` is one of
+ * `except`), and its reply fields.
+ */
 export function runtimeProtocol(): Record<
   string,
-  { args: string[]; head: string[]; fields: string[]; tail: string[] }
+  {
+    args: string[];
+    items: string[];
+    more?: { when: string; except: string[]; fields: string[] };
+    head: string[];
+    fields: string[];
+    tail: string[];
+  }
 > {
   return Object.fromEntries(
-    (Object.entries(OPERATIONS) as Array<[string, Operation]>).map(([name, { args, reply }]) => [
+    (Object.entries(OPERATIONS) as Array<[string, Operation]>).map(([name, { args, items, reply }]) => [
       name,
       {
         args: args.map((arg) => arg.name),
+        items: (items?.fields ?? []).map(fieldName),
+        ...(items?.more
+          ? { more: { when: items.more.when, except: [...items.more.except], fields: [...items.more.fields] } }
+          : {}),
         head: (reply.head ?? []).map(fieldName),
         fields: (reply.fields ?? []).map(fieldName),
         tail: (reply.tail ?? []).map(fieldName),

@@ -14,15 +14,16 @@
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
 -- Uses: K, after_quarantine, apply, cancel_args, drop_field, forget_marks, guard, id_arg
--- Uses: item_count, lane_of, lane_release, lane_remove, lanes_flush, load, new_state, new_writes
+-- Uses: lane_of, lane_release, lane_remove, lanes_flush, load, new_state, new_writes
 -- Uses: parked_gone, plus, put, put_state, quarantine, read_config_fields, zadd, zrem
+-- Uses: cancel_item, cancel_items
 
 local CANCELLED = 'cancelled'
 
 return guard('cancel', function()
   local now, now_text = cancel_args()
   local ids = {}
-  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[i + 1]) end
+  for i = 1, cancel_items(BATCH_MAX) do ids[i] = id_arg('id ' .. i, cancel_item(i)) end
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair', 'deps' })
   local tasks = load(ids, true)
   local sets = { R = K.ready, S = K.scheduled, L = K.leased }

@@ -33,8 +33,9 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when a field or value is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (every field is checked, and the config read,
 --   before the first write).
--- Uses: K, bad, configure_args, fmt, guard, int_arg, is_int, item_count, lanes_flush, name_arg
+-- Uses: K, bad, configure_args, fmt, guard, int_arg, is_int, lanes_flush, name_arg
 -- Uses: read_config, upgrade_format, write_many
+-- Uses: configure_item, configure_items
 
 local SETTINGS = {
   ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
@@ -71,8 +72,8 @@ return guard('configure', function()
   local revision, now = configure_args()
   if not string.find(revision, '^%x+$') or #revision > 64 then bad('revision must be 1-64 hexadecimal characters') end
   local wanted = {}
-  for i = 1, item_count(3, 2, 4000, 0) do
-    local field, value = ARGV[2 * i + 1], ARGV[2 * i + 2]
+  for i = 1, configure_items(4000, 0) do
+    local field, value = configure_item(i)
     local range = SETTINGS[field]
     if range then
       int_arg(field, value, range[1], range[2])

@@ -15,9 +15,10 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, apply, delete_args, drop_field, drop_slot, forget_marks, guard, id_arg, item_count
+-- Uses: K, apply, delete_args, drop_field, drop_slot, forget_marks, guard, id_arg
 -- Uses: lane_get, lane_of, lane_remove, lane_wait, lanes_flush, new_state, new_writes, parked_gone
 -- Uses: parse_body, parse_state, read_config_fields, record_fields, zrem
+-- Uses: delete_item, delete_items
 
 local LETTERS_OF = { ready = { R = true, W = true }, scheduled = { S = true }, done = { D = true },
   failed = { F = true }, corrupt = { C = true } }
@@ -26,7 +27,7 @@ return guard('delete', function()
   local now, _, wanted = delete_args()
   local letters = LETTERS_OF[wanted]
   local ids = {}
-  for i = 1, item_count(3, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[i + 2]) end
+  for i = 1, delete_items(BATCH_MAX) do ids[i] = id_arg('id ' .. i, delete_item(i)) end
   local config = read_config_fields({ 'wake', 'nextDue', 'ordered', 'hold', 'fair', 'deps' })
   local values = record_fields(ids, true, true)
   local sets = { R = K.ready, S = K.scheduled, D = K.done, F = K.failed }

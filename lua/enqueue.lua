@@ -46,6 +46,7 @@
 -- Uses: name_arg, new_state, new_writes, note_due, put, put_state, read_config_fields
 -- Uses: read_many, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
 -- Uses: flow_over
+-- Uses: enqueue_item
 
 -- What a task's fields say it is: the letter of its state ("R" for a body alone, never claimed;
 -- "C" quarantined), or nil when the id is unknown.
@@ -188,18 +189,19 @@ return guard('enqueue', function()
 
   -- Checked before anything is written; a message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
+  local bodies, run_given = {}, {} -- as given: written as they are
   local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'active', 'strictTypes', 'paused', 'fair',
     'skewMs', 'callerClock', 'deps', 'doneRetentionMs' }, {}
   local any_group = false
   for i = 1, n do
-    local base = 4 + (i - 1) * 4
-    local id, priority, body = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 3]
+    local id, priority_text, run_text, body = enqueue_item(i)
+    local priority = tonumber(priority_text)
     if not is_id(id) then id_arg('task ' .. i .. ' id', id) end
     if not (priority and priority % 1 == 0 and priority >= PRIORITY_MIN and priority <= PRIORITY_MAX) then
-      int_arg('task ' .. i .. ' priority', ARGV[base + 1], PRIORITY_MIN, PRIORITY_MAX)
+      int_arg('task ' .. i .. ' priority', priority_text, PRIORITY_MIN, PRIORITY_MAX)
     end
-    local run_at = as_time(ARGV[base + 2])
-    if not run_at then time_arg('task ' .. i .. ' runAtMs', ARGV[base + 2]) end
+    local run_at = as_time(run_text)
+    if not run_at then time_arg('task ' .. i .. ' runAtMs', run_text) end
     local enqueued, task_type, group, payload_at = string.match(body, BODY_PATTERN)
     if not enqueued or #enqueued > DIGITS_ENQUEUED then
       bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"')
@@ -213,6 +215,7 @@ return guard('enqueue', function()
     end
     if group ~= '' then any_group = true end
     ids[i], ranks[i], runs[i], types[i], groups_of[i] = id, priority, run_at, task_type, group
+    bodies[i], run_given[i] = body, run_text
     sizes[i] = #body - payload_at + 1
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id
@@ -232,7 +235,7 @@ return guard('enqueue', function()
 
   -- Flow control's entries, checked; their fields are read with the tasks' records.
   -- Flow control's fields go after the tasks' in the HMGET, from fields[3n + 1].
-  local flows = flow_spans and flow_args(flow_spans, 4 + 4 * n, fields) or nil
+  local flows = flow_spans and flow_args(flow_spans, n, fields) or nil
   -- A singleton's group is its key's (SINGLETON_GROUP_PREFIX .. key), and no other task's.
   if any_group then
     local spec_of = flows and flows.spec or {}
@@ -360,13 +363,12 @@ return guard('enqueue', function()
       -- task of this call replaced before it was written (answered as enqueued, as two calls would).
       result[#result + 1] = outcome[i]
     elseif seen[id] == i then
-      local base = 4 + (i - 1) * 4
       seq = seq + 1
       local rank = (ranks[i] - PRIORITY_MIN) * RANK_SEQ_SPAN + seq
       local run_at = runs[i]
-      put(writes, id, ARGV[base + 3])
+      put(writes, id, bodies[i])
       if run_at > now then
-        put_state(writes, id, new_state('S', run_texts[i] or int_text(ARGV[base + 2], run_at), fmt(rank), types[i], groups_of[i]))
+        put_state(writes, id, new_state('S', run_texts[i] or int_text(run_given[i], run_at), fmt(rank), types[i], groups_of[i]))
         zadd(writes, K.scheduled, run_at, id)
         earliest = math.min(earliest or run_at, run_at)
         local scope = type_scope(config, types[i])

@@ -12,18 +12,19 @@
 --   (one never confirmed gives it back: its handler may never have started).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, apply, extend_args, fenced_presence, fmt, guard, id_arg, int_arg, item_count, load
+-- Uses: K, apply, extend_args, fenced_presence, fmt, guard, id_arg, int_arg, load
 -- Uses: new_writes, put, put_state, require_format, token_matches, write_upgrade, zadd
+-- Uses: extend_item, extend_items
 
 return guard('extend', function()
   local now = extend_args()
   local items, ids = {}, {}
-  for i = 1, item_count(2, 3, BATCH_MAX) do
-    local base = 2 + (i - 1) * 3
+  for i = 1, extend_items(BATCH_MAX) do
+    local id, token, lease = extend_item(i)
     items[i] = {
-      id = id_arg('item ' .. i .. ' id', ARGV[base]),
-      token = ARGV[base + 1],
-      lease = int_arg('item ' .. i .. ' leaseMs', ARGV[base + 2], 1, LEASE_MAX_MS),
+      id = id_arg('item ' .. i .. ' id', id),
+      token = token,
+      lease = int_arg('item ' .. i .. ' leaseMs', lease, 1, LEASE_MAX_MS),
     }
     ids[i] = items[i].id
   end

@@ -29,30 +29,29 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every item is checked, and every record read,
 --   before the first write.
--- Uses: K, apply, as_time, bad, config_int, decision_time, fmt, guard, id_arg, int_arg, is_id, item_count, name_arg, new_state
+-- Uses: K, apply, as_time, bad, config_int, decision_time, fmt, guard, id_arg, int_arg, is_id, name_arg, new_state
 -- Uses: new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many
 -- Uses: start_fair
 -- Uses: time_arg, write_many, zadd
 -- Uses: arrange_wakes, type_scope
-
-local ITEM = 10
+-- Uses: plan_item, plan_items
 
 return guard('plan', function()
   local now, _, horizon, call = plan_args()
-  local n = item_count(4, ITEM, PLAN_ITEMS_MAX)
+  local n = plan_items(PLAN_ITEMS_MAX)
   local items, fields = {}, {}
   for i = 1, n do
-    local base = 4 + (i - 1) * ITEM
+    local name, revision, from, to, next, priority, flags, body, slots, passed = plan_item(i)
     local item = {
-      name = name_arg('schedule ' .. i .. ' name', ARGV[base], SCHEDULE_NAME_MAX_BYTES),
-      revision = ARGV[base + 1],
-      from = ARGV[base + 2],
-      to = time_arg('schedule ' .. i .. ' to', ARGV[base + 3]),
-      next = time_arg('schedule ' .. i .. ' next', ARGV[base + 4]),
-      priority = int_arg('schedule ' .. i .. ' priority', ARGV[base + 5], PRIORITY_MIN, PRIORITY_MAX),
-      flags = ARGV[base + 6],
-      body = ARGV[base + 7],
-      passed = int_arg('schedule ' .. i .. ' passedOver', ARGV[base + 9], 0, 1000000000),
+      name = name_arg('schedule ' .. i .. ' name', name, SCHEDULE_NAME_MAX_BYTES),
+      revision = revision,
+      from = from,
+      to = time_arg('schedule ' .. i .. ' to', to),
+      next = time_arg('schedule ' .. i .. ' next', next),
+      priority = int_arg('schedule ' .. i .. ' priority', priority, PRIORITY_MIN, PRIORITY_MAX),
+      flags = flags,
+      body = body,
+      passed = int_arg('schedule ' .. i .. ' passedOver', passed, 0, 1000000000),
       runs = {},
       ids = {},
     }
@@ -61,7 +60,6 @@ return guard('plan', function()
     local _, task_type, group, payload_at = string.match(item.body, BODY_PATTERN)
     if not task_type then bad('schedule ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"') end
     item.type, item.group, item.payload_at = task_type, group, payload_at
-    local slots = ARGV[base + 8]
     for run_at, id in string.gmatch(slots, '(%d+) (%S+)') do
       if not as_time(run_at) then time_arg('schedule ' .. i .. ' slot runAtMs', run_at) end
       if not is_id(id) then id_arg('schedule ' .. i .. ' slot id', id) end

@@ -10,15 +10,16 @@
 --   aside in corrupt, as settle does). The next claim issues a new token.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, apply, fenced_presence, guard, id_arg, item_count, lanes_flush, load, make_ready
+-- Uses: K, apply, fenced_presence, guard, id_arg, lanes_flush, load, make_ready
 -- Uses: new_writes, plus, put, release_args, require_format, token_matches, write_upgrade, zrem
+-- Uses: release_item, release_items
 
 return guard('release', function()
   local now, now_text = release_args()
   local items, ids = {}, {}
-  for i = 1, item_count(2, 2, BATCH_MAX) do
-    local base = 2 + (i - 1) * 2
-    items[i] = { id = id_arg('item ' .. i .. ' id', ARGV[base]), token = ARGV[base + 1] }
+  for i = 1, release_items(BATCH_MAX) do
+    local id, token = release_item(i)
+    items[i] = { id = id_arg('item ' .. i .. ' id', id), token = token }
     ids[i] = items[i].id
   end
   require_format()

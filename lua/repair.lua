@@ -10,14 +10,15 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, apply, drop_field, fmt, guard, id_arg, item_count, lanes_flush, make_ready, new_state
+-- Uses: K, apply, drop_field, fmt, guard, id_arg, lanes_flush, make_ready, new_state
 -- Uses: new_writes, parse_body, parse_state, put, read_config_fields, read_many, record_fields
 -- Uses: repair_args, unmarked, upgrade_v0, zrem
+-- Uses: repair_item, repair_items
 
 return guard('repair', function()
   local now = repair_args()
   local ids = {}
-  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[1 + i]) end
+  for i = 1, repair_items(BATCH_MAX) do ids[i] = id_arg('id ' .. i, repair_item(i)) end
   local config = read_config_fields({ 'fair' })
 
   local scores = read_many('ZMSCORE', K.corrupt, ids)

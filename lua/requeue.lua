@@ -12,14 +12,15 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, after_quarantine, apply, drop_field, guard, hold_of, id_arg, item_count, lanes_flush
+-- Uses: K, after_quarantine, apply, drop_field, guard, hold_of, id_arg, lanes_flush
 -- Uses: load, make_ready, new_writes, presence_status, put, quarantine, read_config_fields
 -- Uses: requeue_args, write_upgrade, zrem
+-- Uses: requeue_item, requeue_items
 
 return guard('requeue', function()
   local now, now_text = requeue_args()
   local ids = {}
-  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[1 + i]) end
+  for i = 1, requeue_items(BATCH_MAX) do ids[i] = id_arg('id ' .. i, requeue_item(i)) end
   local config = read_config_fields({ 'hold', 'fair' })
 
   local tasks = load(ids, false)

@@ -28,29 +28,29 @@
 -- Uses: fmt, group_policy, guard, id_arg, is_id, lane_of, lane_release, lanes_flush, make_ready
 -- Uses: new_writes, note_due, put_state, read_config_fields, read_many, read_record, settle_args
 -- Uses: state_line, time_arg, token_matches, write_upgrade, zadd
+-- Uses: settle_item
 
 return guard('settle', function()
   local now, now_text = settle_args()
   -- Items of 3 (ack) or 5 (retry, fail) arguments; where each starts, and what each asks.
-  local all_acks, ids, starts, outcomes, at = true, {}, {}, {}, 2
+  local all_acks, ids, tokens, outcomes, retries, errors, at = true, {}, {}, {}, {}, {}, SETTLE_ITEMS_AT
   while at <= #ARGV do
     local i = #ids + 1
     if i > BATCH_MAX then bad('at most ' .. BATCH_MAX .. ' items per call') end
-    local id, outcome = ARGV[at], ARGV[at + 2]
+    local id, token, outcome, retry_at, error_text, next_at = settle_item(at)
     if not is_id(id) then id_arg('item ' .. i .. ' id', id) end
     if outcome == nil then bad('item ' .. i .. ' needs id, token and outcome') end
-    ids[i], starts[i], outcomes[i] = id, at, outcome
-    if outcome == 'ack' then
-      at = at + 3
-    else
+    ids[i], tokens[i], outcomes[i] = id, token, outcome
+    if outcome ~= 'ack' then
       if outcome ~= 'retry' and outcome ~= 'fail' then
         bad('item ' .. i .. ' outcome must be "ack", "retry" or "fail", got "' .. string.sub(outcome, 1, 20) .. '"')
       end
-      if ARGV[at + 4] == nil then bad('item ' .. i .. ' (' .. outcome .. ') needs retryAtMs and error text') end
-      if not as_time(ARGV[at + 3]) then time_arg('item ' .. i .. ' retryAtMs', ARGV[at + 3]) end
+      if error_text == nil then bad('item ' .. i .. ' (' .. outcome .. ') needs retryAtMs and error text') end
+      if not as_time(retry_at) then time_arg('item ' .. i .. ' retryAtMs', retry_at) end
+      retries[i], errors[i] = retry_at, error_text
       all_acks = false
-      at = at + 5
     end
+    at = next_at
   end
   if #ids == 0 then bad('expected at least one item') end
   local config = all_acks and {} or read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue', 'fair' })
@@ -66,8 +66,7 @@ return guard('settle', function()
   local replayed = { retry = { S = true, R = true, W = true, F = true }, fail = { F = true } }
   local states, done, finished, dropped = writes.fields, {}, {}, writes.drop
   for i, id in ipairs(ids) do
-    local base = starts[i]
-    local token, outcome = ARGV[base + 1], outcomes[i]
+    local token, outcome = tokens[i], outcomes[i]
     -- The common item, an ack of a current lease, inline: its state read with one match, no table.
     local attempts, gen, max, flags, rank, type_group
     if outcome == 'ack' and values[i] and not tasks[id] then
@@ -115,8 +114,8 @@ return guard('settle', function()
           task.upgraded = false -- a v0 record's body goes with the ack
           if lane then lane_release(lane, id, config, now) end
         else
-          local retry_at, retry_text = time_arg('retryAtMs', ARGV[base + 3])
-          state.error = string.sub(ARGV[base + 4], 1, max_error)
+          local retry_at, retry_text = time_arg('retryAtMs', retries[i])
+          state.error = string.sub(errors[i], 1, max_error)
           if outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max) then
             state.letter = 'F'
             zadd(writes, K.failed, now_text, id)

@@ -10,14 +10,15 @@
 --   read: set aside). An id named twice counts once (its second mention is answered as the first).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: after_quarantine, apply, guard, id_arg, item_count, lane_of, lane_release, lanes_flush
+-- Uses: after_quarantine, apply, guard, id_arg, lane_of, lane_release, lanes_flush
 -- Uses: load, new_writes, presence_status, put_state, quarantine, read_config_fields, skip_args
 -- Uses: write_upgrade
+-- Uses: skip_item, skip_items
 
 return guard('skip', function()
   local now = skip_args()
   local ids = {}
-  for i = 1, item_count(2, 1, BATCH_MAX) do ids[i] = id_arg('id ' .. i, ARGV[1 + i]) end
+  for i = 1, skip_items(BATCH_MAX) do ids[i] = id_arg('id ' .. i, skip_item(i)) end
   local config = read_config_fields({ 'fair' })
   local tasks = load(ids, false)
   local writes, result, answered, released = new_writes(), {}, {}, {}

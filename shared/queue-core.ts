@@ -3,7 +3,7 @@ import { DEFAULTS, LIMITS, SINGLETON_GROUP_PREFIX, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus, toQueueError } from "./errors.js";
 import { checkFlow, type FlowEntry, flowRuns } from "./flow.js";
 import { type QueueKeys, queueKeys, scriptKeys } from "./keys.js";
-import { type FixedArgs, type OperationName, readReply, replyRows, scriptArgs } from "./protocol/index.js";
+import { type FixedArgs, itemArgs, type OperationName, readReply, replyRows, scriptArgs } from "./protocol/index.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
 import { SCRIPTS } from "./scripts.js";
 import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
@@ -225,12 +225,12 @@ export class QueueCore {
     const flow = checkFlow(at, task);
     // A singleton runs in its key's lane, whose concurrency is 1 (lua/lib/groups.lua group_policy).
     const group = flow?.mode === "singleton" ? `${SINGLETON_GROUP_PREFIX}${flow.key}` : given;
-    const args = [
+    const args = itemArgs("enqueue", {
       id,
-      String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
-      String(dueTime(at, task, now)),
-      buildBody(now, type, group, serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
-    ];
+      priority: String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
+      runAtMs: String(dueTime(at, task, now)),
+      body: buildBody(now, type, group, serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
+    });
     return { args, flow };
   }
 
@@ -317,12 +317,21 @@ export class QueueCore {
     const args = this.itemArgs(where, items, (item, id, label) => {
       if (typeof item.token !== "string")
         throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
-      if (item.outcome === "ack") return [id, item.token, "ack"];
+      const { token } = item;
+      if (item.outcome === "ack") return itemArgs("settle", { id, token, outcome: "ack" });
       if (item.outcome === "retry") {
         const retryAt = checkInteger(`${label} (id ${id})`, "retryAtMs", item.retryAtMs, 0, LIMITS.timeMaxMs);
-        return [id, item.token, "retry", String(retryAt), this.errorText(item.error)];
+        return itemArgs("settle", {
+          id,
+          token,
+          outcome: "retry",
+          retryAtMs: String(retryAt),
+          error: this.errorText(item.error),
+        });
       }
-      if (item.outcome === "fail") return [id, item.token, "fail", "0", this.errorText(item.error)];
+      if (item.outcome === "fail") {
+        return itemArgs("settle", { id, token, outcome: "fail", retryAtMs: "0", error: this.errorText(item.error) });
+      }
       throw new InvalidInputError(
         `${label} (id ${id}): outcome must be "ack", "retry" or "fail", got ${shown((item as { outcome: unknown }).outcome)}`,
       );
@@ -350,11 +359,13 @@ export class QueueCore {
   ): Promise<ExtendResult[]> {
     const where = "extend";
     const now = checkNow(where, options.now);
-    const args = this.itemArgs(where, items, (item, id, label) => [
-      id,
-      this.token(label, item.token),
-      String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
-    ]);
+    const args = this.itemArgs(where, items, (item, id, label) =>
+      itemArgs("extend", {
+        id,
+        token: this.token(label, item.token),
+        leaseMs: String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
+      }),
+    );
     const reply = await this.run("extend", { now: String(now) }, args);
     return replyRows("extend", reply, items.length).map((record, i) => {
       const status = itemStatus(where, record.status);
@@ -366,7 +377,9 @@ export class QueueCore {
   async release(items: Array<{ id: string; token: string }>, options: { now: number }): Promise<ItemResult[]> {
     const where = "release";
     const now = checkNow(where, options.now);
-    const args = this.itemArgs(where, items, (item, id, label) => [id, this.token(label, item.token)]);
+    const args = this.itemArgs(where, items, (item, id, label) =>
+      itemArgs("release", { id, token: this.token(label, item.token) }),
+    );
     const reply = await this.run("release", { now: String(now) }, args);
     return replyRows("release", reply, items.length).map((record, i) => ({
       id: items[i].id,

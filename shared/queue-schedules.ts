@@ -3,7 +3,7 @@
 // slots are computed here with croner and made into tasks by lua/plan.lua, once each.
 import { DEFAULTS, DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError } from "./errors.js";
-import { readReply } from "./protocol/index.js";
+import { itemArgs, readReply } from "./protocol/index.js";
 import { callId, mergeWakeTo, optionalTime, QueueCore, readWakeUps } from "./queue-core.js";
 import { buildBody } from "./records.js";
 import {
@@ -376,16 +376,18 @@ export class QueueSchedules extends QueueCore {
         const { definition, plan, slots, body, payload } = computed;
         if (slotsInCall + slots.length > SLOTS_PER_CALL || itemsInCall >= LIMITS.planItemsMax) await send();
         items.push(
-          schedule.name,
-          schedule.revision,
-          schedule.cursor,
-          String(plan.cursor),
-          String(Math.min(plan.next ?? NEVER, NEVER)),
-          String(definition.priority ?? 0),
-          definition.overlap === "skip" ? "k" : "",
-          body,
-          slots.join(" "),
-          String(plan.passedOver),
+          ...itemArgs("plan", {
+            name: schedule.name,
+            revision: schedule.revision,
+            from: schedule.cursor,
+            to: String(plan.cursor),
+            next: String(Math.min(plan.next ?? NEVER, NEVER)),
+            priority: String(definition.priority ?? 0),
+            flags: definition.overlap === "skip" ? "k" : "",
+            body,
+            slots: slots.join(" "),
+            passedOver: String(plan.passedOver),
+          }),
         );
         sentItems.push({
           name: schedule.name,

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { DEFAULTS, DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
+import { itemArgs } from "./protocol/index.js";
 import type { GroupPolicy, LeasePolicy, TypeGroupPolicy } from "./types.js";
 import {
   checkGroupPolicy,
@@ -185,5 +186,5 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
       ),
   ];
   const revision = createHash("sha256").update(JSON.stringify(pairs)).digest("hex").slice(0, 16);
-  return { revision, fields: pairs.flat() };
+  return { revision, fields: pairs.flatMap(([field, value]) => itemArgs("configure", { field, value })) };
 }

@@ -83,7 +83,7 @@ local function flow_runs(text)
 end
 
 -- The flow control of an enqueue's tasks, from its runs (flow_runs) and their keys, one per task with
--- a flow, from ARGV[first] in task order: 1-FLOW_KEY_MAX_BYTES characters of ID_CHARACTERS, a
+-- a flow, after the `tasks` tasks in task order (enqueue_key): 1-FLOW_KEY_MAX_BYTES characters of ID_CHARACTERS, a
 -- singleton's 1-SINGLETON_KEY_MAX_BYTES (its task's group must be SINGLETON_GROUP_PREFIX .. key:
 -- groups.lua gives that lane a concurrency of 1). The keys are checked together, joined, by one
 -- match: the cost per task is a few table reads and one join for its field (a batch of keys is most
@@ -92,7 +92,7 @@ end
 -- (`spec`: letter, prefix, a, b, name, key_max; one table per run) and its field (`field`), how many
 -- fields it appended (`count`), and whether a task is a singleton (`singletons`); nil when no task
 -- has flow control.
-local function flow_args(runs, first, names)
+local function flow_args(runs, tasks, names)
   local spec_of, field_of, keys = {}, {}, {}
   local count, named, i, singletons = 0, #names, 0, false
   for _, run in ipairs(runs) do
@@ -102,7 +102,7 @@ local function flow_args(runs, first, names)
       singletons = singletons or spec.letter == 's'
       for _ = 1, run.count do
         i, count = i + 1, count + 1
-        local key = ARGV[first + count - 1]
+        local key = enqueue_key(tasks, count)
         local size = #key
         if size < 1 or size > key_max then
           bad('task ' .. i .. ' ' .. spec.name .. ' key must be 1-' .. key_max .. ' characters of ' .. ID_CHARACTERS)

@@ -27,6 +27,38 @@ export function scriptArgs<N extends OperationName>(
   return [...(PROTOCOL[name].args as readonly string[]).map((arg) => values[arg]), ...items];
 }
 
+type ItemFieldNames<N extends OperationName> = (typeof OPERATIONS)[N] extends {
+  items: { fields: infer F; more?: infer M };
+}
+  ?
+      | Named<F extends readonly string[] ? F[number] : never>
+      | (M extends { fields: infer G } ? (G extends readonly string[] ? G[number] : never) : never)
+  : never;
+
+/**
+ * One item of a call of `name`: its fields in their declared order, then, with `more`, the fields
+ * it has besides unless its `when` field is one of `except` (settle: an ack has no retryAtMs and
+ * error). The one place the library lays out an item (lua/lib/protocol.lua reads it back).
+ */
+export function itemArgs<N extends OperationName>(
+  name: N,
+  values: Partial<Record<ItemFieldNames<N>, string>>,
+): string[] {
+  const declared = PROTOCOL[name] as {
+    items: readonly string[];
+    more?: { when: string; except: readonly string[]; fields: readonly string[] };
+  };
+  const given = values as Record<string, string | undefined>;
+  const fields = [...declared.items];
+  if (declared.more && !declared.more.except.includes(given[declared.more.when] ?? ""))
+    fields.push(...declared.more.fields);
+  return fields.map((field) => {
+    const value = given[field];
+    if (value === undefined) throw new Error(`${name}: item field ${field} missing`);
+    return value;
+  });
+}
+
 /** The position (0-based, in ARGV) of a fixed argument of `name`. */
 export function argIndex<N extends OperationName>(name: N, arg: ArgNames<N>): number {
   return (PROTOCOL[name].args as readonly string[]).indexOf(arg);

@@ -25,8 +25,22 @@ export type Arg = { name: string; note?: string } & (
   | { kind: "text" }
 );
 
-/** What follows the fixed arguments: `per` item, its `fields` (each "<name> (<note>)"), or `text`. */
-export type Items = { per: string; fields: readonly string[]; note?: string };
+/**
+ * What follows the fixed arguments: `per` item, its `fields` (each "<name> (<note>)"). `more`: the
+ * fields an item has besides, unless its field `when` is one of `except` (settle's retry and fail
+ * carry a time and an error, an ack does not). `keys`: one argument more per item that has one,
+ * after all the items (enqueue's flow keys). `npm run generate` writes, per operation, the Lua
+ * readers `<name>_items(max, min)` (how many, checked), `<name>_item(i)` (the i-th item's fields,
+ * in order; with `more`, `<name>_item(at)` from ARGV[at], its fields and where the next begins),
+ * and `<name>_key(n, j)`; no script indexes ARGV itself (test/shared/protocol.test.ts).
+ */
+export type Items = {
+  per: string;
+  fields: readonly string[];
+  note?: string;
+  more?: { when: string; except: readonly string[]; fields: readonly string[] };
+  keys?: string;
+};
 
 /**
  * A reply: `head` values, then `rows` of `fields` (`per` one of them), then `tail` values. Each
@@ -93,7 +107,11 @@ export const OPERATIONS = {
         note: '`""` for none; else runs covering the tasks, `"<count>:-"` or `"<count>:<m>|<a>|<b>"`, joined by `,`; a key per task with a flow follows the tasks ([flow-control.md](flow-control.md))',
       },
     ],
-    items: { per: "task", fields: ["id", "priority (-1000..1000)", "runAtMs", "body"] },
+    items: {
+      per: "task",
+      fields: ["id", "priority (-1000..1000)", "runAtMs", "body"],
+      keys: "flow key (one per task with a flow, after the tasks)",
+    },
     reply: {
       per: "task",
       fields: [
@@ -157,6 +175,7 @@ export const OPERATIONS = {
     items: {
       per: "item",
       fields: ["id", "token", "outcome (`ack`; or `retry`/`fail`, then retryAtMs, error)"],
+      more: { when: "outcome", except: ["ack"], fields: ["retryAtMs", "error"] },
     },
     reply: { per: "item", fields: ["status (0, 1, 2, 3, 6)", "state (after: `D`/`S`/`R`/`F`, `C` when quarantined)"] },
   },

@@ -5,6 +5,7 @@
 // declaration gives, and the declared record is what the scripts write on a real Redis.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import luaparse from "luaparse";
 import { describe, expect, it } from "vitest";
 import { DESIGN_PATH, LUA_DIR, luaSources } from "../../bin/generate-lua.js";
 import { withScriptsTable } from "../../bin/lua-protocol.js";
@@ -33,6 +34,24 @@ function headerArguments(source: string): { fixed: string[]; itemsAt?: number } 
   return { fixed, itemsAt };
 }
 
+/** The lines of `text` (Lua) where ARGV is indexed (ARGV[...]; `#ARGV` is no index). */
+function argvIndexes(text: string): number[] {
+  const lines: number[] = [];
+  const visit = (node: unknown): void => {
+    if (!node || typeof node !== "object") return;
+    const n = node as { type?: string; base?: { type?: string; name?: string }; loc?: { start: { line: number } } };
+    if (n.type === "IndexExpression" && n.base?.type === "Identifier" && n.base.name === "ARGV") {
+      lines.push(n.loc?.start.line ?? 0);
+    }
+    for (const value of Object.values(node)) {
+      if (Array.isArray(value)) value.forEach(visit);
+      else if (value && typeof value === "object") visit(value);
+    }
+  };
+  visit(luaparse.parse(text, { locations: true, luaVersion: "5.1" }));
+  return lines;
+}
+
 describe("the protocol declaration", () => {
   it("declares exactly the operation scripts there are", () => {
     const scripts = luaSources()
@@ -56,6 +75,18 @@ describe("the protocol declaration", () => {
       expect(source).toContain(`${name}_args()`);
     },
   );
+
+  it("no script or helper indexes ARGV: the fixed arguments and every item are read through the generated readers", () => {
+    const sources = luaSources();
+    expect(sources.length).toBeGreaterThan(20);
+    const indexed = sources
+      .filter(([file]) => file !== "lib/protocol.lua")
+      .flatMap(([file, text]) => argvIndexes(text).map((line) => `${file}:${line}`));
+    expect(indexed, "ARGV[...] outside lua/lib/protocol.lua: declare the layout in shared/protocol/").toEqual([]);
+    // The generated readers are where it is indexed: the rule sees an index where there is one.
+    const [, protocol] = sources.find(([file]) => file === "lib/protocol.lua") ?? ["", ""];
+    expect(argvIndexes(protocol).length).toBeGreaterThan(50);
+  });
 
   it("docs/design.md's scripts table is the one the declaration gives (`npm run generate` writes it)", () => {
     const design = readFileSync(DESIGN_PATH, "utf8");
