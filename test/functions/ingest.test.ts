@@ -2,12 +2,13 @@
 // once with its reason (the worker sends it there); within a message only the invalid tasks do.
 import { Logger } from "@aws-lambda-powertools/logger";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalSqs } from "../../dev/standins/sqs/index.js";
+import type { LocalSqs } from "../../dev/standins/sqs/index.js";
 import type { TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { taskFields } from "../helpers/invariants.js";
+import { closeLocalSqs, openLocalSqs } from "../helpers/local-sqs.js";
 import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const SECRET = "s3cr3t-payload-never-logged";
@@ -28,13 +29,8 @@ const echo = { types: { echo: { leaseMs: 5_000, handler: () => {} }, email: { le
 describe.each(adapters)("ingest over $name", (adapter) => {
   const { redis, open } = storeFixture(adapter);
   let sqs: LocalSqs;
-  beforeAll(async () => {
-    sqs = new LocalSqs(async () => undefined);
-    await sqs.listen();
-  });
-  afterAll(async () => {
-    await sqs.close();
-  });
+  beforeAll(async () => ({ sqs } = await openLocalSqs()));
+  afterAll(() => closeLocalSqs({ sqs }));
 
   async function setup(extraEnv: Record<string, string> = {}, tasks: TaskDefinitions = echo) {
     const name = uniqueQueueName("ingest");

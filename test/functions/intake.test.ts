@@ -4,23 +4,21 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import type { SQSRecord } from "aws-lambda";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { LocalSqs } from "../../dev/standins/sqs/index.js";
+import type { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { closeLocalSqs, openLocalSqs } from "../helpers/local-sqs.js";
 import { adapters, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const tcp = adapters[0];
 let sqs: LocalSqs;
 const store = TcpStore.fromUrl(redisUrl());
 
-beforeAll(async () => {
-  sqs = new LocalSqs(async () => undefined);
-  await sqs.listen();
-});
+beforeAll(async () => ({ sqs } = await openLocalSqs()));
 afterAll(async () => {
-  await sqs.close();
+  await closeLocalSqs({ sqs });
   await store.close();
 });
 afterEach(() => {

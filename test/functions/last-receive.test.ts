@@ -13,6 +13,7 @@ import { createWorker } from "../../functions/worker.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { openLocalSqs } from "../helpers/local-sqs.js";
 import { freePort } from "../helpers/redis-server.js";
 import { adapters, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
@@ -22,8 +23,7 @@ let sqs: LocalSqs;
 let fifo: LocalSqs;
 
 beforeAll(async () => {
-  sqs = new LocalSqs(async () => undefined);
-  await sqs.listen();
+  ({ sqs } = await openLocalSqs());
   fifo = new LocalSqs(async () => undefined, { fifo: true, broker: sqs.broker, queueName: "last-receive" });
 });
 afterAll(async () => {

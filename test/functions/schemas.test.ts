@@ -5,12 +5,13 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import * as v from "valibot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { LocalSqs } from "../../dev/standins/sqs/index.js";
+import type { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { defineTasks } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
 import { ConfigError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
+import { closeLocalSqs, openLocalSqs } from "../helpers/local-sqs.js";
 import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const SECRET = "s3cr3t-payload-never-logged";
@@ -19,13 +20,8 @@ const tcp = adapters[0];
 describe("payload schemas in the worker", () => {
   const { open } = storeFixture(tcp);
   let sqs: LocalSqs;
-  beforeAll(async () => {
-    sqs = new LocalSqs(async () => undefined);
-    await sqs.listen();
-  });
-  afterAll(async () => {
-    await sqs.close();
-  });
+  beforeAll(async () => ({ sqs } = await openLocalSqs()));
+  afterAll(() => closeLocalSqs({ sqs }));
 
   /** A worker whose types record what their handlers received. */
   async function setup() {

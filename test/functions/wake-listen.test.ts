@@ -102,8 +102,10 @@ describe.each(adapters)("a running worker's free slot, over $name", (adapter) =>
     const invocations = lines
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .filter((line) => line.message === "worker invocation");
-    // The first invocation ran all three and took the short task's wake-up, not the long one's.
-    expect(invocations[0]).toMatchObject({ claimed: 3, done: 3, wakeUpsTaken: 1 });
+    // The first invocation ran all three and took the short task's wake-up (the long one's it gave
+    // back, above; it may take that one too once a long task ended and freed a slot for the type).
+    expect(invocations[0]).toMatchObject({ claimed: 3, done: 3 });
+    expect(invocations[0].wakeUpsTaken).toBeGreaterThanOrEqual(1);
     expect(await queue.inspect("short-1")).toMatchObject({ state: "done", attempts: 1 });
   }, 30_000);
 });
