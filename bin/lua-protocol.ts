@@ -103,23 +103,23 @@ function itemsFunctions(name: OperationName): string {
     );
     return lines.join("\n");
   }
+  // One line each: the readers of every operation have the same shape, the declaration is the source.
+  const at =
+    first - size === 0
+      ? `${size} * i`
+      : first - size > 0
+        ? `${first - size} + ${size} * i`
+        : `${size} * i - ${size - first}`;
   lines.push(
-    `local function ${name}_items(max, min)`,
-    `  return item_count(${first}, ${size}, max, min)`,
-    "end",
-    `local function ${name}_item(i)`,
+    `local function ${name}_items(max, min) return item_count(${first}, ${size}, max, min) end`,
     size === 1
-      ? `  return ARGV[${first - 1} + i]`
-      : `  local at = ${first - size === 0 ? `${size} * i` : first - size > 0 ? `${first - size} + ${size} * i` : `${size} * i - ${size - first}`}`,
-    ...(size === 1 ? [] : [`  return ${values("at", size).join(", ")}`]),
-    "end",
+      ? `local function ${name}_item(i) return ARGV[${first - 1} + i] end`
+      : `local function ${name}_item(i) local at = ${at} return ${values("at", size).join(", ")} end`,
   );
   if (items.keys) {
     lines.push(
-      `-- ${name}: with n ${items.per}s, the j-th ${fieldName(items.keys)} ${items.keys.includes("key") ? "key " : ""}after them`,
-      `local function ${name}_key(n, j)`,
-      `  return ARGV[${first - 1} + ${size} * n + j]`,
-      "end",
+      `-- ${name}: with n ${items.per}s, the j-th ${fieldName(items.keys)} after them`,
+      `local function ${name}_key(n, j) return ARGV[${first - 1} + ${size} * n + j] end`,
     );
   }
   return lines.join("\n");

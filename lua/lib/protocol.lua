@@ -207,25 +207,13 @@ end
 
 -- Each operation's items, read in their declared layout (no script indexes ARGV itself).
 -- configure: per setting from ARGV[3]: field, value
-local function configure_items(max, min)
-  return item_count(3, 2, max, min)
-end
-local function configure_item(i)
-  local at = 1 + 2 * i
-  return ARGV[at], ARGV[at + 1]
-end
+local function configure_items(max, min) return item_count(3, 2, max, min) end
+local function configure_item(i) local at = 1 + 2 * i return ARGV[at], ARGV[at + 1] end
 -- enqueue: per task from ARGV[4]: id, priority, runAtMs, body
-local function enqueue_items(max, min)
-  return item_count(4, 4, max, min)
-end
-local function enqueue_item(i)
-  local at = 4 * i
-  return ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
-end
--- enqueue: with n tasks, the j-th flow key after them
-local function enqueue_key(n, j)
-  return ARGV[3 + 4 * n + j]
-end
+local function enqueue_items(max, min) return item_count(4, 4, max, min) end
+local function enqueue_item(i) local at = 4 * i return ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3] end
+-- enqueue: with n tasks, the j-th flowKey after them
+local function enqueue_key(n, j) return ARGV[3 + 4 * n + j] end
 -- settle: per item from ARGV[2]: id, token, outcome
 -- (retryAtMs, error besides, unless outcome is ack)
 local SETTLE_ITEMS_AT = 2
@@ -238,61 +226,26 @@ local function settle_item(at)
   return ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], at + 5
 end
 -- extend: per item from ARGV[2]: id, token, leaseMs
-local function extend_items(max, min)
-  return item_count(2, 3, max, min)
-end
-local function extend_item(i)
-  local at = 3 * i - 1
-  return ARGV[at], ARGV[at + 1], ARGV[at + 2]
-end
+local function extend_items(max, min) return item_count(2, 3, max, min) end
+local function extend_item(i) local at = 3 * i - 1 return ARGV[at], ARGV[at + 1], ARGV[at + 2] end
 -- release: per item from ARGV[2]: id, token
-local function release_items(max, min)
-  return item_count(2, 2, max, min)
-end
-local function release_item(i)
-  local at = 2 * i
-  return ARGV[at], ARGV[at + 1]
-end
+local function release_items(max, min) return item_count(2, 2, max, min) end
+local function release_item(i) local at = 2 * i return ARGV[at], ARGV[at + 1] end
 -- requeue: per id from ARGV[2]: id
-local function requeue_items(max, min)
-  return item_count(2, 1, max, min)
-end
-local function requeue_item(i)
-  return ARGV[1 + i]
-end
+local function requeue_items(max, min) return item_count(2, 1, max, min) end
+local function requeue_item(i) return ARGV[1 + i] end
 -- repair: per id from ARGV[2]: id
-local function repair_items(max, min)
-  return item_count(2, 1, max, min)
-end
-local function repair_item(i)
-  return ARGV[1 + i]
-end
+local function repair_items(max, min) return item_count(2, 1, max, min) end
+local function repair_item(i) return ARGV[1 + i] end
 -- delete: per id from ARGV[3]: id
-local function delete_items(max, min)
-  return item_count(3, 1, max, min)
-end
-local function delete_item(i)
-  return ARGV[2 + i]
-end
+local function delete_items(max, min) return item_count(3, 1, max, min) end
+local function delete_item(i) return ARGV[2 + i] end
 -- cancel: per id from ARGV[2]: id
-local function cancel_items(max, min)
-  return item_count(2, 1, max, min)
-end
-local function cancel_item(i)
-  return ARGV[1 + i]
-end
+local function cancel_items(max, min) return item_count(2, 1, max, min) end
+local function cancel_item(i) return ARGV[1 + i] end
 -- skip: per id from ARGV[2]: id
-local function skip_items(max, min)
-  return item_count(2, 1, max, min)
-end
-local function skip_item(i)
-  return ARGV[1 + i]
-end
+local function skip_items(max, min) return item_count(2, 1, max, min) end
+local function skip_item(i) return ARGV[1 + i] end
 -- plan: per schedule from ARGV[4]: name, revision, from, to, next, priority, flags, body, slots, passedOver
-local function plan_items(max, min)
-  return item_count(4, 10, max, min)
-end
-local function plan_item(i)
-  local at = 10 * i - 6
-  return ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8], ARGV[at + 9]
-end
+local function plan_items(max, min) return item_count(4, 10, max, min) end
+local function plan_item(i) local at = 10 * i - 6 return ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8], ARGV[at + 9] end

@@ -110,7 +110,7 @@ export const OPERATIONS = {
     items: {
       per: "task",
       fields: ["id", "priority (-1000..1000)", "runAtMs", "body"],
-      keys: "flow key (one per task with a flow, after the tasks)",
+      keys: "flowKey (one per task with a flow, after the tasks)",
     },
     reply: {
       per: "task",
