@@ -230,7 +230,15 @@ export function scriptsTable(): string {
     const { args, items, reply } = OPERATIONS[name] as Operation;
     const argv = [
       args.map(argText).join(", "),
-      ...(items ? [`then per ${items.per}: ${items.fields.join(", ")}${items.note ? ` (${items.note})` : ""}`] : []),
+      ...(items
+        ? [
+            `then per ${items.per}: ${items.fields.join(", ")}${
+              items.more
+                ? `, then ${items.more.fields.join(", ")} unless ${items.more.when} is ${items.more.except.map((v) => `\`${v}\``).join(" or ")}`
+                : ""
+            }${items.note ? ` (${items.note})` : ""}${items.keys ? `, then ${items.keys}` : ""}`,
+          ]
+        : []),
     ].join(", ");
     const parts: string[] = [];
     if (reply.head) parts.push(reply.head.join(", "));
