@@ -3,9 +3,9 @@
 // workers (their claims, hand-offs, ticks) neither cover nor consume the other's need
 // (docs/wake-ups.md, "Deployments sharing a queue").
 import { describe, expect, it } from "vitest";
-import type { Queue } from "../../shared/queue.js";
+import { Queue } from "../../shared/queue.js";
 import { expectClean } from "../helpers/check.js";
-import { adapters, configuredQueue, queueFixture, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, configuredQueue, lossyStore, queueFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 const A_WAKE = "http://127.0.0.1:4566/000000000000/imports-wake";
@@ -121,6 +121,17 @@ describe.each(adapters)("a queue two deployments share, over $name", (adapter) =
       { atMs: NOW + 1, queueUrl: A_WAKE },
       { atMs: NOW + 30_000, queueUrl: B_WAKE },
     ]);
+  });
+
+  it("2: a call repeated after a lost reply is told the other deployment's wake-up its first run arranged", async () => {
+    const { a } = await deployments();
+    const repeated = new Queue(lossyStore(await open()), { name: a.name });
+    expect(await repeated.enqueueAndWake([{ id: "b-1", type: "beta" }], { now: NOW })).toMatchObject({
+      results: [{ id: "b-1", status: "duplicate" }],
+      wakeTo: [{ atMs: NOW, queueUrl: B_WAKE }],
+    });
+    await repeated.pause({ now: NOW + 1 });
+    expect((await repeated.resume({ now: NOW + 2 })).wakeTo).toEqual([{ atMs: NOW + 2, queueUrl: B_WAKE }]);
   });
 
   it("a deployment alone on its queue keeps the queue's own marks: wake-ups for its own wake queue, as before", async () => {
