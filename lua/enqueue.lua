@@ -307,8 +307,9 @@ return guard('enqueue', function()
   if any_group and fresh > 0 and config.fair ~= '1' then start_fair(config) end
   local fair = config.fair == '1'
   local writes = new_writes()
-  -- When work falls due, per wake-up scope (the deployment running its type: docs/wake-ups.md).
-  local earliest, dues = nil, {}
+  -- When work falls due, per wake-up scope (the deployment running its type on a shared queue:
+  -- docs/wake-ups.md; else the queue's own, "").
+  local earliest, dues, shared = nil, {}, config.deps ~= nil
   local lane_names, lanes_named = {}, {}
   for i = 1, n do
     if groups_of[i] ~= '' then
@@ -371,7 +372,7 @@ return guard('enqueue', function()
         put_state(writes, id, new_state('S', run_texts[i] or int_text(run_given[i], run_at), fmt(rank), types[i], groups_of[i]))
         zadd(writes, K.scheduled, run_at, id)
         earliest = math.min(earliest or run_at, run_at)
-        local scope = type_scope(config, types[i])
+        local scope = shared and type_scope(config, types[i]) or ''
         dues[scope] = math.min(dues[scope] or run_at, run_at)
         known[i] = 'S'
       elseif lane_names[i] then
@@ -390,11 +391,11 @@ return guard('enqueue', function()
           zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band, last_seq - fresh), id)
         end
         known[i] = 'R'
-        dues[type_scope(config, types[i])] = now
+        dues[shared and type_scope(config, types[i]) or ''] = now
       else
         zadd(writes, K.ready, rank, id)
         known[i] = 'R'
-        dues[type_scope(config, types[i])] = now
+        dues[shared and type_scope(config, types[i]) or ''] = now
       end
       result[#result + 1] = 0
     else
