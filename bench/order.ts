@@ -2,10 +2,11 @@
 // one message each, sent by 4 concurrent producers in a known order per group, once with a FIFO
 // task queue and once with a standard one. The figure is how many ran before a task its producer
 // sent earlier (docs/groups.md "Order from the producer").
-import { SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import { startStack } from "../dev/stack.js";
 import { createProducer } from "../functions/producer.js";
 import { defineTasks, type Task } from "../functions/tasks.js";
+import { functionSqsClient } from "../functions/wake.js";
 import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 
@@ -62,12 +63,14 @@ export function orderedHooks(runs: Array<{ group: string; seq: number }>) {
   });
 }
 
-async function runOnce(fifo: boolean, redisUrl: string): Promise<number> {
-  const runs: Array<{ group: string; seq: number }> = [];
-  const name = `order-${fifo ? "fifo" : "standard"}-${process.pid}`;
-  const stack = await startStack({
-    queue: name,
-    tasks: orderedHooks(runs),
+/**
+ * The local stack the order runs use (and test/dev/intake-stack.test.ts): four workers, a minute's
+ * reclaimer period and worker timeout, silent.
+ */
+export function orderStack(queue: string, tasks: Parameters<typeof startStack>[0]["tasks"], fifo: boolean) {
+  return startStack({
+    queue,
+    tasks,
     reclaimIntervalMs: 60_000,
     workerTimeoutMs: 60_000,
     visibilityTimeoutMs: 30_000,
@@ -76,11 +79,13 @@ async function runOnce(fifo: boolean, redisUrl: string): Promise<number> {
     fifo,
     logLevel: "SILENT",
   });
-  const client = new SQSClient({
-    endpoint: stack.sqs.endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
-  });
+}
+
+async function runOnce(fifo: boolean, redisUrl: string): Promise<number> {
+  const runs: Array<{ group: string; seq: number }> = [];
+  const name = `order-${fifo ? "fifo" : "standard"}-${process.pid}`;
+  const stack = await orderStack(name, orderedHooks(runs), fifo);
+  const client = functionSqsClient(stack.sqs.endpoint);
   const store = TcpStore.fromUrl(redisUrl);
   try {
     stack.run();

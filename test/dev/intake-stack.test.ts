@@ -1,12 +1,13 @@
 // Tasks sent through SQS, through the local stack as on AWS (the task queue read by the intake,
 // the wake queue starting the workers): order per group from the producer's send with a FIFO task
 // queue, and priority reaching a task sent while every worker drains a backlog.
-import { SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { orderedHooks, outOfOrder, sendOrdered } from "../../bench/order.js";
-import { type Stack, startStack } from "../../dev/stack.js";
+import { orderedHooks, orderStack, outOfOrder, sendOrdered } from "../../bench/order.js";
+import type { Stack } from "../../dev/stack.js";
 import { createProducer } from "../../functions/producer.js";
 import { defineTasks } from "../../functions/tasks.js";
+import { functionSqsClient } from "../../functions/wake.js";
 import { QueueCore } from "../../shared/queue-core.js";
 import { uniqueQueueName } from "../helpers/stores.js";
 
@@ -21,27 +22,13 @@ afterEach(async () => {
 });
 
 async function start(tasks: ReturnType<typeof defineTasks>, fifo: boolean): Promise<Stack> {
-  stack = await startStack({
-    queue: uniqueQueueName("intake"),
-    tasks,
-    reclaimIntervalMs: 60_000,
-    workerTimeoutMs: 60_000,
-    visibilityTimeoutMs: 30_000,
-    maxReceiveCount: 5,
-    concurrency: 4,
-    fifo,
-    logLevel: "SILENT",
-  });
+  stack = await orderStack(uniqueQueueName("intake"), tasks, fifo);
   stack.run();
   return stack;
 }
 
 function sqsClient(running: Stack): SQSClient {
-  return new SQSClient({
-    endpoint: running.sqs.endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
-  });
+  return functionSqsClient(running.sqs.endpoint);
 }
 
 async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
