@@ -189,11 +189,16 @@ it(
     // first start to the start of the task after it), other groups' tasks kept starting.
     const declinedFrom = Math.min(...(startsOf.get("declined-0") ?? []).map((start) => start.at));
     const declinedTo = Math.min(...(startsOf.get("declined-1") ?? []).map((start) => start.at));
-    const othersMeanwhile = supervisor.startLog.filter(
-      (start) => !groupOf.get(start.id)?.startsWith("declined/") && start.at > declinedFrom && start.at < declinedTo,
-    ).length;
+    // (How many depends on the machine's pace, and the others may run out of work before the wait
+    // ends: a stall would start none, and none from its start.)
+    const othersBetween = (from: number, to: number) =>
+      supervisor.startLog.filter(
+        (start) => !groupOf.get(start.id)?.startsWith("declined/") && start.at > from && start.at < to,
+      ).length;
+    const middle = (declinedFrom + declinedTo) / 2;
     expect(declinedTo - declinedFrom, "the declined task's retries took their backoff").toBeGreaterThan(600);
-    expect(othersMeanwhile, "tasks of other groups started while the declined one waited").toBeGreaterThan(20);
+    expect(othersBetween(declinedFrom, middle), "other groups' starts in the wait's first half").toBeGreaterThan(0);
+    expect(othersBetween(declinedFrom, declinedTo), "other groups' starts in the wait").toBeGreaterThanOrEqual(5);
 
     // Rate: in any span of one interval, at most twice the rate's max claims (fixed windows). The
     // rate counts claims, by the claim's `now`; each started attempt was one claim (the handlers of
@@ -218,7 +223,7 @@ it(
       retriedOrdered: retried.length,
       mostPairRunning: mostRunning,
       declinedRetryMs: declinedTo - declinedFrom,
-      othersWhileDeclined: othersMeanwhile,
+      othersWhileDeclined: othersBetween(declinedFrom, declinedTo),
       ratedMostPerInterval: mostInInterval,
       ratedStarts: rated.length,
       ratedSpanMs: ratedSpan,
