@@ -255,6 +255,39 @@ end
 -- most on a shared queue (next_due_for).
 local DUE_SCAN = 32
 
+-- Of `head` (task ids, each followed by its score when `scored`), the position of the first whose
+-- type the deployment of `scope` runs, or nil. Its state names the type; a READY task never claimed
+-- has none, and only such a task's body is read (a second HMGET, when there is one). A task whose
+-- record cannot be read counts for every deployment: its worker finds out.
+local function first_in_scope(config, head, scored, scope)
+  local step = scored and 2 or 1
+  local fields = {}
+  for i = 1, #head, step do fields[#fields + 1] = head[i] .. ':s' end
+  if #fields == 0 then return nil end
+  local states = read_many('HMGET', K.task, fields)
+  local types, bodies, without = {}, {}, {}
+  for k = 1, #fields do
+    local state = states[k] and parse_state(states[k])
+    if state then
+      types[k] = state.type
+    elseif not states[k] then
+      without[#without + 1] = k
+      bodies[#bodies + 1] = head[1 + (k - 1) * step]
+    end
+  end
+  if #bodies > 0 then
+    local values = read_many('HMGET', K.task, bodies)
+    for j, k in ipairs(without) do
+      local info = values[j] and parse_body(values[j])
+      types[k] = info and info.type
+    end
+  end
+  for k = 1, #fields do
+    if not types[k] or type_scope(config, types[k]) == scope then return k end
+  end
+  return nil
+end
+
 -- When work of the deployment of `scope` next falls due (next_due_of's, for its types): on a
 -- shared queue, the first of the scheduled set's and groupwait's earliest DUE_SCAN members whose
 -- type it runs; none among DUE_SCAN: the last one read's time, which its work comes no sooner
@@ -264,28 +297,18 @@ local function next_due_for(config, now, scope)
   if due == nil or scope == '' then return due end
   local hold = hold_of(config)
   local found = (config.ordered == '1' and hold and hold > now) and hold or nil
-  local head = redis.call('ZRANGEBYSCORE', K.scheduled, SCHEDULED_FROM, '+inf', 'WITHSCORES', 'LIMIT', 0, DUE_SCAN)
-  if #head > 0 then
-    local fields = {}
-    for i = 1, #head, 2 do fields[#fields + 1] = head[i] .. ':s' end
-    local states = read_many('HMGET', K.task, fields)
-    for i = 1, #fields do
-      local state = states[i] and parse_state(states[i])
-      -- A task without a readable state counts for every deployment: its worker finds out.
-      if not state or type_scope(config, state.type) == scope or i == DUE_SCAN then
-        local at = tonumber(head[2 * i])
-        if found == nil or at < found then found = at end
-        break
-      end
-    end
+  local function earlier(at)
+    if found == nil or at < found then found = at end
   end
+  local head = redis.call('ZRANGEBYSCORE', K.scheduled, SCHEDULED_FROM, '+inf', 'WITHSCORES', 'LIMIT', 0, DUE_SCAN)
+  local k = first_in_scope(config, head, true, scope) or (#head == 2 * DUE_SCAN and DUE_SCAN)
+  if k then earlier(tonumber(head[2 * k])) end
   local waiting = redis.call('ZRANGE', K.groupwait, 0, DUE_SCAN - 1, 'WITHSCORES')
   for i = 1, #waiting, 2 do
     local name = waiting[i]
     local task_type = string.sub(name, 1, 1) == '@' and string.sub(name, 2) or lane_type(name)
     if not task_type or type_scope(config, task_type) == scope or i + 1 == 2 * DUE_SCAN then
-      local at = tonumber(waiting[i + 1])
-      if found == nil or at < found then found = at end
+      earlier(tonumber(waiting[i + 1]))
       break
     end
   end
@@ -298,14 +321,8 @@ end
 local function lease_end_for(config, scope)
   local head = redis.call('ZRANGE', K.leased, 0, scope == '' and 0 or DUE_SCAN - 1, 'WITHSCORES')
   if #head == 0 or scope == '' then return tonumber(head[2]) end
-  local fields = {}
-  for i = 1, #head, 2 do fields[#fields + 1] = head[i] .. ':s' end
-  local states = read_many('HMGET', K.task, fields)
-  for i = 1, #fields do
-    local state = states[i] and parse_state(states[i])
-    if not state or type_scope(config, state.type) == scope then return tonumber(head[2 * i]) end
-  end
-  return #fields == DUE_SCAN and tonumber(head[#head]) or nil
+  local k = first_in_scope(config, head, true, scope) or (#head == 2 * DUE_SCAN and DUE_SCAN)
+  return k and tonumber(head[2 * k]) or nil
 end
 
 -- Whether READY work of the deployment of `scope` waits in the ready set: on a shared queue, a task
@@ -313,20 +330,7 @@ end
 local function ready_for(config, scope)
   if scope == '' then return redis.call('ZCARD', K.ready) > 0 end
   local head = redis.call('ZRANGE', K.ready, 0, DUE_SCAN)
-  if #head > DUE_SCAN then return true end
-  local fields = {}
-  for _, id in ipairs(head) do
-    fields[#fields + 1] = id .. ':s'
-    fields[#fields + 1] = id
-  end
-  local values = read_many('HMGET', K.task, fields)
-  for i = 1, #head do
-    local state = values[2 * i - 1] and parse_state(values[2 * i - 1])
-    local info = not state and values[2 * i] and parse_body(values[2 * i])
-    local task_type = (state and state.type) or (info and info.type)
-    if not task_type or type_scope(config, task_type) == scope then return true end
-  end
-  return false
+  return #head > DUE_SCAN or first_in_scope(config, head, false, scope) ~= nil
 end
 
 -- Work was taken away (cancel, delete): the wake-ups arranged for later, when nothing falls due
