@@ -25,41 +25,25 @@ export interface BenchSettings {
   importRuns: number;
 }
 
+/** The settings of a quick (`--quick`) or a full run: each setting's quick value, then its full one. */
 export function benchSettings(quick: boolean): BenchSettings {
-  return quick
-    ? {
-        quick,
-        throughputTasks: 2_000,
-        warmupTasks: 500,
-        rounds: 3,
-        consumers: 4,
-        batchSizes: [1, 20, 100],
-        bullmqConcurrencies: [50, 1],
-        memoryTasks: 100_000,
-        // Loading a million tasks takes leaseq ~30 s and BullMQ over a minute: quick mode stops lower.
-        latencyLevels: [1_000, 100_000, 250_000],
-        bullmqLatencyLevels: [1_000, 100_000],
-        latencySamplesPerRound: 300,
-        latencyRounds: 3,
-        latencyWarmupSamples: 50,
-        idleWindowMs: 60_000,
-        importRuns: 3,
-      }
-    : {
-        quick,
-        throughputTasks: 10_000,
-        warmupTasks: 1_000,
-        rounds: 5,
-        consumers: 4,
-        batchSizes: [1, 20, 100],
-        bullmqConcurrencies: [50, 1],
-        memoryTasks: 100_000,
-        latencyLevels: [1_000, 100_000, 1_000_000],
-        bullmqLatencyLevels: [1_000, 100_000, 1_000_000],
-        latencySamplesPerRound: 1_000,
-        latencyRounds: 3,
-        latencyWarmupSamples: 100,
-        idleWindowMs: 60_000,
-        importRuns: 5,
-      };
+  const either = <T>(quickValue: T, fullValue: T): T => (quick ? quickValue : fullValue);
+  return {
+    quick,
+    throughputTasks: either(2_000, 10_000),
+    warmupTasks: either(500, 1_000),
+    rounds: either(3, 5),
+    consumers: 4,
+    batchSizes: [1, 20, 100],
+    bullmqConcurrencies: [50, 1],
+    memoryTasks: 100_000,
+    // Loading a million tasks takes leaseq ~30 s and BullMQ over a minute: quick mode stops lower.
+    latencyLevels: either([1_000, 100_000, 250_000], [1_000, 100_000, 1_000_000]),
+    bullmqLatencyLevels: either([1_000, 100_000], [1_000, 100_000, 1_000_000]),
+    latencySamplesPerRound: either(300, 1_000),
+    latencyRounds: 3,
+    latencyWarmupSamples: either(50, 100),
+    idleWindowMs: 60_000,
+    importRuns: either(3, 5),
+  };
 }
