@@ -11,11 +11,11 @@
 // its microseconds do (2-3x between runs on a shared machine); fewer rounds (default 5).
 // Usage: node --import tsx bench/flow-control.ts [rounds] [--write] [--callgrind], or
 // npm run bench -- --flow-control [--write] [--callgrind]
-import { readFileSync, writeFileSync } from "node:fs";
 import { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import type { TaskInput } from "../shared/types.js";
 import { commandCalls, commandDelta, startBenchRedis } from "./redis.js";
+import { mergeResults, readResults } from "./results-file.js";
 import { median } from "./stats.js";
 import { startCallgrindRedis } from "./valgrind-redis.js";
 
@@ -127,11 +127,9 @@ try {
   const fresh = await measure(0, 1);
   console.log(JSON.stringify(fresh, null, 2));
   if (write) {
-    const path = new URL("./results.json", import.meta.url);
-    const results = JSON.parse(readFileSync(path, "utf8"));
     const measured = { inUse, fresh, measuredBy: counted ? "callgrind instructions" : "INFO commandstats usec" };
-    results.flowControl = { ...results.flowControl, [counted ? "enqueueInstructions" : "enqueue"]: measured };
-    writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
+    const flowControl = readResults().flowControl as Record<string, unknown> | undefined;
+    mergeResults({ flowControl: { ...flowControl, [counted ? "enqueueInstructions" : "enqueue"]: measured } });
   }
 } finally {
   await store.close();

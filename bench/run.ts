@@ -1,6 +1,5 @@
 // The benchmark: leaseq against BullMQ and the naive ZPOPMIN design, side by side in one run, on a
 // redis-server of its own. `npm run bench` (full, a few minutes) or `npm run bench -- --quick`.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,6 +24,7 @@ import {
   renderLatency,
   resultsJson,
 } from "./report.js";
+import { mergeResults, RESULTS_PATH, readResults } from "./results-file.js";
 import { runScheduleTicks } from "./schedules.js";
 import { benchSettings } from "./settings.js";
 import { runThroughput, type ThroughputCase } from "./throughput.js";
@@ -37,7 +37,6 @@ const quick = process.argv.includes("--quick");
 const latencyOnly = process.argv.includes("--latency");
 /** Only the groups section, merged into an existing results.json. */
 const groupsOnly = process.argv.includes("--groups");
-const outPath = resolve(root, "bench/results.json");
 const settings = benchSettings(quick);
 const log = (line: string) => console.log(line);
 const startedAt = performance.now();
@@ -54,57 +53,49 @@ if (process.argv.includes("--flow-control")) {
 const redis = await startBenchRedis();
 let upstash: LocalUpstash | undefined;
 let bullIdle: Promise<IdleResult> | undefined;
-if (latencyOnly) {
+/** Runs one mode of the benchmark alone on its redis-server, then stops the server and the process. */
+async function runAlone(mode: () => Promise<void>): Promise<never> {
   try {
+    await mode();
+  } finally {
+    await redis.stop();
+  }
+  process.exit(0);
+}
+if (latencyOnly) {
+  await runAlone(async () => {
     log(`leaseq latency benchmark (${quick ? "quick" : "full"}) over the local stack, redis-server ${redis.url}`);
     const latency = await runLatency(LATENCY_SETTINGS[quick ? "quick" : "full"], redis.url, log);
     log(`\n${renderLatency(latency)}`);
-    const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
-    writeFileSync(
-      outPath,
-      `${JSON.stringify({ ...previous, latency, latencyTargets: latencyTargets(latency) }, null, 2)}\n`,
-    );
-    log(`\nWrote the latency figures into ${outPath}`);
-  } finally {
-    await redis.stop();
-  }
-  process.exit(0);
+    mergeResults({ latency, latencyTargets: latencyTargets(latency) });
+    log(`\nWrote the latency figures into ${RESULTS_PATH}`);
+  });
 }
 /** Only long and short work together through the local stack (bench/mixed/run.ts), merged into results.json. */
 if (process.argv.includes("--mixed")) {
-  try {
+  await runAlone(async () => {
     log(`leaseq mixed benchmark over the local stack, redis-server ${redis.url}`);
     const mixed = await runMixed(redis.url, log);
     log(`\n${renderMixed(mixed)}`);
-    const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
-    writeFileSync(outPath, `${JSON.stringify({ ...previous, mixed, mixedTargets: mixedTargets(mixed) }, null, 2)}\n`);
-    log(`\nWrote the mixed figures into ${outPath}`);
-  } finally {
-    await redis.stop();
-  }
-  process.exit(0);
+    mergeResults({ mixed, mixedTargets: mixedTargets(mixed) });
+    log(`\nWrote the mixed figures into ${RESULTS_PATH}`);
+  });
 }
 /** Only the schedules' reclaimer runs (flowControl.scheduleTick), merged into an existing results.json. */
 if (process.argv.includes("--schedules")) {
-  try {
+  await runAlone(async () => {
     log(`leaseq schedules benchmark: one reclaimer run with ${10_000} schedules, redis-server ${redis.url}`);
     const cases = await runScheduleTicks(redis, log);
-    const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
     const target = cases.filter((c) => c.case !== "all due in one run (every minute)");
     const scheduleTick = {
       cases,
       target: "a reclaimer run with 10,000 schedules: <= 50 ms of Redis time in all, in calls of <= 5 ms each",
       met: target.every((c) => c.totalMs <= 50 && c.maxCallMs <= 5) && cases.every((c) => c.maxCallMs <= 5),
     };
-    writeFileSync(
-      outPath,
-      `${JSON.stringify({ ...previous, flowControl: { ...(previous.flowControl ?? {}), scheduleTick } }, null, 2)}\n`,
-    );
-    log(`\nWrote the schedules figures into ${outPath} (flowControl.scheduleTick)`);
-  } finally {
-    await redis.stop();
-  }
-  process.exit(0);
+    const flowControl = readResults().flowControl as Record<string, unknown> | undefined;
+    mergeResults({ flowControl: { ...flowControl, scheduleTick } });
+    log(`\nWrote the schedules figures into ${RESULTS_PATH} (flowControl.scheduleTick)`);
+  });
 }
 const groupsOptions = {
   rounds: settings.rounds,
@@ -114,17 +105,13 @@ const groupsOptions = {
   log,
 };
 if (groupsOnly) {
-  try {
+  await runAlone(async () => {
     log(`leaseq groups benchmark (${quick ? "quick" : "full"}) on its own redis-server ${redis.url}`);
     const groups = await runGroups(redis, groupsOptions);
     log(`\n${renderGroups(groups)}`);
-    const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
-    writeFileSync(outPath, `${JSON.stringify({ ...previous, groups: groupsJson(groups) }, null, 2)}\n`);
-    log(`\nWrote the groups figures into ${outPath}`);
-  } finally {
-    await redis.stop();
-  }
-  process.exit(0);
+    mergeResults({ groups: groupsJson(groups) });
+    log(`\nWrote the groups figures into ${RESULTS_PATH}`);
+  });
 }
 try {
   const machine = machineInfo(await redisVersion(redis.admin));
@@ -279,9 +266,8 @@ try {
   };
   log(`\n${render(measurements)}`);
   // The sections a full run does not measure (flowControl, the callgrind counts) are kept.
-  const previous = existsSync(outPath) ? JSON.parse(readFileSync(outPath, "utf8")) : {};
-  writeFileSync(outPath, `${JSON.stringify({ ...previous, ...resultsJson(measurements) }, null, 2)}\n`);
-  log(`\nWrote ${outPath}`);
+  mergeResults(resultsJson(measurements));
+  log(`\nWrote ${RESULTS_PATH}`);
 } finally {
   // Lets the idle measurement stop its own redis-server even when a step above failed.
   await bullIdle?.catch(() => undefined);
