@@ -5,15 +5,15 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { type BacklogCase, type BacklogResult, runBacklog } from "./backlog.js";
-import { bullmqBacklog, bullmqContender } from "./bullmq.js";
+import { bullmqBacklog } from "./bullmq.js";
 import { measureBundles } from "./bundles.js";
 import { groupsJson, renderGroups, runGroups } from "./groups.js";
 import { bullmqIdle, type IdleResult, leaseqIdle } from "./idle.js";
 import { LATENCY_SETTINGS, runLatency } from "./latency.js";
-import { leaseqBacklog, leaseqContender } from "./leaseq.js";
+import { leaseqBacklog } from "./leaseq.js";
 import { machineInfo } from "./machine.js";
 import { mixedTargets, renderMixed, runMixed } from "./mixed/run.js";
-import { naiveBacklog, naiveContender } from "./naive.js";
+import { naiveBacklog } from "./naive.js";
 import { flush, redisVersion, startBenchRedis } from "./redis.js";
 import {
   HEADLINE_BATCH,
@@ -28,6 +28,7 @@ import { mergeResults, RESULTS_PATH, readResults } from "./results-file.js";
 import { runScheduleTicks } from "./schedules.js";
 import { benchSettings } from "./settings.js";
 import { runThroughput, type ThroughputCase } from "./throughput.js";
+import { bullmqCase, leaseqTcpCase, leaseqUpstashCase, naiveCase } from "./throughput-cases.js";
 import { type LocalUpstash, startLocalUpstash } from "./upstash.js";
 import { makeTask, payloadText } from "./workload.js";
 
@@ -121,78 +122,24 @@ try {
 
   const started = await startLocalUpstash(root, redis.url);
   if ("url" in started) upstash = started;
-  const cases: ThroughputCase[] = [];
-  for (const batchSize of settings.batchSizes) {
-    cases.push({
-      key: `leaseq tcp b${batchSize}`,
-      system: "leaseq",
-      batchSize,
-      consumers: settings.consumers,
-      open: (queueName) =>
-        leaseqContender({
-          openStore: () => TcpStore.fromUrl(redis.url),
-          queueName,
-          batchSize,
-          consumers: settings.consumers,
-        }),
-    });
-  }
-  // The payload-size row: the headline case with a 64 KiB payload (a move must not cost its size).
-  cases.push({
-    key: `leaseq tcp b${HEADLINE_BATCH} 64KiB`,
-    system: "leaseq",
-    batchSize: HEADLINE_BATCH,
-    consumers: settings.consumers,
-    payloadBytes: LARGE_PAYLOAD_BYTES,
-    open: (queueName) =>
-      leaseqContender({
-        openStore: () => TcpStore.fromUrl(redis.url),
-        queueName,
-        batchSize: HEADLINE_BATCH,
-        consumers: settings.consumers,
-      }),
-  });
+  const { consumers } = settings;
+  const cases: ThroughputCase[] = [
+    ...settings.batchSizes.map((batchSize) => leaseqTcpCase(redis.url, { batchSize, consumers })),
+    // The payload-size row: the headline case with a 64 KiB payload (a move must not cost its size).
+    leaseqTcpCase(redis.url, { batchSize: HEADLINE_BATCH, consumers, payloadBytes: LARGE_PAYLOAD_BYTES }),
+  ];
   if (upstash) {
     const local = upstash;
-    for (const batchSize of settings.batchSizes) {
-      cases.push({
-        key: `leaseq upstash b${batchSize}`,
-        system: "leaseq-upstash",
-        batchSize,
-        consumers: settings.consumers,
-        open: (queueName) =>
-          leaseqContender({ openStore: () => local.openStore(), queueName, batchSize, consumers: settings.consumers }),
-      });
-    }
+    cases.push(
+      ...settings.batchSizes.map((batchSize) => leaseqUpstashCase(() => local.openStore(), { batchSize, consumers })),
+    );
   }
-  for (const batchSize of settings.batchSizes) {
-    cases.push({
-      key: `naive b${batchSize}`,
-      system: "naive",
-      batchSize,
-      consumers: settings.consumers,
-      open: (queueName) => naiveContender({ url: redis.url, queueName, batchSize, consumers: settings.consumers }),
-    });
-  }
-  // The same payload through the naive design: what moving 64 KiB in and out costs Redis at all.
-  cases.push({
-    key: `naive b${HEADLINE_BATCH} 64KiB`,
-    system: "naive",
-    batchSize: HEADLINE_BATCH,
-    consumers: settings.consumers,
-    payloadBytes: LARGE_PAYLOAD_BYTES,
-    open: (queueName) =>
-      naiveContender({ url: redis.url, queueName, batchSize: HEADLINE_BATCH, consumers: settings.consumers }),
-  });
-  for (const concurrency of settings.bullmqConcurrencies) {
-    cases.push({
-      key: `bullmq c${concurrency}`,
-      system: "bullmq",
-      batchSize: 1,
-      consumers: concurrency,
-      open: (queueName) => bullmqContender({ host: redis.host, port: redis.port, queueName, concurrency }),
-    });
-  }
+  cases.push(
+    ...settings.batchSizes.map((batchSize) => naiveCase(redis.url, { batchSize, consumers })),
+    // The same payload through the naive design: what moving 64 KiB in and out costs Redis at all.
+    naiveCase(redis.url, { batchSize: HEADLINE_BATCH, consumers, payloadBytes: LARGE_PAYLOAD_BYTES }),
+    ...settings.bullmqConcurrencies.map((concurrency) => bullmqCase(redis, concurrency)),
+  );
 
   log(`\nThroughput: ${settings.throughputTasks} tasks per round, ${settings.rounds} rounds`);
   const throughput = await runThroughput(redis, cases, {

@@ -2,12 +2,12 @@
 // counts every client, so the shared test server would make the counts meaningless).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBacklog } from "../../bench/backlog.js";
-import { bullmqContender } from "../../bench/bullmq.js";
-import { leaseqBacklog, leaseqContender } from "../../bench/leaseq.js";
-import { naiveBacklog, naiveContender, naiveKeys } from "../../bench/naive.js";
+import { leaseqBacklog } from "../../bench/leaseq.js";
+import { naiveBacklog, naiveKeys } from "../../bench/naive.js";
 import { type BenchRedis, countCommands, startBenchRedis } from "../../bench/redis.js";
 import { percentile, spread } from "../../bench/stats.js";
 import { throughputRound } from "../../bench/throughput.js";
+import { bullmqCase, leaseqTcpCase, naiveCase } from "../../bench/throughput-cases.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 
 let redis: BenchRedis;
@@ -34,17 +34,7 @@ describe("command counter", () => {
 
 describe("throughput rounds", () => {
   it("naive design: every task acked with one MULTI ZREM SADD EXEC; the claim script pops in batches", async () => {
-    const round = await throughputRound(
-      redis,
-      {
-        key: "naive b5",
-        system: "naive",
-        batchSize: 5,
-        consumers: 2,
-        open: (queueName) => naiveContender({ url: redis.url, queueName, batchSize: 5, consumers: 2 }),
-      },
-      60,
-    );
+    const round = await throughputRound(redis, naiveCase(redis.url, { batchSize: 5, consumers: 2 }), 60);
     expect(round.byCommand).toMatchObject({ multi: 60, zrem: 60, sadd: 60, exec: 60, zpopmin: 12 + 2 });
     // 12 full claims of 5, then one empty claim per consumer ends its loop (ioredis sends a
     // connection's first call of a script as EVAL).
@@ -53,14 +43,7 @@ describe("throughput rounds", () => {
   });
 
   it("leaseq: all tasks acked, a batch of 20 costs well under one command per task", async () => {
-    const item = {
-      key: "leaseq b20",
-      system: "leaseq" as const,
-      batchSize: 20,
-      consumers: 2,
-      open: (queueName: string) =>
-        leaseqContender({ openStore: () => TcpStore.fromUrl(redis.url), queueName, batchSize: 20, consumers: 2 }),
-    };
+    const item = leaseqTcpCase(redis.url, { batchSize: 20, consumers: 2 });
     await throughputRound(redis, item, 20); // loads the scripts, as the warm-up round does
     const round = await throughputRound(redis, item, 100);
     // 1 enqueue of 100, 5 claims of 20 + 2 empty ones, 5 settles.
@@ -70,17 +53,7 @@ describe("throughput rounds", () => {
   });
 
   it("BullMQ: every job completes through a real Worker", async () => {
-    const round = await throughputRound(
-      redis,
-      {
-        key: "bullmq c5",
-        system: "bullmq",
-        batchSize: 1,
-        consumers: 5,
-        open: (queueName) => bullmqContender({ host: redis.host, port: redis.port, queueName, concurrency: 5 }),
-      },
-      30,
-    );
+    const round = await throughputRound(redis, bullmqCase(redis, 5), 30);
     expect(round.commandsPerTask).toBeGreaterThan(5);
   });
 });
