@@ -20,8 +20,8 @@ export interface FunctionConfig {
   /** The worker the reclaimer's drain invocations start (LEASEQ_WORKER_FUNCTION); unset: none. */
   workerFunction: string | undefined;
   /**
-   * Most drain invocations per reclaimer run (LEASEQ_MAX_KICKS: the variable keeps the older word,
-   * "kick", for a drain invocation, so a deployment that sets it goes on working).
+   * Most drain invocations per reclaimer run (LEASEQ_MAX_KICKS: "kick" in the name means a drain
+   * invocation; deployments set it by that name).
    */
   maxDrainInvocations: number;
   /**
@@ -54,8 +54,8 @@ export interface FunctionConfig {
   /** SQS endpoint override, for the local stack and tests (LEASEQ_SQS_ENDPOINT). */
   sqsEndpoint: string | undefined;
   /**
-   * Where wake-ups go: the worker's wake queue (LEASEQ_WAKE_QUEUE_URL, set by the construct; a
-   * deployment of one queue set LEASEQ_QUEUE_URL, still read); unset: none sent.
+   * Where wake-ups go: the worker's wake queue (LEASEQ_WAKE_QUEUE_URL, set by the construct; else
+   * LEASEQ_QUEUE_URL, the same for deployments that set that name); unset: none sent.
    */
   wakeQueueUrl: string | undefined;
   /**

@@ -48,9 +48,9 @@ export interface LastReceiveOptions {
  * Wraps an SQS handler so that a failed invocation (it threw: a cold start that failed, Redis out
  * of reach) still gives the records at their last receive a reason: each goes to the dead-letter
  * queue with the error as `LeaseqReason` and is reported done; the others are reported in
- * batchItemFailures, so SQS delivers them again as before. When none is at its last receive, or
+ * batchItemFailures, so SQS delivers them again. When none is at its last receive, or
  * LEASEQ_MAX_RECEIVE_COUNT or LEASEQ_DLQ_URL is unset, or no dead letter could be sent, the error
- * is thrown as it was. A dead letter SQS refuses leaves its record failed, as before.
+ * is thrown as it was. A dead letter SQS refuses leaves its record failed, for SQS to deliver again.
  */
 export function deadLetterLastReceives<Event, Context>(
   handler: (event: Event, context: Context) => Promise<SQSBatchResponse>,

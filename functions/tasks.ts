@@ -62,10 +62,10 @@ export interface TaskTypeOptions<Payload = unknown, Sent = Payload> {
    */
   heartbeatMs?: number;
   /**
-   * The older way to say both (before `timeoutMs` and `heartbeatMs`), kept working as it did: a task
-   * starts only while `leaseMs` fits the invocation's time left, its lease lives `leaseMs` without a
-   * heartbeat, and its run goes on, extended, until the invocation is about to end. Give
-   * `timeoutMs` and `heartbeatMs` instead (not both ways at once).
+   * Both times in one field, for declarations written with it: a task starts only while `leaseMs`
+   * fits the invocation's time left, its lease lives `leaseMs` without a heartbeat, and its run goes
+   * on, extended, until the invocation is about to end. Prefer `timeoutMs` and `heartbeatMs` (not
+   * both ways at once).
    */
   leaseMs?: number;
   /**
@@ -133,10 +133,10 @@ export interface DeclaredTaskType {
   heartbeatMs: number;
   /**
    * Whether a run is stopped at `timeoutMs` (declared so), or only when the invocation is about to
-   * end (a type declared with `leaseMs` alone, as it ran before `timeoutMs` existed).
+   * end (a type declared with `leaseMs` alone, or with no `timeoutMs`).
    */
   stopsAtTimeout: boolean;
-  /** The `leaseMs` it was declared with (the older way to give both times), else undefined. */
+  /** The `leaseMs` it was declared with (both times in one field), else undefined. */
   leaseMs: number | undefined;
   /** At most this many of the type at once in one invocation; undefined: the worker's concurrency. */
   concurrency: number | undefined;
@@ -413,9 +413,8 @@ function policyProblems(where: string, type: DeclaredTaskType): string[] {
 }
 
 /**
- * A type's run times from what it declares: `timeoutMs` and `heartbeatMs`, or `leaseMs` alone (as it
- * worked before them: both, and a run stopped only by the invocation's end), or the defaults. Adds
- * what is wrong to `problems`.
+ * A type's run times from what it declares: `timeoutMs` and `heartbeatMs`, or `leaseMs` alone (both,
+ * and a run stopped only by the invocation's end), or the defaults. Adds what is wrong to `problems`.
  */
 function runTimes(
   where: string,

@@ -228,8 +228,8 @@ async function intake(records: SQSRecord[], options: IntakeOptions): Promise<SQS
   const { queue, logger } = options;
   const ingested = await ingest(records, { ...options, now: Date.now });
   const now = Date.now();
-  // A wake-up sent to the task queue (a producer given its URL for wake-ups, or one from before
-  // the intake existed) is passed on to the wake queue: it arrived when it was due.
+  // A wake-up sent to the task queue (a producer given its URL for wake-ups, as `createProducer`
+  // does without `wakeQueueUrl`) is passed on to the wake queue: it arrived when it was due.
   const wakeAtMs = ingested.readyNow >= options.claimBatch || ingested.wakeUps > 0 ? now : ingested.wakeAtMs;
   let wakeError: string | undefined;
   if (wakeAtMs !== undefined && options.waker) {

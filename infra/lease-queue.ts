@@ -135,7 +135,7 @@ export class LeaseQueue extends Construct {
     });
     // Exactly SendMessage: grantSendMessages would add GetQueueAttributes and GetQueueUrl, unused
     // here. Permanently invalid input goes to the dead-letter queue at once, not after
-    // maxReceiveCount receives (the worker too: a task list sent to the wake queue is still read).
+    // maxReceiveCount receives (the worker too: it reads a task list sent to the wake queue).
     for (const fn of [this.intake, this.worker]) {
       fn.addToRolePolicy(
         new PolicyStatement({

@@ -366,7 +366,7 @@ export function renderMixed(result: MixedResult): string {
   ].join("\n");
 }
 
-/** The targets against the figures, as results.json records them. */
+/** The mixed run's targets against the figures, as results.json records them. */
 export function mixedTargets(result: MixedResult): Target[] {
   const { short, crash, invocations } = result;
   return [
