@@ -1,6 +1,6 @@
 // The cdk-nag AwsSolutions findings leaseq accepts, each with its reason, as plain data: cdk-nag
 // stays optional (nothing here imports it); an app that runs AwsSolutionsChecks applies them with
-// NagSuppressions (README "Deploying", examples/reference/nag.ts).
+// NagSuppressions (docs/deploy.md, examples/reference/nag.ts).
 import type { IConstruct } from "constructs";
 import type { LeaseQueue } from "./lease-queue.js";
 import { createsSecret } from "./secret.js";
