@@ -368,7 +368,7 @@ function notes(m: Measurements): string[] {
   return list;
 }
 
-/** The tables printed at the end of a run (and pasted into the README). */
+/** The tables printed at the end of a run (and pasted into docs/benchmarks.md). */
 export function render(m: Measurements): string {
   const out: string[] = [];
   out.push(

@@ -1,6 +1,6 @@
 import type { Spread } from "./stats.js";
 
-/** A Markdown table (it reads as well in a terminal as in the README). */
+/** A Markdown table (it reads as well in a terminal as in docs/benchmarks.md). */
 export function table(header: string[], rows: string[][]): string {
   const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => (row[i] ?? "").length)));
   const line = (cells: string[]) => `| ${cells.map((cell, i) => (cell ?? "").padEnd(widths[i])).join(" | ")} |`;
