@@ -13,7 +13,7 @@ import { Queue } from "../../shared/queue.js";
 import type { ClaimedTask, EnqueueResult, TaskInput, TaskState } from "../../shared/types.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, configuredQueue, lossyStore, storeFixture, uniqueQueueName } from "../helpers/stores.js";
-import { checkSequences, report, scale } from "./helpers/chaos.js";
+import { checkSequences, operationTally, reportModelRun, scale } from "./helpers/chaos.js";
 
 const START = 1_800_000_000_000;
 const TTL_MS = 3_000;
@@ -63,10 +63,8 @@ interface Real {
 type Command = fc.AsyncCommand<World, Real>;
 
 const STATE_NAME: Record<Letter, TaskState> = { R: "ready", S: "scheduled", L: "leased", D: "done", F: "failed" };
-const tally: Record<string, number> = {};
-const count = (name: string) => {
-  tally[name] = (tally[name] ?? 0) + 1;
-};
+const tally = operationTally();
+const count = tally.count;
 
 /** Due scheduled tasks are READY once a claim or a tick promotes them. */
 function promote(world: World): void {
@@ -309,7 +307,7 @@ describe.each(adapters)("flow control, model-based over $name", (adapter) => {
   it(
     `answers and moves as the model of each key says over ${runs} random sequences of up to ${maxCommands} operations`,
     async () => {
-      const { seed, sequences } = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
+      const run = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
         const store = await open();
         // Each deployment's cold start writes its own type's policy and accepts the other's.
         const policy = { leaseMs: 3_600_000, maxAttempts: 3 };
@@ -337,10 +335,7 @@ describe.each(adapters)("flow control, model-based over $name", (adapter) => {
         const lossy = new Queue(lossyStore(store), { name: queue.name });
         await fc.asyncModelRun(() => ({ model: world, real: { queue, lossy, redis } }), sequence);
       });
-      const operations = { ...tally };
-      for (const key of Object.keys(tally)) delete tally[key];
-      const steps = Object.values(operations).reduce((sum, n) => sum + n, 0);
-      report(`flow-model-${adapter.name}`, { seed, sequences, steps, operations });
+      reportModelRun(`flow-model-${adapter.name}`, run, tally.take());
     },
     scale(120_000, 3_600_000),
   );

@@ -22,7 +22,7 @@ import { rankOf } from "../../shared/records.js";
 import type { ClaimedTask } from "../../shared/types.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, configuredQueue, lossyStore, storeFixture, uniqueQueueName } from "../helpers/stores.js";
-import { checkSequences, report, scale } from "./helpers/chaos.js";
+import { checkSequences, operationTally, reportModelRun, scale } from "./helpers/chaos.js";
 
 const START = 1_800_000_000_000;
 const LEASE_MS = 1_000;
@@ -109,10 +109,8 @@ interface Real {
   redis: Redis;
 }
 
-const tally: Record<string, number> = {};
-const count = (name: string) => {
-  tally[name] = (tally[name] ?? 0) + 1;
-};
+const tally = operationTally();
+const count = tally.count;
 
 const laneOf = (task: { type: string; group: string }) => `${task.type}|${task.group}`;
 const ordered = (task: ModelTask) => task.group !== "" && RULES[task.type].ordered;
@@ -419,10 +417,10 @@ class Claim extends Step {
   }
 }
 
-class Settle extends Step {
+/** A step on one lease a worker holds, the `pick`-th (modulo): it runs only while some lease is held. */
+abstract class HeldStep extends Step {
   constructor(
     readonly pick: number,
-    readonly outcome: "ack" | "retry-now" | "retry-later" | "fail",
     skew: number,
     lost: boolean,
   ) {
@@ -431,9 +429,24 @@ class Settle extends Step {
   override check(world: Readonly<World>) {
     return world.held.length > 0;
   }
+  /** Takes the picked lease from its worker, which settles or releases it. */
+  protected take(world: World) {
+    return world.held.splice(this.pick % world.held.length, 1)[0];
+  }
+}
+
+class Settle extends HeldStep {
+  constructor(
+    pick: number,
+    readonly outcome: "ack" | "retry-now" | "retry-later" | "fail",
+    skew: number,
+    lost: boolean,
+  ) {
+    super(pick, skew, lost);
+  }
   async run(world: World, real: Real) {
     count(`settle-${this.outcome}`);
-    const lease = world.held.splice(this.pick % world.held.length, 1)[0];
+    const lease = this.take(world);
     const at = this.at(world);
     const item =
       this.outcome === "ack"
@@ -478,20 +491,10 @@ class Settle extends Step {
   }
 }
 
-class Release extends Step {
-  constructor(
-    readonly pick: number,
-    skew: number,
-    lost: boolean,
-  ) {
-    super(skew, lost);
-  }
-  override check(world: Readonly<World>) {
-    return world.held.length > 0;
-  }
+class Release extends HeldStep {
   async run(world: World, real: Real) {
     count("release");
-    const lease = world.held.splice(this.pick % world.held.length, 1)[0];
+    const lease = this.take(world);
     const [got] = await this.queue(real).release([{ id: lease.id, token: lease.token }], { now: this.at(world) });
     const task = world.tasks.get(lease.id);
     if (task && task.state === "L" && task.token === lease.token && !task.unreadable) {
@@ -890,7 +893,7 @@ describe.each(adapters)("groups, rates and controls, model-based over $name", (a
   it(
     `keeps every guarantee over ${runs} random sequences of up to ${maxCommands} operations`,
     async () => {
-      const { seed, sequences } = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
+      const run = await checkSequences(commands, { runs, maxCommands }, async (sequence) => {
         const policy = { leaseMs: LEASE_MS, maxAttempts: MAX_ATTEMPTS };
         const store = await open();
         // Each deployment's cold start writes its own types' policies and accepts the other's.
@@ -927,10 +930,7 @@ describe.each(adapters)("groups, rates and controls, model-based over $name", (a
         };
         await fc.asyncModelRun(() => ({ model: world, real: { queue, lossy, redis } }), sequence);
       });
-      const operations = { ...tally };
-      for (const key of Object.keys(tally)) delete tally[key];
-      const steps = Object.values(operations).reduce((sum, n) => sum + n, 0);
-      report(`guarantees-model-${adapter.name}`, { seed, sequences, steps, operations });
+      reportModelRun(`guarantees-model-${adapter.name}`, run, tally.take());
     },
     scale(120_000, 3_600_000),
   );

@@ -1,5 +1,5 @@
-// Shared by the chaos suites: the small/full switch, a seeded PRNG, the model-based run, and the
-// figures each suite prints (docs/reliability.md quotes those of a full run).
+// Shared by the chaos suites: the small/full switch, a seeded PRNG, the model-based run with its
+// tally of operations, and the figures each suite prints (docs/reliability.md quotes those of a full run).
 import { appendFileSync } from "node:fs";
 import fc from "fast-check";
 import { seededRandom } from "../../../dev/random.js";
@@ -32,6 +32,37 @@ export function report(suite: string, figures: Record<string, number | string | 
   console.log(`[chaos] ${JSON.stringify(line)}`);
   const file = process.env.LEASEQ_CHAOS_FIGURES;
   if (file) appendFileSync(file, `${JSON.stringify(line)}\n`);
+}
+
+/** How many times each operation of a model-based suite ran: `count` adds one, `take` returns them and starts again. */
+export function operationTally() {
+  let counts: Record<string, number> = {};
+  return {
+    count(name: string): void {
+      counts[name] = (counts[name] ?? 0) + 1;
+    },
+    take(): Record<string, number> {
+      const taken = counts;
+      counts = {};
+      return taken;
+    },
+  };
+}
+
+/**
+ * Reports a model-based run: its seed, the sequences and steps it ran, and each operation's count;
+ * `notSteps` names the counts that mark an outcome of a step rather than a step.
+ */
+export function reportModelRun(
+  suite: string,
+  run: { seed: number; sequences: number },
+  operations: Record<string, number>,
+  notSteps: string[] = [],
+): void {
+  const steps = Object.entries(operations)
+    .filter(([name]) => !notSteps.includes(name))
+    .reduce((sum, [, n]) => sum + n, 0);
+  report(suite, { ...run, steps, operations });
 }
 
 /**

@@ -6,6 +6,7 @@ import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import type { Queue } from "../../../shared/queue.js";
 import { assertConsistent } from "../../helpers/invariants.js";
+import { operationTally } from "./chaos.js";
 import type { Letter, ModelOptions, QueueModel } from "./model.js";
 
 export const START = 1_800_000_000_000;
@@ -38,17 +39,10 @@ interface Real {
   redis: Redis;
 }
 
+const tally = operationTally();
+const count = tally.count;
 /** How many of each command ran since the last takeTally(). */
-const tally: Record<string, number> = {};
-
-export function takeTally(): Record<string, number> {
-  const taken = { ...tally };
-  for (const key of Object.keys(tally)) delete tally[key];
-  return taken;
-}
-const count = (name: string) => {
-  tally[name] = (tally[name] ?? 0) + 1;
-};
+export const takeTally = tally.take;
 
 /**
  * Redis state equals the model's: every record field, every sorted set with its scores, the counter.
@@ -193,27 +187,49 @@ class Claim extends Step {
   }
 }
 
-/** Picks the `pick`-th lease (modulo) of a list. */
-const choose = (leases: Lease[], pick: number) => leases[pick % leases.length];
-
-class Settle extends Step {
+/**
+ * A step on one lease, the `pick`-th (modulo) of those its worker holds (or, for a stale token, of
+ * the retired ones): it runs only while there is one to pick.
+ */
+abstract class LeaseStep extends Step {
   constructor(
     readonly pick: number,
-    readonly outcome: "ack" | "retry" | "fail",
-    readonly retryDelayMs: number,
     skewMs: number,
   ) {
     super(skewMs);
   }
+  protected leases(world: Readonly<World>): Lease[] {
+    return world.held;
+  }
   override check(world: Readonly<World>) {
-    return world.held.length > 0;
+    return this.leases(world).length > 0;
+  }
+  protected chosen(world: Readonly<World>): Lease {
+    const leases = this.leases(world);
+    return leases[this.pick % leases.length];
+  }
+  /** The chosen lease, which its worker gives up (settled, released or lost): its token is retired. */
+  protected givenUp(world: World): Lease {
+    const lease = this.chosen(world);
+    world.held.splice(world.held.indexOf(lease), 1);
+    world.retired.push(lease);
+    return lease;
+  }
+}
+
+class Settle extends LeaseStep {
+  constructor(
+    pick: number,
+    readonly outcome: "ack" | "retry" | "fail",
+    readonly retryDelayMs: number,
+    skewMs: number,
+  ) {
+    super(pick, skewMs);
   }
   async run(world: World, real: Real) {
     count(`settle-${this.outcome}`);
     const now = this.at(world);
-    const lease = choose(world.held, this.pick);
-    world.held.splice(world.held.indexOf(lease), 1);
-    world.retired.push(lease);
+    const lease = this.givenUp(world);
     const item =
       this.outcome === "ack"
         ? { id: lease.id, token: lease.token, outcome: "ack" as const }
@@ -236,30 +252,24 @@ class Settle extends Step {
   }
 }
 
-class Extend extends Step {
+class Extend extends LeaseStep {
   constructor(
-    readonly pick: number,
+    pick: number,
     readonly leaseMs: number,
     skewMs: number,
   ) {
-    super(skewMs);
-  }
-  override check(world: Readonly<World>) {
-    return world.held.length > 0;
+    super(pick, skewMs);
   }
   async run(world: World, real: Real) {
     count("extend");
     const now = this.at(world);
-    const lease = choose(world.held, this.pick);
+    const lease = this.chosen(world);
     const items = [{ id: lease.id, token: lease.token, leaseMs: this.leaseMs }];
     const got = await real.queue.extend(items, { now });
     const want = world.model.extend(items, now);
     expect(got.map(({ status, leaseDeadlineMs }) => ({ status, leaseDeadlineMs }))).toEqual(want);
-    if (got[0].status !== "ok") {
-      // The worker learns it lost the lease, as the drain loop's heartbeat does.
-      world.held.splice(world.held.indexOf(lease), 1);
-      world.retired.push(lease);
-    }
+    // The worker learns it lost the lease, as the drain loop's heartbeat does.
+    if (got[0].status !== "ok") this.givenUp(world);
     await compareState(world, real);
   }
   toString() {
@@ -267,22 +277,11 @@ class Extend extends Step {
   }
 }
 
-class Release extends Step {
-  constructor(
-    readonly pick: number,
-    skewMs: number,
-  ) {
-    super(skewMs);
-  }
-  override check(world: Readonly<World>) {
-    return world.held.length > 0;
-  }
+class Release extends LeaseStep {
   async run(world: World, real: Real) {
     count("release");
     const now = this.at(world);
-    const lease = choose(world.held, this.pick);
-    world.held.splice(world.held.indexOf(lease), 1);
-    world.retired.push(lease);
+    const lease = this.givenUp(world);
     const items = [{ id: lease.id, token: lease.token }];
     expect((await real.queue.release(items, { now })).map(({ status }) => ({ status }))).toEqual(
       world.model.release(items, now),
@@ -469,20 +468,14 @@ class CrashWorker implements Command {
 }
 
 /** An old token comes back (a zombie worker, a retried request): it must change nothing unless still current. */
-class StaleAck extends Step {
-  constructor(
-    readonly pick: number,
-    skewMs: number,
-  ) {
-    super(skewMs);
-  }
-  override check(world: Readonly<World>) {
-    return world.retired.length > 0;
+class StaleAck extends LeaseStep {
+  protected override leases(world: Readonly<World>): Lease[] {
+    return world.retired;
   }
   async run(world: World, real: Real) {
     count("stale-ack");
     const now = this.at(world);
-    const lease = choose(world.retired, this.pick);
+    const lease = this.chosen(world);
     const task = world.model.tasks.get(lease.id);
     const stateBefore = task?.state;
     const current = task?.state === "L" && world.model.token(task) === lease.token;
