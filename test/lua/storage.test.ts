@@ -4,11 +4,12 @@ import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../shared/config.js";
 import { FormatError } from "../../shared/errors.js";
 import { scriptKeys } from "../../shared/keys.js";
-import { replyRows, scriptArgs } from "../../shared/protocol/index.js";
+import { replyRows } from "../../shared/protocol/index.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import type { Store } from "../../shared/store.js";
 import { assertConsistent, readTasks } from "../helpers/invariants.js";
+import { claimArgs } from "../helpers/script-args.js";
 import { adapters, queueFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
@@ -89,7 +90,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     expect(await redis.zscore(queue.keys.ready, "c2")).toBeNull();
     expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 0, leased: 3, corrupt: 1 });
     expect(await queue.list("corrupt")).toEqual([
-      { id: "c2", score: NOW, type: "", attempts: 0, lastError: "unreadable record (neither format v1 nor v0)" },
+      { id: "c2", score: NOW, type: "", attempts: 0, lastError: "unreadable body record" },
     ]);
     expect(await queue.inspect("c2")).toMatchObject({
       state: "corrupt",
@@ -147,19 +148,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     );
     const store = storeOf(queue);
     const args = (claimId: string, repeat: "0" | "1") =>
-      scriptArgs("claim", {
-        now: String(NOW),
-        count: "2",
-        maxLeaseMs: String(LIMITS.leaseMaxMs),
-        claimId,
-        repeat,
-        promoteLimit: "10",
-        types: "",
-        busy: "0",
-        room: "",
-        woken: "0",
-        lingers: "1",
-      });
+      claimArgs(NOW, { count: "2", maxLeaseMs: String(LIMITS.leaseMaxMs), claimId, repeat });
     const first = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-1", "0"));
     const repeat = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-1", "1"));
     expect(repeat).toEqual(first);
@@ -199,13 +188,53 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     const error = await queue.claim({ count: 1, now: NOW }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FormatError);
     expect((error as Error).message).toBe(
-      "claim: the queue is stored in format v3, and these scripts read formats v0 to v2 and write v2: run the leaseq release that matches the queue (docs/storage.md)",
+      "claim: the queue is stored in format v3, and this release reads and writes format v2 only: drain the queue with the leaseq release that wrote it, or delete it (leaseq drop), then run this release (docs/storage.md)",
     );
     await expect(queue.enqueue([{ id: "a", type: "t" }], { now: NOW })).rejects.toThrow(FormatError);
   });
 
+  // Format v2 is the first this release reads: a queue written by leaseq 0.1.0 (v0: no config, one
+  // packed field per task) or stamped v1 is refused by every script, reads and writes alike.
+  it.each([
+    { found: "v1", setUp: (queue: Queue) => redis.hset(queue.keys.config, "v", "1") },
+    {
+      found: "v0 \\(leaseq 0\\.1\\.0\\)",
+      setUp: async (queue: Queue) => {
+        await redis.del(queue.keys.config, queue.keys.task, queue.keys.scheduled); // as 0.1.0 left it
+        await redis.hset(queue.keys.task, "a", `R|job|${1000 * 2 ** 42 + 1}|0|0|0|${NOW}|0|{"n":1}`);
+        await redis.zadd(queue.keys.ready, 1000 * 2 ** 42 + 1, "a");
+      },
+    },
+  ])("refuses a queue of format $found, naming it and what to do, and writes nothing", async ({ found, setUp }) => {
+    const queue = await fresh();
+    await setUp(queue);
+    const keys = Object.values(queue.keys);
+    const dump = async () => Promise.all(keys.map((key) => redis.dump(key)));
+    const before = await dump();
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ["enqueue", () => queue.enqueue([{ id: "b", type: "job" }], { now: NOW })],
+      ["claim", () => queue.claim({ count: 5, now: NOW })],
+      ["configure", () => queue.configure()],
+      ["stats", () => queue.stats({ now: NOW })],
+      ["inspect", () => queue.inspect("a")],
+      ["cancel", () => queue.cancel(["a"], { now: NOW })],
+      ["tick", () => queue.tick({ now: NOW })],
+      ["check", () => queue.check({ now: NOW, repair: true })],
+    ];
+    for (const [name, call] of calls) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error, name).toBeInstanceOf(FormatError);
+      expect((error as Error).message, name).toMatch(
+        new RegExp(
+          `format ${found}, and this release reads and writes format v2 only: drain the queue with the leaseq release that wrote it, or delete it \\(leaseq drop\\)`,
+        ),
+      );
+    }
+    expect(await dump()).toEqual(before);
+  });
+
   // A batch of acks alone reads no config (it would cost a command per batch): its tokens came from
-  // a claim, which checked the format, and a later format reads what a v1 ack writes, as v1 reads v0.
+  // a claim, which checked the format.
   it("refuses, in every script that reads or writes tasks, a queue of another format, writing nothing", async () => {
     const queue = await fresh();
     await queue.enqueue([{ id: "a", type: "t", payload: { n: 1 } }], { now: NOW });
@@ -231,7 +260,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     for (const [name, call] of calls) {
       const error = await call().catch((e: unknown) => e);
       expect(error, name).toBeInstanceOf(FormatError);
-      expect((error as Error).message, name).toMatch(/format v3, and these scripts read formats v0 to v2 and write v2/);
+      expect((error as Error).message, name).toMatch(/format v3, and this release reads and writes format v2 only/);
     }
     expect(await readTasks(redis, queue)).toEqual(before);
   });

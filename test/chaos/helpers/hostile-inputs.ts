@@ -1,11 +1,12 @@
 // The hostile input table of the hostile-input suite: each row is one call a careless or hostile
 // caller could make, and the error it must get. Every payload carries SECRET, which must never
 // appear in an error or a log line.
-import { type FixedArgs, scriptArgs } from "../../../shared/protocol/index.js";
+import type { FixedArgs } from "../../../shared/protocol/index.js";
 import { Queue } from "../../../shared/queue.js";
 import type { QueueSettings } from "../../../shared/settings.js";
 import type { Store } from "../../../shared/store.js";
 import type { TaskInput } from "../../../shared/types.js";
+import { claimArgs } from "../../helpers/script-args.js";
 
 export const SECRET = "PAYLOAD-SECRET-7d1e0c";
 const NOW = 1_800_000_000_000;
@@ -452,22 +453,17 @@ export interface RawRow {
 
 const body = (payloadText: string, type = "t", group = "") => `1|${NOW}|${type}|${group}|${payloadText}`;
 const ok = ["ok-id", "0", String(NOW), body(JSON.stringify(payload()))];
-/** A claim's ARGV as the protocol lays it out: a good claim, but for the arguments given. */
-const claimArgs = (given: Partial<FixedArgs<"claim">>) =>
-  scriptArgs("claim", {
-    now: String(NOW),
-    count: "1",
-    maxLeaseMs: "1000",
-    claimId: "c1",
-    repeat: "0",
-    promoteLimit: "10",
-    types: "",
-    busy: "0",
-    room: "",
-    woken: "0",
-    lingers: "1",
-    ...given,
-  });
+/** A claim with one argument a caller should never send (named, with its value), and the error naming it. */
+const BAD_CLAIMS: Array<[what: string, given: Partial<FixedArgs<"claim">>, error: RegExp]> = [
+  ['now "soon"', { now: "soon" }, /^claim: now must be/],
+  ["count 0", { count: "0" }, /count must be/],
+  ["repeat 2", { repeat: "2" }, /repeat must be/],
+  ['id "a|b"', { claimId: "a|b" }, /claimId must be 1-64 characters/],
+  ["for a type list with a bad type", { types: "ok,a b" }, /types must be 1-64 characters/],
+  ["busy 2", { busy: "2" }, /busy must be an integer from 0 to 1/],
+  ["room without its count", { room: "ok" }, /room must be "<type>:<n>" entries/],
+  ["room of a bad type", { room: "a b:1" }, /room must be 1-64 characters/],
+];
 export const RAW_ROWS: RawRow[] = [
   ...["a{b}", "a|b", "a b", "a\nb", "a,b", "é", "💥", "", "x".repeat(129)].map(
     (id): RawRow => ({
@@ -562,30 +558,14 @@ export const RAW_ROWS: RawRow[] = [
     args: () => [String(NOW), "", "", ...ok, "bad{id}", ...ok.slice(1)],
     error: /task 2 id must be/,
   },
-  {
-    what: 'claim now "soon"',
-    script: "claim",
-    args: () => claimArgs({ now: "soon" }),
-    error: /^claim: now must be/,
-  },
-  {
-    what: "claim count 0",
-    script: "claim",
-    args: () => claimArgs({ count: "0" }),
-    error: /count must be/,
-  },
-  {
-    what: "claim repeat 2",
-    script: "claim",
-    args: () => claimArgs({ repeat: "2" }),
-    error: /repeat must be/,
-  },
-  {
-    what: 'claim id "a|b"',
-    script: "claim",
-    args: () => claimArgs({ claimId: "a|b" }),
-    error: /claimId must be 1-64 characters/,
-  },
+  ...BAD_CLAIMS.map(
+    ([what, given, error]): RawRow => ({
+      what: `claim ${what}`,
+      script: "claim",
+      args: () => claimArgs(NOW, given),
+      error,
+    }),
+  ),
   {
     what: 'settle outcome "done"',
     script: "settle",
@@ -642,30 +622,6 @@ export const RAW_ROWS: RawRow[] = [
     script: "enqueue",
     args: () => [String(NOW), "a b", "0", ...ok],
     error: /callId must be 0-64 characters/,
-  },
-  {
-    what: "claim for a type list with a bad type",
-    script: "claim",
-    args: () => claimArgs({ types: "ok,a b" }),
-    error: /types must be 1-64 characters/,
-  },
-  {
-    what: "claim busy 2",
-    script: "claim",
-    args: () => claimArgs({ busy: "2" }),
-    error: /busy must be an integer from 0 to 1/,
-  },
-  {
-    what: "claim room without its count",
-    script: "claim",
-    args: () => claimArgs({ room: "ok" }),
-    error: /room must be "<type>:<n>" entries/,
-  },
-  {
-    what: "claim room of a bad type",
-    script: "claim",
-    args: () => claimArgs({ room: "a b:1" }),
-    error: /room must be 1-64 characters/,
   },
   {
     what: "skip id with a brace",
