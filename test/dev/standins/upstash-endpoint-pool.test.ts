@@ -7,28 +7,13 @@ import { Redis as IORedis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
 import { type StartedRedis, startRedisServer } from "../../helpers/redis-server.js";
-import { rawClient, redisUrl } from "../../helpers/stores.js";
-import { keyMaker, poster } from "./upstash-endpoint-http.js";
-
-const keys = keyMaker("endpoint-pool");
+import { endpointFixture, keyMaker, poster } from "./upstash-endpoint-http.js";
 
 describe("local Upstash endpoint: blocking commands", () => {
-  let endpoint: UpstashEndpoint;
-  let redis: Redis;
-  const post = poster(() => endpoint);
-
-  beforeAll(async () => {
-    endpoint = await startUpstashEndpoint({ redisUrl: redisUrl(), poolSize: 2 });
-    redis = rawClient();
-  });
-  afterAll(async () => {
-    await endpoint.close();
-    redis.disconnect();
-  });
-  afterEach(() => keys.cleanup(redis));
+  const { redis, key, post } = endpointFixture("endpoint-pool", { poolSize: 2 });
 
   it("refuses every blocking command with 400 {error} naming it, in commands, pipelines and transactions", async () => {
-    const k = keys.key("list");
+    const k = key("list");
     const blocking = [
       ["BLPOP", k, "0"],
       ["brpop", k, "0.1"],
@@ -62,7 +47,7 @@ describe("local Upstash endpoint: blocking commands", () => {
   });
 
   it("runs XREAD without BLOCK, even on a stream named BLOCK", async () => {
-    const stream = keys.key("BLOCK");
+    const stream = key("BLOCK");
     await redis.xadd(stream, "1-1", "f", "v");
     const { status, text } = await post("/", ["XREAD", "COUNT", "1", "STREAMS", stream, "0"]);
     expect(status).toBe(200);
@@ -70,7 +55,7 @@ describe("local Upstash endpoint: blocking commands", () => {
   });
 
   it("answers 20 BLPOP k 0 at once without taking a connection: a PING still answers and a push stays", async () => {
-    const k = keys.key("blpop");
+    const k = key("blpop");
     const refused = await Promise.all(Array.from({ length: 20 }, () => post("/", ["BLPOP", k, "0"])));
     expect(refused.map(({ status }) => status)).toEqual(Array(20).fill(400));
     expect(await post("/", ["PING"])).toEqual({ status: 200, text: '{"result":"PONG"}' });
@@ -84,6 +69,8 @@ describe("local Upstash endpoint: clients that go away", () => {
   let admin: Redis;
   let endpoint: UpstashEndpoint;
   const post = poster(() => endpoint);
+  const keys = keyMaker("endpoint-pool");
+  const key = keys.key;
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -119,7 +106,7 @@ describe("local Upstash endpoint: clients that go away", () => {
   }
 
   it("closes the Redis connection of an aborted request and answers the next request on a fresh one", async () => {
-    const k = keys.key("aborted");
+    const k = key("aborted");
     await admin.client("PAUSE", "60000", "WRITE"); // a SET now waits inside Redis; reads still run
     const aborter = new AbortController();
     const write = post("/", ["SET", k, "late"], {}, aborter.signal);
@@ -138,8 +125,8 @@ describe("local Upstash endpoint: clients that go away", () => {
   });
 
   it("drops a queued request whose client left: it never runs, and the queue moves on", async () => {
-    const holding = keys.key("holding");
-    const queued = keys.key("queued");
+    const holding = key("holding");
+    const queued = key("queued");
     await admin.client("PAUSE", "60000", "WRITE");
     const holder = new AbortController();
     const first = post("/", ["SET", holding, "1"], {}, holder.signal);

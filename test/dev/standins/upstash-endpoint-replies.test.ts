@@ -3,26 +3,10 @@
 // answered rather than overflow the endpoint's call stack.
 import { randomBytes } from "node:crypto";
 import { Redis as UpstashRedis } from "@upstash/redis";
-import type { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
-import { rawClient, redisUrl } from "../../helpers/stores.js";
-import { keyMaker, poster } from "./upstash-endpoint-http.js";
+import { describe, expect, it } from "vitest";
+import { endpointFixture } from "./upstash-endpoint-http.js";
 
-let endpoint: UpstashEndpoint;
-let redis: Redis;
-const keys = keyMaker("endpoint-replies");
-const post = poster(() => endpoint);
-
-beforeAll(async () => {
-  endpoint = await startUpstashEndpoint({ redisUrl: redisUrl(), poolSize: 4 });
-  redis = rawClient();
-});
-afterAll(async () => {
-  await endpoint.close();
-  redis.disconnect();
-});
-afterEach(() => keys.cleanup(redis));
+const { endpoint, redis, key, post } = endpointFixture("endpoint-replies", { poolSize: 4 });
 
 /** Elements that straddle chunk boundaries in every way: empty, short, 100 KB, quotes, controls, UTF-8. */
 function element(i: number): string {
@@ -55,7 +39,7 @@ function unwrap(value: unknown): { levels: number; leaf: unknown } {
 
 describe("local Upstash endpoint: large replies", () => {
   it("relays a 200k-element LRANGE that spans many socket chunks exactly as ioredis reads it", async () => {
-    const k = keys.key("lrange");
+    const k = key("lrange");
     const expected = Array.from({ length: 200_000 }, (_, i) => element(i));
     for (let start = 0; start < expected.length; start += 10_000) {
       await redis.rpush(k, ...expected.slice(start, start + 10_000));
@@ -75,8 +59,8 @@ describe("local Upstash endpoint: large replies", () => {
   });
 
   it("relays a 20 MB value byte for byte, as text and as base64 of binary bytes", async () => {
-    const text = keys.key("big-text");
-    const binary = keys.key("big-binary");
+    const text = key("big-text");
+    const binary = key("big-binary");
     const value = randomBytes(15 * 1024 * 1024).toString("base64"); // 20 MB of text
     const bytes = randomBytes(20 * 1024 * 1024);
     await redis.set(text, value);
@@ -88,7 +72,7 @@ describe("local Upstash endpoint: large replies", () => {
   });
 
   it("relays HVALS of 100 values of 200 KB each, in a pipeline with other commands", async () => {
-    const k = keys.key("hvals");
+    const k = key("hvals");
     const fields = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`f${i}`, `${i}:${"v".repeat(200_000)}`]));
     await redis.hset(k, fields);
     const { status, text } = await post("/pipeline", [["HVALS", k], ["PING"], ["HLEN", k]]);
@@ -116,8 +100,8 @@ describe("local Upstash endpoint: deep replies", () => {
     // With the default responseEncoding the client's decode() recurses per level and overflows
     // its own call stack near 3,000 levels (measured with 1.39), after the endpoint has answered.
     const client = new UpstashRedis({
-      url: endpoint.url,
-      token: endpoint.token,
+      url: endpoint().url,
+      token: endpoint().token,
       automaticDeserialization: false,
       enableAutoPipelining: false,
       retry: { retries: 0 },

@@ -1,41 +1,27 @@
 // The endpoint's HTTP protocol, spoken with plain fetch: status codes, body shapes, base64,
 // exact integers, transactions, and fault injection.
 import { networkInterfaces } from "node:os";
-import type { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startUpstashEndpoint, type UpstashEndpoint } from "../../../dev/standins/upstash/index.js";
+import { describe, expect, it } from "vitest";
+import { startUpstashEndpoint } from "../../../dev/standins/upstash/index.js";
 import { freePort } from "../../helpers/redis-server.js";
-import { rawClient, redisUrl } from "../../helpers/stores.js";
-import { keyMaker, poster } from "./upstash-endpoint-http.js";
+import { endpointFixture } from "./upstash-endpoint-http.js";
 
 const MAX_BODY_BYTES = 4096;
-let endpoint: UpstashEndpoint;
-let redis: Redis;
-const keys = keyMaker("endpoint");
-const key = keys.key;
-/** POSTs `body` (JSON-encoded unless already a string); resolves to status and raw text. */
-const post = poster(() => endpoint);
-
-beforeAll(async () => {
-  endpoint = await startUpstashEndpoint({ redisUrl: redisUrl(), maxBodyBytes: MAX_BODY_BYTES, poolSize: 3 });
-  redis = rawClient();
-});
-afterAll(async () => {
-  await endpoint.close();
-  redis.disconnect();
-});
-afterEach(async () => {
-  endpoint.faults.clear();
-  await keys.cleanup(redis);
-});
+/** `post` POSTs `body` (JSON-encoded unless already a string); resolves to status and raw text. */
+const { endpoint, key, post } = endpointFixture("endpoint", { maxBodyBytes: MAX_BODY_BYTES, poolSize: 3 });
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
 describe("local Upstash endpoint: requests", () => {
   it("answers 401 {error} without the right bearer token, and runs nothing", async () => {
     const k = key("auth");
-    for (const authorization of [undefined, "Bearer wrong", `Basic ${endpoint.token}`, `Bearer ${endpoint.token}x`]) {
-      const response = await fetch(endpoint.url, {
+    for (const authorization of [
+      undefined,
+      "Bearer wrong",
+      `Basic ${endpoint().token}`,
+      `Bearer ${endpoint().token}x`,
+    ]) {
+      const response = await fetch(endpoint().url, {
         method: "POST",
         headers: authorization ? { Authorization: authorization } : {},
         body: JSON.stringify(["SET", k, "v"]),
@@ -59,7 +45,7 @@ describe("local Upstash endpoint: requests", () => {
 
   it("answers 404 for unknown paths and 405 for methods other than POST", async () => {
     expect((await post("/get/foo", ["GET", "foo"])).status).toBe(404);
-    const response = await fetch(endpoint.url, { headers: { Authorization: `Bearer ${endpoint.token}` } });
+    const response = await fetch(endpoint().url, { headers: { Authorization: `Bearer ${endpoint().token}` } });
     expect(response.status).toBe(405);
   });
 
@@ -193,12 +179,12 @@ describe("local Upstash endpoint: requests", () => {
   });
 
   it("listens on 127.0.0.1 only", async () => {
-    expect(new URL(endpoint.url).hostname).toBe("127.0.0.1");
+    expect(new URL(endpoint().url).hostname).toBe("127.0.0.1");
     const external = Object.values(networkInterfaces())
       .flat()
       .find((address) => address && address.family === "IPv4" && !address.internal);
     if (external === undefined) return; // no other interface to try on this machine
-    const port = new URL(endpoint.url).port;
+    const port = new URL(endpoint().url).port;
     await expect(fetch(`http://${external.address}:${port}/`, { method: "POST" })).rejects.toThrow();
   });
 });
@@ -210,7 +196,7 @@ describe("local Upstash endpoint: fault injection", () => {
 
   it("delays a reply after Redis applied the command", async () => {
     const k = key("delay");
-    const fault = endpoint.faults.add({ command: "set", action: { kind: "delay", ms: 300 } });
+    const fault = endpoint().faults.add({ command: "set", action: { kind: "delay", ms: 300 } });
     const started = Date.now();
     const request = post("/", ["SET", k, "v"]);
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -222,7 +208,7 @@ describe("local Upstash endpoint: fault injection", () => {
 
   it("drops a reply after Redis applied the command", async () => {
     const k = key("drop");
-    const fault = endpoint.faults.add({ command: "INCR", action: { kind: "drop" } });
+    const fault = endpoint().faults.add({ command: "INCR", action: { kind: "drop" } });
     await expect(post("/", ["INCR", k])).rejects.toThrow(); // the socket closes without an answer
     expect((await post("/", ["INCR", k])).text).toBe('{"result":2}'); // the lost INCR did happen
     expect(fault).toMatchObject({ seen: 2, fired: 1 });
@@ -230,7 +216,7 @@ describe("local Upstash endpoint: fault injection", () => {
 
   it("answers 5xx without running the command, for the first `times` matches only", async () => {
     const k = key("5xx");
-    const fault = endpoint.faults.add({
+    const fault = endpoint().faults.add({
       command: "SET",
       match: (command) => command[2] === "first",
       times: 2,
@@ -249,7 +235,7 @@ describe("local Upstash endpoint: fault injection", () => {
 
   it("answers 5xx after running the command when asked to, and matches pipelines by any command", async () => {
     const k = key("5xx-applied");
-    endpoint.faults.add({ command: "incr", action: { kind: "status", status: 500, apply: true } });
+    endpoint().faults.add({ command: "incr", action: { kind: "status", status: 500, apply: true } });
     expect(
       (
         await post("/pipeline", [
