@@ -114,39 +114,48 @@ const receiveAll = (queueUrl: string, input: Partial<ReceiveMessageCommandInput>
     ...input,
   });
 
+/** The settings a test gives its stand-in: the rest (Redis, prefix, port) are the same on every start. */
+type StandInSettings = Omit<ChildSettings, "redisUrl" | "prefix" | "port">;
+
+/**
+ * Starts the stand-in with `settings` on a prefix and port of its own, with a client of it (closed
+ * after the test); `restart` starts it again on the same prefix and port, with `changes` if any.
+ */
+async function standIn(settings: StandInSettings) {
+  const prefix = uniquePrefix();
+  const port = await freePort();
+  const first = await startChild({ prefix, port, ...settings });
+  const client = sqsClient(new URL(first.queueUrl).origin);
+  closeAfterTest(client);
+  const restart = (changes: Partial<StandInSettings> = {}) => startChild({ prefix, port, ...settings, ...changes });
+  return { first, client, restart };
+}
+
 const bodies = (messages: Message[]) => messages.map((message) => message.Body);
 const receiveCounts = (messages: Message[]) =>
   Object.fromEntries(messages.map((message) => [message.Body, message.Attributes?.ApproximateReceiveCount]));
 
 describe("the SQS stand-in kept in Redis, killed and started again", () => {
   it("loses none of 100 messages acknowledged before a SIGKILL, and gives none twice once deleted", async () => {
-    const prefix = uniquePrefix();
-    const port = await freePort();
-    const first = await startChild({ prefix, port, queueName: "tasks" });
-    const client = sqsClient(new URL(first.queueUrl).origin);
-    closeAfterTest(client);
+    const { first, client, restart } = await standIn({ queueName: "tasks" });
     const sent = Array.from({ length: 100 }, (_, index) => `m${index}`);
     await Promise.all(
       sent.map((body) => client.send(new SendMessageCommand({ QueueUrl: first.queueUrl, MessageBody: body }))),
     );
     await first.kill();
 
-    const second = await startChild({ prefix, port, queueName: "tasks" });
+    const second = await restart();
     expect(second.queueUrl).toBe(first.queueUrl);
     const received = await drain(client, second.queueUrl);
     expect(bodies(received).sort()).toEqual([...sent].sort());
     await second.kill();
 
-    const third = await startChild({ prefix, port, queueName: "tasks" });
+    const third = await restart();
     expect(await drain(client, third.queueUrl)).toEqual([]);
   });
 
   it("makes messages in flight at the kill visible again at once, and does not bring a deleted one back", async () => {
-    const prefix = uniquePrefix();
-    const port = await freePort();
-    const first = await startChild({ prefix, port, queueName: "tasks" });
-    const client = sqsClient(new URL(first.queueUrl).origin);
-    closeAfterTest(client);
+    const { first, client, restart } = await standIn({ queueName: "tasks" });
     for (const body of ["a", "b", "c", "d", "e"]) {
       await client.send(new SendMessageCommand({ QueueUrl: first.queueUrl, MessageBody: body }));
     }
@@ -156,18 +165,14 @@ describe("the SQS stand-in kept in Redis, killed and started again", () => {
     await client.send(new DeleteMessageCommand({ QueueUrl: first.queueUrl, ReceiptHandle: Messages[0].ReceiptHandle }));
     await first.kill();
 
-    const second = await startChild({ prefix, port, queueName: "tasks" });
+    const second = await restart();
     const received = await drain(client, second.queueUrl, true);
     expect(bodies(received)).toEqual(["b", "c", "d", "e"]);
     expect(receiveCounts(received)).toEqual({ b: "2", c: "2", d: "1", e: "1" });
   });
 
   it("gives back the records a mapping's invocation held when the process was killed", async () => {
-    const prefix = uniquePrefix();
-    const port = await freePort();
-    const first = await startChild({ prefix, port, queueName: "intake", hang: true });
-    const client = sqsClient(new URL(first.queueUrl).origin);
-    closeAfterTest(client);
+    const { first, client, restart } = await standIn({ queueName: "intake", hang: true });
     // One batch, so its three messages arrive together and the one poller takes them in one invocation.
     const Entries = ["x", "y", "z"].map((body) => ({ Id: body, MessageBody: body }));
     const { Successful = [] } = await client.send(new SendMessageBatchCommand({ QueueUrl: first.queueUrl, Entries }));
@@ -177,18 +182,14 @@ describe("the SQS stand-in kept in Redis, killed and started again", () => {
     expect(first.invoked.sort()).toEqual([...ids].sort());
     await first.kill();
 
-    const second = await startChild({ prefix, port, queueName: "intake" });
+    const second = await restart({ hang: false });
     const received = await drain(client, second.queueUrl, true);
     expect(received.map((message) => message.MessageId).sort()).toEqual([...ids].sort());
     expect(new Set(received.map((message) => message.Attributes?.ApproximateReceiveCount))).toEqual(new Set(["2"]));
   });
 
   it("keeps FIFO order within each group, the sequence numbers and the deduplication window", async () => {
-    const prefix = uniquePrefix();
-    const port = await freePort();
-    const first = await startChild({ prefix, port, queueName: "orders", fifo: true });
-    const client = sqsClient(new URL(first.queueUrl).origin);
-    closeAfterTest(client);
+    const { first, client, restart } = await standIn({ queueName: "orders", fifo: true });
     const send = (body: string, group: string) =>
       client.send(
         new SendMessageCommand({
@@ -208,7 +209,7 @@ describe("the SQS stand-in kept in Redis, killed and started again", () => {
     expect(bodies(Messages)).toEqual(["a1", "a2"]);
     await first.kill();
 
-    const second = await startChild({ prefix, port, queueName: "orders", fifo: true });
+    const second = await restart();
     const repeat = await send("b1", "b");
     expect(repeat).toMatchObject({ MessageId: firstSends[1].MessageId, SequenceNumber: firstSends[1].SequenceNumber });
     const later = await send("a5", "a");
@@ -228,11 +229,7 @@ describe("the SQS stand-in kept in Redis, killed and started again", () => {
   });
 
   it("keeps a message the redrive policy moved to the dead-letter queue there", async () => {
-    const prefix = uniquePrefix();
-    const port = await freePort();
-    const first = await startChild({ prefix, port, queueName: "jobs", maxReceiveCount: 1 });
-    const client = sqsClient(new URL(first.queueUrl).origin);
-    closeAfterTest(client);
+    const { first, client, restart } = await standIn({ queueName: "jobs", maxReceiveCount: 1 });
     const { MessageId } = await client.send(
       new SendMessageCommand({ QueueUrl: first.queueUrl, MessageBody: "poison" }),
     );
@@ -243,7 +240,7 @@ describe("the SQS stand-in kept in Redis, killed and started again", () => {
     expect((await client.send(receiveAll(first.queueUrl))).Messages).toBeUndefined();
     await first.kill();
 
-    const second = await startChild({ prefix, port, queueName: "jobs", maxReceiveCount: 1 });
+    const second = await restart();
     expect(await drain(client, second.queueUrl, true)).toEqual([]);
     const deadLetters = await drain(client, second.deadLetterQueueUrl, true);
     expect(deadLetters).toHaveLength(1);
