@@ -1,12 +1,12 @@
 import { Argument, type Command } from "commander";
 import { listQueues, Queue } from "../shared/queue.js";
+import { changeByIds } from "./by-ids.js";
 import { openStore, queueName, withQueue } from "./connect.js";
 import { UsageError } from "./errors.js";
+import { DELETABLE, type Deletable } from "./filters.js";
+import { counted } from "./output.js";
 import { formatStats } from "./read.js";
 import { wakeOthers, wakeWorker } from "./wake.js";
-import { inBatches, report } from "./write.js";
-
-const PURGEABLE = ["ready", "scheduled", "done", "failed", "corrupt"] as const;
 
 /** Registers `pause`, `resume`, `cancel`, `purge` and `queues`: the operator's controls. */
 export function controlCommands(program: Command): void {
@@ -53,29 +53,32 @@ export function controlCommands(program: Command): void {
       "\nA worker still running a cancelled task is answered stale_token when it settles.\nExample:\n  leaseq --queue emails cancel welcome-42",
     )
     .action(async (ids: string[], _options: unknown, command: Command) => {
-      const results = await withQueue(command, (queue) =>
-        inBatches(ids, (batch) => queue.cancel(batch, { now: Date.now() })),
-      );
-      report(command, { name: "cancel", past: "cancelled", note: "(FAILED)" }, results, {
-        unknown_id: "no such task",
-        already_done: "DONE already",
-        already_failed: "FAILED already",
-        corrupt: "its record cannot be read: set aside, see leaseq list corrupt",
-      });
+      const verb = {
+        name: "cancel",
+        past: "cancelled",
+        note: "(FAILED)",
+        why: {
+          unknown_id: "no such task",
+          already_done: "DONE already",
+          already_failed: "FAILED already",
+          corrupt: "its record cannot be read: set aside, see leaseq list corrupt",
+        },
+      };
+      await changeByIds(command, ids, verb, (queue, batch) => queue.cancel(batch, { now: Date.now() }));
     });
 
   program
     .command("purge")
     .description("delete every task in one state, records included, in batches of 1000 (not LEASED: cancel those)")
-    .addArgument(new Argument("<state>", "task state").choices([...PURGEABLE]))
+    .addArgument(new Argument("<state>", "task state").choices([...DELETABLE]))
     .option("--yes", "confirm: without it nothing is deleted, and the count is shown")
     .addHelpText("after", "\nExample:\n  leaseq --queue emails purge done --yes")
-    .action(async (state: (typeof PURGEABLE)[number], options: { yes?: boolean }, command: Command) => {
+    .action(async (state: Deletable, options: { yes?: boolean }, command: Command) => {
       const name = queueName(command);
       if (!options.yes) {
         const stats = await withQueue(command, (queue) => queue.stats({ now: Date.now() }));
         throw new UsageError(
-          `purge ${state} would delete the ${stats[state]} ${state} task${stats[state] === 1 ? "" : "s"} of queue "${name}" and cannot be undone; run it again with --yes`,
+          `purge ${state} would delete the ${counted(stats[state], `${state} task`)} of queue "${name}" and cannot be undone; run it again with --yes`,
         );
       }
       const deleted = await withQueue(command, async (queue) => {
@@ -86,7 +89,7 @@ export function controlCommands(program: Command): void {
           if (batch === 0) return total;
         }
       });
-      console.log(`purged ${deleted} ${state} task${deleted === 1 ? "" : "s"} of queue "${name}"`);
+      console.log(`purged ${counted(deleted, `${state} task`)} of queue "${name}"`);
     });
 
   program

@@ -3,16 +3,10 @@ import { LIMITS } from "../shared/config.js";
 import type { Queue } from "../shared/queue.js";
 import { priorityOfRank } from "../shared/records.js";
 import { AT_LABEL, duration } from "../shared/text.js";
-import {
-  type GroupStats,
-  type ListedTask,
-  type QueueStats,
-  type TaskInfo,
-  type TaskState,
-  TIME_OF_STATE,
-} from "../shared/types.js";
+import { type GroupStats, type QueueStats, type TaskInfo, type TaskState, TIME_OF_STATE } from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
+import { type FilterOptions, findAll, hasFilter } from "./filters.js";
 import { durationArg, integer } from "./parse.js";
 
 const STATES: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
@@ -134,11 +128,7 @@ export function readCommands(program: Command): void {
       "\nExamples:\n  leaseq --queue emails list failed --error SMTP --older-than 1h\n  leaseq --queue emails list ready --type resize-image --limit 20",
     )
     .action(async (state: TaskState, options: ListOptions, command: Command) => {
-      const filtered =
-        options.type !== undefined ||
-        options.group !== undefined ||
-        options.error !== undefined ||
-        options.olderThan !== undefined;
+      const filtered = hasFilter(options);
       const tasks = await withQueue(command, (queue) =>
         filtered ? findAll(queue, state, options, options.limit) : queue.list(state, options),
       );
@@ -188,39 +178,4 @@ async function topGroups(queue: Queue, limit: number) {
   const held = (group: GroupStats) => (group.heldBy === undefined ? 0 : 1);
   all.sort((a, b) => held(b) - held(a) || b.ready - a.ready || b.leased - a.leased || a.group.localeCompare(b.group));
   return { list: all.slice(0, limit), scanned: all.length, more: cursor !== undefined };
-}
-
-/** The filter flags of list, requeue and delete. */
-export interface FilterOptions {
-  type?: string;
-  group?: string;
-  error?: string;
-  olderThan?: number;
-  offset?: number;
-}
-
-/** The `find` filter of the filter flags. */
-export function taskFilter(options: FilterOptions, now: number) {
-  return { type: options.type, group: options.group, error: options.error, olderThanMs: options.olderThan, now };
-}
-
-/**
- * The tasks of `state` matching the filter flags, from `offset` on, up to `most`: `find` calls of
- * 1000 tasks read each, so no call is unbounded whatever the queue holds.
- */
-export async function findAll(
-  queue: Queue,
-  state: TaskState,
-  options: FilterOptions,
-  most: number,
-): Promise<ListedTask[]> {
-  const found: ListedTask[] = [];
-  let cursor: number | undefined = options.offset ?? 0;
-  const now = Date.now();
-  while (cursor !== undefined && found.length < most) {
-    const page = await queue.find(state, { ...taskFilter(options, now), cursor });
-    found.push(...page.tasks);
-    cursor = page.next;
-  }
-  return found.slice(0, most);
 }

@@ -2,7 +2,7 @@
 // between (another operator requeued it) must not be deleted. The race is made deterministic by a
 // queue whose find lets that other operator act right after it answers.
 import { afterAll, describe, expect, it } from "vitest";
-import { deleteByFilter } from "../../cli/write.js";
+import { deleteByFilter } from "../../cli/filters.js";
 import { Queue } from "../../shared/queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { failTasks, redisUrl, uniqueQueueName } from "../helpers/stores.js";
