@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { CheckProblem } from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
+import { printResult } from "./output.js";
 
 /** One problem as a line: code, what it is about, what was wrong, and whether it was repaired. */
 function formatProblem(problem: CheckProblem): string {
@@ -30,16 +31,16 @@ export function checkCommand(program: Command): void {
         queue.checkAll({ now: Date.now(), repair: options.repair === true }),
       );
       const left = problems.filter((problem) => !problem.repaired).length;
-      if (options.json) console.log(JSON.stringify({ queue: queueName(command), problems, left }));
-      else {
-        for (const problem of problems) console.log(formatProblem(problem));
-        const repaired = problems.length - left;
-        console.log(
+      const repaired = problems.length - left;
+      printResult(options.json, {
+        json: () => ({ queue: queueName(command), problems, left }),
+        text: () => [
+          ...problems.map(formatProblem),
           problems.length === 0
             ? `queue "${queueName(command)}": no problem found`
             : `queue "${queueName(command)}": ${problems.length} problem(s) found, ${repaired} repaired, ${left} left`,
-        );
-      }
+        ],
+      });
       if (left > 0) {
         throw new OperationError(
           options.repair

@@ -1,10 +1,11 @@
 import { Argument, type Command } from "commander";
 import { listQueues, Queue } from "../shared/queue.js";
+import type { QueueStats } from "../shared/types.js";
 import { changeByIds } from "./by-ids.js";
 import { openStore, queueName, withQueue } from "./connect.js";
 import { UsageError } from "./errors.js";
 import { DELETABLE, type Deletable } from "./filters.js";
-import { counted } from "./output.js";
+import { counted, printResult } from "./output.js";
 import { formatStats } from "./read.js";
 import { wakeOthers, wakeWorker } from "./wake.js";
 
@@ -101,16 +102,14 @@ export function controlCommands(program: Command): void {
       const { store, where } = await openStore();
       try {
         const names = await listQueues(store);
-        const rows = [];
+        const rows: Array<{ queue: string } & QueueStats> = [];
         for (const name of names)
           rows.push({ queue: name, ...(await new Queue(store, { name }).stats({ now: Date.now() })) });
-        if (options.json) {
-          console.log(JSON.stringify(rows));
-          return;
-        }
-        if (rows.length === 0) console.error(`no leaseq queues on ${where}`);
-        for (const row of rows)
-          console.log(`queue "${row.queue}"${row.paused ? " (paused)" : ""}\n${formatStats(row)}\n`);
+        printResult(options.json, {
+          json: () => rows,
+          text: () => rows.map((row) => `queue "${row.queue}"${row.paused ? " (paused)" : ""}\n${formatStats(row)}\n`),
+          empty: `no leaseq queues on ${where}`,
+        });
       } finally {
         await store.close();
       }

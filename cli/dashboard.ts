@@ -3,6 +3,7 @@ import { listQueues } from "../shared/queue.js";
 import { inWords, openStore, withQueue } from "./connect.js";
 import { type RunningDashboard, startDashboard } from "./dashboard/server.js";
 import { UsageError } from "./errors.js";
+import { counted } from "./output.js";
 import { integer } from "./parse.js";
 
 interface DashboardOptions {
@@ -64,7 +65,7 @@ Examples:
         // Once now, so that a backend out of reach fails here rather than on the first page.
         const names = await listQueues(store);
         const dashboard = await startDashboard({ store, where, token, readOnly, host, port });
-        const count = `${names.length} queue${names.length === 1 ? "" : "s"} now`;
+        const count = `${counted(names.length, "queue")} now`;
         console.log(`Dashboard ${dashboard.url}\n  every leaseq queue on ${where} (${count})${mode}; Ctrl-C to stop`);
         await untilStopped(dashboard);
       } catch (error) {

@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { listQueues } from "../shared/queue.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError, UsageError } from "./errors.js";
-import { nearestNames } from "./nearest.js";
+import { nearestHint } from "./nearest.js";
+import { counted } from "./output.js";
 
 /** Registers `delete-queue`: the whole queue, every key of it, with --yes; a name no queue has exits 1. */
 export function deleteQueueCommand(program: Command): void {
@@ -24,18 +25,16 @@ export function deleteQueueCommand(program: Command): void {
         if (deleted === 0) throw new OperationError(noSuchQueue(name, where, await listQueues(store)));
         return deleted;
       });
-      console.log(`deleted queue "${name}": ${keys} key${keys === 1 ? "" : "s"}`);
+      console.log(`deleted queue "${name}": ${counted(keys, "key")}`);
     });
 }
 
 /** What `delete-queue` of a queue that does not exist says: the nearest names there, if any is near. */
 function noSuchQueue(name: string, where: string, names: string[]): string {
-  const nearest = nearestNames(name, names);
-  const hint =
-    nearest.length > 0
-      ? `nearest queue names: ${nearest.join(", ")}`
-      : names.length > 0
-        ? `no queue name there is near it (leaseq queues lists all ${names.length})`
-        : "there is no leaseq queue there";
+  const hint = nearestHint(name, names, {
+    noun: "queue",
+    listedBy: "leaseq queues",
+    none: "there is no leaseq queue there",
+  });
   return `delete-queue: no such queue "${name}" on ${where}; nothing was deleted; ${hint}`;
 }

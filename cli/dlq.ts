@@ -10,6 +10,7 @@ import {
 import type { Command } from "commander";
 import { DEAD_LETTER_ATTRIBUTES } from "../functions/dead-letter.js";
 import { UsageError } from "./errors.js";
+import { counted, printResult } from "./output.js";
 import { integer } from "./parse.js";
 
 interface DlqOptions {
@@ -45,7 +46,7 @@ const attribute = (message: Message, name: string) => message.MessageAttributes?
  */
 function noReason(message: Message): string {
   const received = Number(message.Attributes?.ApproximateReceiveCount ?? 0) - 1;
-  const times = received > 0 ? `${received} time${received === 1 ? "" : "s"}` : "an unknown number of times";
+  const times = received > 0 ? counted(received, "time") : "an unknown number of times";
   return `no reason recorded: received ${times} (the function failed each time; see its logs)`;
 }
 
@@ -102,14 +103,16 @@ Examples:
           bodyBytes: Buffer.byteLength(message.Body ?? ""),
           ...(options.body ? { body: message.Body } : {}),
         };
-        if (options.json) console.log(JSON.stringify(row));
-        else {
-          const source = row.sourceMessageId ? ` from ${row.sourceMessageId}` : "";
-          const tasks = row.taskIndexes ? ` (tasks ${row.taskIndexes})` : "";
-          const reason = row.reason.replaceAll("\n", "\n  ");
-          console.log(`${row.messageId}  ${row.sentAt}${source}${tasks}  ${row.bodyBytes} bytes\n  ${reason}`);
-          if (options.body) console.log(`  ${row.body}`);
-        }
+        printResult(options.json, {
+          json: () => row,
+          text: () => {
+            const source = row.sourceMessageId ? ` from ${row.sourceMessageId}` : "";
+            const tasks = row.taskIndexes ? ` (tasks ${row.taskIndexes})` : "";
+            const reason = row.reason.replaceAll("\n", "\n  ");
+            const head = `${row.messageId}  ${row.sentAt}${source}${tasks}  ${row.bodyBytes} bytes\n  ${reason}`;
+            return options.body ? [head, `  ${row.body}`] : [head];
+          },
+        });
       }
       if (seen.size === 0) console.error("the dead-letter queue is empty");
     });

@@ -6,12 +6,14 @@ import { DEFAULTS, LIMITS } from "../shared/config.js";
 import { checkFlow } from "../shared/flow.js";
 import type { Queue } from "../shared/queue.js";
 import { mergeWakeTo } from "../shared/queue-core.js";
-import { TASK_INPUT_FIELDS, type TaskInput, type WakeTo } from "../shared/types.js";
+import { type EnqueueResult, TASK_INPUT_FIELDS, type TaskInput, type WakeTo } from "../shared/types.js";
 import { checkGroup, checkId, checkInteger, checkName, dueTime, serializePayload } from "../shared/validate.js";
+import { inBatches } from "./batches.js";
 import { withQueue } from "./connect.js";
 import { UsageError } from "./errors.js";
+import { printResult } from "./output.js";
 import { integer, isoTime } from "./parse.js";
-import { sendWake, wakeOthers } from "./wake.js";
+import { wakeForEnqueued } from "./wake.js";
 
 interface EnqueueOptions {
   type?: string;
@@ -106,29 +108,24 @@ Examples:
         wakeAtMs,
         wakeTo,
       } = await withQueue(command, (queue) => queue.enqueueAndWake([task], { now: Date.now() }));
-      await wakeOthers(wakeTo);
-      // The task is in: a wake-up that fails now is a warning, not a failure (docs/wake-ups.md).
-      const wake = wakeAtMs === undefined ? undefined : await sendWake(wakeAtMs);
-      const wakeError = wake && !wake.sent && wake.queueUrl !== undefined ? wake.error : undefined;
-      if (wakeError !== undefined && !options.json) {
-        console.error(
-          `warning: the wake-up could not be sent to ${wake?.queueUrl} (${wakeError}); the task starts at the reclaimer's next run`,
-        );
-      }
-      if (options.json) console.log(JSON.stringify(wakeError === undefined ? result : { ...result, wakeError }));
-      else if (result.status === "duplicate" && result.existingId !== undefined) {
-        console.log(
-          `duplicate ${result.id}: its dedupe key holds ${result.existingId} (${result.state ?? "gone"}); nothing changed`,
-        );
-      } else if (result.status === "duplicate") {
-        console.log(`duplicate ${result.id}: already known (${result.state}); nothing changed`);
-      } else if (result.status === "throttled") {
-        console.log(`throttled ${result.id}: its throttle key's period is taken; nothing enqueued`);
-      } else {
-        const replaced = result.replaced === undefined ? "" : `, replacing ${result.replaced}`;
-        console.log(`enqueued ${result.id} (${result.state})${replaced}`);
-      }
+      const wakeError = await wakeForEnqueued(wakeAtMs, wakeTo, "the task starts", options.json === true);
+      printResult(options.json, {
+        json: () => (wakeError === undefined ? result : { ...result, wakeError }),
+        text: () => [enqueueLine(result)],
+      });
     });
+}
+
+/** What `enqueue` of one task says it did. */
+function enqueueLine(result: EnqueueResult): string {
+  if (result.status === "duplicate" && result.existingId !== undefined) {
+    return `duplicate ${result.id}: its dedupe key holds ${result.existingId} (${result.state ?? "gone"}); nothing changed`;
+  }
+  if (result.status === "duplicate") return `duplicate ${result.id}: already known (${result.state}); nothing changed`;
+  if (result.status === "throttled")
+    return `throttled ${result.id}: its throttle key's period is taken; nothing enqueued`;
+  const replaced = result.replaced === undefined ? "" : `, replacing ${result.replaced}`;
+  return `enqueued ${result.id} (${result.state})${replaced}`;
 }
 
 /**
@@ -197,29 +194,19 @@ async function enqueueStdin(command: Command, options: EnqueueOptions): Promise<
   const tasks = parseLines(await text(process.stdin), now);
   if (tasks.length === 0)
     throw new UsageError("enqueue --stdin: no tasks on stdin (expected one JSON object per line)");
-  let added = 0;
-  let throttled = 0;
   let wakeAt: number | undefined;
   const others: WakeTo[] = [];
-  await withQueue(command, async (queue: Queue) => {
-    for (let start = 0; start < tasks.length; start += LIMITS.batchMax) {
-      const { results, wakeAtMs, wakeTo } = await queue.enqueueAndWake(tasks.slice(start, start + LIMITS.batchMax), {
-        now,
-      });
+  const results = await withQueue(command, (queue: Queue) =>
+    inBatches(tasks, async (batch) => {
+      const { results, wakeAtMs, wakeTo } = await queue.enqueueAndWake(batch, { now });
       if (wakeAtMs !== undefined) wakeAt = Math.min(wakeAt ?? wakeAtMs, wakeAtMs);
       mergeWakeTo(others, wakeTo);
-      added += results.filter((result) => result.status === "ok").length;
-      throttled += results.filter((result) => result.status === "throttled").length;
-    }
-  });
-  await wakeOthers(others);
-  const wake = wakeAt === undefined ? undefined : await sendWake(wakeAt);
-  const wakeError = wake && !wake.sent && wake.queueUrl !== undefined ? wake.error : undefined;
-  if (wakeError !== undefined && !options.json) {
-    console.error(
-      `warning: the wake-up could not be sent to ${wake?.queueUrl} (${wakeError}); the tasks start at the reclaimer's next run`,
-    );
-  }
+      return results;
+    }),
+  );
+  const added = results.filter((result) => result.status === "ok").length;
+  const throttled = results.filter((result) => result.status === "throttled").length;
+  const wakeError = await wakeForEnqueued(wakeAt, others, "the tasks start", options.json === true);
   const summary = {
     tasks: tasks.length,
     added,
@@ -227,11 +214,11 @@ async function enqueueStdin(command: Command, options: EnqueueOptions): Promise<
     throttled,
     ...(wakeError === undefined ? {} : { wakeError }),
   };
-  if (options.json) console.log(JSON.stringify(summary));
-  else {
-    const dropped = throttled === 0 ? "" : `, ${throttled} throttled`;
-    console.log(`enqueued ${added} of ${tasks.length} tasks (${summary.duplicates} duplicates${dropped})`);
-  }
+  const dropped = throttled === 0 ? "" : `, ${throttled} throttled`;
+  printResult(options.json, {
+    json: () => summary,
+    text: () => [`enqueued ${added} of ${tasks.length} tasks (${summary.duplicates} duplicates${dropped})`],
+  });
 }
 
 /**

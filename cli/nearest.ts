@@ -13,6 +13,21 @@ export function nearestNames(name: string, names: readonly string[], count = 3):
     .map(({ candidate }) => candidate);
 }
 
+/**
+ * What to say after "no such <noun> `name`": the nearest of `names`, else how many there are and
+ * which command lists them (`listedBy`), else `none` when there are none.
+ */
+export function nearestHint(
+  name: string,
+  names: readonly string[],
+  { noun, listedBy, none }: { noun: string; listedBy: string; none: string },
+): string {
+  const nearest = nearestNames(name, names);
+  if (nearest.length > 0) return `nearest ${noun} names: ${nearest.join(", ")}`;
+  if (names.length > 0) return `no ${noun} name there is near it (${listedBy} lists all ${names.length})`;
+  return none;
+}
+
 /** The fewest insertions, deletions and substitutions that turn `a` into `b`. */
 export function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);

@@ -1,15 +1,22 @@
 import { Argument, type Command } from "commander";
 import { LIMITS } from "../shared/config.js";
 import type { Queue } from "../shared/queue.js";
+import { LISTABLE } from "../shared/queue-core.js";
 import { priorityOfRank } from "../shared/records.js";
 import { AT_LABEL, duration } from "../shared/text.js";
-import { type GroupStats, type QueueStats, type TaskInfo, type TaskState, TIME_OF_STATE } from "../shared/types.js";
+import {
+  type GroupStats,
+  type ListedTask,
+  type QueueStats,
+  type TaskInfo,
+  type TaskState,
+  TIME_OF_STATE,
+} from "../shared/types.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
 import { type FilterOptions, findAll, hasFilter } from "./filters.js";
+import { printResult } from "./output.js";
 import { durationArg, integer } from "./parse.js";
-
-const STATES: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
 
 /** Stats as aligned lines: one per state, with the ages operators alarm on. */
 export function formatStats(stats: QueueStats): string {
@@ -70,24 +77,13 @@ export function readCommands(program: Command): void {
         const found = options.groups ? await topGroups(queue, options.limit) : undefined;
         return [await queue.stats({ now: Date.now() }), where, found] as const;
       });
-      if (options.json) {
-        console.log(JSON.stringify({ queue: queueName(command), backend, ...stats, ...(groups ? { groups } : {}) }));
-        return;
-      }
-      console.log(`queue "${queueName(command)}" on ${backend}\n${formatStats(stats)}`);
-      if (groups) {
-        console.log(
-          groups.scanned
-            ? `groups (${groups.list.length} of ${groups.scanned} with work, most READY first):`
-            : "no group has work",
-        );
-        for (const group of groups.list) {
-          const parked = group.parked > 0 ? ` (${group.parked} parked)` : "";
-          const held = group.heldBy === undefined ? "" : `  held by ${group.heldBy} (FAILED: requeue or skip it)`;
-          console.log(`  ${group.type}/${group.group}  ready ${group.ready}${parked}  leased ${group.leased}${held}`);
-        }
-        if (groups.more) console.log(`  (stopped after ${groups.scanned} groups)`);
-      }
+      printResult(options.json, {
+        json: () => ({ queue: queueName(command), backend, ...stats, ...(groups ? { groups } : {}) }),
+        text: () => [
+          `queue "${queueName(command)}" on ${backend}\n${formatStats(stats)}`,
+          ...(groups ? groupLines(groups) : []),
+        ],
+      });
     });
 
   program
@@ -100,18 +96,20 @@ export function readCommands(program: Command): void {
       if (task === undefined) {
         throw new OperationError(`inspect: no task with id "${id}" in queue "${queueName(command)}"`);
       }
-      if (options.json) {
-        const payload = task.payload === "" ? null : JSON.parse(task.payload);
-        console.log(
-          JSON.stringify({ ...task, payload, at: new Date(task[TIME_OF_STATE[task.state]] ?? 0).toISOString() }),
-        );
-      } else console.log(formatTask(task));
+      printResult(options.json, {
+        json: () => ({
+          ...task,
+          payload: task.payload === "" ? null : JSON.parse(task.payload),
+          at: new Date(task[TIME_OF_STATE[task.state]] ?? 0).toISOString(),
+        }),
+        text: () => [formatTask(task)],
+      });
     });
 
   program
     .command("list")
     .description("list the tasks in one state, in that state's order (failed and corrupt ones with their error)")
-    .addArgument(new Argument("<state>", "task state").choices(STATES))
+    .addArgument(new Argument("<state>", "task state").choices(LISTABLE))
     .option("--limit <n>", "most tasks to show", integer(1, LIMITS.batchMax), 100)
     .option("--offset <n>", "tasks to skip first", integer(0, 1_000_000_000), 0)
     .option("--type <type>", "only tasks of this type")
@@ -132,28 +130,26 @@ export function readCommands(program: Command): void {
       const tasks = await withQueue(command, (queue) =>
         filtered ? findAll(queue, state, options, options.limit) : queue.list(state, options),
       );
-      if (options.json) {
-        console.log(JSON.stringify(tasks));
-        return;
-      }
-      for (const task of tasks) {
-        // A ready task's score is its rank; the priority is its high part (see shared/queue.ts claim).
-        const when =
-          state === "ready"
-            ? `priority ${priorityOfRank(task.score)}`
-            : `${AT_LABEL[state]} ${new Date(task.score).toISOString()}`;
-        if (state === "corrupt") console.log(`${task.id}  ${when}  ${task.lastError}`);
-        else {
-          const error = task.lastError ? `  error: ${task.lastError.replace(/\s+/g, " ").slice(0, 200)}` : "";
-          const group = task.group === undefined ? "" : `  group ${task.group}`;
-          console.log(`${task.id}  ${task.type}${group}  attempts ${task.attempts}  ${when}${error}`);
-        }
-      }
-      if (tasks.length === 0)
-        console.error(
-          `no ${filtered ? "matching " : ""}${state} tasks${options.offset > 0 ? ` after offset ${options.offset}` : ""}`,
-        );
+      const after = options.offset > 0 ? ` after offset ${options.offset}` : "";
+      printResult(options.json, {
+        json: () => tasks,
+        text: () => tasks.map((task) => taskLine(task, state)),
+        empty: `no ${filtered ? "matching " : ""}${state} tasks${after}`,
+      });
     });
+}
+
+/** A task as `list` shows it: id, type, group, attempts, the state's time (priority for ready) and the last error. */
+function taskLine(task: ListedTask, state: TaskState): string {
+  // A ready task's score is its rank; the priority is its high part (see shared/queue.ts claim).
+  const when =
+    state === "ready"
+      ? `priority ${priorityOfRank(task.score)}`
+      : `${AT_LABEL[state]} ${new Date(task.score).toISOString()}`;
+  if (state === "corrupt") return `${task.id}  ${when}  ${task.lastError}`;
+  const error = task.lastError ? `  error: ${task.lastError.replace(/\s+/g, " ").slice(0, 200)}` : "";
+  const group = task.group === undefined ? "" : `  group ${task.group}`;
+  return `${task.id}  ${task.type}${group}  attempts ${task.attempts}  ${when}${error}`;
 }
 
 interface ListOptions extends FilterOptions {
@@ -178,4 +174,17 @@ async function topGroups(queue: Queue, limit: number) {
   const held = (group: GroupStats) => (group.heldBy === undefined ? 0 : 1);
   all.sort((a, b) => held(b) - held(a) || b.ready - a.ready || b.leased - a.leased || a.group.localeCompare(b.group));
   return { list: all.slice(0, limit), scanned: all.length, more: cursor !== undefined };
+}
+
+/** The groups `stats --groups` found, as it shows them: a heading, then a line per group. */
+function groupLines(groups: Awaited<ReturnType<typeof topGroups>>): string[] {
+  const heading = groups.scanned
+    ? `groups (${groups.list.length} of ${groups.scanned} with work, most READY first):`
+    : "no group has work";
+  const lines = groups.list.map((group) => {
+    const parked = group.parked > 0 ? ` (${group.parked} parked)` : "";
+    const held = group.heldBy === undefined ? "" : `  held by ${group.heldBy} (FAILED: requeue or skip it)`;
+    return `  ${group.type}/${group.group}  ready ${group.ready}${parked}  leased ${group.leased}${held}`;
+  });
+  return [heading, ...lines, ...(groups.more ? [`  (stopped after ${groups.scanned} groups)`] : [])];
 }

@@ -5,7 +5,8 @@ import { parseDuration } from "../shared/text.js";
 import { queueName, withQueue } from "./connect.js";
 import { payloadOf } from "./enqueue.js";
 import { OperationError } from "./errors.js";
-import { nearestNames } from "./nearest.js";
+import { nearestHint } from "./nearest.js";
+import { printResult } from "./output.js";
 import { lastOf, nextOf, setBy, whenOf } from "./schedule-text.js";
 import { wakeOthers, wakeWorker } from "./wake.js";
 
@@ -46,19 +47,20 @@ Examples:
     .option("--json", "print the schedules as a JSON array (times in ms since the epoch)")
     .action(async (options: { json?: boolean }, command: Command) => {
       const found = await withQueue(command, (queue) => queue.listSchedules());
-      if (options.json) {
-        console.log(JSON.stringify(found.map((info) => ({ ...info, ...absentAsNull(info) }))));
-        return;
-      }
-      if (found.length === 0) {
-        console.error(`no schedules in queue "${queueName(command)}" (leaseq schedules set, or declare them)`);
-        return;
-      }
-      console.log(scheduleTable(found));
-      // Why a schedule is set aside: the planner could not compute it, and makes no slot of it.
-      for (const info of found) {
-        if (info.aside !== undefined) console.log(`${info.name} is set aside: ${info.aside}`);
-      }
+      printResult(options.json, {
+        json: () => found.map((info) => ({ ...info, ...absentAsNull(info) })),
+        text: () =>
+          found.length === 0
+            ? []
+            : [
+                scheduleTable(found),
+                // Why a schedule is set aside: the planner could not compute it, and makes no slot of it.
+                ...found.flatMap((info) =>
+                  info.aside === undefined ? [] : [`${info.name} is set aside: ${info.aside}`],
+                ),
+              ],
+        empty: `no schedules in queue "${queueName(command)}" (leaseq schedules set, or declare them)`,
+      });
     });
 
   schedules
@@ -203,13 +205,11 @@ async function noSuchSchedule(
   queue: { name: string; listSchedules(): Promise<ScheduleInfo[]> },
 ): Promise<OperationError> {
   const names = (await queue.listSchedules()).map((info) => info.name);
-  const nearest = nearestNames(name, names);
-  const hint =
-    nearest.length > 0
-      ? `nearest schedule names: ${nearest.join(", ")}`
-      : names.length > 0
-        ? `no schedule name there is near it (leaseq schedules list lists all ${names.length})`
-        : "the queue has no schedules";
+  const hint = nearestHint(name, names, {
+    noun: "schedule",
+    listedBy: "leaseq schedules list",
+    none: "the queue has no schedules",
+  });
   return new OperationError(`schedules ${verb}: no schedule "${name}" in queue "${queue.name}"; ${hint}`);
 }
 

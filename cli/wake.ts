@@ -70,3 +70,27 @@ export async function wakeOthers(wakeTo: readonly WakeTo[], env: NodeJS.ProcessE
     client.destroy();
   }
 }
+
+/**
+ * After an enqueue: the wake-ups it asked for, on other deployments' wake queues (wakeOthers) and,
+ * due at `wakeAtMs`, on this deployment's (sendWake). The tasks are in, so a wake-up SQS refused is
+ * not a failure (docs/wake-ups.md): its error is returned, and said on stderr with when `what` (e.g.
+ * "the task starts") instead, unless `quiet` (--json, which prints it in the result).
+ */
+export async function wakeForEnqueued(
+  wakeAtMs: number | undefined,
+  wakeTo: readonly WakeTo[],
+  what: string,
+  quiet: boolean,
+): Promise<string | undefined> {
+  await wakeOthers(wakeTo);
+  if (wakeAtMs === undefined) return undefined;
+  const wake = await sendWake(wakeAtMs);
+  if (wake.sent || wake.queueUrl === undefined) return undefined;
+  if (!quiet) {
+    console.error(
+      `warning: the wake-up could not be sent to ${wake.queueUrl} (${wake.error}); ${what} at the reclaimer's next run`,
+    );
+  }
+  return wake.error;
+}

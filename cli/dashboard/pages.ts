@@ -13,6 +13,7 @@ import {
   type TaskState,
   TIME_OF_STATE,
 } from "../../shared/types.js";
+import { counted } from "../output.js";
 import { STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -416,7 +417,7 @@ export function queuesPage(ctx: SiteContext, view: QueuesView) {
       ? html`No leaseq queue on this backend yet.`
       : shown < view.matching
         ? html`Showing the <b>${shown} busiest</b> of ${view.matching} queues${view.filter ? " matching the filter" : ""} (by their tasks, all states together)${view.read < view.matching ? `; only the first ${view.read} by name were read` : ""}. Filter by name to see the others.`
-        : html`${view.matching} queue${view.matching === 1 ? "" : "s"}${view.filter ? ` matching "${view.filter}" of ${view.found}` : ""}.`;
+        : html`${counted(view.matching, "queue")}${view.filter ? ` matching "${view.filter}" of ${view.found}` : ""}.`;
   return layout(
     ctx,
     "All queues",

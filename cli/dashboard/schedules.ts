@@ -4,6 +4,7 @@
 // hand (a group or payload holding markup) shows as text.
 import { html } from "hono/html";
 import type { ScheduleInfo } from "../../shared/queue-schedules.js";
+import { counted } from "../output.js";
 import { setBy, whenOf } from "../schedule-text.js";
 import { csrfField, layout, type PageContext, time } from "./pages.js";
 
@@ -63,7 +64,7 @@ export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[], now: 
     html`<p class="note" data-schedules-summary>${
       schedules.length === 0
         ? "The queue has no schedules (leaseq schedules set, or declare them in the task module)."
-        : `${schedules.length} schedule${schedules.length === 1 ? "" : "s"}, in the order of their next planning (paused ones last). Each slot becomes one task <schedule>@<slot>.`
+        : `${counted(schedules.length, "schedule")}, in the order of their next planning (paused ones last). Each slot becomes one task <schedule>@<slot>.`
     }</p>
       ${
         schedules.length > 0
