@@ -4,6 +4,7 @@
 // order). The scripts read records and arguments only through them, so a field or an argument is
 // declared in one place. test/shared/scripts-generated.test.ts fails when the file drifts.
 import { LUA_CONSTANTS } from "../shared/config.js";
+import { groupPatterns, LANE_FIELDS, LANE_HEAD_THROUGH, LANE_TAIL_WHEN } from "../shared/protocol/groups.js";
 import { type Arg, fieldName, OPERATIONS, type Operation, type OperationName } from "../shared/protocol/operations.js";
 import {
   BODY_FIELDS,
@@ -158,9 +159,25 @@ function stateFunctions(): string {
     "  }",
     "end",
     "",
+    laneLine(),
+    "",
     "-- A body record's text: the format mark, then its fields in their declared order.",
     `local function body_line(${Object.keys(BODY_FIELDS).map(luaName).join(", ")})`,
     `  return '${BODY_FORMAT}|' .. ${Object.keys(BODY_FIELDS).map(luaName).join(" .. '|' .. ")}`,
+    "end",
+  ].join("\n");
+}
+
+/** lane_line: a group record's text from its fields (texts), short when its tail is all 0. */
+function laneLine(): string {
+  const names = Object.keys(LANE_FIELDS).map(luaName);
+  const head = names.slice(0, names.indexOf(LANE_HEAD_THROUGH) + 1);
+  return [
+    `-- A group record's text: its fields in their declared order, "|" between them; the fields after`,
+    `-- ${LANE_HEAD_THROUGH} only when ${LANE_TAIL_WHEN.join(" or ")} is not 0.`,
+    `local function lane_line(${names.join(", ")})`,
+    `  if ${LANE_TAIL_WHEN.map((name) => `${luaName(name)} == '0'`).join(" and ")} then return ${head.join(" .. '|' .. ")} end`,
+    `  return ${names.join(" .. '|' .. ")}`,
     "end",
   ].join("\n");
 }
@@ -178,7 +195,9 @@ export function protocolLua(): string {
     "-- and a member of the grouped set (shared/config.ts declares the characters).",
     ...Object.entries(namePatterns()).map(([name, pattern]) => `local ${name} = ${quoted(pattern)}`),
     ...Object.entries(recordBounds()).map(([name, digits]) => `local ${name} = ${digits}`),
-    `-- A body of the current format starts with "${BODY_FORMAT}" (a record of format v0 with its state letter).`,
+    "-- A group's record and a type's group policy (shared/protocol/groups.ts).",
+    ...Object.entries(groupPatterns()).map(([name, pattern]) => `local ${name} = ${quoted(pattern)}`),
+    `-- A body of the current format starts with "${BODY_FORMAT}".`,
     `local BODY_FORMAT_BYTE = ${BODY_FORMAT.charCodeAt(0)}`,
     "",
     stateFunctions(),

@@ -13,10 +13,9 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, after_quarantine, apply, cancel_args, drop_field, forget_marks, guard, id_arg
--- Uses: lane_of, lane_release, lane_remove, lanes_flush, load, new_state, new_writes
--- Uses: parked_gone, plus, put, put_state, quarantine, read_config_fields, zadd, zrem
--- Uses: cancel_item, cancel_items
+-- Uses: K, after_quarantine, apply, cancel_args, cancel_item, cancel_items, forget_marks, guard
+-- Uses: id_arg, lane_of, lane_release, lane_remove, lanes_flush, load, new_state, new_writes
+-- Uses: parked_gone, plus, put_state, quarantine, read_config_fields, zadd, zrem
 
 local CANCELLED = 'cancelled'
 
@@ -65,9 +64,6 @@ return guard('cancel', function()
       state.letter, state.gen, state.at, state.flags, state.claim, state.error =
         'F', plus(state.gen, 1), now_text, '', '', CANCELLED
       put_state(writes, id, state)
-      if task.upgraded then
-        if task.body then put(writes, id, task.body) else drop_field(writes, id) end
-      end
       zadd(writes, K.failed, now, id)
       result[i] = 0
     end

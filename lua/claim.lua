@@ -240,9 +240,8 @@ end
 local function gate(s, lane, record, rules, out, id)
   if record.parked > 0 and not out then return true end
   -- The common lane, nothing used and no rate, is decided without counting slots or windows.
-  if record.slots == '' and record.legacy <= 0 and rules.rate_max == 0 then return false end
-  if rules.conc > 0 and not (out and (record.legacy > 0 or has_slot(record, id))) and
-    slot_count(record) + record.legacy >= rules.conc then
+  if record.slots == '' and rules.rate_max == 0 then return false end
+  if rules.conc > 0 and not (out and has_slot(record, id)) and slot_count(record) >= rules.conc then
     flag_leases(s, record)
     return true
   end
@@ -265,7 +264,6 @@ local function take_lane(s, lane, record, rules, out, id)
     if record.outs then record.outs = record.outs - 1 end
     if rules.conc == 0 then drop_slot(lane, record, id) end
   else
-    if out and record.legacy > 0 then record.legacy = record.legacy - 1 end
     if rules.conc > 0 then add_slot(lane, record, id) end
   end
   if rules.conc > 0 and (rules.ordered or record.parked > 0) then return 'p' end
@@ -351,12 +349,11 @@ local function take_page(s, heads, values)
     taken = taken + 1
     if chosen.counts then choice.counted(task_type) end
   end
-  -- Leases a task read through its record (claimed before, upgraded, let out of a lane...).
+  -- Leases a task read through its record (claimed before, let out of a lane...).
   local function lease_read(id, task, state, chosen, flags, solo)
     state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), gen_text
     state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, solo and flags .. 'a' or flags, claim_id
     put_state(s.writes, id, state)
-    if task.upgraded then put(s.writes, id, task.body) end
     leased[#leased + 1] = chosen.deadline
     leased[#leased + 1] = id
     popped[#popped + 1] = id
@@ -430,7 +427,6 @@ local function take_page(s, heads, values)
           s.prefix = false
         elseif action == 'park' then
           type_park(s.writes, state.type, id, state)
-          if task.upgraded then put(s.writes, id, task.body) end
           popped[#popped + 1] = id
         else
           local task_lane = state.group ~= '' and lane_of(state.type, state.group)
@@ -439,8 +435,7 @@ local function take_page(s, heads, values)
           local rules = task_lane and group_policy(config, state.type, task_lane)
           if task_lane and gate(s, task_lane, record, rules, out, id) then
             lane_park(s.writes, task_lane, record, id, state)
-            if task.upgraded then put(s.writes, id, task.body) end
-            popped[#popped + 1] = id
+              popped[#popped + 1] = id
             s.unpark[#s.unpark + 1] = task_lane
           else
             lease_read(id, task, state, chosen, task_lane and take_lane(s, task_lane, record, rules, out, id) or '', solo)

@@ -27,15 +27,14 @@
 -- Writes also `deps`, the deployments that run the queue's types (n:<type>), comma-separated, when
 -- there are two or more (docs/wake-ups.md: each keeps its own wake-up marks), else removes it;
 -- `leases`, the distinct lease lengths of the queue's policies, its own and the ones it
--- keeps (ms, comma-separated), which a claim reads instead of every policy; and the format version
--- (a queue of format v1 becomes v2).
+-- keeps (ms, comma-separated), which a claim reads instead of every policy; and, on a new queue,
+-- the format version.
 -- Returns: 1 when the config changed, 0 when it was already this revision.
 -- Errors: LEASEQ_BAD_ARGUMENT when a field or value is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (every field is checked, and the config read,
 --   before the first write).
--- Uses: K, bad, configure_args, fmt, guard, int_arg, is_int, lanes_flush, name_arg
--- Uses: read_config, upgrade_format, write_many
--- Uses: configure_item, configure_items
+-- Uses: K, bad, configure_args, configure_item, configure_items, fmt, guard, int_arg, is_int
+-- Uses: name_arg, read_config, stamp_format, write_many
 
 local SETTINGS = {
   ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
@@ -108,8 +107,7 @@ return guard('configure', function()
   end
   local current = read_config()
   if current.rev == revision then
-    upgrade_format(current)
-    lanes_flush(0)
+    stamp_format(current)
     return 0
   end
   -- The types this declaration runs or accepts; any other is retired (kept a day, then removed).
@@ -183,7 +181,6 @@ return guard('configure', function()
     redis.call('HDEL', K.config, 'deps')
   end
   write_many('HSET', K.config, fields, 2)
-  upgrade_format(current)
-  lanes_flush(0)
+  stamp_format(current)
   return 1
 end)

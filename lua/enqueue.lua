@@ -44,7 +44,7 @@
 -- Uses: parse_body, parse_state, record_fields, singleton_waiting, arrange_wakes, type_scope
 -- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
 -- Uses: name_arg, new_state, new_writes, note_due, put, put_state, read_config_fields
--- Uses: read_many, replaceable, start_fair, time_arg, upgrade_format, zadd, zrem
+-- Uses: read_many, replaceable, start_fair, time_arg, stamp_format, zadd, zrem
 -- Uses: flow_over
 -- Uses: enqueue_item
 
@@ -302,7 +302,7 @@ return guard('enqueue', function()
   local seq = last_seq - fresh
   -- A new queue's format mark first: its long text makes the task hash a hash table before the
   -- batch's fields go in (a small hash is a listpack, each field found by a scan of them all).
-  upgrade_format(config)
+  stamp_format(config)
   -- The first task with a group: the queue's tasks take fair turns from now on.
   if any_group and fresh > 0 and config.fair ~= '1' then start_fair(config) end
   local fair = config.fair == '1'

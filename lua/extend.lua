@@ -12,9 +12,8 @@
 --   (one never confirmed gives it back: its handler may never have started).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, apply, extend_args, fenced_presence, fmt, guard, id_arg, int_arg, load
--- Uses: new_writes, put, put_state, require_format, token_matches, write_upgrade, zadd
--- Uses: extend_item, extend_items
+-- Uses: K, apply, extend_args, extend_item, extend_items, fenced_presence, fmt, guard, id_arg
+-- Uses: int_arg, load, new_writes, put_state, require_format, token_matches, zadd
 
 return guard('extend', function()
   local now = extend_args()
@@ -48,9 +47,7 @@ return guard('extend', function()
       if not string.find(state.flags, 'r', 1, true) then state.flags = state.flags .. 'r' end
       zadd(writes, K.leased, deadline, item.id)
       put_state(writes, item.id, state)
-      if task.upgraded then put(writes, item.id, task.body); task.upgraded = false end
     end
-    write_upgrade(writes, item.id, task)
     result[#result + 1] = status
     result[#result + 1] = deadline
   end

@@ -29,12 +29,10 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every item is checked, and every record read,
 --   before the first write.
--- Uses: K, apply, as_time, bad, config_int, decision_time, fmt, guard, id_arg, int_arg, is_id, name_arg, new_state
--- Uses: new_writes, note_due, plan_args, put, put_state, read_config_fields, read_many
--- Uses: start_fair
--- Uses: time_arg, write_many, zadd
--- Uses: arrange_wakes, type_scope
--- Uses: plan_item, plan_items
+-- Uses: K, apply, arrange_wakes, as_time, bad, config_int, decision_time, fmt, guard, id_arg
+-- Uses: int_arg, is_id, name_arg, new_state, new_writes, note_due, plan_args, plan_item, plan_items
+-- Uses: put, put_state, read_config_fields, read_many, stamp_format, start_fair, time_arg
+-- Uses: type_scope, write_many, zadd
 
 return guard('plan', function()
   local now, _, horizon, call = plan_args()
@@ -159,6 +157,7 @@ return guard('plan', function()
   local fresh = 0
   for _, item in ipairs(items) do fresh = fresh + (item.made or 0) end
   if fresh > 0 then
+    stamp_format(config)
     local seq = redis.call('INCRBY', K.seq, fresh) - fresh
     local any_group = false
     for _, item in ipairs(items) do

@@ -10,9 +10,8 @@
 --   aside in corrupt, as settle does). The next claim issues a new token.
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, apply, fenced_presence, guard, id_arg, lanes_flush, load, make_ready
--- Uses: new_writes, plus, put, release_args, require_format, token_matches, write_upgrade, zrem
--- Uses: release_item, release_items
+-- Uses: K, apply, fenced_presence, guard, id_arg, lanes_flush, load, make_ready, new_writes, plus
+-- Uses: release_args, release_item, release_items, require_format, token_matches, zrem
 
 return guard('release', function()
   local now, now_text = release_args()
@@ -43,9 +42,7 @@ return guard('release', function()
       state.gen = plus(state.gen, 1)
       make_ready(writes, item.id, state, config, now, true) -- a task of a group: first in it again
       zrem(writes, K.leased, item.id)
-      if task.upgraded then put(writes, item.id, task.body); task.upgraded = false end
     end
-    write_upgrade(writes, item.id, task)
     result[#result + 1] = status
   end
   apply(writes)

@@ -10,10 +10,9 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, apply, drop_field, fmt, guard, id_arg, lanes_flush, make_ready, new_state
--- Uses: new_writes, parse_body, parse_state, put, read_config_fields, read_many, record_fields
--- Uses: repair_args, unmarked, upgrade_v0, zrem
--- Uses: repair_item, repair_items
+-- Uses: K, apply, drop_field, fmt, guard, id_arg, lanes_flush, make_ready, new_state, new_writes
+-- Uses: parse_body, parse_state, put, read_config_fields, read_many, record_fields, repair_args
+-- Uses: repair_item, repair_items, unmarked, zrem
 
 return guard('repair', function()
   local now = repair_args()
@@ -32,10 +31,6 @@ return guard('repair', function()
       local state = values[2 * i - 1] and parse_state(unmarked(values[2 * i - 1])) or nil
       local body = values[2 * i] or nil
       local info = body and string.byte(body, 1) == BODY_FORMAT_BYTE and parse_body(body) or nil
-      if not info and body then
-        local old_state, upgraded = upgrade_v0(body)
-        if upgraded then body, info, state = upgraded, parse_body(upgraded), state or old_state end
-      end
       if info then
         status = 0
         local repaired = new_state('R', fmt(now), state and state.rank or nil, info.type, info.group)

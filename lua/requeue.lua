@@ -12,10 +12,9 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, after_quarantine, apply, drop_field, guard, hold_of, id_arg, lanes_flush
--- Uses: load, make_ready, new_writes, presence_status, put, quarantine, read_config_fields
--- Uses: requeue_args, write_upgrade, zrem
--- Uses: requeue_item, requeue_items
+-- Uses: K, after_quarantine, apply, drop_field, guard, hold_of, id_arg, lanes_flush, load
+-- Uses: make_ready, new_writes, presence_status, quarantine, read_config_fields, requeue_args
+-- Uses: requeue_item, requeue_items, zrem
 
 return guard('requeue', function()
   local now, now_text = requeue_args()
@@ -47,7 +46,6 @@ return guard('requeue', function()
         make_ready(writes, id, state, config, now, holding)
         zrem(writes, K.failed, id)
         drop_field(writes, id .. STALLS)
-        if task.upgraded then put(writes, id, task.body); task.upgraded = false end
         requeued[id] = true
       end
     end
@@ -55,7 +53,6 @@ return guard('requeue', function()
       quarantine(writes, id, task.problem, now)
       after_quarantine(id, task, config)
     end
-    write_upgrade(writes, id, task)
     answered[id] = status
     result[i] = status
   end

@@ -27,8 +27,7 @@
 -- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fail_in_lane, fenced_presence
 -- Uses: fmt, group_policy, guard, id_arg, is_id, lane_of, lane_release, lanes_flush, make_ready
 -- Uses: new_writes, note_due, put_state, read_config_fields, read_many, read_record, settle_args
--- Uses: state_line, time_arg, token_matches, write_upgrade, zadd
--- Uses: settle_item
+-- Uses: settle_item, state_line, time_arg, token_matches, zadd
 
 return guard('settle', function()
   local now, now_text = settle_args()
@@ -111,7 +110,6 @@ return guard('settle', function()
           done[#done + 1] = now_text
           done[#done + 1] = id
           drop_field(writes, id)
-          task.upgraded = false -- a v0 record's body goes with the ack
           if lane then lane_release(lane, id, config, now) end
         else
           local retry_at, retry_text = time_arg('retryAtMs', retries[i])
@@ -135,7 +133,6 @@ return guard('settle', function()
         end
         if state.letter ~= 'R' and state.letter ~= 'W' then put_state(writes, id, state) end
       end
-      write_upgrade(writes, id, task)
       result[#result + 1] = status
       result[#result + 1] = status == 6 and 'C' or (state and state.letter) or (task.body_info and 'R' or '')
     end

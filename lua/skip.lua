@@ -10,9 +10,8 @@
 --   read: set aside). An id named twice counts once (its second mention is answered as the first).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: after_quarantine, apply, guard, id_arg, lane_of, lane_release, lanes_flush
--- Uses: load, new_writes, presence_status, put_state, quarantine, read_config_fields, skip_args
--- Uses: write_upgrade
+-- Uses: after_quarantine, apply, guard, id_arg, lane_of, lane_release, lanes_flush, load
+-- Uses: new_writes, presence_status, put_state, quarantine, read_config_fields, skip_args
 -- Uses: skip_item, skip_items
 
 return guard('skip', function()
@@ -43,7 +42,6 @@ return guard('skip', function()
         released[#released + 1] = { lane = lane_of(state.type, state.group), id = id }
       end
     end
-    write_upgrade(writes, id, task)
     answered[id] = status
     result[i] = status
   end

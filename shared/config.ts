@@ -6,9 +6,8 @@
  */
 
 /**
- * The storage format these scripts write (docs/storage.md); the queue's config records it. They also
- * read a queue of format v1 and v0, and the first script that writes a v1 queue marks it v2, so the
- * scripts of a v1 release stop at it (LEASEQ_FORMAT) before they write anything.
+ * The storage format these scripts read and write (docs/storage.md), the only one: the queue's config
+ * records it, and a queue of another format is refused (LEASEQ_FORMAT) before anything is written.
  */
 export const FORMAT_VERSION = 2;
 

@@ -2,7 +2,7 @@ import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 
 /**
- * The Redis keys of one queue (storage format v1, docs/storage.md). All share the hash tag
+ * The Redis keys of one queue (storage format v2, docs/storage.md). All share the hash tag
  * `{<queue>}`, so they live in one slot. Every script gets all of them in KEYS, in this order
  * (lua/lib/arguments.lua reads them by position).
  */

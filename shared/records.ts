@@ -26,7 +26,7 @@ const BODY_PREFIX = new RegExp(`^${BODY_FORMAT}\\|(\\d+)\\|([^|]+)\\|([^|]*)\\|`
 /** The parts of a body; throws StoreError when it is not one (a store answering something else). */
 export function parseBody(body: string): { enqueuedAtMs: number; type: string; group: string; payload: string } {
   const match = BODY_PREFIX.exec(body);
-  if (!match) throw new StoreError(`claim: the script returned a body that is not format v1`, undefined);
+  if (!match) throw new StoreError(`claim: the script returned a body that is not of format v2`, undefined);
   return {
     enqueuedAtMs: Number(match[1]),
     type: match[2],

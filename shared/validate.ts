@@ -1,5 +1,6 @@
 import { ID_CHARACTERS, ID_PATTERN, ID_RESERVED_END, LIMITS, NAME_CHARACTERS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError } from "./errors.js";
+import { groupPolicyLine } from "./protocol/groups.js";
 import {
   type GroupPolicy,
   type LeasePolicy,
@@ -216,14 +217,14 @@ export function checkQueueGroupPolicy(where: string, policy: GroupPolicy): Group
 
 /** A group policy as its config text: "<concurrency>,<ordered>,<rateMax>,<rateMs>,<typeRateMax>,<typeRateMs>". */
 export function groupPolicyText(policy: TypeGroupPolicy): string {
-  return [
-    policy.concurrency ?? 0,
-    policy.ordered ? 1 : 0,
-    policy.rate?.max ?? 0,
-    policy.rate?.perMs ?? 0,
-    policy.typeRate?.max ?? 0,
-    policy.typeRate?.perMs ?? 0,
-  ].join(",");
+  return groupPolicyLine({
+    concurrency: policy.concurrency ?? 0,
+    ordered: policy.ordered ? 1 : 0,
+    rateMax: policy.rate?.max ?? 0,
+    rateMs: policy.rate?.perMs ?? 0,
+    typeRateMax: policy.typeRate?.max ?? 0,
+    typeRateMs: policy.typeRate?.perMs ?? 0,
+  });
 }
 
 /** Validates a type's lease policy. */

@@ -19,13 +19,10 @@
 --   task hash, field !<m>:<key>  flow control's state of a key (m: d dedupe, b debounce, t throttle,
 --                             s singleton; lib/flow.lua): ids never start with "!" either
 --   task hash, field #v0      and the scheduled set's member #v0 at score 0: the guard that stops a
---                             worker of format v0 before it pops anything (upgrade_format)
+--                             worker of leaseq 0.1.0 before it pops anything (stamp_format)
 --   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold, wake
 --   grouped, groups, groupwait  groups and types set aside (see "Groups" below, and docs/groups.md)
 --   schedules hash, plan zset   the schedules and when each is next planned (lua/plan.lua, docs/schedules.md)
--- A record written by format v0 ("R|type|rank|attempts|claims|max|atMs|errorBytes|error+payload" in
--- field <id>) is read and rewritten as v2 by whichever script meets it first; one of format v1 is
--- read as it is (docs/storage.md "From format v1").
 --
 -- Two rules every script keeps (test/shared/lua-bounds.test.ts, test/lua/faults.test.ts):
 --   - No variadic command takes more than VARIADIC_MAX values: they all go through read_many and

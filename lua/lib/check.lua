@@ -28,7 +28,7 @@ local function check_config(config, now, problems, repair)
       redis.call('HSET', K.task, V0_GUARD, V0_GUARD_TEXT)
       redis.call('ZADD', K.scheduled, 0, V0_GUARD)
     end
-    report(problems, 'v0_guard', V0_GUARD, 'the guard that stops workers of format v0 is missing', repair)
+    report(problems, 'v0_guard', V0_GUARD, 'the guard that stops workers of leaseq 0.1.0 is missing', repair)
   end
   local next_due, earliest = tonumber(config.nextDue), earliest_due()
   if next_due and next_due > earliest then
@@ -244,7 +244,7 @@ local function check_tasks(config, now, cursor, count, problems, repair)
       if state.letter ~= 'D' and not has_body then
         report(problems, 'no_body', id, 'a ' .. expected .. ' task without its body (payload)', repair)
         if repair then quarantine(writes, id, 'a task without its body', now, member_of[i]) end
-      elseif state.letter == 'D' and has_body and not task.upgraded then
+      elseif state.letter == 'D' and has_body then
         report(problems, 'done_body', id, 'a DONE task still has its body', repair)
         if repair then drop_field(writes, id) end
       end
@@ -265,7 +265,7 @@ local function check_tasks(config, now, cursor, count, problems, repair)
         local record, rules = lanes[lane], group_policy(config, state.type, lane)
         local kind = slot_kind(state_text(state), lane)
         local needs = kind == 'out' or ((kind == 'lease' or kind == 'held' or kind == 'failed') and rules.conc > 0)
-        if needs and not has_slot(record, id) and not (kind == 'out' and record.legacy > 0) then
+        if needs and not has_slot(record, id) then
           report(problems, 'group_slots', lane, id .. ' (' .. kind .. ') uses a slot its group\'s record does not name', repair)
           if repair then add_slot(lane, record, id) end
         end
@@ -371,7 +371,7 @@ local function check_lanes(config, now, position, count, problems, repair)
   for i, name in ipairs(parked_names) do waiting[name] = scores[i] end
   for _, name in ipairs(names) do
     local record, text = lanes[name], texts[name]
-    if not string.match(text, SHORT_LANE_PATTERN) and not string.match(text, LANE_PATTERN) then
+    if not string.match(text, LANE_HEAD_PATTERN) and not string.match(text, LANE_PATTERN) then
       report(problems, 'group_record', name, 'its record cannot be read', repair)
       if repair then lane_touch(name, record) end -- written again from what is known (parked counted below)
     end
@@ -392,8 +392,8 @@ local function check_lanes(config, now, position, count, problems, repair)
       local task_type = is_type and string.sub(name, 2) or lane_type(name)
       local rules = group_policy(config, task_type, not is_type and name or nil)
       local limit = rules.ordered and 1 or rules.conc
-      if not is_type and limit > 0 and slot_count(record) + record.legacy > limit then
-        report(problems, 'concurrency', name, (slot_count(record) + record.legacy) .. ' tasks use its slots; its concurrency is ' ..
+      if not is_type and limit > 0 and slot_count(record) > limit then
+        report(problems, 'concurrency', name, slot_count(record) .. ' tasks use its slots; its concurrency is ' ..
           limit, false)
       end
       if record.parked > 0 and not waiting[name] then

@@ -1,12 +1,32 @@
 -- The queue's config (configure.lua writes the settings; the scripts keep nextDue, hold, wake).
 
--- This release reads formats v0 (records only), v1 and v2, and writes v2.
+-- The scripts read and write one format, FORMAT_VERSION: a queue stored in another is refused
+-- before anything is written, with the format found and what to do.
+local function format_refused(found)
+  error({ code = 'LEASEQ_FORMAT', message = 'the queue is stored in format ' .. found ..
+    ', and this release reads and writes format v' .. FORMAT_VERSION .. ' only: drain the queue with ' ..
+    'the leaseq release that wrote it, or delete it (leaseq drop), then run this release (docs/storage.md)' })
+end
+
+-- A config without `v` is a new queue's, or one of leaseq 0.1.0 (format v0), which kept no config:
+-- its tasks are in the task hash, which the first script to write a new queue stamps with `v`
+-- before anything else (stamp_format).
 local function check_version(version)
-  if version and version ~= FORMAT_TEXT and version ~= '1' then
-    error({ code = 'LEASEQ_FORMAT', message = 'the queue is stored in format v' .. string.sub(version, 1, 10) ..
-      ', and these scripts read formats v0 to v' .. FORMAT_VERSION .. ' and write v' .. FORMAT_VERSION ..
-      ': run the leaseq release that matches the queue (docs/storage.md)' })
-  end
+  if version == FORMAT_TEXT then return end
+  if version then format_refused('v' .. string.sub(version, 1, 10)) end
+  if redis.call('EXISTS', K.task) == 1 then format_refused('v0 (leaseq 0.1.0)') end
+end
+
+-- A new queue is stamped at the first script that writes it: config v, and the guard that stops a
+-- worker of leaseq 0.1.0 (which reads no config) before it pops anything: its claim first reads the
+-- due scheduled tasks, meets the guard's member and fails on its record, which it cannot parse.
+-- `config` was read with its v (read_config, read_config_fields).
+local function stamp_format(config)
+  if config.v == FORMAT_TEXT then return end
+  redis.call('HSET', K.config, 'v', FORMAT_TEXT)
+  config.v = FORMAT_TEXT
+  redis.call('HSET', K.task, V0_GUARD, V0_GUARD_TEXT)
+  redis.call('ZADD', K.scheduled, 0, V0_GUARD)
 end
 
 -- For the scripts that read no setting: the format version alone (one HGET).
@@ -126,6 +146,6 @@ end
 local function hold_of(config)
   local hold = config.hold
   if not hold then return nil end
-  local at, id = string.match(hold, '^(%d+)|?(.*)$')
+  local at, id = string.match(hold, '^(%d+)|(.*)$')
   return tonumber(at), id ~= '' and id or nil
 end

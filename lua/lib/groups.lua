@@ -13,18 +13,17 @@
 -- ready set, flagged "u", each holding one of the lane's slots until it is claimed. Every common
 -- step (enqueue, claim, ack) reads and writes the lanes of a whole batch with one HMGET and one
 -- HSET; only parking and letting out cost a command per task.
---   groups hash, field <lane>   "<ready>|<last>|<slots>[|<parked>|<legacy>|<window>|<count>]":
+--   groups hash, field <lane>   "<ready>|<last>|<slots>[|<parked>|<window>|<count>]" (declared in
+--                               shared/protocol/groups.ts, read with LANE_PATTERN, written by lane_line):
 --     ready    tasks READY (parked included): what `groups` shows, and when the record may go
 --     last     the lane's last virtual time per priority, as the ready-set score it gave
---              ("<score>[,<score>...]": at most LAST_BANDS_MAX priorities, the newest first); a v1
---              record's, a virtual time alone, reads as one of priority -1000
+--              ("<score>[,<score>...]": at most LAST_BANDS_MAX priorities, the newest first)
 --     slots    the ids (comma-separated) of the tasks using the lane's slots: leased (a lane with a
 --              concurrency), an ordered group's retry keeping its place (S, flag h), and tasks let
 --              out not claimed yet (R, flag u). Every read checks them against their states
 --              (lanes_verify): a task that moved on (acked, cancelled, deleted, quarantined) is
 --              dropped, so no count can outlive its task. An ack writes no record.
 --     parked   tasks parked in grouped under this lane
---     legacy   tasks let out under format v1, which named no ids (v2 adds none: it only counts down)
 --     window, count  the rate window's start (ms) and its claims
 --     The record goes when nothing is READY, held, parked or counted in a live window (tick's check
 --     sweeps the records whose slots were all acked since); the "|" lane's stays.
@@ -42,15 +41,12 @@
 local NUL = '\0'
 local LEX_END = '\1'
 local AT = 64 -- "@", the first byte of a type's own record
-local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)$'
-local SHORT_LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 -- The most parked tasks one step lets out of a lane.
 local UNPARK_MAX = 100
 -- The most tasks set aside by their type one step puts back.
 local TYPE_UNPARK_MAX = 1000
 -- The most lanes and types whose time came one claim opens (a tick opens up to its limit).
 local OPEN_PER_CLAIM = 100
-local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 local NO_GROUP_POLICY = { conc = 0, ordered = false, rate_max = 0, rate_ms = 0, type_max = 0, type_ms = 0 }
 -- The lane of the tasks without a group (config fair = 1).
 local UNGROUPED = '|'
@@ -139,7 +135,7 @@ end
 -- so adding them rehashes nothing.
 local function empty_record()
   return {
-    ready = 0, last = '', slots = '', parked = 0, legacy = 0, window = 0, count = 0, dirty = false, outs = false,
+    ready = 0, last = '', slots = '', parked = 0, window = 0, count = 0, dirty = false, outs = false,
     span = false, last_score = false,
   }
 end
@@ -160,19 +156,19 @@ local function lanes_load(names)
   for i, name in ipairs(missing) do
     local text, record = values[i], nil
     if text then
-      local ready, last, slots = string.match(text, SHORT_LANE_PATTERN)
+      local ready, last, slots = string.match(text, LANE_HEAD_PATTERN)
       if ready then
         record = {
-          ready = tonumber(ready), last = last, slots = slots, parked = 0, legacy = 0, window = 0, count = 0, dirty = false,
+          ready = tonumber(ready), last = last, slots = slots, parked = 0, window = 0, count = 0, dirty = false,
           outs = false, span = false, last_score = false,
         }
       else
-        local parked, legacy, window, count
-        ready, last, slots, parked, legacy, window, count = string.match(text, LANE_PATTERN)
+        local parked, window, count
+        ready, last, slots, parked, window, count = string.match(text, LANE_PATTERN)
         if ready then
           record = {
             ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),
-            legacy = tonumber(legacy), window = tonumber(window), count = tonumber(count), dirty = false,
+            window = tonumber(window), count = tonumber(count), dirty = false,
             outs = false, span = false, last_score = false,
           }
         end
@@ -324,18 +320,13 @@ local function lanes_flush(now)
     local r = lanes[name]
     r.dirty = false
     local slots = r.slots
-    if name ~= UNGROUPED and slots == '' and r.ready <= 0 and r.parked <= 0 and r.legacy <= 0 and
+    if name ~= UNGROUPED and slots == '' and r.ready <= 0 and r.parked <= 0 and
       (r.count == 0 or (r.span and r.window + r.span <= now)) then
       gone[#gone + 1] = name
     else
       fields[#fields + 1] = name
-      local head = count_text(r.ready) .. '|' .. (r.last_score and fmt(r.last_score) or r.last) .. '|' .. slots
-      if r.parked > 0 or r.legacy > 0 or r.count > 0 then
-        fields[#fields + 1] = head .. '|' .. count_text(r.parked) .. '|' .. count_text(r.legacy) .. '|' .. fmt(r.window) ..
-          '|' .. count_text(r.count)
-      else
-        fields[#fields + 1] = head
-      end
+      fields[#fields + 1] = lane_line(count_text(r.ready), r.last_score and fmt(r.last_score) or r.last, slots,
+        count_text(r.parked), fmt(r.window), count_text(r.count))
     end
   end
   lanes_dirty = {}
@@ -517,8 +508,6 @@ local function lane_park(writes, lane, record, id, state)
     if has_slot(record, id) then
       drop_slot(lane, record, id)
       if record.outs then record.outs = record.outs - 1 end
-    elseif record.legacy > 0 then
-      record.legacy = record.legacy - 1
     end
   end
   state.letter = 'W'
@@ -535,12 +524,12 @@ local function lane_room(lane, record, config, now)
   local room = UNPARK_MAX
   lanes_verify({ lane })
   if policy.conc > 0 then
-    room = math.min(room, policy.conc - slot_count(record) - record.legacy)
+    room = math.min(room, policy.conc - slot_count(record))
   end
   if policy.rate_max > 0 then
     local open, opens_at = rate_open(record, policy.rate_max, policy.rate_ms, now)
     if not open then return 0, opens_at end
-    room = math.min(room, rate_room(record, policy.rate_max, policy.rate_ms, now, (record.outs or 0) + record.legacy))
+    room = math.min(room, rate_room(record, policy.rate_max, policy.rate_ms, now, record.outs or 0))
   end
   return room, nil
 end
@@ -682,7 +671,7 @@ local function lane_add(writes, id, state, config, now)
     redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
     record.parked = record.parked + 1
     lanes_verify({ lane })
-    if record.slots == '' and record.legacy <= 0 then lane_unpark(lane, config, now) end
+    if record.slots == '' then lane_unpark(lane, config, now) end
     return
   end
   if record.parked > 0 then return lane_park(writes, lane, record, id, state) end
@@ -759,8 +748,7 @@ local function lane_remove(id, state, config, now)
   local record = lane_get(lane)
   record.ready = record.ready - 1
   if string.find(state.flags, 'u', 1, true) then
-    if has_slot(record, id) then drop_slot(lane, record, id)
-    elseif record.legacy > 0 then record.legacy = record.legacy - 1 end
+    if has_slot(record, id) then drop_slot(lane, record, id) end
   end
   lane_touch(lane, record)
   if record.parked > 0 then
@@ -803,34 +791,6 @@ local function start_fair(config)
   local tail = redis.call('ZRANGE', K.ready, -1, -1, 'WITHSCORES')
   if record.last == '' and #tail > 0 then record.last = tail[2] end
   lane_touch(UNGROUPED, record)
-end
-
--- A queue of format v1, or a new one, becomes v2 at the first script that writes it this way:
--- config v = 2 stops the scripts of a v1 release before they write anything, and the guard stops a
--- v0 worker's claim before it pops anything (its first step reads the due scheduled tasks, and the
--- guard's record is one it cannot parse). A v1 queue with groups takes fair turns from then on.
--- `config` must carry v (and fair, or config_get reads it).
-local function upgrade_format(config)
-  if config.v == FORMAT_TEXT then return end
-  local had = config.v
-  redis.call('HSET', K.config, 'v', FORMAT_TEXT)
-  config.v = FORMAT_TEXT
-  redis.call('HSET', K.task, V0_GUARD, V0_GUARD_TEXT)
-  redis.call('ZADD', K.scheduled, 0, V0_GUARD)
-  if had and config_get(config, 'fair') ~= '1' and redis.call('HLEN', K.groups) > 0 then start_fair(config) end
-  -- Records quarantined before format v2 have no mark: the first page now, the check the rest.
-  local ids = redis.call('ZRANGE', K.corrupt, 0, VARIADIC_MAX - 1)
-  if #ids == 0 then return end
-  local values, fields = record_fields(ids, true, false)
-  local marks = {}
-  for i = 1, #fields, 2 do
-    local value, body = values[i], values[i + 1]
-    if (value or body) and not (value and string.sub(value, 1, 2) == QUARANTINED) then
-      marks[#marks + 1] = fields[i]
-      marks[#marks + 1] = QUARANTINED .. (value or '')
-    end
-  end
-  write_many('HSET', K.task, marks, 2)
 end
 
 -- Lanes and types whose time came (a rate window opened, a type resumed), at most `limit` of them:
@@ -939,7 +899,6 @@ local function promote_due(config, now, now_text, limit, open_limit)
       else
         local state = task.state
         state.letter, state.at = 'R', now_text
-        if task.upgraded and task.body then put(writes, id, task.body) end
         -- A held retry of an ordered group gives back its slot as it goes first in its group.
         local held = state.flags == 'h'
         state.flags = ''

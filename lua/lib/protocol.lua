@@ -24,7 +24,11 @@ local DIGITS_MAX = 4
 local DIGITS_AT = 15
 local DIGITS_RANK = 16
 local DIGITS_ENQUEUED = 15
--- A body of the current format starts with "1" (a record of format v0 with its state letter).
+-- A group's record and a type's group policy (shared/protocol/groups.ts).
+local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)$'
+local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
+local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
+-- A body of the current format starts with "1".
 local BODY_FORMAT_BYTE = 49
 
 -- A state record's text: its fields in their declared order, "|" between them; `lane` is type and
@@ -53,6 +57,13 @@ local function new_state(letter, at, rank, task_type, group)
     claim = '',
     error = '',
   }
+end
+
+-- A group record's text: its fields in their declared order, "|" between them; the fields after
+-- slots only when parked or count is not 0.
+local function lane_line(ready, last, slots, parked, window, count)
+  if parked == '0' and count == '0' then return ready .. '|' .. last .. '|' .. slots end
+  return ready .. '|' .. last .. '|' .. slots .. '|' .. parked .. '|' .. window .. '|' .. count
 end
 
 -- A body record's text: the format mark, then its fields in their declared order.

@@ -11,7 +11,6 @@ local STALLS = ':t'
 local QUARANTINED = 'C|'
 -- The first byte of the task hash's own fields (#lease, #v0): ids never start with it.
 local OWN_FIELD_BYTE = 35 -- "#"
-local V0_PATTERN = '^([RSLDF])|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|()'
 
 -- A state text as a table of its fields, each the text it was stored as (attempts, gen, max, at and
 -- rank are digits: tonumber where arithmetic needs them), or nil and the reason it cannot be read.
@@ -57,33 +56,14 @@ local function token_of(state)
   return state.rank .. '.' .. state.gen
 end
 
--- Whether `token` is the state's lease token. A lease claimed under format v0 (flag "o") was handed
--- out as "<arrival seq>.<gen>": that form is honoured for it until the lease ends.
+-- Whether `token` is the state's lease token.
 local function token_matches(state, token)
-  if token == state.rank .. '.' .. state.gen then return true end
-  return string.find(state.flags, 'o', 1, true) ~= nil and token == fmt(tonumber(state.rank) % RANK_SEQ_SPAN) .. '.' .. state.gen
-end
-
--- A record of format v0 as a v1 state and body, or nil. The upgrade is written by the caller.
-local function upgrade_v0(text)
-  local letter, task_type, rank, attempts, claims, max, at, error_bytes, body_at = string.match(text, V0_PATTERN)
-  if not letter or not string.find(task_type, NAME_PATTERN) or #rank > DIGITS_RANK or #attempts > DIGITS_ATTEMPTS then
-    return nil
-  end
-  local payload_at = body_at + tonumber(error_bytes)
-  at = fmt(math.min(math.max(0, tonumber(at)), TIME_MAX_MS))
-  local state = {
-    letter = letter, attempts = attempts, gen = claims, max = max, at = at, flags = letter == 'L' and 'o' or '',
-    rank = rank, type = task_type, group = '', claim = '', error = string.sub(text, body_at, payload_at - 1),
-  }
-  local body = nil
-  if letter ~= 'D' then body = body_line(at, task_type, '', string.sub(text, payload_at)) end
-  return state, body
+  return token == state.rank .. '.' .. state.gen
 end
 
 -- One task's record from its fields as fetched: the state text (nil: READY, never claimed, or
 -- not loaded) and the body (nil when absent or not loaded). Returns { state, body, body_info,
--- upgraded, problem }. Never raises: a record it cannot read gets `problem`, for the caller to
+-- problem }. Never raises: a record it cannot read gets `problem`, for the caller to
 -- quarantine.
 local function read_record(state_value, body_value)
   local task = { body = body_value or nil }
@@ -96,14 +76,7 @@ local function read_record(state_value, body_value)
     if string.byte(task.body, 1) == BODY_FORMAT_BYTE then
       task.body_info, task.problem = parse_body(task.body)
     elseif not task.state then
-      local state, body = upgrade_v0(task.body)
-      if state then
-        task.state, task.upgraded = state, true
-        task.body = body
-        if body then task.body_info = parse_body(body) end
-      else
-        task.problem = 'unreadable record (neither format v1 nor v0)'
-      end
+      task.problem = 'unreadable body record'
     end
   end
   if not task.problem and not task.state and not task.body then task.problem = 'no record' end
@@ -124,7 +97,7 @@ local function record_fields(ids, body, reason)
 end
 
 -- Loads tasks by id: HMGET of their state fields (and bodies when `with_body`), a table by id of
--- read_record()'s. A missing state is looked up in the body once, for records of format v0.
+-- read_record()'s. A missing state (a READY task never claimed, or none) is looked up in the body.
 local function load(ids, with_body)
   local tasks = {}
   if #ids == 0 then return tasks end

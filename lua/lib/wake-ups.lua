@@ -413,7 +413,6 @@ local function reclaim_expired(config, now, now_text, skew, limit)
         state.flags = stalls >= 2 and 's' or ''
         make_ready(writes, id, state, config, now, true)
       end
-      if task.upgraded and task.body then put(writes, id, task.body) end
       zrem(writes, K.leased, id)
       result[#result + 1] = id
       result[#result + 1] = state.letter == 'W' and 'R' or state.letter

@@ -64,10 +64,3 @@ local function quarantine(writes, id, reason, now, member)
   for _, key in ipairs(TASK_SETS) do zrem(writes, key, id) end
   if member then zrem(writes, K.grouped, member) end
 end
-
--- A v0 record met by a script that does not rewrite it otherwise: write its v1 form now.
-local function write_upgrade(writes, id, task)
-  if not task.upgraded then return end
-  put_state(writes, id, task.state)
-  if task.body then put(writes, id, task.body) else drop_field(writes, id) end
-end

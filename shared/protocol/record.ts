@@ -18,7 +18,6 @@ export const STATE_LETTERS = {
 /** The flags a state may carry (its `flags` field: lower-case letters). */
 export const STATE_FLAGS = {
   s: "returned by a reclaim: the next claim hands it out alone",
-  o: "a lease claimed under format v0, whose holder has a token of the old form",
   h: "a retry of an ordered group, SCHEDULED, that keeps its group's slot meanwhile; or a task of an ordered group with onFailure hold, FAILED, that keeps its group's slot until it is requeued or skipped",
   u: "READY, let out of its group's parked tasks to run next",
   p: "a lease whose settle lets its group's parked tasks out",
@@ -30,12 +29,13 @@ export const STATE_FLAGS = {
 
 /**
  * How a field is written: `letter` one of STATE_LETTERS; `digits` an integer in decimal, at most
- * `maxDigits` of them (so only its length needs checking); `flags` lower-case letters; `name` 0 or
+ * `maxDigits` of them (so only its length needs checking); `digit list` and `id list` such values
+ * joined by ","; `flags` lower-case letters; `name` 0 or
  * more characters of a type's (NAME_CHARACTERS: A-Z a-z 0-9 _ . -); `id` 0 or more of a group's
  * (ID_CHARACTERS: `:` and `@` too); `remainder` the rest of the record, whatever it holds.
  */
-type FieldKind = "letter" | "digits" | "flags" | "name" | "id" | "remainder";
-type Field = { kind: FieldKind; maxDigits?: number; initial?: string; meaning: string };
+type FieldKind = "letter" | "digits" | "digit list" | "id list" | "flags" | "name" | "id" | "remainder";
+export type Field = { kind: FieldKind; maxDigits?: number; initial?: string; meaning: string };
 
 /**
  * The state record's fields, in the order they are written, "|" between them. `initial` is the
@@ -76,7 +76,7 @@ export const STATE_FIELDS = {
 export type StateField = keyof typeof STATE_FIELDS;
 export const stateFieldNames = () => Object.keys(STATE_FIELDS) as StateField[];
 
-/** The body's format mark: a body of the current format starts with it (a v0 record with its letter). */
+/** The body's format mark: a body of the current format starts with it. */
 export const BODY_FORMAT = "1";
 
 /** The body record's fields after its format mark, in order, "|" between them. */
@@ -106,6 +106,8 @@ const ID_CLASS = luaClass(ID_SYMBOLS);
 const CLASS: Record<Exclude<FieldKind, "remainder">, { strict: string; loose: string; filled: string }> = {
   letter: { strict: `[${Object.keys(STATE_LETTERS).join("")}]`, loose: ".", filled: "." },
   digits: { strict: "%d+", loose: "%d*", filled: "%d+" },
+  "digit list": { strict: "[%d,]*", loose: "[%d,]*", filled: "[%d,]+" },
+  "id list": { strict: "[^|]*", loose: "[^|]*", filled: "[^|]+" },
   flags: { strict: "%l*", loose: "%l*", filled: "%l+" },
   name: { strict: `${NAME_CLASS}*`, loose: "[^|]*", filled: `${NAME_CLASS}+` },
   id: { strict: `${ID_CLASS}*`, loose: "[^|]*", filled: `${ID_CLASS}+` },
@@ -148,14 +150,15 @@ export type Read =
  * "|" (the next field starts), "$" (the record ends there) or "()" (the position of the next field,
  * for a `remainder` field taken apart). `prefix` is matched before the first field (the body's mark).
  */
-function recordPattern<T extends Record<string, Field>>(
+export function recordPattern<T extends Record<string, Field>>(
   fields: T,
   spec: {
     reads: Partial<Record<keyof T, Read>>;
     through: keyof T & string;
-    end: "|" | "|$" | "|()";
+    end: "|" | "|$" | "|()" | "$";
     prefix?: string;
     lane?: { from: keyof T; to: keyof T; read: "take" };
+    separator?: string;
   },
 ): string {
   const names = Object.keys(fields) as Array<keyof T & string>;
@@ -177,7 +180,7 @@ function recordPattern<T extends Record<string, Field>>(
     if (spec.lane?.to === name) text = `${text})`;
     parts.push(text);
   }
-  return `^${spec.prefix ?? ""}${parts.join("|")}${spec.end}`;
+  return `^${spec.prefix ?? ""}${parts.join(spec.separator ?? "|")}${spec.end}`;
 }
 
 /**

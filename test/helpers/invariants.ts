@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import { SINGLETON_GROUP_PREFIX } from "../../shared/config.js";
+import { parseGroupPolicy, parseLane } from "../../shared/protocol/groups.js";
 import type { Queue } from "../../shared/queue.js";
 
 /** A task as storage format v2 keeps it (docs/storage.md), read straight from Redis. */
@@ -206,20 +207,23 @@ export async function assertGroups(
     if (task.state === "W" && !task.flags.includes("t")) lane(task).parked += 1;
   }
   for (const [name, entry] of lanes) {
-    const [ready = "0", , slotText = "", parked = "0", legacy = "0"] = (records[name] ?? "").split("|");
+    const {
+      ready,
+      slots: slotText,
+      parked,
+    } = parseLane(records[name] ?? "0||") ?? { ready: "0", slots: "", parked: "0" };
     const slots = new Set(slotText === "" ? [] : slotText.split(","));
     const type = name.slice(0, name.indexOf("|"));
     // A singleton's lane runs one task at a time, in no order, whatever its type's policy (docs/flow-control.md).
     const singleton = name.slice(type.length + 1).startsWith(SINGLETON_GROUP_PREFIX);
-    const [concurrency = 0, ordered = 0] = singleton
-      ? [1, 0]
-      : (config[`g:${type}`] ?? config.gd ?? "0,0").split(",").map(Number);
+    const policy = parseGroupPolicy(config[`g:${type}`] ?? config.gd ?? "");
+    const [concurrency, ordered] = singleton ? [1, 0] : [policy?.concurrency ?? 0, policy?.ordered ?? 0];
     if (concurrency > 0) {
       for (const id of entry.active) expect(slots.has(id), `group ${name}'s record names its lease ${id}`).toBe(true);
       expect(entry.active.length + entry.out.length, `concurrency of group ${name}`).toBeLessThanOrEqual(concurrency);
     }
     for (const id of entry.out) {
-      expect(slots.has(id) || Number(legacy) > 0, `group ${name}'s record names its task let out ${id}`).toBe(true);
+      expect(slots.has(id), `group ${name}'s record names its task let out ${id}`).toBe(true);
     }
     if (ordered === 1)
       expect(entry.active.length + entry.out.length, `ordered group ${name}: one at a time`).toBeLessThanOrEqual(1);
@@ -238,12 +242,12 @@ export async function assertGroups(
   }
   for (const [type, count] of typeParked) {
     if (tainted.has(`@${type}`)) continue; // it counted a record made unreadable on purpose
-    const parked = (records[`@${type}`] ?? "").split("|")[3] ?? "0";
+    const parked = parseLane(records[`@${type}`] ?? "0||")?.parked ?? "0";
     expect(Number(parked), `tasks of type ${type} set aside`).toBe(count);
   }
   for (const [name, text] of Object.entries(records)) {
     if (name.startsWith("@") || name === "|" || lanes.has(name) || tainted.has(name)) continue;
-    const [, , , parked = "0"] = text.split("|");
+    const parked = parseLane(text)?.parked ?? "0";
     expect(parked, `record of group ${name}, which has no task`).toBe("0");
   }
 }
