@@ -38,9 +38,29 @@ export function queueName(command: Command, env: NodeJS.ProcessEnv = process.env
 }
 
 /**
- * Runs `work` on the queue the command names, then closes the store whatever happened. The queue
- * name is checked (Queue throws InvalidInputError) before any connection is opened. With
- * `--verbose`, says on stderr which backend it connected to.
+ * Runs `work` on the store the environment names (openStore), then closes it whatever happened; a
+ * store's failure is thrown in words (inWords). With `--verbose`, says on stderr that `what` (e.g.
+ * `queue "emails"`) is on that backend.
+ */
+export async function withStore<T>(
+  command: Command,
+  what: string,
+  work: (store: Store, where: string) => Promise<T>,
+): Promise<T> {
+  const { store, where } = await openStore();
+  if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: ${what} on ${where}\n`);
+  try {
+    return await work(store, where);
+  } catch (error) {
+    throw inWords(error, where);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Runs `work` on the queue the command names (withStore). The queue name is checked (Queue throws
+ * InvalidInputError) before any connection is opened.
  */
 export async function withQueue<T>(
   command: Command,
@@ -49,15 +69,9 @@ export async function withQueue<T>(
 ): Promise<T> {
   const name = queueName(command);
   queueKeys(name);
-  const { store, where } = await openStore();
-  if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: queue "${name}" on ${where}\n`);
-  try {
-    return await work(new Queue(store, { ...options, name }), where, store);
-  } catch (error) {
-    throw inWords(error, where);
-  } finally {
-    await store.close();
-  }
+  return withStore(command, `queue "${name}"`, (store, where) =>
+    work(new Queue(store, { ...options, name }), where, store),
+  );
 }
 
 /**

@@ -2,7 +2,7 @@ import { Argument, type Command } from "commander";
 import { listQueues, Queue } from "../shared/queue.js";
 import type { QueueStats } from "../shared/types.js";
 import { changeByIds } from "./by-ids.js";
-import { openStore, queueName, withQueue } from "./connect.js";
+import { queueName, withQueue, withStore } from "./connect.js";
 import { UsageError } from "./errors.js";
 import { DELETABLE, type Deletable } from "./filters.js";
 import { counted, printResult } from "./output.js";
@@ -98,20 +98,16 @@ export function controlCommands(program: Command): void {
     .description("list the leaseq queues on this Redis with their counts (SCAN: for operators)")
     .option("--json", "print [{queue, ready, scheduled, ...}] as JSON")
     .addHelpText("after", "\nExample:\n  REDIS_URL=redis://127.0.0.1:6379 leaseq queues")
-    .action(async (options: { json?: boolean }) => {
-      const { store, where } = await openStore();
-      try {
-        const names = await listQueues(store);
+    .action(async (options: { json?: boolean }, command: Command) => {
+      await withStore(command, "every queue", async (store, where) => {
         const rows: Array<{ queue: string } & QueueStats> = [];
-        for (const name of names)
+        for (const name of await listQueues(store))
           rows.push({ queue: name, ...(await new Queue(store, { name }).stats({ now: Date.now() })) });
         printResult(options.json, {
           json: () => rows,
           text: () => rows.map((row) => `queue "${row.queue}"${row.paused ? " (paused)" : ""}\n${formatStats(row)}\n`),
           empty: `no leaseq queues on ${where}`,
         });
-      } finally {
-        await store.close();
-      }
+      });
     });
 }

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { listQueues } from "../shared/queue.js";
-import { inWords, openStore, withQueue } from "./connect.js";
+import { withQueue, withStore } from "./connect.js";
 import { type RunningDashboard, startDashboard } from "./dashboard/server.js";
 import { UsageError } from "./errors.js";
 import { counted } from "./output.js";
@@ -59,20 +59,14 @@ Examples:
         });
         return;
       }
-      const { store, where } = await openStore();
-      if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: every queue on ${where}\n`);
-      try {
+      await withStore(command, "every queue", async (store, where) => {
         // Once now, so that a backend out of reach fails here rather than on the first page.
         const names = await listQueues(store);
         const dashboard = await startDashboard({ store, where, token, readOnly, host, port });
         const count = `${counted(names.length, "queue")} now`;
         console.log(`Dashboard ${dashboard.url}\n  every leaseq queue on ${where} (${count})${mode}; Ctrl-C to stop`);
         await untilStopped(dashboard);
-      } catch (error) {
-        throw inWords(error, where);
-      } finally {
-        await store.close();
-      }
+      });
     });
 }
 
