@@ -1,9 +1,11 @@
 // What the dashboard needs of a queue (the library's Queue: the methods it calls), and the helpers
 // of its paths.
 import type { Queue } from "../../shared/queue.js";
+import { LISTABLE } from "../../shared/queue-core.js";
 import type { TaskState } from "../../shared/types.js";
 
-export const STATES: readonly TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
+/** The task states, in the order the pages show them. */
+export const STATES: readonly TaskState[] = LISTABLE;
 
 export type DashboardQueue = Pick<
   Queue,
