@@ -24,10 +24,17 @@ export const LIB_FILES = [
   "records",
   "writes",
   "steps",
-  "groups",
+  "lanes",
+  "rates",
+  "fair-turns",
+  "parking",
+  "lane-tasks",
+  "overlap",
+  "due",
   "wake-ups",
+  "maintenance",
   "flow",
-  "check",
+  "consistency",
 ];
 
 /** The shared helpers: the files of lua/lib/ in LIB_FILES order, joined. */
@@ -39,6 +46,14 @@ export function libSource(dir: string = LUA_DIR): string {
   const listed = [...LIB_FILES].sort();
   if (present.join() !== listed.join()) {
     throw new Error(`lua/lib/ holds ${present.join(", ")}; LIB_FILES lists ${listed.join(", ")}: make them agree`);
+  }
+  // A helper file named like a script reads as that script's part: name it for what it holds.
+  const scripts = new Set(readdirSync(dir).filter((name) => name.endsWith(".lua")));
+  const clashing = LIB_FILES.filter((name) => scripts.has(`${name}.lua`));
+  if (clashing.length > 0) {
+    throw new Error(
+      `lua/lib/ ${clashing.join(", ")}: named like a script of lua/; name a helper file for what it holds`,
+    );
   }
   return LIB_FILES.map((name) => readFileSync(join(dir, "lib", `${name}.lua`), "utf8")).join("\n");
 }

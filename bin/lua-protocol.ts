@@ -4,17 +4,25 @@
 // order). The scripts read records and arguments only through them, so a field or an argument is
 // declared in one place. test/shared/scripts-generated.test.ts fails when the file drifts.
 import { LUA_CONSTANTS } from "../shared/config.js";
-import { groupPatterns, LANE_FIELDS, LANE_HEAD_THROUGH, LANE_TAIL_WHEN } from "../shared/protocol/groups.js";
+import {
+  groupPatterns,
+  LANE_FIELDS,
+  LANE_HEAD_THROUGH,
+  LANE_TAIL_WHEN,
+  UNGROUPED_LANE,
+} from "../shared/protocol/groups.js";
 import { type Arg, fieldName, OPERATIONS, type Operation, type OperationName } from "../shared/protocol/operations.js";
 import {
   BODY_FIELDS,
   BODY_FORMAT,
   namePatterns,
+  QUARANTINED_MARK,
   recordBounds,
   recordPatterns,
   STATE_FIELDS,
   type StateField,
 } from "../shared/protocol/record.js";
+import { valuePatterns, writtenValues } from "../shared/protocol/values.js";
 
 /** A Lua string literal of `text` (single-quoted). */
 function quoted(text: string): string {
@@ -161,6 +169,12 @@ function stateFunctions(): string {
     "",
     laneLine(),
     "",
+    "-- A state BARE_LEASE_PATTERN matched, with `flag` as its flags (its first empty field).",
+    "local function flag_bare_lease(text, flag)",
+    "  return (string.gsub(text, '||', '|' .. flag .. '|', 1))",
+    "end",
+    "",
+    ...valueLines(),
     "-- A body record's text: the format mark, then its fields in their declared order.",
     `local function body_line(${Object.keys(BODY_FIELDS).map(luaName).join(", ")})`,
     `  return '${BODY_FORMAT}|' .. ${Object.keys(BODY_FIELDS).map(luaName).join(" .. '|' .. ")}`,
@@ -182,6 +196,21 @@ function laneLine(): string {
   ].join("\n");
 }
 
+/** `<name>_line` per value Lua writes: its fields' texts in their declared order, "|" between them. */
+function valueLines(): string[] {
+  return writtenValues().flatMap(({ name, fields, lastOptional }) => {
+    const all = fields.join(" .. '|' .. ");
+    const last = fields[fields.length - 1];
+    return [
+      `local function ${name}(${fields.join(", ")})`,
+      ...(lastOptional ? [`  if ${last} == nil then return ${fields.slice(0, -1).join(" .. '|' .. ")} end`] : []),
+      `  return ${all}`,
+      "end",
+      "",
+    ];
+  });
+}
+
 /** The text of lua/lib/protocol.lua. */
 export function protocolLua(): string {
   return [
@@ -197,7 +226,12 @@ export function protocolLua(): string {
     ...Object.entries(recordBounds()).map(([name, digits]) => `local ${name} = ${digits}`),
     "-- A group's record and a type's group policy (shared/protocol/groups.ts).",
     ...Object.entries(groupPatterns()).map(([name, pattern]) => `local ${name} = ${quoted(pattern)}`),
-    `-- A body of the current format starts with "${BODY_FORMAT}".`,
+    "-- The small records: the hold, a schedule's counts, flow control's values (shared/protocol/values.ts).",
+    ...Object.entries(valuePatterns()).map(([name, pattern]) => `local ${name} = ${quoted(pattern)}`),
+    `-- A body of the current format starts with "${BODY_FORMAT}"; a quarantined state with "${QUARANTINED_MARK}";`,
+    "-- the tasks without a group take turns as one more lane, of this name.",
+    `local QUARANTINED = ${quoted(QUARANTINED_MARK)}`,
+    `local UNGROUPED = ${quoted(UNGROUPED_LANE)}`,
     `local BODY_FORMAT_BYTE = ${BODY_FORMAT.charCodeAt(0)}`,
     "",
     stateFunctions(),

@@ -51,14 +51,13 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format. Both come before the first write: after its checks the claim only
 --   reads, parses (never raising) and writes.
--- Uses: K, add_slot, apply, bad, claim_args, drop_slot, fmt, group_policy, guard, has_slot, hold_of
--- Uses: int_text, lane_get, lane_of, lane_park, lane_touch, lane_unpark, lane_wait, lanes
--- Uses: lanes_flush, lanes_load, lanes_verify, lease_lengths, load, mark_active, name_arg
--- Uses: need_wake, new_state, new_writes, next_due_of, parse_body, parse_state, paused_types_of
--- Uses: plus, policy_of, promote_due, put, put_state, quarantine, rate_count, rate_open
--- Uses: read_config, read_many, read_record, repeated_wake, slot_count, slot_ids, state_line
--- Uses: token_of, type_park, wake_answered, write_many
--- Uses: type_scope
+-- Uses: K, add_slot, apply, bad, claim_args, drop_slot, flag_bare_lease, fmt, group_policy, guard
+-- Uses: has_slot, hold_of, int_text, lane_get, lane_of, lane_park, lane_touch, lane_unpark
+-- Uses: lane_wait, lanes, lanes_flush, lanes_load, lanes_verify, lease_lengths, load, mark_active
+-- Uses: name_arg, need_wake, new_state, new_writes, next_due_of, parse_body, parse_state
+-- Uses: paused_types_of, plus, policy_of, promote_due, put, put_state, quarantine, rate_count
+-- Uses: rate_open, read_config, read_many, read_record, repeated_wake, slot_count, slot_ids
+-- Uses: state_line, token_of, type_park, type_scope, wake_answered, write_many
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
@@ -206,7 +205,7 @@ end
 local function leases_here(s)
   local states = s.states
   for at = s.indexed + 2, #states, 2 do
-    if string.find(states[at], '^L|%d+|%d+|%d+|%d+||') then
+    if string.find(states[at], BARE_LEASE_PATTERN) then
       local field = states[at - 1]
       s.leased_here[string.sub(field, 1, #field - 2)] = at
     end
@@ -221,7 +220,7 @@ local function flag_leases(s, record)
   for _, holder in ipairs(slot_ids(record)) do
     local text, here = s.holding[holder], here_now[holder]
     if here then
-      s.states[here] = string.gsub(s.states[here], '||', '|p|', 1)
+      s.states[here] = flag_bare_lease(s.states[here], 'p')
       s.leased_here[holder] = nil
     elseif text and string.sub(text, 1, 1) == 'L' then
       local state = parse_state(text)
@@ -398,7 +397,7 @@ local function take_page(s, heads, values)
           if taken == count then return stop(i) end
         end
       else
-        lease_fresh(id, body, f_rank[at], task_type .. '|', '', chosen, task_type)
+        lease_fresh(id, body, f_rank[at], lane_of(task_type, ''), '', chosen, task_type)
         if taken == count then return stop(i) end
       end
     else

@@ -39,14 +39,13 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
--- Uses: K, apply, as_time, bad, config_int, decision_time, declared_types, drop_field, enqueue_args, held_value, flow_runs
--- Uses: fair_turn, flow_args, fmt, fmt_once, group_arg, group_policy, guard, id_arg, lane_remove, parked_gone
--- Uses: parse_body, parse_state, record_fields, singleton_waiting, arrange_wakes, type_scope
--- Uses: int_arg, int_text, is_id, lane_add, lane_of, lane_touch, lanes, lanes_flush, lanes_load
--- Uses: name_arg, new_state, new_writes, note_due, put, put_state, read_config_fields
--- Uses: read_many, replaceable, start_fair, time_arg, stamp_format, zadd, zrem
--- Uses: flow_over
--- Uses: enqueue_item
+-- Uses: K, apply, arrange_wakes, as_time, bad, config_int, decision_time, declared_types
+-- Uses: drop_field, enqueue_args, enqueue_item, fair_turn, flow_args, flow_held_line, flow_over
+-- Uses: flow_runs, fmt, fmt_once, group_arg, group_policy, guard, held_value, id_arg, int_arg
+-- Uses: int_text, is_id, lane_add, lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load
+-- Uses: name_arg, new_state, new_writes, note_due, parked_gone, parse_body, parse_state, put
+-- Uses: put_state, read_config_fields, read_many, record_fields, replaceable, replaced_line
+-- Uses: singleton_waiting, stamp_format, start_fair, time_arg, type_scope, zadd, zrem
 
 -- What a task's fields say it is: the letter of its state ("R" for a body alone, never claimed;
 -- "C" quarantined), or nil when the id is unknown.
@@ -104,7 +103,7 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
           elseif held[first_id] then known[i] = held[first_id].letter end
         else
           -- A window's end: the same for every task of this flow (now + its ttlMs), printed once.
-          values[field] = id .. '|' .. fmt_once(now + a)
+          values[field] = flow_held_line(id, fmt_once(now + a))
         end
       elseif mode == 't' then
         -- A task due in the past runs now: its period starts now, so a value already over (absent
@@ -147,7 +146,7 @@ local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, 
         if window_end > TIME_MAX_MS then bad('task ' .. i .. ' debounce: its window would end after 9999-12-31') end
         local run_at = math.min(now + a, window_end)
         runs[i], run_texts[i] = run_at, fmt_once(run_at)
-        values[field] = id .. '|' .. fmt_once(start) .. '|' .. fmt_once(window_end)
+        values[field] = flow_held_line(id, fmt_once(start), fmt_once(window_end))
         if run_at > now then pending[id] = i end
       else
         -- Singleton, one waiting per key: the task the key names is replaced while it waits, never
@@ -280,7 +279,7 @@ return guard('enqueue', function()
     known[i] = letter_of(existing[3 * i - 2], existing[3 * i - 1], existing[3 * i])
     local tomb = tomb_at[i] and existing[tomb_at[i]]
     if not known[i] and tomb and not flow_over(tomb, decided) then
-      known[i], other[i] = '', string.match(tomb, '^[^|]*') -- a duplicate: replaced, by that task
+      known[i], other[i] = '', string.match(tomb, REPLACED_PATTERN) -- a duplicate: replaced, by that task
     end
     if not known[i] and not seen[id] then
       seen[id] = i
@@ -355,7 +354,7 @@ return guard('enqueue', function()
   if flows then
     for _, gone in ipairs(flows.gone) do
       local until_ms = flows.decided + config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
-      put(writes, REPLACED_PREFIX .. gone.id, gone.by .. '|' .. fmt(until_ms))
+      put(writes, REPLACED_PREFIX .. gone.id, replaced_line(gone.by, fmt(until_ms)))
     end
   end
   for i, id in ipairs(ids) do

@@ -25,8 +25,9 @@ return guard('groups', function()
   local rows, ids, owners = {}, {}, {}
   for i = 1, #entries, 2 do
     local name, text = entries[i], entries[i + 1]
-    local task_type, group = string.match(name, '^([^|]+)|(.+)$')
-    local ready, holders, parked = string.match(text, '^(%d+)|[%d,]*|([^|]*)|?(%d*)')
+    local task_type, group = string.match(name, LANE_NAME_PATTERN)
+    local ready, _, holders, parked = string.match(text, LANE_PATTERN)
+    if not ready then ready, _, holders = string.match(text, LANE_HEAD_PATTERN) end
     if task_type and ready then
       local row = { task_type, group, 0, tonumber(ready), tonumber(parked) or 0, '', name }
       rows[#rows + 1] = row

@@ -31,8 +31,8 @@
 --   before the first write.
 -- Uses: K, apply, arrange_wakes, as_time, bad, config_int, decision_time, fmt, guard, id_arg
 -- Uses: int_arg, is_id, name_arg, new_state, new_writes, note_due, plan_args, plan_item, plan_items
--- Uses: put, put_state, read_config_fields, read_many, stamp_format, start_fair, time_arg
--- Uses: type_scope, write_many, zadd
+-- Uses: put, put_state, read_config_fields, read_many, schedule_counts_line, stamp_format
+-- Uses: start_fair, time_arg, type_scope, write_many, zadd
 
 return guard('plan', function()
   local now, _, horizon, call = plan_args()
@@ -87,7 +87,7 @@ return guard('plan', function()
   local current, task_fields = {}, {}
   for i, item in ipairs(items) do
     local revision, cursor, paused = stored[4 * i - 3], stored[4 * i - 2], stored[4 * i - 1]
-    item.counts = stored[4 * i] or '0|0'
+    item.counts = stored[4 * i] or ''
     if item.passed > 0 and clock_ahead == nil then clock_ahead = decision_time(config, now) < now end
     item.refused = item.passed > 0 and clock_ahead
     if config.strictTypes == '1' and not config['p:' .. item.type] and not config['a:' .. item.type] then
@@ -138,11 +138,11 @@ return guard('plan', function()
           if not dues[scope] or run_at < dues[scope] then dues[scope] = run_at end
         end
       end
-      local done, passed = string.match(item.counts, '^(%d+)|(%d+)$')
+      local done, passed = string.match(item.counts, SCHEDULE_COUNTS_PATTERN)
       schedule_fields[#schedule_fields + 1] = item.name .. ':c'
       schedule_fields[#schedule_fields + 1] = fmt(item.to)
       schedule_fields[#schedule_fields + 1] = item.name .. ':m'
-      schedule_fields[#schedule_fields + 1] = fmt((tonumber(done) or 0) + made) .. '|' .. fmt((tonumber(passed) or 0) + item.passed)
+      schedule_fields[#schedule_fields + 1] = schedule_counts_line(fmt((tonumber(done) or 0) + made), fmt((tonumber(passed) or 0) + item.passed))
       if last then
         schedule_fields[#schedule_fields + 1] = item.name .. ':l'
         schedule_fields[#schedule_fields + 1] = last

@@ -36,7 +36,8 @@
 --   run-time caller refused), 5 another deployment's (refused); owner the schedule's after the call
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, NOTHING_DUE, bad, decision_time, fmt, guard, read_config_fields, schedule_args, write_many
+-- Uses: K, NOTHING_DUE, bad, decision_time, fmt, guard, read_config_fields, schedule_args
+-- Uses: schedule_counts_line, schedule_retired_line, write_many
 
 -- Who a stored owner field names: "" a run-time schedule ("0" was written for one before owners
 -- were kept), "1" one declared before owners were kept (any deployment's declaration adopts it).
@@ -68,7 +69,7 @@ return guard('schedule', function()
     -- its cursor even when it lags behind now (its planners were away): the slots after it are the
     -- new definition's, made or passed over by its catch-up policy, never skipped unseen. So does
     -- one its owner retired a moment ago, set again by that owner (a rolling deploy's two releases).
-    local retired_at, retired_by = string.match(stored[6] or '', '^(%d+)|(.*)$')
+    local retired_at, retired_by = string.match(stored[6] or '', SCHEDULE_RETIRED_PATTERN)
     local taken_back = not exists and owner ~= '' and retired_by == owner and now - tonumber(retired_at) <= TYPE_RETIRE_MS
     -- Starting at now passes over nothing but must not start past the store's clock (decision_time):
     -- a caller whose clock runs ahead would leave the slots between unmade and uncounted.
@@ -99,7 +100,7 @@ return guard('schedule', function()
     end
     if action == 'retire' then
       redis.call('HDEL', K.schedules, name, name .. ':v', name .. ':p', name .. ':d', name .. ':e')
-      redis.call('HSET', K.schedules, name .. ':x', fmt(now) .. '|' .. owner)
+      redis.call('HSET', K.schedules, name .. ':x', schedule_retired_line(fmt(now), owner))
     else
       redis.call('HDEL', K.schedules, name, name .. ':v', name .. ':p', name .. ':d', name .. ':l', name .. ':r',
         name .. ':m', name .. ':x', name .. ':e')
@@ -125,8 +126,8 @@ return guard('schedule', function()
     cursor = start
     local passed = tonumber(definition) or 0
     if passed > 0 then
-      local made_count, passed_count = string.match(redis.call('HGET', K.schedules, name .. ':m') or '0|0', '^(%d+)|(%d+)$')
-      redis.call('HSET', K.schedules, name .. ':m', (made_count or '0') .. '|' .. fmt((tonumber(passed_count) or 0) + passed))
+      local made_count, passed_count = string.match(redis.call('HGET', K.schedules, name .. ':m') or '', SCHEDULE_COUNTS_PATTERN)
+      redis.call('HSET', K.schedules, name .. ':m', schedule_counts_line(made_count or '0', fmt((tonumber(passed_count) or 0) + passed)))
     end
   end
   cursor_text = fmt(cursor)

@@ -56,7 +56,7 @@ return guard('schedules', function()
       local state, body = lasts[2 * i - 1], lasts[2 * i]
       local letter = ''
       if state then letter = string.sub(state, 1, 1) elseif body then letter = 'R' end
-      local done, passed = string.match(v(7), '^(%d+)|(%d+)$')
+      local done, passed = string.match(v(7), SCHEDULE_COUNTS_PATTERN)
       for _, value in ipairs({ name, v(1), v(2), v(3), page[2 * i], v(4) == '1' and '1' or '0',
         (v(5) == '0' and '') or v(5), v(6), letter, done or '0', passed or '0', v(8) }) do
         result[#result + 1] = value

@@ -25,9 +25,9 @@
 --   another storage format; nothing is written then: every argument is checked, and the config
 --   and the states read, before the first write.
 -- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fail_in_lane, fenced_presence
--- Uses: fmt, group_policy, guard, id_arg, is_id, lane_of, lane_release, lanes_flush, make_ready
--- Uses: new_writes, note_due, put_state, read_config_fields, read_many, read_record, settle_args
--- Uses: settle_item, state_line, time_arg, token_matches, zadd
+-- Uses: fmt, group_policy, guard, hold_line, id_arg, is_id, lane_of, lane_release, lanes_flush
+-- Uses: make_ready, new_writes, note_due, put_state, read_config_fields, read_many, read_record
+-- Uses: settle_args, settle_item, state_line, time_arg, token_matches, zadd
 
 return guard('settle', function()
   local now, now_text = settle_args()
@@ -149,7 +149,7 @@ return guard('settle', function()
   apply(writes)
   lanes_flush(now)
   -- The hold is compared with the callers' `now`, never with Redis's clock.
-  if hold then redis.call('HSET', K.config, 'hold', fmt(hold) .. '|' .. hold_id) end
+  if hold then redis.call('HSET', K.config, 'hold', hold_line(fmt(hold), hold_id)) end
   if earliest then config_get(config, 'nextDue'); note_due(config, earliest) end
   return result
 end)

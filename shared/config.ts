@@ -155,7 +155,7 @@ export const ID_CHARACTERS = `A-Z a-z 0-9 ${[...ID_SYMBOLS].join(" ")}`;
 /** The constants the Lua prelude declares, by their Lua names. */
 /**
  * The group of a singleton task (docs/flow-control.md): this prefix and its key. Its lane runs one
- * task at a time (lua/lib/groups.lua group_policy); no caller may give a group starting with it.
+ * task at a time (lua/lib/lanes.lua group_policy); no caller may give a group starting with it.
  */
 export const SINGLETON_GROUP_PREFIX = "@@s:";
 

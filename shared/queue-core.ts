@@ -223,7 +223,7 @@ export class QueueCore {
       );
     }
     const flow = checkFlow(at, task);
-    // A singleton runs in its key's lane, whose concurrency is 1 (lua/lib/groups.lua group_policy).
+    // A singleton runs in its key's lane, whose concurrency is 1 (lua/lib/lanes.lua group_policy).
     const group = flow?.mode === "singleton" ? `${SINGLETON_GROUP_PREFIX}${flow.key}` : given;
     const args = itemArgs("enqueue", {
       id,

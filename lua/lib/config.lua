@@ -146,6 +146,6 @@ end
 local function hold_of(config)
   local hold = config.hold
   if not hold then return nil end
-  local at, id = string.match(hold, '^(%d+)|(.*)$')
+  local at, id = string.match(hold, HOLD_PATTERN)
   return tonumber(at), id ~= '' and id or nil
 end

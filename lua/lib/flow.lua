@@ -8,7 +8,7 @@
 --   !t:<key>   "<nextFreeAtMs>"                  the end of the last period taken
 --   !s:<key>   "<taskId>"                        the singleton task enqueued last (the one that
 --                                                waits, until it is claimed); its task runs in the
---                                                lane "<type>|@@s:<key>", one at a time (groups.lua)
+--                                                lane "<type>|@@s:<key>", one at a time (lanes.lua)
 -- The last number of the others is their end: decisions compare it with the caller's `now` (as
 -- every script does; tests travel in time so), a value whose end is past counts as absent, and the
 -- tick's check sweep removes it then (check_tasks, flow_over); a singleton's goes once its task no
@@ -38,7 +38,7 @@ local FLOW_MODES = {
 -- A flow, "<m>|<a>|<b>" (m: d, b, t or s), checked: its mode's entry of FLOW_MODES, then its two
 -- numbers. Raises naming `where` (the tasks it is for), what was wrong and what is allowed.
 local function flow_spec(where, text)
-  local letter, a, b = string.match(text, '^([dbts])|(%d+)|(%d+)$')
+  local letter, a, b = string.match(text, FLOW_PATTERN)
   local spec = FLOW_MODES[letter]
   if not spec then
     bad(where .. ' flow must be "<m>|<a>|<b>" with m d (dedupe), b (debounce), t (throttle) or s (singleton), got "' ..
@@ -85,7 +85,7 @@ end
 -- The flow control of an enqueue's tasks, from its runs (flow_runs) and their keys, one per task with
 -- a flow, after the `tasks` tasks in task order (enqueue_key): 1-FLOW_KEY_MAX_BYTES characters of ID_CHARACTERS, a
 -- singleton's 1-SINGLETON_KEY_MAX_BYTES (its task's group must be SINGLETON_GROUP_PREFIX .. key:
--- groups.lua gives that lane a concurrency of 1). The keys are checked together, joined, by one
+-- lanes.lua gives that lane a concurrency of 1). The keys are checked together, joined, by one
 -- match: the cost per task is a few table reads and one join for its field (a batch of keys is most
 -- of the cost flow control adds, docs/flow-control.md). Appends each task's field in the task hash,
 -- "!<m>:<key>", to `names` (a field twice when two tasks share it). Returns, by task index, its flow
@@ -131,7 +131,7 @@ end
 -- a debounce's window start and end); nil when absent or unreadable.
 local function held_value(text)
   if not text then return nil end
-  local id, first, until_ms = string.match(text, '^([^|]+)|(%d+)|?(%d*)$')
+  local id, first, until_ms = string.match(text, FLOW_HELD_PATTERN)
   if not id then return nil end
   return id, tonumber(first), tonumber(until_ms)
 end

@@ -6,6 +6,7 @@
 local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-:@]*)|([%w_%.%-]*)|()'
 local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-:@]*)|[%w_%.%-]*|'
 local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:@]+)||$'
+local BARE_LEASE_PATTERN = '^L|%d+|%d+|%d+|%d+||'
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
 local SLOT_STATE_PATTERN = '^([LSRWF])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|()'
@@ -28,7 +29,19 @@ local DIGITS_ENQUEUED = 15
 local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)$'
 local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
--- A body of the current format starts with "1".
+-- The small records: the hold, a schedule's counts, flow control's values (shared/protocol/values.ts).
+local HOLD_PATTERN = '^(%d+)|(.*)$'
+local SCHEDULE_COUNTS_PATTERN = '^(%d+)|(%d+)$'
+local SCHEDULE_RETIRED_PATTERN = '^(%d+)|(.*)$'
+local FLOW_PATTERN = '^([dbts])|(%d+)|(%d+)$'
+local FLOW_HELD_PATTERN = '^([^|]+)|(%d+)|?(%d*)$'
+local REPLACED_PATTERN = '^([^|]+)'
+local WAKE_ENTRY_PATTERN = '(%d+)|?([^,]*)'
+local LANE_NAME_PATTERN = '^([^|]+)|(.+)$'
+-- A body of the current format starts with "1"; a quarantined state with "C|";
+-- the tasks without a group take turns as one more lane, of this name.
+local QUARANTINED = 'C|'
+local UNGROUPED = '|'
 local BODY_FORMAT_BYTE = 49
 
 -- A state record's text: its fields in their declared order, "|" between them; `lane` is type and
@@ -64,6 +77,40 @@ end
 local function lane_line(ready, last, slots, parked, window, count)
   if parked == '0' and count == '0' then return ready .. '|' .. last .. '|' .. slots end
   return ready .. '|' .. last .. '|' .. slots .. '|' .. parked .. '|' .. window .. '|' .. count
+end
+
+-- A state BARE_LEASE_PATTERN matched, with `flag` as its flags (its first empty field).
+local function flag_bare_lease(text, flag)
+  return (string.gsub(text, '||', '|' .. flag .. '|', 1))
+end
+
+local function hold_line(retryAtMs, id)
+  return retryAtMs .. '|' .. id
+end
+
+local function schedule_counts_line(made, passed)
+  return made .. '|' .. passed
+end
+
+local function schedule_retired_line(at, by)
+  return at .. '|' .. by
+end
+
+local function flow_held_line(id, first, ends)
+  if ends == nil then return id .. '|' .. first end
+  return id .. '|' .. first .. '|' .. ends
+end
+
+local function replaced_line(replacer, ends)
+  return replacer .. '|' .. ends
+end
+
+local function wake_entry_line(at, call)
+  return at .. '|' .. call
+end
+
+local function lane_name_line(type, group)
+  return type .. '|' .. group
 end
 
 -- A body record's text: the format mark, then its fields in their declared order.

@@ -7,8 +7,6 @@
 -- again (requeue, repair).
 local STALLS = ':t'
 
--- The mark of a quarantined record's state, before the text it had (see quarantine).
-local QUARANTINED = 'C|'
 -- The first byte of the task hash's own fields (#lease, #v0): ids never start with it.
 local OWN_FIELD_BYTE = 35 -- "#"
 
@@ -76,7 +74,7 @@ local function read_record(state_value, body_value)
     if string.byte(task.body, 1) == BODY_FORMAT_BYTE then
       task.body_info, task.problem = parse_body(task.body)
     elseif not task.state then
-      task.problem = 'unreadable body record'
+      task.problem = 'unreadable record (not of format v2)'
     end
   end
   if not task.problem and not task.state and not task.body then task.problem = 'no record' end

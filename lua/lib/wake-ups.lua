@@ -38,7 +38,7 @@ local WAKE_PENDING_MAX = 8
 -- ago: lost.
 local function wake_list(config, now, scope)
   local list = {}
-  for at, call in string.gmatch(config_get(config, 'wake' .. (scope or '')) or '', '(%d+)|?([^,]*)') do
+  for at, call in string.gmatch(config_get(config, 'wake' .. (scope or '')) or '', WAKE_ENTRY_PATTERN) do
     local time = tonumber(at)
     if time >= now - WAKE_PENDING_MS then
       local room = string.sub(call, -1) == ROOM
@@ -62,7 +62,7 @@ end
 local function wake_write(config, list, scope)
   local parts = {}
   for i = 1, math.min(#list, WAKE_PENDING_MAX) do
-    parts[i] = fmt(list[i].at) .. '|' .. list[i].call .. (list[i].room and ROOM or '')
+    parts[i] = wake_entry_line(fmt(list[i].at), list[i].call .. (list[i].room and ROOM or ''))
   end
   mark_put(config, 'wake', scope, table.concat(parts, ','))
 end
@@ -365,127 +365,4 @@ end
 -- The checks a call id passes: 1-64 characters of A-Z a-z 0-9 _ . - ("" for none).
 local function call_arg(value)
   return name_arg('callId', value or '', 64, true)
-end
-
--- Returns up to `limit` leases that expired before now - skew (now bounded by the store's clock:
--- decision_time): each a stall (counted in the task's
--- "<id>:t"). A lease its holder confirmed (flag r: an extend, so its handler had started) keeps its
--- attempt; one never confirmed gives it back (its handler may never have run). The task goes to
--- FAILED when a confirmed run was its last attempt ("lease expired after attempt n of m") or when it
--- stalled maxStalls times ("stalled n times"), else READY with its rank: from its second stall
--- marked solo (it may be what crashes its workers: the next claim hands it out alone, to a caller
--- running nothing else). Atomic, so concurrent reclaimers each see only what the others left.
--- Returns { id, letter, ... }. The caller runs lanes_flush().
-local function reclaim_expired(config, now, now_text, skew, limit)
-  local expired = redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(' .. fmt(decision_time(config, now) - skew), 'LIMIT', 0, limit)
-  local result = {}
-  if #expired == 0 then return result end
-  local writes = new_writes()
-  local tasks = load_to_move(expired, writes, config, now, 'a LEASED task without its state')
-  local stall_fields = {}
-  for i, id in ipairs(expired) do stall_fields[i] = id .. STALLS end
-  local stall_counts = read_many('HMGET', K.task, stall_fields)
-  local max_stalls = tonumber(config_get(config, 'maxStalls')) or DEFAULT_MAX_STALLS
-  for i, id in ipairs(expired) do
-    local task = tasks[id]
-    if not task.problem then
-      local state = task.state
-      local started = string.find(state.flags, 'r', 1, true) ~= nil
-      local stalls = (tonumber(stall_counts[i]) or 0) + 1
-      put(writes, stall_fields[i], fmt(stalls))
-      if not started then state.attempts = plus(state.attempts, -1) end
-      state.gen = plus(state.gen, 1) -- revokes the token: a late settle of this lease is stale
-      state.claim = ''
-      state.at = now_text
-      local max = tonumber(state.max)
-      if (started and tonumber(state.attempts) >= max) or stalls >= max_stalls then
-        state.letter, state.flags = 'F', ''
-        if started and tonumber(state.attempts) >= max then
-          state.error = 'lease expired after attempt ' .. state.attempts .. ' of ' .. state.max
-        else
-          state.error = 'stalled ' .. stalls .. ' times (the lease ran out while held: its worker stopped), at most ' ..
-            max_stalls
-        end
-        zadd(writes, K.failed, now_text, id)
-        fail_in_lane(state, id, config, now)
-        put_state(writes, id, state)
-      else
-        state.flags = stalls >= 2 and 's' or ''
-        make_ready(writes, id, state, config, now, true)
-      end
-      zrem(writes, K.leased, id)
-      result[#result + 1] = id
-      result[#result + 1] = state.letter == 'W' and 'R' or state.letter
-    end
-  end
-  apply(writes)
-  return result
-end
-
--- Deletes up to `limit` members of a DONE or FAILED set finished before `cutoff`, with their records.
--- A FAILED task its ordered group waited behind (onFailure hold) lets the group go on as it goes.
-local function trim_before(set_key, cutoff, limit, config)
-  local old = redis.call('ZRANGEBYSCORE', set_key, '-inf', '(' .. fmt(cutoff), 'LIMIT', 0, limit)
-  if #old == 0 then return 0 end
-  if set_key == K.failed then
-    local states = record_fields(old, false, false)
-    for i, id in ipairs(old) do
-      local state = states[i] and parse_state(states[i])
-      if state and state.letter == 'F' and state.flags == 'h' and state.group ~= '' then
-        do
-          local lane = lane_of(state.type, state.group)
-          local record = lane_get(lane)
-          drop_slot(lane, record, id)
-          if record.parked > 0 then lane_wait(lane, 0, config) end
-        end
-      end
-    end
-  end
-  local fields = {}
-  for _, id in ipairs(old) do
-    fields[#fields + 1] = id
-    fields[#fields + 1] = id .. ':s'
-    fields[#fields + 1] = id .. STALLS
-  end
-  write_many('HDEL', K.task, fields)
-  write_many('ZREM', set_key, old)
-  return #old
-end
-
--- { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled,
--- corrupt }. `counts` may carry counts the caller already knows, to save their ZCARD.
-local function queue_stats(now, counts, config)
-  counts = counts or {}
-  for _, name in ipairs({ 'ready', 'leased', 'done', 'failed', 'corrupt' }) do
-    if counts[name] == nil then counts[name] = redis.call('ZCARD', K[name]) end
-  end
-  if counts.scheduled == nil then counts.scheduled = scheduled_count() end
-  local heads = counts.ready
-  counts.ready = heads + redis.call('ZCARD', K.grouped) -- READY tasks parked count too
-  local oldest_ready_age, most_overdue, due_scheduled = 0, 0, 0
-  if heads > 0 then
-    local head = redis.call('ZRANGE', K.ready, 0, 0)[1]
-    local values = redis.call('HMGET', K.task, head .. ':s', head)
-    local since = nil
-    if values[1] then
-      local state = parse_state(values[1])
-      if state then since = tonumber(state.at) end
-    elseif values[2] then
-      local info = parse_body(values[2])
-      if info then since = info.enqueued end
-    end
-    if since then oldest_ready_age = math.max(0, now - since) end
-  end
-  if counts.leased > 0 then
-    local earliest = tonumber(redis.call('ZRANGE', K.leased, 0, 0, 'WITHSCORES')[2])
-    most_overdue = math.max(0, now - earliest)
-  end
-  if counts.scheduled > 0 then
-    due_scheduled = redis.call('ZCOUNT', K.scheduled, SCHEDULED_FROM, fmt(now))
-  end
-  return {
-    counts.ready, counts.scheduled, counts.leased, counts.done, counts.failed,
-    oldest_ready_age, most_overdue, due_scheduled, counts.corrupt,
-    config.paused == '1' and 1 or 0, config.pauses or '',
-  }
 end

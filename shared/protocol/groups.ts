@@ -37,6 +37,9 @@ export const LANE_FIELDS = {
 
 export type LaneField = keyof typeof LANE_FIELDS;
 
+/** The name of the lane of the tasks without a group (a type and a group, both empty). */
+export const UNGROUPED_LANE = "|";
+
 /** The last field a short record holds, and the fields whose value other than 0 makes it long. */
 export const LANE_HEAD_THROUGH = "slots" satisfies LaneField;
 export const LANE_TAIL_WHEN = ["parked", "count"] as const satisfies readonly LaneField[];

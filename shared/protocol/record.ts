@@ -76,6 +76,9 @@ export const STATE_FIELDS = {
 export type StateField = keyof typeof STATE_FIELDS;
 export const stateFieldNames = () => Object.keys(STATE_FIELDS) as StateField[];
 
+/** What a quarantined task's state starts with, before the text it had. */
+export const QUARANTINED_MARK = "C|";
+
 /** The body's format mark: a body of the current format starts with it. */
 export const BODY_FORMAT = "1";
 
@@ -221,6 +224,12 @@ export const recordPatterns = () => ({
     through: "claim",
     end: "|$",
     lane: { from: "type", to: "group", read: "take" },
+  }),
+  /** A LEASED state without flags (a claim's own fresh lease, before it flags it). */
+  BARE_LEASE_PATTERN: recordPattern(STATE_FIELDS, {
+    reads: { letter: { literal: "L" }, flags: { literal: "" } },
+    through: "flags",
+    end: "|",
   }),
   /** Any state's type and group, both non-empty (the lane of a task of a group). */
   LANE_OF_STATE_PATTERN: recordPattern(STATE_FIELDS, {

@@ -90,7 +90,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     expect(await redis.zscore(queue.keys.ready, "c2")).toBeNull();
     expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 0, leased: 3, corrupt: 1 });
     expect(await queue.list("corrupt")).toEqual([
-      { id: "c2", score: NOW, type: "", attempts: 0, lastError: "unreadable body record" },
+      { id: "c2", score: NOW, type: "", attempts: 0, lastError: "unreadable record (not of format v2)" },
     ]);
     expect(await queue.inspect("c2")).toMatchObject({
       state: "corrupt",

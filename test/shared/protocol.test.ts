@@ -34,6 +34,27 @@ function headerArguments(source: string): { fixed: string[]; itemsAt?: number } 
   return { fixed, itemsAt };
 }
 
+/**
+ * The string literals of `text` (Lua) that read or write a record's fields by hand: a "|" in a
+ * literal that is not prose (prose, an error message, has spaces), by line.
+ */
+function recordLiterals(text: string): string[] {
+  const found: string[] = [];
+  const visit = (node: unknown): void => {
+    if (!node || typeof node !== "object") return;
+    const n = node as { type?: string; raw?: string; loc?: { start: { line: number } } };
+    if (n.type === "StringLiteral" && n.raw?.includes("|") && !n.raw.includes(" ")) {
+      found.push(`${n.loc?.start.line}: ${n.raw}`);
+    }
+    for (const value of Object.values(node)) {
+      if (Array.isArray(value)) value.forEach(visit);
+      else if (value && typeof value === "object") visit(value);
+    }
+  };
+  visit(luaparse.parse(text, { locations: true, luaVersion: "5.1" }));
+  return found;
+}
+
 /** The lines of `text` (Lua) where ARGV is indexed (ARGV[...]; `#ARGV` is no index). */
 function argvIndexes(text: string): number[] {
   const lines: number[] = [];
@@ -86,6 +107,20 @@ describe("the protocol declaration", () => {
     // The generated readers are where it is indexed: the rule sees an index where there is one.
     const [, protocol] = sources.find(([file]) => file === "lib/protocol.lua") ?? ["", ""];
     expect(argvIndexes(protocol).length).toBeGreaterThan(50);
+  });
+
+  it("no script or helper reads or writes a record with a pattern or a text of its own: the records are declared in shared/protocol/", () => {
+    const sources = luaSources();
+    const byHand = sources
+      .filter(([file]) => file !== "lib/protocol.lua")
+      .flatMap(([file, text]) => recordLiterals(text).map((literal) => `${file}:${literal}`));
+    expect(byHand, "a record's pattern or text outside lua/lib/protocol.lua: declare it in shared/protocol/").toEqual(
+      [],
+    );
+    // The generated code is where they are: the rule sees a record's pattern where there is one.
+    const [, protocol] = sources.find(([file]) => file === "lib/protocol.lua") ?? ["", ""];
+    expect(recordLiterals(protocol).length).toBeGreaterThan(15);
+    expect(recordLiterals("local x = string.match(text, '^(%d+)|(%d+)$')")).toEqual([`1: '^(%d+)|(%d+)$'`]);
   });
 
   it("docs/design.md's scripts table is the one the declaration gives (`npm run generate` writes it)", () => {

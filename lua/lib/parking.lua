@@ -1,0 +1,193 @@
+-- Parking (docs/groups.md): a task its lane may not run now waits in the grouped set (state W) until
+-- the lane may run one again, and a type that may not run sets its READY tasks aside the same way.
+
+-- The most parked tasks one step lets out of a lane.
+local UNPARK_MAX = 100
+-- The most tasks set aside by their type one step puts back.
+local TYPE_UNPARK_MAX = 1000
+
+-- A lane or a type (`@<type>`) waits in groupwait until `opens_at`, when it may run again; config
+-- nextDue counts it, so a claim (and a wake-up) comes then.
+local function lane_wait(name, opens_at, config)
+  redis.call('ZADD', K.groupwait, opens_at, name)
+  config_get(config, 'nextDue')
+  note_due(config, opens_at)
+end
+
+-- A task was quarantined (its record could not be read): when its body names a group, the group may
+-- have lost a task that held its slot or its turn, so the next claim looks at it (groupwait, due at
+-- once) and lets out what it may; its slots are checked against the states then, and an unreadable
+-- one holds none. `task` is read_record()'s; the body is read when it was not loaded.
+local function after_quarantine(id, task, config)
+  local info = task.body_info
+  if not info then
+    local body = task.body or redis.call('HGET', K.task, id)
+    info = body and string.byte(body, 1) == BODY_FORMAT_BYTE and parse_body(body) or nil
+  end
+  if info and info.group ~= '' then lane_wait(lane_of(info.type, info.group), 0, config) end
+end
+
+-- The status of a task a fenced call (settle, extend, release) names, before its token is compared
+-- (presence_status); a record that cannot be read is set aside at once (6), whichever call met it.
+local function fenced_presence(writes, id, task, config, now)
+  local status = presence_status(task)
+  if status == 6 then
+    quarantine(writes, id, task.problem, now)
+    after_quarantine(id, task, config)
+  end
+  return status
+end
+
+-- Parks a READY task of a lane: state W, in the grouped set (the caller takes it out of ready). A
+-- task let out gives its slot back.
+local function lane_park(writes, lane, record, id, state)
+  if string.find(state.flags, 'u', 1, true) then
+    state.flags = string.gsub(state.flags, 'u', '')
+    if has_slot(record, id) then
+      drop_slot(lane, record, id)
+      if record.outs then record.outs = record.outs - 1 end
+    end
+  end
+  state.letter = 'W'
+  put_state(writes, id, state)
+  zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
+  record.parked = record.parked + 1
+  lane_touch(lane, record)
+end
+
+-- How many more tasks a lane may let out now (its concurrency, its rate window), and when its
+-- window opens if the rate is what stops it.
+local function lane_room(lane, record, config, now)
+  local policy = lane_policy(config, lane)
+  local room = UNPARK_MAX
+  lanes_verify({ lane })
+  if policy.conc > 0 then
+    room = math.min(room, policy.conc - slot_count(record))
+  end
+  if policy.rate_max > 0 then
+    local open, opens_at = rate_open(record, policy.rate_max, policy.rate_ms, now)
+    if not open then return 0, opens_at end
+    room = math.min(room, rate_room(record, policy.rate_max, policy.rate_ms, now, record.outs or 0))
+  end
+  return room, nil
+end
+
+-- The first parked members of `prefix` (a lane, or "@<type>"), at most `limit`, with their ids, the
+-- number parsed from each (rank or score) and the states of their tasks (one HMGET).
+local function parked_page(prefix, limit)
+  local members = redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0, limit)
+  local ids, numbers, fields = {}, {}, {}
+  for i, member in ipairs(members) do
+    local number, id = string.match(member, MEMBER_PATTERN)
+    ids[i], numbers[i] = id or '', number or '0'
+    fields[i] = (id or '') .. ':s'
+  end
+  local values = read_many('HMGET', K.task, fields)
+  return members, ids, numbers, values
+end
+
+-- A lane with parked tasks lets out as many as it may run now, first by rank: back into the ready
+-- set right behind the head of their priority, flagged "u", each holding a slot until it is claimed
+-- (immediate writes). A lane its rate stops waits in groupwait for the next window. A member whose
+-- task cannot be read is quarantined; one whose task moved on, or that has no state, is dropped.
+local function lane_unpark(lane, config, now)
+  local record = lane_get(lane)
+  if record.parked <= 0 then return end
+  local room, opens_at = lane_room(lane, record, config, now)
+  if opens_at then lane_wait(lane, opens_at, config) end
+  if room <= 0 then return end
+  local members, ids, ranks, values = parked_page(lane, math.min(room, record.parked))
+  if #members == 0 then record.parked = 0; lane_touch(lane, record); return end
+  local writes, dropped = new_writes(), false
+  for i, id in ipairs(ids) do
+    local value = values[i]
+    local state, problem = nil, nil
+    if value then state, problem = parse_state(value) end
+    record.parked = record.parked - 1
+    if not value then
+      -- No state: no parked task (parking writes one). A member of a task deleted or quarantined
+      -- while its record could not be read (nothing could name its member), its id perhaps given
+      -- to a task since: dropped. (A member's rank names the task it was, below.)
+      record.ready = record.ready - 1
+      zrem(writes, K.grouped, members[i])
+      dropped = true
+    elseif not state then
+      record.ready = record.ready - 1
+      quarantine(writes, id, problem, now, members[i])
+      dropped = true
+    else
+      zrem(writes, K.grouped, members[i])
+      if state.letter == 'W' and lane_of(state.type, state.group) == lane and padded(state.rank) == ranks[i] then
+        state.letter, state.flags = 'R', state.flags .. 'u'
+        put_state(writes, id, state)
+        zadd(writes, K.ready, behind_front(state.rank), id)
+        add_slot(lane, record, id)
+        record.outs = (record.outs or 0) + 1
+      else
+        dropped = true -- a member whose task moved on
+      end
+    end
+  end
+  lane_touch(lane, record)
+  apply(writes)
+  -- A member it could not let out took a place of this step: the next claim lets out the next.
+  if dropped and record.parked > 0 then lane_wait(lane, 0, config) end
+end
+
+-- A READY task of a type that may not run now (paused, or its rate window used up) is set aside: in
+-- grouped under "@<type>" by its rank, state W with flag t (a task let out keeps its
+-- "u" and its lane's slot), so it holds no place among the heads of the ready set; type_unpark puts
+-- it back when the type may run. The caller takes it out of ready.
+local function type_park(writes, task_type, id, state)
+  state.letter, state.flags = 'W', state.flags .. 't'
+  put_state(writes, id, state)
+  zadd(writes, K.grouped, 0, type_member(task_type, state.rank, id))
+  local name = '@' .. task_type
+  local record = lane_get(name)
+  record.parked = record.parked + 1
+  lane_touch(name, record)
+end
+
+-- Puts back up to `limit` tasks set aside by their type, in rank order: at their rank while the queue
+-- takes no fair turns (where they were), else right behind the head of their priority, keeping
+-- their order (the virtual time of a priority never goes back).
+-- Returns how many are still set aside.
+local function type_unpark(task_type, limit, config, now)
+  local name = '@' .. task_type
+  local record = lane_get(name)
+  if record.parked <= 0 or limit <= 0 then return record.parked end
+  local members, ids, ranks, values = parked_page(name, math.min(limit, record.parked))
+  if #members == 0 then record.parked = 0; lane_touch(name, record); return 0 end
+  local writes = new_writes()
+  local fair = config_get(config, 'fair') == '1'
+  local placed = {}
+  for i, id in ipairs(ids) do
+    local value = values[i]
+    local state, problem = nil, nil
+    if value then state, problem = parse_state(value) end
+    record.parked = record.parked - 1
+    if not value then
+      zrem(writes, K.grouped, members[i]) -- no parked task: a member left by one (see lane_unpark)
+    elseif not state then
+      quarantine(writes, id, problem, now, members[i])
+      after_quarantine(id, {}, config) -- a task let out of its group may have held its slot
+    else
+      zrem(writes, K.grouped, members[i])
+      if state.letter == 'W' and string.find(state.flags, 't', 1, true) and state.type == task_type
+        and padded(state.rank) == ranks[i] then
+        state.letter, state.flags = 'R', string.gsub(state.flags, 't', '')
+        put_state(writes, id, state)
+        local score = ranks[i]
+        if fair then
+          local band = band_of(score)
+          placed[band] = (placed[band] or 0) + 1
+          score = band * RANK_SEQ_SPAN + front_or_start(band) + placed[band]
+        end
+        zadd(writes, K.ready, score, id)
+      end
+    end
+  end
+  lane_touch(name, record)
+  apply(writes)
+  return record.parked
+end

@@ -1,0 +1,135 @@
+// The small records besides the task's and the group's, declared once: the config's hold, the
+// schedules hash's counts and retirement, flow control's values and argument, and the lane name.
+// `npm run generate` derives the pattern each script reads one with (lua/lib/protocol.lua), and
+// shared/flow.ts writes the flow argument through flowLine; test/shared/protocol.test.ts fails when
+// a script reads such a record with a pattern of its own.
+import { type Field, type Read, recordPattern } from "./record.js";
+
+type Value = {
+  /** Where the record lives and what it is. */
+  meaning: string;
+  fields: Record<string, Field>;
+  /** The fields each read takes (the others are skipped); all by default. */
+  takes?: readonly string[];
+  /** The last field may be missing, with its "|" (a dedupe's value has no window start). */
+  lastOptional?: boolean;
+  /** The pattern reads only the fields, not to the record's end. */
+  open?: boolean;
+  /** A remainder last field must hold at least one character. */
+  restFilled?: boolean;
+  /** One entry of a ","-separated list: the pattern is not anchored, and the last field ends at ",". */
+  listItem?: boolean;
+  /** Lua writes it: `npm run generate` gives the scripts `<name>_line(...)`, its fields in order. */
+  written?: boolean;
+};
+
+const digits = (meaning: string): Field => ({ kind: "digits", meaning });
+
+/** The flow modes' letters: d dedupe, b debounce, t throttle, s singleton. */
+export const FLOW_MODE_LETTERS = "dbts";
+
+export const VALUES = {
+  HOLD: {
+    meaning: "config `hold` of an ordered queue: no claim before retryAtMs while task id is READY",
+    written: true,
+    fields: { retryAtMs: digits("when the retry may run"), id: { kind: "remainder", meaning: "the retrying task" } },
+  },
+  SCHEDULE_COUNTS: {
+    meaning: "schedules hash `<name>:m`: the slots a schedule made and passed over",
+    written: true,
+    fields: { made: digits("slots made"), passed: digits("slots passed over (overlap skip)") },
+  },
+  SCHEDULE_RETIRED: {
+    meaning: "a retired schedule's record: when, and by which deployment",
+    written: true,
+    fields: { at: digits("retired at (ms)"), by: { kind: "remainder", meaning: "the deployment that retired it" } },
+  },
+  FLOW: {
+    meaning: "enqueue's flow argument per run of tasks: mode letter (d, b, t, s) and its two numbers",
+    fields: {
+      mode: { kind: "flags", meaning: "d dedupe, b debounce, t throttle, s singleton" },
+      a: digits("the mode's first number"),
+      b: digits("the mode's second number"),
+    },
+  },
+  FLOW_HELD: {
+    meaning: "a dedupe or debounce key's value (`!d:`, `!b:`): the task holding it, then its window",
+    written: true,
+    fields: {
+      id: { kind: "id list", meaning: "the task holding the key" },
+      first: digits("a dedupe's window end; a debounce's window start"),
+      ends: { kind: "digits", maxDigits: 15, meaning: "a debounce's window end" },
+    },
+    lastOptional: true,
+  },
+  REPLACED: {
+    meaning: "`!r:<id>`: a task a debounce or singleton replaced, by which task, until when",
+    written: true,
+    fields: {
+      replacer: { kind: "id list", meaning: "the task that replaced it" },
+      ends: digits("remembered until (ms)"),
+    },
+    takes: ["replacer"],
+    open: true,
+  },
+  WAKE_ENTRY: {
+    meaning:
+      'one wake-up of config `wake` (its entries joined by ","): when, and the call that arranged it (a room mark after it)',
+    fields: {
+      at: digits("when the wake-up is due (ms)"),
+      call: { kind: "remainder", meaning: "the call id that arranged it, and the room mark" },
+    },
+    listItem: true,
+    written: true,
+  },
+  LANE_NAME: {
+    meaning: "a lane's name, `<type>|<group>`",
+    fields: {
+      type: { kind: "id list", meaning: "the task type" },
+      group: { kind: "remainder", meaning: "the group" },
+    },
+    restFilled: true,
+    written: true,
+  },
+} as const satisfies Record<string, Value>;
+
+/** The Lua pattern of each value, `<NAME>_PATTERN`. */
+export const valuePatterns = (): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(VALUES as Record<string, Value>).map(([name, value]) => {
+      const names = Object.keys(value.fields);
+      const last = names[names.length - 1];
+      const remainder = value.fields[last].kind === "remainder";
+      const through = remainder || value.lastOptional || value.open ? names[names.length - 2] : last;
+      const reads: Record<string, Read> = Object.fromEntries(
+        names.map((field): [string, Read] => [
+          field,
+          !value.takes || value.takes.includes(field) ? "take filled" : "skip",
+        ]),
+      );
+      if (name === "FLOW") reads.mode = { lua: `([${FLOW_MODE_LETTERS}])` };
+      const pattern = recordPattern(value.fields, { reads, through, end: value.open ? "|" : remainder ? "|()" : "$" });
+      // What recordPattern cannot say: the rest of the record as the last capture, an optional last
+      // field, a read that stops before the record's end.
+      if (value.listItem) return [`${name}_PATTERN`, pattern.replace(/^\^/, "").replace(/\|\(\)$/, "|?([^,]*)")];
+      if (remainder) return [`${name}_PATTERN`, pattern.replace(/\(\)$/, value.restFilled ? "(.+)$" : "(.*)$")];
+      if (value.lastOptional) return [`${name}_PATTERN`, pattern.replace(/\|\(\)$|\$$/, "|?(%d*)$")];
+      if (value.open) return [`${name}_PATTERN`, pattern.replace(/\|$/, "")];
+      return [`${name}_PATTERN`, pattern];
+    }),
+  );
+
+/** The values Lua writes, with their fields in order: `<name>_line(...)` in lua/lib/protocol.lua. */
+export const writtenValues = (): Array<{ name: string; fields: string[]; lastOptional: boolean }> =>
+  Object.entries(VALUES as Record<string, Value>)
+    .filter(([, value]) => value.written)
+    .map(([name, value]) => ({
+      name: `${name.toLowerCase()}_line`,
+      fields: Object.keys(value.fields),
+      lastOptional: value.lastOptional === true,
+    }));
+
+/** The flow argument's text for one run of tasks. */
+export function flowLine(mode: string, a: number, b: number): string {
+  return [mode, a, b].join("|");
+}
