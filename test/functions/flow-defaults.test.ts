@@ -4,15 +4,15 @@
 import { describe, expect, it } from "vitest";
 import { withFlowDefault } from "../../functions/flow-defaults.js";
 import { defineTasks } from "../../functions/tasks.js";
-import { ConfigError, InvalidInputError } from "../../shared/errors.js";
+import { InvalidInputError } from "../../shared/errors.js";
+import { configProblems } from "../helpers/config-errors.js";
 
 const handler = () => {};
 const key = (payload: unknown) => `doc:${(payload as { doc: string }).doc}`;
 
 describe("defineTasks and a type's default flow", () => {
   it("reports every bad flow in one ConfigError, each naming its type and field", () => {
-    let caught: unknown;
-    try {
+    const problems = configProblems(() =>
       defineTasks({
         types: {
           twoModes: { handler, flow: { dedupe: { key, ttlMs: 1_000 }, singleton: { key } } },
@@ -23,12 +23,9 @@ describe("defineTasks and a type's default flow", () => {
           unknownMode: { handler, flow: { lottery: { key } } as never },
           good: { handler, flow: { singleton: { key } } },
         },
-      });
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(ConfigError);
-    expect((caught as ConfigError).problems).toEqual([
+      }),
+    );
+    expect(problems).toEqual([
       'task type "twoModes": flow: a task takes at most one flow control (dedupe, debounce, throttle, singleton), got dedupe and singleton',
       'task type "keyText": flow.throttle.key must be a function (payload) => string, got "t"',
       'task type "windowTooLong": flow: debounce.maxWaitMs must be an integer of ms from 1 to 31622400000 (366 days), got 31708800000',

@@ -6,6 +6,7 @@ import { createWorker } from "../../functions/worker.js";
 import { ConfigError } from "../../shared/errors.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
+import { configProblems } from "../helpers/config-errors.js";
 import { captureStdout, functionEnv, lambdaContext, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { adapters, uniqueQueueName } from "../helpers/stores.js";
 
@@ -247,38 +248,35 @@ describe("defineTasks", () => {
     expect(defineTasks({ types: { quick: { timeoutMs: 5_000, handler: () => {} } } }).types.quick).toMatchObject({
       heartbeatMs: 5_000,
     });
-    const bad = () =>
-      defineTasks({
-        types: {
-          "no spaces": { handler: () => {} },
-          quick: { leaseMs: 999, maxAttempts: 0, handler: () => {} },
-          lazy: { backoff: { baseMs: 5_000, maxMs: 10 }, handler: "not a function" as unknown as () => void },
-          both: { leaseMs: 10_000, timeoutMs: 10_000, handler: () => {} },
-          beat: { timeoutMs: 10_000, heartbeatMs: 20_000, concurrency: 0, handler: () => {} },
-        },
-        acceptTypes: ["quick", "other one"],
-        concurrency: 101,
-        maxStalls: 0,
-      });
-    expect(bad).toThrow(ConfigError);
-    try {
-      bad();
-    } catch (error) {
-      expect((error as ConfigError).problems).toEqual([
-        'task type name "no spaces" must be 1-64 characters of A-Z a-z 0-9 _ . -',
-        'task type "quick": leaseMs must be an integer from 1000 to 86400000 ms, got 999',
-        'task type "quick": maxAttempts must be an integer from 1 to 1000, got 0',
-        'task type "lazy": handler must be a function',
-        'task type "lazy": backoff.maxMs must be an integer from 5000 to 31622400000 ms, got 10',
-        'task type "both": leaseMs is the older way to say timeoutMs and heartbeatMs together: give timeoutMs and heartbeatMs, or leaseMs alone',
-        'task type "beat": heartbeatMs 20000 is longer than timeoutMs 10000: a run ends at its timeout, so a heartbeat longer than it only delays noticing a crash; give at most 10000',
-        'acceptTypes: "quick" is declared in types already',
-        'acceptTypes: "other one" is not a valid task type name',
-        "defineTasks: concurrency must be an integer from 1 to 100, got 101",
-        "defineTasks: maxStalls must be an integer from 1 to 1000, got 0",
-        'defineTasks: task type "beat": concurrency must be an integer from 1 to 100, got 0',
-      ]);
-    }
+    expect(
+      configProblems(() =>
+        defineTasks({
+          types: {
+            "no spaces": { handler: () => {} },
+            quick: { leaseMs: 999, maxAttempts: 0, handler: () => {} },
+            lazy: { backoff: { baseMs: 5_000, maxMs: 10 }, handler: "not a function" as unknown as () => void },
+            both: { leaseMs: 10_000, timeoutMs: 10_000, handler: () => {} },
+            beat: { timeoutMs: 10_000, heartbeatMs: 20_000, concurrency: 0, handler: () => {} },
+          },
+          acceptTypes: ["quick", "other one"],
+          concurrency: 101,
+          maxStalls: 0,
+        }),
+      ),
+    ).toEqual([
+      'task type name "no spaces" must be 1-64 characters of A-Z a-z 0-9 _ . -',
+      'task type "quick": leaseMs must be an integer from 1000 to 86400000 ms, got 999',
+      'task type "quick": maxAttempts must be an integer from 1 to 1000, got 0',
+      'task type "lazy": handler must be a function',
+      'task type "lazy": backoff.maxMs must be an integer from 5000 to 31622400000 ms, got 10',
+      'task type "both": leaseMs is the older way to say timeoutMs and heartbeatMs together: give timeoutMs and heartbeatMs, or leaseMs alone',
+      'task type "beat": heartbeatMs 20000 is longer than timeoutMs 10000: a run ends at its timeout, so a heartbeat longer than it only delays noticing a crash; give at most 10000',
+      'acceptTypes: "quick" is declared in types already',
+      'acceptTypes: "other one" is not a valid task type name',
+      "defineTasks: concurrency must be an integer from 1 to 100, got 101",
+      "defineTasks: maxStalls must be an integer from 1 to 1000, got 0",
+      'defineTasks: task type "beat": concurrency must be an integer from 1 to 100, got 0',
+    ]);
   });
 });
 
@@ -339,25 +337,22 @@ describe("defineTasks group policies", () => {
     expect(declared.groups).toEqual({ concurrency: 3 });
     expect(policyText(declared)).toContain("charge:~60000:30000::5:1000:300000:1.1.0.0.50.1000");
     expect(policyText(declared)).toMatch(/^parallel\+3\.0\.0\.0\.0\.0;/);
-    const bad = () =>
-      defineTasks({
-        groups: { concurrency: 0 },
-        types: {
-          a: { group: { ordered: true, concurrency: 2 }, handler: () => {} },
-          b: { group: { rate: { max: 0, perMs: 1_000 } }, handler: () => {} },
-          c: { group: { concurency: 2 } as never, handler: () => {} },
-        },
-      });
-    expect(bad).toThrow(ConfigError);
-    try {
-      bad();
-    } catch (error) {
-      expect((error as ConfigError).problems).toEqual([
-        'task type "a": an ordered group runs one task at a time: concurrency must be 1 (or left out), got 2',
-        'task type "b": rate.max must be an integer from 1 to 1000000, got 0',
-        'task type "c": unknown group policy field "concurency"; allowed: concurrency, ordered, onFailure, rate, typeRate',
-        "groups: concurrency must be an integer from 1 to 100, got 0",
-      ]);
-    }
+    expect(
+      configProblems(() =>
+        defineTasks({
+          groups: { concurrency: 0 },
+          types: {
+            a: { group: { ordered: true, concurrency: 2 }, handler: () => {} },
+            b: { group: { rate: { max: 0, perMs: 1_000 } }, handler: () => {} },
+            c: { group: { concurency: 2 } as never, handler: () => {} },
+          },
+        }),
+      ),
+    ).toEqual([
+      'task type "a": an ordered group runs one task at a time: concurrency must be 1 (or left out), got 2',
+      'task type "b": rate.max must be an integer from 1 to 1000000, got 0',
+      'task type "c": unknown group policy field "concurency"; allowed: concurrency, ordered, onFailure, rate, typeRate',
+      "groups: concurrency must be an integer from 1 to 100, got 0",
+    ]);
   });
 });
