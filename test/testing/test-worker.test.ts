@@ -39,6 +39,19 @@ function testWorker<Declared extends Record<string, unknown>>(tasks: TaskDeclara
   return createTestWorker({ tasks, redisUrl: redisUrl(), queue: uniqueQueueName("tw") });
 }
 
+/** Runs `use` with a test worker on a queue of this file, and closes the worker after it, whatever happens. */
+async function withTestWorker<Declared extends Record<string, unknown>>(
+  tasks: TaskDeclaration<Declared>,
+  use: (worker: TestWorker<Declared>) => Promise<void>,
+): Promise<void> {
+  const worker = testWorker(tasks);
+  try {
+    await use(worker);
+  } finally {
+    await worker.close();
+  }
+}
+
 async function keysOf(name: string): Promise<string[]> {
   const redis = rawClient();
   try {
@@ -51,8 +64,7 @@ async function keysOf(name: string): Promise<string[]> {
 describe("createTestWorker", () => {
   it("runs what is enqueued with the worker's drain, and reports what it did", async () => {
     const { tasks, sent } = emails();
-    const worker = testWorker(tasks);
-    try {
+    await withTestWorker(tasks, async (worker) => {
       const enqueued = await worker.enqueue([
         { id: "e-1", type: "send-email", payload: { to: "a@example.com" } },
         { type: "send-email", payload: { to: "b@example.com" }, priority: -1 },
@@ -78,15 +90,12 @@ describe("createTestWorker", () => {
         lastError: "PermanentError: no recipient",
       });
       expect(await worker.drain()).toMatchObject({ claimed: 0 });
-    } finally {
-      await worker.close();
-    }
+    });
   });
 
   it("leaves a retry after the default backoff to the next drain; a clock ahead runs it", async () => {
     const { tasks } = emails();
-    const worker = testWorker(tasks);
-    try {
+    await withTestWorker(tasks, async (worker) => {
       await worker.enqueue([{ id: "f-1", type: "send-email", payload: { to: "flaky" } }]);
       expect(await worker.drain()).toMatchObject({ claimed: 1, retried: 1, failed: 0 });
       expect(await worker.queue.inspect("f-1")).toMatchObject({ state: "scheduled", attempts: 1 });
@@ -98,9 +107,7 @@ describe("createTestWorker", () => {
         attempts: 3,
         lastError: "Error: SMTP 421",
       });
-    } finally {
-      await worker.close();
-    }
+    });
   });
 
   it("runs every attempt in one drain when the type's backoff is zero, and waits for a task due within lingerMs", async () => {
@@ -118,8 +125,7 @@ describe("createTestWorker", () => {
         later: { handler: () => {} },
       },
     });
-    const worker = testWorker(tasks);
-    try {
+    await withTestWorker(tasks, async (worker) => {
       await worker.enqueue([
         { id: "x", type: "flaky" },
         { id: "soon", type: "later", delayMs: 50 },
@@ -129,14 +135,11 @@ describe("createTestWorker", () => {
       expect(counts).toMatchObject({ claimed: 5, done: 1, retried: 3, failed: 1 });
       expect(runs).toBe(4);
       expect(await worker.queue.inspect("in-an-hour")).toMatchObject({ state: "scheduled" });
-    } finally {
-      await worker.close();
-    }
+    });
   });
 
   it("agrees with runTask: what runTask says of a payload is what the worker does with it", async () => {
     const { tasks } = emails();
-    const worker = testWorker(tasks);
     const cases = [
       { id: "ok", type: "send-email", payload: { to: "a@example.com" }, state: "done" },
       { id: "permanent", type: "send-email", payload: { to: "nobody" }, state: "failed" },
@@ -144,7 +147,7 @@ describe("createTestWorker", () => {
       { id: "refused", type: "resize-image", payload: { width: -1 }, state: "failed" },
     ] as const;
     const expected = { done: "done", failed: "failed", retry: "scheduled" } as const;
-    try {
+    await withTestWorker(tasks, async (worker) => {
       for (const task of cases) {
         expect(expected[(await runTask(tasks, task.type, task.payload)).status], task.id).toBe(task.state);
       }
@@ -159,15 +162,12 @@ describe("createTestWorker", () => {
       expect(await worker.queue.inspect("refused")).toMatchObject({
         lastError: refused.status === "failed" ? refused.reason : "",
       });
-    } finally {
-      await worker.close();
-    }
+    });
   });
 
   it("checks tasks as the producer does: nothing of a call with a bad task is enqueued", async () => {
     const { tasks } = emails();
-    const worker = testWorker(tasks);
-    try {
+    await withTestWorker(tasks, async (worker) => {
       const call = worker.enqueue([
         { id: "ok-1", type: "send-email", payload: { to: "a@example.com" } },
         { id: "bad-1", type: "resize-image", payload: { width: -1 } },
@@ -179,15 +179,12 @@ describe("createTestWorker", () => {
         /enqueue: nothing sent, 2 problems: tasks\[1\] \(type "resize-image"\): payload\.width: .*; tasks\[2\]: task type "send-emial" is not declared; declared: send-email, resize-image/,
       );
       expect(await worker.queue.inspect("ok-1")).toBeUndefined();
-    } finally {
-      await worker.close();
-    }
+    });
   });
 
   it("reclaim() returns a lease its holder let expire, and the next drain runs the task", async () => {
     const { tasks, sent } = emails();
-    const worker = testWorker(tasks);
-    try {
+    await withTestWorker(tasks, async (worker) => {
       const now = Date.now();
       await worker.enqueue([{ id: "r-1", type: "send-email", payload: { to: "r@example.com" } }], { now });
       // A worker that claimed it and died.
@@ -196,9 +193,7 @@ describe("createTestWorker", () => {
       expect(await worker.reclaim({ now: now + 10_000 + 2_001 })).toMatchObject({ reclaimed: ["r-1"], failed: [] });
       expect(await worker.drain()).toMatchObject({ claimed: 1, done: 1 });
       expect(sent).toEqual(["r@example.com"]);
-    } finally {
-      await worker.close();
-    }
+    });
   });
 
   it("close(): a queue it named is deleted, one you named is kept unless asked; it is idempotent and ends the worker", async () => {
