@@ -5,19 +5,11 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
-import {
-  captureStdout,
-  envWithoutConnection,
-  functionEnv,
-  lambdaContext,
-  scheduledEvent,
-  sqsEvent,
-  sqsRecord,
-} from "../helpers/events.js";
+import { invoke, loadBundle } from "../helpers/built-bundles.js";
+import { envWithoutConnection, functionEnv, scheduledEvent, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { adapters, uniqueQueueName } from "../helpers/stores.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-type Handler = (event: unknown, context: unknown) => Promise<Record<string, unknown>>;
 
 beforeAll(() => {
   // The same build as `npm run build`, so this test runs exactly what is deployed.
@@ -69,21 +61,21 @@ describe.each(adapters)("the built bundles over $name", (adapter) => {
       for (const bundle of ["worker", "reclaimer"]) {
         expect(statSync(`${root}dist/lambda/${bundle}/index.mjs`).size).toBeGreaterThan(0);
       }
-      // A query string gives each adapter its own module instance, hence its own cold start.
-      const worker: Handler = (await import(`${root}dist/lambda/worker/index.mjs?${adapter.name}`)).handler;
-      const reclaimer: Handler = (await import(`${root}dist/lambda/reclaimer/index.mjs?${adapter.name}`)).handler;
+      // Each adapter gets a cold start of its own.
+      const worker = await loadBundle(`${root}dist/lambda/worker`, adapter.name);
+      const reclaimer = await loadBundle(`${root}dist/lambda/reclaimer`, adapter.name);
       const event = sqsEvent(
         sqsRecord({ tasks: [{ id: "b1", type: "echo", payload: { hello: "world" } }] }),
         sqsRecord("oops"),
       );
-      const { result } = await captureStdout(() => worker(event, lambdaContext()));
+      const { result } = await invoke(worker, event);
       expect(result.batchItemFailures).toHaveLength(1);
 
       const store = await adapter.open();
       stores.push(store);
       const queue = new Queue(store, { name });
       expect(await queue.inspect("b1")).toMatchObject({ state: "done", attempts: 1 });
-      const summary = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
+      const summary = await invoke(reclaimer, scheduledEvent());
       expect(summary.result).toMatchObject({ done: 1, ready: 0, leased: 0, drainInvocations: 0 });
     } finally {
       process.env = saved;

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { App } from "aws-cdk-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
@@ -9,20 +8,12 @@ import { LeaseqStack } from "../../examples/reference/stack.js";
 import { Queue } from "../../shared/queue.js";
 import { LUA_SCRIPTS } from "../../shared/scripts.generated.js";
 import type { Store } from "../../shared/store.js";
-import {
-  captureStdout,
-  envWithoutConnection,
-  functionEnv,
-  lambdaContext,
-  scheduledEvent,
-  sqsEvent,
-  sqsRecord,
-} from "../helpers/events.js";
+import { invoke, loadBundle } from "../helpers/built-bundles.js";
+import { envWithoutConnection, functionEnv, scheduledEvent, sqsEvent, sqsRecord } from "../helpers/events.js";
 import { recordingLambdaApi } from "../helpers/lambda-api.js";
 import { REPO_ROOT } from "../helpers/paths.js";
 import { adapters, uniqueQueueName } from "../helpers/stores.js";
 
-type Handler = (event: unknown, context: unknown) => Promise<Record<string, unknown>>;
 interface AlarmMetric {
   Namespace: string;
   MetricName: string;
@@ -148,13 +139,10 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       const workerEnv = deployedEnv(assets.worker.env, connection, { lambdaApi: api.url, sqs });
       const reclaimerEnv = deployedEnv(assets.reclaimer.env, connection, { lambdaApi: api.url, sqs });
       expect(workerEnv.LEASEQ_QUEUE).toBe(queueName);
-      // The query string gives each adapter and role its own module instance, hence its own cold
-      // start, which reads the environment of that moment.
-      const load = async (directory: string, role: string): Promise<Handler> =>
-        (await import(`${pathToFileURL(join(directory, "index.mjs")).href}?${adapter.name}-${role}`)).handler;
-      const intake = await load(assets.intake.directory, "intake");
-      const worker = await load(assets.worker.directory, "worker");
-      const reclaimer = await load(assets.reclaimer.directory, "reclaimer");
+      // Each adapter and role gets a cold start of its own.
+      const intake = await loadBundle(assets.intake.directory, `${adapter.name}-intake`);
+      const worker = await loadBundle(assets.worker.directory, `${adapter.name}-worker`);
+      const reclaimer = await loadBundle(assets.reclaimer.directory, `${adapter.name}-reclaimer`);
 
       const store = await adapter.open();
       stores.push(store);
@@ -166,9 +154,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       const base = envWithoutConnection();
       process.env = { ...base, ...intakeEnv };
       const good = sqsRecord({ tasks: [{ id: "a1", type: "echo", payload: { n: 1 } }, { type: "echo" }] }, "m-good");
-      const { result } = await captureStdout(() =>
-        intake(sqsEvent(good, sqsRecord("not json", "m-bad")), lambdaContext()),
-      );
+      const { result } = await invoke(intake, sqsEvent(good, sqsRecord("not json", "m-bad")));
       expect(result.batchItemFailures).toEqual([]);
       for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "ready" });
       expect(
@@ -179,7 +165,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
 
       // The wake-up starts the worker, which takes them to DONE.
       process.env = { ...base, ...workerEnv, ...reclaimerEnv };
-      await captureStdout(() => worker(sqsEvent(sqsRecord(JSON.parse(wakeUps[0]), "m-wake")), lambdaContext()));
+      await invoke(worker, sqsEvent(sqsRecord(JSON.parse(wakeUps[0]), "m-wake")));
       for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
 
       // 2. Tasks wait in READY: the reclaimer publishes EMF matching the alarms and starts the worker
@@ -191,7 +177,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
         ],
         { now: Date.now() - 1_000 },
       );
-      const tick = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
+      const tick = await invoke(reclaimer, scheduledEvent());
       expect(tick.result).toMatchObject({ ready: 2, done: 2, drainInvocations: 1 });
       const emf = tick.lines.map((line) => JSON.parse(line)).find((entry) => entry._aws?.CloudWatchMetrics);
       const directive = emf._aws.CloudWatchMetrics[0];
@@ -214,7 +200,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       expect(api.calls[0].headers["x-amz-invocation-type"]).toBe("Event");
 
       // 3. The drain invocation runs the worker, which takes the waiting tasks to DONE.
-      await captureStdout(() => worker(JSON.parse(api.calls[0].body), lambdaContext()));
+      await invoke(worker, JSON.parse(api.calls[0].body));
       for (const id of ["k1", "k2"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
     } finally {
       process.env = saved;
