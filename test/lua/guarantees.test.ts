@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
-import type { ClaimedTask } from "../../shared/types.js";
+import type { ClaimedTask, TypeGroupPolicy } from "../../shared/types.js";
 import { expectClean } from "../helpers/check.js";
 import { ack, adapters, failTasks, ids, queueFixture } from "../helpers/stores.js";
 
@@ -12,6 +12,16 @@ const NOW = 1_800_000_000_000;
 
 describe.each(adapters)("guarantees over $name", (adapter) => {
   const { redis, fresh } = queueFixture(adapter);
+
+  /** A queue whose type "job" runs each group by `policy`, holding `taskIds` in group "g", enqueued in that order at NOW. */
+  async function groupG(policy: TypeGroupPolicy, taskIds: string[]): Promise<Queue> {
+    const queue = await fresh({ typeGroups: { job: policy } });
+    await queue.enqueue(
+      taskIds.map((id) => ({ id, type: "job", group: "g" })),
+      { now: NOW },
+    );
+    return queue;
+  }
 
   it("1: a stale holder's ack never settles a later incarnation of its id (delete, then enqueue again)", async () => {
     const queue = await fresh();
@@ -33,14 +43,7 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
   });
 
   it("3: a parked task whose record cannot be read is quarantined, not dropped", async () => {
-    const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
-    await queue.enqueue(
-      [
-        { id: "a", type: "job", group: "g" },
-        { id: "b", type: "job", group: "g" },
-      ],
-      { now: NOW },
-    );
+    const queue = await groupG({ concurrency: 1 }, ["a", "b"]);
     const claimed = await queue.claim({ count: 10, now: NOW });
     expect(ids(claimed)).toEqual(["a"]); // b is parked behind a
     await redis.hset(queue.keys.task, "b:s", "W|0|0|not a state");
@@ -88,7 +91,10 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     await expectClean(queue, NOW + 12);
   });
 
-  it("6: cancelling or deleting the task an ordered queue waits for ends the wait", async () => {
+  it.each([
+    ["cancelling", (queue: Queue) => queue.cancel(["poison"], { now: NOW + 3 })],
+    ["deleting", (queue: Queue) => queue.delete(["poison"])],
+  ])("6: %s the task an ordered queue waits for ends the wait", async (_, end) => {
     const queue = await fresh({ ordered: true, policies: { job: { leaseMs: 10_000, maxAttempts: 5 } } });
     await queue.enqueue(
       [
@@ -103,26 +109,9 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
       now: NOW + 1,
     });
     expect(await queue.claim({ count: 1, now: NOW + 2 })).toEqual([]); // held for the retry
-    await queue.cancel(["poison"], { now: NOW + 3 });
+    await end(queue);
     expect(ids(await queue.claim({ count: 1, now: NOW + 4 }))).toEqual(["next"]);
-
-    // The same with delete.
-    const other = await fresh({ ordered: true, policies: { job: { leaseMs: 10_000, maxAttempts: 5 } } });
-    await other.enqueue(
-      [
-        { id: "poison", type: "job" },
-        { id: "next", type: "job" },
-      ],
-      { now: NOW },
-    );
-    const [again] = await other.claim({ count: 1, now: NOW });
-    await other.settle([{ id: again.id, token: again.token, outcome: "retry", retryAtMs: NOW + year, error: "x" }], {
-      now: NOW + 1,
-    });
-    await other.delete(["poison"]);
-    expect(ids(await other.claim({ count: 1, now: NOW + 4 }))).toEqual(["next"]);
     await expectClean(queue, NOW + 5);
-    await expectClean(other, NOW + 5);
   });
 
   it("7: a type whose rate is used up does not hold back the types behind it", async () => {
@@ -174,11 +163,7 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
   });
 
   it("9: naming a parked task twice in one delete counts it once", async () => {
-    const queue = await fresh({ typeGroups: { job: { concurrency: 1 } } });
-    await queue.enqueue(
-      ["a", "b", "c"].map((id) => ({ id, type: "job", group: "g" })),
-      { now: NOW },
-    );
+    const queue = await groupG({ concurrency: 1 }, ["a", "b", "c"]);
     const first = await queue.claim({ count: 10, now: NOW });
     expect(ids(first)).toEqual(["a"]);
     expect(await queue.delete(["b", "b"])).toEqual([
@@ -191,11 +176,7 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
   });
 
   it("10: an ordered group whose head was quarantined goes on with its next task", async () => {
-    const queue = await fresh({ typeGroups: { job: { ordered: true } } });
-    await queue.enqueue(
-      ["a", "b"].map((id) => ({ id, type: "job", group: "g" })),
-      { now: NOW },
-    );
+    const queue = await groupG({ ordered: true }, ["a", "b"]);
     await redis.hset(queue.keys.task, "a:s", "R|garbage");
     expect(await queue.claim({ count: 10, now: NOW })).toEqual([]);
     expect((await queue.inspect("a"))?.state).toBe("corrupt");
@@ -293,11 +274,7 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
   );
 
   it("3c: a parked task deleted while unreadable does not let out the next task given its id", async () => {
-    const queue = await fresh({ typeGroups: { job: { ordered: true } } });
-    await queue.enqueue(
-      ["a", "b"].map((id) => ({ id, type: "job", group: "g" })),
-      { now: NOW },
-    );
+    const queue = await groupG({ ordered: true }, ["a", "b"]);
     const [a] = await queue.claim({ count: 10, now: NOW });
     expect(a.id).toBe("a"); // b waits, parked, behind it
     await redis.hset(queue.keys.task, "b:s", "W|not a state");
