@@ -29,14 +29,26 @@ const queueMetric = (name: string, queue = "default", period = 60) => ({
   },
 });
 
+/** An SQS metric of `queue` (a template resource) as an alarm names it. */
+const sqsMetric = (name: string, queue: { logicalId: string }) => ({
+  Namespace: "AWS/SQS",
+  MetricName: name,
+  Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [queue.logicalId, "QueueName"] } }],
+});
+
+/** A Lambda metric of `fn` (a template resource) as an alarm names it. */
+const lambdaMetric = (name: string, fn: { logicalId: string }) => ({
+  Namespace: "AWS/Lambda",
+  MetricName: name,
+  Dimensions: [{ Name: "FunctionName", Value: { Ref: fn.logicalId } }],
+});
+
 describe("alarms", () => {
   it("fires when messages are visible in the dead-letter queue", () => {
     const { template } = synth();
     const dlq = onlyResource(template, "AWS::SQS::Queue", { Properties: { MessageRetentionPeriod: 1_209_600 } });
     expect(alarm(template, "dead-letter")).toMatchObject({
-      Namespace: "AWS/SQS",
-      MetricName: "ApproximateNumberOfMessagesVisible",
-      Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [dlq.logicalId, "QueueName"] } }],
+      ...sqsMetric("ApproximateNumberOfMessagesVisible", dlq),
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
       Threshold: 1,
     });
@@ -46,9 +58,7 @@ describe("alarms", () => {
     const { template } = synth();
     const queue = onlyResource(template, "AWS::SQS::Queue", { Properties: { RedrivePolicy: Match.anyValue() } });
     expect(alarm(template, "task queue")).toMatchObject({
-      Namespace: "AWS/SQS",
-      MetricName: "ApproximateAgeOfOldestMessage",
-      Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [queue.logicalId, "QueueName"] } }],
+      ...sqsMetric("ApproximateAgeOfOldestMessage", queue),
       ComparisonOperator: "GreaterThanThreshold",
       Threshold: 60,
       EvaluationPeriods: 2,
@@ -91,9 +101,7 @@ describe("alarms", () => {
       Properties: { Description: Match.stringLikeRegexp("^leaseq reclaimer") },
     });
     expect(alarm(template, "has not run")).toMatchObject({
-      Namespace: "AWS/Lambda",
-      MetricName: "Invocations",
-      Dimensions: [{ Name: "FunctionName", Value: { Ref: reclaimer.logicalId } }],
+      ...lambdaMetric("Invocations", reclaimer),
       Statistic: "Sum",
       ComparisonOperator: "LessThanThreshold",
       Threshold: 1,
@@ -101,9 +109,7 @@ describe("alarms", () => {
       TreatMissingData: "breaching",
     });
     expect(alarm(template, "reclaimer failed")).toMatchObject({
-      Namespace: "AWS/Lambda",
-      MetricName: "Errors",
-      Dimensions: [{ Name: "FunctionName", Value: { Ref: reclaimer.logicalId } }],
+      ...lambdaMetric("Errors", reclaimer),
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
       Threshold: 1,
       EvaluationPeriods: 2,
