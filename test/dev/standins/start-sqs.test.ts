@@ -11,6 +11,16 @@ const until = async (condition: () => boolean, timeoutMs = 5_000) => {
   }
 };
 
+/** Runs the stand-in's event source mapping until `condition` holds, then stops it. */
+async function runUntil(sqs: LocalSqs, condition: () => boolean): Promise<void> {
+  sqs.start();
+  try {
+    await until(condition);
+  } finally {
+    await sqs.stop();
+  }
+}
+
 describe("the local SQS stand-in", () => {
   it("delivers batches of at most batchSize records, then deletes what succeeded", async () => {
     const batches: string[][] = [];
@@ -22,9 +32,7 @@ describe("the local SQS stand-in", () => {
       { batchSize: 3, concurrency: 1, pollMs: 5 },
     );
     for (let i = 0; i < 7; i++) sqs.send(`m${i}`);
-    sqs.start();
-    await until(() => sqs.stats().deleted === 7);
-    await sqs.stop();
+    await runUntil(sqs, () => sqs.stats().deleted === 7);
     expect(batches).toEqual([["m0", "m1", "m2"], ["m3", "m4", "m5"], ["m6"]]);
     expect(sqs.stats()).toMatchObject({ visible: 0, inFlight: 0, redelivered: 0, deadLettered: 0, invocations: 3 });
   });
@@ -50,9 +58,7 @@ describe("the local SQS stand-in", () => {
     );
     sqs.send("good");
     sqs.send("bad");
-    sqs.start();
-    await until(() => sqs.stats().deleted === 2);
-    await sqs.stop();
+    await runUntil(sqs, () => sqs.stats().deleted === 2);
     expect(seen.map(({ body, receiveCount }) => [body, receiveCount])).toEqual([
       ["good", "1"],
       ["bad", "1"],
@@ -76,9 +82,7 @@ describe("the local SQS stand-in", () => {
     );
     sqs.send("a");
     sqs.send("b");
-    sqs.start();
-    await until(() => sqs.deadLetters.length === 2);
-    await sqs.stop();
+    await runUntil(sqs, () => sqs.deadLetters.length === 2);
     expect(sqs.deadLetters.map((message) => [message.body, message.receiveCount])).toEqual([
       ["a", 3],
       ["b", 3],
@@ -96,9 +100,7 @@ describe("the local SQS stand-in", () => {
       { concurrency: 1, pollMs: 5, queueName: "q1" },
     );
     const id = sqs.send('{"tasks":[]}', { now: 1_700_000_000_000 });
-    sqs.start();
-    await until(() => record !== undefined);
-    await sqs.stop();
+    await runUntil(sqs, () => record !== undefined);
     expect(record).toMatchObject({
       messageId: id,
       body: '{"tasks":[]}',
@@ -124,9 +126,7 @@ describe("the local SQS stand-in", () => {
         blob: { DataType: "Binary", BinaryValue: Buffer.from([1, 2, 3]) },
       },
     });
-    sqs.start();
-    await until(() => record !== undefined);
-    await sqs.stop();
+    await runUntil(sqs, () => record !== undefined);
     expect(record?.messageAttributes).toEqual({
       reason: { stringValue: "invalid", stringListValues: [], binaryListValues: [], dataType: "String" },
       tries: { stringValue: "3", stringListValues: [], binaryListValues: [], dataType: "Number" },
@@ -166,9 +166,7 @@ describe("the local SQS stand-in", () => {
     );
     sqs.send("a");
     sqs.send("b");
-    sqs.start();
-    await until(() => sqs.stats().deleted === 2);
-    await sqs.stop();
+    await runUntil(sqs, () => sqs.stats().deleted === 2);
     expect(calls).toBe(2);
     expect(sqs.stats().redelivered).toBe(2);
   });
@@ -181,9 +179,7 @@ describe("the local SQS stand-in", () => {
       { visibilityTimeoutMs: 10, maxReceiveCount: 1, concurrency: 1, pollMs: 5, queueName: "jobs" },
     );
     const id = sqs.send("poison", { messageAttributes: { kind: { DataType: "String", StringValue: "p" } } });
-    sqs.start();
-    await until(() => sqs.deadLetters.length === 1);
-    await sqs.stop();
+    await runUntil(sqs, () => sqs.deadLetters.length === 1);
     expect(sqs.deadLetters[0]).toMatchObject({
       messageId: id,
       body: "poison",
