@@ -88,7 +88,7 @@ async function measure(backlog: number, batches: number) {
         // Two INFO calls of ours fall between the two snapshots (the second commandCalls and afterInfo aside).
         commands[variant].push(commandDelta(before, after, 1).total / batches);
       }
-      await queue.drop({ confirm: queue.name });
+      await queue.admin.drop({ confirm: queue.name });
     }
   }
   const result: Record<string, unknown> = {

@@ -55,7 +55,7 @@ async function lightTenantWait(url: string, heavyTasks: number, withGroups: bool
       await queue.ack(claimed, { now: Date.now() });
     }
   } finally {
-    await queue.drop({ confirm: queue.name });
+    await queue.admin.drop({ confirm: queue.name });
     await store.close();
   }
 }

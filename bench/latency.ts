@@ -198,13 +198,13 @@ async function runStackLatency(
       await producer.send([{ id: taskId, type: "probe", priority: -10 }]);
       await until(() => started.has(taskId), 30_000, `probe ${taskId} under a backlog`);
       startedAfter.push((started.get(taskId) ?? 0) - sentAt);
-      inRedis.push(((await library.inspect(taskId))?.enqueuedAtMs ?? Number.NaN) - sentAt);
+      inRedis.push(((await library.admin.inspect(taskId))?.enqueuedAtMs ?? Number.NaN) - sentAt);
       await sleep(100 + Math.random() * 100);
     }
     const left = (await library.stats({ now: Date.now() })).ready;
     log(`    ${half} probes; ${left} of the ${backlog} backlog tasks still ready at the end`);
     // Only backlog tasks are still ready: purge them.
-    while ((await library.purge("ready")) > 0) {}
+    while ((await library.admin.purge("ready")) > 0) {}
     await until(() => stack.wake.stats().inFlight === 0, 60_000, "the workers to stop");
 
     log("  what tasks sent through SQS cost: one per send, and 100 per send");
@@ -268,7 +268,7 @@ async function runStackLatency(
       while (watching) {
         for (const taskId of retryIds) {
           if (retryDue.has(taskId) || retried.has(taskId)) continue;
-          const task = await library.inspect(taskId);
+          const task = await library.admin.inspect(taskId);
           if (task?.state === "scheduled") retryDue.set(taskId, task.dueAt ?? 0);
         }
         await sleep(20);
@@ -322,7 +322,7 @@ async function runStackLatency(
     };
   } finally {
     await stack.stopWork();
-    await library.drop({ confirm: name }).catch(() => 0);
+    await library.admin.drop({ confirm: name }).catch(() => 0);
     await store.close();
     sqs.destroy();
     await stack.close();

@@ -99,7 +99,7 @@ async function runOnce(fifo: boolean, redisUrl: string): Promise<number> {
     return outOfOrder(runs);
   } finally {
     await stack.stopWork();
-    await new Queue(store, { name }).drop({ confirm: name }).catch(() => 0);
+    await new Queue(store, { name }).admin.drop({ confirm: name }).catch(() => 0);
     await store.close();
     client.destroy();
     await stack.close();

@@ -55,10 +55,10 @@ async function oneCase(
   const queue = new Queue(store, { name: `bench-sched-${name.replace(/[^A-Za-z0-9]+/g, "-")}` });
   await queue.configure({ policies: { report: { leaseMs: 60_000, maxAttempts: 3 } } });
   for (let i = 0; i < SCHEDULES; i++) {
-    await queue.setSchedule(`s${i}`, { ...define(i), type: "report", payload: { n: i } }, { now: T0 - 120_000 });
+    await queue.schedules.set(`s${i}`, { ...define(i), type: "report", payload: { n: i } }, { now: T0 - 120_000 });
   }
   // The steady state: the run a minute before planned up to its horizon.
-  await queue.planSchedules({ now: T0 - 60_000, horizonMs: HORIZON_MS });
+  await queue.schedules.plan({ now: T0 - 60_000, horizonMs: HORIZON_MS });
   const calls: number[] = [];
   const names: string[] = [];
   const timed = new Queue(timedStore(store, redis.admin, calls, names), { name: queue.name });
@@ -66,9 +66,9 @@ async function oneCase(
   const tick = await timed.tick({ now: T0, limit: 500, wakeHorizonMs: HORIZON_MS }); // the reclaimer's step
   let made = 0;
   if (tick.planAtMs !== undefined && tick.planAtMs <= T0 + HORIZON_MS) {
-    made = (await timed.planSchedules({ now: T0, horizonMs: HORIZON_MS })).made;
+    made = (await timed.schedules.plan({ now: T0, horizonMs: HORIZON_MS })).made;
   }
-  await queue.drop({ confirm: queue.name });
+  await queue.admin.drop({ confirm: queue.name });
   await store.close();
   return {
     case: name,

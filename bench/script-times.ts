@@ -37,7 +37,7 @@ try {
     await timed("enqueue", () => queue.enqueue(tasks, { now }), keep);
     await timed("claim", async () => (batch = await queue.claim({ count: BATCH, now })), keep);
     await timed("settle (ack)", () => queue.ack(batch, { now }), keep);
-    await queue.drop({ confirm: queue.name });
+    await queue.admin.drop({ confirm: queue.name });
   }
   // The commands inside the scripts, over every measured round.
   const inner: string[][] = [];

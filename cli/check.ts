@@ -28,7 +28,7 @@ export function checkCommand(program: Command): void {
     )
     .action(async (options: { repair?: boolean; json?: boolean }, command: Command) => {
       const problems = await withQueue(command, (queue) =>
-        queue.checkAll({ now: Date.now(), repair: options.repair === true }),
+        queue.admin.checkAll({ now: Date.now(), repair: options.repair === true }),
       );
       const left = problems.filter((problem) => !problem.repaired).length;
       const repaired = problems.length - left;

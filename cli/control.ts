@@ -1,5 +1,6 @@
 import { Argument, type Command } from "commander";
-import { listQueues, Queue } from "../shared/queue.js";
+import { Queue } from "../shared/queue.js";
+import { listQueues } from "../shared/queue-admin.js";
 import type { QueueStats } from "../shared/types.js";
 import { changeByIds } from "./by-ids.js";
 import { queueName, withQueue, withStore } from "./connect.js";
@@ -30,8 +31,12 @@ export function controlCommands(program: Command): void {
           : `queue "${queueName(command)}"`;
         const { changed, wakeAtMs, wakeTo } = await withQueue(command, async (queue) =>
           action === "pause"
-            ? { changed: await queue.pause({ now: Date.now(), type: options.type }), wakeAtMs: undefined, wakeTo: [] }
-            : queue.resume({ now: Date.now(), type: options.type }),
+            ? {
+                changed: await queue.admin.pause({ now: Date.now(), type: options.type }),
+                wakeAtMs: undefined,
+                wakeTo: [],
+              }
+            : queue.admin.resume({ now: Date.now(), type: options.type }),
         );
         const past = action === "pause" ? "paused" : "resumed";
         console.log(
@@ -65,7 +70,7 @@ export function controlCommands(program: Command): void {
           corrupt: "its record cannot be read: set aside, see leaseq list corrupt",
         },
       };
-      await changeByIds(command, ids, verb, (queue, batch) => queue.cancel(batch, { now: Date.now() }));
+      await changeByIds(command, ids, verb, (queue, batch) => queue.admin.cancel(batch, { now: Date.now() }));
     });
 
   program
@@ -85,7 +90,7 @@ export function controlCommands(program: Command): void {
       const deleted = await withQueue(command, async (queue) => {
         let total = 0;
         for (;;) {
-          const batch = await queue.purge(state);
+          const batch = await queue.admin.purge(state);
           total += batch;
           if (batch === 0) return total;
         }

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { listQueues } from "../shared/queue.js";
+import { listQueues } from "../shared/queue-admin.js";
 import { withQueue, withStore } from "./connect.js";
 import { type RunningDashboard, startDashboard } from "./dashboard/server.js";
 import { UsageError } from "./errors.js";

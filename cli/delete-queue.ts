@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { listQueues } from "../shared/queue.js";
+import { listQueues } from "../shared/queue-admin.js";
 import { queueName, withQueue } from "./connect.js";
 import { OperationError, UsageError } from "./errors.js";
 import { nearestHint } from "./nearest.js";
@@ -20,7 +20,7 @@ export function deleteQueueCommand(program: Command): void {
         );
       }
       const keys = await withQueue(command, async (queue, where, store) => {
-        const deleted = await queue.drop({ confirm: name });
+        const deleted = await queue.admin.drop({ confirm: name });
         // No key: there was no such queue (a typo?). Nothing was deleted, so say which names exist.
         if (deleted === 0) throw new OperationError(noSuchQueue(name, where, await listQueues(store)));
         return deleted;

@@ -5,7 +5,7 @@ import { type Command, Option } from "commander";
 import { DEFAULTS, LIMITS } from "../shared/config.js";
 import { checkFlow } from "../shared/flow.js";
 import type { Queue } from "../shared/queue.js";
-import { mergeWakeTo } from "../shared/queue-core.js";
+import { mergeWakeTo } from "../shared/queue-context.js";
 import { type EnqueueResult, TASK_INPUT_FIELDS, type TaskInput, type WakeTo } from "../shared/types.js";
 import { checkGroup, checkId, checkInteger, checkName, dueTime, serializePayload } from "../shared/validate.js";
 import { inBatches } from "./batches.js";

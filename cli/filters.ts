@@ -51,7 +51,7 @@ export async function findAll(
   let cursor: number | undefined = options.offset ?? 0;
   const now = Date.now();
   while (cursor !== undefined && found.length < most) {
-    const page = await queue.find(state, { ...taskFilter(options, now), cursor });
+    const page = await queue.admin.find(state, { ...taskFilter(options, now), cursor });
     found.push(...page.tasks);
     cursor = page.next;
   }
@@ -80,7 +80,7 @@ async function byFilter(
   const now = Date.now();
   let cursor: number | undefined = 0;
   while (cursor !== undefined) {
-    const page = await queue.find(state, { ...taskFilter(options, now), cursor });
+    const page = await queue.admin.find(state, { ...taskFilter(options, now), cursor });
     const ids = page.tasks.map((task) => task.id);
     outcome.matched.push(...ids);
     let left = 0;
@@ -100,7 +100,7 @@ async function byFilter(
 
 /** `requeue` with filters: requeues the FAILED tasks matching them. */
 export function requeueByFilter(queue: Queue, options: FilterOptions & { dryRun?: boolean }) {
-  return byFilter(queue, "failed", options, (batch) => queue.requeue(batch, { now: Date.now() }));
+  return byFilter(queue, "failed", options, (batch) => queue.admin.requeue(batch, { now: Date.now() }));
 }
 
 /**
@@ -109,7 +109,7 @@ export function requeueByFilter(queue: Queue, options: FilterOptions & { dryRun?
  * alone and reported "not_in_state".
  */
 export function deleteByFilter(queue: Queue, state: Deletable, options: FilterOptions & { dryRun?: boolean }) {
-  return byFilter(queue, state, options, (batch) => queue.delete(batch, { state, now: Date.now() }));
+  return byFilter(queue, state, options, (batch) => queue.admin.delete(batch, { state, now: Date.now() }));
 }
 
 /**

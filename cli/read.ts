@@ -1,7 +1,7 @@
 import { Argument, type Command } from "commander";
 import { LIMITS } from "../shared/config.js";
 import type { Queue } from "../shared/queue.js";
-import { LISTABLE } from "../shared/queue-core.js";
+import { LISTABLE } from "../shared/queue-admin.js";
 import { priorityOfRank } from "../shared/records.js";
 import { AT_LABEL, duration } from "../shared/text.js";
 import {
@@ -92,7 +92,7 @@ export function readCommands(program: Command): void {
     .argument("<id>", "task id")
     .option("--json", "print the task as JSON (payload parsed)")
     .action(async (id: string, options: { json?: boolean }, command: Command) => {
-      const task = await withQueue(command, (queue) => queue.inspect(id));
+      const task = await withQueue(command, (queue) => queue.admin.inspect(id));
       if (task === undefined) {
         throw new OperationError(`inspect: no task with id "${id}" in queue "${queueName(command)}"`);
       }
@@ -128,7 +128,7 @@ export function readCommands(program: Command): void {
     .action(async (state: TaskState, options: ListOptions, command: Command) => {
       const filtered = hasFilter(options);
       const tasks = await withQueue(command, (queue) =>
-        filtered ? findAll(queue, state, options, options.limit) : queue.list(state, options),
+        filtered ? findAll(queue, state, options, options.limit) : queue.admin.list(state, options),
       );
       const after = options.offset > 0 ? ` after offset ${options.offset}` : "";
       printResult(options.json, {
@@ -166,7 +166,7 @@ async function topGroups(queue: Queue, limit: number) {
   const all: GroupStats[] = [];
   let cursor: string | undefined = "0";
   while (cursor !== undefined && all.length < GROUPS_SCAN_MAX) {
-    const page: { groups: GroupStats[]; next: string | undefined } = await queue.groups({ cursor, count: 1000 });
+    const page: { groups: GroupStats[]; next: string | undefined } = await queue.admin.groups({ cursor, count: 1000 });
     all.push(...page.groups);
     cursor = page.next;
   }

@@ -67,7 +67,7 @@ export function requeueCommand(program: Command): void {
         }
         const { result: results, paused } = await requeueing(
           command,
-          (queue) => inBatches(ids, (batch) => queue.requeue(batch, { now: Date.now() })),
+          (queue) => inBatches(ids, (batch) => queue.admin.requeue(batch, { now: Date.now() })),
           okCount,
         );
         try {
@@ -113,9 +113,9 @@ async function requeueAllFailed(queue: Queue): Promise<number> {
   const failedAtStart = (await queue.stats({ now: Date.now() })).failed;
   let requeued = 0;
   while (requeued < failedAtStart) {
-    const page = await queue.list("failed", { limit: Math.min(LIMITS.batchMax, failedAtStart - requeued) });
+    const page = await queue.admin.list("failed", { limit: Math.min(LIMITS.batchMax, failedAtStart - requeued) });
     if (page.length === 0) break;
-    const results = await queue.requeue(
+    const results = await queue.admin.requeue(
       page.map((task) => task.id),
       { now: Date.now() },
     );

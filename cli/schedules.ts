@@ -46,7 +46,7 @@ Examples:
     )
     .option("--json", "print the schedules as a JSON array (times in ms since the epoch)")
     .action(async (options: { json?: boolean }, command: Command) => {
-      const found = await withQueue(command, (queue) => queue.listSchedules());
+      const found = await withQueue(command, (queue) => queue.schedules.list());
       printResult(options.json, {
         json: () => found.map((info) => ({ ...info, ...absentAsNull(info) })),
         text: () =>
@@ -93,18 +93,18 @@ Examples:
     .action(async (name: string, options: SetOptions, command: Command) => {
       const definition = await definitionOf(options);
       // Checked before connecting: a bad definition is a usage error, and nothing is sent.
-      checkScheduleName("setSchedule", name);
+      checkScheduleName("schedules.set", name);
       await loadCron();
-      checkSchedule("setSchedule", name, definition);
+      checkSchedule("schedules.set", name, definition);
       const { status, info } = await withQueue(command, async (queue) => {
-        let result: Awaited<ReturnType<typeof queue.setSchedule>>;
+        let result: Awaited<ReturnType<typeof queue.schedules.set>>;
         try {
-          result = await queue.setSchedule(name, definition, { now: Date.now() });
+          result = await queue.schedules.set(name, definition, { now: Date.now() });
         } catch (error) {
           // The definition was checked above: what the script refuses now is a declared schedule.
           throw new OperationError((error as Error).message, { cause: error });
         }
-        const listed = (await queue.listSchedules()).find((each) => each.name === name);
+        const listed = (await queue.schedules.list()).find((each) => each.name === name);
         return { status: result.status, info: listed };
       });
       const what = `schedule "${name}" of queue "${queueName(command)}"`;
@@ -130,10 +130,10 @@ Examples:
           const now = { now: Date.now() };
           const result =
             action === "remove"
-              ? await queue.removeSchedule(name, now)
+              ? await queue.schedules.remove(name, now)
               : action === "pause"
-                ? await queue.pauseSchedule(name, now)
-                : await queue.resumeSchedule(name, now);
+                ? await queue.schedules.pause(name, now)
+                : await queue.schedules.resume(name, now);
           if (result === "unknown") throw await noSuchSchedule(action, name, queue);
           return result;
         });
@@ -150,7 +150,7 @@ Examples:
     .addHelpText("after", "\nExample:\n  leaseq --queue emails schedules run-now nightly")
     .action(async (name: string, _options: unknown, command: Command) => {
       const { id, wakeAtMs, wakeTo, paused } = await withQueue(command, async (queue) => {
-        const run = await queue.runScheduleNow(name, { now: Date.now() });
+        const run = await queue.schedules.runNow(name, { now: Date.now() });
         if (run === undefined) throw await noSuchSchedule("run-now", name, queue);
         return { ...run, paused: (await queue.stats({ now: Date.now() })).paused };
       });
@@ -202,9 +202,9 @@ function durationOr(text: string): number | string {
 async function noSuchSchedule(
   verb: string,
   name: string,
-  queue: { name: string; listSchedules(): Promise<ScheduleInfo[]> },
+  queue: { name: string; schedules: { list(): Promise<ScheduleInfo[]> } },
 ): Promise<OperationError> {
-  const names = (await queue.listSchedules()).map((info) => info.name);
+  const names = (await queue.schedules.list()).map((info) => info.name);
   const hint = nearestHint(name, names, {
     noun: "schedule",
     listedBy: "leaseq schedules list",

@@ -35,7 +35,9 @@ Examples:
         note: "(FAILED; their groups go on)",
         why: { unknown_id: "no such task", not_failed: "not FAILED", not_holding: "no group waits behind it" },
       };
-      const results = await changeByIds(command, ids, verb, (queue, batch) => queue.skip(batch, { now: Date.now() }));
+      const results = await changeByIds(command, ids, verb, (queue, batch) =>
+        queue.admin.skip(batch, { now: Date.now() }),
+      );
       if (okCount(results) > 0) await wakeWorker(Date.now(), "their groups' next tasks");
     });
 
@@ -50,7 +52,7 @@ Examples:
         note: "(READY again)",
         why: { unknown_id: "not quarantined", unrepairable: "its body cannot be read either: leaseq delete it" },
       };
-      await changeByIds(command, ids, verb, (queue, batch) => queue.repair(batch, { now: Date.now() }));
+      await changeByIds(command, ids, verb, (queue, batch) => queue.admin.repair(batch, { now: Date.now() }));
     });
 
   program
@@ -95,7 +97,7 @@ Examples:
               leased: "LEASED: a worker is running it; delete it once its lease ends",
             },
           };
-          await changeByIds(command, ids, verb, (queue, batch) => queue.delete(batch));
+          await changeByIds(command, ids, verb, (queue, batch) => queue.admin.delete(batch));
           return;
         }
         if (ids.length > 0) throw new UsageError("delete: give task ids or --state, not both");

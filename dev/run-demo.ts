@@ -160,7 +160,7 @@ async function buildResult(
     finished: await finishedTasks(stack.queue),
     reclaimed: stack.counts.reclaimed,
     durationMs: Date.now() - options.startedAt,
-    poison: run.workload ? await stack.queue.inspect(run.workload.poisonId) : undefined,
+    poison: run.workload ? await stack.queue.admin.inspect(run.workload.poisonId) : undefined,
     poisonId: run.workload?.poisonId,
     crash: run.crash ? { pid: run.crash.report.pid, ids: run.crash.ids } : undefined,
     sqs: {

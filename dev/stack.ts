@@ -248,7 +248,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const queue = new Queue(store, { name: options.queue, settings: queueSettings(readConfig(env), options.tasks) });
     await queue.configure();
     const owner = readConfig(env).deployment;
-    await queue.syncDeclaredSchedules(options.tasks.schedules, { now: Date.now(), owner });
+    await queue.schedules.syncDeclared(options.tasks.schedules, { now: Date.now(), owner });
 
     let timer: NodeJS.Timeout | undefined;
     let startTimer: NodeJS.Timeout | undefined;
@@ -296,7 +296,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       reload(tasks) {
         functions = functionsFor(tasks);
         // As a deploy's cold start: the declared schedules follow the new declaration.
-        queue.syncDeclaredSchedules(tasks.schedules, { now: Date.now(), owner }).catch((error: unknown) => {
+        queue.schedules.syncDeclared(tasks.schedules, { now: Date.now(), owner }).catch((error: unknown) => {
           counts.invocationErrors++;
           counts.lastInvocationError = `schedules: ${redact((error as Error).message)}`;
         });

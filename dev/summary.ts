@@ -9,7 +9,7 @@ export async function finishedTasks(queue: Queue): Promise<Finished> {
   const finished: Finished = new Map();
   for (const state of ["done", "failed"] as const) {
     for (let offset = 0; ; offset += 1000) {
-      const page = await queue.list(state, { offset, limit: 1000 });
+      const page = await queue.admin.list(state, { offset, limit: 1000 });
       for (const task of page) finished.set(task.id, { state, attempts: task.attempts });
       if (page.length < 1000) break;
     }

@@ -1,7 +1,7 @@
 import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
-import { mergeWakeTo } from "../shared/queue-core.js";
+import { mergeWakeTo } from "../shared/queue-context.js";
 import type { TaskInput, WakeTo } from "../shared/types.js";
 import type { DeadLetterSender } from "./dead-letter.js";
 import { withFlowDefault } from "./flow-defaults.js";

@@ -126,7 +126,7 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     let planningFailed = false;
     if (tick.planAtMs !== undefined && tick.planAtMs <= Date.now() + planHorizonMs) {
       try {
-        planned = await queue.planSchedules({ now: Date.now(), horizonMs: planHorizonMs, wakeHorizonMs });
+        planned = await queue.schedules.plan({ now: Date.now(), horizonMs: planHorizonMs, wakeHorizonMs });
       } catch (error) {
         planningFailed = true;
         logger.error("schedules not planned", {

@@ -98,7 +98,7 @@ export async function createRuntime(
     });
     if (tasks) {
       await queue.configure();
-      const { refused } = await queue.syncDeclaredSchedules(tasks.schedules, {
+      const { refused } = await queue.schedules.syncDeclared(tasks.schedules, {
         now: Date.now(),
         owner: config.deployment,
       });

@@ -1,10 +1,10 @@
-// The queue's schedules (docs/schedules.md): set, remove, pause, resume, run now, list, and the
-// planner the reclaimer runs. Each is one script call (a plan is one per page of due schedules);
-// slots are computed here with croner and made into tasks by lua/plan.lua, once each.
+// The queue's schedules (docs/schedules.md), `queue.schedules`: set, remove, pause, resume, run now,
+// list, and the planner the reclaimer runs. Each is one script call (a plan is one per page of due
+// schedules); slots are computed here with croner and made into tasks by lua/plan.lua, once each.
 import { DEFAULTS, DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { itemArgs, readReply } from "./protocol/index.js";
-import { callId, mergeWakeTo, optionalTime, QueueCore, readWakeUps } from "./queue-core.js";
+import { callId, mergeWakeTo, optionalTime, type QueueContext, readWakeUps } from "./queue-context.js";
 import { buildBody } from "./records.js";
 import {
   checkSchedule,
@@ -19,10 +19,10 @@ import {
   slotOf,
   slotsBetween,
 } from "./schedules.js";
-import { STATE_BY_LETTER, type TaskState, type WakeTo } from "./types.js";
+import { type EnqueueResult, STATE_BY_LETTER, type TaskInput, type TaskState, type WakeTo } from "./types.js";
 import { checkInteger, checkNow, serializePayload } from "./validate.js";
 
-/** One schedule as `listSchedules` answers it. */
+/** One schedule as `schedules.list` answers it. */
 export interface ScheduleInfo {
   name: string;
   definition: ScheduleDefinition;
@@ -47,7 +47,7 @@ export interface ScheduleInfo {
   passedOver: number;
   /**
    * Why the planner set it aside (its cron cannot be computed, its definition no longer reads): no
-   * slot is made until a `setSchedule` changes it. Undefined when it is planned.
+   * slot is made until a `schedules.set` changes it. Undefined when it is planned.
    */
   aside: string | undefined;
 }
@@ -62,7 +62,7 @@ export interface PlanResult {
   stale: number;
   /** Slots missed and not caught up by the catch-up policy. */
   passedOver: number;
-  /** Schedules it could not compute, set aside (each named in `listSchedules` with why). */
+  /** Schedules it could not compute, set aside (each named in `schedules.list` with why). */
   setAside: number;
   /** Script calls made. */
   calls: number;
@@ -78,7 +78,19 @@ const SLOTS_PER_CALL = 50;
 /** When a schedule has no slot left (a cron that never fires again): planned never. */
 const NEVER = LIMITS.timeMaxMs;
 
-export class QueueSchedules extends QueueCore {
+/** How the schedules add a task run now: the queue's own enqueue, which admits every task alike. */
+export type EnqueueAndWake = (
+  tasks: TaskInput[],
+  options: { now: number },
+) => Promise<{ results: EnqueueResult[]; wakeAtMs: number | undefined; wakeTo: WakeTo[] }>;
+
+/** The schedules of one queue, `queue.schedules`. */
+export class QueueSchedules {
+  constructor(
+    private readonly context: QueueContext,
+    private readonly enqueueAndWake: EnqueueAndWake,
+  ) {}
+
   /**
    * Sets a schedule. A new one's first slot is its first after `now`; a changed one keeps its
    * cursor: its slots already made (up to the planning horizon ahead) stay, and the new definition
@@ -86,18 +98,18 @@ export class QueueSchedules extends QueueCore {
    * start): a run-time caller (no owner) may not change a declared schedule, nor a deployment another
    * deployment's.
    */
-  async setSchedule(
+  async set(
     name: string,
     definition: ScheduleDefinition,
     options: { now: number; owner?: string },
   ): Promise<{ status: "set" | "unchanged"; cursorMs: number }> {
-    const where = "setSchedule";
+    const where = "schedules.set";
     const now = checkNow(where, options.now);
     checkScheduleName(where, name);
     const owner = checkOwner(where, options.owner);
     await loadCron();
     const canonical = checkSchedule(where, name, definition);
-    const reply = await this.run("schedule", {
+    const reply = await this.context.run("schedule", {
       now: String(now),
       action: "set",
       name,
@@ -118,45 +130,45 @@ export class QueueSchedules extends QueueCore {
   }
 
   /** Removes a schedule (its tasks already made stay); "unknown" when there is none of that name. */
-  removeSchedule(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
-    return this.controlSchedule("remove", name, options);
+  remove(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
+    return this.control("remove", name, options);
   }
 
   /** Pauses a schedule: no slot is made while paused. */
-  pauseSchedule(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
-    return this.controlSchedule("pause", name, options);
+  pause(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
+    return this.control("pause", name, options);
   }
 
   /** Resumes a paused schedule from `now`: the slots of the pause are passed over. */
-  async resumeSchedule(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
+  async resume(name: string, options: { now: number }): Promise<"done" | "unchanged" | "unknown"> {
     // The slots of the pause are passed over and counted in `passedOver`.
-    const paused = (await this.listSchedules()).find((info) => info.name === name && info.paused);
+    const paused = (await this.list()).find((info) => info.name === name && info.paused);
     let passed = 0;
     if (paused && paused.aside === undefined) {
       try {
         passed = slotsBetween(
           paused.definition,
           paused.cursorMs,
-          checkNow("resumeSchedule", options.now),
+          checkNow("schedules.resume", options.now),
           10_000,
         ).length;
       } catch {
         passed = 0; // a definition the planner cannot compute: it is set aside at its next plan
       }
     }
-    return this.controlSchedule("resume", name, options, passed > 0 ? String(passed) : "");
+    return this.control("resume", name, options, passed > 0 ? String(passed) : "");
   }
 
-  private async controlSchedule(
+  private async control(
     action: "remove" | "pause" | "resume",
     name: string,
     options: { now: number },
     definition = "",
   ): Promise<"done" | "unchanged" | "unknown"> {
-    const where = `${action}Schedule`;
+    const where = `schedules.${action}`;
     const now = checkNow(where, options.now);
     checkScheduleName(where, name);
-    const reply = await this.run("schedule", {
+    const reply = await this.context.run("schedule", {
       now: String(now),
       action,
       name,
@@ -172,13 +184,13 @@ export class QueueSchedules extends QueueCore {
    * Enqueues one task of the schedule now, outside its slots (id `<name>@run-<ISO time>`); resolves
    * to its id and the wake-up to send, or undefined when there is no schedule of that name.
    */
-  async runScheduleNow(
+  async runNow(
     name: string,
     options: { now: number },
   ): Promise<{ id: string; wakeAtMs: number | undefined; wakeTo: WakeTo[] } | undefined> {
-    const now = checkNow("runScheduleNow", options.now);
-    checkScheduleName("runScheduleNow", name);
-    const schedule = (await this.listSchedules()).find((info) => info.name === name);
+    const now = checkNow("schedules.runNow", options.now);
+    checkScheduleName("schedules.runNow", name);
+    const schedule = (await this.list()).find((info) => info.name === name);
     if (!schedule) return undefined;
     const { type, payload, priority, group } = schedule.definition;
     const id = `${name}@run-${new Date(now).toISOString()}`;
@@ -193,11 +205,11 @@ export class QueueSchedules extends QueueCore {
    * a day takes it back at its cursor). Another deployment's schedules and run-time ones are left
    * alone; a name another deployment declares is not taken over (`refused`).
    */
-  async syncDeclaredSchedules(
+  async syncDeclared(
     declared: Readonly<Record<string, ScheduleDefinition>>,
     options: { now: number; owner: string },
   ): Promise<{ set: string[]; removed: string[]; refused: Array<{ name: string; owner: string }> }> {
-    const where = "syncDeclaredSchedules";
+    const where = "schedules.syncDeclared";
     const now = checkNow(where, options.now);
     const owner = checkOwner(where, options.owner);
     if (owner === "") throw new InvalidInputError(`${where}: owner must name the deployment`);
@@ -206,16 +218,16 @@ export class QueueSchedules extends QueueCore {
     const refused: Array<{ name: string; owner: string }> = [];
     for (const [name, definition] of Object.entries(declared)) {
       try {
-        const { status } = await this.setSchedule(name, definition, { now, owner });
+        const { status } = await this.set(name, definition, { now, owner });
         if (status === "set") set.push(name);
       } catch (error) {
         if (!(error instanceof ScheduleOwnedError)) throw error;
         refused.push({ name, owner: error.owner });
       }
     }
-    for (const schedule of await this.listSchedules()) {
+    for (const schedule of await this.list()) {
       if (schedule.name in declared || (schedule.owner !== owner && schedule.owner !== "1")) continue;
-      const reply = await this.run("schedule", {
+      const reply = await this.context.run("schedule", {
         now: String(now),
         action: "retire",
         name: schedule.name,
@@ -229,7 +241,7 @@ export class QueueSchedules extends QueueCore {
   }
 
   /** Every schedule, in the order of its next planning (paused ones last). */
-  async listSchedules(): Promise<ScheduleInfo[]> {
+  async list(): Promise<ScheduleInfo[]> {
     await loadCron();
     const found: ScheduleInfo[] = [];
     for (let offset = 0; ; offset += 1000) {
@@ -245,7 +257,7 @@ export class QueueSchedules extends QueueCore {
 
   /** A page of schedules, and the store's clock (undefined when the queue trusts its callers' clocks). */
   private async readSchedulesAndClock(options: { all: boolean; offset: number; count: number; until: number }) {
-    const reply = await this.run("schedules", {
+    const reply = await this.context.run("schedules", {
       until: String(options.until),
       all: options.all ? "1" : "0",
       offset: String(options.offset),
@@ -272,7 +284,7 @@ export class QueueSchedules extends QueueCore {
   /** Sets schedule `name` aside with why (the planner could not compute it at `revision`). */
   private async setAside(name: string, revision: string, now: number, error: unknown): Promise<void> {
     const reason = error instanceof Error ? error.message : String(error);
-    await this.run("schedule", {
+    await this.context.run("schedule", {
       now: String(now),
       action: "aside",
       name,
@@ -289,7 +301,7 @@ export class QueueSchedules extends QueueCore {
    * policy says which of them are made. Safe to run from several processes at once. Resolves to
    * what it did, and the wake-up to send for the first slot made (`wakeAtMs`).
    */
-  async planSchedules(options: {
+  async plan(options: {
     now: number;
     horizonMs: number;
     /** Wake-ups for slots made within this long (default: the horizon, at most 15 minutes); 0: none. */
@@ -297,7 +309,7 @@ export class QueueSchedules extends QueueCore {
     graceMs?: number;
     maxCalls?: number;
   }): Promise<PlanResult> {
-    const where = "planSchedules";
+    const where = "schedules.plan";
     const now = checkNow(where, options.now);
     const horizon = checkInteger(where, "horizonMs", options.horizonMs, 0, 86_400_000);
     const grace = checkInteger(where, "graceMs", options.graceMs ?? horizon, 0, 86_400_000);
@@ -333,7 +345,7 @@ export class QueueSchedules extends QueueCore {
       let itemsInCall = 0;
       const send = async () => {
         if (itemsInCall === 0) return;
-        const reply = await this.run(
+        const reply = await this.context.run(
           "plan",
           { now: String(planNow), horizonMs: String(wakeHorizon), callId: `tick-${callId()}` },
           items,
@@ -465,7 +477,7 @@ export class ScheduleOwnedError extends InvalidInputError {
     caller: string,
   ) {
     super(
-      `setSchedule: schedule "${schedule}" is declared by deployment "${owner}"; deployment "${caller}" does not take it over (rename one of them, or remove it from "${owner}"'s declaration and deploy)`,
+      `schedules.set: schedule "${schedule}" is declared by deployment "${owner}"; deployment "${caller}" does not take it over (rename one of them, or remove it from "${owner}"'s declaration and deploy)`,
     );
   }
 }
@@ -482,7 +494,7 @@ function checkOwner(where: string, owner: string | undefined): string {
 }
 
 /**
- * One schedule's plan: its definition (read and checked as `setSchedule` would), its slots from its
+ * One schedule's plan: its definition (read and checked as `schedules.set` would), its slots from its
  * cursor, and the body of its tasks. Throws what makes it uncomputable.
  */
 function computePlan(
@@ -497,7 +509,7 @@ function computePlan(
   } catch {
     throw new InvalidInputError(`its definition is not JSON: ${JSON.stringify(schedule.definition.slice(0, 80))}`);
   }
-  const definition = checkSchedule("planSchedules", schedule.name, parsed as ScheduleDefinition);
+  const definition = checkSchedule("schedules.plan", schedule.name, parsed as ScheduleDefinition);
   const plan = planSlots(definition, Number(schedule.cursor), now, until, grace);
   const slots = plan.slots.map(
     (slot) => `${slot + jitterOf(schedule.name, slot, definition.jitterMs)} ${slotId(schedule.name, slot)}`,

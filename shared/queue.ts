@@ -1,375 +1,555 @@
-import { LIMITS, NAME_PATTERN } from "./config.js";
+import { randomBytes } from "node:crypto";
+import { DEFAULTS, LIMITS, SINGLETON_GROUP_PREFIX, WAKE } from "./config.js";
 import { InvalidInputError, itemStatus } from "./errors.js";
-import { queueKeys } from "./keys.js";
-import { type OperationName, readReply, replyRows } from "./protocol/index.js";
-import { callId, LISTABLE, readWakeUps } from "./queue-core.js";
+import { checkFlow, type FlowEntry, flowRuns } from "./flow.js";
+import type { QueueKeys } from "./keys.js";
+import { itemArgs, readReply, replyRows } from "./protocol/index.js";
+import { QueueAdmin } from "./queue-admin.js";
+import { callId, optionalTime, QueueContext, type QueueOptions, readWakeUps } from "./queue-context.js";
 import { QueueSchedules } from "./queue-schedules.js";
+import { buildBody, parseBody, priorityOfRank } from "./records.js";
+import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
 import type { Store } from "./store.js";
 import {
-  type CheckProblem,
-  type GroupStats,
+  type ClaimedTask,
+  type ClaimOutcome,
+  type EnqueueResult,
+  type ExtendResult,
   type ItemResult,
-  type ListedTask,
-  type QueueHistory,
+  type QueueStats,
+  type ReclaimResult,
+  type SettleItem,
+  type SettleResult,
   STATE_BY_LETTER,
-  type TaskFilter,
-  type TaskInfo,
-  type TaskState,
-  TIME_OF_STATE,
+  type TaskInput,
+  type TickResult,
   type WakeTo,
 } from "./types.js";
-import { checkGroup, checkId, checkInteger, checkName, checkNow, shown } from "./validate.js";
+import {
+  checkBatch,
+  checkGroup,
+  checkId,
+  checkInteger,
+  checkName,
+  checkNow,
+  checkTaskFields,
+  dueTime,
+  serializePayload,
+  shown,
+} from "./validate.js";
 
-export type { QueueOptions } from "./queue-core.js";
+export type { QueueOptions } from "./queue-context.js";
 
-/**
- * A leaseq queue on a store. Every method is one script call, atomic in Redis; inputs are
- * validated before anything is sent, so a rejected call leaves Redis unchanged. What must be the
- * same for every caller (order, policies, retention, caps) is the queue's config in Redis, written
- * by `configure()`.
- */
-export class Queue extends QueueSchedules {
-  /** One task's state and record, or undefined when the id is unknown. A quarantined one is "corrupt". */
-  async inspect(id: string): Promise<TaskInfo | undefined> {
-    checkId("inspect", "id", id);
-    const reply = await this.run("inspect", { id });
-    if (reply.length === 0) return undefined;
-    const record = readReply("inspect", reply);
-    const state = STATE_BY_LETTER[String(record.state)];
-    return {
-      id,
-      state,
-      type: String(record.type),
-      group: String(record.group) === "" ? undefined : String(record.group),
-      priority: Number(record.priority),
-      attempts: Number(record.attempts),
-      maxAttempts: Number(record.maxAttempts),
-      [TIME_OF_STATE[state]]: Number(record.at),
-      lastError: String(record.lastError),
-      payload: String(record.payload),
-      rank: Number(record.rank),
-      enqueuedAtMs: Number(record.enqueuedAtMs),
-      stalls: Number(record.stalls),
-      holdsGroup: String(record.holding) === "1",
-    };
-  }
-
+/** What a claim takes (Queue.claim, Queue.claimOrNextDue). */
+export interface ClaimOptions {
+  count: number;
+  now: number;
+  /** The time the caller has left: only tasks whose lease fits it are leased. */
+  maxLeaseMs?: number;
+  /** The task types the caller has a handler for (default: any). */
+  types?: readonly string[];
   /**
-   * Lets go the ordered groups that wait behind these FAILED tasks (onFailure "hold"): each task stays
-   * FAILED (a requeue later takes its turn again) and its group runs its next task. A task no group
-   * waits behind answers `not_holding`; one not FAILED `not_failed`.
+   * Types among `types` the caller may run only so many more of now (its per-type concurrency): at
+   * most that many are leased, the rest stay READY, and `wakeAtMs` says to wake another worker.
    */
-  async skip(ids: string[], options: { now: number }): Promise<ItemResult[]> {
-    const now = checkNow("skip", options.now);
-    this.checkIds("skip", ids);
-    const reply = await this.run("skip", { now: String(now) }, ids);
-    return this.idStatuses("skip", ids, reply);
-  }
-
-  /** Sends FAILED tasks back to READY with their original rank and fresh attempts. */
-  async requeue(ids: string[], options: { now: number }): Promise<ItemResult[]> {
-    const now = checkNow("requeue", options.now);
-    this.checkIds("requeue", ids);
-    const reply = await this.run("requeue", { now: String(now) }, ids);
-    return this.idStatuses("requeue", ids, reply);
-  }
-
+  room?: Readonly<Record<string, number>>;
+  /** The caller runs other tasks now: a solo task is left for a caller running none. */
+  busy?: boolean;
   /**
-   * Deletes tasks by id, records included: READY, SCHEDULED, DONE, FAILED or quarantined ones. A
-   * LEASED task is refused (status "leased"): a worker is running it. With `state`, a task no longer
-   * in that state (it moved on since a filter found it) is left alone ("not_in_state"). `now` lets
-   * the script forget a wake-up arranged only for what it deleted.
+   * A wake-up brought this claim, which answers it (docs/wake-ups.md): the first claim of an
+   * invocation a wake-up started, or one a running worker makes for a wake-up it took.
    */
-  async delete(
-    ids: string[],
-    options: { state?: Exclude<TaskState, "leased">; now?: number } = {},
-  ): Promise<ItemResult[]> {
-    this.checkIds("delete", ids);
-    const state = options.state ?? "";
-    if (state !== "" && (!LISTABLE.includes(state) || state === ("leased" as TaskState))) {
-      throw new InvalidInputError(
-        `delete: state must be one of ${LISTABLE.filter((s) => s !== "leased").join(", ")}, got ${shown(state)}`,
-      );
-    }
-    const now = options.now === undefined ? 0 : checkNow("delete", options.now);
-    const reply = await this.run("delete", { now: String(now), state }, ids);
-    return this.idStatuses("delete", ids, reply);
-  }
-
+  woken?: boolean;
   /**
-   * Brings quarantined tasks (see `list("corrupt")`) back to READY when their body can still be
-   * read; "unrepairable" when it cannot (only delete is left then).
+   * Whether the caller looks again soon on its own when this claim leases nothing (default true):
+   * the claim then marks it active, and work made ready meanwhile needs no wake-up. A worker that
+   * handed the queue back to wake-ups (docs/wake-ups.md) passes false.
    */
-  async repair(ids: string[], options: { now: number }): Promise<ItemResult[]> {
-    const now = checkNow("repair", options.now);
-    this.checkIds("repair", ids);
-    const reply = await this.run("repair", { now: String(now) }, ids);
-    return this.idStatuses("repair", ids, reply);
-  }
-
-  /**
-   * Stops tasks from running (again): READY, SCHEDULED and LEASED ones end FAILED with the error
-   * "cancelled", the lease revoked (its worker's settle is answered "stale_token"). DONE tasks are
-   * "already_done", FAILED ones "already_failed"; `requeue` brings a cancelled task back.
-   */
-  async cancel(ids: string[], options: { now: number }): Promise<ItemResult[]> {
-    const now = checkNow("cancel", options.now);
-    this.checkIds("cancel", ids);
-    const reply = await this.run("cancel", { now: String(now) }, ids);
-    return this.idStatuses("cancel", ids, reply);
-  }
-
-  /**
-   * Pauses the queue (its claims lease nothing), or with `type` one task type (its tasks stay
-   * READY, the others are claimed). The reclaimer still reclaims, promotes and trims. Resolves to
-   * whether it changed anything. The state is in the queue's config: `stats()` shows it.
-   */
-  async pause(options: { now: number; type?: string }): Promise<boolean> {
-    return (await this.pauseOrResume("pause", options)).changed;
-  }
-
-  /**
-   * Resumes what `pause` paused. `wakeAtMs` is set when ready work is waiting and no worker is
-   * arranged to look: send a wake-up (the producer's `wake()`), or the reclaimer's next run starts
-   * a worker (a drain invocation).
-   */
-  async resume(options: {
-    now: number;
-    type?: string;
-  }): Promise<{ changed: boolean; wakeAtMs: number | undefined; wakeTo: WakeTo[] }> {
-    return this.pauseOrResume("resume", options);
-  }
-
-  private async pauseOrResume(action: "pause" | "resume", options: { now: number; type?: string }) {
-    const now = checkNow(action, options.now);
-    if (options.type !== undefined) checkName(action, "type", options.type, LIMITS.typeMaxBytes);
-    const reply = await this.run("pause", { now: String(now), action, type: options.type ?? "", callId: callId() });
-    const { changed, wakeAt } = readReply("pause", reply);
-    return { changed: Number(changed) === 1, ...readWakeUps(wakeAt) };
-  }
-
-  /**
-   * Tasks finished per minute over the last `minutes` (default 60, at most 240), oldest first, from
-   * the finish times of the DONE and FAILED sets (what retention trimmed is not counted). Read-only.
-   */
-  async history(options: { now: number; minutes?: number }): Promise<QueueHistory> {
-    const now = checkNow("history", options.now);
-    const minutes = checkInteger("history", "minutes", options.minutes ?? 60, 1, LIMITS.historyMinutesMax);
-    const reply = await this.run("history", { now: String(now), minutes: String(minutes) });
-    const { start, rows: minutesFound } = readReply("history", reply);
-    return {
-      startMs: Number(start),
-      bucketMs: 60_000,
-      done: minutesFound.map((minute) => Number(minute.done)),
-      failed: minutesFound.map((minute) => Number(minute.failed)),
-    };
-  }
-
-  /**
-   * A page of the queue's groups with their counts: the groups with READY or leased tasks (others
-   * have no record). Pass the returned `next` as `cursor` to go on; undefined at the end. `count`
-   * (1-1000, default 100) is about how many groups one call reads.
-   */
-  async groups(
-    options: { cursor?: string; count?: number } = {},
-  ): Promise<{ groups: GroupStats[]; next: string | undefined }> {
-    const cursor = options.cursor ?? "0";
-    if (typeof cursor !== "string" || !/^\d{1,20}$/.test(cursor)) {
-      throw new InvalidInputError(`groups: cursor must be a cursor a previous call returned, got ${shown(cursor)}`);
-    }
-    const count = checkInteger("groups", "count", options.count ?? 100, 1, 1000);
-    const reply = await this.run("groups", { cursor, count: String(count) });
-    const { cursor: next, rows } = readReply("groups", reply);
-    const groups = rows.map(
-      (record): GroupStats => ({
-        type: String(record.type),
-        group: String(record.group),
-        leased: Number(record.leased),
-        ready: Number(record.ready),
-        parked: Number(record.parked),
-        heldBy: String(record.held) === "" ? undefined : String(record.held),
-      }),
-    );
-    return { groups, next: String(next) === "" ? undefined : String(next) };
-  }
-
-  /**
-   * The tasks of `state` that match `filter`, reading at most `scan` (default 1000) of the state's
-   * tasks from `cursor` on, in the state's order: bounded per call and resumable, `next` being the
-   * cursor to go on from (undefined at the end). `olderThanMs` (scheduled, done, failed, corrupt):
-   * the task's time (due, finished, quarantined) is more than this before `now`.
-   */
-  async find(state: TaskState, filter: TaskFilter): Promise<{ tasks: ListedTask[]; next: number | undefined }> {
-    const scan = checkInteger("find", "scan", filter.scan ?? 1000, 1, 1000);
-    const cursor = checkInteger("find", "cursor", filter.cursor ?? 0, 0, 1_000_000_000);
-    if (filter.type !== undefined) checkName("find", "type", filter.type, LIMITS.typeMaxBytes);
-    if (filter.group !== undefined) checkGroup("find", "group", filter.group);
-    if (filter.error !== undefined && (typeof filter.error !== "string" || filter.error === "")) {
-      throw new InvalidInputError(`find: error must be a non-empty substring, got ${shown(filter.error)}`);
-    }
-    let before: number | undefined;
-    if (filter.olderThanMs !== undefined) {
-      if (state === "ready" || state === "leased") {
-        throw new InvalidInputError(
-          `find: olderThanMs selects by finish, due or quarantine time: scheduled, done, failed or corrupt tasks, not ${state} ones (ordered by rank or lease deadline)`,
-        );
-      }
-      const now = checkNow("find", filter.now ?? Number.NaN);
-      before = now - checkInteger("find", "olderThanMs", filter.olderThanMs, 0, LIMITS.timeMaxMs);
-    }
-    const page = await this.list(state, { offset: cursor, limit: scan });
-    const tasks = page.filter(
-      (task) =>
-        (filter.type === undefined || task.type === filter.type) &&
-        (filter.group === undefined || task.group === filter.group) &&
-        (filter.error === undefined || task.lastError.includes(filter.error)) &&
-        (before === undefined || task.score < before),
-    );
-    return { tasks, next: page.length < scan ? undefined : cursor + page.length };
-  }
-
-  /**
-   * Deletes up to `limit` (default 1000) tasks of `state` from the head of its order, records
-   * included, and resolves to how many it deleted: call again until 0 to purge the state. LEASED
-   * tasks are not purged (cancel them).
-   */
-  async purge(state: Exclude<TaskState, "leased">, options: { limit?: number; now?: number } = {}): Promise<number> {
-    if (!LISTABLE.includes(state) || state === ("leased" as TaskState)) {
-      throw new InvalidInputError(
-        `purge: state must be one of ${LISTABLE.filter((s) => s !== "leased").join(", ")}, got ${shown(state)}`,
-      );
-    }
-    const limit = checkInteger("purge", "limit", options.limit ?? 1000, 1, LIMITS.batchMax);
-    const page = await this.list(state, { limit });
-    if (page.length === 0) return 0;
-    // Only what is still in `state` when the delete runs: a task requeued meanwhile stays.
-    const results = await this.delete(
-      page.map((task) => task.id),
-      { state, ...(options.now === undefined ? {} : { now: options.now }) },
-    );
-    return results.filter((result) => result.status === "ok").length;
-  }
-
-  /** A page of the tasks in `state`, in that state's order. */
-  async list(state: TaskState, options: { offset?: number; limit?: number } = {}): Promise<ListedTask[]> {
-    if (!LISTABLE.includes(state)) {
-      throw new InvalidInputError(`list: state must be one of ${LISTABLE.join(", ")}, got ${shown(state)}`);
-    }
-    const offset = checkInteger("list", "offset", options.offset ?? 0, 0, 1_000_000_000);
-    const limit = checkInteger("list", "limit", options.limit ?? 100, 1, 1000);
-    const reply = await this.run("list", { state, offset: String(offset), limit: String(limit) });
-    return replyRows("list", reply).map(
-      (record): ListedTask => ({
-        id: String(record.id),
-        score: Number(record.score),
-        type: String(record.type),
-        attempts: Number(record.attempts),
-        lastError: String(record.lastError),
-        group: String(record.group) === "" ? undefined : String(record.group),
-      }),
-    );
-  }
-
-  /**
-   * One step of the queue's consistency check (docs/design.md "Checking a queue"): reads at most
-   * `count` records (1-1000, default 1000) from `cursor` (undefined: the start) and reports every
-   * broken invariant it finds among them; `next` is the cursor to go on from, undefined once the
-   * check is complete. With `repair`, what can be repaired safely is repaired in the same step (each
-   * problem says whether it was). Bounded and resumable: a large queue is checked in many steps.
-   */
-  async check(options: {
-    now: number;
-    cursor?: string;
-    count?: number;
-    repair?: boolean;
-  }): Promise<{ problems: CheckProblem[]; next: string | undefined }> {
-    const now = checkNow("check", options.now);
-    const cursor = options.cursor ?? "";
-    if (typeof cursor !== "string" || cursor.length > 64 || (cursor !== "" && !/^[a-z]+:p?[\d:]+$/.test(cursor))) {
-      throw new InvalidInputError(`check: cursor must be one a previous check returned, got ${shown(cursor)}`);
-    }
-    const count = checkInteger("check", "count", options.count ?? LIMITS.checkPageMax, 1, LIMITS.checkPageMax);
-    const reply = await this.run("check", {
-      now: String(now),
-      cursor,
-      count: String(count),
-      repair: options.repair ? "1" : "0",
-    });
-    const { cursor: next, rows } = readReply("check", reply);
-    const problems = rows.map(
-      (record): CheckProblem => ({
-        code: String(record.code),
-        subject: String(record.subject),
-        detail: String(record.detail),
-        repaired: Number(record.repaired) === 1,
-      }),
-    );
-    return { problems, next: String(next ?? "") === "" ? undefined : String(next) };
-  }
-
-  /**
-   * The whole consistency check, step after step (see check): every problem found, each once. On a
-   * live queue a task may move between steps; check again what it reports before acting on it.
-   */
-  /** Per id, the status its row of a reply of ids answers. */
-  private idStatuses(
-    name: Extract<OperationName, "requeue" | "cancel" | "delete" | "repair" | "skip">,
-    ids: string[],
-    reply: unknown[],
-  ): ItemResult[] {
-    return replyRows(name, reply, ids.length).map((record, i) => ({
-      id: ids[i],
-      status: itemStatus(name, record.status),
-    }));
-  }
-
-  async checkAll(options: { now: number; repair?: boolean; count?: number }): Promise<CheckProblem[]> {
-    const found = new Map<string, CheckProblem>();
-    let cursor: string | undefined;
-    do {
-      const step = await this.check({ ...options, ...(cursor === undefined ? {} : { cursor }) });
-      for (const problem of step.problems) found.set(`${problem.code}\0${problem.subject}\0${problem.detail}`, problem);
-      cursor = step.next;
-    } while (cursor !== undefined);
-    return [...found.values()];
-  }
-
-  /**
-   * Deletes the whole queue: every task in every state and every key of it. Irreversible, so the
-   * caller repeats the queue's name as `confirm`; returns how many keys existed. Throws
-   * InvalidInputError before anything is sent when `confirm` is not the name.
-   */
-  async drop(options: { confirm: string }): Promise<number> {
-    if (options?.confirm !== this.name) {
-      throw new InvalidInputError(
-        `drop: confirm must repeat the queue name "${this.name}" exactly, got ${shown(options?.confirm)}`,
-      );
-    }
-    const [deleted] = await this.run("drop", { confirm: options.confirm, name: this.name });
-    return Number(deleted);
-  }
+  lingers?: boolean;
 }
 
 /**
- * The names of the leaseq queues on the store's server (their config keys), sorted: SCAN, so for
- * operators, not for a hot path. Needs a store with `scanKeys` (both stores have it).
+ * A leaseq queue on a store: what workers, producers and the reclaimer call. A worker claims tasks
+ * with a lease, then settles them (ack, retry, fail), extends or releases them; a producer
+ * enqueues; the reclaimer brings back what an expired lease left, promotes due tasks and trims.
+ * `queue.schedules` sets and plans the queue's schedules; `queue.admin` holds the operator's verbs
+ * (inspect, list, requeue, cancel, pause, check, ...).
+ *
+ * Every method is one script call, atomic in Redis; inputs are validated before anything is sent,
+ * so a rejected call leaves Redis unchanged. What must be the same for every caller (order,
+ * policies, retention, caps) is the queue's config in Redis, written by `configure()`.
  */
-export async function listQueues(store: Store, options: { keyPrefix?: string } = {}): Promise<string[]> {
-  if (!store.scanKeys) throw new InvalidInputError("listQueues: this store cannot SCAN (no scanKeys)");
-  const prefix = options.keyPrefix ?? "leaseq";
-  const suffix = queueKeys("q", prefix).config.slice(`${prefix}:{q}`.length);
-  const names = new Set<string>();
-  let cursor = "0";
-  do {
-    const [next, keys] = await store.scanKeys(cursor, `${prefix}:{*}${suffix}`, 1000);
-    for (const key of keys) {
-      const name = key.slice(prefix.length + 2, key.length - suffix.length - 1);
-      // A key that only looks like one (a name leaseq would refuse) is not a queue of leaseq's.
-      if (key.endsWith(`}${suffix}`) && NAME_PATTERN.test(name) && name.length <= LIMITS.queueNameMaxBytes) {
-        names.add(name);
+export class Queue {
+  readonly name: string;
+  readonly keys: QueueKeys;
+  /** The settings this process expects (defaults applied). */
+  readonly settings: ResolvedSettings;
+  /** The queue's schedules (docs/schedules.md): set, remove, pause, resume, runNow, syncDeclared, list, plan. */
+  readonly schedules: QueueSchedules;
+  /** The operator's verbs: inspect, list, find, groups, history, requeue, skip, cancel, delete, purge, ... */
+  readonly admin: QueueAdmin;
+  private readonly context: QueueContext;
+
+  constructor(store: Store, options: QueueOptions) {
+    this.context = new QueueContext(store, options);
+    this.name = this.context.name;
+    this.keys = this.context.keys;
+    this.settings = this.context.settings;
+    this.schedules = new QueueSchedules(this.context, (tasks, enqueueOptions) =>
+      this.enqueueAndWake(tasks, enqueueOptions),
+    );
+    this.admin = new QueueAdmin(this.context);
+  }
+
+  /**
+   * Promotes due scheduled tasks, then leases up to `count` ready tasks in rank order, each for
+   * its type's lease (the queue's config). With `maxLeaseMs` (the time the caller has left), only
+   * tasks whose lease fits are taken; the others stay READY. Returns [] when nothing is ready or an
+   * ordered queue's gate is closed. Safe to retry: a store resending it after a lost reply gets the
+   * same batch back.
+   */
+  async claim(options: ClaimOptions): Promise<ClaimedTask[]> {
+    return (await this.claimOrNextDue(options)).tasks;
+  }
+
+  /**
+   * claim, and what it answers besides: `nextDueMs` when nothing was leased, when scheduled work
+   * next falls due (or an ordered queue's hold ends), for a worker deciding whether to wait for it.
+   * With `types` (the task types the caller has a handler for), a task of a type the queue declares
+   * but the caller lacks (another deployment's, or a newer version's) stays READY for a caller that
+   * has it; with `room` (the most of some types the caller may run more of now), the rest of those
+   * stay READY too, and `wakeAtMs` says to wake another worker for them now. With `busy` (the caller runs other tasks
+   * now), a task that stalled twice (solo) stays READY for a caller running none: `soloWaiting`.
+   */
+  async claimOrNextDue(options: ClaimOptions): Promise<ClaimOutcome> {
+    const now = checkNow("claim", options.now);
+    const count = checkInteger("claim", "count", options.count, 1, LIMITS.claimMax);
+    const maxLeaseMs = checkInteger(
+      "claim",
+      "maxLeaseMs",
+      options.maxLeaseMs ?? LIMITS.leaseMaxMs,
+      1,
+      LIMITS.leaseMaxMs,
+    );
+    const types = checkTypeList("types", options.types);
+    const room = Object.entries(options.room ?? {});
+    checkTypeList(
+      "room",
+      room.map(([type]) => type),
+    );
+    for (const [type, n] of room) checkInteger(`claim: room["${type}"]`, "room", n, 0, 9999);
+    const claimId = randomBytes(12).toString("base64url");
+    const reply = await this.context.run("claim", {
+      now: String(now),
+      count: String(count),
+      maxLeaseMs: String(maxLeaseMs),
+      claimId,
+      repeat: "0",
+      promoteLimit: String(DEFAULTS.promoteLimit),
+      types: types.join(","),
+      busy: options.busy ? "1" : "0",
+      woken: options.woken ? "1" : "0",
+      lingers: options.lingers === false ? "0" : "1",
+      room: room.map(([type, n]) => `${type}:${n}`).join(","),
+    });
+    const { rows, next, soloWaiting, wakeAt } = readReply("claim", reply);
+    const tasks = rows.map((record): ClaimedTask => {
+      const token = String(record.token);
+      const rank = Number(token.slice(0, token.indexOf(".")));
+      const body = parseBody(String(record.body));
+      return {
+        id: String(record.id),
+        type: body.type,
+        group: body.group === "" ? undefined : body.group,
+        payload: body.payload,
+        attempt: Number(record.attempt),
+        token,
+        rank,
+        priority: priorityOfRank(rank),
+        leaseDeadlineMs: Number(record.deadline),
+        solo: record.solo === "1",
+      };
+    });
+    return { tasks, nextDueMs: optionalTime(next), soloWaiting: soloWaiting === "1", wakeAtMs: optionalTime(wakeAt) };
+  }
+
+  /**
+   * Finishes leased tasks, each fenced by its token: ack → DONE (payload dropped); retry →
+   * SCHEDULED at `retryAtMs` (READY if due) with its rank kept, or FAILED when its attempts are
+   * used up; fail → FAILED. A stale token changes nothing and is reported per item.
+   */
+  async settle(items: SettleItem[], options: { now: number }): Promise<SettleResult[]> {
+    const where = "settle";
+    const now = checkNow(where, options.now);
+    const maxErrorBytes = this.settings.maxErrorBytes;
+    const args = leasedItemArgs(where, items, (item, id, label) => {
+      if (typeof item.token !== "string")
+        throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
+      const { token } = item;
+      if (item.outcome === "ack") return itemArgs("settle", { id, token, outcome: "ack" });
+      if (item.outcome === "retry") {
+        const retryAt = checkInteger(`${label} (id ${id})`, "retryAtMs", item.retryAtMs, 0, LIMITS.timeMaxMs);
+        return itemArgs("settle", {
+          id,
+          token,
+          outcome: "retry",
+          retryAtMs: String(retryAt),
+          error: errorText(item.error, maxErrorBytes),
+        });
       }
+      if (item.outcome === "fail") {
+        return itemArgs("settle", {
+          id,
+          token,
+          outcome: "fail",
+          retryAtMs: "0",
+          error: errorText(item.error, maxErrorBytes),
+        });
+      }
+      throw new InvalidInputError(
+        `${label} (id ${id}): outcome must be "ack", "retry" or "fail", got ${shown((item as { outcome: unknown }).outcome)}`,
+      );
+    });
+    const reply = await this.context.run("settle", { now: String(now) }, args);
+    return replyRows("settle", reply, items.length).map((record, i) => ({
+      id: items[i].id,
+      status: itemStatus(where, record.status),
+      state: STATE_BY_LETTER[String(record.state)],
+    }));
+  }
+
+  /** Acks tasks (settle with outcome "ack"). */
+  async ack(tasks: Array<{ id: string; token: string }>, options: { now: number }): Promise<SettleResult[]> {
+    return this.settle(
+      tasks.map(({ id, token }) => ({ id, token, outcome: "ack" as const })),
+      options,
+    );
+  }
+
+  /** Pushes lease deadlines to now + leaseMs, fenced by token. */
+  async extend(
+    items: Array<{ id: string; token: string; leaseMs: number }>,
+    options: { now: number },
+  ): Promise<ExtendResult[]> {
+    const where = "extend";
+    const now = checkNow(where, options.now);
+    const args = leasedItemArgs(where, items, (item, id, label) =>
+      itemArgs("extend", {
+        id,
+        token: checkToken(label, item.token),
+        leaseMs: String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
+      }),
+    );
+    const reply = await this.context.run("extend", { now: String(now) }, args);
+    return replyRows("extend", reply, items.length).map((record, i) => {
+      const status = itemStatus(where, record.status);
+      return { id: items[i].id, status, leaseDeadlineMs: status === "ok" ? Number(record.deadline) : undefined };
+    });
+  }
+
+  /** Gives back claimed tasks that were never started: READY again, rank kept, attempt returned. */
+  async release(items: Array<{ id: string; token: string }>, options: { now: number }): Promise<ItemResult[]> {
+    const where = "release";
+    const now = checkNow(where, options.now);
+    const args = leasedItemArgs(where, items, (item, id, label) =>
+      itemArgs("release", { id, token: checkToken(label, item.token) }),
+    );
+    const reply = await this.context.run("release", { now: String(now) }, args);
+    return replyRows("release", reply, items.length).map((record, i) => ({
+      id: items[i].id,
+      status: itemStatus(where, record.status),
+    }));
+  }
+
+  /**
+   * A worker stops draining and hands the queue back to wake-ups: arranges the wake-up it would
+   * have been (for the ready work it leaves when `cutOff`, its time having run out; else for when
+   * scheduled work or an ordered queue's hold falls due within `horizonMs`). Resolves to the time
+   * to send that wake-up for, or undefined.
+   */
+  async handOff(options: {
+    now: number;
+    horizonMs?: number;
+    cutOff?: boolean;
+    /** A wake-up started the worker and no claim of it answered it: the hand-off does. */
+    woken?: boolean;
+  }): Promise<number | undefined> {
+    const now = checkNow("handoff", options.now);
+    const horizon = checkInteger("handoff", "horizonMs", options.horizonMs ?? WAKE.horizonMaxMs, 0, WAKE.horizonMaxMs);
+    const reply = await this.context.run("handoff", {
+      now: String(now),
+      horizonMs: String(horizon),
+      cutOff: options.cutOff ? "1" : "0",
+      callId: callId(),
+      woken: options.woken ? "1" : "0",
+      deployment: this.settings.deployment,
+    });
+    return optionalTime(readReply("handoff", reply).wakeAt);
+  }
+
+  /**
+   * Writes `settings` (default: this Queue's) into the queue's config, where every script reads
+   * them. Idempotent: the same settings again change nothing. Resolves to whether the config changed.
+   * A type no longer declared keeps its policy a day (`now`, default the clock: docs/deploy.md).
+   */
+  async configure(settings?: QueueSettings, options: { now?: number } = {}): Promise<boolean> {
+    const resolved = settings === undefined ? this.settings : resolveSettings("configure", settings);
+    const { revision, fields } = configFields(resolved);
+    const now = checkNow("configure", options.now ?? Date.now());
+    const [changed] = await this.context.run("configure", { revision, now: String(now) }, fields);
+    return Number(changed) === 1;
+  }
+
+  /**
+   * Adds tasks, idempotent by id: a known id (in any state, DONE within retention included) is
+   * reported as `duplicate` and left untouched. Throws InvalidInputError, naming the task and field,
+   * before anything is written when any task is malformed or has a field TaskInput lacks (a
+   * misspelled `paylod` is refused, not dropped).
+   */
+  async enqueue(tasks: TaskInput[], options: { now: number }): Promise<EnqueueResult[]> {
+    return (await this.enqueueAndWake(tasks, options)).results;
+  }
+
+  /**
+   * enqueue, and when a worker must be woken for what it added: `wakeAtMs`, the time to send a
+   * wake-up for (now for ready work; a delayed task's due time within 15 minutes). Undefined when a
+   * wake-up is arranged already (another producer's, a draining worker's) or the task is due later
+   * than 15 minutes (the reclaimer arranges that one). The producer helper of `leaseq/lambda`
+   * sends the wake-up (docs/wake-ups.md).
+   */
+  async enqueueAndWake(
+    tasks: TaskInput[],
+    options: { now: number },
+  ): Promise<{ results: EnqueueResult[]; wakeAtMs: number | undefined; wakeTo: WakeTo[] }> {
+    const where = "enqueue";
+    const now = checkNow(where, options.now);
+    checkBatch(where, tasks, LIMITS.batchMax);
+    const args: string[] = [];
+    const flows: FlowEntry[] = [];
+    const flowOf: Array<FlowEntry | undefined> = [];
+    for (const [index, task] of tasks.entries()) {
+      const { args: taskArgs, flow } = this.taskArgs(`${where}: task ${index + 1}`, task, now);
+      args.push(...taskArgs);
+      flowOf.push(flow);
+      if (flow) flows.push(flow);
     }
-    cursor = next;
-  } while (cursor !== "0");
-  return [...names].sort();
+    // With flow control, its runs (a batch's tasks mostly share one flow), and a key per task with one.
+    const reply = await this.context.run(
+      "enqueue",
+      { now: String(now), callId: callId(), flows: flows.length === 0 ? "" : flowRuns(flowOf) },
+      flows.length === 0 ? args : [...args, ...flows.map((flow) => flow.key)],
+    );
+    const { rows, wakeAt } = readReply("enqueue", reply, tasks.length);
+    const results = rows.map((record, i): EnqueueResult => {
+      const status = itemStatus(where, record.status);
+      const other = String(record.other ?? "");
+      const result: EnqueueResult = {
+        id: tasks[i].id,
+        status: status === "duplicate" || status === "throttled" ? status : "ok",
+        state: STATE_BY_LETTER[String(record.state)],
+      };
+      if (other !== "") {
+        if (status === "duplicate") result.existingId = other;
+        else result.replaced = other;
+      }
+      return result;
+    });
+    return { results, ...readWakeUps(wakeAt) };
+  }
+
+  /**
+   * Checks tasks as enqueue would, without sending anything: per task, undefined when it would be
+   * accepted, else the message of the InvalidInputError enqueue would throw for it.
+   */
+  checkTasks(tasks: readonly TaskInput[], options: { now: number }): Array<string | undefined> {
+    const now = checkNow("checkTasks", options.now);
+    return tasks.map((task, index) => {
+      try {
+        this.taskArgs(`task ${index + 1}`, task, now);
+        return undefined;
+      } catch (error) {
+        if (error instanceof InvalidInputError) return error.message;
+        throw error;
+      }
+    });
+  }
+
+  /** Returns up to `limit` expired leases (deadline < now − the queue's clock skew) to READY or FAILED. */
+  async reclaim(options: { now: number; limit?: number }): Promise<ReclaimResult> {
+    const now = checkNow("reclaim", options.now);
+    const limit = maintenanceLimit("reclaim", options.limit);
+    const reply = await this.context.run("reclaim", { now: String(now), limit: String(limit) });
+    const moved = replyRows("reclaim", reply);
+    const result: ReclaimResult = { reclaimed: [], failed: [], more: moved.length >= limit };
+    for (const { id, letter } of moved) (letter === "F" ? result.failed : result.reclaimed).push(String(id));
+    return result;
+  }
+
+  /** Moves up to `limit` due scheduled tasks to READY; returns how many moved. */
+  async promote(options: { now: number; limit?: number }): Promise<number> {
+    const now = checkNow("promote", options.now);
+    const reply = await this.context.run("promote", {
+      now: String(now),
+      limit: String(maintenanceLimit("promote", options.limit)),
+    });
+    return Number(readReply("promote", reply).promoted);
+  }
+
+  /**
+   * Deletes DONE and FAILED tasks older than their retention (the queue's config, or the one given
+   * for this call), at most `limit` of each.
+   */
+  async trim(options: {
+    now: number;
+    limit?: number;
+    doneRetentionMs?: number;
+    failedRetentionMs?: number;
+  }): Promise<{ done: number; failed: number }> {
+    const where = "trim";
+    const now = checkNow(where, options.now);
+    const retention = (field: "doneRetentionMs" | "failedRetentionMs") =>
+      options[field] === undefined
+        ? "-1"
+        : String(checkInteger(where, field, options[field], 0, LIMITS.retentionMaxMs));
+    const reply = await this.context.run("trim", {
+      now: String(now),
+      limit: String(maintenanceLimit(where, options.limit)),
+      doneRetentionMs: retention("doneRetentionMs"),
+      failedRetentionMs: retention("failedRetentionMs"),
+    });
+    const { doneTrimmed, failedTrimmed } = readReply("trim", reply);
+    return { done: Number(doneTrimmed), failed: Number(failedTrimmed) };
+  }
+
+  /**
+   * One reclaimer pass in one call: reclaim, promote, trim, then stats. With `wakeHorizonMs` (the
+   * time to the reclaimer's next run, at most 15 minutes), it also arranges a wake-up for what
+   * falls due before then: `wakeAtMs` says when to send it (docs/wake-ups.md).
+   */
+  async tick(options: { now: number; limit?: number; wakeHorizonMs?: number }): Promise<TickResult> {
+    const now = checkNow("tick", options.now);
+    const horizon = checkInteger("tick", "wakeHorizonMs", options.wakeHorizonMs ?? 0, 0, WAKE.horizonMaxMs);
+    const reply = await this.context.run("tick", {
+      now: String(now),
+      limit: String(maintenanceLimit("tick", options.limit)),
+      wakeHorizonMs: String(horizon),
+      callId: `tick-${callId()}`,
+      deployment: this.settings.deployment,
+    });
+    const values = readReply("tick", reply);
+    return {
+      reclaimed: Number(values.reclaimed),
+      reclaimFailed: Number(values.reclaimFailed),
+      promoted: Number(values.promoted),
+      doneTrimmed: Number(values.doneTrimmed),
+      failedTrimmed: Number(values.failedTrimmed),
+      ...parseStats(values),
+      wakeAtMs: optionalTime(values.wakeAt),
+      planAtMs: optionalTime(values.planAt),
+    };
+  }
+
+  /** Counts per state and the ages operators alarm on. Read-only. */
+  async stats(options: { now: number }): Promise<QueueStats> {
+    const now = checkNow("stats", options.now);
+    return parseStats(readReply("stats", await this.context.run("stats", { now: String(now) })));
+  }
+
+  /** One task's enqueue arguments, checked, and its flow control entry when it has one. */
+  private taskArgs(label: string, task: TaskInput, now: number): { args: string[]; flow: FlowEntry | undefined } {
+    if (task === null || typeof task !== "object")
+      throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
+    const id = checkId(label, "id", task.id);
+    const at = `${label} (id ${id})`;
+    checkTaskFields(at, task);
+    const type = checkName(at, "type", task.type, LIMITS.typeMaxBytes);
+    const given = task.group === undefined ? "" : checkGroup(at, "group", task.group);
+    if (given.startsWith(SINGLETON_GROUP_PREFIX)) {
+      throw new InvalidInputError(
+        `${at}: group must not start with "${SINGLETON_GROUP_PREFIX}" (a singleton's lane: use singleton: { key }), got ${shown(given)}`,
+      );
+    }
+    const flow = checkFlow(at, task);
+    // A singleton runs in its key's lane, whose concurrency is 1 (lua/lib/lanes.lua group_policy).
+    const group = flow?.mode === "singleton" ? `${SINGLETON_GROUP_PREFIX}${flow.key}` : given;
+    const args = itemArgs("enqueue", {
+      id,
+      priority: String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
+      runAtMs: String(dueTime(at, task, now)),
+      body: buildBody(now, type, group, serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
+    });
+    return { args, flow };
+  }
+}
+
+/** The types of a claim's `types` or `full`, checked. */
+function checkTypeList(field: string, types: readonly string[] | undefined): readonly string[] {
+  const list = types ?? [];
+  if (!Array.isArray(list) || list.length > LIMITS.batchMax) {
+    throw new InvalidInputError(
+      `claim: ${field} must be an array of at most ${LIMITS.batchMax} task types, got ${shown(list)}`,
+    );
+  }
+  for (const [index, type] of list.entries()) checkName(`claim: ${field}[${index}]`, "type", type, LIMITS.typeMaxBytes);
+  return list;
+}
+
+/**
+ * The items of a call on leased tasks: per item what `encode` gives, its id checked first;
+ * `label` names the item in errors. Throws before anything is sent.
+ */
+function leasedItemArgs<T extends { id: string }>(
+  where: string,
+  items: T[],
+  encode: (item: T, id: string, label: string) => string[],
+): string[] {
+  const args: string[] = [];
+  checkBatch(where, items, LIMITS.batchMax);
+  items.forEach((item, index) => {
+    const label = `${where}: item ${index + 1}`;
+    args.push(...encode(item, checkId(label, "id", item?.id), label));
+  });
+  return args;
+}
+
+function checkToken(label: string, token: unknown): string {
+  if (typeof token !== "string" || token.length === 0 || token.length > 64) {
+    throw new InvalidInputError(`${label}: token must be the string a claim returned, got ${shown(token)}`);
+  }
+  return token;
+}
+
+/** The error a settle records: its text, cut to `maxErrorBytes`. */
+function errorText(error: unknown, maxErrorBytes: number): string {
+  const text = typeof error === "string" ? error : String(error);
+  const bytes = Buffer.from(text);
+  if (bytes.length <= maxErrorBytes) return text;
+  // Cut on a character boundary so the stored text stays valid UTF-8.
+  return bytes
+    .subarray(0, maxErrorBytes)
+    .toString()
+    .replace(/\uFFFD+$/, "");
+}
+
+/** How many a maintenance call (reclaim, promote, trim, tick) moves at most. */
+function maintenanceLimit(where: string, limit: number | undefined): number {
+  return checkInteger(where, "limit", limit ?? DEFAULTS.maintenanceLimit, 1, LIMITS.maintenanceMax);
+}
+
+/** The stats of a reply of stats or tick, by the names their declarations give. */
+function parseStats(values: ReturnType<typeof readReply<"stats">>): QueueStats {
+  const pauses = String(values.pauses ?? "");
+  return {
+    ready: Number(values.ready),
+    scheduled: Number(values.scheduled),
+    leased: Number(values.leased),
+    done: Number(values.done),
+    failed: Number(values.failed),
+    oldestReadyAgeMs: Number(values.oldestReadyAgeMs),
+    mostOverdueLeaseMs: Number(values.mostOverdueLeaseMs),
+    dueScheduled: Number(values.dueScheduled),
+    corrupt: Number(values.corrupt),
+    paused: Number(values.paused) === 1,
+    pausedTypes: pauses === "" ? [] : pauses.split(","),
+  };
 }

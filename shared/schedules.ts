@@ -6,7 +6,7 @@
 //
 // croner is loaded on demand (loadCron): a worker of a queue without schedules never loads it, so
 // the Lambda bundles' cold start stays small. Until it is loaded, checkSchedule checks a cron
-// expression's shape only; the construct (at synth) and setSchedule (at run time) load it first.
+// expression's shape only; the construct (at synth) and schedules.set (at run time) load it first.
 import { createHash } from "node:crypto";
 import type { Cron } from "croner";
 import { DEFAULTS, LIMITS, NAME_CHARACTERS, NAME_PATTERN, SINGLETON_GROUP_PREFIX } from "./config.js";

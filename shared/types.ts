@@ -1,6 +1,6 @@
 import type { ItemStatus } from "./errors.js";
 
-/** `corrupt`: its record could not be read, so it was set aside (see Queue.repair, Queue.delete). */
+/** `corrupt`: its record could not be read, so it was set aside (see queue.admin.repair, queue.admin.delete). */
 export type TaskState = "ready" | "scheduled" | "leased" | "done" | "failed" | "corrupt";
 
 export const STATE_BY_LETTER: Record<string, TaskState> = {
@@ -107,7 +107,7 @@ export interface TypeGroupPolicy extends GroupPolicy {
   typeRate?: RateLimit;
 }
 
-/** A broken invariant `Queue.check` found (docs/design.md "Checking a queue"). */
+/** A broken invariant `queue.admin.check` found (docs/design.md "Checking a queue"). */
 export interface CheckProblem {
   /** What kind: no_set, two_sets, unreadable, group_parked, group_stalled, hold, wake, ... */
   code: string;
@@ -119,7 +119,7 @@ export interface CheckProblem {
   repaired: boolean;
 }
 
-/** One group's counts (Queue.groups). */
+/** One group's counts (queue.admin.groups). */
 export interface GroupStats {
   type: string;
   group: string;

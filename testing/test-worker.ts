@@ -35,7 +35,7 @@ export interface TestWorkerOptions<Declared extends Payloads = Payloads> {
 }
 
 export interface TestWorker<Declared extends Payloads = Payloads> {
-  /** The queue it drains: `inspect(id)`, `stats({ now })`, `list(state)` for your assertions. */
+  /** The queue it drains: `stats({ now })`, `admin.inspect(id)`, `admin.list(state)` for your assertions. */
   readonly queue: Queue;
   /**
    * Enqueues straight into Redis, checked as the producer checks them (a type the declaration
@@ -154,7 +154,7 @@ export function createTestWorker<Declared extends Payloads = Payloads>(
             () => true,
             () => false,
           );
-          if (started && (closeOptions.deleteQueue ?? ownsQueue)) await queue.drop({ confirm: name });
+          if (started && (closeOptions.deleteQueue ?? ownsQueue)) await queue.admin.drop({ confirm: name });
         } finally {
           if (ownsStore) await store.close();
         }

@@ -267,7 +267,7 @@ export async function runMixed(redisUrl: string, log: (line: string) => void): P
     });
     let chargedNeverStarted = 0;
     for (const id of [...work.keys(), ...crashWork.keys()]) {
-      const info = await queue.inspect(id);
+      const info = await queue.admin.inspect(id);
       const started = starts.filter((start) => start.id === id).length;
       if ((info?.attempts ?? 0) > started) chargedNeverStarted++;
     }
@@ -346,7 +346,7 @@ export async function runMixed(redisUrl: string, log: (line: string) => void): P
     process.stdout.write = write;
     client.destroy();
     await store.close();
-    await queue.drop({ confirm: name }).catch(() => {});
+    await queue.admin.drop({ confirm: name }).catch(() => {});
     await events.del(eventsKey);
     events.disconnect();
     await stack.close();

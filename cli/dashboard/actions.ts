@@ -57,8 +57,8 @@ export function registerActions(app: Hono<Env>, { directory, now, readOnly, csrf
 /** Pauses or resumes the queue, or the task type of the form's `type`. */
 async function pauseOrResume(queue: DashboardQueue, action: "pause" | "resume", form: Form, at: number) {
   const type = text(form.type)?.trim() || undefined;
-  if (action === "pause") await queue.pause({ now: at, type });
-  else await queue.resume({ now: at, type });
+  if (action === "pause") await queue.admin.pause({ now: at, type });
+  else await queue.admin.resume({ now: at, type });
   const what = type ? `task type "${type}"` : `queue "${queue.name}"`;
   return { title: action === "pause" ? "Paused" : "Resumed", summary: `${action}d ${what}`, results: [] };
 }
@@ -69,7 +69,9 @@ async function scheduleAction(queue: DashboardQueue, action: string, form: Form,
   const unknown = () => new HttpError(404, `No schedule "${name}" in queue "${queue.name}".`);
   if (action === "schedule-pause" || action === "schedule-resume") {
     const pause = action === "schedule-pause";
-    const status = pause ? await queue.pauseSchedule(name, { now: at }) : await queue.resumeSchedule(name, { now: at });
+    const status = pause
+      ? await queue.schedules.pause(name, { now: at })
+      : await queue.schedules.resume(name, { now: at });
     if (status === "unknown") throw unknown();
     const summary =
       status === "done"
@@ -78,7 +80,7 @@ async function scheduleAction(queue: DashboardQueue, action: string, form: Form,
     return { title: pause ? "Paused" : "Resumed", summary, results: [] };
   }
   if (action === "schedule-run") {
-    const ran = await queue.runScheduleNow(name, { now: at });
+    const ran = await queue.schedules.runNow(name, { now: at });
     if (!ran) throw unknown();
     // The dashboard sends no wake-up (as for a requeue): a draining worker or the reclaimer's
     // next run starts it; `leaseq schedules run-now` sends one.
@@ -86,7 +88,7 @@ async function scheduleAction(queue: DashboardQueue, action: string, form: Form,
     return { title: "Run now", summary, results: [] };
   }
   if (action === "schedule-remove") {
-    const status = await queue.removeSchedule(name, { now: at });
+    const status = await queue.schedules.remove(name, { now: at });
     if (status === "unknown") throw unknown();
     return { title: "Removed", summary: `removed schedule "${name}"; its tasks already made stay`, results: [] };
   }
@@ -122,10 +124,10 @@ async function taskAction(queue: DashboardQueue, action: string | undefined, for
   }
   if (ids.length === 0) throw new HttpError(400, "No tasks selected.");
   const results = await inBatches(ids, (batch) => {
-    if (verb === "requeue") return queue.requeue(batch, { now: at });
-    if (verb === "skip") return queue.skip(batch, { now: at });
-    if (verb === "delete") return queue.delete(batch, deleteIn);
-    return queue.cancel(batch, { now: at });
+    if (verb === "requeue") return queue.admin.requeue(batch, { now: at });
+    if (verb === "skip") return queue.admin.skip(batch, { now: at });
+    if (verb === "delete") return queue.admin.delete(batch, deleteIn);
+    return queue.admin.cancel(batch, { now: at });
   });
   const ok = results.filter((result) => result.status === "ok").length;
   const more = capped ? ` (stopped at ${MATCHING_MAX}: run it again for more)` : "";
@@ -145,7 +147,7 @@ async function matchingIds(
   const ids: string[] = [];
   let cursor: number | undefined = 0;
   for (let pages = 0; cursor !== undefined && pages < 10_000; pages++) {
-    const page = await queue.find(state, { ...filter, cursor, scan: SCAN_DEFAULT });
+    const page = await queue.admin.find(state, { ...filter, cursor, scan: SCAN_DEFAULT });
     for (const task of page.tasks) ids.push(task.id);
     if (ids.length >= MATCHING_MAX) return { ids: ids.slice(0, MATCHING_MAX), capped: true };
     cursor = page.next;

@@ -1,6 +1,7 @@
 // The queues a dashboard serves, one or every queue of a store, and how a request's path finds its
 // queue: /q/<segment>/ names it, and anything that is not a queue it serves is 404.
-import { listQueues, Queue } from "../../shared/queue.js";
+import { Queue } from "../../shared/queue.js";
+import { listQueues } from "../../shared/queue-admin.js";
 import type { Store } from "../../shared/store.js";
 import { HttpError } from "./http.js";
 import type { PageContext, SiteContext } from "./pages.js";

@@ -1,32 +1,19 @@
 // What the dashboard needs of a queue (the library's Queue: the methods it calls), and the helpers
 // of its paths.
 import type { Queue } from "../../shared/queue.js";
-import { LISTABLE } from "../../shared/queue-core.js";
+import { LISTABLE } from "../../shared/queue-admin.js";
 import type { TaskState } from "../../shared/types.js";
 
 /** The task states, in the order the pages show them. */
 export const STATES: readonly TaskState[] = LISTABLE;
 
-export type DashboardQueue = Pick<
-  Queue,
-  | "name"
-  | "stats"
-  | "list"
-  | "inspect"
-  | "requeue"
-  | "skip"
-  | "delete"
-  | "cancel"
-  | "pause"
-  | "resume"
-  | "history"
-  | "find"
-  | "listSchedules"
-  | "pauseSchedule"
-  | "resumeSchedule"
-  | "runScheduleNow"
-  | "removeSchedule"
->;
+export type DashboardQueue = Pick<Queue, "name" | "stats"> & {
+  readonly admin: Pick<
+    Queue["admin"],
+    "list" | "inspect" | "requeue" | "skip" | "delete" | "cancel" | "pause" | "resume" | "history" | "find"
+  >;
+  readonly schedules: Pick<Queue["schedules"], "list" | "pause" | "resume" | "runNow" | "remove">;
+};
 
 /** Tasks one find call looks at. */
 export const SCAN_DEFAULT = 1000;

@@ -52,7 +52,10 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
   app.get("/q/:queue/", async (c) => {
     const { queue, ctx } = await directory.queueOf(c);
     const at = now();
-    const [stats, history] = await Promise.all([queue.stats({ now: at }), queue.history({ now: at, minutes: 60 })]);
+    const [stats, history] = await Promise.all([
+      queue.stats({ now: at }),
+      queue.admin.history({ now: at, minutes: 60 }),
+    ]);
     return c.html(overviewPage(ctx, stats, history, at));
   });
 
@@ -81,10 +84,10 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
     // A filtered list pages by find's cursor (reading SCAN_DEFAULT tasks a page, back to the
     // start); a plain one by offset and limit.
     const { tasks, next, previous } = filtered
-      ? await queue
+      ? await queue.admin
           .find(state, { ...filter, olderThanMs, now: at, cursor: offset, scan: SCAN_DEFAULT })
           .then((page) => ({ tasks: page.tasks, next: page.next, previous: offset > 0 ? 0 : undefined }))
-      : await queue.list(state, { offset, limit }).then((tasks) => ({
+      : await queue.admin.list(state, { offset, limit }).then((tasks) => ({
           tasks,
           next: tasks.length === limit ? offset + limit : undefined,
           previous: offset > 0 ? Math.max(0, offset - limit) : undefined,
@@ -109,14 +112,14 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
   app.get("/q/:queue/task/:id", async (c) => {
     const { queue, ctx } = await directory.queueOf(c);
     const id = c.req.param("id");
-    const task = await queue.inspect(id);
+    const task = await queue.admin.inspect(id);
     if (!task) throw new HttpError(404, `No task with id "${id}" in queue "${queue.name}".`);
     return c.html(taskPage(ctx, task, now()));
   });
 
   app.get("/q/:queue/schedules", async (c) => {
     const { queue, ctx } = await directory.queueOf(c);
-    return c.html(schedulesPage(ctx, await queue.listSchedules(), now()));
+    return c.html(schedulesPage(ctx, await queue.schedules.list(), now()));
   });
 
   app.get("/q/:queue/search", async (c) => {
@@ -154,7 +157,7 @@ async function queuesView(directory: Directory, filter: string, at: number, log:
     let history: QueueHistory | undefined;
     if (entry.stats) {
       try {
-        history = await entry.queue.history({ now: at, minutes: 60 });
+        history = await entry.queue.admin.history({ now: at, minutes: 60 });
       } catch (error) {
         log(`leaseq dashboard: history of queue "${entry.name}": ${redact(String(error))}`);
       }

@@ -1,4 +1,4 @@
-// The dashboard's schedules page: one row per schedule of the queue (listSchedules), with its
+// The dashboard's schedules page: one row per schedule of the queue (schedules.list), with its
 // pause or resume, run-now and remove buttons unless read-only. Everything on it comes from Redis and is rendered by
 // Hono's `html` template, which escapes it: a definition someone wrote into the schedules hash by
 // hand (a group or payload holding markup) shows as text.
