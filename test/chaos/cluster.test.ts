@@ -87,7 +87,7 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
       expect(await queue.settle([{ ...b, outcome: "fail", error: "poison" }], { now: at(3) })).toEqual([
         { id: "b", status: "ok", state: "failed" },
       ]);
-      expect((await queue.requeue(["b"], { now: at(4) }))[0].status).toBe("ok");
+      expect((await queue.admin.requeue(["b"], { now: at(4) }))[0].status).toBe("ok");
       expect(await queue.promote({ now: at(600) })).toBe(1);
       const all = await queue.claim({ count: 10, now: at(600) });
       expect(all.map((t) => t.id)).toEqual(["b", "c", "a"]);
@@ -96,8 +96,8 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
       expect((await queue.tick({ now: at(2_001) })).ready).toBe(1);
       expect((await queue.stats({ now: at(2_001) })).done).toBe(2);
       // Its lease ran out unconfirmed (no heartbeat): its attempt given back, a stall counted.
-      expect(await queue.inspect("a")).toMatchObject({ state: "ready", attempts: 0, stalls: 1 });
-      expect((await queue.list("done")).map((t) => t.id).sort()).toEqual(["b", "c"]);
+      expect(await queue.admin.inspect("a")).toMatchObject({ state: "ready", attempts: 0, stalls: 1 });
+      expect((await queue.admin.list("done")).map((t) => t.id).sort()).toEqual(["b", "c"]);
       expect(await queue.trim({ now: at(20_000) })).toEqual({ done: 2, failed: 0 });
       for (const [port, node] of nodes) {
         // KEYS lists only the node's own keys (a key command on another node would answer MOVED).

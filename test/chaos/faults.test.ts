@@ -85,7 +85,7 @@ describe("faults through the local Upstash endpoint", () => {
       ["b", 1],
     ]);
     // The first run leased them; the repeat found that lease and charged nothing more.
-    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
     expect(await queue.claim({ count: 2, now: NOW + 10 })).toEqual([]); // nobody else gets them
     expect(await queue.ack(batch, { now: NOW + 20 })).toEqual([
       { id: "a", status: "ok", state: "done" },
@@ -100,11 +100,11 @@ describe("faults through the local Upstash endpoint", () => {
     const drop = fault("claim", { kind: "drop" });
     await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(/^claim: Upstash unreachable/);
     drop.count();
-    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
     expect((await queue.reclaim({ now: NOW + LEASE_MS })).reclaimed).toEqual([]); // not before the deadline
     expect((await queue.reclaim({ now: NOW + LEASE_MS + 1 })).reclaimed).toEqual(["a"]);
     // Its worker never had it (the reply was lost), so never started it: no attempt is charged.
-    expect(await queue.inspect("a")).toMatchObject({ state: "ready", attempts: 0, stalls: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "ready", attempts: 0, stalls: 1 });
     const [again] = await queue.claim({ count: 1, now: NOW + LEASE_MS + 2 });
     expect(again).toMatchObject({ id: "a", attempt: 1 });
     expect(await queue.ack([again], { now: NOW + LEASE_MS + 3 })).toEqual([{ id: "a", status: "ok", state: "done" }]);
@@ -154,11 +154,11 @@ describe("faults through the local Upstash endpoint", () => {
     const dropSettle = fault("settle", { kind: "drop" });
     const settled = await queue.settle([{ ...task, outcome: "fail", error: "poison" }], { now: NOW + 1 });
     dropSettle.count();
-    expect(await queue.inspect("a")).toMatchObject({ state: "failed", lastError: "poison" }); // it did run once
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "failed", lastError: "poison" }); // it did run once
     const dropRequeue = fault("requeue", { kind: "drop" });
-    const requeued = await queue.requeue(["a"], { now: NOW + 2 });
+    const requeued = await queue.admin.requeue(["a"], { now: NOW + 2 });
     dropRequeue.count();
-    expect(await queue.inspect("a")).toMatchObject({ state: "ready", attempts: 0 }); // it did run once
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "ready", attempts: 0 }); // it did run once
     expect({ settled, requeued }).toEqual({
       settled: [{ id: "a", status: "ok", state: "failed" }],
       requeued: [{ id: "a", status: "ok" }],
@@ -181,7 +181,7 @@ describe("faults through the local Upstash endpoint", () => {
     const [task] = await queue.claim({ count: 1, now: NOW + 1 });
     claim500.count();
     expect(task).toMatchObject({ id: "a", attempt: 1 });
-    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
     const settle500 = fault("settle", { kind: "status", status: 500, apply: true });
     expect(await queue.ack([task], { now: NOW + 3 })).toEqual([{ id: "a", status: "already_done", state: "done" }]);
     settle500.count();
@@ -196,7 +196,7 @@ describe("faults through the local Upstash endpoint", () => {
     slowClaim.count();
     expect(task).toMatchObject({ id: "a", attempt: 1 });
     await new Promise((resolve) => setTimeout(resolve, 250)); // the first, late reply arrives and is dropped
-    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
     const slowSettle = fault("settle", { kind: "delay", ms: TIMEOUT_MS + 200 });
     expect(await queue.ack([task], { now: NOW + 3 })).toEqual([{ id: "a", status: "already_done", state: "done" }]);
     slowSettle.count();
@@ -276,7 +276,7 @@ describe("faults through the local Upstash endpoint", () => {
       done: 1,
       lost: 0,
     });
-    expect(await queue.inspect("a")).toMatchObject({ state: "done", attempts: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "done", attempts: 1 });
     const reclaimed = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
     expect(reclaimed.result).toMatchObject({ reclaimed: 0, leased: 0, done: 1 });
     const everything = [...first.lines, ...reclaimed.lines].join("\n");

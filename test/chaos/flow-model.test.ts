@@ -79,12 +79,12 @@ function waiting(task: ModelTask | undefined): boolean {
 /** After every step: every task's state as the model says, the invariants, the check clean. */
 async function agree(world: World, real: Real): Promise<void> {
   for (const [id, task] of world.tasks) {
-    const info = await real.queue.inspect(id);
+    const info = await real.queue.admin.inspect(id);
     expect(info?.state, `task ${id}`).toBe(STATE_NAME[task.state]);
   }
-  for (const id of world.gone) expect(await real.queue.inspect(id), `replaced ${id}`).toBeUndefined();
+  for (const id of world.gone) expect(await real.queue.admin.inspect(id), `replaced ${id}`).toBeUndefined();
   await assertConsistent(real.redis, real.queue);
-  expect(await real.queue.checkAll({ now: world.now }), "leaseq check").toEqual([]);
+  expect(await real.queue.admin.checkAll({ now: world.now }), "leaseq check").toEqual([]);
 }
 
 /**

@@ -90,7 +90,10 @@ it(
       while (sampling) {
         let cursor: string | undefined = "0";
         while (cursor !== undefined) {
-          const page: Awaited<ReturnType<typeof queue.groups>> = await queue.groups({ cursor, count: 1000 });
+          const page: Awaited<ReturnType<typeof queue.admin.groups>> = await queue.admin.groups({
+            cursor,
+            count: 1000,
+          });
           for (const group of page.groups) {
             const key = `${group.type}/${group.group}`;
             mostLeased.set(key, Math.max(mostLeased.get(key) ?? 0, group.leased));

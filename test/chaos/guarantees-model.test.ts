@@ -242,7 +242,7 @@ async function compare(world: World, real: Real): Promise<void> {
   }
   expect(actual).toEqual(expected);
   // The check finds nothing but what the test did on purpose: records not quarantined yet.
-  const problems = (await real.queue.checkAll({ now: world.now })).filter(
+  const problems = (await real.queue.admin.checkAll({ now: world.now })).filter(
     (problem) =>
       !unreadable.has(problem.subject) &&
       !(problem.code === "orphan_member" && world.stale.has(problem.subject)) &&
@@ -628,7 +628,7 @@ class Cancel extends IdsStep {
   readonly verb = "cancel";
   async run(world: World, real: Real) {
     count("cancel");
-    const got = await this.queue(real).cancel(this.ids, { now: this.at(world) });
+    const got = await this.queue(real).admin.cancel(this.ids, { now: this.at(world) });
     const seen = new Set<string>();
     const want = this.ids.map((id) => {
       const task = world.tasks.get(id);
@@ -668,7 +668,7 @@ class Delete extends IdsStep {
   readonly verb = "delete";
   async run(world: World, real: Real) {
     count("delete");
-    const got = await this.queue(real).delete(this.ids, { now: this.at(world) });
+    const got = await this.queue(real).admin.delete(this.ids, { now: this.at(world) });
     const answered = new Map<string, string>();
     const want = this.ids.map((id) => {
       const known = answered.get(id);
@@ -702,7 +702,7 @@ class Requeue extends IdsStep {
   }
   async run(world: World, real: Real) {
     count("requeue");
-    const got = await this.queue(real).requeue(this.ids, { now: this.at(world) });
+    const got = await this.queue(real).admin.requeue(this.ids, { now: this.at(world) });
     this.expectStatuses(
       got,
       this.ids.map(() => "ok"),
@@ -734,8 +734,8 @@ class Pause extends Step {
     count(`${this.action}${this.type ? "-type" : ""}`);
     const queue = this.queue(real);
     const options = { now: this.at(world), ...(this.type ? { type: this.type } : {}) };
-    if (this.action === "pause") await queue.pause(options);
-    else await queue.resume(options);
+    if (this.action === "pause") await queue.admin.pause(options);
+    else await queue.admin.resume(options);
     if (this.type === undefined) world.paused = this.action === "pause";
     else if (this.action === "pause") world.pausedTypes.add(this.type);
     else world.pausedTypes.delete(this.type);
@@ -771,7 +771,7 @@ class Forget extends Step {
       }
       if (!this.lost) expect(got).toEqual({ done, failed });
     } else {
-      await this.queue(real).purge("failed", { now: world.now });
+      await this.queue(real).admin.purge("failed", { now: world.now });
       // A record made unreadable keeps its first letter: purge deletes it with the other FAILED ones.
       for (const [id, task] of world.tasks) {
         if (task.state !== "F") continue;
@@ -824,7 +824,7 @@ class Repair extends Step {
   }
   async run(world: World, real: Real) {
     count("repair");
-    const [got] = await this.queue(real).repair([this.id], { now: world.now });
+    const [got] = await this.queue(real).admin.repair([this.id], { now: world.now });
     const task = world.tasks.get(this.id);
     this.expectStatuses([got], [task?.bodyless ? "unrepairable" : "ok"]);
     if (task && !task.bodyless) {
@@ -956,7 +956,7 @@ describe.each(adapters.filter((adapter) => adapter.name === "tcp"))("at scale, o
       let now = START;
       const clean = async () => {
         const records = await assertConsistent(redis, queue);
-        expect(await queue.checkAll({ now }), "leaseq check").toEqual([]);
+        expect(await queue.admin.checkAll({ now }), "leaseq check").toEqual([]);
         return records;
       };
       const claimAll = async (): Promise<ClaimedTask[]> => {
@@ -1012,11 +1012,13 @@ describe.each(adapters.filter((adapter) => adapter.name === "tcp"))("at scale, o
       // next), delete 1,000 of those next ones while parked or let out, requeue the cancelled.
       const cancelled = leases.slice(0, 1_000).map((task) => task.id);
       expect(
-        (await lossy.cancel(cancelled, { now })).filter((r) => r.status !== "ok" && r.status !== "already_failed"),
+        (await lossy.admin.cancel(cancelled, { now })).filter(
+          (r) => r.status !== "ok" && r.status !== "already_failed",
+        ),
       ).toEqual([]);
       const deleted = cancelled.map((id) => id.replace(/-a$/, "-b"));
-      expect((await queue.delete(deleted, { now })).filter((r) => r.status !== "ok")).toEqual([]);
-      expect((await queue.requeue(cancelled, { now })).filter((r) => r.status !== "ok")).toEqual([]);
+      expect((await queue.admin.delete(deleted, { now })).filter((r) => r.status !== "ok")).toEqual([]);
+      expect((await queue.admin.requeue(cancelled, { now })).filter((r) => r.status !== "ok")).toEqual([]);
       await clean();
       // A cancelled holder's ack is refused: its token died with the cancel.
       expect((await queue.ack(leases.slice(0, 1_000), { now })).every((r) => r.status === "stale_token")).toBe(true);

@@ -129,7 +129,7 @@ describe("Redis restart", () => {
     // SQS delivers the batch again, and this time it goes through.
     const { result } = await captureStdout(() => worker(batch, lambdaContext()));
     expect(result).toEqual({ batchItemFailures: [] });
-    expect(await tcp.queue.inspect("from-sqs")).toMatchObject({ state: "done" });
+    expect(await tcp.queue.admin.inspect("from-sqs")).toMatchObject({ state: "done" });
     report("restart-volatile", { tasksBefore: 20, tasksAfter: 0, msToFailWhileDown: failures });
   }, 30_000);
 

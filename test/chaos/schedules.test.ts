@@ -47,7 +47,7 @@ async function slotTaskIds(queue: Queue): Promise<string[]> {
   const ids: string[] = [];
   for (const state of ["scheduled", "ready"] as const) {
     for (let offset = 0; ; offset += 1000) {
-      const page = await queue.list(state, { offset, limit: 1000 });
+      const page = await queue.admin.list(state, { offset, limit: 1000 });
       ids.push(...page.map((task) => task.id));
       if (page.length < 1000) break;
     }
@@ -63,7 +63,7 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
     let now = T0;
     const definition = (cron: string): ScheduleDefinition => ({ cron, type: "job", catchUp: { max: 100 } });
     // The first deploy: the schedule is declared, its cursor is now.
-    const cursors = [(await queue.setSchedule("s", definition(CRONS[0]), { now, owner: "deploy" })).cursorMs];
+    const cursors = [(await queue.schedules.set("s", definition(CRONS[0]), { now, owner: "deploy" })).cursorMs];
 
     let kills = 0;
     let spawned = 0;
@@ -96,7 +96,7 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
       }
       if (phase > 0) {
         // A redeploy with a changed cron: the cold start's set, at a moment the planners run.
-        cursors.push((await queue.setSchedule("s", definition(CRONS[phase]), { now, owner: "deploy" })).cursorMs);
+        cursors.push((await queue.schedules.set("s", definition(CRONS[phase]), { now, owner: "deploy" })).cursorMs);
       }
       while (children.size < PLANNERS) spawn();
       for (let second = 0; second < phaseSeconds; second++) {
@@ -117,7 +117,7 @@ describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
     while (plans < settled + PLANNERS * 2) await sleep(50);
     await redis.set(clockKey, "stop");
     while (children.size > 0) await sleep(50);
-    const [info] = await queue.listSchedules();
+    const [info] = await queue.schedules.list();
     cursors.push(info.cursorMs);
 
     await loadCron();
@@ -152,9 +152,9 @@ describe("two deployments sharing a queue, their cold starts interleaved", () =>
       aWithout: { every1: at("* * * * * *", "a") },
       b: { every3: at("*/3 * * * * *", "b"), every5: at("*/5 * * * * *", "b") },
     };
-    await queue.syncDeclaredSchedules(declarations.a, { now, owner: "stack-a" });
-    await queue.syncDeclaredSchedules(declarations.b, { now, owner: "stack-b" });
-    const starts = Object.fromEntries((await queue.listSchedules()).map((info) => [info.name, info.cursorMs]));
+    await queue.schedules.syncDeclared(declarations.a, { now, owner: "stack-a" });
+    await queue.schedules.syncDeclared(declarations.b, { now, owner: "stack-b" });
+    const starts = Object.fromEntries((await queue.schedules.list()).map((info) => [info.name, info.cursorMs]));
 
     let plans = 0;
     const spawn = () => {
@@ -179,12 +179,12 @@ describe("two deployments sharing a queue, their cold starts interleaved", () =>
       await redis.set(clockKey, String(now));
       await sleep(15);
       // Cold starts of either deployment at random moments, as their workers scale out.
-      if (rand() < 0.2) await queue.syncDeclaredSchedules(declarations.b, { now, owner: "stack-b" });
-      if (rand() < 0.2) await queue.syncDeclaredSchedules(aDeclaration, { now, owner: "stack-a" });
+      if (rand() < 0.2) await queue.schedules.syncDeclared(declarations.b, { now, owner: "stack-b" });
+      if (rand() < 0.2) await queue.schedules.syncDeclared(aDeclaration, { now, owner: "stack-a" });
       if (second === Math.floor(seconds / 2)) {
         // stack-a redeploys without every2: its cold start retires it; stack-b's cold starts never touch it.
         aDeclaration = declarations.aWithout;
-        expect((await queue.syncDeclaredSchedules(aDeclaration, { now, owner: "stack-a" })).removed).toEqual([
+        expect((await queue.schedules.syncDeclared(aDeclaration, { now, owner: "stack-a" })).removed).toEqual([
           "every2",
         ]);
         removedCursor = Number(await redis.hget(queue.keys.schedules, "every2:c"));
@@ -201,7 +201,7 @@ describe("two deployments sharing a queue, their cold starts interleaved", () =>
     while (children.size > 0) await sleep(50);
 
     await loadCron();
-    const listed = Object.fromEntries((await queue.listSchedules()).map((info) => [info.name, info]));
+    const listed = Object.fromEntries((await queue.schedules.list()).map((info) => [info.name, info]));
     expect(Object.keys(listed).sort()).toEqual(["every1", "every3", "every5"]);
     expect(Number(await redis.hget(queue.keys.schedules, "every2:c"))).toBe(removedCursor);
     const ids = await slotTaskIds(queue);

@@ -48,7 +48,7 @@ describe("leaseq check", { timeout: 60_000 }, () => {
       ]);
       // b's rank lived only as its score: it is set aside, counted, and READY again by repair.
       expect(report.problems.find((p: { code: string }) => p.code === "no_set").detail).toContain("leaseq repair");
-      expect(await queue.inspect("b")).toMatchObject({ state: "corrupt" });
+      expect(await queue.admin.inspect("b")).toMatchObject({ state: "corrupt" });
       expect(await cli(["check"])).toMatchObject({ code: 0 });
       expect(await cli(["repair", "b"])).toMatchObject({ code: 0 });
       expect((await queue.claim({ count: 5, now })).map((task) => task.id).sort()).toEqual(["a", "b", "c"]);
@@ -63,7 +63,7 @@ describe("leaseq check", { timeout: 60_000 }, () => {
       expect(unrepairable.stdout).toMatch(/^attempts\s+c\s+attempt 9 of at most \d+$/m);
       expect(unrepairable.stderr).toContain("cannot be repaired safely");
     } finally {
-      await queue.drop({ confirm: name });
+      await queue.admin.drop({ confirm: name });
     }
   });
 });

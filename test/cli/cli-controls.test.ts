@@ -81,7 +81,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
     } finally {
       await sqs.close();
     }
-    await queue.pause({ now: Date.now() });
+    await queue.admin.pause({ now: Date.now() });
     expect(await cli(["requeue", "f2"])).toMatchObject({
       code: 0,
       stdout: `requeued f2\nqueue "${name}" is paused: the requeued tasks start once it is resumed (leaseq resume)\n`,
@@ -90,7 +90,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
 
   it("resume with only delayed work sends a wake-up due when it falls due, not one now", async () => {
     const { queue, name } = fresh();
-    await queue.pause({ now: Date.now() });
+    await queue.admin.pause({ now: Date.now() });
     await queue.enqueue([{ id: "later", type: "email", delayMs: 30_000 }], { now: Date.now() });
     const sqs = new LocalSqs(async () => undefined);
     await sqs.listen();
@@ -120,7 +120,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
       { now },
     );
     expect(await cli(["cancel", "later", "now"])).toMatchObject({ code: 0, stdout: "cancelled later, now (FAILED)\n" });
-    expect(await queue.inspect("later")).toMatchObject({ state: "failed", lastError: "cancelled" });
+    expect(await queue.admin.inspect("later")).toMatchObject({ state: "failed", lastError: "cancelled" });
     const refused = await cli(["cancel", "now", "ghost"]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("now (FAILED already), ghost (no such task)");
@@ -155,7 +155,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
 
     const dry = await cli(["requeue", "--error", "SMTP 451", "--older-than", "30m", "--dry-run"]);
     expect(dry.stdout).toBe(`would requeue 2 failed tasks of queue "${queue.name}": smtp-1, smtp-2\n`);
-    expect((await queue.inspect("smtp-1"))?.state).toBe("failed");
+    expect((await queue.admin.inspect("smtp-1"))?.state).toBe("failed");
     const requeued = await cli(["requeue", "--error", "SMTP 451", "--older-than", "30m"]);
     expect(requeued.code).toBe(0);
     expect(requeued.stdout).toMatch(
@@ -163,18 +163,18 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
         `^requeued 2 failed tasks of queue "${queue.name}"\\nthe requeued tasks start at the reclaimer's next run`,
       ),
     );
-    expect((await queue.inspect("smtp-2"))?.state).toBe("ready");
-    expect((await queue.inspect("fresh"))?.state, "too recent for --older-than 30m").toBe("failed");
+    expect((await queue.admin.inspect("smtp-2"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("fresh"))?.state, "too recent for --older-than 30m").toBe("failed");
 
     const noYes = await cli(["delete", "--state", "failed", "--type", "resize"]);
     expect(noYes.stdout).toBe(
       `would delete 1 failed task of queue "${queue.name}": resize-1\nrun it again with --yes to delete them\n`,
     );
-    expect(await queue.inspect("resize-1")).toBeDefined();
+    expect(await queue.admin.inspect("resize-1")).toBeDefined();
     expect((await cli(["delete", "--state", "failed", "--type", "resize", "--yes"])).stdout).toBe(
       `deleted 1 failed task of queue "${queue.name}"\n`,
     );
-    expect(await queue.inspect("resize-1")).toBeUndefined();
+    expect(await queue.admin.inspect("resize-1")).toBeUndefined();
 
     const usage = await cli(["requeue", "smtp-1", "--type", "email"]);
     expect(usage.code).toBe(2);
@@ -209,7 +209,7 @@ describe("leaseq CLI: the operator's verbs", { timeout: 60_000 }, () => {
     const two = fresh();
     await one.queue.enqueue([{ id: "x", type: "email" }], { now: Date.now() });
     await two.queue.configure();
-    await two.queue.pause({ now: Date.now() });
+    await two.queue.admin.pause({ now: Date.now() });
     const run = await one.cli(["queues", "--json"]);
     expect(run.code).toBe(0);
     const rows = JSON.parse(run.stdout) as Array<{ queue: string; ready: number; paused: boolean }>;

@@ -13,10 +13,14 @@ afterAll(() => store.close());
 /** A queue whose every find is followed, before its answer is used, by `meanwhile`. */
 class RacedQueue extends Queue {
   meanwhile: () => Promise<unknown> = async () => undefined;
-  override async find(...args: Parameters<Queue["find"]>) {
-    const page = await super.find(...args);
-    await this.meanwhile();
-    return page;
+  constructor(...args: ConstructorParameters<typeof Queue>) {
+    super(...args);
+    const find = this.admin.find.bind(this.admin);
+    this.admin.find = async (...findArgs) => {
+      const page = await find(...findArgs);
+      await this.meanwhile();
+      return page;
+    };
   }
 }
 
@@ -27,17 +31,17 @@ describe("leaseq delete --state with filters", () => {
     try {
       await failTasks(queue, ["f1", "f2", "f3"], { error: "SMTP 550" });
       queue.meanwhile = async () => {
-        await queue.requeue(["f2"], { now: Date.now() });
+        await queue.admin.requeue(["f2"], { now: Date.now() });
         queue.meanwhile = async () => undefined;
       };
       const outcome = await deleteByFilter(queue, "failed", { error: "SMTP" });
       expect(outcome.matched.sort()).toEqual(["f1", "f2", "f3"]);
       expect(outcome.changed.sort()).toEqual(["f1", "f3"]);
       expect(outcome.refused).toEqual([{ id: "f2", status: "not_in_state" }]);
-      expect((await queue.inspect("f2"))?.state).toBe("ready");
-      expect(await queue.inspect("f1")).toBeUndefined();
+      expect((await queue.admin.inspect("f2"))?.state).toBe("ready");
+      expect(await queue.admin.inspect("f1")).toBeUndefined();
     } finally {
-      await queue.drop({ confirm: name });
+      await queue.admin.drop({ confirm: name });
     }
   });
 });

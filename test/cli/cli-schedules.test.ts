@@ -36,7 +36,7 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
     const set = await cli(nightly("30s"));
     expect(set.stderr).toBe("");
     expect(set.code).toBe(0);
-    const [info] = await queue.listSchedules();
+    const [info] = await queue.schedules.list();
     expect(info.definition).toEqual({
       cron: "0 3 * * *",
       tz: "Europe/Berlin",
@@ -89,7 +89,7 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
     expect(bad.code).toBe(2);
     expect(bad.stdout).toBe("");
     expect(bad.stderr).toMatch(
-      /^leaseq: setSchedule: schedule "bad": 4 problems: cron "61 \* \* \* \*" is not valid: .*minute.*; tz must be an IANA time zone .*got "Mars\/Olympus"; catchUp must be "none", "latest" or \{ max: 1-100 \}, got "all"; overlap must be "allow" or "skip", got "never"\n$/,
+      /^leaseq: schedules\.set: schedule "bad": 4 problems: cron "61 \* \* \* \*" is not valid: .*minute.*; tz must be an IANA time zone .*got "Mars\/Olympus"; catchUp must be "none", "latest" or \{ max: 1-100 \}, got "all"; overlap must be "allow" or "skip", got "never"\n$/,
     );
     const neither = await cli(["set", "bad", "--type", "job"]);
     expect(neither).toMatchObject({ code: 2 });
@@ -102,43 +102,43 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
     const json = await cli(["set", "bad", "--every", "1000", "--type", "job", "--payload", "{nope"]);
     expect(json.code).toBe(2);
     expect(json.stderr).toMatch(/^leaseq: schedules set: --payload is not valid JSON/);
-    expect(await queue.listSchedules()).toEqual([]);
+    expect(await queue.schedules.list()).toEqual([]);
   });
 
   it("refuses to set a declared schedule with the library's message (exit 1); pause still works on it", async () => {
     const { cli, queue } = fresh();
-    await queue.setSchedule("owned", { every: MINUTE, type: "job" }, { now: Date.now(), owner: "deploy" });
+    await queue.schedules.set("owned", { every: MINUTE, type: "job" }, { now: Date.now(), owner: "deploy" });
     const refused = await cli(["set", "owned", "--every", "1000", "--type", "job"]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toBe(
-      'leaseq: setSchedule: schedule "owned" is declared in the task module of deployment "deploy" (defineTasks schedules): change it there and deploy, or pause it\n',
+      'leaseq: schedules.set: schedule "owned" is declared in the task module of deployment "deploy" (defineTasks schedules): change it there and deploy, or pause it\n',
     );
-    expect((await queue.listSchedules())[0].definition).toEqual({ every: MINUTE, type: "job" });
+    expect((await queue.schedules.list())[0].definition).toEqual({ every: MINUTE, type: "job" });
     expect(await cli(["pause", "owned"])).toMatchObject({ code: 0 });
     expect((await cli(["list"])).stdout).toMatch(/\nowned\s+every 60 s\s+paused\s+–\s+0\/0\s+deploy deploy\n$/);
   });
 
   it("pause, resume and remove say what changed, say 'unchanged' when nothing did, and plan accordingly", async () => {
     const { cli, queue, name } = fresh();
-    await queue.setSchedule("hourly", { cron: "0 * * * *", type: "job" }, { now: Date.now() });
+    await queue.schedules.set("hourly", { cron: "0 * * * *", type: "job" }, { now: Date.now() });
     const what = `schedule "hourly" of queue "${name}"`;
     expect(await cli(["pause", "hourly"])).toMatchObject({ code: 0, stdout: `paused ${what}\n`, stderr: "" });
     expect(await cli(["pause", "hourly"])).toMatchObject({
       code: 0,
       stdout: `${what} was paused already (unchanged)\n`,
     });
-    expect(await queue.planSchedules({ now: Date.now(), horizonMs: 2 * 3_600_000 })).toMatchObject({ made: 0 });
+    expect(await queue.schedules.plan({ now: Date.now(), horizonMs: 2 * 3_600_000 })).toMatchObject({ made: 0 });
     expect(await cli(["resume", "hourly"])).toMatchObject({ code: 0, stdout: `resumed ${what}\n` });
     expect(await cli(["resume", "hourly"])).toMatchObject({ code: 0, stdout: `${what} was not paused (unchanged)\n` });
-    expect((await queue.planSchedules({ now: Date.now(), horizonMs: 2 * 3_600_000 })).made).toBeGreaterThanOrEqual(1);
+    expect((await queue.schedules.plan({ now: Date.now(), horizonMs: 2 * 3_600_000 })).made).toBeGreaterThanOrEqual(1);
     expect(await cli(["remove", "hourly"])).toMatchObject({ code: 0, stdout: `removed ${what}\n` });
-    expect(await queue.listSchedules()).toEqual([]);
+    expect(await queue.schedules.list()).toEqual([]);
   });
 
   it("an unknown name exits 1 with the nearest names; a name that cannot be one exits 2, echoed as given", async () => {
     const { cli, queue, name } = fresh();
     for (const each of ["nightly-report", "nightly-reports", "hourly"]) {
-      await queue.setSchedule(each, { every: MINUTE, type: "job" }, { now: Date.now() });
+      await queue.schedules.set(each, { every: MINUTE, type: "job" }, { now: Date.now() });
     }
     for (const verb of ["remove", "pause", "resume", "run-now"]) {
       const missed = await cli([verb, "nightly-reprt"]);
@@ -167,26 +167,26 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
         expect(refused.stderr).toContain(JSON.stringify(bad).slice(0, 40));
       }
     }
-    expect((await queue.listSchedules()).map((info) => info.name).sort()).toEqual([
+    expect((await queue.schedules.list()).map((info) => info.name).sort()).toEqual([
       "hourly",
       "nightly-report",
       "nightly-reports",
     ]);
-    expect((await queue.listSchedules()).every((info) => !info.paused)).toBe(true);
+    expect((await queue.schedules.list()).every((info) => !info.paused)).toBe(true);
   });
 
   it("list shows a schedule the planner set aside, with why, and a declared one's deployment", async () => {
     const { cli, queue } = fresh();
     const now = Date.now();
-    await queue.syncDeclaredSchedules({ hourly: { every: 3_600_000, type: "job" } }, { now, owner: "stack-a" });
-    await queue.setSchedule("broken", { every: MINUTE, type: "job" }, { now });
+    await queue.schedules.syncDeclared({ hourly: { every: 3_600_000, type: "job" } }, { now, owner: "stack-a" });
+    await queue.schedules.set("broken", { every: MINUTE, type: "job" }, { now });
     const redis = rawClient();
     try {
       await redis.hset(queue.keys.schedules, "broken", JSON.stringify({ cron: "61 * * * *", type: "job" }));
     } finally {
       redis.disconnect();
     }
-    expect((await queue.planSchedules({ now, horizonMs: 3 * MINUTE })).setAside).toBe(1);
+    expect((await queue.schedules.plan({ now, horizonMs: 3 * MINUTE })).setAside).toBe(1);
     const list = await cli(["list"]);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/\nbroken\s+cron "61 \* \* \* \*" UTC\s+set aside\s+–\s+0\/0\s+run-time\n/);
@@ -198,12 +198,12 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
   it("list after a plan shows the last slot, its task's state and the counts; --json gives the same", async () => {
     const { cli, queue } = fresh();
     const now = Date.now();
-    await queue.setSchedule("tick", { every: MINUTE, type: "job", group: "@grp" }, { now });
-    await queue.setSchedule("idle", { cron: "0 0 1 1 *", tz: "America/New_York", type: "job" }, { now });
-    await queue.pauseSchedule("idle", { now });
-    const plan = await queue.planSchedules({ now, horizonMs: 3 * MINUTE });
+    await queue.schedules.set("tick", { every: MINUTE, type: "job", group: "@grp" }, { now });
+    await queue.schedules.set("idle", { cron: "0 0 1 1 *", tz: "America/New_York", type: "job" }, { now });
+    await queue.schedules.pause("idle", { now });
+    const plan = await queue.schedules.plan({ now, horizonMs: 3 * MINUTE });
     expect(plan.made).toBe(3);
-    const [info] = (await queue.listSchedules()).filter((each) => each.name === "tick");
+    const [info] = (await queue.schedules.list()).filter((each) => each.name === "tick");
     const lastSlot = info.lastSlotMs ?? 0;
     expect(info.lastTaskId).toBe(`tick@${new Date(lastSlot).toISOString()}`);
     const list = await cli(["list"]);
@@ -215,7 +215,7 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
     );
     expect(list.stdout).toMatch(/\nidle\s+cron "0 0 1 1 \*" America\/New_York\s+paused\s+–\s+0\/0\s+run-time\n$/);
     // Its task gone (deleted): the last slot says so.
-    await queue.delete([info.lastTaskId ?? ""], {});
+    await queue.admin.delete([info.lastTaskId ?? ""], {});
     expect((await cli(["list"])).stdout).toContain(`${new Date(lastSlot).toISOString()} gone`);
     const json = JSON.parse((await cli(["list", "--json"])).stdout) as Array<Record<string, unknown>>;
     expect(json.map((each) => each.name)).toEqual(["tick", "idle"]);
@@ -236,7 +236,7 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
 
   it("run-now enqueues one task now and prints its id; with the wake queue's URL it sends the wake-up", async () => {
     const { cli, queue, name } = fresh();
-    await queue.setSchedule("report", { cron: "0 3 * * *", type: "report", payload: { n: 1 } }, { now: Date.now() });
+    await queue.schedules.set("report", { cron: "0 3 * * *", type: "report", payload: { n: 1 } }, { now: Date.now() });
     const plain = await cli(["run-now", "report"]);
     expect(plain.code).toBe(0);
     const id = /^enqueued (report@run-\S+) \(schedule "report"\)\n/.exec(plain.stdout)?.[1] ?? "";
@@ -244,7 +244,7 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
     expect(plain.stdout).toContain(
       "the enqueued task and any other ready ones start at the reclaimer's next run (within a minute); set LEASEQ_WAKE_QUEUE_URL",
     );
-    expect(await queue.inspect(id)).toMatchObject({ state: "ready", type: "report", payload: '{"n":1}' });
+    expect(await queue.admin.inspect(id)).toMatchObject({ state: "ready", type: "report", payload: '{"n":1}' });
     const sqs = new LocalSqs(async () => undefined);
     await sqs.listen();
     try {
@@ -260,7 +260,7 @@ describe("leaseq schedules", { timeout: 60_000 }, () => {
     } finally {
       await sqs.close();
     }
-    await queue.pause({ now: Date.now() });
+    await queue.admin.pause({ now: Date.now() });
     expect((await cli(["run-now", "report"])).stdout).toMatch(
       new RegExp(`\\nqueue "${name}" is paused: the task starts once it is resumed \\(leaseq resume\\)\\n$`),
     );

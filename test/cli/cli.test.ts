@@ -39,7 +39,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       "-5",
     ]);
     expect(first).toMatchObject({ code: 0, stdout: "enqueued t1 (ready)\n" });
-    expect(await queue.inspect("t1")).toMatchObject({
+    expect(await queue.admin.inspect("t1")).toMatchObject({
       state: "ready",
       type: "email",
       priority: -5,
@@ -57,16 +57,16 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(
       (await cli(["enqueue", "--type", "r", "--id", "f", "--payload", `@${file}`, "--delay-ms", "60000"])).code,
     ).toBe(0);
-    const delayed = await queue.inspect("f");
+    const delayed = await queue.admin.inspect("f");
     expect(delayed).toMatchObject({ state: "scheduled", payload: '{"report":42}' });
     expect(delayed?.dueAt).toBeGreaterThanOrEqual(before + 60_000);
     const runAt = new Date(Date.now() + 3_600_000).toISOString();
     expect((await cli(["enqueue", "--type", "r", "--id", "at", "--run-at", runAt])).code).toBe(0);
-    expect(await queue.inspect("at")).toMatchObject({ state: "scheduled", dueAt: Date.parse(runAt) });
+    expect(await queue.admin.inspect("at")).toMatchObject({ state: "scheduled", dueAt: Date.parse(runAt) });
     const generated = await cli(["enqueue", "--type", "r", "--json"]);
     const result = JSON.parse(generated.stdout);
     expect(result).toMatchObject({ status: "ok", state: "ready" });
-    expect(await queue.inspect(result.id)).toMatchObject({ type: "r", payload: "{}" });
+    expect(await queue.admin.inspect(result.id)).toMatchObject({ type: "r", payload: "{}" });
   });
 
   it("enqueue --stdin takes JSON lines in batches of at most 1000", async () => {
@@ -101,8 +101,8 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(run.stderr).toMatch(
       /^warning: the wake-up could not be sent to http:\/\/127\.0\.0\.1:9\/000000000000\/wake \(.+\); the task starts at the reclaimer's next run$/m,
     );
-    expect(await queue.inspect("w1")).toMatchObject({ state: "ready" });
-    await queue.drop({ confirm: name });
+    expect(await queue.admin.inspect("w1")).toMatchObject({ state: "ready" });
+    await queue.admin.drop({ confirm: name });
     // A wake-up arranged (and lost) just now covers the next task: none is tried for it, on another queue then.
     const other = fresh();
     const json = await runCli(["enqueue", "--type", "email", "--id", "w2", "--json"], {
@@ -116,7 +116,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       state: "ready",
       wakeError: expect.any(String),
     });
-    await other.queue.drop({ confirm: other.name });
+    await other.queue.admin.drop({ confirm: other.name });
   });
 
   it("a group held behind its FAILED task: stats --groups lists it first, inspect says so, skip lets it go on", async () => {
@@ -158,7 +158,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(skip.stdout).toContain("skipped acme-1 (FAILED; their groups go on)");
     expect(skip.stderr).toContain(`skip: not skipped in queue "${name}": acme-2 (not FAILED)`);
     expect((await queue.claim({ count: 10, now: now + 2 })).map((task) => task.id)).toEqual(["acme-2"]);
-    expect(await queue.inspect("acme-1")).toMatchObject({ state: "failed", holdsGroup: false });
+    expect(await queue.admin.inspect("acme-1")).toMatchObject({ state: "failed", holdsGroup: false });
   });
 
   it("enqueue --stdin sends nothing when any line is malformed, and names the line", async () => {
@@ -172,7 +172,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     const badPriority = await cli(["enqueue", "--stdin"], '{"type":"a"}\n{"type":"a","priority":5000}\n');
     expect(badPriority.code).toBe(2);
     expect(badPriority.stderr).toContain("line 2: priority must be an integer from -1000 to 1000, got 5000");
-    expect(await queue.inspect("ok1")).toBeUndefined();
+    expect(await queue.admin.inspect("ok1")).toBeUndefined();
     expect((await queue.stats({ now: Date.now() })).ready).toBe(0);
   });
 
@@ -210,7 +210,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(hostile.stderr).toContain(
       'line 1: dedupe.key must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "a{b}"',
     );
-    expect(await queue.inspect("c")).toBeUndefined();
+    expect(await queue.admin.inspect("c")).toBeUndefined();
     expect((await cli(["enqueue", "--type", "sync", "--id", "j", "--singleton", "doc:1"])).stdout).toBe(
       "enqueued j (ready)\n",
     );
@@ -219,7 +219,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     );
     const line = '{"id":"l","type":"sync","singleton":{"key":"doc:1"}}';
     expect(JSON.parse((await cli(["enqueue", "--stdin", "--json"], line)).stdout)).toMatchObject({ added: 1 });
-    expect(await queue.inspect("k")).toBeUndefined();
+    expect(await queue.admin.inspect("k")).toBeUndefined();
     // Two modes from flags are refused, naming both.
     const two = await cli([
       "enqueue",
@@ -249,7 +249,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       "5",
     ]);
     expect([bare.code, bare.stderr]).toEqual([2, "leaseq: enqueue: --debounce needs --debounce-max-wait-ms <ms>\n"]);
-    expect(await queue.inspect("m")).toBeUndefined();
+    expect(await queue.admin.inspect("m")).toBeUndefined();
   });
 
   it("stats prints the count of each state, as text and as JSON", async () => {
@@ -362,7 +362,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(requeued.stdout).toMatch(/^requeued user:42\n/);
     expect(await cli(["cancel", slot])).toMatchObject({ code: 0, stdout: `cancelled ${slot} (FAILED)\n` });
     expect((await cli(["delete", slot, "user:43"])).code).toBe(0);
-    expect(await queue.inspect(slot)).toBeUndefined();
+    expect(await queue.admin.inspect(slot)).toBeUndefined();
     const check = await cli(["check"]);
     expect(check.code, check.stdout + check.stderr).toBe(0);
     expect(check.stdout).toMatch(/no problem found/);
@@ -375,7 +375,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     const reserved = await cli(["inspect", "user:s"]);
     expect(reserved.code).toBe(2);
     expect(reserved.stderr).toContain('inspect: id must not end in ":" and a lower-case letter');
-    expect(await queue.inspect("ok:1")).toBeUndefined();
+    expect(await queue.admin.inspect("ok:1")).toBeUndefined();
   });
 
   it("list shows the tasks of a state in rank order, up to --limit", async () => {
@@ -403,7 +403,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     const { cli, queue } = fresh();
     await failTasks(queue, ["f1", "f2", "f3", "f4"]);
     expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: `requeued f1\n${WAKE_HINT}\n` });
-    expect((await queue.inspect("f1"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("f1"))?.state).toBe("ready");
     // Requeueing f1 again (say, a retry after a lost reply) is harmless and answers ok.
     expect(await cli(["requeue", "f1"])).toMatchObject({ code: 0, stdout: `requeued f1\n${WAKE_HINT}\n` });
     await queue.enqueue([{ id: "r1", type: "t" }], { now: Date.now() });
@@ -438,7 +438,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
       // task, ready, scheduled, failed, seq and config: every key the queue had.
       expect(run).toMatchObject({ code: 0, stdout: `deleted queue "${name}": 6 keys\n` });
       expect(await raw.exists(...Object.values(queue.keys))).toBe(0);
-      expect(await other.queue.inspect("keep")).toMatchObject({ state: "ready" });
+      expect(await other.queue.admin.inspect("keep")).toMatchObject({ state: "ready" });
     } finally {
       raw.disconnect();
     }
@@ -457,7 +457,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
         stdout: "",
         stderr: `leaseq: delete-queue: no such queue "${typo}" on Redis at ${redisUrl()}; nothing was deleted; nearest queue names: ${orders}, ${ordersEu}\n`,
       });
-      for (const queue of queues) expect(await queue.inspect("keep")).toMatchObject({ state: "ready" });
+      for (const queue of queues) expect(await queue.admin.inspect("keep")).toMatchObject({ state: "ready" });
       const far = await runCli(["--queue", "zz-no-such-queue-anywhere", "delete-queue", "--yes"], {
         REDIS_URL: redisUrl(),
       });
@@ -466,7 +466,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
         /^leaseq: delete-queue: no such queue "zz-no-such-queue-anywhere" on Redis at \S+; nothing was deleted; no queue name there is near it \(leaseq queues lists all \d+\)\n$/,
       );
     } finally {
-      for (const queue of queues) await queue.drop({ confirm: queue.name });
+      for (const queue of queues) await queue.admin.drop({ confirm: queue.name });
     }
   });
 
@@ -505,7 +505,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(repaired.code).toBe(1);
     expect(repaired.stdout).toBe("repaired a (READY again)\n");
     expect(repaired.stderr).toContain("c (its body cannot be read either: leaseq delete it)");
-    expect(await queue.inspect("a")).toMatchObject({ state: "ready", payload: '{"n":1}' });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "ready", payload: '{"n":1}' });
 
     expect(await cli(["delete", "c", "b", "ghost"])).toMatchObject({ code: 1, stdout: "deleted c\n" });
     expect((await cli(["delete", "b"])).stderr).toContain(

@@ -107,7 +107,7 @@ describe("leaseq dev", () => {
     const store = TcpStore.fromUrl(redisUrl());
     try {
       const deadline = Date.now() + 30_000;
-      while ((await new Queue(store, { name: queue }).inspect("r1"))?.state !== "done") {
+      while ((await new Queue(store, { name: queue }).admin.inspect("r1"))?.state !== "done") {
         if (Date.now() > deadline) throw new Error(`r1 not done: ${dev.err()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
@@ -170,7 +170,7 @@ describe("leaseq dev", () => {
     try {
       const deadline = Date.now() + 60_000;
       for (;;) {
-        const states = await Promise.all(ids.map(async (id) => (await tasks.inspect(id))?.state));
+        const states = await Promise.all(ids.map(async (id) => (await tasks.admin.inspect(id))?.state));
         if (states.every((state) => state === "done")) break;
         if (Date.now() > deadline) {
           throw new Error(`not all done: ${states.filter((s) => s !== "done").length} left; ${second.err()}`);

@@ -8,7 +8,7 @@ import type { Stack } from "../../dev/stack.js";
 import { createProducer } from "../../functions/producer.js";
 import { defineTasks } from "../../functions/tasks.js";
 import { functionSqsClient } from "../../functions/wake.js";
-import { QueueCore } from "../../shared/queue-core.js";
+import { Queue } from "../../shared/queue.js";
 import { uniqueQueueName } from "../helpers/stores.js";
 
 vi.setConfig({ testTimeout: 120_000 });
@@ -60,8 +60,8 @@ describe("tasks sent through SQS", () => {
      * two workers' claims are stamped before they reach Redis, in either order.
      */
     const claimedAt = new Map<string, number>();
-    const claim = QueueCore.prototype.claimOrNextDue;
-    vi.spyOn(QueueCore.prototype, "claimOrNextDue").mockImplementation(async function (this: QueueCore, options) {
+    const claim = Queue.prototype.claimOrNextDue;
+    vi.spyOn(Queue.prototype, "claimOrNextDue").mockImplementation(async function (this: Queue, options) {
       const outcome = await claim.call(this, options);
       for (const task of outcome.tasks) claimedAt.set(task.id, Number(task.token.split(".")[1]));
       return outcome;
@@ -103,14 +103,14 @@ describe("tasks sent through SQS", () => {
     await producer.send(paid);
     // In Redis, though no worker was free to read SQS.
     await until(
-      async () => (await running.queue.inspect("paid-19"))?.state === "ready",
+      async () => (await running.queue.admin.inspect("paid-19"))?.state === "ready",
       "the paid tasks in Redis",
       1_000,
     );
     const inRedisMs = Date.now() - sentAt;
     const readyWhenSent = new Set<string>();
     for (let offset = 0; offset < 2_000; offset += 1_000) {
-      for (const task of await running.queue.list("ready", { offset, limit: 1_000 })) {
+      for (const task of await running.queue.admin.list("ready", { offset, limit: 1_000 })) {
         if (task.id.startsWith("free-")) readyWhenSent.add(task.id);
       }
     }

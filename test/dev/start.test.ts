@@ -90,14 +90,14 @@ describe("npm start", () => {
       done: summary.done,
       failed: summary.failed,
     });
-    const done = await queue.list("done", { limit: 1000 });
+    const done = await queue.admin.list("done", { limit: 1000 });
     const crashed = done.filter((task) => task.id.includes("-crash-"));
     expect(crashed).toHaveLength(8);
     // Claimed by the worker that died, which never started them (no attempt charged, a stall each),
     // then run once after the reclaim.
     for (const task of crashed) {
       expect(task.attempts).toBe(1);
-      expect((await queue.inspect(task.id))?.stalls).toBe(1);
+      expect((await queue.admin.inspect(task.id))?.stalls).toBe(1);
     }
     const slow = done.filter((task) => task.type === "slow");
     expect(slow).toHaveLength(2);

@@ -110,7 +110,7 @@ async function withSchedule(
 ): Promise<Outcome> {
   const name = `s${everyMs}-${task.id?.replace(/\W/g, "")}`;
   const definition = { every: everyMs, type: task.type, payload: task.payload as never };
-  const set = await queue.setSchedule(name, definition, { now: Date.now() }).then(
+  const set = await queue.schedules.set(name, definition, { now: Date.now() }).then(
     () => true,
     () => false,
   );
@@ -118,7 +118,7 @@ async function withSchedule(
   try {
     return await use(name);
   } finally {
-    await queue.removeSchedule(name, { now: Date.now() });
+    await queue.schedules.remove(name, { now: Date.now() });
   }
 }
 
@@ -126,12 +126,12 @@ async function withSchedule(
 const SLOT_PATHS: Record<string, (ctx: Context, task: TaskInput) => Promise<Outcome>> = {
   "a schedule's slots": ({ queue }, task) =>
     withSchedule(queue, task, 20_000, async () => {
-      const plan = await queue.planSchedules({ now: Date.now(), horizonMs: 70_000 });
+      const plan = await queue.schedules.plan({ now: Date.now(), horizonMs: 70_000 });
       return plan.made > 0 ? "admitted" : "refused";
     }),
   "a schedule's run-now": ({ queue }, task) =>
     withSchedule(queue, task, 3_600_000, (name) =>
-      queue.runScheduleNow(name, { now: Date.now() }).then(
+      queue.schedules.runNow(name, { now: Date.now() }).then(
         (ran): Outcome => (ran ? "admitted" : "refused"),
         (): Outcome => "refused",
       ),
@@ -167,7 +167,7 @@ describe("one admission on every path that makes a task", () => {
       const enqueued = (body as { tasks?: TaskInput[] }).tasks?.[0]?.id;
       if (enqueued === undefined) return false;
       // An id no task may have was never enqueued (inspect refuses to look it up).
-      return (await context.queue.inspect(enqueued).catch(() => undefined)) !== undefined;
+      return (await context.queue.admin.inspect(enqueued).catch(() => undefined)) !== undefined;
     };
     // The worker's cold start configures the queue from its declaration, as on AWS.
     await context.intake({ tasks: [] });

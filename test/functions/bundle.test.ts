@@ -74,7 +74,7 @@ describe.each(adapters)("the built bundles over $name", (adapter) => {
       const store = await adapter.open();
       stores.push(store);
       const queue = new Queue(store, { name });
-      expect(await queue.inspect("b1")).toMatchObject({ state: "done", attempts: 1 });
+      expect(await queue.admin.inspect("b1")).toMatchObject({ state: "done", attempts: 1 });
       const summary = await invoke(reclaimer, scheduledEvent());
       expect(summary.result).toMatchObject({ done: 1, ready: 0, leased: 0, drainInvocations: 0 });
     } finally {

@@ -224,8 +224,8 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
     const counts = await drainOnce(queue, tasks);
     expect(Date.now() - startedAt).toBeLessThan(5_000);
     expect(counts).toMatchObject({ done: 1, retried: 1, lost: 0 });
-    expect(await queue.inspect("steady-1")).toMatchObject({ state: "done", attempts: 1 });
-    const stuck = await queue.inspect("stuck-1");
+    expect(await queue.admin.inspect("steady-1")).toMatchObject({ state: "done", attempts: 1 });
+    const stuck = await queue.admin.inspect("stuck-1");
     expect(stuck).toMatchObject({ state: "scheduled", attempts: 1 });
     // ran: from the start to the stop, as the clock reads it (a timer may fire a millisecond early).
     expect(stuck?.lastError).toMatch(/^did not finish within its timeoutMs \(1500 ms; ran (149\d|1[5-9]\d\d) ms\)$/);
@@ -273,7 +273,7 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
     delayClaim = 0;
     expect(started).toEqual([]);
     expect(late).toMatchObject({ claimed: 1, started: 0, released: 1 });
-    expect(await queue.inspect("late")).toMatchObject({ state: "ready", attempts: 0 });
+    expect(await queue.admin.inspect("late")).toMatchObject({ state: "ready", attempts: 0 });
     // Now it runs; a second task's extensions fail: its lease runs out, its handler is told to stop,
     // and a worker that takes it over after the reclaim holds it; the first holder settles nothing.
     await queue.enqueue([{ id: "long", type: "job" }], { now: Date.now() });
@@ -286,7 +286,7 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
     expect(String((aborted as Error)?.message)).toBe("lease of task long was lost");
     expect(counts).toMatchObject({ lost: 1, done: 1 });
     // Never settled by its first holder: LEASED still, until the reclaimer returns it.
-    expect(await queue.inspect("long")).toMatchObject({ state: "leased" });
+    expect(await queue.admin.inspect("long")).toMatchObject({ state: "leased" });
     expect((await queue.reclaim({ now: Date.now() + 2_000 })).reclaimed).toEqual(["long"]);
     await assertConsistent(redis, queue);
   });

@@ -82,10 +82,10 @@ describe.each(upstash)("a worker process that dies mid-batch, over $name", (adap
     );
     await reclaim(name);
     for (const id of ids.slice(0, 4)) {
-      expect(await queue.inspect(id), id).toMatchObject({ state: "ready", attempts: 1, stalls: 1 });
+      expect(await queue.admin.inspect(id), id).toMatchObject({ state: "ready", attempts: 1, stalls: 1 });
     }
     for (const id of ids.slice(4))
-      expect(await queue.inspect(id), id).toMatchObject({ state: "ready", attempts: 0, stalls: 0 });
+      expect(await queue.admin.inspect(id), id).toMatchObject({ state: "ready", attempts: 0, stalls: 0 });
     // A first stall is no reason to run alone: the next invocation runs them beside the others.
     const next = await invocation(name, { concurrency: 8 });
     expect(next.sort()).toEqual(ids);
@@ -120,7 +120,7 @@ describe.each(upstash)("a worker process that dies mid-batch, over $name", (adap
     for (const id of ids.filter((id) => id !== "s3"))
       expect(tasks.get(id), id).toMatchObject({ state: "D", attempts: 1 });
     expect(tasks.get("s3")).toMatchObject({ state: "F", attempts: 0 });
-    expect(await queue.inspect("s3")).toMatchObject({
+    expect(await queue.admin.inspect("s3")).toMatchObject({
       stalls: 3,
       lastError: "stalled 3 times (the lease ran out while held: its worker stopped), at most 3",
     });

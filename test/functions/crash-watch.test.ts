@@ -54,7 +54,7 @@ describe.each(adapters)("a worker killed mid-run, over $name", (adapter) => {
     // Two warm environments, as Lambda keeps them: the run after the crash starts warm.
     await environments.warm(2);
     const queue = new Queue(await open(), { name });
-    cleanups.push(() => queue.drop({ confirm: name }));
+    cleanups.push(() => queue.admin.drop({ confirm: name }));
 
     await queue.enqueue([{ id: "import-1", type: "long", payload: { workMs: 30_000 } }], { now: Date.now() });
     sqs.start();
@@ -91,6 +91,6 @@ describe.each(adapters)("a worker killed mid-run, over $name", (adapter) => {
     expect(second.at - killedAt, "ms from the kill to the run again").toBeLessThanOrEqual(
       HEARTBEAT_MS + SKEW_MS + 1_500,
     );
-    expect(await queue.inspect("import-1")).toMatchObject({ state: "leased", attempts: 2, stalls: 1 });
+    expect(await queue.admin.inspect("import-1")).toMatchObject({ state: "leased", attempts: 2, stalls: 1 });
   }, 60_000);
 });

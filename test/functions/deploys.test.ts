@@ -27,10 +27,10 @@ type Handler = ReturnType<typeof createWorker>;
 async function runsOnlyOnTheNewVersion(queue: Queue, previous: Handler, current: Handler, ran: string[]) {
   await queue.enqueue([{ id: "b-1", type: "b" }], { now: Date.now() });
   await previous(drain, lambdaContext());
-  expect(await queue.inspect("b-1")).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
+  expect(await queue.admin.inspect("b-1")).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
   await current(drain, lambdaContext());
   expect(ran).toEqual(["b-1"]);
-  expect(await queue.inspect("b-1")).toMatchObject({ state: "done", attempts: 1 });
+  expect(await queue.admin.inspect("b-1")).toMatchObject({ state: "done", attempts: 1 });
 }
 
 describe.each(adapters)("deployments sharing a queue, over $name", (adapter) => {
@@ -131,9 +131,9 @@ describe.each(adapters)("deployments sharing a queue, over $name", (adapter) => 
     await queue.enqueue([{ id: "y-2", type: "y" }], { now: Date.now() });
     await b(drain, lambdaContext());
     expect(ran.sort()).toEqual(["x-1", "y-1", "y-2"]);
-    expect(await queue.inspect("x-1")).toMatchObject({ state: "done", maxAttempts: 2 });
-    expect(await queue.inspect("y-1")).toMatchObject({ state: "done", maxAttempts: 3 });
-    expect(await queue.inspect("y-2")).toMatchObject({ state: "done", maxAttempts: 3 });
+    expect(await queue.admin.inspect("x-1")).toMatchObject({ state: "done", maxAttempts: 2 });
+    expect(await queue.admin.inspect("y-1")).toMatchObject({ state: "done", maxAttempts: 3 });
+    expect(await queue.admin.inspect("y-2")).toMatchObject({ state: "done", maxAttempts: 3 });
     await expectClean(queue, Date.now());
   });
 });

@@ -122,7 +122,7 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     const { result } = await captureStdout(() => worker(sqsEvent(sqsRecord({ tasks }, "grouped")), lambdaContext()));
     expect(result.batchItemFailures).toEqual([]);
     const queue = new Queue(store, { name });
-    expect(await queue.inspect("grouped-0")).toMatchObject({ group: "alice" });
+    expect(await queue.admin.inspect("grouped-0")).toMatchObject({ group: "alice" });
     // One worker, one group each claim at a time: every group's tasks ran, in order.
     expect(ran.filter((run) => run.startsWith("alice"))).toEqual(["alice:1", "alice:2", "alice:3"]);
     expect(ran.filter((run) => run.startsWith("bob"))).toEqual(["bob:1", "bob:2", "bob:3"]);
@@ -164,10 +164,10 @@ describe.each(adapters)("ingest over $name", (adapter) => {
       'tasks[2] (id s4): dedupe.key must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "a{b}"; tasks[3] (id s5): debounce.key must be 1-128 characters of A-Z a-z 0-9 _ . - : @, got "doc:x y"',
     ]);
     // The type's debounce: s2 replaced s1, with the last payload.
-    expect(await queue.inspect("s1")).toBeUndefined();
-    expect(await queue.inspect("s2")).toMatchObject({ state: "scheduled", payload: '{"doc":"7","v":2}' });
+    expect(await queue.admin.inspect("s1")).toBeUndefined();
+    expect(await queue.admin.inspect("s2")).toMatchObject({ state: "scheduled", payload: '{"doc":"7","v":2}' });
     // The body's own throttle, not the type's debounce: the period was free, so s3 ran at once.
-    expect((await queue.inspect("s3"))?.state).toMatch(/^(ready|leased|done)$/);
+    expect((await queue.admin.inspect("s3"))?.state).toMatch(/^(ready|leased|done)$/);
   });
 
   it("a type's default singleton and a body's own: the later task replaces the one waiting", async () => {
@@ -191,8 +191,8 @@ describe.each(adapters)("ingest over $name", (adapter) => {
       'tasks[0] (id s3): a singleton task runs in a lane of its own (one at a time per singleton.key); leave out group, got "g"',
     ]);
     // Both were ingested before the drain: s2 replaced s1, and ran with the last payload.
-    expect(await queue.inspect("s1")).toBeUndefined();
-    expect(await queue.inspect("s2")).toMatchObject({ group: "@@s:doc:7" });
+    expect(await queue.admin.inspect("s1")).toBeUndefined();
+    expect(await queue.admin.inspect("s2")).toMatchObject({ group: "@@s:doc:7" });
   });
 
   it("a message delivered again does not bring back a debounced payload a later message replaced", async () => {
@@ -203,9 +203,9 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     // SQS delivers the first message again (at least once): its task is the one the second replaced.
     const { log } = await run(first);
     expect(log).toMatchObject({ enqueued: 0, duplicates: 1 });
-    const waiting = await queue.list("scheduled");
+    const waiting = await queue.admin.list("scheduled");
     expect(waiting).toHaveLength(1);
-    expect((await queue.inspect(waiting[0].id))?.payload).toBe('{"doc":"7","v":2}');
+    expect((await queue.admin.inspect(waiting[0].id))?.payload).toBe('{"doc":"7","v":2}');
   });
 
   it("enqueues the 997 valid tasks of a 1,000-task message once and dead-letters the 3 invalid ones with their indexes", async () => {
@@ -260,9 +260,9 @@ describe.each(adapters)("ingest over $name", (adapter) => {
     expect(first.result.batchItemFailures).toEqual([]);
     expect(first.log).toMatchObject({ enqueued: 4, duplicates: 0, done: 4 });
     for (const id of ["user:42", "sweep-2026-12-01T21:15:00Z", "nightly@2026-12-01T03:00:00Z", "with-colons-3"])
-      expect((await queue.inspect(id))?.state, id).toBe("done");
-    expect((await queue.inspect("with-colons-3"))?.group).toBe("tenant:1");
-    expect((await queue.inspect("nightly@2026-12-01T03:00:00Z"))?.group).toBe("@email");
+      expect((await queue.admin.inspect(id))?.state, id).toBe("done");
+    expect((await queue.admin.inspect("with-colons-3"))?.group).toBe("tenant:1");
+    expect((await queue.admin.inspect("nightly@2026-12-01T03:00:00Z"))?.group).toBe("@email");
     const [letter] = first.letters;
     expect(letter.messageAttributes.LeaseqTaskIndexes?.StringValue).toBe("4,5,6,7,8,9");
     const reason = reasonOf(letter) ?? "";
@@ -288,7 +288,7 @@ describe.each(adapters)("ingest over $name", (adapter) => {
       sqsRecord({ tasks: [{ id: "t1", type: "echo" }] }, "throttle-3"),
     );
     expect(first.log).toMatchObject({ enqueued: 1, duplicates: 1, throttled: 1 });
-    expect(await queue.inspect("t2")).toBeUndefined();
+    expect(await queue.admin.inspect("t2")).toBeUndefined();
   });
 
   it("reports a record in batchItemFailures when the dead-letter queue cannot take it, so it is never lost", async () => {

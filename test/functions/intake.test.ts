@@ -67,8 +67,8 @@ describe("the intake", () => {
       lambdaContext(),
     );
     expect(reply.batchItemFailures).toEqual([]);
-    for (const id of ["a", "b"]) expect((await queue.inspect(id))?.state).toBe("ready");
-    expect(await queue.inspect("t")).toBeUndefined();
+    for (const id of ["a", "b"]) expect((await queue.admin.inspect(id))?.state).toBe("ready");
+    expect(await queue.admin.inspect("t")).toBeUndefined();
     expect(runs).toEqual([]);
     expect(wakeDelays()).toEqual([0]);
     expect(sqs.deadLetters.map((letter) => letter.messageAttributes.LeaseqReason?.StringValue)).toEqual([
@@ -123,8 +123,8 @@ describe("the intake", () => {
       { itemIdentifier: "m2" },
       { itemIdentifier: "m4" },
     ]);
-    expect(await queue.inspect("g1-next")).toBeUndefined();
-    expect(await queue.inspect("g1-last")).toBeUndefined();
-    expect((await queue.inspect("g2-first"))?.state).toBe("ready");
+    expect(await queue.admin.inspect("g1-next")).toBeUndefined();
+    expect(await queue.admin.inspect("g1-last")).toBeUndefined();
+    expect((await queue.admin.inspect("g2-first"))?.state).toBe("ready");
   });
 });

@@ -147,8 +147,8 @@ describe("on a FIFO task queue, a record at its last receive", () => {
           "held behind message m1 of its message group, which SQS delivers again, at its last receive (received 5 times, the redrive policy's maxReceiveCount 5); none of its tasks was enqueued",
       },
     ]);
-    expect(await queue.inspect("m2-0")).toBeUndefined();
-    expect((await queue.inspect("g2-first"))?.state).toBe("ready");
+    expect(await queue.admin.inspect("m2-0")).toBeUndefined();
+    expect((await queue.admin.inspect("g2-first"))?.state).toBe("ready");
   });
 
   it("that fails holds none of its group: the redrive policy takes it, and the records after it are enqueued", async () => {
@@ -161,7 +161,7 @@ describe("on a FIFO task queue, a record at its last receive", () => {
       lambdaContext(),
     );
     expect(reply.batchItemFailures).toEqual([{ itemIdentifier: "m1" }]);
-    expect((await queue.inspect("g1-next"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("g1-next"))?.state).toBe("ready");
     expect(fifo.deadLetters).toEqual([]);
   });
 });

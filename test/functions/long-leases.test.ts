@@ -44,7 +44,7 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
     expect(invocationLog(lines)).toMatchObject({ enqueued: 1, claimed: 1, done: 1, released: 0 });
     expect(ran).toHaveLength(1);
     expect(ran[0]).toBeGreaterThan(275_000); // it ran under its own 280 s lease
-    expect((await (await queueNamed(name)).inspect("r1"))?.state).toBe("done");
+    expect((await (await queueNamed(name)).admin.inspect("r1"))?.state).toBe("done");
   });
 
   it("judges the time left per type: a long type waits while short ones run, and a claim is never empty while they are READY", async () => {
@@ -73,7 +73,7 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
     );
     expect(ran).toEqual(["short-0", "short-1", "short-2", "short-3", "short-4"]);
     expect(invocationLog(lines)).toMatchObject({ claimed: 5, done: 5, released: 0 });
-    expect(await queue.inspect("long")).toMatchObject({ state: "ready", attempts: 0 });
+    expect(await queue.admin.inspect("long")).toMatchObject({ state: "ready", attempts: 0 });
 
     // A fresh invocation with its whole 300 s ahead takes it.
     await captureStdout(() =>
@@ -83,7 +83,7 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
       ),
     );
     expect(ran.at(-1)).toBe("long");
-    expect(await queue.inspect("long")).toMatchObject({ state: "done", attempts: 1 });
+    expect(await queue.admin.inspect("long")).toMatchObject({ state: "done", attempts: 1 });
   });
 
   it("counts a run the time budget cuts off as an attempt with the overrun error; tasks it never started keep theirs", async () => {
@@ -126,11 +126,11 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
     );
     expect(started).toEqual(["w1"]);
     expect(invocationLog(lines)).toMatchObject({ claimed: 1, started: 1, released: 0, retried: 1, failed: 0, done: 0 });
-    const w1 = await queue.inspect("w1");
+    const w1 = await queue.admin.inspect("w1");
     expect(w1).toMatchObject({ state: "scheduled", attempts: 1 });
     expect(w1?.lastError).toMatch(/^did not finish within the invocation \(1[0-9]{3} ms\)$/);
     for (const id of ["w2", "w3"]) {
-      expect(await queue.inspect(id), id).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
+      expect(await queue.admin.inspect(id), id).toMatchObject({ state: "ready", attempts: 0, lastError: "" });
     }
   });
 
@@ -167,7 +167,7 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
       );
     }
     expect(runs).toBe(2);
-    const s1 = await queue.inspect("s1");
+    const s1 = await queue.admin.inspect("s1");
     expect(s1).toMatchObject({ state: "failed", attempts: 2 });
     expect(s1?.lastError).toMatch(/^did not finish within the invocation \(\d+ ms\)$/);
   });
@@ -197,7 +197,7 @@ describe.each(adapters)("leases as long as the invocation allows, over $name", (
         lambdaContext(() => 10_500),
       ),
     );
-    expect(await queue.inspect("p2")).toMatchObject({ state: "ready", attempts: 0 });
+    expect(await queue.admin.inspect("p2")).toMatchObject({ state: "ready", attempts: 0 });
   });
 
   it("refuses to start, listing every problem, when a lease cannot fit the timeout or the declaration differs from the deployed one", async () => {

@@ -142,7 +142,7 @@ describe("a producer given the task declaration", () => {
       ]),
     );
     expect(error.message).toMatch(/^enqueue: nothing sent, 1 problem: tasks\[1\] \(type "resize"\): payload\.width: /);
-    expect(await queue.inspect("ok")).toBeUndefined();
+    expect(await queue.admin.inspect("ok")).toBeUndefined();
     expect(sqs.queue.all()).toHaveLength(0);
 
     const done = await producer.enqueue(queue, [{ id: "ok", type: "email", payload: { to: "a@example.com" } }]);
@@ -253,7 +253,7 @@ describe("a producer for a FIFO queue", () => {
     expect(woken.message).toContain(`wakeQueueUrl (not given: queueUrl) ${fifoUrl} is a FIFO queue`);
     const enqueued = await refusal(() => producer.enqueue(queue, [{ id: "t1", type: "report" }]));
     expect(enqueued).toBeInstanceOf(ConfigError);
-    expect(await queue.inspect("t1")).toBeUndefined();
+    expect(await queue.admin.inspect("t1")).toBeUndefined();
     expect(entries).toHaveLength(0);
   });
 
@@ -286,7 +286,7 @@ describe.each(adapters)("a direct enqueue whose wake-up fails, over $name", (ada
       expect(result.results).toEqual([{ id: "in-1", status: "ok", state: "ready" }]);
       expect(result.wakeAtMs).toBeDefined();
       expect(result.wakeError).toMatch(/ECONNREFUSED|connect/);
-      expect(await queue.inspect("in-1")).toMatchObject({ state: "ready" });
+      expect(await queue.admin.inspect("in-1")).toMatchObject({ state: "ready" });
       // The caller's retry, as it would after an error: the task is known, nothing twice.
       const again = await producer.enqueue(queue, [{ id: "in-1", type: "report" }]);
       expect(again.results).toEqual([{ id: "in-1", status: "duplicate", state: "ready" }]);
@@ -299,10 +299,10 @@ describe.each(adapters)("a direct enqueue whose wake-up fails, over $name", (ada
       const unreachable = new Queue(deadStore, { name: queue.name });
       await expect(producer.enqueue(unreachable, [{ id: "in-3", type: "report" }])).rejects.toThrow(/unreachable/);
       await deadStore.close();
-      for (const id of ["in-2", "in-3"]) expect(await queue.inspect(id)).toBeUndefined();
+      for (const id of ["in-2", "in-3"]) expect(await queue.admin.inspect(id)).toBeUndefined();
     } finally {
       dead.destroy();
-      await queue.drop({ confirm: queue.name });
+      await queue.admin.drop({ confirm: queue.name });
     }
   });
 });

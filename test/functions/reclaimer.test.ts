@@ -149,6 +149,6 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
     const tasks = await assertConsistent(redis, queue);
     // Killed before any heartbeat confirmed a lease: the crash charged none of them an attempt.
     for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "D", attempts: 1 });
-    expect((await queue.inspect("c1"))?.stalls).toBe(1);
+    expect((await queue.admin.inspect("c1"))?.stalls).toBe(1);
   });
 });

@@ -75,7 +75,7 @@ describe("payload schemas in the worker", () => {
     );
     expect(JSON.parse(letters[0].body).tasks.map((task: { id: string }) => task.id)).toEqual(["bad-to", "bad-width"]);
     expect(lines.join("\n")).not.toContain(SECRET);
-    expect(await queue.inspect("bad-to")).toBeUndefined();
+    expect(await queue.admin.inspect("bad-to")).toBeUndefined();
     expect(received).toEqual([{ id: "good", payload: { to: "a@example.com", tags: [] } }]);
   });
 
@@ -93,15 +93,15 @@ describe("payload schemas in the worker", () => {
     const { result } = await run(sqsRecord({}));
     expect(result.batchItemFailures).toEqual([]);
     expect(received).toEqual([{ id: "good-resize", payload: { width: 64 } }]);
-    const badEmail = await queue.inspect("bad-email");
+    const badEmail = await queue.admin.inspect("bad-email");
     expect(badEmail).toMatchObject({ state: "failed", attempts: 1 });
     expect(badEmail?.lastError).toMatch(
       /^PermanentError: payload of task type "email" fails its schema: payload\.to: .*expected string/,
     );
-    const badResize = await queue.inspect("bad-resize");
+    const badResize = await queue.admin.inspect("bad-resize");
     expect(badResize).toMatchObject({ state: "failed", attempts: 1 });
     expect(badResize?.lastError).toMatch(/fails its schema: payload\.width: Invalid type: Expected string/);
-    expect(await queue.inspect("good-resize")).toMatchObject({ state: "done" });
+    expect(await queue.admin.inspect("good-resize")).toMatchObject({ state: "done" });
   });
 
   it("refuses at declaration a schema that is not a Standard Schema, naming the type", () => {

@@ -62,7 +62,7 @@ describe.each(adapters)("a running worker's free slot, over $name", (adapter) =>
     });
     cleanups.push(() => worker?.close() ?? Promise.resolve());
     const queue = new Queue(await open(), { name });
-    cleanups.push(() => queue.drop({ confirm: name }));
+    cleanups.push(() => queue.admin.drop({ confirm: name }));
     const waker = sqsWakeSender(sqs.queueUrl, functionSqsClient(sqs.endpoint));
 
     const { lines } = await captureStdout(async () => {
@@ -106,6 +106,6 @@ describe.each(adapters)("a running worker's free slot, over $name", (adapter) =>
     // back, above; it may take that one too once a long task ended and freed a slot for the type).
     expect(invocations[0]).toMatchObject({ claimed: 3, done: 3 });
     expect(invocations[0].wakeUpsTaken).toBeGreaterThanOrEqual(1);
-    expect(await queue.inspect("short-1")).toMatchObject({ state: "done", attempts: 1 });
+    expect(await queue.admin.inspect("short-1")).toMatchObject({ state: "done", attempts: 1 });
   }, 30_000);
 });

@@ -83,7 +83,7 @@ describe("wake-ups", () => {
     const { results } = await producer.enqueue(queue, [{ type: "job" }, { type: "job" }], { now: now + 500 });
     expect(results.map((result) => result.status)).toEqual(["ok", "ok"]);
     expect(new Set(results.map((result) => result.id)).size).toBe(2);
-    for (const { id } of results) expect((await queue.inspect(id))?.state).toBe("ready");
+    for (const { id } of results) expect((await queue.admin.inspect(id))?.state).toBe("ready");
   });
 
   it("coalesces the wake-ups of a burst: 10,000 tasks in 100 calls send one message", async () => {
@@ -124,10 +124,10 @@ describe("wake-ups", () => {
     const started = Date.now();
     await worker(sqsEvent(sqsRecord({ leaseq: "wake" })), lambdaContext());
     // It did not stop at the empty claim before "s" was due: it waited and ran it.
-    expect(await queue.inspect("s")).toMatchObject({ state: "done" });
+    expect(await queue.admin.inspect("s")).toMatchObject({ state: "done" });
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     // The retry is due 4-8 s after its run (jittered backoff), beyond the linger: a wake-up for it.
-    const retry = await queue.inspect("f");
+    const retry = await queue.admin.inspect("f");
     expect(retry).toMatchObject({ state: "scheduled", attempts: 1 });
     const [wake] = wakes();
     expect(wakes()).toHaveLength(1);
@@ -184,7 +184,7 @@ describe("schedules through the functions", () => {
     });
     const worker = createWorker({ env, tasks: declaration(20_000), logger: silent("worker") });
     await worker(sqsEvent(sqsRecord({ leaseq: "wake" })), lambdaContext());
-    expect(await queue.listSchedules()).toMatchObject([
+    expect(await queue.schedules.list()).toMatchObject([
       { name: "sweep", declared: true, definition: { every: 20_000 } },
     ]);
     sqs.queue.purge();
@@ -202,7 +202,7 @@ describe("schedules through the functions", () => {
     await worker.close();
     const next = createWorker({ env, tasks: { types: declaration(20_000).types }, logger: silent("worker") });
     await next(sqsEvent(sqsRecord({ leaseq: "wake" })), lambdaContext());
-    expect(await queue.listSchedules()).toEqual([]);
+    expect(await queue.schedules.list()).toEqual([]);
     await next.close();
   });
 
@@ -213,9 +213,9 @@ describe("schedules through the functions", () => {
       redis.disconnect();
     });
     const now = Date.now();
-    await queue.setSchedule("good", { every: 20_000, type: "sweep" }, { now });
-    await queue.setSchedule("cron", { cron: "0 * * * *", type: "sweep" }, { now });
-    await queue.setSchedule("json", { every: 20_000, type: "sweep" }, { now });
+    await queue.schedules.set("good", { every: 20_000, type: "sweep" }, { now });
+    await queue.schedules.set("cron", { cron: "0 * * * *", type: "sweep" }, { now });
+    await queue.schedules.set("json", { every: 20_000, type: "sweep" }, { now });
     // Written by hand (or by another version): a cron croner refuses, a definition that is not JSON.
     await redis.hset(queue.keys.schedules, "cron", JSON.stringify({ cron: "61 * * * *", type: "sweep" }));
     await redis.hset(queue.keys.schedules, "json", "{oops");
@@ -223,13 +223,13 @@ describe("schedules through the functions", () => {
     const summary = await reclaimer({}, lambdaContext());
     expect(summary).toMatchObject({ schedulesSetAside: 2, planningFailed: false, ready: 1 });
     expect(summary.slotsMade).toBeGreaterThanOrEqual(3);
-    const listed = Object.fromEntries((await queue.listSchedules()).map((info) => [info.name, info]));
+    const listed = Object.fromEntries((await queue.schedules.list()).map((info) => [info.name, info]));
     expect(listed.good.aside).toBeUndefined();
     expect(listed.cron.aside).toMatch(/cron "61 \* \* \* \*" is not valid/);
     expect(listed.json.aside).toMatch(/its definition is not JSON: "\{oops"/);
     expect(listed.cron.nextSlotMs).toBeUndefined();
     // leaseq check names both; nothing to repair by itself.
-    const problems = await queue.checkAll({ now: Date.now() });
+    const problems = await queue.admin.checkAll({ now: Date.now() });
     expect(
       problems
         .filter((problem) => problem.code === "schedule_aside")
@@ -238,8 +238,8 @@ describe("schedules through the functions", () => {
     ).toEqual(["cron", "json"]);
     // The next run does not try them again (no log, no error); a corrected set plans it again.
     expect((await reclaimer({}, lambdaContext())).schedulesSetAside).toBe(0);
-    await queue.setSchedule("cron", { cron: "*/20 * * * * *", type: "sweep" }, { now: Date.now() });
-    expect((await queue.listSchedules()).find((info) => info.name === "cron")?.aside).toBeUndefined();
+    await queue.schedules.set("cron", { cron: "*/20 * * * * *", type: "sweep" }, { now: Date.now() });
+    expect((await queue.schedules.list()).find((info) => info.name === "cron")?.aside).toBeUndefined();
     expect((await reclaimer({}, lambdaContext())).slotsMade).toBeGreaterThanOrEqual(3);
   });
 });

@@ -76,7 +76,7 @@ describe.each(adapters)("handler.close() over $name", (adapter) => {
     expect([first, second]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
     expect(ran).toEqual(["a", "b"]);
     const queue = new Queue(await open(), { name });
-    expect((await queue.inspect("b"))?.state).toBe("done");
+    expect((await queue.admin.inspect("b"))?.state).toBe("done");
   });
 
   it("a reclaimer's: harmless before any run and when repeated; a run after it starts again", async () => {

@@ -42,7 +42,7 @@ describe.each(adapters)("worker over $name", (adapter) => {
     const { result, lines } = await captureStdout(() => handler(sqsEvent(record, sqsRecord({})), lambdaContext()));
     expect(result).toEqual({ batchItemFailures: [] });
     expect(ran).toEqual(["msg-1-1", "msg-1-0"]);
-    expect((await queue.inspect("msg-1-0"))?.state).toBe("done");
+    expect((await queue.admin.inspect("msg-1-0"))?.state).toBe("done");
     const log = JSON.parse(lines.find((l) => l.includes("worker invocation")) ?? "{}");
     expect(log).toMatchObject({ records: 2, enqueued: 2, claimed: 2, done: 2, retried: 0, failed: 0, released: 0 });
 
@@ -78,7 +78,7 @@ describe.each(adapters)("worker over $name", (adapter) => {
       "bad-priority",
       "bad-field",
     ]);
-    expect((await queue.inspect("good"))?.state).toBe("done");
+    expect((await queue.admin.inspect("good"))?.state).toBe("done");
     const log = JSON.parse(lines.find((l) => l.includes("worker invocation")) ?? "{}");
     const reasons = Object.fromEntries(
       log.rejected.map((r: { messageId: string; reason: string }) => [r.messageId, r.reason]),
@@ -121,12 +121,12 @@ describe.each(adapters)("worker over $name", (adapter) => {
     const ceiling = Math.min(400, 200 * 2 ** (attempts.length - 1));
     expect(due - thrown[thrown.length - 1]).toBeGreaterThanOrEqual(ceiling / 2);
     expect(due - thrown[thrown.length - 1]).toBeLessThanOrEqual(ceiling + 250); // the settle comes a moment after the throw
-    for (let i = 0; i < 40 && (await queue.inspect("b1"))?.state !== "failed"; i++) {
+    for (let i = 0; i < 40 && (await queue.admin.inspect("b1"))?.state !== "failed"; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       await captureStdout(() => handler({ leaseq: "drain" }, lambdaContext()));
     }
     expect(attempts).toEqual([1, 2, 3]);
-    expect(await queue.inspect("b1")).toMatchObject({
+    expect(await queue.admin.inspect("b1")).toMatchObject({
       state: "failed",
       attempts: 3,
       lastError: "Error: boom on attempt 3",
@@ -150,12 +150,12 @@ describe.each(adapters)("worker over $name", (adapter) => {
     // Straight into Redis, so no ingest check stops it: the worker finds no handler when it claims it.
     await queue.enqueue([{ id: "u", type: "typo" }], { now: Date.now() });
     await captureStdout(() => handler(sqsEvent(sqsRecord({ tasks: [{ id: "p", type: "bad" }] })), lambdaContext()));
-    expect(await queue.inspect("p")).toMatchObject({
+    expect(await queue.admin.inspect("p")).toMatchObject({
       state: "failed",
       attempts: 1,
       lastError: "PermanentError: invalid address",
     });
-    expect(await queue.inspect("u")).toMatchObject({
+    expect(await queue.admin.inspect("u")).toMatchObject({
       state: "failed",
       lastError: 'no handler for task type "typo", and the queue declares no such type; this worker\'s types: bad',
     });
@@ -179,7 +179,7 @@ describe.each(adapters)("worker over $name", (adapter) => {
     });
     await captureStdout(() => handler(sqsEvent(sqsRecord({ tasks: [{ id: "s", type: "slow" }] })), lambdaContext()));
     expect(reclaimedMeanwhile).toEqual([]);
-    expect(await queue.inspect("s")).toMatchObject({ state: "done", attempts: 1 });
+    expect(await queue.admin.inspect("s")).toMatchObject({ state: "done", attempts: 1 });
   });
 
   it("stops claiming when the invocation runs low on time: every task it claimed started, the rest stay READY", async () => {
@@ -208,7 +208,7 @@ describe.each(adapters)("worker over $name", (adapter) => {
       released: 0,
       cutOff: true,
     });
-    expect(await queue.inspect("t6")).toMatchObject({ state: "ready", attempts: 0 });
+    expect(await queue.admin.inspect("t6")).toMatchObject({ state: "ready", attempts: 0 });
     await assertConsistent(redis, queue);
   });
 

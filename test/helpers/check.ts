@@ -3,7 +3,7 @@ import type { Queue } from "../../shared/queue.js";
 
 /** Runs the queue's consistency check to its end (docs/design.md, "Checking a queue") and expects no problem. */
 export async function expectClean(queue: Queue, now: number): Promise<void> {
-  const problems = await queue.checkAll({ now });
+  const problems = await queue.admin.checkAll({ now });
   expect(problems, "leaseq check").toEqual([]);
 }
 

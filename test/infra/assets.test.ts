@@ -156,7 +156,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       const good = sqsRecord({ tasks: [{ id: "a1", type: "echo", payload: { n: 1 } }, { type: "echo" }] }, "m-good");
       const { result } = await invoke(intake, sqsEvent(good, sqsRecord("not json", "m-bad")));
       expect(result.batchItemFailures).toEqual([]);
-      for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "ready" });
+      for (const id of ["a1", "m-good-1"]) expect(await queue.admin.inspect(id)).toMatchObject({ state: "ready" });
       expect(
         sqs.deadLetters.map((letter) => [letter.body, letter.messageAttributes.LeaseqReason?.StringValue]),
       ).toEqual([["not json", "body is not JSON (8 characters)"]]);
@@ -166,7 +166,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       // The wake-up starts the worker, which takes them to DONE.
       process.env = { ...base, ...workerEnv, ...reclaimerEnv };
       await invoke(worker, sqsEvent(sqsRecord(JSON.parse(wakeUps[0]), "m-wake")));
-      for (const id of ["a1", "m-good-1"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
+      for (const id of ["a1", "m-good-1"]) expect(await queue.admin.inspect(id)).toMatchObject({ state: "done" });
 
       // 2. Tasks wait in READY: the reclaimer publishes EMF matching the alarms and starts the worker
       // with a drain invocation.
@@ -201,7 +201,7 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
 
       // 3. The drain invocation runs the worker, which takes the waiting tasks to DONE.
       await invoke(worker, JSON.parse(api.calls[0].body));
-      for (const id of ["k1", "k2"]) expect(await queue.inspect(id)).toMatchObject({ state: "done" });
+      for (const id of ["k1", "k2"]) expect(await queue.admin.inspect(id)).toMatchObject({ state: "done" });
     } finally {
       process.env = saved;
       await api.close();

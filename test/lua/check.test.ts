@@ -17,16 +17,16 @@ const codes = (problems: CheckProblem[]) => [...new Set(problems.map((problem) =
  * made right is no longer stalled); then a check finds only those.
  */
 async function expectFoundAndRepaired(queue: Queue, now: number, expected: string[], unrepaired: string[] = []) {
-  const found = await queue.checkAll({ now });
+  const found = await queue.admin.checkAll({ now });
   expect(codes(found), JSON.stringify(found)).toEqual([...expected].sort());
-  const repaired = await queue.checkAll({ now, repair: true });
+  const repaired = await queue.admin.checkAll({ now, repair: true });
   expect(repaired.length).toBeGreaterThan(0);
   for (const problem of repaired) {
     expect(problem.repaired, `${problem.code} ${problem.subject}: ${problem.detail}`).toBe(
       !unrepaired.includes(problem.code),
     );
   }
-  expect(codes(await queue.checkAll({ now }))).toEqual([...unrepaired].sort());
+  expect(codes(await queue.admin.checkAll({ now }))).toEqual([...unrepaired].sort());
 }
 
 describe.each(adapters)("leaseq check over $name", (adapter) => {
@@ -49,7 +49,7 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     let steps = 0;
     let cursor: string | undefined;
     do {
-      const step = await queue.check({ now: NOW, count: 7, ...(cursor ? { cursor } : {}) });
+      const step = await queue.admin.check({ now: NOW, count: 7, ...(cursor ? { cursor } : {}) });
       expect(step.problems).toEqual([]);
       cursor = step.next;
       steps++;
@@ -69,7 +69,7 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     let cursor: string | undefined = "lanes:0";
     let steps = 0;
     while (cursor !== undefined) {
-      const step: { problems: CheckProblem[]; next: string | undefined } = await queue.check({
+      const step: { problems: CheckProblem[]; next: string | undefined } = await queue.admin.check({
         now: NOW,
         count: 50,
         cursor,
@@ -85,7 +85,7 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
       "job|g7",
       ((await redis.hget(queue.keys.groups, "job|g7")) ?? "").replace(/\|1\|0\|/, "|3|0|"),
     );
-    expect(codes(await queue.checkAll({ now: NOW, count: 50 }))).toEqual(["group_parked"]);
+    expect(codes(await queue.admin.checkAll({ now: NOW, count: 50 }))).toEqual(["group_parked"]);
   });
 
   it("the format's guard, config nextDue, an ordered queue's hold, a wake-up mark", async () => {
@@ -96,7 +96,7 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     await redis.hset(queue.keys.config, "hold", `${NOW + 3_600_000}|ghost`); // for a task that is not there
     await expectFoundAndRepaired(queue, NOW, ["v0_guard", "next_due", "hold"]);
     expect(await redis.hget(queue.keys.config, "nextDue")).toBe(String(NOW + 60_000));
-    await queue.delete(["later"], { now: NOW });
+    await queue.admin.delete(["later"], { now: NOW });
     await redis.hset(queue.keys.config, "wake", String(NOW + 60_000)); // nothing falls due then
     await expectFoundAndRepaired(queue, NOW, ["wake"]);
   });
@@ -124,12 +124,12 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
       "orphan_member",
       "unreadable",
     ]);
-    expect(await queue.inspect("s")).toMatchObject({ state: "scheduled", dueAt: NOW + 60_000 });
+    expect(await queue.admin.inspect("s")).toMatchObject({ state: "scheduled", dueAt: NOW + 60_000 });
     expect(await redis.zscore(queue.keys.failed, "f1")).not.toBeNull();
     expect(await redis.zscore(queue.keys.done, "f1")).toBeNull();
     expect(await redis.zscore(queue.keys.done, "f2")).toBeNull();
-    expect((await queue.inspect("f3"))?.state).toBe("corrupt");
-    expect((await queue.inspect("u"))?.state).toBe("corrupt");
+    expect((await queue.admin.inspect("f3"))?.state).toBe("corrupt");
+    expect((await queue.admin.inspect("u"))?.state).toBe("corrupt");
     expect(await redis.zscore(queue.keys.leased, "ghost")).toBeNull();
   });
 
@@ -138,7 +138,7 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     await queue.enqueue([{ id: "q", type: "job" }], { now: NOW });
     const [task] = await queue.claim({ count: 1, now: NOW });
     await redis.hdel(queue.keys.task, "q");
-    await queue.checkAll({ now: NOW, repair: true }); // quarantined: no body
+    await queue.admin.checkAll({ now: NOW, repair: true }); // quarantined: no body
     const marked = await redis.hget(queue.keys.task, "q:s");
     expect(marked?.startsWith("C|L|")).toBe(true);
     await redis.hset(queue.keys.task, "q:s", marked?.slice(2) ?? ""); // as format v1 left it
@@ -154,10 +154,10 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     await queue.enqueue([{ id: "q", type: "job" }], { now: NOW });
     await queue.claim({ count: 1, now: NOW });
     await redis.hdel(queue.keys.task, "q");
-    await queue.checkAll({ now: NOW, repair: true }); // quarantined: no body
+    await queue.admin.checkAll({ now: NOW, repair: true }); // quarantined: no body
     await redis.zrem(queue.keys.corrupt, "q");
     await expectFoundAndRepaired(queue, NOW, ["no_set"]);
-    expect(await queue.inspect("q")).toMatchObject({ state: "corrupt", lastError: "a task without its body" });
+    expect(await queue.admin.inspect("q")).toMatchObject({ state: "corrupt", lastError: "a task without its body" });
     expect((await queue.stats({ now: NOW })).corrupt).toBe(1);
   });
 
@@ -207,11 +207,11 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     await redis.hdel(queue.keys.task, "a1", "a1:s");
     await redis.zrem(queue.keys.leased, "a1");
     expect(await queue.claim({ count: 10, now: NOW + 1 })).toEqual([]);
-    expect(codes(await queue.checkAll({ now: NOW + 1 }))).toEqual(["group_stalled"]);
+    expect(codes(await queue.admin.checkAll({ now: NOW + 1 }))).toEqual(["group_stalled"]);
     // The reclaimer's tick checks a slice each run and repairs what it safely can.
     for (let run = 0; run < 5; run++) await queue.tick({ now: NOW + 2 + run });
     expect((await queue.claim({ count: 10, now: NOW + 10 })).map((task) => task.id)).toEqual(["a2"]);
-    expect(await queue.checkAll({ now: NOW + 11 })).toEqual([]);
+    expect(await queue.admin.checkAll({ now: NOW + 11 })).toEqual([]);
   });
 
   it("an ordered group whose record became unreadable while only parked tasks remain: the tick's slice heals it", async () => {
@@ -229,7 +229,7 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
     for (let run = 0; run < 5; run++) await queue.tick({ now: NOW + 2 + run });
     expect((await queue.claim({ count: 10, now: NOW + 10 })).map((task) => task.id)).toEqual(["a2"]);
     expect(await queue.claim({ count: 10, now: NOW + 10 })).toEqual([]); // a3 behind it, in order
-    expect(await queue.checkAll({ now: NOW + 11 })).toEqual([]);
+    expect(await queue.admin.checkAll({ now: NOW + 11 })).toEqual([]);
   });
 
   it("more leases in a group than its concurrency (a policy tightened while they ran): reported", async () => {
@@ -243,7 +243,7 @@ describe.each(adapters)("leaseq check over $name", (adapter) => {
       policies: { job: { leaseMs: 10_000, maxAttempts: 3 } },
       typeGroups: { job: { concurrency: 1 } },
     });
-    const found = await queue.checkAll({ now: NOW });
+    const found = await queue.admin.checkAll({ now: NOW });
     expect(codes(found)).toEqual(["concurrency"]);
     expect(found[0]).toMatchObject({ subject: "job|a", repaired: false });
   });

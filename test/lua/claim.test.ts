@@ -56,7 +56,7 @@ describe.each(adapters)("claim over $name", (adapter) => {
     expect(fast).toMatchObject({ id: "f", attempt: 1, leaseDeadlineMs: NOW + 10_000 });
     expect(slow.token).not.toBe(fast.token);
     expect(await redis.zscore(queue.keys.leased, "s")).toBe(String(NOW + 300_000));
-    expect(await queue.inspect("s")).toMatchObject({ state: "leased", attempts: 1, maxAttempts: 2 });
+    expect(await queue.admin.inspect("s")).toMatchObject({ state: "leased", attempts: 1, maxAttempts: 2 });
 
     // A release gives the attempt back, but the next claim still gets a new token.
     await queue.release([slow], { now: NOW });

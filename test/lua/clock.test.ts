@@ -30,8 +30,8 @@ describe.each(adapters)("time decisions over $name", (adapter) => {
     expect((await queue.reclaim({ now: now + AHEAD })).reclaimed).toEqual([]);
     expect((await queue.tick({ now: now + AHEAD })).reclaimed).toBe(0);
     expect(await queue.trim({ now: now + AHEAD })).toEqual({ done: 0, failed: 0 });
-    expect(await queue.inspect("live")).toMatchObject({ state: "leased" });
-    expect(await queue.inspect("done")).toMatchObject({ state: "done" });
+    expect(await queue.admin.inspect("live")).toMatchObject({ state: "leased" });
+    expect(await queue.admin.inspect("done")).toMatchObject({ state: "done" });
     // Its holder still settles it: the lease was never taken.
     expect((await queue.ack([live], { now }))[0]).toMatchObject({ status: "ok" });
   });
@@ -39,23 +39,23 @@ describe.each(adapters)("time decisions over $name", (adapter) => {
   it("a planner whose clock runs ahead passes over no slot the store's clock has not seen pass", async () => {
     const queue = await fresh();
     const now = Date.now();
-    await queue.setSchedule("minutely", { every: MINUTE, type: "job", catchUp: "none" }, { now });
-    const plan = await queue.planSchedules({ now: now + AHEAD, horizonMs: 70_000 });
+    await queue.schedules.set("minutely", { every: MINUTE, type: "job", catchUp: "none" }, { now });
+    const plan = await queue.schedules.plan({ now: now + AHEAD, horizonMs: 70_000 });
     // Planned at the store's time: the slots of the next 70 s made, none passed over.
     expect(plan).toMatchObject({ passedOver: 0, stale: 0 });
     expect(plan.made).toBeGreaterThanOrEqual(1);
-    const [info] = await queue.listSchedules();
+    const [info] = await queue.schedules.list();
     expect(info.passedOver).toBe(0);
     expect(info.cursorMs).toBeLessThanOrEqual(Date.now() + 70_000);
     // The script refuses a pass-over from a `now` past the store's clock and the skew (-2), whatever
     // the caller computed; nothing is written.
-    const internals = queue as unknown as {
-      run(name: "plan", fixed: Record<string, string>, items: string[]): Promise<unknown[]>;
+    const internals = queue.schedules as unknown as {
+      context: { run(name: "plan", fixed: Record<string, string>, items: string[]): Promise<unknown[]> };
       readSchedules(options: object): Promise<Array<{ revision: string; cursor: string }>>;
     };
     const [read] = await internals.readSchedules({ all: true, offset: 0, count: 10, until: 0 });
     const body = `1|${now}|job||null`;
-    const reply = await internals.run("plan", { now: String(now + AHEAD), horizonMs: "0", callId: "" }, [
+    const reply = await internals.context.run("plan", { now: String(now + AHEAD), horizonMs: "0", callId: "" }, [
       "minutely",
       read.revision,
       read.cursor,
@@ -68,7 +68,7 @@ describe.each(adapters)("time decisions over $name", (adapter) => {
       "9",
     ]);
     expect(Number(reply[0])).toBe(-2);
-    expect((await queue.listSchedules())[0]).toMatchObject({ cursorMs: info.cursorMs, passedOver: 0 });
+    expect((await queue.schedules.list())[0]).toMatchObject({ cursorMs: info.cursorMs, passedOver: 0 });
   });
 
   it("a caller whose clock runs ahead ends no dedupe window early: its task is still a duplicate", async () => {
@@ -85,7 +85,7 @@ describe.each(adapters)("time decisions over $name", (adapter) => {
     await queue.enqueue([{ id: "v1", type: "job", debounce }], { now });
     await queue.enqueue([{ id: "v2", type: "job", debounce }], { now });
     await queue.tick({ now: now + AHEAD });
-    expect(await queue.checkAll({ now: now + AHEAD, repair: true })).toEqual([]);
+    expect(await queue.admin.checkAll({ now: now + AHEAD, repair: true })).toEqual([]);
     expect(await queue.enqueue([{ id: "third", type: "job", dedupe }], { now: now + AHEAD })).toMatchObject([
       { status: "duplicate", existingId: "first" },
     ]);

@@ -3,7 +3,7 @@
 // stores.
 import { describe, expect, it } from "vitest";
 import { InvalidInputError } from "../../shared/errors.js";
-import { listQueues } from "../../shared/queue.js";
+import { listQueues } from "../../shared/queue-admin.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { adapters, queueFixture } from "../helpers/stores.js";
 
@@ -22,23 +22,23 @@ describe.each(adapters)("controls over $name", (adapter) => {
       ],
       { now: NOW },
     );
-    expect(await queue.pause({ now: NOW })).toBe(true);
-    expect(await queue.pause({ now: NOW }), "paused already").toBe(false);
+    expect(await queue.admin.pause({ now: NOW })).toBe(true);
+    expect(await queue.admin.pause({ now: NOW }), "paused already").toBe(false);
     expect(await queue.claim({ count: 10, now: NOW + 1 })).toEqual([]);
     expect(await queue.stats({ now: NOW + 1 })).toMatchObject({ ready: 2, leased: 0, paused: true, pausedTypes: [] });
     // An enqueue into a paused queue asks for no wake-up; the reclaimer's tick arranges none either.
     expect((await queue.enqueueAndWake([{ id: "c", type: "email" }], { now: NOW + 2 })).wakeAtMs).toBeUndefined();
     expect((await queue.tick({ now: NOW + 3, wakeHorizonMs: 70_000 })).paused).toBe(true);
     // The reclaimer keeps working while the queue is paused: it reclaims and promotes, arranges no wake-up.
-    await queue.resume({ now: NOW + 3 });
+    await queue.admin.resume({ now: NOW + 3 });
     const [held] = await queue.claim({ count: 1, now: NOW + 3 });
     await queue.enqueue([{ id: "due", type: "email", delayMs: 10 }], { now: NOW + 3 });
-    await queue.pause({ now: NOW + 3 });
+    await queue.admin.pause({ now: NOW + 3 });
     const tick = await queue.tick({ now: NOW + 3 + 120_000, wakeHorizonMs: 70_000 });
     expect(tick).toMatchObject({ reclaimed: 1, promoted: 1, paused: true, wakeAtMs: undefined });
-    expect((await queue.inspect(held.id))?.state).toBe("ready");
+    expect((await queue.admin.inspect(held.id))?.state).toBe("ready");
     const later = NOW + 3 + 120_000;
-    expect(await queue.resume({ now: later })).toEqual({ changed: true, wakeAtMs: later, wakeTo: [] });
+    expect(await queue.admin.resume({ now: later })).toEqual({ changed: true, wakeAtMs: later, wakeTo: [] });
     // The reclaimed task (its first stall) comes at its rank, with the rest.
     expect((await queue.claim({ count: 10, now: later })).map((task) => task.id)).toEqual(["a", "b", "c", "due"]);
     expect((await queue.stats({ now: later })).paused).toBe(false);
@@ -61,9 +61,9 @@ describe.each(adapters)("controls over $name", (adapter) => {
       { now: NOW + 1 },
     );
     await queue.tick({ now: NOW + 5_000 }); // b1 reclaimed: READY, to go alone
-    await queue.pause({ now: NOW + 5_000, type: "b" });
+    await queue.admin.pause({ now: NOW + 5_000, type: "b" });
     expect((await queue.claim({ count: 5, now: NOW + 5_001 })).map((task) => task.id)).toEqual(["a1", "a2"]);
-    expect((await queue.inspect("b1"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("b1"))?.state).toBe("ready");
     await assertConsistent(redis, queue);
   });
 
@@ -78,14 +78,14 @@ describe.each(adapters)("controls over $name", (adapter) => {
       ],
       { now: NOW },
     );
-    await queue.pause({ now: NOW, type: "resize" });
-    await queue.pause({ now: NOW, type: "audit" });
+    await queue.admin.pause({ now: NOW, type: "resize" });
+    await queue.admin.pause({ now: NOW, type: "audit" });
     expect((await queue.stats({ now: NOW })).pausedTypes).toEqual(["audit", "resize"]);
     expect((await queue.claim({ count: 10, now: NOW })).map((task) => task.id)).toEqual(["e1", "e2"]);
-    expect(await queue.resume({ now: NOW, type: "resize" })).toMatchObject({ changed: true });
+    expect(await queue.admin.resume({ now: NOW, type: "resize" })).toMatchObject({ changed: true });
     expect((await queue.stats({ now: NOW })).pausedTypes).toEqual(["audit"]);
     expect((await queue.claim({ count: 10, now: NOW })).map((task) => task.id)).toEqual(["r1", "r2"]);
-    await expect(queue.pause({ now: NOW, type: "bad type" })).rejects.toThrow(
+    await expect(queue.admin.pause({ now: NOW, type: "bad type" })).rejects.toThrow(
       /type must be 1-64 characters of A-Z a-z 0-9 _ \. -/,
     );
   });
@@ -100,7 +100,7 @@ describe.each(adapters)("controls over $name", (adapter) => {
       Array.from({ length: 5 }, (_, i) => ({ id: `e${i}`, type: "email" })),
       { now: NOW },
     );
-    await queue.pause({ now: NOW, type: "resize" });
+    await queue.admin.pause({ now: NOW, type: "resize" });
     expect((await queue.claim({ count: 5, now: NOW })).map((task) => task.id)).toEqual(["e0", "e1", "e2", "e3", "e4"]);
     expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 200, leased: 5 });
     await assertConsistent(redis, queue);
@@ -115,9 +115,9 @@ describe.each(adapters)("controls over $name", (adapter) => {
       ],
       { now: NOW },
     );
-    await queue.pause({ now: NOW, type: "resize" });
+    await queue.admin.pause({ now: NOW, type: "resize" });
     expect(await queue.claim({ count: 10, now: NOW })).toEqual([]);
-    await queue.resume({ now: NOW, type: "resize" });
+    await queue.admin.resume({ now: NOW, type: "resize" });
     expect((await queue.claim({ count: 10, now: NOW })).map((task) => task.id)).toEqual(["first", "second"]);
   });
 
@@ -134,22 +134,26 @@ describe.each(adapters)("controls over $name", (adapter) => {
     );
     const [held] = await queue.claim({ count: 1, now: NOW });
     expect(held.id).toBe("leased");
-    const results = await queue.cancel(["leased", "ready", "later", "nope", "ready"], { now: NOW + 10 });
+    const results = await queue.admin.cancel(["leased", "ready", "later", "nope", "ready"], { now: NOW + 10 });
     expect(results.map((result) => result.status)).toEqual(["ok", "ok", "ok", "unknown_id", "already_failed"]);
     expect(await queue.ack([held], { now: NOW + 20 })).toEqual([
       { id: "leased", status: "stale_token", state: "failed" },
     ]);
     for (const id of ["leased", "ready", "later"]) {
-      expect(await queue.inspect(id)).toMatchObject({ state: "failed", lastError: "cancelled", finishedAt: NOW + 10 });
+      expect(await queue.admin.inspect(id)).toMatchObject({
+        state: "failed",
+        lastError: "cancelled",
+        finishedAt: NOW + 10,
+      });
     }
     const [done] = await queue.claim({ count: 1, now: NOW + 30 });
     await queue.ack([done], { now: NOW + 30 });
-    expect(await queue.cancel(["finished", "ready"], { now: NOW + 40 })).toEqual([
+    expect(await queue.admin.cancel(["finished", "ready"], { now: NOW + 40 })).toEqual([
       { id: "finished", status: "already_done" },
       { id: "ready", status: "already_failed" },
     ]);
     // A cancelled task can be brought back.
-    expect(await queue.requeue(["leased"], { now: NOW + 50 })).toEqual([{ id: "leased", status: "ok" }]);
+    expect(await queue.admin.requeue(["leased"], { now: NOW + 50 })).toEqual([{ id: "leased", status: "ok" }]);
     expect((await queue.claim({ count: 1, now: NOW + 60 }))[0].id).toBe("leased");
     await assertConsistent(redis, queue);
   });
@@ -172,7 +176,7 @@ describe.each(adapters)("controls over $name", (adapter) => {
     let cursor: number | undefined = 0;
     let calls = 0;
     while (cursor !== undefined) {
-      const page = await queue.find("failed", { type: "email", error: "SMTP 550", cursor, scan: 7 });
+      const page = await queue.admin.find("failed", { type: "email", error: "SMTP 550", cursor, scan: 7 });
       all.push(...page.tasks);
       cursor = page.next;
       calls++;
@@ -181,17 +185,17 @@ describe.each(adapters)("controls over $name", (adapter) => {
     const expected = claimed.filter((task, i) => i % 2 === 0 && task.type === "email").map((task) => task.id);
     expect(all.map((task) => task.id).sort()).toEqual(expected.sort());
     expect(all.every((task) => task.lastError.includes("SMTP 550"))).toBe(true);
-    const old = await queue.find("failed", { olderThanMs: 5 * MINUTE, now: NOW + 10 * MINUTE });
+    const old = await queue.admin.find("failed", { olderThanMs: 5 * MINUTE, now: NOW + 10 * MINUTE });
     expect(old.tasks).toHaveLength(30);
-    expect((await queue.find("failed", { olderThanMs: 5 * MINUTE, now: NOW + MINUTE })).tasks).toHaveLength(0);
-    await expect(queue.find("ready", { olderThanMs: 1, now: NOW })).rejects.toBeInstanceOf(InvalidInputError);
+    expect((await queue.admin.find("failed", { olderThanMs: 5 * MINUTE, now: NOW + MINUTE })).tasks).toHaveLength(0);
+    await expect(queue.admin.find("ready", { olderThanMs: 1, now: NOW })).rejects.toBeInstanceOf(InvalidInputError);
 
-    expect(await queue.purge("failed", { limit: 12 })).toBe(12);
-    expect(await queue.purge("failed", { limit: 12 })).toBe(12);
-    expect(await queue.purge("failed", { limit: 12 })).toBe(6);
-    expect(await queue.purge("failed")).toBe(0);
+    expect(await queue.admin.purge("failed", { limit: 12 })).toBe(12);
+    expect(await queue.admin.purge("failed", { limit: 12 })).toBe(12);
+    expect(await queue.admin.purge("failed", { limit: 12 })).toBe(6);
+    expect(await queue.admin.purge("failed")).toBe(0);
     expect(await queue.stats({ now: NOW })).toMatchObject({ failed: 0, ready: 0, leased: 0 });
-    await expect(queue.purge("leased" as never)).rejects.toThrow(/purge: state must be one of/);
+    await expect(queue.admin.purge("leased" as never)).rejects.toThrow(/purge: state must be one of/);
     await assertConsistent(redis, queue);
   });
 
@@ -200,7 +204,7 @@ describe.each(adapters)("controls over $name", (adapter) => {
     const store = await adapter.open();
     try {
       expect(await listQueues(store)).toContain(queue.name);
-      await queue.drop({ confirm: queue.name });
+      await queue.admin.drop({ confirm: queue.name });
       expect(await listQueues(store)).not.toContain(queue.name);
     } finally {
       await store.close();
@@ -222,13 +226,15 @@ describe.each(adapters)("controls over $name", (adapter) => {
       claimed.slice(4).map((task) => ({ id: task.id, token: task.token, outcome: "fail" as const, error: "x" })),
       { now: start + 2 * MINUTE + 59_999 },
     );
-    const history = await queue.history({ now: start + 2 * MINUTE + 59_999, minutes: 60 });
+    const history = await queue.admin.history({ now: start + 2 * MINUTE + 59_999, minutes: 60 });
     expect(history.startMs).toBe(start + 2 * MINUTE - 59 * MINUTE);
     expect(history.bucketMs).toBe(MINUTE);
     expect(history.done).toHaveLength(60);
     expect(history.done.slice(-3)).toEqual([3, 0, 1]);
     expect(history.failed.slice(-3)).toEqual([0, 0, 2]);
     expect(history.done.slice(0, -3).every((n) => n === 0)).toBe(true);
-    await expect(queue.history({ now: NOW, minutes: 241 })).rejects.toThrow(/minutes must be an integer from 1 to 240/);
+    await expect(queue.admin.history({ now: NOW, minutes: 241 })).rejects.toThrow(
+      /minutes must be an integer from 1 to 240/,
+    );
   });
 });

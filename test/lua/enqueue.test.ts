@@ -37,7 +37,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
       { id: "at-1", status: "ok", state: "scheduled" },
     ]);
     expect(await redis.zscore(queue.keys.scheduled, "later-1")).toBe(String(NOW + 60_000));
-    const info = await queue.inspect("now-1");
+    const info = await queue.admin.inspect("now-1");
     expect(info).toMatchObject({
       state: "ready",
       type: "email",
@@ -53,7 +53,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
     const [claimed] = await queue.claim({ count: 1, now: NOW });
     await queue.claim({ count: 10, now: NOW }); // lease everything else too
     await queue.ack([claimed], { now: NOW });
-    expect((await queue.inspect(claimed.id))?.state).toBe("done");
+    expect((await queue.admin.inspect(claimed.id))?.state).toBe("done");
     const before = await snapshot(redis, queue);
     const results = await queue.enqueue(
       [
@@ -76,7 +76,7 @@ describe.each(adapters)("enqueue over $name", (adapter) => {
       { now: NOW },
     );
     expect(results.map((r) => r.status)).toEqual(["ok", "duplicate"]);
-    expect((await queue.inspect("twice"))?.payload).toBe("1");
+    expect((await queue.admin.inspect("twice"))?.payload).toBe("1");
   });
 
   const NEVER = Number.NaN;

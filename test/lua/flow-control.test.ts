@@ -24,11 +24,11 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "b", type: "t", dedupe }], { now: NOW + 9_999 })).toEqual([
       { id: "b", status: "duplicate", state: "ready", existingId: "a" },
     ]);
-    expect(await queue.inspect("b")).toBeUndefined();
+    expect(await queue.admin.inspect("b")).toBeUndefined();
     // The first task done and trimmed: the window still holds.
     const [claimed] = await queue.claim({ count: 1, now: NOW + 9_999 });
     await queue.ack([claimed], { now: NOW + 9_999 });
-    await queue.delete(["a"]);
+    await queue.admin.delete(["a"]);
     expect(await queue.enqueue([{ id: "c", type: "t", dedupe }], { now: NOW + 9_999 })).toEqual([
       { id: "c", status: "duplicate", state: undefined, existingId: "a" },
     ]);
@@ -48,13 +48,13 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "b", type: "t", payload: { v: 2 }, debounce }], { now: NOW + 999 })).toEqual([
       { id: "b", status: "ok", state: "scheduled", replaced: "a" },
     ]);
-    expect(await queue.inspect("a")).toBeUndefined();
-    expect((await queue.inspect("b"))?.dueAt).toBe(NOW + 1_999);
+    expect(await queue.admin.inspect("a")).toBeUndefined();
+    expect((await queue.admin.inspect("b"))?.dueAt).toBe(NOW + 1_999);
     // maxWaitMs: the window's last enqueue runs at first + maxWaitMs, not later.
     expect(await queue.enqueue([{ id: "c", type: "t", payload: { v: 3 }, debounce }], { now: NOW + 4_999 })).toEqual([
       { id: "c", status: "ok", state: "scheduled", replaced: "b" },
     ]);
-    expect((await queue.inspect("c"))?.dueAt).toBe(NOW + 5_000);
+    expect((await queue.admin.inspect("c"))?.dueAt).toBe(NOW + 5_000);
     expect(await queue.claim({ count: 10, now: NOW + 4_999 })).toEqual([]);
     const [claimed] = await queue.claim({ count: 10, now: NOW + 5_000 });
     expect(claimed).toMatchObject({ id: "c", payload: '{"v":3}' });
@@ -62,8 +62,8 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "d", type: "t", debounce }], { now: NOW + 5_001 })).toEqual([
       { id: "d", status: "ok", state: "scheduled" },
     ]);
-    expect((await queue.inspect("d"))?.dueAt).toBe(NOW + 6_001);
-    expect(await queue.inspect("c")).toMatchObject({ state: "leased" });
+    expect((await queue.admin.inspect("d"))?.dueAt).toBe(NOW + 6_001);
+    expect(await queue.admin.inspect("c")).toMatchObject({ state: "leased" });
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 5_001);
   });
@@ -74,13 +74,13 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     await queue.enqueue([{ id: "a", type: "t", debounce }], { now: NOW });
     // The task is due at NOW + 3000; at NOW + 2999 it still waits and is replaced.
     expect((await queue.enqueue([{ id: "b", type: "t", debounce }], { now: NOW + 2_999 }))[0].replaced).toBe("a");
-    expect((await queue.inspect("b"))?.dueAt).toBe(NOW + 4_000);
+    expect((await queue.admin.inspect("b"))?.dueAt).toBe(NOW + 4_000);
     // At first + maxWaitMs the window is over: b is not replaced (it is due and runs).
     expect(await queue.enqueue([{ id: "c", type: "t", debounce }], { now: NOW + 4_000 })).toEqual([
       { id: "c", status: "ok", state: "scheduled" },
     ]);
-    expect((await queue.inspect("c"))?.dueAt).toBe(NOW + 7_000);
-    expect(await queue.inspect("b")).toMatchObject({ state: "scheduled" });
+    expect((await queue.admin.inspect("c"))?.dueAt).toBe(NOW + 7_000);
+    expect(await queue.admin.inspect("b")).toMatchObject({ state: "scheduled" });
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 4_000);
   });
@@ -92,7 +92,7 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "b", type: "t", throttle: drop }], { now: NOW + 999 })).toEqual([
       { id: "b", status: "throttled", state: undefined },
     ]);
-    expect(await queue.inspect("b")).toBeUndefined();
+    expect(await queue.admin.inspect("b")).toBeUndefined();
     expect((await queue.enqueue([{ id: "c", type: "t", throttle: drop }], { now: NOW + 1_000 }))[0].status).toBe("ok");
 
     const defer = { key: "mail", perMs: 1_000, onLimit: "defer" as const };
@@ -105,15 +105,15 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       { now: NOW },
     );
     expect(results.map((result) => result.state)).toEqual(["ready", "scheduled", "scheduled"]);
-    expect((await queue.inspect("d2"))?.dueAt).toBe(NOW + 1_000);
-    expect((await queue.inspect("d3"))?.dueAt).toBe(NOW + 2_000);
+    expect((await queue.admin.inspect("d2"))?.dueAt).toBe(NOW + 1_000);
+    expect((await queue.admin.inspect("d3"))?.dueAt).toBe(NOW + 2_000);
     // A task asking for a later time than the next free period keeps its own.
     await queue.enqueue([{ id: "d4", type: "t", delayMs: 10_000, throttle: defer }], { now: NOW });
-    expect((await queue.inspect("d4"))?.dueAt).toBe(NOW + 10_000);
+    expect((await queue.admin.inspect("d4"))?.dueAt).toBe(NOW + 10_000);
     expect((await queue.enqueue([{ id: "d5", type: "t", throttle: defer }], { now: NOW }))[0]).toMatchObject({
       state: "scheduled",
     });
-    expect((await queue.inspect("d5"))?.dueAt).toBe(NOW + 11_000);
+    expect((await queue.admin.inspect("d5"))?.dueAt).toBe(NOW + 11_000);
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW);
   });
@@ -151,9 +151,9 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       { id: "p2", status: "ok", state: "ready" },
       { id: "p1", status: "duplicate", state: "ready" },
     ]);
-    expect(await queue.inspect("y1")).toBeUndefined();
-    expect(await queue.inspect("y2")).toMatchObject({ state: "scheduled", payload: "2", dueAt: NOW + 500 });
-    expect((await queue.inspect("z3"))?.dueAt).toBe(NOW + 1_000);
+    expect(await queue.admin.inspect("y1")).toBeUndefined();
+    expect(await queue.admin.inspect("y2")).toMatchObject({ state: "scheduled", payload: "2", dueAt: NOW + 500 });
+    expect((await queue.admin.inspect("z3"))?.dueAt).toBe(NOW + 1_000);
     // Each flow of the batch is its own run ("1:-,2:d|60000|0,2:b|500|5000,..."): each key its window.
     expect(await flowFields(redis, queue)).toEqual({
       "!d:k": `x1|${NOW + 60_000}`,
@@ -195,8 +195,8 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       { id: "n3", status: "throttled", state: undefined },
       { id: "n4", status: "duplicate", state: "ready" },
     ]);
-    expect(await queue.inspect("held")).toBeUndefined();
-    expect((await queue.inspect("n1"))?.dueAt).toBe(NOW + 1_010);
+    expect(await queue.admin.inspect("held")).toBeUndefined();
+    expect((await queue.admin.inspect("n1"))?.dueAt).toBe(NOW + 1_010);
     // The throttle's period was taken once: a task at its end enqueues.
     expect(
       (await queue.enqueue([{ id: "n5", type: "t", throttle: batch[3].throttle }], { now: NOW + 9_010 }))[0],
@@ -317,8 +317,12 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "v1", type: "t", payload: { v: 1 }, debounce }], { now: NOW + 2_000 })).toEqual([
       { id: "v1", status: "duplicate", state: undefined, existingId: "v2" },
     ]);
-    expect(await queue.inspect("v1")).toBeUndefined();
-    expect(await queue.inspect("v2")).toMatchObject({ state: "scheduled", payload: '{"v":2}', dueAt: NOW + 6_000 });
+    expect(await queue.admin.inspect("v1")).toBeUndefined();
+    expect(await queue.admin.inspect("v2")).toMatchObject({
+      state: "scheduled",
+      payload: '{"v":2}',
+      dueAt: NOW + 6_000,
+    });
     // A singleton's replaced task, and one a later task of its own call replaced (never written).
     const singleton = { key: "sync:1" };
     await queue.enqueue([{ id: "s1", type: "t", payload: { v: 1 }, singleton }], { now: NOW });
@@ -341,13 +345,13 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       { id: "s1", status: "duplicate", state: undefined, existingId: "s2" },
       { id: "s2", status: "duplicate", state: undefined, existingId: "s3" },
     ]);
-    expect(await queue.inspect("s3")).toMatchObject({ state: "ready", payload: '{"v":3}' });
+    expect(await queue.admin.inspect("s3")).toMatchObject({ state: "ready", payload: '{"v":3}' });
     // Remembered as a finished task's id is: for the DONE retention (24 h), then swept.
     const day = 86_400_000;
     expect((await flowFields(redis, queue))["!r:v1"]).toBe(`v2|${NOW + 1_000 + day}`);
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 2_000);
-    expect(await queue.checkAll({ now: NOW + 1_000 + day, repair: true })).toEqual([]);
+    expect(await queue.admin.checkAll({ now: NOW + 1_000 + day, repair: true })).toEqual([]);
     expect(Object.keys(await flowFields(redis, queue)).filter((field) => field.startsWith("!r:"))).toEqual([]);
   });
 
@@ -371,7 +375,7 @@ describe.each(adapters)("flow control over $name", (adapter) => {
       true,
     );
     await expectClean(queue, NOW);
-    const sweep = (now: number) => queue.checkAll({ now, repair: true });
+    const sweep = (now: number) => queue.admin.checkAll({ now, repair: true });
     expect(await sweep(NOW + 10_000)).toEqual([]);
     expect(Object.keys(await flowFields(redis, queue)).sort()).toEqual(["!b:doc:1", "!t:api"]);
     expect(await sweep(NOW + 20_000)).toEqual([]);
@@ -384,7 +388,7 @@ describe.each(adapters)("flow control over $name", (adapter) => {
     expect(await flowFields(redis, queue)).toEqual({});
     // An unreadable value is reported, and removed on repair.
     await redis.hset(queue.keys.task, "!d:odd", "no end");
-    expect((await queue.checkAll({ now: NOW + 31_000 })).map((problem) => problem.code)).toEqual(["flow_field"]);
+    expect((await queue.admin.checkAll({ now: NOW + 31_000 })).map((problem) => problem.code)).toEqual(["flow_field"]);
     await sweep(NOW + 31_000);
     expect(await flowFields(redis, queue)).toEqual({});
     await assertConsistent(redis, queue);

@@ -37,8 +37,8 @@ describe.each(adapters)("an ordered group that holds on failure, over $name", (a
     // globex goes on; acme holds behind its FAILED file.
     expect(ids(await queue.claim({ count: 10, now: NOW + 2 }))).toEqual(["globex-file-2"]);
     expect(await queue.claim({ count: 10, now: NOW + 3 })).toEqual([]);
-    expect(await queue.inspect("acme-file-1")).toMatchObject({ state: "failed", holdsGroup: true });
-    const acme = (await queue.groups()).groups.find((group) => group.group === "acme");
+    expect(await queue.admin.inspect("acme-file-1")).toMatchObject({ state: "failed", holdsGroup: true });
+    const acme = (await queue.admin.groups()).groups.find((group) => group.group === "acme");
     expect(acme).toMatchObject({ ready: 2, heldBy: "acme-file-1" });
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 5);
@@ -53,10 +53,10 @@ describe.each(adapters)("an ordered group that holds on failure, over $name", (a
     expect(again).toMatchObject({ id: "acme-file-1", attempt: 2 });
     // Its last attempt fails (a retry with none left): the group holds.
     await queue.settle([{ ...again, outcome: "retry", retryAtMs: NOW + 3, error: "twice" }], { now: NOW + 3 });
-    expect(await queue.inspect("acme-file-1")).toMatchObject({ state: "failed", holdsGroup: true });
+    expect(await queue.admin.inspect("acme-file-1")).toMatchObject({ state: "failed", holdsGroup: true });
     await queue.ack([g1], { now: NOW + 4 });
     expect(ids(await queue.claim({ count: 10, now: NOW + 4 }))).toEqual(["globex-file-2"]);
-    expect(await queue.requeue(["acme-file-1"], { now: NOW + 5 })).toEqual([{ id: "acme-file-1", status: "ok" }]);
+    expect(await queue.admin.requeue(["acme-file-1"], { now: NOW + 5 })).toEqual([{ id: "acme-file-1", status: "ok" }]);
     // It runs before the rest of its group, and nothing else of acme runs beside it.
     expect(ids(await queue.claim({ count: 10, now: NOW + 6 }))).toEqual(["acme-file-1"]);
     await assertConsistent(redis, queue);
@@ -74,15 +74,17 @@ describe.each(adapters)("an ordered group that holds on failure, over $name", (a
       { now: NOW + 1 },
     );
     expect(ids(await queue.claim({ count: 10, now: NOW + 2 }))).toEqual(["globex-file-2"]);
-    expect(await queue.skip(["acme-file-1", "acme-file-2", "nope"], { now: NOW + 2 })).toEqual([
+    expect(await queue.admin.skip(["acme-file-1", "acme-file-2", "nope"], { now: NOW + 2 })).toEqual([
       { id: "acme-file-1", status: "ok" },
       { id: "acme-file-2", status: "not_failed" },
       { id: "nope", status: "unknown_id" },
     ]);
-    expect(await queue.inspect("acme-file-1")).toMatchObject({ state: "failed", holdsGroup: false });
+    expect(await queue.admin.inspect("acme-file-1")).toMatchObject({ state: "failed", holdsGroup: false });
     expect(ids(await queue.claim({ count: 10, now: NOW + 3 }))).toEqual(["acme-file-2"]);
     // Skipped again (a repeat after a lost reply): it holds nothing now.
-    expect(await queue.skip(["acme-file-1"], { now: NOW + 4 })).toEqual([{ id: "acme-file-1", status: "not_holding" }]);
+    expect(await queue.admin.skip(["acme-file-1"], { now: NOW + 4 })).toEqual([
+      { id: "acme-file-1", status: "not_holding" },
+    ]);
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 5);
   });
@@ -102,16 +104,18 @@ describe.each(adapters)("an ordered group that holds on failure, over $name", (a
     if (!p1 || !g1) throw new Error("expected p1 and globex-file-1 in the first claim");
     await queue.settle([{ ...p1, outcome: "fail", error: "no" }], { now: NOW + 1 });
     // A cancel is the operator's decision: acme's next file runs.
-    await queue.cancel(["acme-file-1"], { now: NOW + 1 });
+    await queue.admin.cancel(["acme-file-1"], { now: NOW + 1 });
     const next = ids(await queue.claim({ count: 10, now: NOW + 2 }));
     expect(next).toContain("p2");
     expect(next).toContain("acme-file-2");
-    expect(await queue.inspect("acme-file-1")).toMatchObject({ state: "failed", holdsGroup: false });
+    expect(await queue.admin.inspect("acme-file-1")).toMatchObject({ state: "failed", holdsGroup: false });
     // globex's first fails and holds; its deletion lets globex go on.
     await queue.settle([{ ...g1, outcome: "fail", error: "no" }], { now: NOW + 4 });
-    expect(await queue.inspect("globex-file-1")).toMatchObject({ holdsGroup: true });
+    expect(await queue.admin.inspect("globex-file-1")).toMatchObject({ holdsGroup: true });
     expect(ids(await queue.claim({ count: 10, now: NOW + 4 }))).not.toContain("globex-file-2");
-    expect(await queue.delete(["globex-file-1"], { now: NOW + 5 })).toEqual([{ id: "globex-file-1", status: "ok" }]);
+    expect(await queue.admin.delete(["globex-file-1"], { now: NOW + 5 })).toEqual([
+      { id: "globex-file-1", status: "ok" },
+    ]);
     expect(ids(await queue.claim({ count: 10, now: NOW + 6 }))).toContain("globex-file-2");
     // The same by its FAILED retention ending: acme's second file fails, holds, and is trimmed.
     await queue.enqueue(

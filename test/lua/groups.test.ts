@@ -143,10 +143,10 @@ describe.each(adapters)("groups over $name", (adapter) => {
     await assertConsistent(redis, queue);
     const [reclaimed] = await queue.claim({ count: 10, now: NOW + 10_001 });
     expect(reclaimed.id).toBe("g1");
-    await queue.cancel(["g1", "g2"], { now: NOW + 10_002 });
+    await queue.admin.cancel(["g1", "g2"], { now: NOW + 10_002 });
     await assertConsistent(redis, queue);
     expect(ids(await queue.claim({ count: 10, now: NOW + 10_003 }))).toEqual(["g3"]);
-    await queue.delete(["g4"]);
+    await queue.admin.delete(["g4"]);
     await assertConsistent(redis, queue);
   });
 
@@ -162,14 +162,18 @@ describe.each(adapters)("groups over $name", (adapter) => {
       { now: NOW },
     );
     const counts = async () =>
-      Object.fromEntries((await queue.groups()).groups.map((g) => [g.group, [g.ready, g.leased, g.parked]]));
+      Object.fromEntries((await queue.admin.groups()).groups.map((g) => [g.group, [g.ready, g.leased, g.parked]]));
     expect(await counts()).toEqual({ alice: [3, 0, 0], bob: [1, 0, 0] });
     // Never claimed, such a task is found and listed with its group, from its body (a3 first: its
     // priority, 0, runs before 2).
-    expect((await queue.inspect("a2"))?.group).toBe("alice");
-    expect((await queue.find("ready", { group: "alice" })).tasks.map((task) => task.id)).toEqual(["a3", "a1", "a2"]);
-    await queue.delete(["a3"]);
-    await queue.cancel(["b1"], { now: NOW + 1 });
+    expect((await queue.admin.inspect("a2"))?.group).toBe("alice");
+    expect((await queue.admin.find("ready", { group: "alice" })).tasks.map((task) => task.id)).toEqual([
+      "a3",
+      "a1",
+      "a2",
+    ]);
+    await queue.admin.delete(["a3"]);
+    await queue.admin.cancel(["b1"], { now: NOW + 1 });
     await assertConsistent(redis, queue);
     expect(await counts()).toEqual({ alice: [2, 0, 0] });
     // Within its group a task's turn follows its arrival, at its priority.
@@ -178,7 +182,7 @@ describe.each(adapters)("groups over $name", (adapter) => {
     // Its group full, a2 is parked by the next claim: given a state then, it is still READY since
     // its enqueue.
     expect(await queue.claim({ count: 10, now: NOW + 3 })).toEqual([]);
-    expect(await queue.inspect("a2")).toMatchObject({ state: "ready", readySince: NOW, enqueuedAtMs: NOW });
+    expect(await queue.admin.inspect("a2")).toMatchObject({ state: "ready", readySince: NOW, enqueuedAtMs: NOW });
     expect(await counts()).toEqual({ alice: [1, 1, 1] });
     await ack(queue, [first], NOW + 3);
     expect(ids(await queue.claim({ count: 10, now: NOW + 4 }))).toEqual(["a2"]);

@@ -27,12 +27,12 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     const queue = await fresh();
     // The head of priority 0 stays put (its type is paused), so the group's turn is the same both times.
     await queue.enqueue([{ id: "head", type: "other" }], { now: NOW });
-    await queue.pause({ now: NOW, type: "other" });
+    await queue.admin.pause({ now: NOW, type: "other" });
     await queue.enqueue([{ id: "x", type: "job", group: "g" }], { now: NOW });
     const [old] = await queue.claim({ count: 1, now: NOW });
     expect(old.id).toBe("x");
-    expect(await queue.cancel(["x"], { now: NOW + 1 })).toEqual([{ id: "x", status: "ok" }]);
-    expect(await queue.delete(["x"])).toEqual([{ id: "x", status: "ok" }]);
+    expect(await queue.admin.cancel(["x"], { now: NOW + 1 })).toEqual([{ id: "x", status: "ok" }]);
+    expect(await queue.admin.delete(["x"])).toEqual([{ id: "x", status: "ok" }]);
     await queue.enqueue([{ id: "x", type: "job", group: "g" }], { now: NOW + 2 });
     const [renewed] = await queue.claim({ count: 1, now: NOW + 3 });
     expect(renewed.id).toBe("x");
@@ -49,51 +49,52 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     await redis.hset(queue.keys.task, "b:s", "W|0|0|not a state");
     await ack(queue, claimed, NOW + 1); // a's slot is free: b's turn, and its record is unreadable
     expect((await queue.stats({ now: NOW + 2 })).corrupt).toBe(1);
-    expect(await queue.inspect("b")).toMatchObject({ state: "corrupt" });
-    expect((await queue.list("corrupt")).map((task) => task.id)).toEqual(["b"]);
+    expect(await queue.admin.inspect("b")).toMatchObject({ state: "corrupt" });
+    expect((await queue.admin.list("corrupt")).map((task) => task.id)).toEqual(["b"]);
     await expectClean(queue, NOW + 3);
   });
 
   it("4: a filtered delete or purge leaves a task that moved on since it was found", async () => {
     const queue = await fresh();
     await failTasks(queue, ["f1", "f2", "f3"], { now: NOW });
-    const found = (await queue.find("failed", {})).tasks.map((task) => task.id);
+    const found = (await queue.admin.find("failed", {})).tasks.map((task) => task.id);
     expect(found).toEqual(["f1", "f2", "f3"]);
-    await queue.requeue(["f2"], { now: NOW + 1 }); // an operator (or the dashboard) requeues f2 meanwhile
-    expect(await queue.delete(found, { state: "failed" })).toEqual([
+    await queue.admin.requeue(["f2"], { now: NOW + 1 }); // an operator (or the dashboard) requeues f2 meanwhile
+    expect(await queue.admin.delete(found, { state: "failed" })).toEqual([
       { id: "f1", status: "ok" },
       { id: "f2", status: "not_in_state" },
       { id: "f3", status: "ok" },
     ]);
-    expect((await queue.inspect("f2"))?.state).toBe("ready");
-    await queue.delete(["f2"]);
+    expect((await queue.admin.inspect("f2"))?.state).toBe("ready");
+    await queue.admin.delete(["f2"]);
 
     // purge: a requeue lands between the page it read and the delete it sends.
     await failTasks(queue, ["g1", "g2"], { now: NOW + 10 });
-    const store = (queue as unknown as { store: Store }).store;
+    const context = (queue as unknown as { context: { store: Store } }).context;
+    const store = context.store;
     const original = store.evalScript.bind(store);
     let raced = false;
-    (queue as unknown as { store: Store }).store = {
+    context.store = {
       ...store,
       evalScript: async (script, keys, args) => {
         if (script.name === "delete" && !raced) {
           raced = true;
-          await queue.requeue(["g1"], { now: NOW + 11 });
+          await queue.admin.requeue(["g1"], { now: NOW + 11 });
         }
         return original(script, keys, args);
       },
       close: () => store.close(),
     };
-    expect(await queue.purge("failed")).toBe(1);
-    expect((await queue.inspect("g1"))?.state).toBe("ready");
-    expect(await queue.inspect("g2")).toBeUndefined();
-    (queue as unknown as { store: Store }).store = store;
+    expect(await queue.admin.purge("failed")).toBe(1);
+    expect((await queue.admin.inspect("g1"))?.state).toBe("ready");
+    expect(await queue.admin.inspect("g2")).toBeUndefined();
+    context.store = store;
     await expectClean(queue, NOW + 12);
   });
 
   it.each([
-    ["cancelling", (queue: Queue) => queue.cancel(["poison"], { now: NOW + 3 })],
-    ["deleting", (queue: Queue) => queue.delete(["poison"])],
+    ["cancelling", (queue: Queue) => queue.admin.cancel(["poison"], { now: NOW + 3 })],
+    ["deleting", (queue: Queue) => queue.admin.delete(["poison"])],
   ])("6: %s the task an ordered queue waits for ends the wait", async (_, end) => {
     const queue = await fresh({ ordered: true, policies: { job: { leaseMs: 10_000, maxAttempts: 5 } } });
     await queue.enqueue(
@@ -166,7 +167,7 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     const queue = await groupG({ concurrency: 1 }, ["a", "b", "c"]);
     const first = await queue.claim({ count: 10, now: NOW });
     expect(ids(first)).toEqual(["a"]);
-    expect(await queue.delete(["b", "b"])).toEqual([
+    expect(await queue.admin.delete(["b", "b"])).toEqual([
       { id: "b", status: "ok" },
       { id: "b", status: "ok" },
     ]);
@@ -179,9 +180,9 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     const queue = await groupG({ ordered: true }, ["a", "b"]);
     await redis.hset(queue.keys.task, "a:s", "R|garbage");
     expect(await queue.claim({ count: 10, now: NOW })).toEqual([]);
-    expect((await queue.inspect("a"))?.state).toBe("corrupt");
+    expect((await queue.admin.inspect("a"))?.state).toBe("corrupt");
     // The group's turn passes to b once the quarantined head is out of it (here: deleted).
-    await queue.delete(["a"]);
+    await queue.admin.delete(["a"]);
     expect(ids(await queue.claim({ count: 10, now: NOW + 1 }))).toEqual(["b"]);
     await expectClean(queue, NOW + 2);
   });
@@ -209,7 +210,7 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     await queue.enqueue([{ id: "d", type: "job" }], { now: NOW });
     await ack(queue, await queue.claim({ count: 1, now: NOW }), NOW);
     await redis.hset(queue.keys.task, "f:s", "F|broken", "d:s", "D|broken");
-    expect(await queue.cancel(["f", "d"], { now: NOW + 1 })).toEqual([
+    expect(await queue.admin.cancel(["f", "d"], { now: NOW + 1 })).toEqual([
       { id: "f", status: "corrupt" },
       { id: "d", status: "corrupt" },
     ]);
@@ -224,19 +225,19 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     await queue.enqueue([{ id: "x", type: "job" }], { now: NOW });
     const claimed = await queue.claim({ count: 1, now: NOW });
     await redis.hdel(queue.keys.task, "x"); // its body is lost while its worker runs it
-    const repaired = await queue.checkAll({ now: NOW + 1, repair: true });
+    const repaired = await queue.admin.checkAll({ now: NOW + 1, repair: true });
     expect(repaired.map((problem) => problem.code)).toEqual(["no_body"]);
-    expect((await queue.inspect("x"))?.state).toBe("corrupt");
+    expect((await queue.admin.inspect("x"))?.state).toBe("corrupt");
     // Its state still reads as a lease with that token: only the mark keeps the worker out.
     expect(await ack(queue, claimed, NOW + 2)).toEqual([{ id: "x", status: "corrupt", state: "corrupt" }]);
-    expect(await queue.cancel(["x", "x"], { now: NOW + 3 })).toEqual([
+    expect(await queue.admin.cancel(["x", "x"], { now: NOW + 3 })).toEqual([
       { id: "x", status: "corrupt" },
       { id: "x", status: "corrupt" },
     ]);
     expect(await redis.zscore(queue.keys.failed, "x")).toBeNull();
     expect(await redis.zscore(queue.keys.done, "x")).toBeNull();
     expect((await queue.stats({ now: NOW + 4 })).corrupt).toBe(1);
-    expect(await queue.inspect("x")).toMatchObject({
+    expect(await queue.admin.inspect("x")).toMatchObject({
       state: "corrupt",
       type: "job",
       lastError: "a task without its body",
@@ -265,7 +266,7 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
       const [task] = await queue.claim({ count: 1, now: NOW });
       await redis.hset(queue.keys.task, `${task.id}:s`, "L|garbled"); // its state cannot be read
       expect(await call(queue, task)).toEqual([{ id: task.id, status: "corrupt" }]);
-      expect(await queue.inspect(task.id)).toMatchObject({ state: "corrupt" });
+      expect(await queue.admin.inspect(task.id)).toMatchObject({ state: "corrupt" });
       expect(await redis.zscore(queue.keys.leased, task.id)).toBeNull();
       // The group's next task runs: the slot the unreadable lease held is free.
       expect((await queue.claim({ count: 1, now: NOW + 2 })).map((next) => next.id)).toEqual(["r2"]);
@@ -279,7 +280,7 @@ describe.each(adapters)("guarantees over $name", (adapter) => {
     expect(a.id).toBe("a"); // b waits, parked, behind it
     await redis.hset(queue.keys.task, "b:s", "W|not a state");
     // delete cannot name b's member in grouped (its record is what names it): the member stays.
-    expect(await queue.delete(["b"], { now: NOW + 1 })).toEqual([{ id: "b", status: "ok" }]);
+    expect(await queue.admin.delete(["b"], { now: NOW + 1 })).toEqual([{ id: "b", status: "ok" }]);
     await queue.enqueue(
       ["c", "b"].map((id) => ({ id, type: "job", group: "g" })),
       { now: NOW + 2 },

@@ -25,8 +25,8 @@ describe.each(adapters)("ids and groups with : and @ over $name", (adapter) => {
       { now: NOW },
     );
     expect(enqueued.map((result) => [result.id, result.status])).toEqual(named.map((id) => [id, "ok"]));
-    expect((await queue.inspect("user:42"))?.state).toBe("ready");
-    expect((await queue.inspect(SLOT))?.group).toBe("tenant:1");
+    expect((await queue.admin.inspect("user:42"))?.state).toBe("ready");
+    expect((await queue.admin.inspect(SLOT))?.group).toBe("tenant:1");
     await assertConsistent(redis, queue);
 
     const claimed = await queue.claim({ count: 10, now: NOW });
@@ -39,11 +39,11 @@ describe.each(adapters)("ids and groups with : and @ over $name", (adapter) => {
     expect(extended.map((result) => result.status)).toEqual(named.map(() => "ok"));
     await ack(queue, claimed, NOW + 2);
 
-    const done = await queue.inspect(EVENTBRIDGE);
+    const done = await queue.admin.inspect(EVENTBRIDGE);
     expect(done).toMatchObject({ id: EVENTBRIDGE, state: "done", type: "sweep", payload: "", finishedAt: NOW + 2 });
-    expect((await queue.inspect(SLOT))?.group).toBe("tenant:1");
-    expect((await queue.list("done", { limit: 100 })).map((task) => task.id).sort()).toEqual([...named].sort());
-    const history = await queue.history({ now: NOW + 2, minutes: 1 });
+    expect((await queue.admin.inspect(SLOT))?.group).toBe("tenant:1");
+    expect((await queue.admin.list("done", { limit: 100 })).map((task) => task.id).sort()).toEqual([...named].sort());
+    const history = await queue.admin.history({ now: NOW + 2, minutes: 1 });
     expect(history.done).toEqual([named.length]);
     // Idempotent by id: a second enqueue of each is a duplicate, DONE.
     const again = await queue.enqueue(
@@ -80,19 +80,19 @@ describe.each(adapters)("ids and groups with : and @ over $name", (adapter) => {
     expect((await queue.release([{ id: "l:1", token: token("l:1") }], { now: NOW + 1 })).map((r) => r.status)).toEqual([
       "ok",
     ]);
-    expect((await queue.cancel(["c:1"], { now: NOW + 1 })).map((r) => r.status)).toEqual(["ok"]);
-    expect((await queue.requeue(["f@1", "c:1"], { now: NOW + 2 })).map((r) => r.status)).toEqual(["ok", "ok"]);
+    expect((await queue.admin.cancel(["c:1"], { now: NOW + 1 })).map((r) => r.status)).toEqual(["ok"]);
+    expect((await queue.admin.requeue(["f@1", "c:1"], { now: NOW + 2 })).map((r) => r.status)).toEqual(["ok", "ok"]);
     // "x@y:z9" and "d@1" are still leased: the reclaimer takes them back when the lease ends.
     const reclaimed = await queue.reclaim({ now: NOW + 10_000 });
     expect(reclaimed.reclaimed.sort()).toEqual(["d@1", "x@y:z9"]);
     // A record made unreadable is quarantined (by the check, repairing), and repaired by its id.
     await redis.hset(queue.keys.task, "l:1:s", "not a state");
-    const found = await queue.checkAll({ now: NOW + 10_001, repair: true });
+    const found = await queue.admin.checkAll({ now: NOW + 10_001, repair: true });
     expect(found.map((problem) => [problem.code, problem.subject])).toEqual([["unreadable", "l:1"]]);
-    expect((await queue.inspect("l:1"))?.state).toBe("corrupt");
-    expect((await queue.repair(["l:1"], { now: NOW + 10_002 })).map((r) => r.status)).toEqual(["ok"]);
-    expect((await queue.delete(["d@1", "r:1"])).map((r) => r.status)).toEqual(["ok", "ok"]);
-    expect(await queue.inspect("d@1")).toBeUndefined();
+    expect((await queue.admin.inspect("l:1"))?.state).toBe("corrupt");
+    expect((await queue.admin.repair(["l:1"], { now: NOW + 10_002 })).map((r) => r.status)).toEqual(["ok"]);
+    expect((await queue.admin.delete(["d@1", "r:1"])).map((r) => r.status)).toEqual(["ok", "ok"]);
+    expect(await queue.admin.inspect("d@1")).toBeUndefined();
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 10_003);
   });
@@ -144,12 +144,15 @@ describe.each(adapters)("ids and groups with : and @ over $name", (adapter) => {
     const first = await queue.claim({ count: 10, now: NOW });
     expect(ids(first)).toEqual(["t@0", "t@1"]);
     expect(await queue.claim({ count: 10, now: NOW + 1 })).toEqual([]);
-    expect((await queue.groups()).groups).toEqual([
+    expect((await queue.admin.groups()).groups).toEqual([
       { type: "api", group: "tenant@acme", leased: 2, ready: 3, parked: 3 },
     ]);
     await ack(queue, first.slice(0, 1), NOW + 2);
     expect(ids(await queue.claim({ count: 10, now: NOW + 3 }))).toEqual(["t@2"]);
-    expect((await queue.find("ready", { group: "tenant@acme" })).tasks.map((task) => task.id)).toEqual(["t@3", "t@4"]);
+    expect((await queue.admin.find("ready", { group: "tenant@acme" })).tasks.map((task) => task.id)).toEqual([
+      "t@3",
+      "t@4",
+    ]);
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 3);
   });
@@ -171,7 +174,7 @@ describe.each(adapters)("ids and groups with : and @ over $name", (adapter) => {
       ],
       { now: NOW },
     );
-    await queue.pause({ now: NOW, type: "email" });
+    await queue.admin.pause({ now: NOW, type: "email" });
     const first = await queue.claim({ count: 10, now: NOW });
     expect(ids(first)).toEqual(["s1"]);
     const stored = await redis.zrange(queue.keys.grouped, 0, -1);
@@ -184,12 +187,12 @@ describe.each(adapters)("ids and groups with : and @ over $name", (adapter) => {
     ]);
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW);
-    expect((await queue.groups()).groups.sort((a, b) => a.type.localeCompare(b.type))).toEqual([
+    expect((await queue.admin.groups()).groups.sort((a, b) => a.type.localeCompare(b.type))).toEqual([
       { type: "email", group: "@email", leased: 0, ready: 2, parked: 0 },
       { type: "send", group: "@email", leased: 1, ready: 1, parked: 1 },
     ]);
 
-    await queue.resume({ now: NOW + 1, type: "email" });
+    await queue.admin.resume({ now: NOW + 1, type: "email" });
     await ack(queue, first, NOW + 2);
     const next = await queue.claim({ count: 10, now: NOW + 3 });
     // send|@email lets s2 out; email's group @email runs one (concurrency 1), and its type's rate

@@ -21,7 +21,7 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     const [extended] = await queue.extend([{ ...claimed[0], leaseMs: 30_000 }], { now: NOW + 900 });
     expect(extended).toEqual({ id: "long", status: "ok", leaseDeadlineMs: NOW + 30_900 });
     expect((await queue.reclaim({ now: NOW + 10_000 })).reclaimed).toEqual([]);
-    expect((await queue.inspect("long"))?.state).toBe("leased");
+    expect((await queue.admin.inspect("long"))?.state).toBe("leased");
   });
 
   it("release puts unstarted tasks back with their rank and their attempt returned", async () => {
@@ -31,7 +31,7 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
       { id: "r3", status: "ok" },
     ]);
     expect(await queue.release(claimed.slice(1, 2), { now: NOW })).toEqual([{ id: "r2", status: "stale_token" }]);
-    expect(await queue.inspect("r2")).toMatchObject({ state: "ready", attempts: 0 });
+    expect(await queue.admin.inspect("r2")).toMatchObject({ state: "ready", attempts: 0 });
     const again = await queue.claim({ count: 5, now: NOW });
     expect(again.map((t) => [t.id, t.attempt])).toEqual([
       ["r2", 1],
@@ -64,8 +64,8 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     // Only the second one's holder confirmed it (a heartbeat: its handler runs).
     await queue.extend([{ ...claimed[1], leaseMs: 1_000 }], { now: NOW });
     expect((await queue.reclaim({ now: NOW + 60_000 })).reclaimed.sort()).toEqual(["started", "unstarted"]);
-    expect(await queue.inspect("unstarted")).toMatchObject({ state: "ready", attempts: 0, stalls: 1 });
-    expect(await queue.inspect("started")).toMatchObject({ state: "ready", attempts: 1, stalls: 1 });
+    expect(await queue.admin.inspect("unstarted")).toMatchObject({ state: "ready", attempts: 0, stalls: 1 });
+    expect(await queue.admin.inspect("started")).toMatchObject({ state: "ready", attempts: 1, stalls: 1 });
     const again = await queue.claim({ count: 10, now: NOW + 60_000 });
     expect(again.map((t) => [t.id, t.attempt])).toEqual([
       ["unstarted", 1],
@@ -82,7 +82,7 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     const [second] = await queue.claim({ count: 1, now: NOW + 60_000 });
     expect(second).toMatchObject({ id: "crasher", solo: false });
     expect((await queue.reclaim({ now: NOW + 120_000 })).reclaimed).toEqual(["crasher"]);
-    expect(await queue.inspect("crasher")).toMatchObject({ state: "ready", stalls: 2 });
+    expect(await queue.admin.inspect("crasher")).toMatchObject({ state: "ready", stalls: 2 });
     await queue.enqueue(
       [
         { id: "before", type: "t", priority: -10 },
@@ -114,7 +114,7 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     await queue.extend([{ ...claimed[0], leaseMs: 1_000 }], { now: NOW });
     const result = await queue.reclaim({ now: NOW + 60_000 });
     expect(result).toEqual({ reclaimed: [], failed: ["once"], more: false });
-    expect(await queue.inspect("once")).toMatchObject({
+    expect(await queue.admin.inspect("once")).toMatchObject({
       state: "failed",
       lastError: "lease expired after attempt 1 of 1",
       stalls: 1,
@@ -126,7 +126,7 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
       await stalling.claim({ count: 1, now: at });
       await stalling.reclaim({ now: at + 30_000 });
     }
-    expect(await stalling.inspect("s")).toMatchObject({
+    expect(await stalling.admin.inspect("s")).toMatchObject({
       state: "failed",
       attempts: 0,
       stalls: 2,
@@ -157,6 +157,6 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     const tasks = await assertConsistent(redis, queue);
     // Never confirmed by a heartbeat: each attempt was given back, and a stall counted once.
     for (const id of ids) expect(tasks.get(id)).toMatchObject({ state: "R", attempts: 0 });
-    expect((await queue.inspect("c7"))?.stalls).toBe(1);
+    expect((await queue.admin.inspect("c7"))?.stalls).toBe(1);
   });
 });

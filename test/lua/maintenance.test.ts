@@ -63,7 +63,7 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
     const tick = await queue.tick({ now: NOW + DAY + 1 });
     expect(tick).toMatchObject({ reclaimed: 0, reclaimFailed: 1, promoted: 1, doneTrimmed: 1, failedTrimmed: 0 });
     expect(tick).toMatchObject({ ready: 1, scheduled: 0, leased: 0, done: 0, failed: 1 });
-    expect(await queue.inspect("old-done")).toBeUndefined();
+    expect(await queue.admin.inspect("old-done")).toBeUndefined();
     await assertConsistent(redis, queue);
   });
 
@@ -97,19 +97,19 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
     );
     const [f] = await queue.claim({ count: 1, now: NOW });
     await queue.settle([{ ...f, outcome: "fail", error: "boom" }], { now: NOW });
-    expect(await queue.requeue(["f", "r", "nobody"], { now: NOW + 1 })).toEqual([
+    expect(await queue.admin.requeue(["f", "r", "nobody"], { now: NOW + 1 })).toEqual([
       { id: "f", status: "ok" },
       { id: "r", status: "not_failed" },
       { id: "nobody", status: "unknown_id" },
     ]);
-    expect(await queue.inspect("f")).toMatchObject({
+    expect(await queue.admin.inspect("f")).toMatchObject({
       state: "ready",
       attempts: 0,
       lastError: "boom",
       payload: '{"id":"f"}',
     });
     // A repeated requeue (a retry after a lost reply) answers ok and changes nothing.
-    expect(await queue.requeue(["f"], { now: NOW + 1 })).toEqual([{ id: "f", status: "ok" }]);
+    expect(await queue.admin.requeue(["f"], { now: NOW + 1 })).toEqual([{ id: "f", status: "ok" }]);
     const [again] = await queue.claim({ count: 1, now: NOW + 2 });
     expect(again).toMatchObject({ id: "f", attempt: 1 });
     await assertConsistent(redis, queue);
@@ -121,19 +121,19 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
       ["a", "b", "c"].map((id, i) => ({ id, type: `type${i}`, priority: 3 - i })),
       { now: NOW },
     );
-    expect((await queue.list("ready", { limit: 2 })).map((t) => [t.id, t.type])).toEqual([
+    expect((await queue.admin.list("ready", { limit: 2 })).map((t) => [t.id, t.type])).toEqual([
       ["c", "type2"],
       ["b", "type1"],
     ]);
-    expect((await queue.list("ready", { offset: 2 })).map((t) => t.id)).toEqual(["a"]);
-    await expect(queue.list("lost" as never)).rejects.toThrow(
+    expect((await queue.admin.list("ready", { offset: 2 })).map((t) => t.id)).toEqual(["a"]);
+    await expect(queue.admin.list("lost" as never)).rejects.toThrow(
       /list: state must be one of ready, scheduled, leased, done, failed, corrupt, got "lost"/,
     );
   });
 
   it("inspect answers undefined for an unknown id and rejects a malformed one", async () => {
     const queue = await fresh();
-    expect(await queue.inspect("nobody")).toBeUndefined();
-    await expect(queue.inspect("no body")).rejects.toBeInstanceOf(InvalidInputError);
+    expect(await queue.admin.inspect("nobody")).toBeUndefined();
+    await expect(queue.admin.inspect("no body")).rejects.toBeInstanceOf(InvalidInputError);
   });
 });

@@ -18,7 +18,7 @@ interface Internals {
     count: number;
     until: number;
   }): Promise<Array<{ revision: string; cursor: string }>>;
-  run(name: "plan", fixed: Record<string, string>, items: string[]): Promise<unknown[]>;
+  context: { run(name: "plan", fixed: Record<string, string>, items: string[]): Promise<unknown[]> };
 }
 const HORIZON = 70_000;
 
@@ -26,7 +26,8 @@ const HORIZON = 70_000;
 async function slotTasks(queue: Queue, name: string): Promise<string[]> {
   const ids: string[] = [];
   for (const state of ["scheduled", "ready", "leased", "done", "failed"] as const) {
-    for (const task of await queue.list(state, { limit: 1000 })) if (task.id.startsWith(`${name}@`)) ids.push(task.id);
+    for (const task of await queue.admin.list(state, { limit: 1000 }))
+      if (task.id.startsWith(`${name}@`)) ids.push(task.id);
   }
   return ids.sort();
 }
@@ -36,23 +37,23 @@ describe.each(adapters)("schedules over $name", (adapter) => {
 
   it("makes each slot within the horizon one task, ahead, with the wake-up of the first, and nothing on a second plan", async () => {
     const queue = await fresh();
-    expect(await queue.setSchedule("every5", { every: 5_000, type: "job", payload: { n: 1 } }, { now: T0 })).toEqual({
+    expect(await queue.schedules.set("every5", { every: 5_000, type: "job", payload: { n: 1 } }, { now: T0 })).toEqual({
       status: "set",
       cursorMs: T0,
     });
-    const plan = await queue.planSchedules({ now: T0, horizonMs: HORIZON });
+    const plan = await queue.schedules.plan({ now: T0, horizonMs: HORIZON });
     // Slots 10:00:05 .. 10:01:10: 14 of them; the first falls due 4.5 s from now.
     expect(plan).toMatchObject({ planned: 1, made: 14, stale: 0, wakeAtMs: Date.parse("2026-12-02T10:00:05.000Z") });
     const ids = await slotTasks(queue, "every5");
     expect(ids).toHaveLength(14);
     expect(ids[0]).toBe("every5@2026-12-02T10:00:05.000Z");
     expect(ids[13]).toBe("every5@2026-12-02T10:01:10.000Z");
-    expect((await queue.inspect(ids[0]))?.payload).toBe('{"n":1}');
-    expect(await queue.planSchedules({ now: T0 + 1_000, horizonMs: HORIZON })).toMatchObject({ made: 0 });
+    expect((await queue.admin.inspect(ids[0]))?.payload).toBe('{"n":1}');
+    expect(await queue.schedules.plan({ now: T0 + 1_000, horizonMs: HORIZON })).toMatchObject({ made: 0 });
     // The next run plans what falls into its own horizon, from where the last left off.
-    expect(await queue.planSchedules({ now: T0 + 60_000, horizonMs: HORIZON })).toMatchObject({ made: 12 });
+    expect(await queue.schedules.plan({ now: T0 + 60_000, horizonMs: HORIZON })).toMatchObject({ made: 12 });
     expect(await slotTasks(queue, "every5")).toHaveLength(26);
-    const [info] = await queue.listSchedules();
+    const [info] = await queue.schedules.list();
     expect(info).toMatchObject({
       name: "every5",
       made: 26,
@@ -66,19 +67,19 @@ describe.each(adapters)("schedules over $name", (adapter) => {
 
   it("makes every slot once when 10 planners run at the same moment", async () => {
     const queue = await fresh();
-    await queue.setSchedule("tight", { cron: "* * * * * *", type: "job" }, { now: T0 });
+    await queue.schedules.set("tight", { cron: "* * * * * *", type: "job" }, { now: T0 });
     const others = await Promise.all(Array.from({ length: 9 }, () => fresh({ name: queue.name })));
-    const plans = await Promise.all([queue, ...others].map((q) => q.planSchedules({ now: T0, horizonMs: HORIZON })));
+    const plans = await Promise.all([queue, ...others].map((q) => q.schedules.plan({ now: T0, horizonMs: HORIZON })));
     expect(plans.reduce((sum, plan) => sum + plan.made, 0)).toBe(70);
     expect(await slotTasks(queue, "tight")).toHaveLength(70);
-    expect((await queue.listSchedules())[0].made).toBe(70);
+    expect((await queue.schedules.list())[0].made).toBe(70);
   });
 
   it("makes nothing from a plan computed before another planner's or a change (the cursor compare-and-set)", async () => {
     const queue = await fresh();
-    await queue.setSchedule("cas", { every: 10_000, type: "job" }, { now: T0 });
-    // What a planner read and computed, sent late: the raw plan call of Queue.planSchedules.
-    const [read] = await (queue as unknown as Internals).readSchedules({
+    await queue.schedules.set("cas", { every: 10_000, type: "job" }, { now: T0 });
+    // What a planner read and computed, sent late: the raw plan call of queue.schedules.plan.
+    const [read] = await (queue.schedules as unknown as Internals).readSchedules({
       all: false,
       offset: 0,
       count: 10,
@@ -86,18 +87,22 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     });
     const planFrom = (horizon: number, body = "1|0|job||") => {
       const slots = slotsBetween({ every: 10_000, type: "job" }, Number(read.cursor), T0 + horizon, 100);
-      return (queue as unknown as Internals).run("plan", { now: String(T0), horizonMs: "0", callId: "" }, [
-        "cas",
-        read.revision,
-        read.cursor,
-        String(T0 + horizon),
-        String(slots.at(-1) as number),
-        "0",
-        "",
-        body,
-        slots.map((slot) => `${slot} ${slotId("cas", slot)}`).join(" "),
-        "0",
-      ]);
+      return (queue.schedules as unknown as Internals).context.run(
+        "plan",
+        { now: String(T0), horizonMs: "0", callId: "" },
+        [
+          "cas",
+          read.revision,
+          read.cursor,
+          String(T0 + horizon),
+          String(slots.at(-1) as number),
+          "0",
+          "",
+          body,
+          slots.map((slot) => `${slot} ${slotId("cas", slot)}`).join(" "),
+          "0",
+        ],
+      );
     };
     await loadCron();
     // Two planners read the same cursor: the first makes its slots, the second (a longer horizon,
@@ -106,13 +111,13 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     expect(await planFrom(60_000)).toEqual([-1, ""]);
     expect(await slotTasks(queue, "cas")).toHaveLength(3);
     // A plan read before a change of the definition is stale too, even at the cursor it read.
-    const [again] = await (queue as unknown as Internals).readSchedules({
+    const [again] = await (queue.schedules as unknown as Internals).readSchedules({
       all: false,
       offset: 0,
       count: 10,
       until: T0 + HORIZON * 10,
     });
-    await queue.setSchedule("cas", { every: 20_000, type: "job" }, { now: T0 });
+    await queue.schedules.set("cas", { every: 20_000, type: "job" }, { now: T0 });
     Object.assign(read, again);
     expect(await planFrom(60_000)).toEqual([-1, ""]);
     expect(await slotTasks(queue, "cas")).toHaveLength(3);
@@ -120,18 +125,18 @@ describe.each(adapters)("schedules over $name", (adapter) => {
 
   it("keeps the cursor through a change: the slots made stay, the new definition gives every slot after them", async () => {
     const queue = await fresh();
-    await queue.setSchedule("s", { every: 10_000, type: "job" }, { now: T0 });
-    await queue.planSchedules({ now: T0, horizonMs: HORIZON });
-    const changed = await queue.setSchedule("s", { every: 20_000, type: "job" }, { now: T0 + 1_000 });
+    await queue.schedules.set("s", { every: 10_000, type: "job" }, { now: T0 });
+    await queue.schedules.plan({ now: T0, horizonMs: HORIZON });
+    const changed = await queue.schedules.set("s", { every: 20_000, type: "job" }, { now: T0 + 1_000 });
     expect(changed).toEqual({ status: "set", cursorMs: T0 + HORIZON });
-    await queue.planSchedules({ now: T0 + 60_000, horizonMs: HORIZON });
+    await queue.schedules.plan({ now: T0 + 60_000, horizonMs: HORIZON });
     await loadCron();
     const expected = [
       ...slotsBetween({ every: 10_000, type: "job" }, T0, T0 + HORIZON, 100),
       ...slotsBetween({ every: 20_000, type: "job" }, T0 + HORIZON, T0 + 60_000 + HORIZON, 100),
     ].map((slot) => slotId("s", slot));
     expect(await slotTasks(queue, "s")).toEqual(expected.sort());
-    expect(await queue.setSchedule("s", { every: 20_000, type: "job" }, { now: T0 + 61_000 })).toMatchObject({
+    expect(await queue.schedules.set("s", { every: 20_000, type: "job" }, { now: T0 + 61_000 })).toMatchObject({
       status: "unchanged",
     });
   });
@@ -139,16 +144,16 @@ describe.each(adapters)("schedules over $name", (adapter) => {
   it("keeps a cursor that lags behind now through a change: no slot after it skipped unseen", async () => {
     // Its planners were away for a minute (killed, slow); a deploy changes the definition then.
     const queue = await fresh();
-    await queue.setSchedule("lag", { every: 1_000, type: "job", catchUp: { max: 100 } }, { now: T0 });
-    await queue.planSchedules({ now: T0, horizonMs: 5_000 });
-    const [before] = await queue.listSchedules();
-    const changed = await queue.setSchedule(
+    await queue.schedules.set("lag", { every: 1_000, type: "job", catchUp: { max: 100 } }, { now: T0 });
+    await queue.schedules.plan({ now: T0, horizonMs: 5_000 });
+    const [before] = await queue.schedules.list();
+    const changed = await queue.schedules.set(
       "lag",
       { every: 2_000, type: "job", catchUp: { max: 100 } },
       { now: T0 + 60_000, owner: "deploy" },
     );
     expect(changed).toEqual({ status: "set", cursorMs: before.cursorMs });
-    await queue.planSchedules({ now: T0 + 60_000, horizonMs: 5_000 });
+    await queue.schedules.plan({ now: T0 + 60_000, horizonMs: 5_000 });
     await loadCron();
     // Every slot after the cursor is the new definition's, caught up: made, none passed over.
     const expected = [
@@ -156,21 +161,21 @@ describe.each(adapters)("schedules over $name", (adapter) => {
       ...slotsBetween({ every: 2_000, type: "job" }, before.cursorMs, T0 + 65_000, 100),
     ].map((slot) => slotId("lag", slot));
     expect(await slotTasks(queue, "lag")).toEqual(expected.sort());
-    const [after] = await queue.listSchedules();
+    const [after] = await queue.schedules.list();
     expect(after).toMatchObject({ made: expected.length, passedOver: 0 });
     await expectClean(queue, T0 + 60_000);
   });
 
   it("makes nothing for a removed schedule, and never a slot twice when one of that name is set again", async () => {
     const queue = await fresh();
-    await queue.setSchedule("r", { every: 10_000, type: "job" }, { now: T0 });
-    await queue.planSchedules({ now: T0, horizonMs: HORIZON });
-    expect(await queue.removeSchedule("r", { now: T0 + 1 })).toBe("done");
-    expect(await queue.removeSchedule("r", { now: T0 + 1 })).toBe("unknown");
-    expect(await queue.planSchedules({ now: T0 + 2, horizonMs: HORIZON })).toMatchObject({ made: 0 });
+    await queue.schedules.set("r", { every: 10_000, type: "job" }, { now: T0 });
+    await queue.schedules.plan({ now: T0, horizonMs: HORIZON });
+    expect(await queue.schedules.remove("r", { now: T0 + 1 })).toBe("done");
+    expect(await queue.schedules.remove("r", { now: T0 + 1 })).toBe("unknown");
+    expect(await queue.schedules.plan({ now: T0 + 2, horizonMs: HORIZON })).toMatchObject({ made: 0 });
     // Set again at once: its cursor is the removed one's, beyond the slots already made.
-    await queue.setSchedule("r", { every: 10_000, type: "job" }, { now: T0 + 3 });
-    await queue.planSchedules({ now: T0 + 30_000, horizonMs: HORIZON });
+    await queue.schedules.set("r", { every: 10_000, type: "job" }, { now: T0 + 3 });
+    await queue.schedules.plan({ now: T0 + 30_000, horizonMs: HORIZON });
     const ids = await slotTasks(queue, "r");
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids).toHaveLength(10); // 10:00:10 .. 10:01:40
@@ -178,15 +183,15 @@ describe.each(adapters)("schedules over $name", (adapter) => {
 
   it("plans nothing while paused and resumes from now, passing over the slots of the pause", async () => {
     const queue = await fresh();
-    await queue.setSchedule("p", { every: 60_000, type: "job" }, { now: T0 });
-    expect(await queue.pauseSchedule("p", { now: T0 })).toBe("done");
-    expect(await queue.pauseSchedule("p", { now: T0 })).toBe("unchanged");
-    expect(await queue.planSchedules({ now: T0 + 3_600_000, horizonMs: HORIZON })).toMatchObject({ made: 0 });
-    expect(await queue.resumeSchedule("p", { now: T0 + 3_600_000 })).toBe("done");
-    expect(await queue.planSchedules({ now: T0 + 3_600_000, horizonMs: HORIZON })).toMatchObject({ made: 1 });
+    await queue.schedules.set("p", { every: 60_000, type: "job" }, { now: T0 });
+    expect(await queue.schedules.pause("p", { now: T0 })).toBe("done");
+    expect(await queue.schedules.pause("p", { now: T0 })).toBe("unchanged");
+    expect(await queue.schedules.plan({ now: T0 + 3_600_000, horizonMs: HORIZON })).toMatchObject({ made: 0 });
+    expect(await queue.schedules.resume("p", { now: T0 + 3_600_000 })).toBe("done");
+    expect(await queue.schedules.plan({ now: T0 + 3_600_000, horizonMs: HORIZON })).toMatchObject({ made: 1 });
     expect(await slotTasks(queue, "p")).toEqual(["p@2026-12-02T11:01:00.000Z"]);
     // The 60 slots of the pause (10:01 .. 11:00) were passed over, and are counted so.
-    expect((await queue.listSchedules())[0]).toMatchObject({ made: 1, passedOver: 60 });
+    expect((await queue.schedules.list())[0]).toMatchObject({ made: 1, passedOver: 60 });
   });
 
   it.each([
@@ -195,34 +200,34 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     [{ max: 2 }, ["c@2026-12-02T12:00:00.000Z", "c@2026-12-02T13:00:00.000Z"]],
   ] as const)("after a 4-hour outage catches up %j of the missed hourly slots", async (catchUp, caught) => {
     const queue = await fresh();
-    await queue.setSchedule("c", { cron: "0 * * * *", type: "job", catchUp }, { now: T0 });
-    await queue.planSchedules({ now: T0, horizonMs: HORIZON });
+    await queue.schedules.set("c", { cron: "0 * * * *", type: "job", catchUp }, { now: T0 });
+    await queue.schedules.plan({ now: T0, horizonMs: HORIZON });
     // No planner from 10:00 to 13:30: the slots 11:00, 12:00, 13:00 were missed.
-    const plan = await queue.planSchedules({ now: T0 + 3.5 * 3_600_000, horizonMs: HORIZON });
+    const plan = await queue.schedules.plan({ now: T0 + 3.5 * 3_600_000, horizonMs: HORIZON });
     expect(plan.passedOver).toBe(3 - caught.length);
     expect(await slotTasks(queue, "c")).toEqual([...caught]);
-    expect((await queue.listSchedules())[0]).toMatchObject({ passedOver: 3 - caught.length, made: caught.length });
+    expect((await queue.schedules.list())[0]).toMatchObject({ passedOver: 3 - caught.length, made: caught.length });
   });
 
   it("with overlap skip passes over a slot whose previous slot's task still runs; with allow runs both", async () => {
     for (const overlap of ["skip", "allow"] as const) {
       const queue = await fresh();
-      await queue.setSchedule("o", { every: 10_000, type: "job", overlap }, { now: T0 });
-      await queue.planSchedules({ now: T0, horizonMs: 25_000 });
+      await queue.schedules.set("o", { every: 10_000, type: "job", overlap }, { now: T0 });
+      await queue.schedules.plan({ now: T0, horizonMs: 25_000 });
       const first = await queue.claim({ count: 1, now: T0 + 10_000 });
       expect(first.map((task) => task.id)).toEqual(["o@2026-12-02T10:00:10.000Z"]);
       // The 10:00:20 slot falls due while the 10:00:10 task is leased.
       const second = await queue.claim({ count: 1, now: T0 + 20_000 });
       if (overlap === "skip") {
         expect(second).toEqual([]);
-        expect(await queue.inspect("o@2026-12-02T10:00:20.000Z")).toBeUndefined();
-        expect((await queue.listSchedules())[0].passedOver).toBe(1);
+        expect(await queue.admin.inspect("o@2026-12-02T10:00:20.000Z")).toBeUndefined();
+        expect((await queue.schedules.list())[0].passedOver).toBe(1);
       } else {
         expect(second.map((task) => task.id)).toEqual(["o@2026-12-02T10:00:20.000Z"]);
       }
       // Once the first is done, the next slot runs again.
       await queue.settle([{ id: first[0].id, token: first[0].token, outcome: "ack" }], { now: T0 + 21_000 });
-      await queue.planSchedules({ now: T0 + 21_000, horizonMs: 25_000 });
+      await queue.schedules.plan({ now: T0 + 21_000, horizonMs: 25_000 });
       const third = await queue.claim({ count: 1, now: T0 + 30_000 });
       expect(third.map((task) => task.id)).toEqual(["o@2026-12-02T10:00:30.000Z"]);
       await expectClean(queue, T0 + 30_000);
@@ -231,9 +236,9 @@ describe.each(adapters)("schedules over $name", (adapter) => {
 
   it("delays each slot's task by the same jitter on every planner, within jitterMs", async () => {
     const queue = await fresh();
-    await queue.setSchedule("j", { every: 60_000, type: "job", jitterMs: 30_000 }, { now: T0 });
-    await queue.planSchedules({ now: T0, horizonMs: 3_600_000 });
-    const tasks = await queue.list("scheduled", { limit: 100 });
+    await queue.schedules.set("j", { every: 60_000, type: "job", jitterMs: 30_000 }, { now: T0 });
+    await queue.schedules.plan({ now: T0, horizonMs: 3_600_000 });
+    const tasks = await queue.admin.list("scheduled", { limit: 100 });
     expect(tasks).toHaveLength(60);
     const delays = tasks.map((task) => task.score - Date.parse(task.id.slice(2)));
     expect(Math.min(...delays)).toBeGreaterThanOrEqual(0);
@@ -245,10 +250,10 @@ describe.each(adapters)("schedules over $name", (adapter) => {
   it("runs a daily Berlin slot once a day across both DST changes of 2026", { timeout: 120_000 }, async () => {
     const queue = await fresh();
     const start = Date.parse("2026-03-27T00:00:00Z");
-    await queue.setSchedule("dst", { cron: "30 2 * * *", tz: "Europe/Berlin", type: "job" }, { now: start });
-    await queue.setSchedule("night", { cron: "0 3 * * *", tz: "Europe/Berlin", type: "job" }, { now: start });
+    await queue.schedules.set("dst", { cron: "30 2 * * *", tz: "Europe/Berlin", type: "job" }, { now: start });
+    await queue.schedules.set("night", { cron: "0 3 * * *", tz: "Europe/Berlin", type: "job" }, { now: start });
     for (let at = start; at < Date.parse("2026-11-01T00:00:00Z"); at += 12 * 3_600_000) {
-      await queue.planSchedules({ now: at, horizonMs: 12 * 3_600_000 });
+      await queue.schedules.plan({ now: at, horizonMs: 12 * 3_600_000 });
     }
     const slots = (await slotTasks(queue, "dst")).map((id) => id.slice(4));
     // 02:30 does not exist on 29 March (02:00 → 03:00): it runs at 03:30 CEST, once.
@@ -275,7 +280,7 @@ describe.each(adapters)("schedules over $name", (adapter) => {
   it("refuses a bad definition with every problem named, and a run-time change of a declared schedule", async () => {
     const queue = await fresh();
     await expect(
-      queue.setSchedule(
+      queue.schedules.set(
         "bad",
         { cron: "61 * * * *", tz: "Mars/Olympus", type: "job", catchUp: "all", extra: 1 } as never,
         { now: T0 },
@@ -283,15 +288,15 @@ describe.each(adapters)("schedules over $name", (adapter) => {
     ).rejects.toThrow(
       /schedule "bad": 4 problems: unknown field "extra".*; cron "61 \* \* \* \*" is not valid: .*minute.*; tz must be an IANA time zone.*; catchUp must be "none", "latest" or \{ max: 1-100 \}, got "all"/,
     );
-    await expect(queue.setSchedule("has@at", { every: 1_000, type: "job" }, { now: T0 })).rejects.toThrow(
+    await expect(queue.schedules.set("has@at", { every: 1_000, type: "job" }, { now: T0 })).rejects.toThrow(
       InvalidInputError,
     );
-    await queue.setSchedule("owned", { every: 60_000, type: "job" }, { now: T0, owner: "deploy" });
-    await expect(queue.setSchedule("owned", { every: 1_000, type: "job" }, { now: T0 })).rejects.toThrow(
+    await queue.schedules.set("owned", { every: 60_000, type: "job" }, { now: T0, owner: "deploy" });
+    await expect(queue.schedules.set("owned", { every: 1_000, type: "job" }, { now: T0 })).rejects.toThrow(
       /declared in the task module/,
     );
-    expect(await queue.pauseSchedule("owned", { now: T0 })).toBe("done");
-    expect(await queue.listSchedules()).toMatchObject([{ name: "owned", paused: true, declared: true }]);
+    expect(await queue.schedules.pause("owned", { now: T0 })).toBe("done");
+    expect(await queue.schedules.list()).toMatchObject([{ name: "owned", paused: true, declared: true }]);
   });
 });
 
@@ -300,16 +305,16 @@ describe("leaseq check knows schedules", () => {
 
   it("finds a schedule the plan set lost and a plan member with no schedule, and repairs both", async () => {
     const queue = await fresh();
-    await queue.setSchedule("lost", { every: 60_000, type: "job" }, { now: T0 });
+    await queue.schedules.set("lost", { every: 60_000, type: "job" }, { now: T0 });
     await redis.zrem(queue.keys.plan, "lost");
     await redis.zadd(queue.keys.plan, T0, "ghost");
-    const problems = await queue.checkAll({ now: T0 });
+    const problems = await queue.admin.checkAll({ now: T0 });
     expect(problems.map((problem) => [problem.code, problem.subject])).toEqual([
       ["schedule_unplanned", "lost"],
       ["plan_orphan", "ghost"],
     ]);
-    await queue.checkAll({ now: T0, repair: true });
+    await queue.admin.checkAll({ now: T0, repair: true });
     await expectClean(queue, T0);
-    expect(await queue.planSchedules({ now: T0, horizonMs: HORIZON })).toMatchObject({ made: 1 });
+    expect(await queue.schedules.plan({ now: T0, horizonMs: HORIZON })).toMatchObject({ made: 1 });
   });
 });

@@ -23,7 +23,7 @@ describe.each(adapters)("settle over $name", (adapter) => {
       { id: "a", status: "ok", state: "done" },
       { id: "b", status: "ok", state: "done" },
     ]);
-    expect(await queue.inspect("a")).toMatchObject({ state: "done", payload: "", finishedAt: NOW + 10 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "done", payload: "", finishedAt: NOW + 10 });
     expect(await redis.zscore(queue.keys.done, "a")).toBe(String(NOW + 10));
     expect(await queue.ack([claimed[0]], { now: NOW + 20 })).toEqual([
       { id: "a", status: "already_done", state: "done" },
@@ -44,7 +44,7 @@ describe.each(adapters)("settle over $name", (adapter) => {
       { now: NOW },
     );
     expect(results.map((r) => r.status)).toEqual(["stale_token", "unknown_id", "ok"]);
-    expect((await queue.inspect("a"))?.state).toBe("leased");
+    expect((await queue.admin.inspect("a"))?.state).toBe("leased");
   });
 
   it("schedules a retry at the given time with its rank kept, records the error, then fails it when attempts run out", async () => {
@@ -56,7 +56,7 @@ describe.each(adapters)("settle over $name", (adapter) => {
     });
     expect(result).toEqual({ id: "r1", status: "ok", state: "scheduled" });
     expect(await redis.zscore(queue.keys.scheduled, "r1")).toBe(String(retryAt));
-    expect(await queue.inspect("r1")).toMatchObject({
+    expect(await queue.admin.inspect("r1")).toMatchObject({
       state: "scheduled",
       lastError: "timeout",
       attempts: 1,
@@ -75,7 +75,7 @@ describe.each(adapters)("settle over $name", (adapter) => {
       expect(settled.state).toBe(attempt === 3 ? "failed" : "scheduled");
       now += 1;
     }
-    expect(await queue.inspect("r1")).toMatchObject({
+    expect(await queue.admin.inspect("r1")).toMatchObject({
       state: "failed",
       attempts: 3,
       lastError: "err 3",
@@ -94,7 +94,7 @@ describe.each(adapters)("settle over $name", (adapter) => {
       { now: NOW },
     );
     expect(results.map((r) => r.state)).toEqual(["ready", "failed"]);
-    expect(await queue.inspect("fatal")).toMatchObject({ attempts: 1, lastError: "bad payload" });
+    expect(await queue.admin.inspect("fatal")).toMatchObject({ attempts: 1, lastError: "bad payload" });
   });
 
   it("answers a repeated retry or fail with the same token ok, changing nothing; a repeated ack stays already_done", async () => {
@@ -133,7 +133,7 @@ describe.each(adapters)("settle over $name", (adapter) => {
   it("caps the error text at 2048 bytes", async () => {
     const { queue, claimed } = await leased(["long"]);
     await queue.settle([{ ...claimed[0], outcome: "fail", error: "é".repeat(5000) }], { now: NOW });
-    const info = await queue.inspect("long");
+    const info = await queue.admin.inspect("long");
     expect(Buffer.byteLength(info?.lastError ?? "")).toBe(2048);
   });
 

@@ -107,7 +107,7 @@ describe.each(adapters)("a queue two deployments share, over $name", (adapter) =
 
   it("2: a resume of the queue wakes each deployment with work, each on its own wake queue, when its work is due", async () => {
     const { a } = await deployments();
-    await a.pause({ now: NOW });
+    await a.admin.pause({ now: NOW });
     await a.enqueue(
       [
         { id: "a-1", type: "alpha" },
@@ -115,7 +115,7 @@ describe.each(adapters)("a queue two deployments share, over $name", (adapter) =
       ],
       { now: NOW },
     );
-    const resumed = await a.resume({ now: NOW + 1 });
+    const resumed = await a.admin.resume({ now: NOW + 1 });
     expect(resumed.wakeAtMs).toBeUndefined();
     expect([...resumed.wakeTo].sort((x, y) => x.queueUrl.localeCompare(y.queueUrl))).toEqual([
       { atMs: NOW + 1, queueUrl: A_WAKE },
@@ -130,8 +130,8 @@ describe.each(adapters)("a queue two deployments share, over $name", (adapter) =
       results: [{ id: "b-1", status: "duplicate" }],
       wakeTo: [{ atMs: NOW, queueUrl: B_WAKE }],
     });
-    await repeated.pause({ now: NOW + 1 });
-    expect((await repeated.resume({ now: NOW + 2 })).wakeTo).toEqual([{ atMs: NOW + 2, queueUrl: B_WAKE }]);
+    await repeated.admin.pause({ now: NOW + 1 });
+    expect((await repeated.admin.resume({ now: NOW + 2 })).wakeTo).toEqual([{ atMs: NOW + 2, queueUrl: B_WAKE }]);
   });
 
   it("a deployment alone on its queue keeps the queue's own marks: wake-ups for its own wake queue, as before", async () => {

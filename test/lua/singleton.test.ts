@@ -29,12 +29,12 @@ describe.each(adapters)("singleton over $name", (adapter) => {
     ]);
     // Its lane runs one at a time: the claim parks s2 behind s1.
     expect(await queue.claim({ count: 10, now: NOW + 2 })).toEqual([]);
-    expect((await queue.inspect("s2"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("s2"))?.state).toBe("ready");
     // s3 replaces s2, parked as it is.
     expect(await queue.enqueue([{ id: "s3", type: "sync", payload: { v: 3 }, singleton }], { now: NOW + 3 })).toEqual([
       { id: "s3", status: "ok", state: "ready", replaced: "s2" },
     ]);
-    expect(await queue.inspect("s2")).toBeUndefined();
+    expect(await queue.admin.inspect("s2")).toBeUndefined();
     await assertConsistent(redis, queue);
     await expectClean(queue, NOW + 3);
     expect(await queue.claim({ count: 10, now: NOW + 4 })).toEqual([]);
@@ -55,7 +55,7 @@ describe.each(adapters)("singleton over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "now", type: "sync", singleton }], { now: NOW + 1 })).toEqual([
       { id: "now", status: "ok", state: "ready", replaced: "later" },
     ]);
-    expect(await queue.inspect("later")).toBeUndefined();
+    expect(await queue.admin.inspect("later")).toBeUndefined();
     // Two of one call: the second replaces the first, which is never written.
     expect(
       await queue.enqueue(
@@ -69,7 +69,7 @@ describe.each(adapters)("singleton over $name", (adapter) => {
       { id: "a", status: "ok", state: "ready", replaced: "now" },
       { id: "b", status: "ok", state: "ready", replaced: "a" },
     ]);
-    expect(await queue.inspect("a")).toBeUndefined();
+    expect(await queue.admin.inspect("a")).toBeUndefined();
     // Claimed and retried later (SCHEDULED with an attempt): it started, so it is not replaced.
     const [started] = await queue.claim({ count: 1, now: NOW + 3 });
     expect(started.id).toBe("b");
@@ -79,7 +79,7 @@ describe.each(adapters)("singleton over $name", (adapter) => {
     expect(await queue.enqueue([{ id: "c", type: "sync", singleton }], { now: NOW + 5 })).toEqual([
       { id: "c", status: "ok", state: "ready" },
     ]);
-    expect((await queue.inspect("b"))?.state).toBe("scheduled");
+    expect((await queue.admin.inspect("b"))?.state).toBe("scheduled");
     // Another key, another lane: runs beside it.
     await queue.enqueue([{ id: "other", type: "sync", singleton: { key: "sync:doc-8" } }], { now: NOW + 5 });
     expect((await queue.claim({ count: 10, now: NOW + 6 })).map((task) => task.id).sort()).toEqual(["c", "other"]);
@@ -105,14 +105,14 @@ describe.each(adapters)("singleton over $name", (adapter) => {
     }
     // Nor may a schedule make its tasks in a singleton's lane.
     await expect(
-      queue.setSchedule("s", { every: 60_000, type: "sync", group: `${SINGLETON_GROUP_PREFIX}x` }, { now: NOW }),
+      queue.schedules.set("s", { every: 60_000, type: "sync", group: `${SINGLETON_GROUP_PREFIX}x` }, { now: NOW }),
     ).rejects.toThrow(/group must not start with "@@s:" \(a singleton's lane\), got "@@s:x"/);
     expect(await snapshot(redis, queue)).toEqual(before);
     // 124 characters is allowed: its group is then 128.
     expect(await queue.enqueue([{ id: "y", type: "sync", singleton: { key: "k".repeat(124) } }], { now: NOW })).toEqual(
       [{ id: "y", status: "ok", state: "ready" }],
     );
-    expect((await queue.inspect("y"))?.group).toBe(`${SINGLETON_GROUP_PREFIX}${"k".repeat(124)}`);
+    expect((await queue.admin.inspect("y"))?.group).toBe(`${SINGLETON_GROUP_PREFIX}${"k".repeat(124)}`);
     await expectClean(queue, NOW);
   });
 
@@ -124,17 +124,17 @@ describe.each(adapters)("singleton over $name", (adapter) => {
     expect(await lossyQueue.enqueue([{ id: "s2", type: "sync", singleton }], { now: NOW + 1 })).toEqual([
       { id: "s2", status: "duplicate", state: "ready" },
     ]);
-    expect(await queue.inspect("s1")).toBeUndefined();
+    expect(await queue.admin.inspect("s1")).toBeUndefined();
     expect((await queue.stats({ now: NOW + 1 })).ready).toBe(1);
     // s1 is remembered as replaced by s2 (for the DONE retention: sent again, it is a duplicate).
     const replaced = { "!r:s1": `s2|${NOW + 1 + 86_400_000}` };
     expect(await flowFields(redis, queue)).toEqual({ "!s:sync:doc-7": "s2", ...replaced });
     // Still waiting: the sweep keeps the field. Claimed: it goes.
-    expect(await queue.checkAll({ now: NOW + 2, repair: true })).toEqual([]);
+    expect(await queue.admin.checkAll({ now: NOW + 2, repair: true })).toEqual([]);
     expect(await flowFields(redis, queue)).toEqual({ "!s:sync:doc-7": "s2", ...replaced });
     const [claimed] = await queue.claim({ count: 1, now: NOW + 3 });
     expect(claimed.id).toBe("s2");
-    expect(await queue.checkAll({ now: NOW + 4, repair: true })).toEqual([]);
+    expect(await queue.admin.checkAll({ now: NOW + 4, repair: true })).toEqual([]);
     expect(await flowFields(redis, queue)).toEqual(replaced);
     await queue.ack([claimed], { now: NOW + 5 });
     await assertConsistent(redis, queue);

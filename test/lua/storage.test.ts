@@ -32,7 +32,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     const [again] = await queue.claim({ count: 1, now: NOW + 2_000 });
     await queue.ack([again], { now: NOW + 2_001 });
     expect(await redis.hexists(queue.keys.task, "big")).toBe(0); // an ack drops the payload
-    expect(await queue.inspect("big")).toMatchObject({ state: "done", attempts: 2, payload: "" });
+    expect(await queue.admin.inspect("big")).toMatchObject({ state: "done", attempts: 2, payload: "" });
   });
 
   it("keeps a waiting task in its body and the ready set alone: no state until it is first claimed", async () => {
@@ -40,7 +40,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     await queue.enqueue([{ id: "w", type: "t", payload: { n: 1 }, priority: -3 }], { now: NOW });
     // Its body alone; "#v0" is the queue's guard against workers of format v0 (docs/storage.md).
     expect((await redis.hkeys(queue.keys.task)).sort()).toEqual(["#v0", "w"]);
-    expect(await queue.inspect("w")).toMatchObject({
+    expect(await queue.admin.inspect("w")).toMatchObject({
       state: "ready",
       type: "t",
       priority: -3,
@@ -53,7 +53,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     const queue = await fresh();
     const far = { id: "far", type: "t", payload: { last: true }, runAt: END_OF_9999 };
     expect(await queue.enqueue([far], { now: NOW })).toEqual([{ id: "far", status: "ok", state: "scheduled" }]);
-    expect(await queue.inspect("far")).toMatchObject({ state: "scheduled", dueAt: END_OF_9999 });
+    expect(await queue.admin.inspect("far")).toMatchObject({ state: "scheduled", dueAt: END_OF_9999 });
     expect(await redis.zscore(queue.keys.scheduled, "far")).toBe(String(END_OF_9999));
     expect(await queue.enqueue([far], { now: NOW })).toEqual([{ id: "far", status: "duplicate", state: "scheduled" }]);
     expect(await queue.promote({ now: END_OF_9999 - 1 })).toBe(0);
@@ -89,17 +89,17 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     expect(await redis.zrange(queue.keys.corrupt, 0, -1)).toEqual(["c2"]);
     expect(await redis.zscore(queue.keys.ready, "c2")).toBeNull();
     expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 0, leased: 3, corrupt: 1 });
-    expect(await queue.list("corrupt")).toEqual([
+    expect(await queue.admin.list("corrupt")).toEqual([
       { id: "c2", score: NOW, type: "", attempts: 0, lastError: "unreadable record (not of format v2)" },
     ]);
-    expect(await queue.inspect("c2")).toMatchObject({
+    expect(await queue.admin.inspect("c2")).toMatchObject({
       state: "corrupt",
       lastError: expect.stringMatching(/^unreadable/),
     });
     // Its body cannot be read: repair refuses, delete removes it.
-    expect(await queue.repair(["c2"], { now: NOW })).toEqual([{ id: "c2", status: "unrepairable" }]);
-    expect(await queue.delete(["c2"])).toEqual([{ id: "c2", status: "ok" }]);
-    expect(await queue.inspect("c2")).toBeUndefined();
+    expect(await queue.admin.repair(["c2"], { now: NOW })).toEqual([{ id: "c2", status: "unrepairable" }]);
+    expect(await queue.admin.delete(["c2"])).toEqual([{ id: "c2", status: "ok" }]);
+    expect(await queue.admin.inspect("c2")).toBeUndefined();
     expect(await queue.stats({ now: NOW })).toMatchObject({ corrupt: 0 });
     await assertConsistent(redis, queue);
   });
@@ -125,7 +125,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     await redis.hset(queue.keys.task, "r:s", "L|not|numbers");
     expect(await queue.ack([first], { now: NOW + 1 })).toEqual([{ id: "r", status: "corrupt", state: "corrupt" }]);
     expect(await queue.stats({ now: NOW })).toMatchObject({ leased: 0, corrupt: 1 });
-    expect(await queue.repair(["r", "nope"], { now: NOW + 2 })).toEqual([
+    expect(await queue.admin.repair(["r", "nope"], { now: NOW + 2 })).toEqual([
       { id: "r", status: "ok" },
       { id: "nope", status: "unknown_id" },
     ]);
@@ -153,7 +153,7 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     const repeat = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-1", "1"));
     expect(repeat).toEqual(first);
     expect(replyRows("claim", first as unknown[]).map((row) => row.id)).toEqual(["a", "b"]);
-    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
     // Another claim id gets the next task, and a repeat of an unknown claim id claims afresh.
     const other = await store.evalScript(SCRIPTS.claim, scriptKeys(queue.keys), args("claim-2", "1"));
     expect(replyRows("claim", other as unknown[]).map((row) => row.id)).toEqual(["c"]);
@@ -216,10 +216,10 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
       ["claim", () => queue.claim({ count: 5, now: NOW })],
       ["configure", () => queue.configure()],
       ["stats", () => queue.stats({ now: NOW })],
-      ["inspect", () => queue.inspect("a")],
-      ["cancel", () => queue.cancel(["a"], { now: NOW })],
+      ["inspect", () => queue.admin.inspect("a")],
+      ["cancel", () => queue.admin.cancel(["a"], { now: NOW })],
       ["tick", () => queue.tick({ now: NOW })],
-      ["check", () => queue.check({ now: NOW, repair: true })],
+      ["check", () => queue.admin.check({ now: NOW, repair: true })],
     ];
     for (const [name, call] of calls) {
       const error = await call().catch((e: unknown) => e);
@@ -243,19 +243,19 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     const before = await readTasks(redis, queue);
     const calls: Array<[string, () => Promise<unknown>]> = [
       ["stats", () => queue.stats({ now: NOW })],
-      ["inspect", () => queue.inspect("a")],
-      ["list", () => queue.list("leased")],
+      ["inspect", () => queue.admin.inspect("a")],
+      ["list", () => queue.admin.list("leased")],
       ["extend", () => queue.extend([{ id: "a", token: task.token, leaseMs: 1_000 }], { now: NOW })],
       ["release", () => queue.release([task], { now: NOW })],
       ["settle", () => queue.settle([{ ...task, outcome: "retry", retryAtMs: NOW, error: "later" }], { now: NOW })],
-      ["requeue", () => queue.requeue(["a"], { now: NOW })],
-      ["repair", () => queue.repair(["a"], { now: NOW })],
-      ["delete", () => queue.delete(["a"])],
+      ["requeue", () => queue.admin.requeue(["a"], { now: NOW })],
+      ["repair", () => queue.admin.repair(["a"], { now: NOW })],
+      ["delete", () => queue.admin.delete(["a"])],
       ["reclaim", () => queue.reclaim({ now: NOW + 3_600_000 })],
       ["tick", () => queue.tick({ now: NOW + 3_600_000 })],
       ["trim", () => queue.trim({ now: NOW })],
-      ["cancel", () => queue.cancel(["a"], { now: NOW })],
-      ["check", () => queue.check({ now: NOW, repair: true })],
+      ["cancel", () => queue.admin.cancel(["a"], { now: NOW })],
+      ["check", () => queue.admin.check({ now: NOW, repair: true })],
     ];
     for (const [name, call] of calls) {
       const error = await call().catch((e: unknown) => e);
@@ -268,5 +268,5 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
 
 /** The store a Queue was opened on, for raw script calls. */
 function storeOf(queue: Queue): Store {
-  return (queue as unknown as { store: Store }).store;
+  return (queue as unknown as { context: { store: Store } }).context.store;
 }

@@ -82,12 +82,12 @@ describe.each(adapters)("wake-ups for every kind of work falling due, over $name
 
   it("14: a resume arranges the wake-up for a delayed task that falls due while nothing else waits", async () => {
     const queue = await fresh();
-    await queue.pause({ now: NOW });
+    await queue.admin.pause({ now: NOW });
     const { wakeAtMs: whilePaused } = await queue.enqueueAndWake([{ id: "later", type: "job", delayMs: 30_000 }], {
       now: NOW,
     });
     expect(whilePaused).toBeUndefined();
-    const { changed, wakeAtMs } = await queue.resume({ now: NOW + 1_000 });
+    const { changed, wakeAtMs } = await queue.admin.resume({ now: NOW + 1_000 });
     expect(changed).toBe(true);
     expect(wakeAtMs).toBe(NOW + 30_000);
     await expectClean(queue, NOW + 2_000);

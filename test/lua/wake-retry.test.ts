@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
 import { PROTOCOL } from "../../shared/scripts.generated.js";
+import type { Store } from "../../shared/store.js";
 import { adapters, lossyStore, queueFixture } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
@@ -22,7 +23,7 @@ describe.each(adapters)("wake-ups through a store that loses replies, over $name
 
   /** The same queue through a store that runs each call, loses the reply and sends it again. */
   const lossy = (queue: Queue) =>
-    new Queue(lossyStore((queue as unknown as { store: Queue["store"] }).store), { name: queue.name });
+    new Queue(lossyStore((queue as unknown as { context: { store: Store } }).context.store), { name: queue.name });
   /** The wake-up times arranged in the queue's `wake` mark. */
   const arranged = async (queue: Queue) =>
     [...((await redis.hget(queue.keys.config, "wake")) ?? "").matchAll(/(\d+)\|/g)].map((match) => Number(match[1]));
@@ -61,14 +62,14 @@ describe.each(adapters)("wake-ups through a store that loses replies, over $name
       return { answered: wakeAtMs, expected: NOW + 2 };
     },
     pause: async (queue) => {
-      await queue.pause({ now: NOW });
+      await queue.admin.pause({ now: NOW });
       await queue.enqueue([{ id: "a", type: "job" }], { now: NOW });
-      const { wakeAtMs } = await lossy(queue).resume({ now: NOW + 1 });
+      const { wakeAtMs } = await lossy(queue).admin.resume({ now: NOW + 1 });
       return { answered: wakeAtMs, expected: NOW + 1 };
     },
     plan: async (queue) => {
-      await queue.setSchedule("every", { every: 20_000, type: "job" }, { now: NOW });
-      const { wakeAtMs } = await lossy(queue).planSchedules({ now: NOW, horizonMs: MINUTE });
+      await queue.schedules.set("every", { every: 20_000, type: "job" }, { now: NOW });
+      const { wakeAtMs } = await lossy(queue).schedules.plan({ now: NOW, horizonMs: MINUTE });
       return { answered: wakeAtMs, expected: NOW + 20_000 };
     },
   };

@@ -113,15 +113,15 @@ describe.each(tcp)("every script at its worst point, over $name", (adapter) => {
       ["reclaim", () => queue.reclaim({ now: later, limit: 10_000 })],
       ["promote", () => queue.promote({ now: later, limit: 10_000 })],
       ["tick", () => queue.tick({ now: later + 1, limit: 10_000, wakeHorizonMs: 900_000 })],
-      ["pause a type", () => queue.pause({ now: later, type: "job" })],
+      ["pause a type", () => queue.admin.pause({ now: later, type: "job" })],
       ["claim past a paused type", () => queue.claim({ count: 1_000, now: later + 2 })],
-      ["resume the type", () => queue.resume({ now: later + 3, type: "job" })],
-      ["requeue", async () => queue.requeue(await ids(3), { now: later + 4 })],
-      ["repair", async () => queue.repair(await ids(4), { now: later + 5 })],
+      ["resume the type", () => queue.admin.resume({ now: later + 3, type: "job" })],
+      ["requeue", async () => queue.admin.requeue(await ids(3), { now: later + 4 })],
+      ["repair", async () => queue.admin.repair(await ids(4), { now: later + 5 })],
       [
         "cancel",
         async () =>
-          queue.cancel(
+          queue.admin.cancel(
             (await ids(5)).filter((_, i) => i % 2 === 0),
             { now: later + 6 },
           ),
@@ -129,25 +129,25 @@ describe.each(tcp)("every script at its worst point, over $name", (adapter) => {
       [
         "delete",
         async () =>
-          queue.delete(
+          queue.admin.delete(
             (await ids(6)).filter((_, i) => i % 2 === 1),
             { now: later + 7 },
           ),
       ],
-      ["purge", () => queue.purge("failed", { now: later + 8 })],
+      ["purge", () => queue.admin.purge("failed", { now: later + 8 })],
       ["trim", () => queue.trim({ now: later + 86_400_000 * 8, limit: 10_000 })],
-      ["check with repair", () => queue.checkAll({ now: later + 10, repair: true })],
+      ["check with repair", () => queue.admin.checkAll({ now: later + 10, repair: true })],
       // (No wake-up is one of its answers: a wake-up arranged before and not answered covers the work.)
       ["handoff", async () => (await queue.handOff({ now: later + 11, cutOff: true })) ?? "none needed"],
       ["stats", () => queue.stats({ now: later + 12 })],
-      ["list", () => queue.list("ready", { limit: 1_000 })],
-      ["groups", () => queue.groups({ count: 1_000 })],
+      ["list", () => queue.admin.list("ready", { limit: 1_000 })],
+      ["groups", () => queue.admin.groups({ count: 1_000 })],
     ];
-    let before = new Set((await queue.checkAll({ now: NOW + 1 })).map(key));
+    let before = new Set((await queue.admin.checkAll({ now: NOW + 1 })).map(key));
     expect(before.size, "the planted records are problems to begin with").toBeGreaterThan(0);
     for (const [name, call] of calls) {
       await expect(call(), name).resolves.toBeDefined();
-      const after = (await queue.checkAll({ now: later + 12 })).map(key);
+      const after = (await queue.admin.checkAll({ now: later + 12 })).map(key);
       expect(
         after.filter((problem) => !before.has(problem)),
         `problems ${name} left that were not there before it`,
@@ -155,6 +155,6 @@ describe.each(tcp)("every script at its worst point, over $name", (adapter) => {
       before = new Set(after);
     }
     // In the end the check has set every unreadable record aside: nothing is left to report.
-    expect(await queue.checkAll({ now: later + 13 })).toEqual([]);
+    expect(await queue.admin.checkAll({ now: later + 13 })).toEqual([]);
   }, 120_000);
 });

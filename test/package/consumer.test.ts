@@ -250,7 +250,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     const queue = new Queue(new UpstashStore({ url: inject("upstashUrl"), token: inject("upstashToken") }), {
       name: images,
     });
-    expect(await queue.inspect("img-1")).toMatchObject({ state: "done", attempts: 1, type: "resize-image" });
+    expect(await queue.admin.inspect("img-1")).toMatchObject({ state: "done", attempts: 1, type: "resize-image" });
   });
 
   it("runs the compiled CLI without tsx, and `leaseq dev --tasks` runs the user's tasks fed by the user's producer over SQS", async () => {

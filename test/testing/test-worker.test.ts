@@ -84,8 +84,8 @@ describe("createTestWorker", () => {
         wakeUpsTaken: 0,
       });
       expect(sent).toEqual(["b@example.com", "a@example.com"]);
-      expect(await worker.queue.inspect("e-1")).toMatchObject({ state: "done", attempts: 1 });
-      expect(await worker.queue.inspect("e-3")).toMatchObject({
+      expect(await worker.queue.admin.inspect("e-1")).toMatchObject({ state: "done", attempts: 1 });
+      expect(await worker.queue.admin.inspect("e-3")).toMatchObject({
         state: "failed",
         lastError: "PermanentError: no recipient",
       });
@@ -98,11 +98,11 @@ describe("createTestWorker", () => {
     await withTestWorker(tasks, async (worker) => {
       await worker.enqueue([{ id: "f-1", type: "send-email", payload: { to: "flaky" } }]);
       expect(await worker.drain()).toMatchObject({ claimed: 1, retried: 1, failed: 0 });
-      expect(await worker.queue.inspect("f-1")).toMatchObject({ state: "scheduled", attempts: 1 });
+      expect(await worker.queue.admin.inspect("f-1")).toMatchObject({ state: "scheduled", attempts: 1 });
       const ahead = () => Date.now() + 10 * MINUTE;
       expect(await worker.drain({ now: ahead })).toMatchObject({ claimed: 1, retried: 1 });
       expect(await worker.drain({ now: () => Date.now() + 20 * MINUTE })).toMatchObject({ claimed: 1, failed: 1 });
-      expect(await worker.queue.inspect("f-1")).toMatchObject({
+      expect(await worker.queue.admin.inspect("f-1")).toMatchObject({
         state: "failed",
         attempts: 3,
         lastError: "Error: SMTP 421",
@@ -134,7 +134,7 @@ describe("createTestWorker", () => {
       const counts = await worker.drain();
       expect(counts).toMatchObject({ claimed: 5, done: 1, retried: 3, failed: 1 });
       expect(runs).toBe(4);
-      expect(await worker.queue.inspect("in-an-hour")).toMatchObject({ state: "scheduled" });
+      expect(await worker.queue.admin.inspect("in-an-hour")).toMatchObject({ state: "scheduled" });
     });
   });
 
@@ -157,9 +157,9 @@ describe("createTestWorker", () => {
         { now: Date.now() },
       );
       await worker.drain();
-      for (const task of cases) expect((await worker.queue.inspect(task.id))?.state, task.id).toBe(task.state);
+      for (const task of cases) expect((await worker.queue.admin.inspect(task.id))?.state, task.id).toBe(task.state);
       const refused = await runTask(tasks, "resize-image", { width: -1 });
-      expect(await worker.queue.inspect("refused")).toMatchObject({
+      expect(await worker.queue.admin.inspect("refused")).toMatchObject({
         lastError: refused.status === "failed" ? refused.reason : "",
       });
     });
@@ -178,7 +178,7 @@ describe("createTestWorker", () => {
       await expect(call).rejects.toThrow(
         /enqueue: nothing sent, 2 problems: tasks\[1\] \(type "resize-image"\): payload\.width: .*; tasks\[2\]: task type "send-emial" is not declared; declared: send-email, resize-image/,
       );
-      expect(await worker.queue.inspect("ok-1")).toBeUndefined();
+      expect(await worker.queue.admin.inspect("ok-1")).toBeUndefined();
     });
   });
 

@@ -108,7 +108,7 @@ export function rows(): Row[] {
     });
     list.push({
       what: `find group ${shown}`,
-      call: (c) => c.queue.find("ready", { group: name as string }),
+      call: (c) => c.queue.admin.find("ready", { group: name as string }),
       error: /find: group must be 1-128 characters/,
     });
   }
@@ -127,12 +127,12 @@ export function rows(): Row[] {
     });
     list.push({
       what: `inspect id ${shown}`,
-      call: (c) => c.queue.inspect(name as string),
+      call: (c) => c.queue.admin.inspect(name as string),
       error: /inspect: id must (be|not end)/,
     });
     list.push({
       what: `requeue id ${shown}`,
-      call: (c) => c.queue.requeue([name as string], { now: NOW }),
+      call: (c) => c.queue.admin.requeue([name as string], { now: NOW }),
       error: /requeue: id 1: id must (be|not end)/,
     });
   }
@@ -305,7 +305,7 @@ export function rows(): Row[] {
     {
       what: "requeue batch of 1001",
       call: (c) =>
-        c.queue.requeue(
+        c.queue.admin.requeue(
           Array.from({ length: 1001 }, (_, i) => `r${i}`),
           { now: NOW },
         ),
@@ -370,12 +370,12 @@ export function rows(): Row[] {
     },
     {
       what: 'list state "all"',
-      call: (c) => c.queue.list("all" as "ready"),
+      call: (c) => c.queue.admin.list("all" as "ready"),
       error: /list: state must be one of ready, scheduled, leased, done, failed, corrupt, got "all"/,
     },
     {
       what: "list limit 0",
-      call: (c) => c.queue.list("ready", { limit: 0 }),
+      call: (c) => c.queue.admin.list("ready", { limit: 0 }),
       error: /list: limit must be an integer from 1 to 1000, got 0/,
     },
     {

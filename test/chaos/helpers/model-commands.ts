@@ -97,7 +97,7 @@ async function compareState(world: World, real: Real): Promise<void> {
     pausedTypes: [...world.model.pausedTypes].sort(),
   });
   for (const lease of world.held) expect(lease.token).toMatch(/^\d+\.\d+$/);
-  expect(await queue.checkAll({ now: world.now }), "leaseq check").toEqual([]);
+  expect(await queue.admin.checkAll({ now: world.now }), "leaseq check").toEqual([]);
 }
 
 type Command = fc.AsyncCommand<World, Real>;
@@ -320,7 +320,7 @@ class Requeue extends Step {
   async run(world: World, real: Real) {
     count("requeue");
     const now = this.at(world);
-    const got = await real.queue.requeue([this.id], { now });
+    const got = await real.queue.admin.requeue([this.id], { now });
     expect(got.map(({ status }) => ({ status }))).toEqual(world.model.requeue([this.id], now));
     await compareState(world, real);
   }
@@ -342,7 +342,9 @@ class Pause extends Step {
     const now = this.at(world);
     const options = { now, type: this.type };
     const changed =
-      this.action === "pause" ? await real.queue.pause(options) : (await real.queue.resume(options)).changed;
+      this.action === "pause"
+        ? await real.queue.admin.pause(options)
+        : (await real.queue.admin.resume(options)).changed;
     expect(changed).toBe(world.model.pause(this.action, this.type));
     await compareState(world, real);
   }
@@ -361,7 +363,7 @@ class Cancel extends Step {
   async run(world: World, real: Real) {
     count("cancel");
     const now = this.at(world);
-    const got = await real.queue.cancel(this.ids, { now });
+    const got = await real.queue.admin.cancel(this.ids, { now });
     expect(got.map(({ status }) => ({ status }))).toEqual(world.model.cancel(this.ids, now));
     // A cancelled lease is revoked: its holder's token is dead (its settle answers stale_token).
     for (const lease of world.held.filter((l) => this.ids.includes(l.id))) {
@@ -382,7 +384,7 @@ class Delete implements Command {
   }
   async run(world: World, real: Real) {
     count("delete");
-    const got = await real.queue.delete(this.ids);
+    const got = await real.queue.admin.delete(this.ids);
     expect(got.map(({ status }) => ({ status }))).toEqual(world.model.delete(this.ids));
     await compareState(world, real);
   }
@@ -407,13 +409,18 @@ class RequeueByFilter extends Step {
     const found: string[] = [];
     let cursor: number | undefined = 0;
     while (cursor !== undefined) {
-      const page = await real.queue.find("failed", { type: this.type, error: this.error, cursor, scan: this.scan });
+      const page = await real.queue.admin.find("failed", {
+        type: this.type,
+        error: this.error,
+        cursor,
+        scan: this.scan,
+      });
       found.push(...page.tasks.map((task) => task.id));
       cursor = page.next;
     }
     expect([...found].sort()).toEqual(world.model.failedMatching(this.type, this.error));
     if (found.length > 0) {
-      const got = await real.queue.requeue(found, { now });
+      const got = await real.queue.admin.requeue(found, { now });
       expect(got.map(({ status }) => ({ status }))).toEqual(world.model.requeue(found, now));
     }
     await compareState(world, real);

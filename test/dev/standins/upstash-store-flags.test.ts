@@ -105,30 +105,32 @@ describe("script flags per store", () => {
       expect((await queue.ack([a], { now: NOW }))[0].status).toBe("ok");
       expect((await queue.release([b], { now: NOW }))[0].status).toBe("ok");
       await queue.settle([{ id: c.id, token: c.token, outcome: "fail", error: "no" }], { now: NOW });
-      expect((await queue.requeue(["c"], { now: NOW }))[0].status).toBe("ok");
+      expect((await queue.admin.requeue(["c"], { now: NOW }))[0].status).toBe("ok");
       expect(await queue.reclaim({ now: NOW + 60_000 })).toMatchObject({ reclaimed: [d.id] });
       expect(await queue.promote({ now: NOW })).toBe(0);
       expect(await queue.handOff({ now: NOW, cutOff: true })).toBe(NOW); // ready work left: wake now
       expect(await queue.trim({ now: NOW + 86_400_000 * 2 })).toEqual({ done: 1, failed: 0 });
       expect(await queue.tick({ now: NOW + 1 })).toMatchObject({ ready: 3 });
       expect(await queue.stats({ now: NOW })).toMatchObject({ ready: 3, corrupt: 0 });
-      expect(await queue.inspect("b")).toMatchObject({ state: "ready" });
-      expect((await queue.list("ready")).map((task) => task.id)).toEqual(["b", "c", "d"]);
+      expect(await queue.admin.inspect("b")).toMatchObject({ state: "ready" });
+      expect((await queue.admin.list("ready")).map((task) => task.id)).toEqual(["b", "c", "d"]);
       await redis.hset(queue.keys.task, "b:s", "broken");
       expect(await queue.claim({ count: 1, now: NOW })).toMatchObject([{ id: "c" }]); // b is set aside
-      expect((await queue.repair(["b"], { now: NOW }))[0].status).toBe("ok");
-      expect((await queue.delete(["b"]))[0].status).toBe("ok");
-      expect(await queue.pause({ now: NOW })).toBe(true);
-      expect((await queue.resume({ now: NOW })).changed).toBe(true);
-      expect((await queue.cancel(["c"], { now: NOW }))[0].status).toBe("ok");
-      expect((await queue.skip(["c"], { now: NOW }))[0].status).toBe("not_holding"); // a cancel holds nothing
-      expect((await queue.history({ now: NOW, minutes: 5 })).failed).toHaveLength(5);
+      expect((await queue.admin.repair(["b"], { now: NOW }))[0].status).toBe("ok");
+      expect((await queue.admin.delete(["b"]))[0].status).toBe("ok");
+      expect(await queue.admin.pause({ now: NOW })).toBe(true);
+      expect((await queue.admin.resume({ now: NOW })).changed).toBe(true);
+      expect((await queue.admin.cancel(["c"], { now: NOW }))[0].status).toBe("ok");
+      expect((await queue.admin.skip(["c"], { now: NOW }))[0].status).toBe("not_holding"); // a cancel holds nothing
+      expect((await queue.admin.history({ now: NOW, minutes: 5 })).failed).toHaveLength(5);
       await queue.enqueue([{ id: "g", type: "job", group: "acme" }], { now: NOW });
-      expect((await queue.groups()).groups).toEqual([{ type: "job", group: "acme", leased: 0, ready: 1, parked: 0 }]);
-      await queue.setSchedule("hourly", { cron: "0 * * * *", type: "job" }, { now: NOW }); // schedule
-      expect(await queue.planSchedules({ now: NOW, horizonMs: 3_600_000 })).toMatchObject({ made: 1 }); // schedules, plan
-      expect(await queue.checkAll({ now: NOW })).toEqual([]);
-      expect(await queue.drop({ confirm: "flags" })).toBeGreaterThan(0);
+      expect((await queue.admin.groups()).groups).toEqual([
+        { type: "job", group: "acme", leased: 0, ready: 1, parked: 0 },
+      ]);
+      await queue.schedules.set("hourly", { cron: "0 * * * *", type: "job" }, { now: NOW }); // schedule
+      expect(await queue.schedules.plan({ now: NOW, horizonMs: 3_600_000 })).toMatchObject({ made: 1 }); // schedules, plan
+      expect(await queue.admin.checkAll({ now: NOW })).toEqual([]);
+      expect(await queue.admin.drop({ confirm: "flags" })).toBeGreaterThan(0);
     } finally {
       await store.close();
     }
@@ -169,7 +171,7 @@ describe("script flags per store", () => {
       await expect(redis.eval(upstashScript(SCRIPTS.stats).body, 0)).rejects.toThrow(
         "Unexpected flag in script shebang: allow-key-locking",
       );
-      await queue.drop({ confirm: "tcp-flags" });
+      await queue.admin.drop({ confirm: "tcp-flags" });
     } finally {
       await store.close();
     }

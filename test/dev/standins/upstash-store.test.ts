@@ -103,7 +103,7 @@ describe("UpstashStore", () => {
     const [task] = await queue.claim({ count: 1, now: NOW });
     expect(fault).toMatchObject({ seen: 2, fired: 1 });
     expect(task).toMatchObject({ id: "a", attempt: 1 });
-    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
   });
 
   it("repeats a claim whose reply was lost: the repeat returns the first run's lease, token and attempt", async () => {
@@ -113,7 +113,7 @@ describe("UpstashStore", () => {
     const [task] = await queue.claim({ count: 1, now: NOW });
     expect(fault).toMatchObject({ seen: 2, fired: 1 });
     expect(task).toMatchObject({ id: "a", attempt: 1 });
-    expect(await queue.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
+    expect(await queue.admin.inspect("a")).toMatchObject({ state: "leased", attempts: 1 });
     expect(await queue.ack([task], { now: NOW + 1 })).toEqual([{ id: "a", status: "ok", state: "done" }]);
   });
 

@@ -87,7 +87,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await clickAndWait(page, "button[value=requeue]");
     expect(dialogs).toEqual(["confirm: Requeue task job-1?"]);
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("requeued 1 of 1 task");
-    expect(await queue.inspect("job-1")).toMatchObject({ state: "ready", attempts: 0 });
+    expect(await queue.admin.inspect("job-1")).toMatchObject({ state: "ready", attempts: 0 });
     await page.close();
   });
 
@@ -123,7 +123,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await clickAndWait(page, "button[value=skip]");
     expect(dialogs).toEqual(["confirm: Skip task acme-1?"]);
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("skipped 1 of 1 task");
-    expect(await queue.inspect("acme-1")).toMatchObject({ state: "failed", holdsGroup: false });
+    expect(await queue.admin.inspect("acme-1")).toMatchObject({ state: "failed", holdsGroup: false });
     expect((await queue.claim({ count: 10, now: now + 60_002 })).map((task) => task.id)).toEqual(["acme-2"]);
     // No Skip where nothing waits behind the task.
     await page.goto(`${new URL(dashboard.url).origin}/q/${queue.name}/task/acme-1`);
@@ -142,7 +142,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     expect(await page.$$eval("button[value=delete]", (found) => found.length)).toBe(0);
     await clickAndWait(page, "button[value=cancel]");
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("cancelled 1 of 1 task");
-    expect(await queue.inspect("running-1")).toMatchObject({ state: "failed", lastError: "cancelled" });
+    expect(await queue.admin.inspect("running-1")).toMatchObject({ state: "failed", lastError: "cancelled" });
     const [ack] = await queue.ack([{ id: claimed.id, token: claimed.token }], { now: Date.now() });
     expect(ack.status).not.toBe("ok");
     await page.close();
@@ -213,15 +213,15 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await page.click('input[name=ids][value="a2"]');
     await clickAndWait(page, "button[value=requeue]");
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("requeued 1 of 1 task");
-    expect((await queue.inspect("a2"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("a2"))?.state).toBe("ready");
     await clickAndWait(page, "[data-back]");
     expect(await ids()).toEqual(["a1", "a4"]);
     await clickAndWait(page, "input[name=scope] ~ button[value=requeue]");
     expect(dialogs.at(-1)).toBe("confirm: Requeue ALL failed tasks matching the filter?");
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("requeued 2 of 2 tasks");
-    expect((await queue.inspect("a1"))?.state).toBe("ready");
-    expect((await queue.inspect("a4"))?.state).toBe("ready");
-    expect((await queue.inspect("a3"))?.state).toBe("failed");
+    expect((await queue.admin.inspect("a1"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("a4"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("a3"))?.state).toBe("failed");
     await page.goto(`${base}/`);
     await page.type("input[name=id]", "a3");
     await clickAndWait(page, "header form button");
@@ -249,7 +249,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await clickAndWait(page, "button[value=requeue]");
     expect(dialogs).toEqual(["confirm: Requeue task nightly@2026-12-01T03:00:00Z?"]);
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("requeued 1 of 1 task");
-    expect((await queue.inspect("nightly@2026-12-01T03:00:00Z"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("nightly@2026-12-01T03:00:00Z"))?.state).toBe("ready");
     // The answer page links back to the task, encoded.
     expect(await page.$$eval("a[href*='/task/']", (found) => found.map((link) => link.getAttribute("href")))).toContain(
       `/q/${queue.name}/task/nightly%402026-12-01T03%3A00%3A00Z`,
@@ -266,9 +266,9 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await page.click('input[name=ids][value="sweep-2026-12-01T21:15:00Z"]');
     await clickAndWait(page, "button[value=delete]");
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("deleted 2 of 2 tasks");
-    expect(await queue.inspect("user:42")).toBeUndefined();
+    expect(await queue.admin.inspect("user:42")).toBeUndefined();
     expect(errors).toEqual([]);
-    expect(await queue.checkAll({ now: Date.now() })).toEqual([]);
+    expect(await queue.admin.checkAll({ now: Date.now() })).toEqual([]);
     await page.close();
   });
 
@@ -281,12 +281,12 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
     await page.click('input[name=ids][value="d1"]');
     await page.click('input[name=ids][value="d2"]');
     // Another operator requeues d2 while this page is open.
-    await queue.requeue(["d2"], { now: Date.now() });
+    await queue.admin.requeue(["d2"], { now: Date.now() });
     await clickAndWait(page, "button[value=delete]");
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain("deleted 1 of 2 tasks");
     expect(await page.$eval("body", (el) => el.textContent)).toContain("not_in_state");
-    expect(await queue.inspect("d1")).toBeUndefined();
-    expect((await queue.inspect("d2"))?.state, "the requeued task stays READY").toBe("ready");
+    expect(await queue.admin.inspect("d1")).toBeUndefined();
+    expect((await queue.admin.inspect("d2"))?.state, "the requeued task stays READY").toBe("ready");
     await page.close();
   });
 
@@ -310,7 +310,7 @@ describe("dashboard in real Chromium", { timeout: 60_000 }, () => {
       const response = await postAction(dashboard, base, fields);
       expect(response.status).toBe(403);
     }
-    expect(await queue.inspect("ro-1")).toMatchObject({ state: "failed" });
+    expect(await queue.admin.inspect("ro-1")).toMatchObject({ state: "failed" });
     expect((await queue.stats({ now: Date.now() })).paused).toBe(false);
   });
 });
@@ -402,10 +402,10 @@ describe("dashboard access without a browser", () => {
     const fields = { action: "requeue", ids: "c1" };
     expect((await postAction(dashboard, base, { ...fields, _csrf: "forged" })).status).toBe(403);
     expect((await postAction(dashboard, base, fields, { origin: "http://evil.example" })).status).toBe(403);
-    expect((await queue.inspect("c1"))?.state).toBe("failed");
+    expect((await queue.admin.inspect("c1"))?.state).toBe("failed");
     const accepted = await postAction(dashboard, base, fields);
     expect(accepted.status).toBe(200);
     expect(await accepted.text()).toContain("requeued 1 of 1 task");
-    expect((await queue.inspect("c1"))?.state).toBe("ready");
+    expect((await queue.admin.inspect("c1"))?.state).toBe("ready");
   });
 });

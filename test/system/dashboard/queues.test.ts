@@ -79,8 +79,8 @@ describe("dashboard of every queue, in real Chromium", { timeout: 60_000 }, () =
     );
     const [claimed] = await reports.claim({ count: 1, now });
     await reports.ack([{ id: claimed.id, token: claimed.token }], { now });
-    await reports.pause({ now });
-    await emails.pause({ now, type: "digest" });
+    await reports.admin.pause({ now });
+    await emails.admin.pause({ now, type: "digest" });
 
     const dashboard = await startDashboard({ store, where: "test Redis", port: 0, log: () => {} });
     running.push(dashboard.close);
@@ -257,7 +257,7 @@ describe("a one-queue dashboard", { timeout: 60_000 }, () => {
       headers: { cookie: cookieOf(dashboard), origin },
       body: new URLSearchParams({ _csrf: dashboard.csrf, action: "pause" }),
     });
-    expect(await other.inspect("o-1")).toMatchObject({ state: "failed" });
+    expect(await other.admin.inspect("o-1")).toMatchObject({ state: "failed" });
     expect((await other.stats({ now: Date.now() })).paused).toBe(false);
     expect((await get(dashboard, `/q/${mine.name}/`)).status).toBe(200);
   });

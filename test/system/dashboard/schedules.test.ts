@@ -21,10 +21,10 @@ async function fixture(options: { readOnly?: boolean } = {}) {
   running.push(opened.close);
   const { queue } = opened;
   const now = Date.now();
-  await queue.setSchedule("nightly", { cron: "0 3 * * *", tz: "Europe/Berlin", type: "report" }, { now });
-  await queue.pauseSchedule("nightly", { now });
-  await queue.setSchedule("tick", { every: MINUTE, type: "job", payload: { note: HOSTILE } }, { now });
-  expect((await queue.planSchedules({ now, horizonMs: 3 * MINUTE })).made).toBe(3);
+  await queue.schedules.set("nightly", { cron: "0 3 * * *", tz: "Europe/Berlin", type: "report" }, { now });
+  await queue.schedules.pause("nightly", { now });
+  await queue.schedules.set("tick", { every: MINUTE, type: "job", payload: { note: HOSTILE } }, { now });
+  expect((await queue.schedules.plan({ now, horizonMs: 3 * MINUTE })).made).toBe(3);
   // A group the library would refuse, written into Redis by hand: the page must show it as text.
   const redis = rawClient();
   try {
@@ -83,7 +83,7 @@ function rows(page: import("puppeteer-core").Page) {
 describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () => {
   it("shows each schedule as an operator reads it, markup from Redis as text; pauses, resumes, runs now and removes", async () => {
     const { queue, dashboard, base } = await fixture();
-    const tick = (await queue.listSchedules()).find((info) => info.name === "tick");
+    const tick = (await queue.schedules.list()).find((info) => info.name === "tick");
     const lastId = tick?.lastTaskId ?? "";
     const lastSlot = tick?.lastSlotMs ?? 0;
     expect(lastId).toBe(`tick@${new Date(lastSlot).toISOString()}`);
@@ -145,7 +145,7 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
     await clickAndWait(page, 'tr[data-schedule="tick"] button[value="schedule-pause"]');
     expect(dialogs).toEqual(["confirm: Pause the schedule tick? No slot is made while it is paused."]);
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain('paused schedule "tick"');
-    expect((await queue.listSchedules()).find((info) => info.name === "tick")?.paused).toBe(true);
+    expect((await queue.schedules.list()).find((info) => info.name === "tick")?.paused).toBe(true);
     await clickAndWait(page, "[data-back]");
     await clickAndWait(page, 'tr[data-schedule="nightly"] button[value="schedule-resume"]');
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain('resumed schedule "nightly"');
@@ -167,7 +167,7 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
       ran,
     )?.[1];
     expect(ranId, ran).toMatch(/^nightly@run-\d{4}-\d\d-\d\dT/);
-    expect((await queue.inspect(ranId ?? ""))?.state).toBe("ready");
+    expect((await queue.admin.inspect(ranId ?? ""))?.state).toBe("ready");
     await clickAndWait(page, "[data-back]");
     // tick's group was written by hand, out of bounds: its run is refused, saying why, as text.
     await clickAndWait(page, 'tr[data-schedule="tick"] button[value="schedule-run"]');
@@ -179,8 +179,8 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
       "confirm: Remove the schedule tick? No slot of it is made any more; its tasks already made stay.",
     );
     expect(await page.$eval("[data-result]", (el) => el.textContent)).toContain('removed schedule "tick"');
-    expect((await queue.listSchedules()).map((info) => info.name)).toEqual(["nightly"]);
-    expect((await queue.inspect(lastId))?.state).toBe("scheduled");
+    expect((await queue.schedules.list()).map((info) => info.name)).toEqual(["nightly"]);
+    expect((await queue.admin.inspect(lastId))?.state).toBe("scheduled");
     // The one error the page logged: the refused run's 400.
     expect(errors).toEqual(["Failed to load resource: the server responded with a status of 400 (Bad Request)"]);
     await page.close();
@@ -189,8 +189,8 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
   it("shows a schedule the planner set aside with its reason (as text), and a declared schedule's deployment", async () => {
     const { queue, dashboard, base } = await fixture();
     const now = Date.now();
-    await queue.syncDeclaredSchedules({ hourly: { every: 3_600_000, type: "job" } }, { now, owner: "stack-a" });
-    await queue.setSchedule("broken", { every: MINUTE, type: "job" }, { now });
+    await queue.schedules.syncDeclared({ hourly: { every: 3_600_000, type: "job" } }, { now, owner: "stack-a" });
+    await queue.schedules.set("broken", { every: MINUTE, type: "job" }, { now });
     // A definition written by hand that croner refuses, with markup in it: the planner sets it aside.
     const redis = rawClient();
     try {
@@ -198,7 +198,7 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
     } finally {
       redis.disconnect();
     }
-    expect((await queue.planSchedules({ now, horizonMs: 3 * MINUTE })).setAside).toBe(1);
+    expect((await queue.schedules.plan({ now, horizonMs: 3 * MINUTE })).setAside).toBe(1);
     const { page, errors } = await newPage(browser());
     await page.goto(dashboard.url);
     await clickAndWait(page, "[data-nav-schedules]");
@@ -226,9 +226,9 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
     expect(text).not.toContain("<b>x</b>");
     const forged = await postAction(dashboard, base, { action: "schedule-pause", schedule: "tick", _csrf: "forged" });
     expect(forged.status).toBe(403);
-    expect((await queue.listSchedules()).find((info) => info.name === "tick")?.paused).toBe(false);
-    await queue.removeSchedule("tick", { now: Date.now() });
-    await queue.removeSchedule("nightly", { now: Date.now() });
+    expect((await queue.schedules.list()).find((info) => info.name === "tick")?.paused).toBe(false);
+    await queue.schedules.remove("tick", { now: Date.now() });
+    await queue.schedules.remove("nightly", { now: Date.now() });
     const { page } = await newPage(browser());
     await page.goto(dashboard.url);
     await page.goto(`${base}/schedules`);
@@ -253,7 +253,7 @@ describe("dashboard schedules page in real Chromium", { timeout: 60_000 }, () =>
     for (const action of ["schedule-pause", "schedule-resume", "schedule-run", "schedule-remove"]) {
       expect((await postAction(dashboard, base, { action, schedule: "nightly" })).status).toBe(403);
     }
-    expect((await queue.listSchedules()).map((info) => [info.name, info.paused])).toEqual([
+    expect((await queue.schedules.list()).map((info) => [info.name, info.paused])).toEqual([
       ["tick", false],
       ["nightly", true],
     ]);
