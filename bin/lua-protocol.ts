@@ -182,26 +182,33 @@ function stateFunctions(): string {
   ].join("\n");
 }
 
-/** lane_line: a group record's text from its fields (texts), short when its tail is all 0. */
+/**
+ * lane_line: a group record's text from its fields, the head as texts and the tail as numbers,
+ * printed only when the record is long (a record is written at every step that changes its lane).
+ */
 function laneLine(): string {
   const names = Object.keys(LANE_FIELDS).map(luaName);
-  const head = names.slice(0, names.indexOf(LANE_HEAD_THROUGH) + 1);
+  const headCount = names.indexOf(LANE_HEAD_THROUGH) + 1;
+  const head = names.slice(0, headCount);
+  const tail = names.slice(headCount);
   return [
     `-- A group record's text: its fields in their declared order, "|" between them; the fields after`,
-    `-- ${LANE_HEAD_THROUGH} only when ${LANE_TAIL_WHEN.join(" or ")} is not 0.`,
+    `-- ${LANE_HEAD_THROUGH} (numbers: a negative count is written 0) only when ${LANE_TAIL_WHEN.join(" or ")} is above 0.`,
     `local function lane_line(${names.join(", ")})`,
-    `  if ${LANE_TAIL_WHEN.map((name) => `${luaName(name)} == '0'`).join(" and ")} then return ${head.join(" .. '|' .. ")} end`,
-    `  return ${names.join(" .. '|' .. ")}`,
+    `  if ${LANE_TAIL_WHEN.map((name) => `${luaName(name)} <= 0`).join(" and ")} then return ${head.join(" .. '|' .. ")} end`,
+    `  return ${head.join(" .. '|' .. ")} .. '|' .. ${tail.map((name) => `fmt(math.max(${name}, 0))`).join(" .. '|' .. ")}`,
     "end",
   ].join("\n");
 }
 
 /** `<name>_line` per value Lua writes: its fields' texts in their declared order, "|" between them. */
 function valueLines(): string[] {
-  return writtenValues().flatMap(({ name, fields, lastOptional }) => {
+  return writtenValues().flatMap(({ name, meaning, fields: declared, lastOptional }) => {
+    const fields = declared.map(luaName);
     const all = fields.join(" .. '|' .. ");
     const last = fields[fields.length - 1];
     return [
+      `-- ${meaning}.`,
       `local function ${name}(${fields.join(", ")})`,
       ...(lastOptional ? [`  if ${last} == nil then return ${fields.slice(0, -1).join(" .. '|' .. ")} end`] : []),
       `  return ${all}`,

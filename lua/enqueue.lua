@@ -40,141 +40,19 @@
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
 -- Uses: K, apply, arrange_wakes, as_time, bad, config_int, decision_time, declared_types
--- Uses: drop_field, enqueue_args, enqueue_item, fair_turn, flow_args, flow_held_line, flow_over
--- Uses: flow_runs, fmt, fmt_once, group_arg, group_policy, guard, held_value, id_arg, int_arg
--- Uses: int_text, is_id, lane_add, lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load
--- Uses: name_arg, new_state, new_writes, note_due, parked_gone, parse_body, parse_state, put
--- Uses: put_state, read_config_fields, read_many, record_fields, replaceable, replaced_line
--- Uses: singleton_waiting, stamp_format, start_fair, time_arg, type_scope, zadd, zrem
+-- Uses: drop_field, enqueue_args, enqueue_item, fair_turn, flow_args, flow_decide, flow_over
+-- Uses: flow_runs, fmt, group_arg, group_policy, guard, id_arg, int_arg, int_text, is_id, lane_add
+-- Uses: lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load, name_arg, new_state
+-- Uses: new_writes, note_due, parked_gone, parse_body, parse_state, put, put_state
+-- Uses: read_config_fields, read_many, record_letter, replaced_line, stamp_format, start_fair
+-- Uses: time_arg, type_scope, zadd, zrem
 
--- What a task's fields say it is: the letter of its state ("R" for a body alone, never claimed;
--- "C" quarantined), or nil when the id is unknown.
-local function letter_of(state, body, reason)
-  if reason then return 'C' end
-  if state then return string.sub(state, 1, 1) end
-  if body then return string.byte(body, 1) == BODY_FORMAT_BYTE and 'R' or string.sub(body, 1, 1) end
-  return nil
-end
-
--- Takes each flow-controlled task's decision, in the call's order (a later task of a key sees what
--- an earlier one did), from the flow fields' values (read with the tasks' records: `values`, by
--- field, false when absent) and the records of the tasks they hold (one HMGET, none when no field
--- holds a task). Fills outcome[i] (the status of a task answered without being written), other[i]
--- (the task a dedupe found or a debounce replaced), runs[i] and run_texts[i] (a debounce's time, a
--- deferred task's) and replaced (the tasks debounces and singletons replace), and changes `values`
--- (the caller writes each value that changed). Returns how many of the fresh tasks it answered so.
-local function flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced)
-  local specs, field_of, held_ids = flows.spec, flows.field, {}
-  for i = 1, #ids do
-    local field = field_of[i]
-    local value = field and values[field]
-    if value then
-      local kind, id = string.byte(field, 2), nil
-      if kind == 115 then id = value elseif kind ~= 116 then id = held_value(value) end -- s, t
-      if id then held_ids[#held_ids + 1] = id end
-    end
-  end
-  local held = {}
-  if #held_ids > 0 then
-    local records = record_fields(held_ids, true, true)
-    for j, id in ipairs(held_ids) do
-      held[id] = {
-        id = id, letter = letter_of(records[3 * j - 2], records[3 * j - 1], records[3 * j]), state = records[3 * j - 2],
-        body = records[3 * j - 1], reason = records[3 * j],
-      }
-    end
-  end
-  -- The debounced and singleton tasks of this call that a later one may replace, by id: their index.
-  local pending, answered = {}, 0
-  for i = 1, #ids do
-    local spec, id = specs[i], ids[i]
-    if spec and seen[id] == i then
-      local mode, field, a = spec.letter, field_of[i], spec.a
-      local value = values[field]
-      if mode == 'd' then
-        local first_id, until_ms
-        if value then first_id, until_ms = held_value(value) end
-        if first_id and until_ms > flows.decided then
-          -- Within the window (on the store's clock, bounded: decision_time): the task enqueued
-          -- first answers for it.
-          outcome[i], other[i], answered = 5, first_id, answered + 1
-          local same = seen[first_id]
-          if same and same < i and not outcome[same] then known[i] = runs[same] > now and 'S' or 'R'
-          elseif held[first_id] then known[i] = held[first_id].letter end
-        else
-          -- A window's end: the same for every task of this flow (now + its ttlMs), printed once.
-          values[field] = flow_held_line(id, fmt_once(now + a))
-        end
-      elseif mode == 't' then
-        -- A task due in the past runs now: its period starts now, so a value already over (absent
-        -- once the sweep removed it) never stops it. "Now" on the store's clock, bounded
-        -- (decision_time): a caller whose clock runs ahead frees no period early.
-        local free, run_at = tonumber(value) or 0, runs[i] <= now and flows.decided or runs[i]
-        if run_at < free and spec.b == 0 then
-          outcome[i], answered = 11, answered + 1
-        else
-          if run_at < free then
-            run_at = free
-            runs[i], run_texts[i] = free, fmt(free)
-          end
-          local next_free = run_at + a
-          if next_free > TIME_MAX_MS then
-            bad('task ' .. i .. ' throttle: its next free period would start after 9999-12-31')
-          end
-          values[field] = fmt_once(next_free)
-        end
-      elseif mode == 'b' then
-        -- Debounce: the task holding the key is replaced while it still waits for its time;
-        -- once it started (or is gone), or the window is over, a new window begins.
-        local held_id, first, until_ms
-        if value then held_id, first, until_ms = held_value(value) end
-        local start, window_end = now, now + spec.b
-        if held_id and until_ms and until_ms > flows.decided then
-          if pending[held_id] then
-            local earlier = pending[held_id]
-            outcome[earlier], known[earlier], answered = 0, 'S', answered + 1
-            pending[held_id] = nil
-            flows.gone[#flows.gone + 1] = { id = held_id, by = id }
-            other[i], start, window_end = held_id, first, until_ms
-          elseif held[held_id] and held[held_id].letter == 'S' and replaceable(held[held_id].state) then
-            replaced[#replaced + 1] = held[held_id]
-            flows.gone[#flows.gone + 1] = { id = held_id, by = id }
-            held[held_id] = nil
-            other[i], start, window_end = held_id, first, until_ms
-          end
-        end
-        if window_end > TIME_MAX_MS then bad('task ' .. i .. ' debounce: its window would end after 9999-12-31') end
-        local run_at = math.min(now + a, window_end)
-        runs[i], run_texts[i] = run_at, fmt_once(run_at)
-        values[field] = flow_held_line(id, fmt_once(start), fmt_once(window_end))
-        if run_at > now then pending[id] = i end
-      else
-        -- Singleton, one waiting per key: the task the key names is replaced while it waits, never
-        -- claimed (an earlier task of this call is never written); one running is left to run, and
-        -- its lane's concurrency of 1 keeps the new one waiting until it settles.
-        if value then
-          local earlier, record = pending[value], held[value]
-          if earlier then
-            outcome[earlier], known[earlier], answered = 0, runs[earlier] > now and 'S' or 'R', answered + 1
-            pending[value] = nil
-            flows.gone[#flows.gone + 1] = { id = value, by = id }
-            other[i] = value
-          elseif record and not record.reason and singleton_waiting(record.state or nil, record.body or nil) then
-            replaced[#replaced + 1] = record
-            flows.gone[#flows.gone + 1] = { id = value, by = id }
-            held[value] = nil
-            other[i] = value
-          end
-        end
-        values[field], pending[id] = id, i
-      end
-    end
-  end
-  return answered
-end
-
-return guard('enqueue', function()
+-- The batch: every task's arguments, checked, before the config is read. Fills b with the tasks'
+-- ids, ranks, runs, types, groups, bodies and payload sizes, the task hash fields to read (state,
+-- body, reason per task) and the config fields this batch needs.
+local function read_tasks(b)
   local now, now_text, call, flow_text = enqueue_args()
+  b.now, b.now_text, b.call = now, now_text, call
   -- With flow control, the runs of flows say how many tasks there are, and one key follows the
   -- tasks per task with a flow.
   local flow_spans, n, keyed = flow_runs(flow_text)
@@ -185,8 +63,9 @@ return guard('enqueue', function()
   end
   n = values_given / 4
   if n > BATCH_MAX then bad('at most ' .. BATCH_MAX .. ' items per call, got ' .. n) end
+  b.n, b.flow_spans = n, flow_spans
 
-  -- Checked before anything is written; a message is built only for the task that fails.
+  -- A message is built only for the task that fails.
   local ids, fields, ranks, runs, types, groups_of, sizes = {}, {}, {}, {}, {}, {}, {}
   local bodies, run_given = {}, {} -- as given: written as they are
   local config_names, type_seen = { 'maxPayloadBytes', 'nextDue', 'wake', 'active', 'strictTypes', 'paused', 'fair',
@@ -220,10 +99,17 @@ return guard('enqueue', function()
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':x'
   end
+  b.ids, b.fields, b.ranks, b.runs, b.types, b.groups_of, b.sizes = ids, fields, ranks, runs, types, groups_of, sizes
+  b.bodies, b.run_given, b.config_names, b.any_group = bodies, run_given, config_names, any_group
+end
 
-  local config = read_config_fields(config_names)
+-- The config (one HMGET), and what it refuses: a payload over the queue's cap, a type it does not
+-- declare (strictTypes).
+local function read_config_for(b)
+  local config = read_config_fields(b.config_names)
   local max_payload = config_int(config, 'maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES)
-  for i = 1, n do
+  local sizes, types = b.sizes, b.types
+  for i = 1, b.n do
     if sizes[i] > max_payload then
       bad('task ' .. i .. ' payload is ' .. sizes[i] .. ' bytes; the cap is ' .. max_payload)
     end
@@ -231,12 +117,19 @@ return guard('enqueue', function()
       bad('task ' .. i .. ' type "' .. types[i] .. '" is not declared for this queue; its types: ' .. declared_types())
     end
   end
+  b.config = config
+end
 
-  -- Flow control's entries, checked; their fields are read with the tasks' records.
-  -- Flow control's fields go after the tasks' in the HMGET, from fields[3n + 1].
-  local flows = flow_spans and flow_args(flow_spans, n, fields) or nil
+-- Flow control's entries, checked (b.flows, nil without any); their fields go after the tasks' in
+-- b.fields, to be read with the tasks' records. A task a debounce or a singleton replaced is
+-- remembered (REPLACED_PREFIX .. id, by the flow fields): sent again (an SQS message delivered
+-- twice, a call repeated), it is that id, not a new task bringing back a payload a later one
+-- replaced. Its field is read with the records, for those tasks only (b.tomb_at).
+local function read_flows(b)
+  local n, fields, groups_of = b.n, b.fields, b.groups_of
+  local flows = b.flow_spans and flow_args(b.flow_spans, n, fields) or nil
   -- A singleton's group is its key's (SINGLETON_GROUP_PREFIX .. key), and no other task's.
-  if any_group then
+  if b.any_group then
     local spec_of = flows and flows.spec or {}
     for i = 1, n do
       local group = groups_of[i]
@@ -250,35 +143,36 @@ return guard('enqueue', function()
       end
     end
   end
-  if flows and flows.singletons and not any_group then
+  if flows and flows.singletons and not b.any_group then
     for i = 1, n do
       if flows.spec[i] and flows.spec[i].letter == 's' then bad('task ' .. i .. ' singleton: its group must be "' .. SINGLETON_GROUP_PREFIX .. '<key>"') end
     end
   end
-
-  -- A task a debounce or a singleton replaced is remembered (REPLACED_PREFIX .. id, by the flow
-  -- fields): sent again (an SQS message delivered twice, a call repeated), it is that id, not a new
-  -- task bringing back a payload a later one replaced. Read with the records, for those tasks only.
   local tomb_at = {}
-  -- A window's end, and a replaced id's memory, on the store's clock, bounded (a fast caller ends none early).
-  local decided = flows and decision_time(config, now)
   if flows then
+    -- A window's end, and a replaced id's memory, on the store's clock, bounded (a fast caller ends none early).
+    flows.decided = decision_time(b.config, b.now)
     for i = 1, n do
       local spec = flows.spec[i]
       if spec and (spec.letter == 'b' or spec.letter == 's') then
-        fields[#fields + 1] = REPLACED_PREFIX .. ids[i]
+        fields[#fields + 1] = REPLACED_PREFIX .. b.ids[i]
         tomb_at[i] = #fields
       end
     end
   end
+  b.flows, b.tomb_at = flows, tomb_at
+end
 
-  -- What exists already: a state (any state), or a body alone (READY, never claimed).
-  local existing = read_many('HMGET', K.task, fields)
+-- What exists already (one HMGET): a state (any state), or a body alone (READY, never claimed).
+-- Fills b.known (each task's letter, nil when new), b.seen (each new id's first index) and b.fresh.
+local function read_existing(b)
+  local ids, tomb_at, flows = b.ids, b.tomb_at, b.flows
+  local existing = read_many('HMGET', K.task, b.fields)
   local seen, fresh, known, other = {}, 0, {}, {}
   for i, id in ipairs(ids) do
-    known[i] = letter_of(existing[3 * i - 2], existing[3 * i - 1], existing[3 * i])
+    known[i] = record_letter(existing[3 * i - 2], existing[3 * i - 1], existing[3 * i])
     local tomb = tomb_at[i] and existing[tomb_at[i]]
-    if not known[i] and tomb and not flow_over(tomb, decided) then
+    if not known[i] and tomb and not flow_over(tomb, flows.decided) then
       known[i], other[i] = '', string.match(tomb, REPLACED_PATTERN) -- a duplicate: replaced, by that task
     end
     if not known[i] and not seen[id] then
@@ -286,31 +180,25 @@ return guard('enqueue', function()
       fresh = fresh + 1
     end
   end
+  b.existing, b.seen, b.fresh, b.known, b.other = existing, seen, fresh, known, other
+end
 
-  -- Flow control: every decision is taken here, before the first write (docs/flow-control.md).
-  local outcome, run_texts, replaced, values = {}, {}, {}, {}
-  if flows then
-    for j = 3 * n + 1, 3 * n + flows.count do values[fields[j]] = existing[j] end
-    flows.gone = {} -- the ids replaced: { id, by }
-    flows.decided = decided
-    fresh = fresh - flow_decide(ids, seen, known, runs, flows, values, now, outcome, other, run_texts, replaced)
-  end
+-- Flow control: every decision is taken here, before the first write (docs/flow-control.md).
+local function decide_flows(b)
+  b.outcome, b.run_texts, b.replaced, b.values = {}, {}, {}, {}
+  local flows = b.flows
+  if not flows then return end
+  local n, fields, existing, values = b.n, b.fields, b.existing, b.values
+  for j = 3 * n + 1, 3 * n + flows.count do values[fields[j]] = existing[j] end
+  flows.gone = {} -- the ids replaced: { id, by }
+  b.fresh = b.fresh - flow_decide(b)
+end
 
-  local result = {}
-  local last_seq = fresh > 0 and redis.call('INCRBY', K.seq, fresh) or 0
-  local seq = last_seq - fresh
-  -- A new queue's format mark first: its long text makes the task hash a hash table before the
-  -- batch's fields go in (a small hash is a listpack, each field found by a scan of them all).
-  stamp_format(config)
-  -- The first task with a group: the queue's tasks take fair turns from now on.
-  if any_group and fresh > 0 and config.fair ~= '1' then start_fair(config) end
-  local fair = config.fair == '1'
-  local writes = new_writes()
-  -- When work falls due, per wake-up scope (the deployment running its type on a shared queue:
-  -- docs/wake-ups.md; else the queue's own, "").
-  local earliest, dues, shared = nil, {}, config.deps ~= nil
-  local lane_names, lanes_named = {}, {}
-  for i = 1, n do
+-- The lane of each task that takes turns (b.lane_names), their records loaded (one HMGET).
+local function load_lanes(b)
+  local fair = b.config.fair == '1'
+  local lane_names, lanes_named, types, groups_of = {}, {}, b.types, b.groups_of
+  for i = 1, b.n do
     if groups_of[i] ~= '' then
       lane_names[i] = lane_of(types[i], groups_of[i])
       lanes_named[#lanes_named + 1] = lane_names[i]
@@ -320,21 +208,27 @@ return guard('enqueue', function()
   end
   if fair then lanes_named[#lanes_named + 1] = UNGROUPED end
   lanes_load(lanes_named)
-  if flows then
-    -- Each value that changed (a field twice when two tasks share it: the same value).
-    local list = writes.fields
-    local k = #list
-    for j = 3 * n + 1, 3 * n + flows.count do
-      local field = fields[j]
-      local value = values[field]
-      if value ~= existing[j] then
-        list[k + 1], list[k + 2], k = field, value, k + 2
-      end
+  b.lane_names = lane_names
+end
+
+-- The flow values that changed (a field twice when two tasks share it: the same value), and the
+-- tasks a debounce or a singleton replaced: they leave as delete takes a waiting task out, and each
+-- id is remembered, as a finished task's id is, for the DONE retention. Returns the replaced tasks
+-- that leave a lane (lane_remove after the writes).
+local function write_flows(b, writes)
+  local flows, left_lanes = b.flows, {}
+  if not flows then return left_lanes end
+  local n, fields, values, existing = b.n, b.fields, b.values, b.existing
+  local list = writes.fields
+  local k = #list
+  for j = 3 * n + 1, 3 * n + flows.count do
+    local field = fields[j]
+    local value = values[field]
+    if value ~= existing[j] then
+      list[k + 1], list[k + 2], k = field, value, k + 2
     end
   end
-  -- The tasks a debounce or a singleton replaced leave as delete takes a waiting task out.
-  local left_lanes = {}
-  for _, gone in ipairs(replaced) do
+  for _, gone in ipairs(b.replaced) do
     local id = gone.id
     drop_field(writes, id)
     drop_field(writes, id .. ':s')
@@ -350,13 +244,24 @@ return guard('enqueue', function()
       if state and state.group ~= '' then left_lanes[#left_lanes + 1] = { id = id, state = state } end
     end
   end
-  -- Each id replaced is remembered, as a finished task's id is, for the DONE retention.
-  if flows then
-    for _, gone in ipairs(flows.gone) do
-      local until_ms = flows.decided + config_int(config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
-      put(writes, REPLACED_PREFIX .. gone.id, replaced_line(gone.by, fmt(until_ms)))
-    end
+  for _, gone in ipairs(flows.gone) do
+    local until_ms = flows.decided + config_int(b.config, 'doneRetentionMs', DEFAULT_DONE_RETENTION_MS)
+    put(writes, REPLACED_PREFIX .. gone.id, replaced_line(gone.by, fmt(until_ms)))
   end
+  return left_lanes
+end
+
+-- Writes each new task (its body; its state when it needs one) into its set, and answers every
+-- task: status, state, other. Fills b.earliest (the first SCHEDULED due time) and b.dues (when work
+-- falls due, per wake-up scope: the deployment running its type on a shared queue, docs/wake-ups.md;
+-- else the queue's own, "").
+local function write_tasks(b, writes, last_seq)
+  local ids, ranks, runs, types, groups_of, bodies = b.ids, b.ranks, b.runs, b.types, b.groups_of, b.bodies
+  local known, other, outcome, seen, run_texts, run_given = b.known, b.other, b.outcome, b.seen, b.run_texts, b.run_given
+  local config, now, now_text, lane_names = b.config, b.now, b.now_text, b.lane_names
+  local shared = config.deps ~= nil
+  local earliest, dues, result = nil, {}, {}
+  local seq = last_seq - b.fresh
   for i, id in ipairs(ids) do
     if outcome[i] then
       -- Answered by its flow control: a dedupe's duplicate, a throttled task, or one a later
@@ -387,7 +292,7 @@ return guard('enqueue', function()
           local band = ranks[i] - PRIORITY_MIN
           if lane ~= UNGROUPED then record.ready = record.ready + 1 end
           lane_touch(lane, record)
-          zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band, last_seq - fresh), id)
+          zadd(writes, K.ready, band * RANK_SEQ_SPAN + fair_turn(record, band, last_seq - b.fresh), id)
         end
         known[i] = 'R'
         dues[shared and type_scope(config, types[i]) or ''] = now
@@ -408,11 +313,38 @@ return guard('enqueue', function()
     result[#result + 1] = known[i] or ''
     result[#result + 1] = other[i] or ''
   end
+  b.earliest, b.dues = earliest, dues
+  return result
+end
+
+-- The steps: read and check everything, decide the flows, then write (the first write is INCRBY
+-- of seq: nothing before it writes, so an error leaves the queue as it was), then arrange the
+-- wake-ups the new work needs.
+return guard('enqueue', function()
+  local b = {}
+  read_tasks(b)
+  read_config_for(b)
+  read_flows(b)
+  read_existing(b)
+  decide_flows(b)
+
+  local config, fresh, now = b.config, b.fresh, b.now
+  local last_seq = fresh > 0 and redis.call('INCRBY', K.seq, fresh) or 0
+  -- A new queue's format mark first: its long text makes the task hash a hash table before the
+  -- batch's fields go in (a small hash is a listpack, each field found by a scan of them all).
+  stamp_format(config)
+  -- The first task with a group: the queue's tasks take fair turns from now on.
+  if b.any_group and fresh > 0 and config.fair ~= '1' then start_fair(config) end
+  load_lanes(b)
+  local writes = new_writes()
+  local left_lanes = write_flows(b, writes)
+  local result = write_tasks(b, writes, last_seq)
   apply(writes)
   for _, item in ipairs(left_lanes) do lane_remove(item.id, item.state, config, nil) end
   lanes_flush(now)
-  if earliest then note_due(config, earliest) end
-  if config.paused == '1' then dues = {} end
-  result[#result + 1] = arrange_wakes(config, now, dues, WAKE_HORIZON_MAX_MS, call ~= '' and call or nil, call ~= '', '')
+
+  if b.earliest then note_due(config, b.earliest) end
+  local dues = config.paused == '1' and {} or b.dues
+  result[#result + 1] = arrange_wakes(config, now, dues, WAKE_HORIZON_MAX_MS, b.call ~= '' and b.call or nil, b.call ~= '', '')
   return result
 end)

@@ -161,3 +161,123 @@ local function replaceable(state_value)
   local state = parse_state(state_value)
   return state ~= nil and state.letter == 'S' and state.attempts == '0' and state.flags == ''
 end
+
+-- Takes each flow-controlled task's decision for enqueue's batch `b`, in the call's order (a later
+-- task of a key sees what an earlier one did), from the flow fields' values (read with the tasks'
+-- records: b.values, by field, false when absent) and the records of the tasks they hold (one
+-- HMGET, none when no field holds a task). Fills b.outcome[i] (the status of a task answered
+-- without being written), b.other[i] (the task a dedupe found or a debounce replaced), b.runs[i]
+-- and b.run_texts[i] (a debounce's time, a deferred task's), b.replaced (the tasks debounces and
+-- singletons replace) and flows.gone (their ids, each with its replacer), and changes b.values
+-- (the caller writes each value that changed). Returns how many of the fresh tasks it answered so.
+local function flow_decide(b)
+  local ids, seen, known, runs, flows, values, now = b.ids, b.seen, b.known, b.runs, b.flows, b.values, b.now
+  local outcome, other, run_texts, replaced = b.outcome, b.other, b.run_texts, b.replaced
+  local specs, field_of, held_ids = flows.spec, flows.field, {}
+  for i = 1, #ids do
+    local field = field_of[i]
+    local value = field and values[field]
+    if value then
+      local kind, id = string.byte(field, 2), nil
+      if kind == 115 then id = value elseif kind ~= 116 then id = held_value(value) end -- s, t
+      if id then held_ids[#held_ids + 1] = id end
+    end
+  end
+  local held = {}
+  if #held_ids > 0 then
+    local records = record_fields(held_ids, true, true)
+    for j, id in ipairs(held_ids) do
+      held[id] = {
+        id = id, letter = record_letter(records[3 * j - 2], records[3 * j - 1], records[3 * j]), state = records[3 * j - 2],
+        body = records[3 * j - 1], reason = records[3 * j],
+      }
+    end
+  end
+  -- The debounced and singleton tasks of this call that a later one may replace, by id: their index.
+  local pending, answered = {}, 0
+  for i = 1, #ids do
+    local spec, id = specs[i], ids[i]
+    if spec and seen[id] == i then
+      local mode, field, a = spec.letter, field_of[i], spec.a
+      local value = values[field]
+      if mode == 'd' then
+        local first_id, until_ms
+        if value then first_id, until_ms = held_value(value) end
+        if first_id and until_ms > flows.decided then
+          -- Within the window (on the store's clock, bounded: decision_time): the task enqueued
+          -- first answers for it.
+          outcome[i], other[i], answered = 5, first_id, answered + 1
+          local same = seen[first_id]
+          if same and same < i and not outcome[same] then known[i] = runs[same] > now and 'S' or 'R'
+          elseif held[first_id] then known[i] = held[first_id].letter end
+        else
+          -- A window's end: the same for every task of this flow (now + its ttlMs), printed once.
+          values[field] = flow_held_line(id, fmt_once(now + a))
+        end
+      elseif mode == 't' then
+        -- A task due in the past runs now: its period starts now, so a value already over (absent
+        -- once the sweep removed it) never stops it. "Now" on the store's clock, bounded
+        -- (decision_time): a caller whose clock runs ahead frees no period early.
+        local free, run_at = tonumber(value) or 0, runs[i] <= now and flows.decided or runs[i]
+        if run_at < free and spec.b == 0 then
+          outcome[i], answered = 11, answered + 1
+        else
+          if run_at < free then
+            run_at = free
+            runs[i], run_texts[i] = free, fmt(free)
+          end
+          local next_free = run_at + a
+          if next_free > TIME_MAX_MS then
+            bad('task ' .. i .. ' throttle: its next free period would start after 9999-12-31')
+          end
+          values[field] = fmt_once(next_free)
+        end
+      elseif mode == 'b' then
+        -- Debounce: the task holding the key is replaced while it still waits for its time;
+        -- once it started (or is gone), or the window is over, a new window begins.
+        local held_id, first, until_ms
+        if value then held_id, first, until_ms = held_value(value) end
+        local start, window_end = now, now + spec.b
+        if held_id and until_ms and until_ms > flows.decided then
+          if pending[held_id] then
+            local earlier = pending[held_id]
+            outcome[earlier], known[earlier], answered = 0, 'S', answered + 1
+            pending[held_id] = nil
+            flows.gone[#flows.gone + 1] = { id = held_id, by = id }
+            other[i], start, window_end = held_id, first, until_ms
+          elseif held[held_id] and held[held_id].letter == 'S' and replaceable(held[held_id].state) then
+            replaced[#replaced + 1] = held[held_id]
+            flows.gone[#flows.gone + 1] = { id = held_id, by = id }
+            held[held_id] = nil
+            other[i], start, window_end = held_id, first, until_ms
+          end
+        end
+        if window_end > TIME_MAX_MS then bad('task ' .. i .. ' debounce: its window would end after 9999-12-31') end
+        local run_at = math.min(now + a, window_end)
+        runs[i], run_texts[i] = run_at, fmt_once(run_at)
+        values[field] = flow_held_line(id, fmt_once(start), fmt_once(window_end))
+        if run_at > now then pending[id] = i end
+      else
+        -- Singleton, one waiting per key: the task the key names is replaced while it waits, never
+        -- claimed (an earlier task of this call is never written); one running is left to run, and
+        -- its lane's concurrency of 1 keeps the new one waiting until it settles.
+        if value then
+          local earlier, record = pending[value], held[value]
+          if earlier then
+            outcome[earlier], known[earlier], answered = 0, runs[earlier] > now and 'S' or 'R', answered + 1
+            pending[value] = nil
+            flows.gone[#flows.gone + 1] = { id = value, by = id }
+            other[i] = value
+          elseif record and not record.reason and singleton_waiting(record.state or nil, record.body or nil) then
+            replaced[#replaced + 1] = record
+            flows.gone[#flows.gone + 1] = { id = value, by = id }
+            held[value] = nil
+            other[i] = value
+          end
+        end
+        values[field], pending[id] = id, i
+      end
+    end
+  end
+  return answered
+end

@@ -86,10 +86,6 @@ local function group_policy(config, task_type, lane)
   return known
 end
 
--- A lane's name: "<type>|<group>", the very text a state holds (so an ack reads it with no copy).
-local function lane_of(task_type, group)
-  return lane_name_line(task_type, group)
-end
 
 local function lane_type(lane)
   local task_type = string.match(lane, LANE_NAME_PATTERN)
@@ -317,7 +313,7 @@ local function lanes_flush(now)
     else
       fields[#fields + 1] = name
       fields[#fields + 1] = lane_line(count_text(r.ready), r.last_score and fmt(r.last_score) or r.last, slots,
-        count_text(r.parked), fmt(r.window), count_text(r.count))
+        r.parked, r.window, r.count)
     end
   end
   lanes_dirty = {}

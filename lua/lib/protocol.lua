@@ -73,10 +73,10 @@ local function new_state(letter, at, rank, task_type, group)
 end
 
 -- A group record's text: its fields in their declared order, "|" between them; the fields after
--- slots only when parked or count is not 0.
+-- slots (numbers: a negative count is written 0) only when parked or count is above 0.
 local function lane_line(ready, last, slots, parked, window, count)
-  if parked == '0' and count == '0' then return ready .. '|' .. last .. '|' .. slots end
-  return ready .. '|' .. last .. '|' .. slots .. '|' .. parked .. '|' .. window .. '|' .. count
+  if parked <= 0 and count <= 0 then return ready .. '|' .. last .. '|' .. slots end
+  return ready .. '|' .. last .. '|' .. slots .. '|' .. fmt(math.max(parked, 0)) .. '|' .. fmt(math.max(window, 0)) .. '|' .. fmt(math.max(count, 0))
 end
 
 -- A state BARE_LEASE_PATTERN matched, with `flag` as its flags (its first empty field).
@@ -84,33 +84,40 @@ local function flag_bare_lease(text, flag)
   return (string.gsub(text, '||', '|' .. flag .. '|', 1))
 end
 
+-- config `hold` of an ordered queue: no claim before retryAtMs while task id is READY.
 local function hold_line(retryAtMs, id)
   return retryAtMs .. '|' .. id
 end
 
+-- schedules hash `<name>:m`: the slots a schedule made and passed over.
 local function schedule_counts_line(made, passed)
   return made .. '|' .. passed
 end
 
+-- a retired schedule's record: when, and by which deployment.
 local function schedule_retired_line(at, by)
   return at .. '|' .. by
 end
 
+-- a dedupe or debounce key's value (`!d:`, `!b:`): the task holding it, then its window.
 local function flow_held_line(id, first, ends)
   if ends == nil then return id .. '|' .. first end
   return id .. '|' .. first .. '|' .. ends
 end
 
+-- `!r:<id>`: a task a debounce or singleton replaced, by which task, until when.
 local function replaced_line(replacer, ends)
   return replacer .. '|' .. ends
 end
 
+-- one wake-up of config `wake` (its entries joined by ","): when, and the call that arranged it (a room mark after it).
 local function wake_entry_line(at, call)
   return at .. '|' .. call
 end
 
-local function lane_name_line(type, group)
-  return type .. '|' .. group
+-- a lane's name, `<type>|<group>`.
+local function lane_of(task_type, group)
+  return task_type .. '|' .. group
 end
 
 -- A body record's text: the format mark, then its fields in their declared order.

@@ -127,3 +127,12 @@ local function presence_status(task)
   if task.state.letter == 'D' then return 2 end
   return nil
 end
+
+-- What a task's fields say it is: the letter of its state ("R" for a body alone, never claimed;
+-- "C" quarantined), or nil when the id is unknown.
+local function record_letter(state, body, reason)
+  if reason then return 'C' end
+  if state then return string.sub(state, 1, 1) end
+  if body then return string.byte(body, 1) == BODY_FORMAT_BYTE and 'R' or string.sub(body, 1, 1) end
+  return nil
+end

@@ -21,6 +21,8 @@ type Value = {
   listItem?: boolean;
   /** Lua writes it: `npm run generate` gives the scripts `<name>_line(...)`, its fields in order. */
   written?: boolean;
+  /** The writer's name when not `<name>_line`. */
+  writer?: string;
 };
 
 const digits = (meaning: string): Field => ({ kind: "digits", meaning });
@@ -90,6 +92,7 @@ export const VALUES = {
     },
     restFilled: true,
     written: true,
+    writer: "lane_of",
   },
 } as const satisfies Record<string, Value>;
 
@@ -120,11 +123,12 @@ export const valuePatterns = (): Record<string, string> =>
   );
 
 /** The values Lua writes, with their fields in order: `<name>_line(...)` in lua/lib/protocol.lua. */
-export const writtenValues = (): Array<{ name: string; fields: string[]; lastOptional: boolean }> =>
+export const writtenValues = (): Array<{ name: string; meaning: string; fields: string[]; lastOptional: boolean }> =>
   Object.entries(VALUES as Record<string, Value>)
     .filter(([, value]) => value.written)
     .map(([name, value]) => ({
-      name: `${name.toLowerCase()}_line`,
+      name: value.writer ?? `${name.toLowerCase()}_line`,
+      meaning: value.meaning,
       fields: Object.keys(value.fields),
       lastOptional: value.lastOptional === true,
     }));
