@@ -5,7 +5,8 @@
 // headless Chromium, then drops the three queues.
 //   node --import tsx bin/screenshots.ts
 import { startDashboard } from "../cli/dashboard/server.js";
-import { listQueues, Queue } from "../shared/queue.js";
+import { Queue } from "../shared/queue.js";
+import { listQueues } from "../shared/queue-admin.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { launchBrowser } from "./browser.js";
 
@@ -103,13 +104,13 @@ try {
     now: now - 25_000,
   });
   // reports: paused 17 minutes ago, with work waiting.
-  await reports.pause({ now: now - 17 * 60_000 });
+  await reports.admin.pause({ now: now - 17 * 60_000 });
   await reports.enqueue(
     Array.from({ length: 23 }, (_, i) => ({ id: `report-${3000 + i}`, type: "render-pdf" })),
     { now: now - 16 * 60_000 },
   );
   // webhooks.v2: one partner's type paused, its deliveries waiting.
-  await webhooks.pause({ now: now - 6 * 60_000, type: "partner-acme" });
+  await webhooks.admin.pause({ now: now - 6 * 60_000, type: "partner-acme" });
   await webhooks.enqueue(
     Array.from({ length: 9 }, (_, i) => ({ id: `hook-${700 + i}`, type: "partner-acme" })),
     { now: now - 5 * 60_000 },
@@ -139,6 +140,6 @@ try {
     await dashboard.close();
   }
 } finally {
-  for (const queue of queues) await queue.drop({ confirm: queue.name });
+  for (const queue of queues) await queue.admin.drop({ confirm: queue.name });
   await store.close();
 }

@@ -1,5 +1,5 @@
 -- plan: make the slots of schedules into tasks, each slot once (docs/schedules.md). The caller (the
--- reclaimer, through Queue.planSchedules) read each schedule's definition, revision and cursor,
+-- reclaimer, through queue.schedules.plan) read each schedule's definition, revision and cursor,
 -- computed its slots after the cursor with croner, and sends them here; this script makes them only
 -- when the schedule still has that revision and that cursor, and moves the cursor past them in the
 -- same atomic step. So two planners (overlapping reclaimer runs, a redeploy's, a cold start's) that

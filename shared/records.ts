@@ -1,6 +1,6 @@
 import { LIMITS } from "./config.js";
 import { StoreError } from "./errors.js";
-import { BODY_FORMAT, buildBody as bodyOf } from "./protocol/record.js";
+import { BODY_FIELDS, BODY_FORMAT, buildBody as bodyOf, parseRecord } from "./protocol/record.js";
 
 /** A rank's priority: its high part (docs/design.md, "States and leases"). */
 export function priorityOfRank(rank: number): number {
@@ -21,16 +21,11 @@ export function buildBody(enqueuedAtMs: number, type: string, group: string, pay
   return bodyOf({ enqueued: enqueuedAtMs, type, group, payload });
 }
 
-const BODY_PREFIX = new RegExp(`^${BODY_FORMAT}\\|(\\d+)\\|([^|]+)\\|([^|]*)\\|`);
-
 /** The parts of a body; throws StoreError when it is not one (a store answering something else). */
 export function parseBody(body: string): { enqueuedAtMs: number; type: string; group: string; payload: string } {
-  const match = BODY_PREFIX.exec(body);
-  if (!match) throw new StoreError(`claim: the script returned a body that is not of format v2`, undefined);
-  return {
-    enqueuedAtMs: Number(match[1]),
-    type: match[2],
-    group: match[3],
-    payload: body.slice(match[0].length),
-  };
+  const fields = parseRecord(BODY_FIELDS, body, `${BODY_FORMAT}|`);
+  if (!fields || fields.type === "") {
+    throw new StoreError(`claim: the script returned a body that is not of format v2`, undefined);
+  }
+  return { enqueuedAtMs: Number(fields.enqueued), type: fields.type, group: fields.group, payload: fields.payload };
 }

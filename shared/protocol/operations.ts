@@ -264,7 +264,7 @@ export const OPERATIONS = {
         "priority",
         "attempts",
         "maxAttempts",
-        "at (`Queue.inspect` names it for the state: readySince, dueAt, leaseDeadline, finishedAt, setAsideAt)",
+        "at (`queue.admin.inspect` names it for the state: readySince, dueAt, leaseDeadline, finishedAt, setAsideAt)",
         "lastError",
         "payload",
         "rank",

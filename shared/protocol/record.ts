@@ -290,6 +290,49 @@ export const recordBounds = (): Record<string, number> =>
       .map(([name, field]) => [`DIGITS_${name.toUpperCase()}`, (field as Field).maxDigits as number]),
   );
 
+const KIND_TEST: Record<FieldKind, RegExp> = {
+  letter: new RegExp(`^[${Object.keys(STATE_LETTERS).join("")}]$`),
+  digits: /^\d+$/,
+  "digit list": /^[\d,]*$/,
+  "id list": /^[^|]*$/,
+  flags: /^[a-z]*$/,
+  name: /^[^|]*$/,
+  id: /^[^|]*$/,
+  remainder: /^/,
+};
+
+/**
+ * A record's fields by name, read by its declaration (`fields` in order, "|" between them, after
+ * `prefix`): each checked against its kind, a `remainder` taking the rest of the text as it is (it
+ * is never split, however long). Undefined when the text is not such a record. The scripts read the
+ * same records with the patterns generated from the same declaration.
+ */
+export function parseRecord<T extends Record<string, Field>>(
+  fields: T,
+  text: string,
+  prefix = "",
+): Record<keyof T & string, string> | undefined {
+  if (!text.startsWith(prefix)) return undefined;
+  const parsed: Record<string, string> = {};
+  let at = prefix.length;
+  for (const [name, field] of Object.entries(fields)) {
+    if (field.kind === "remainder") {
+      parsed[name] = text.slice(at);
+      at = text.length + 1;
+      continue;
+    }
+    const end = text.indexOf("|", at);
+    const value = end < 0 ? text.slice(at) : text.slice(at, end);
+    if (!KIND_TEST[field.kind].test(value) || (field.maxDigits !== undefined && value.length > field.maxDigits)) {
+      return undefined;
+    }
+    if (end < 0 && name !== Object.keys(fields).at(-1)) return undefined;
+    parsed[name] = value;
+    at = end < 0 ? text.length + 1 : end + 1;
+  }
+  return parsed as Record<keyof T & string, string>;
+}
+
 /** The body of a task as stored: the format mark, then BODY_FIELDS in order. */
 export function buildBody(fields: Record<BodyField, string | number>): string {
   return [BODY_FORMAT, ...(Object.keys(BODY_FIELDS) as BodyField[]).map((name) => fields[name])].join("|");

@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import { SINGLETON_GROUP_PREFIX } from "../../shared/config.js";
 import { parseGroupPolicy, parseLane } from "../../shared/protocol/groups.js";
+import { BODY_FIELDS, BODY_FORMAT, parseRecord, STATE_FIELDS } from "../../shared/protocol/record.js";
 import type { Queue } from "../../shared/queue.js";
 
 /** A task as storage format v2 keeps it (docs/storage.md), read straight from Redis. */
@@ -23,10 +24,7 @@ export interface RawTask {
   stalls: number;
 }
 
-const STATE = /^([RSLDFW])\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|([a-z]*)\|(\d+)\|([^|]*)\|([^|]*)\|([^|]*)\|/;
-const BODY = /^1\|(\d+)\|([^|]+)\|([^|]*)\|/;
-
-/** Parses the fields of one task (its state and body) as lua/lib/records.lua writes them. */
+/** Parses the fields of one task (its state and body) by their declaration (shared/protocol/record.ts). */
 export function parseTask(
   stateText: string | undefined,
   bodyText: string | undefined,
@@ -34,39 +32,39 @@ export function parseTask(
   stallsText?: string,
 ): RawTask {
   const stalls = Number(stallsText ?? 0);
-  const body = bodyText === undefined ? undefined : BODY.exec(bodyText);
+  const body = bodyText === undefined ? undefined : parseRecord(BODY_FIELDS, bodyText, `${BODY_FORMAT}|`);
   if (bodyText !== undefined && !body) throw new Error(`malformed body ${JSON.stringify(bodyText.slice(0, 80))}`);
-  const payload = body && bodyText ? bodyText.slice(body[0].length) : "";
+  const payload = body?.payload ?? "";
   if (stateText === undefined) {
     if (!body) throw new Error("a task with neither state nor body");
     return {
       state: "R",
-      type: body[2],
-      group: body[3],
+      type: body.type,
+      group: body.group,
       rank: readyRank ?? Number.NaN,
       attempts: 0,
       claims: 0,
       maxAttempts: 0,
-      at: Number(body[1]),
+      at: Number(body.enqueued),
       flags: "",
       error: "",
       payload,
       stalls,
     };
   }
-  const match = STATE.exec(stateText);
-  if (!match) throw new Error(`malformed state ${JSON.stringify(stateText.slice(0, 80))}`);
+  const state = parseRecord(STATE_FIELDS, stateText);
+  if (!state) throw new Error(`malformed state ${JSON.stringify(stateText.slice(0, 80))}`);
   return {
-    state: match[1],
-    attempts: Number(match[2]),
-    claims: Number(match[3]),
-    maxAttempts: Number(match[4]),
-    at: Number(match[5]),
-    flags: match[6],
-    rank: Number(match[7]),
-    type: match[8],
-    group: match[9],
-    error: stateText.slice(match[0].length),
+    state: state.letter,
+    attempts: Number(state.attempts),
+    claims: Number(state.gen),
+    maxAttempts: Number(state.max),
+    at: Number(state.at),
+    flags: state.flags,
+    rank: Number(state.rank),
+    type: state.type,
+    group: state.group,
+    error: state.error,
     payload,
     stalls,
   };

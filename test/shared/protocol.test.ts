@@ -12,7 +12,14 @@ import { withScriptsTable } from "../../bin/lua-protocol.js";
 import { ID_PATTERN, ID_RESERVED_END, NAME_PATTERN } from "../../shared/config.js";
 import { readReply } from "../../shared/protocol/index.js";
 import { OPERATIONS, type OperationName } from "../../shared/protocol/operations.js";
-import { namePatterns, recordPatterns, stateFieldNames } from "../../shared/protocol/record.js";
+import {
+  BODY_FIELDS,
+  namePatterns,
+  parseRecord,
+  recordPatterns,
+  STATE_FIELDS,
+  stateFieldNames,
+} from "../../shared/protocol/record.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import { adapters, queueFixture } from "../helpers/stores.js";
 
@@ -74,6 +81,26 @@ function argvIndexes(text: string): number[] {
 }
 
 describe("the protocol declaration", () => {
+  it("reads a record by its declaration, a remainder whole however many | it holds, and refuses what is not one", () => {
+    expect(parseRecord(BODY_FIELDS, `1|1800000000000|send|g:1|{"a":"x|y"}`, "1|")).toEqual({
+      enqueued: "1800000000000",
+      type: "send",
+      group: "g:1",
+      payload: `{"a":"x|y"}`,
+    });
+    expect(parseRecord(STATE_FIELDS, "L|1|7|3|1800000000500|r|4398046511105|send||c1|failed: a|b")).toMatchObject({
+      letter: "L",
+      gen: "7",
+      flags: "r",
+      group: "",
+      claim: "c1",
+      error: "failed: a|b",
+    });
+    expect(parseRecord(STATE_FIELDS, "X|1|7|3|1|r|4|send||c1|")).toBeUndefined(); // no such state
+    expect(parseRecord(STATE_FIELDS, "L|1|7|3|1|r|12345678901234567|send||c1|")).toBeUndefined(); // rank too long
+    expect(parseRecord(BODY_FIELDS, "R|send|5|0|0|0|1|0|{}", "1|")).toBeUndefined(); // format v0
+  });
+
   it("declares exactly the operation scripts there are", () => {
     const scripts = luaSources()
       .map(([file]) => file)

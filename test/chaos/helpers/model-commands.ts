@@ -4,6 +4,8 @@
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { expect } from "vitest";
+import { parseRecord } from "../../../shared/protocol/record.js";
+import { VALUES } from "../../../shared/protocol/values.js";
 import type { Queue } from "../../../shared/queue.js";
 import { assertConsistent } from "../../helpers/invariants.js";
 import { operationTally } from "./chaos.js";
@@ -90,7 +92,8 @@ async function compareState(world: World, real: Real): Promise<void> {
   expect(Number((await redis.get(queue.keys.seq)) ?? 0)).toBe(world.model.seq);
   const hold = await redis.hget(queue.keys.config, "hold");
   // config hold is "<time>|<id of the task it waits for>".
-  expect(hold === null ? undefined : Number(hold.split("|")[0]), "hold").toBe(world.model.hold);
+  const retryAt = hold === null ? undefined : parseRecord(VALUES.HOLD.fields, hold)?.retryAtMs;
+  expect(retryAt === undefined ? undefined : Number(retryAt), "hold").toBe(world.model.hold);
   const stats = await queue.stats({ now: world.now });
   expect({ paused: stats.paused, pausedTypes: stats.pausedTypes }, "paused").toEqual({
     paused: world.model.paused,
