@@ -61,7 +61,7 @@ local function group_policy_arg(field, value)
 end
 
 local function policy_arg(field, value)
-  local lease, max = string.match(value, '^(%d+),(%d+)$')
+  local lease, max = string.match(value, POLICY_PATTERN)
   if not lease or not is_int(tonumber(lease), 1, LEASE_MAX_MS) or not is_int(tonumber(max), 1, ATTEMPTS_MAX) then
     bad(field .. ' must be "<leaseMs 1..' .. LEASE_MAX_MS .. '>,<maxAttempts 1..' .. ATTEMPTS_MAX .. '>"')
   end

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { DEFAULTS, DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { itemArgs } from "./protocol/index.js";
+import { policyLine } from "./protocol/values.js";
 import type { GroupPolicy, LeasePolicy, TypeGroupPolicy } from "./types.js";
 import {
   checkGroupPolicy,
@@ -147,7 +148,7 @@ const WAKE_QUEUE_URL = /^https?:\/\/[A-Za-z0-9\-._~:/%]{1,1016}$/;
 
 /** The config fields configure.lua writes for `settings`, and their revision (a digest of them). */
 export function configFields(settings: ResolvedSettings): { revision: string; fields: string[] } {
-  const policy = (p: LeasePolicy) => `${p.leaseMs},${p.maxAttempts}`;
+  const policy = (p: LeasePolicy) => policyLine(p.leaseMs, p.maxAttempts);
   const pairs: Array<[string, string]> = [
     ["ordered", settings.ordered ? "1" : "0"],
     ["skewMs", String(settings.clockSkewMs)],

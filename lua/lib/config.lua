@@ -126,7 +126,7 @@ end
 local function policy_of(config, task_type)
   local text = config['p:' .. task_type] or config.d
   if text then
-    local lease, max = string.match(text, '^(%d+),(%d+)$')
+    local lease, max = string.match(text, POLICY_PATTERN)
     if lease then return tonumber(lease), tonumber(max) end
   end
   return DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS

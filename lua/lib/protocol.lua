@@ -30,6 +30,7 @@ local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)$'
 local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 -- The small records: the hold, a schedule's counts, flow control's values (shared/protocol/values.ts).
+local POLICY_PATTERN = '^(%d+),(%d+)$'
 local HOLD_PATTERN = '^(%d+)|(.*)$'
 local SCHEDULE_COUNTS_PATTERN = '^(%d+)|(%d+)$'
 local SCHEDULE_RETIRED_PATTERN = '^(%d+)|(.*)$'

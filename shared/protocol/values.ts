@@ -23,6 +23,8 @@ type Value = {
   written?: boolean;
   /** The writer's name when not `<name>_line`. */
   writer?: string;
+  /** Between the fields: "|" unless given. */
+  separator?: string;
 };
 
 const digits = (meaning: string): Field => ({ kind: "digits", meaning });
@@ -31,6 +33,11 @@ const digits = (meaning: string): Field => ({ kind: "digits", meaning });
 export const FLOW_MODE_LETTERS = "dbts";
 
 export const VALUES = {
+  POLICY: {
+    meaning: "config `p:<type>` (a type's lease policy) and `d` (the queue's default one)",
+    fields: { leaseMs: digits("the lease (ms)"), maxAttempts: digits("the claims a task may have") },
+    separator: ",",
+  },
   HOLD: {
     meaning: "config `hold` of an ordered queue: no claim before retryAtMs while task id is READY",
     written: true,
@@ -111,7 +118,12 @@ export const valuePatterns = (): Record<string, string> =>
         ]),
       );
       if (name === "FLOW") reads.mode = { lua: `([${FLOW_MODE_LETTERS}])` };
-      const pattern = recordPattern(value.fields, { reads, through, end: value.open ? "|" : remainder ? "|()" : "$" });
+      const pattern = recordPattern(value.fields, {
+        reads,
+        through,
+        end: value.open ? "|" : remainder ? "|()" : "$",
+        separator: value.separator,
+      });
       // What recordPattern cannot say: the rest of the record as the last capture, an optional last
       // field, a read that stops before the record's end.
       if (value.listItem) return [`${name}_PATTERN`, pattern.replace(/^\^/, "").replace(/\|\(\)$/, "|?([^,]*)")];
@@ -132,6 +144,11 @@ export const writtenValues = (): Array<{ name: string; meaning: string; fields: 
       fields: Object.keys(value.fields),
       lastOptional: value.lastOptional === true,
     }));
+
+/** A lease policy's text, as config p:<type> and d hold it. */
+export function policyLine(leaseMs: number, maxAttempts: number): string {
+  return [leaseMs, maxAttempts].join(VALUES.POLICY.separator);
+}
 
 /** The flow argument's text for one run of tasks. */
 export function flowLine(mode: string, a: number, b: number): string {

@@ -42,15 +42,17 @@ function headerArguments(source: string): { fixed: string[]; itemsAt?: number } 
 }
 
 /**
- * The string literals of `text` (Lua) that read or write a record's fields by hand: a "|" in a
- * literal that is not prose (prose, an error message, has spaces), by line.
+ * The string literals of `text` (Lua) that read or write a record's fields by hand: a "|" or a
+ * "),(" (a policy's separator between captures) in a literal that is not prose (prose, an error
+ * message, has spaces), by line.
  */
 function recordLiterals(text: string): string[] {
   const found: string[] = [];
   const visit = (node: unknown): void => {
     if (!node || typeof node !== "object") return;
     const n = node as { type?: string; raw?: string; loc?: { start: { line: number } } };
-    if (n.type === "StringLiteral" && n.raw?.includes("|") && !n.raw.includes(" ")) {
+    const raw = n.raw ?? "";
+    if (n.type === "StringLiteral" && !raw.includes(" ") && (raw.includes("|") || /\),\(/.test(raw))) {
       found.push(`${n.loc?.start.line}: ${n.raw}`);
     }
     for (const value of Object.values(node)) {
@@ -148,6 +150,7 @@ describe("the protocol declaration", () => {
     const [, protocol] = sources.find(([file]) => file === "lib/protocol.lua") ?? ["", ""];
     expect(recordLiterals(protocol).length).toBeGreaterThan(15);
     expect(recordLiterals("local x = string.match(text, '^(%d+)|(%d+)$')")).toEqual([`1: '^(%d+)|(%d+)$'`]);
+    expect(recordLiterals("local x = string.match(text, '^(%d+),(%d+)$')")).toEqual([`1: '^(%d+),(%d+)$'`]);
   });
 
   it("docs/design.md's scripts table is the one the declaration gives (`npm run generate` writes it)", () => {
