@@ -79,7 +79,9 @@ describe("faults through the local Upstash endpoint", () => {
     const drop = fault("claim", { kind: "drop" });
     const batch = await queue.claim({ count: 2, now: NOW });
     drop.count();
-    expect(drop.armed.seen).toBe(2); // sent again after the lost reply
+    // Sent again after the lost reply (a third time when a loaded machine also timed the second out:
+    // each is the same claim id, so however many, one lease).
+    expect(drop.armed.seen).toBeGreaterThanOrEqual(2);
     expect(batch.map((task) => [task.id, task.attempt])).toEqual([
       ["a", 1],
       ["b", 1],
@@ -118,7 +120,7 @@ describe("faults through the local Upstash endpoint", () => {
     const drop = fault("settle", { kind: "drop" });
     expect(await queue.ack([task], { now: NOW + 1 })).toEqual([{ id: "a", status: "already_done", state: "done" }]);
     drop.count();
-    expect(drop.armed.seen).toBe(2);
+    expect(drop.armed.seen).toBeGreaterThanOrEqual(2); // a third when the machine also timed the second out
     expect(await queue.ack([task], { now: NOW + 2 })).toEqual([{ id: "a", status: "already_done", state: "done" }]);
     // Without retries the caller sees the error, and its own repeat answers already done.
     const once = await openQueue({ retries: 0, name: queue.name });
@@ -144,9 +146,9 @@ describe("faults through the local Upstash endpoint", () => {
     await assertConsistent(redis, queue);
   });
 
-  // Found by this suite, now fixed: retry-safe means "running twice changes nothing twice", but the
-  // caller sees the second run's answer. A settle (retry/fail) or requeue replayed after a lost reply
-  // once answered "stale_token" / "not_failed"; it now answers "ok" with the state the first run made.
+  // Retry-safe means "running twice changes nothing twice", and the caller sees the second run's
+  // answer: a settle (retry/fail) or requeue replayed after a lost reply answers "ok" with the state
+  // the first run made, not "stale_token" / "not_failed".
   it("a settle (fail or retry) or a requeue whose reply was lost answers what its first run did", async () => {
     const queue = await openQueue();
     await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
@@ -290,8 +292,8 @@ describe("faults through the local Upstash endpoint", () => {
       const seed = chaosSeed();
       const rng = random(seed);
       // The queue's default 5 attempts: a claim whose reply is lost is repeated and charges no
-      // second attempt, so no task may end FAILED here (seed 1529295334 once failed three tasks
-      // after five lost claim replies, when a claim could not be repeated).
+      // second attempt, so no task may end FAILED here (five lost claim replies would otherwise use
+      // up a task's attempts).
       const queue = await openQueue();
       const actions: Array<[string, FaultAction, number]> = [
         ["drop", { kind: "drop" }, 0.08],

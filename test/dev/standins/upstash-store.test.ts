@@ -122,7 +122,7 @@ describe("UpstashStore", () => {
     await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
     const once = endpoint.faults.add({ match: isScript("claim"), action: { kind: "delay", ms: 500 } });
     const [task] = await queue.claim({ count: 1, now: NOW });
-    expect(once.seen).toBe(2);
+    expect(once.seen).toBeGreaterThanOrEqual(2); // a third when a loaded machine also timed the second out
     expect(task).toMatchObject({ id: "a", attempt: 1 });
     const always = endpoint.faults.add({ match: isScript("claim"), times: 10, action: { kind: "delay", ms: 500 } });
     await expect(queue.claim({ count: 1, now: NOW })).rejects.toThrow(
