@@ -449,7 +449,7 @@ export function render(m: Measurements): string {
       ),
     ),
   );
-  out.push("", "Targets (issues 7 and 13):", "");
+  out.push("", "Targets:", "");
   out.push(
     table(
       ["target", "wanted", "measured", "met"],

@@ -10,8 +10,8 @@ export type WakeOutcome =
   | { sent: false; queueUrl: string; error: string };
 
 /**
- * Sends a wake-up due at `wakeAtMs` to the wake queue (LEASEQ_WAKE_QUEUE_URL; LEASEQ_QUEUE_URL is the
- * name it had when workers read the task queue), when one is given. Never throws: it is sent after
+ * Sends a wake-up due at `wakeAtMs` to the wake queue (LEASEQ_WAKE_QUEUE_URL, or LEASEQ_QUEUE_URL: a
+ * deployment whose workers read the task queue), when one is given. Never throws: it is sent after
  * the work it is for was written, so a refusal is said, not thrown (the reclaimer's run is the
  * safety net).
  */

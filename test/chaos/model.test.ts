@@ -48,9 +48,9 @@ describe.each(variants)("model-based over $label", ({ adapter, ordered }) => {
   );
 });
 
-// Found by this suite, now fixed: an ordered queue's retry hold was a key with a TTL, so it expired by
-// Redis's clock rather than by the `now` callers pass (DESIGN.md §3), opening the gate early under
-// time travel or a lagging client clock. The hold is now compared with `now` only.
+// An ordered queue's retry hold is compared with the `now` callers pass, never with Redis's clock (a
+// key with a TTL would expire by Redis's clock, opening the gate early under time travel or a
+// lagging client clock).
 describe("ordered queue hold and the caller's clock", () => {
   const redis = rawClient();
   afterAll(() => redis.disconnect());

@@ -177,8 +177,8 @@ describe("Redis restart", () => {
     }
   }, 30_000);
 
-  // Found by this suite: the TCP store once had no command timeout, so a frozen or partitioned
-  // server (no RST) made every call wait forever and a worker Lambda hang until its own timeout.
+  // The TCP store has a command timeout: without one, a frozen or partitioned server (no RST) would
+  // make every call wait forever and a worker Lambda hang until its own timeout.
   it("a Redis that stops answering (SIGSTOP, sockets open): the TCP path fails with a clear error in bounded time", async () => {
     const { queues, thaw } = await frozen(1_000);
     try {

@@ -16,12 +16,9 @@ beforeAll(() => {
   execFileSync("npm", ["run", "--silent", "build:lambda"], { cwd: root, stdio: "ignore" });
 });
 
-// About 332 KB (worker) and 314 KB (reclaimer) today (`npm run build:lambda` prints them; 254 KB
-// before schedules brought three scripts and their planner, 294 KB before the concurrent drain and
-// its scripts' marks, 326 KB before the marks per deployment of a shared queue); the limit leaves
-// room for dependency bumps while still catching a bundle that starts carrying the AWS SDK or the
-// CDK (over 1 MB). Most of the growth is script text: issue 36 (one function library) is where it
-// shrinks.
+// About 332 KB (worker) and 314 KB (reclaimer) (`npm run build:lambda` prints them), most of it the
+// scripts' text; the limit leaves room for dependency bumps while still catching a bundle that
+// starts carrying the AWS SDK or the CDK (over 1 MB).
 // What a cold start loads is the entry and the chunks it imports statically: ioredis (TCP) and
 // croner (schedules) are dynamic imports, loaded only by a queue that uses them.
 it("keeps what each function loads at a cold start under 345 KB minified (ioredis and croner are on-demand chunks)", () => {

@@ -1,6 +1,6 @@
 // A record that fails at its last receive (ApproximateReceiveCount = LEASEQ_MAX_RECEIVE_COUNT, the
 // task queue's redrive policy) goes to the dead-letter queue with the reason it failed, sent by the
-// intake, and is reported done; before, the redrive policy moved it there with no reason. The SQS
+// intake, and is reported done (the redrive policy alone would move it there with no reason). The SQS
 // stand-in here is not polled: each test reads what the intake sent to the dead-letter queue.
 import { Logger } from "@aws-lambda-powertools/logger";
 import type { SQSRecord } from "aws-lambda";

@@ -45,8 +45,8 @@ describe.each(adapters)("controls over $name", (adapter) => {
     await assertConsistent(redis, queue);
   });
 
-  // Found by the model suite: a reclaimed task of a paused type stopped the batch as if it were to
-  // be handed out alone, although it stays READY.
+  // A reclaimed task of a paused type stays READY: it does not stop the batch as a task handed out
+  // alone would.
   it("a reclaimed task of a paused type does not cut a claim's batch short", async () => {
     const queue = await fresh({
       policies: { a: { leaseMs: 1_000, maxAttempts: 3 }, b: { leaseMs: 1_000, maxAttempts: 3 } },

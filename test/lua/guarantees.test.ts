@@ -1,6 +1,5 @@
-// "At least once, never lost, fenced" under groups, rates and the operator's controls: each case
-// here is one an adversarial review reproduced through the public API (its items 1-12), on a
-// real redis-server over both stores. Each ends with the queue's own consistency check.
+// "At least once, never lost, fenced" under groups, rates and the operator's controls, each case
+// through the public API (numbered 1-12), on a real redis-server over both stores. Each ends with the queue's own consistency check.
 import { describe, expect, it } from "vitest";
 import type { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
