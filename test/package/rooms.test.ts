@@ -63,6 +63,21 @@ describe("the rooms", () => {
     expect(wrong).toEqual([]);
   });
 
+  it("nothing outside test/ imports test/: the tests depend on the code, never the other way", () => {
+    const rooms = readdirSync(REPO_ROOT).filter(
+      (name) => !["test", "node_modules", "dist", "cdk.out"].includes(name) && !name.startsWith("."),
+    );
+    const wrong: string[] = [];
+    for (const name of rooms) {
+      if (!statSync(join(REPO_ROOT, name)).isDirectory()) continue;
+      for (const file of files(name)) {
+        for (const target of imports(file)) if (target.startsWith("test/")) wrong.push(`${file} → ${target}`);
+      }
+    }
+    expect(rooms).toEqual(expect.arrayContaining(["bench", "bin", "shared", "cli"]));
+    expect(wrong).toEqual([]);
+  });
+
   it("examples/ imports the package by name, as a user's code does: no relative path leaves examples/", () => {
     const outside = files("examples").flatMap((file) =>
       [...readFileSync(join(REPO_ROOT, file), "utf8").matchAll(/from\s+"(\.[^"]+)"/g)]
