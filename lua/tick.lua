@@ -24,13 +24,16 @@
 --   then when the first schedule is due for planning, "" when none is }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, NOTHING_DUE, config_int, fmt, guard, lanes_flush, need_wake, promote_due, queue_stats
--- Uses: decision_time, read_config, reclaim_expired, scheduled_count, sweep_step, tick_args, trim_before
--- Uses: deployment_scope, lease_end_for, next_due_for
+-- Uses: K, NOTHING_DUE, config_int, decision_time, deployment_scope, fmt, guard, lanes_flush
+-- Uses: lease_end_for, need_wake, next_due_for, promote_due, queue_stats, read_config
+-- Uses: reclaim_expired, scheduled_count, stamp_format, sweep_step, tick_args, trim_before
 
 return guard('tick', function()
   local now, now_text, limit, horizon, call, deployment = tick_args()
   local config = read_config()
+  -- The reclaimer ticks a queue before anything is written to it (no worker woken yet): it stamps
+  -- it, so its idle ticks read no more than a written queue's (an unstamped config is looked up).
+  stamp_format(config)
   local scope = deployment_scope(config, deployment)
 
   local counts = { scheduled = scheduled_count() }
