@@ -194,7 +194,7 @@ export const OPERATIONS = {
     reply: {
       per: "item",
       fields: ["status (0, 1, 2, 3, 6)"],
-      note: "READY again, rank kept, attempt given back, token revoked; an unreadable one set aside (6)",
+      note: "READY again, rank kept, attempt given back (a confirmed lease keeps it, and ends FAILED at its last), token revoked; an unreadable one set aside (6)",
     },
   },
   reclaim: {

@@ -40,6 +40,28 @@ describe.each(adapters)("extend, release and reclaim over $name", (adapter) => {
     await assertConsistent(redis, queue);
   });
 
+  it("release keeps the attempt of a lease its holder confirmed, and ends FAILED one that was the last", async () => {
+    const { queue, claimed } = await leased(["ran", "last"], 2);
+    await queue.extend(
+      claimed.map((task) => ({ ...task, leaseMs: 1_000 })),
+      { now: NOW },
+    ); // handlers started
+    await queue.release(claimed, { now: NOW + 1 });
+    expect(await queue.admin.inspect("ran")).toMatchObject({ state: "ready", attempts: 1 });
+    const [second] = await queue.claim({ count: 1, now: NOW + 2 });
+    expect(second).toMatchObject({ id: "ran", attempt: 2 });
+    await queue.extend([{ ...second, leaseMs: 1_000 }], { now: NOW + 3 });
+    await queue.release([second], { now: NOW + 4 });
+    // Its last attempt ran: no claim may run it a third time.
+    expect(await queue.admin.inspect("ran")).toMatchObject({
+      state: "failed",
+      attempts: 2,
+      lastError: "released after attempt 2 of 2",
+    });
+    expect((await queue.claim({ count: 5, now: NOW + 5 })).map((task) => task.id)).toEqual(["last"]);
+    await assertConsistent(redis, queue);
+  });
+
   it("reclaim returns only expired leases (past the skew margin), keeping rank order", async () => {
     const { queue, claimed } = await leased(["a", "b", "c", "d"]);
     await queue.extend([{ ...claimed[1], leaseMs: 60_000 }], { now: NOW });

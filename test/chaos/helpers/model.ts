@@ -190,12 +190,19 @@ export class QueueModel {
     return items.map((item) => {
       const { status, task } = this.fenced(item.id, item.token);
       if (task) {
-        task.state = "R";
         task.at = now;
-        // The attempt goes back unless the lease was confirmed (its handler ran).
-        if (!task.flags.includes("r")) task.attempts--;
+        // The attempt goes back unless the lease was confirmed (its handler ran): a confirmed run
+        // that was the last attempt ends FAILED, as a reclaim would end it.
+        const started = task.flags.includes("r");
+        if (!started) task.attempts--;
         task.claims++; // a release revokes the token
         task.flags = "";
+        if (started && task.attempts >= task.maxAttempts) {
+          task.state = "F";
+          task.error = `released after attempt ${task.attempts} of ${task.maxAttempts}`;
+        } else {
+          task.state = "R";
+        }
       }
       return { status };
     });
