@@ -63,18 +63,12 @@ export class QueueAdmin {
    * waits behind answers `not_holding`; one not FAILED `not_failed`.
    */
   async skip(ids: string[], options: { now: number }): Promise<ItemResult[]> {
-    const now = checkNow("skip", options.now);
-    checkIds("skip", ids);
-    const reply = await this.context.run("skip", { now: String(now) }, ids);
-    return this.idStatuses("skip", ids, reply);
+    return this.byIds("skip", ids, options.now);
   }
 
   /** Sends FAILED tasks back to READY with their original rank and fresh attempts. */
   async requeue(ids: string[], options: { now: number }): Promise<ItemResult[]> {
-    const now = checkNow("requeue", options.now);
-    checkIds("requeue", ids);
-    const reply = await this.context.run("requeue", { now: String(now) }, ids);
-    return this.idStatuses("requeue", ids, reply);
+    return this.byIds("requeue", ids, options.now);
   }
 
   /**
@@ -104,10 +98,7 @@ export class QueueAdmin {
    * read; "unrepairable" when it cannot (only delete is left then).
    */
   async repair(ids: string[], options: { now: number }): Promise<ItemResult[]> {
-    const now = checkNow("repair", options.now);
-    checkIds("repair", ids);
-    const reply = await this.context.run("repair", { now: String(now) }, ids);
-    return this.idStatuses("repair", ids, reply);
+    return this.byIds("repair", ids, options.now);
   }
 
   /**
@@ -116,10 +107,7 @@ export class QueueAdmin {
    * "already_done", FAILED ones "already_failed"; `requeue` brings a cancelled task back.
    */
   async cancel(ids: string[], options: { now: number }): Promise<ItemResult[]> {
-    const now = checkNow("cancel", options.now);
-    checkIds("cancel", ids);
-    const reply = await this.context.run("cancel", { now: String(now) }, ids);
-    return this.idStatuses("cancel", ids, reply);
+    return this.byIds("cancel", ids, options.now);
   }
 
   /**
@@ -346,6 +334,17 @@ export class QueueAdmin {
   }
 
   /** Per id, the status its row of a reply of ids answers. */
+  /** A call on tasks by id at `now` (skip, requeue, repair, cancel): checked, sent, each id's status. */
+  private async byIds(
+    name: Extract<OperationName, "requeue" | "cancel" | "repair" | "skip">,
+    ids: string[],
+    now: number,
+  ): Promise<ItemResult[]> {
+    const checked = checkNow(name, now);
+    checkIds(name, ids);
+    return this.idStatuses(name, ids, await this.context.run(name, { now: String(checked) }, ids));
+  }
+
   private idStatuses(
     name: Extract<OperationName, "requeue" | "cancel" | "delete" | "repair" | "skip">,
     ids: string[],

@@ -73,7 +73,8 @@ local function lane_room(lane, record, config, now)
 end
 
 -- The first parked members of `prefix` (a lane, or "@<type>"), at most `limit`, with their ids, the
--- number parsed from each (rank or score) and the states of their tasks (one HMGET).
+-- number parsed from each (rank or score), the states of their tasks as stored (one HMGET: false
+-- when absent) and as parsed (nil and the reason when one cannot be read).
 local function parked_page(prefix, limit)
   local members = redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0, limit)
   local ids, numbers, fields = {}, {}, {}
@@ -83,7 +84,11 @@ local function parked_page(prefix, limit)
     fields[i] = (id or '') .. ':s'
   end
   local values = read_many('HMGET', K.task, fields)
-  return members, ids, numbers, values
+  local states, problems = {}, {}
+  for i = 1, #members do
+    if values[i] then states[i], problems[i] = parse_state(values[i]) end
+  end
+  return members, ids, numbers, values, states, problems
 end
 
 -- A lane with parked tasks lets out as many as it may run now, first by rank: back into the ready
@@ -96,13 +101,11 @@ local function lane_unpark(lane, config, now)
   local room, opens_at = lane_room(lane, record, config, now)
   if opens_at then lane_wait(lane, opens_at, config) end
   if room <= 0 then return end
-  local members, ids, ranks, values = parked_page(lane, math.min(room, record.parked))
+  local members, ids, ranks, values, states, problems = parked_page(lane, math.min(room, record.parked))
   if #members == 0 then record.parked = 0; lane_touch(lane, record); return end
   local writes, dropped = new_writes(), false
   for i, id in ipairs(ids) do
-    local value = values[i]
-    local state, problem = nil, nil
-    if value then state, problem = parse_state(value) end
+    local value, state, problem = values[i], states[i], problems[i]
     record.parked = record.parked - 1
     if not value then
       -- No state: no parked task (parking writes one). A member of a task deleted or quarantined
@@ -156,15 +159,13 @@ local function type_unpark(task_type, limit, config, now)
   local name = '@' .. task_type
   local record = lane_get(name)
   if record.parked <= 0 or limit <= 0 then return record.parked end
-  local members, ids, ranks, values = parked_page(name, math.min(limit, record.parked))
+  local members, ids, ranks, values, states, problems = parked_page(name, math.min(limit, record.parked))
   if #members == 0 then record.parked = 0; lane_touch(name, record); return 0 end
   local writes = new_writes()
   local fair = config_get(config, 'fair') == '1'
   local placed = {}
   for i, id in ipairs(ids) do
-    local value = values[i]
-    local state, problem = nil, nil
-    if value then state, problem = parse_state(value) end
+    local value, state, problem = values[i], states[i], problems[i]
     record.parked = record.parked - 1
     if not value then
       zrem(writes, K.grouped, members[i]) -- no parked task: a member left by one (see lane_unpark)

@@ -133,6 +133,6 @@ end
 local function record_letter(state, body, reason)
   if reason then return 'C' end
   if state then return string.sub(state, 1, 1) end
-  if body then return string.byte(body, 1) == BODY_FORMAT_BYTE and 'R' or string.sub(body, 1, 1) end
+  if body then return 'R' end
   return nil
 end
