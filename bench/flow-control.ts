@@ -3,8 +3,8 @@
 // key per task (each a new key: the common case, one task per key per window). A debounced task is
 // SCHEDULED (it runs delayMs later), so debounce is compared with a plain enqueue of the same tasks
 // delayed by the same delayMs, dedupe with a plain enqueue of READY tasks. Per batch: the server
-// time of the EVALSHA (INFO commandstats usec, the commands inside included) and the commands run
-// (commandstats calls, the EVALSHA included). Prints the ratios and, with --write, records them in
+// time of the FCALL or EVALSHA (INFO commandstats usec, the commands inside included) and the commands run
+// (commandstats calls, the FCALL included). Prints the ratios and, with --write, records them in
 // bench/results.json under `flowControl.enqueue` (the rest of `flowControl` kept).
 // With --callgrind, the same batches on a redis-server under valgrind's callgrind: the instructions
 // Redis executes per batch (bench/valgrind-redis.ts), which do not move with the machine's pace as
@@ -30,7 +30,10 @@ const IN_USE_BATCHES = 5;
 const counted = callgrind ? await startCallgrindRedis() : undefined;
 const redis = counted ?? (await startBenchRedis());
 const store = TcpStore.fromUrl(redis.url);
-const usecOf = (info: string) => Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
+const usecOf = (info: string) =>
+  ["fcall", "evalsha"]
+    .map((command) => Number(new RegExp(`^cmdstat_${command}:calls=\\d+,usec=(\\d+)`, "m").exec(info)?.[1] ?? 0))
+    .reduce((a, b) => a + b, 0);
 const payload = { to: "someone@example.com", doc: 42 };
 const VARIANTS: Record<string, (i: number) => Partial<TaskInput>> = {
   plain: () => ({}),

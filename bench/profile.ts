@@ -2,7 +2,7 @@
 // SLOWLOG recording every command (threshold 0), then splits server time by script and by the
 // commands run inside them. Usage: node --import tsx bench/profile.ts [tasks] [groups]: with groups, the
 // tasks are spread over that many groups of concurrency 1 (the groups section's workload).
-import { SCRIPTS } from "../shared/scripts.js";
+import { LIBRARY, SCRIPTS } from "../shared/scripts.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { leaseqContender } from "./leaseq.js";
 import { flush, startBenchRedis } from "./redis.js";
@@ -10,8 +10,12 @@ import { median, percentile } from "./stats.js";
 import { table } from "./table.js";
 import { makeTasks } from "./workload.js";
 
-/** A script is told apart by its SHA (EVALSHA's first argument). */
-const SCRIPT_BY_SHA = new Map(Object.values(SCRIPTS).map((script) => [script.sha, script.name]));
+/** A script is told apart by its function's name (FCALL's first argument) or its SHA (EVALSHA's). */
+const SCRIPT_BY_SHA = new Map([
+  ...Object.values(SCRIPTS).map((script): [string, string] => [script.sha, script.name]),
+  ...[...LIBRARY.functions].map(([script, name]): [string, string] => [name, script]),
+]);
+const SCRIPT_CALLS = new Set(["evalsha", "eval", "fcall", "fcall_ro"]);
 
 const tasks = Number(process.argv[2] ?? 20_000);
 const groups = process.argv[3] ? Number(process.argv[3]) : undefined;
@@ -34,7 +38,7 @@ try {
     const byScript = new Map<string, number[]>();
     for (const [, , micros, args] of entries) {
       const name = args[0].toLowerCase();
-      if (name !== "evalsha" && name !== "eval") continue;
+      if (!SCRIPT_CALLS.has(name)) continue;
       const script = SCRIPT_BY_SHA.get(args[1]) ?? (name === "eval" ? "eval (first run)" : args[1]);
       byScript.set(script, [...(byScript.get(script) ?? []), micros]);
     }
@@ -56,7 +60,8 @@ try {
     const inner: string[][] = [];
     for (const match of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
       if (
-        ["evalsha", "eval", "info", "config|set", "slowlog|reset", "slowlog|get", "flushall", "ping"].includes(match[1])
+        SCRIPT_CALLS.has(match[1]) ||
+        ["function|load", "info", "config|set", "slowlog|reset", "slowlog|get", "flushall", "ping"].includes(match[1])
       )
         continue;
       inner.push([match[1], match[2], (Number(match[3]) / count).toFixed(2)]);

@@ -1,6 +1,6 @@
 // The reclaimer's schedule planning with 10,000 schedules (docs/schedules.md): the Redis time of one
 // reclaimer run (its tick, then the plan calls when a schedule is due), in all and per call, on a
-// redis-server of the benchmark's own. Each call's time is EVALSHA's usec in INFO commandstats read
+// redis-server of the benchmark's own. Each call's time is FCALL's (or EVALSHA's) usec in INFO commandstats read
 // just before and after it (the commands inside the script included; Redis runs nothing else while
 // a script runs, so the longest call is the longest stall any other client sees).
 // Cases: no slot due (10,000 daily schedules), the steady state of 10,000 hourly schedules spread
@@ -29,7 +29,9 @@ export interface ScheduleTickCase {
 
 async function evalshaMicros(admin: Redis): Promise<number> {
   const info = await admin.info("commandstats");
-  return Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
+  const usec = (command: string) =>
+    Number(new RegExp(`^cmdstat_${command}:calls=\\d+,usec=(\\d+)`, "m").exec(info)?.[1] ?? 0);
+  return usec("fcall") + usec("evalsha");
 }
 
 /** A store that times each script call by the server's own count (INFO before and after). */

@@ -1,6 +1,6 @@
 // Server time of each leaseq script on one batch: 20 tasks enqueued, claimed and acked, repeated on
 // fresh queues of a redis-server of its own. Each script runs alone between two reads of INFO
-// commandstats (EVALSHA's usec, the commands inside included; SLOWLOG would add its own cost to
+// commandstats (the usec of FCALL and EVALSHA, the commands inside included; SLOWLOG would add its own cost to
 // every command inside a script). Where a change to lua/ moves the cost per task, this says which
 // script it moved. Usage: node --import tsx bench/script-times.ts [rounds] [payloadBytes]
 import { Queue } from "../shared/queue.js";
@@ -18,7 +18,9 @@ try {
   const times = new Map<string, number[]>();
   const evalshaMicros = async () => {
     const info = await redis.admin.info("commandstats");
-    return Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
+    const usec = (command: string) =>
+      Number(new RegExp(`^cmdstat_${command}:calls=\\d+,usec=(\\d+)`, "m").exec(info)?.[1] ?? 0);
+    return usec("fcall") + usec("evalsha");
   };
   const timed = async (name: string, work: () => Promise<unknown>, keep: boolean) => {
     const before = await evalshaMicros();

@@ -191,6 +191,63 @@ export function literalConstants(libSource: string): Map<string, string> {
   return literals;
 }
 
+/** A block that assigns a value to a field of H (not a function): `H.name=...`. */
+function valueName(block: Block): string | undefined {
+  return /^H\.([A-Za-z_]\w*)=/.exec(block.text)?.[1];
+}
+
+/**
+ * The blocks holding per-call state: every value of H but a constant, which is named in capitals,
+ * reads neither KEYS nor ARGV, calls nothing (a library's code runs at load with no globals but
+ * `redis`) and is not an empty table (a table to fill is state). A script run by
+ * EVAL runs every block on every call; a function library (shared/scripts.ts) runs these once per
+ * call and the rest once per load, so a value one call leaves must not reach the next.
+ */
+export function perCallBlocks(blocks: Block[]): number[] {
+  return blocks.flatMap((block, index) => {
+    const name = valueName(block);
+    if (name === undefined) return [];
+    const constant =
+      /^[A-Z][A-Z0-9_]*$/.test(name) &&
+      !/\b(KEYS|ARGV)\b/.test(block.text) &&
+      !/\(/.test(block.text.replace(/'(?:[^'\\]|\\.)*'/g, "''")) &&
+      !/^H\.\w+=\{\}$/.test(block.text);
+    return constant ? [] : [index];
+  });
+}
+
+/**
+ * What keeps a library's helpers from carrying state from one call to the next: code assigns only
+ * the per-call fields of H, and never writes into a constant (`H.NAME[k]=`, `H.NAME.k=`,
+ * `table.insert(H.NAME, …)`). Throws naming the file and the field.
+ */
+export function checkLibraryState(blocks: Block[], perCall: number[], scripts: Array<[string, string]>): void {
+  const state = new Set(perCall.map((index) => valueName(blocks[index])));
+  const problems: string[] = [];
+  const scan = (where: string, code: string) => {
+    for (const match of code.matchAll(/(?<![.\w])H\.([A-Za-z_]\w*)=(?!=)/g)) {
+      if (!state.has(match[1])) problems.push(`${where} assigns H.${match[1]}, which is no per-call field`);
+    }
+    for (const match of code.matchAll(/(?<![.\w])H\.([A-Z][A-Z0-9_]*)(?:\[[^\]]*\]|\.\w+)+=(?!=)/g)) {
+      if (!state.has(match[1])) problems.push(`${where} writes into the constant H.${match[1]}`);
+    }
+    for (const match of code.matchAll(/table\.\w+\(H\.([A-Z][A-Z0-9_]*)\b/g)) {
+      if (!state.has(match[1])) problems.push(`${where} changes the constant H.${match[1]}`);
+    }
+  };
+  for (const block of blocks) {
+    // A value block's own first assignment is its declaration.
+    const code = valueName(block) === undefined ? block.text : block.text.replace(/^H\.\w+=/, "");
+    scan(`the block of ${block.names.join(", ")}`, code);
+  }
+  for (const [file, text] of scripts) scan(`lua/${file}`, text);
+  if (problems.length > 0) {
+    throw new Error(
+      `${problems.join("; ")}: a function library keeps H between calls, so state lives in a field declared at the top of lua/lib/ with a lower-case name (or \`{}\`), which runs again every call`,
+    );
+  }
+}
+
 /** The helpers of lua/lib/ (of `helpers`) that a script's own code names, comments aside, sorted. */
 export function helpersNamed(source: string, helpers: ReadonlySet<string>): string[] {
   const code = source
@@ -260,8 +317,10 @@ export function generatedModule(dir: string = LUA_DIR): string {
     { names: ["H"], text: "local H = {}" },
     ...declared.map((block, index) => ({ names: block.names, text: compactLua(texts[index], rewrite) })),
   ];
-  const entries = [...sources].map(([file, source]) => {
-    const own = compactLua(source, rewrite);
+  const compacted = [...sources].map(([file, source]): [string, string] => [file, compactLua(source, rewrite)]);
+  const perCall = perCallBlocks(blocks);
+  checkLibraryState(blocks, perCall, compacted);
+  const entries = compacted.map(([file, own]) => {
     const uses = [...new Set([0, ...blocksFor(blocks, own)])].sort((a, b) => a - b);
     return `  ${basename(file, ".lua")}: { uses: ${JSON.stringify(uses)}, text: ${JSON.stringify(own)} },`;
   });
@@ -274,6 +333,10 @@ export function generatedModule(dir: string = LUA_DIR): string {
     "export const LUA_BLOCKS: readonly string[] = [",
     ...blocks.map((block) => `  ${JSON.stringify(block.text)},`),
     "];",
+    "",
+    "// The blocks a function library runs again at the start of every call (shared/scripts.ts): the",
+    "// helpers' per-call state, and what is read from KEYS. The other blocks run once, when it loads.",
+    `export const LUA_PER_CALL: readonly number[] = ${JSON.stringify(perCall)};`,
     "",
     "export const LUA_SCRIPTS = {",
     ...entries,

@@ -1,5 +1,15 @@
 import { createHash } from "node:crypto";
 
+/**
+ * Every operation script as one Redis Functions library (shared/scripts.ts): its name (leaseq_ and
+ * the digest of its text), the text FUNCTION LOAD takes, and each script's function name.
+ */
+export interface LuaLibrary {
+  readonly name: string;
+  readonly code: string;
+  readonly functions: ReadonlyMap<string, string>;
+}
+
 /** A Lua script as sent to Redis: its body (the shared prelude included) and that body's SHA-1. */
 export interface LuaScript {
   readonly name: string;
@@ -13,7 +23,12 @@ export interface LuaScript {
    * "1" when it sends the call again after a failure whose outcome it cannot know.
    */
   readonly repeatArg: number | undefined;
+  /** The library holding this script as a function, where there is one (the operation scripts). */
+  readonly library: LuaLibrary | undefined;
 }
+
+/** What a store knows of the server's Redis Functions: not yet tried, there, or missing (EVALSHA). */
+export type FunctionsState = "unknown" | "yes" | "no";
 
 /** What the queue needs from Redis: run a script by SHA, falling back to its body on NOSCRIPT. */
 export interface Store {
@@ -31,7 +46,7 @@ export interface Store {
 export function luaScript(
   name: string,
   body: string,
-  options: { readOnly?: boolean; repeatArg?: number } = {},
+  options: { readOnly?: boolean; repeatArg?: number; library?: LuaLibrary } = {},
 ): LuaScript {
   return {
     name,
@@ -39,6 +54,7 @@ export function luaScript(
     sha: createHash("sha1").update(body).digest("hex"),
     readOnly: options.readOnly ?? false,
     repeatArg: options.repeatArg,
+    library: options.library,
   };
 }
 
@@ -46,10 +62,11 @@ export function luaScript(
  * The script as it is sent with a shebang of `flags` (`#!lua flags=a,b`): its body starts with the
  * shebang line, and its SHA is that body's, so EVALSHA and the NOSCRIPT fallback agree.
  */
-export function withShebang(script: LuaScript, flags: readonly string[]): LuaScript {
+export function withShebang(script: LuaScript, flags: readonly string[], library?: LuaLibrary): LuaScript {
   return luaScript(script.name, `#!lua flags=${flags.join(",")}\n${script.body}`, {
     readOnly: script.readOnly,
     repeatArg: script.repeatArg,
+    library: script.library && library,
   });
 }
 
@@ -63,4 +80,24 @@ export function argsForRetry(script: LuaScript, args: readonly string[], retry: 
 
 export function isNoScript(error: unknown): boolean {
   return error instanceof Error && /NOSCRIPT/.test(error.message);
+}
+
+/** Redis has no such function: the library is not loaded there (yet, or any more: a restart, FUNCTION FLUSH). */
+export function isNoFunction(error: unknown): boolean {
+  return error instanceof Error && /^ERR Function not found/.test(error.message);
+}
+
+/** Another caller loaded the library first: as good as loading it. */
+export function isLibraryLoaded(error: unknown): boolean {
+  return error instanceof Error && /^ERR Library '[^']*' already exists/.test(error.message);
+}
+
+/**
+ * The server has no Redis Functions, or they are not ours to use: a Redis before 7, a store that
+ * lacks FCALL or FUNCTION, or an ACL that denies them. The store then runs scripts by EVALSHA.
+ */
+export function isFunctionsMissing(error: unknown): boolean {
+  return (
+    error instanceof Error && /^(ERR unknown command|ERR unknown subcommand|NOPERM|ERR Unknown)/i.test(error.message)
+  );
 }

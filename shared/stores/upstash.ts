@@ -1,6 +1,17 @@
 import { errors, Redis } from "@upstash/redis";
 import { ConfigError, CredentialsError, StoreError } from "../errors.js";
-import { argsForRetry, type LuaScript, type Store, withShebang } from "../store.js";
+import { luaLibrary } from "../scripts.js";
+import {
+  argsForRetry,
+  type FunctionsState,
+  isFunctionsMissing,
+  isLibraryLoaded,
+  isNoFunction,
+  type LuaLibrary,
+  type LuaScript,
+  type Store,
+  withShebang,
+} from "../store.js";
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
 import { connectionProblem, type Endpoint, endpointOf, noAnswer, unreachable } from "./unreachable.js";
 
@@ -24,6 +35,9 @@ export class RedisReplyError extends Error {
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 
+/** callFunction's answer when the database has no Redis Functions. */
+const NO_FUNCTIONS = Symbol("no functions");
+
 /**
  * Upstash runs a script under its global lock, stopping every other command of the database,
  * unless the script's shebang says `allow-key-locking`: then it locks only the keys in KEYS (every
@@ -33,10 +47,13 @@ const DEFAULT_TIMEOUT_MS = 5_000;
  * bodies as they are.
  */
 const flagged = new WeakMap<LuaScript, LuaScript>();
+/** The function library the Upstash store loads: every function flagged `allow-key-locking` (see above). */
+export const UPSTASH_LIBRARY = luaLibrary(["allow-key-locking"]);
 export function upstashScript(script: LuaScript): LuaScript {
   let sent = flagged.get(script);
   if (sent === undefined) {
-    sent = withShebang(script, script.readOnly ? ["allow-key-locking", "no-writes"] : ["allow-key-locking"]);
+    const flags = script.readOnly ? ["allow-key-locking", "no-writes"] : ["allow-key-locking"];
+    sent = withShebang(script, flags, UPSTASH_LIBRARY);
     flagged.set(script, sent);
   }
   return sent;
@@ -58,6 +75,10 @@ export class UpstashStore implements Store {
   private readonly timeoutMs: number;
   private readonly retry: RetryPolicy;
   private readonly endpoint: Endpoint;
+  /** Whether the database runs leaseq's function library (see TcpStore.functions). */
+  functions: FunctionsState = "unknown";
+  /** The FUNCTION LOAD under way, so calls that find the library missing together load it once. */
+  private loading: Promise<boolean> | undefined;
 
   /** Throws ConfigError listing every missing or malformed option. */
   constructor(options: UpstashStoreOptions) {
@@ -104,7 +125,12 @@ export class UpstashStore implements Store {
   /** Runs the script by SHA, then by body on NOSCRIPT; throws RedisReplyError or StoreError, scrubbed. */
   async evalScript(unflagged: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     const script = upstashScript(unflagged);
-    const secrets = [this.token, script.body, ...args.filter((arg) => arg.length > REDACT_ARGS_LONGER_THAN)];
+    const secrets = [
+      this.token,
+      script.body,
+      ...(script.library ? [script.library.code] : []),
+      ...args.filter((arg) => arg.length > REDACT_ARGS_LONGER_THAN),
+    ];
     const send = async (run: () => Promise<unknown>) => {
       try {
         return await run();
@@ -119,6 +145,10 @@ export class UpstashStore implements Store {
       (error) => error instanceof RedisReplyError || error instanceof CredentialsError,
       async (retry) => {
         const sent = [...argsForRetry(script, args, retry)];
+        if (script.library && this.functions !== "no") {
+          const reply = await this.callFunction(script, script.library, keys, sent, send);
+          if (reply !== NO_FUNCTIONS) return reply;
+        }
         const byHash = script.readOnly ? this.redis.evalshaRo : this.redis.evalsha;
         const byBody = script.readOnly ? this.redis.evalRo : this.redis.eval;
         try {
@@ -129,6 +159,53 @@ export class UpstashStore implements Store {
         }
       },
     );
+  }
+
+  /**
+   * Runs the script as its function of `library` (FCALL, FCALL_RO when it only reads); loads the
+   * library when the database lacks it and calls again. NO_FUNCTIONS when the database has no
+   * Functions: the caller sends the script by EVALSHA.
+   */
+  private async callFunction(
+    script: LuaScript,
+    library: LuaLibrary,
+    keys: readonly string[],
+    args: string[],
+    send: (run: () => Promise<unknown>) => Promise<unknown>,
+  ): Promise<unknown> {
+    const name = library.functions.get(script.name) as string;
+    const call = async () => {
+      const reply = await send(() =>
+        script.readOnly
+          ? this.redis.functions.callRo(name, [...keys], args)
+          : this.redis.functions.call(name, [...keys], args),
+      );
+      this.functions = "yes";
+      return reply;
+    };
+    try {
+      return await call();
+    } catch (error) {
+      if (isFunctionsMissing(error)) {
+        this.functions = "no";
+        return NO_FUNCTIONS;
+      }
+      if (!isNoFunction(error)) throw error;
+    }
+    this.loading ??= send(() => this.redis.functions.load({ code: library.code }))
+      .then(
+        () => true,
+        (error: unknown) => {
+          if (isLibraryLoaded(error)) return true;
+          if (!isFunctionsMissing(error)) throw error;
+          this.functions = "no";
+          return false;
+        },
+      )
+      .finally(() => {
+        this.loading = undefined;
+      });
+    return (await this.loading) ? await call() : NO_FUNCTIONS;
   }
 
   /** Nothing to close: requests go through fetch's shared keep-alive pool. */

@@ -5,6 +5,7 @@
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Queue } from "../../shared/queue.js";
+import { LIBRARY } from "../../shared/scripts.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { expectClean, isDrained } from "../helpers/check.js";
 import { assertConsistent } from "../helpers/invariants.js";
@@ -64,6 +65,14 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
         await Promise.all(Object.values(queue.keys).map((key) => client.cluster("KEYSLOT", key) as Promise<number>)),
       );
       expect(slots.size, `keys of ${queue.name} in one slot`).toBe(1);
+    }
+  });
+
+  it("calls the scripts as functions of one library, loaded on every master", async () => {
+    expect(store.functions).toBe("yes");
+    for (const [port, node] of nodes) {
+      const libraries = (await node.call("FUNCTION", "LIST", "LIBRARYNAME", LIBRARY.name)) as unknown[];
+      expect(libraries, `library on the master at ${port}`).toHaveLength(1);
     }
   });
 

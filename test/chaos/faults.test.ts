@@ -11,7 +11,7 @@ import type { TaskDefinitions } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
 import { StoreError } from "../../shared/errors.js";
 import { SCRIPTS } from "../../shared/scripts.js";
-import { UpstashStore, upstashScript } from "../../shared/stores/upstash.js";
+import { UPSTASH_LIBRARY, UpstashStore, upstashScript } from "../../shared/stores/upstash.js";
 import { expectClean } from "../helpers/check.js";
 import { captureStdout, lambdaContext, scheduledEvent } from "../helpers/events.js";
 import { assertConsistent, taskFields } from "../helpers/invariants.js";
@@ -39,7 +39,9 @@ afterAll(async () => {
 /** Arms a fault on the next `times` calls of `script`, counting what fires for the figures. */
 function fault(script: keyof typeof SCRIPTS, action: FaultAction, times = 1) {
   const armed = endpoint.faults.add({
-    match: (command) => command[1] === upstashScript(SCRIPTS[script]).sha,
+    // By its function (FCALL), or by its SHA where the store runs scripts by EVALSHA.
+    match: (command) =>
+      command[1] === UPSTASH_LIBRARY.functions.get(script) || command[1] === upstashScript(SCRIPTS[script]).sha,
     times,
     action,
   });

@@ -22,7 +22,7 @@ describe("a wake-up whose reply was lost", () => {
     for (const store of stores) await store.close();
     await endpoint.close();
   });
-  /** A queue over the endpoint, its scripts loaded (a fault then hits the script's own run, not a NOSCRIPT). */
+  /** A queue over the endpoint, its library loaded (a fault then hits the script's own run, not a load). */
   async function open(settings = {}) {
     const store = new UpstashStore({ url: endpoint.url, token: endpoint.token, retry: NO_BACKOFF });
     stores.push(store);
@@ -65,7 +65,7 @@ describe("a wake-up whose reply was lost", () => {
     const queue = await open({ policies: { job: { leaseMs: 5_000, maxAttempts: 3 } } });
     await queue.enqueue([{ id: "r", type: "job" }], { now: NOW });
     const fault = endpoint.faults.add({
-      match: (command) => command[0].toUpperCase().startsWith("EVAL") && command.includes(String(NOW + 5)),
+      match: (command) => /^(EVAL|FCALL)/i.test(command[0]) && command.includes(String(NOW + 5)),
       action: { kind: "drop" },
     });
     // A worker retries its task in 20 s and stops: that wake-up is its to arrange.

@@ -4,8 +4,11 @@ export type FaultAction =
   | { kind: "delay"; ms: number }
   /** Runs the command(s), then closes the socket without answering: the reply is lost after Redis applied it. */
   | { kind: "drop" }
-  /** Answers HTTP `status` with `{error}`; the command(s) never reach Redis unless `apply` is true. */
-  | { kind: "status"; status: number; apply?: boolean };
+  /**
+   * Answers HTTP `status` with `{error}` ("injected fault: HTTP <status>", or `error`: e.g. what a
+   * database without a command answers); the command(s) never reach Redis unless `apply` is true.
+   */
+  | { kind: "status"; status: number; apply?: boolean; error?: string };
 
 /** A fault rule: which requests it matches and what it does to the first `times` of them. */
 export interface FaultRule {

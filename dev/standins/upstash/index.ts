@@ -128,7 +128,9 @@ async function handle(
   }
 
   const fault = context.faults.take(commands);
-  const injected = errorJson(`injected fault: HTTP ${fault?.kind === "status" ? fault.status : ""}`);
+  const injected = errorJson(
+    fault?.kind === "status" ? (fault.error ?? `injected fault: HTTP ${fault.status}`) : "injected fault",
+  );
   if (fault?.kind === "status" && !fault.apply) return send(response, fault.status, injected);
   const base64 = String(request.headers["upstash-encoding"]).toLowerCase() === "base64";
   const runner: Runner = { pool: context.pool, scripts: context.scripts, signal };

@@ -45,6 +45,19 @@ export function stripUpstashFlags(body: string): string {
   return changed ? `${kept.join(" ")}${body.slice(newline)}` : body;
 }
 
+/**
+ * A function library with Upstash-only flags removed from each `flags={...}` of its
+ * redis.register_function calls: Upstash sets `allow-key-locking` per function, and Redis 7 refuses
+ * a flag it does not know ("ERR Error registering functions: ... unknown flag given").
+ */
+export function stripFunctionFlags(code: string): string {
+  return code.replace(/\bflags\s*=\s*\{([^{}]*)\}/g, (whole, list: string) => {
+    const items = list.split(",").map((item) => item.trim());
+    const kept = items.filter((item) => !UPSTASH_ONLY_FLAGS.has(item.replace(/^(['"])(.*)\1$/, "$2")));
+    return kept.length === items.length ? whole : `flags={${kept.filter((item) => item !== "").join(",")}}`;
+  });
+}
+
 /** SHA1 in lowercase hex of a script body's UTF-8 bytes, as clients and Redis compute it. */
 export function scriptSha(body: string): string {
   return createHash("sha1").update(body, "utf8").digest("hex");
@@ -67,7 +80,10 @@ const MAX_MAPPED = 10_000;
 export class ScriptRewriter {
   private readonly serverShas = new Map<string, string>();
 
-  /** The command for Redis; commands that are not EVAL*, EVALSHA* or SCRIPT LOAD/EXISTS pass as they are. */
+  /**
+   * The command for Redis; commands that are not EVAL*, EVALSHA*, SCRIPT LOAD/EXISTS or FUNCTION
+   * LOAD pass as they are.
+   */
   prepare(command: string[]): Prepared {
     const name = command[0].toUpperCase();
     if ((name === "EVAL" || name === "EVAL_RO") && command.length >= 2) {
@@ -75,6 +91,10 @@ export class ScriptRewriter {
     }
     if ((name === "EVALSHA" || name === "EVALSHA_RO") && command.length >= 2) {
       return { args: [command[0], this.serverSha(command[1]), ...command.slice(2)] };
+    }
+    if (name === "FUNCTION" && command[1]?.toUpperCase() === "LOAD" && command.length >= 3) {
+      // FUNCTION LOAD [REPLACE] <code>: the code is the last argument.
+      return { args: [...command.slice(0, -1), stripFunctionFlags(command[command.length - 1])] };
     }
     const sub = name === "SCRIPT" ? command[1]?.toUpperCase() : undefined;
     if (sub === "LOAD" && command.length === 3) {

@@ -8,7 +8,7 @@ import { ScriptArgumentError, StoreError, toQueueError } from "../../../shared/e
 import { scriptKeys } from "../../../shared/keys.js";
 import { Queue } from "../../../shared/queue.js";
 import { SCRIPTS } from "../../../shared/scripts.js";
-import { UpstashStore, upstashScript } from "../../../shared/stores/upstash.js";
+import { UPSTASH_LIBRARY, UpstashStore, upstashScript } from "../../../shared/stores/upstash.js";
 import { configProblems } from "../../helpers/config-errors.js";
 import { type StartedRedis, startRedisServer } from "../../helpers/redis-server.js";
 import { uniqueQueueName } from "../../helpers/stores.js";
@@ -48,16 +48,33 @@ async function calls(command: string): Promise<number> {
   return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(info)?.[1] ?? 0);
 }
 
+/** A request running script `name`: by its function (FCALL) or, without Functions, by its SHA. */
 const isScript = (name: keyof typeof SCRIPTS) => (command: readonly string[]) =>
-  command[1] === upstashScript(SCRIPTS[name]).sha;
+  command[1] === UPSTASH_LIBRARY.functions.get(name) || command[1] === upstashScript(SCRIPTS[name]).sha;
+/** Answers FCALL as a database without Functions does. */
+const NO_FCALL = { kind: "status", status: 400, error: "ERR unknown command 'FCALL'" } as const;
 
 describe("UpstashStore", () => {
   it("validates its options, reporting every problem at once", () => {
     expect(configProblems(() => new UpstashStore({ url: "redis://x", token: "", timeoutMs: 0 }))).toHaveLength(3);
   });
 
-  it("falls back to EVAL on NOSCRIPT, then runs by SHA again", async () => {
-    const { queue } = openQueue();
+  it("loads the library when the database lacks it (here after FUNCTION FLUSH), then calls by name", async () => {
+    const { queue, store } = openQueue();
+    await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
+    await redis.call("FUNCTION", "FLUSH");
+    const [loadBefore, fcallBefore] = [await calls("function\\|load"), await calls("fcall")];
+    await queue.enqueue([{ id: "b", type: "t" }], { now: NOW }); // not found, loaded, called again
+    await queue.enqueue([{ id: "c", type: "t" }], { now: NOW }); // by name
+    expect((await calls("function\\|load")) - loadBefore).toBe(1);
+    expect((await calls("fcall")) - fcallBefore).toBe(3); // the one that found no function, its resend, the next
+    expect(store.functions).toBe("yes");
+    expect((await queue.stats({ now: NOW })).ready).toBe(3);
+  });
+
+  it("without Functions on the database, falls back to EVAL on NOSCRIPT, then runs by SHA again", async () => {
+    const { queue, store } = openQueue();
+    endpoint.faults.add({ command: "FCALL", action: NO_FCALL });
     await queue.enqueue([{ id: "a", type: "t" }], { now: NOW });
     await redis.script("FLUSH");
     const [evalBefore, evalshaBefore] = [await calls("eval"), await calls("evalsha")];
@@ -66,6 +83,7 @@ describe("UpstashStore", () => {
     expect((await calls("eval")) - evalBefore).toBe(1);
     expect((await calls("evalsha")) - evalshaBefore).toBe(2);
     expect((await queue.stats({ now: NOW })).ready).toBe(3);
+    expect(store.functions).toBe("no");
   });
 
   it("keeps the Redis error code and never echoes the token, the script body or a payload", async () => {
@@ -74,7 +92,7 @@ describe("UpstashStore", () => {
     await queue.enqueue([{ id: "w", type: "t" }], { now: NOW }); // a queue of this format
     await redis.del(queue.keys.task);
     await redis.set(queue.keys.task, "not a hash"); // every script then fails inside Redis
-    await redis.script("FLUSH"); // so the failing call is an EVAL carrying the whole body
+    await redis.call("FUNCTION", "FLUSH"); // so the failing call follows a load carrying the whole library
     const error = await queue.enqueue([{ id: "x", type: "t", payload }], { now: NOW }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
     // The script's guard answers Redis's own error, so its code survives (over TCP too).
