@@ -11,17 +11,28 @@ export interface LeaseqSetup {
   consumers: number;
   /** Spread the tasks over this many groups (task i in group i mod groups), concurrency 1 each. */
   groups?: number;
+  /** With `groups`: the groups are ordered (docs/groups.md) instead of concurrency 1 alone. */
+  ordered?: boolean;
+  /** Every task carries a dedupe key of its own (`d:<id>`) for this many ms (docs/flow-control.md). */
+  dedupeTtlMs?: number;
 }
 
-function toInput(task: BenchTask, group?: string) {
-  return { id: task.id, type: task.type, priority: task.priority, payload: task.payload, ...(group ? { group } : {}) };
+function toInput(task: BenchTask, group?: string, dedupeTtlMs?: number) {
+  return {
+    id: task.id,
+    type: task.type,
+    priority: task.priority,
+    payload: task.payload,
+    ...(group ? { group } : {}),
+    ...(dedupeTtlMs ? { dedupe: { key: `d:${task.id}`, ttlMs: dedupeTtlMs } } : {}),
+  };
 }
 
-async function openQueue(setup: Pick<LeaseqSetup, "openStore" | "queueName" | "groups">) {
+async function openQueue(setup: Pick<LeaseqSetup, "openStore" | "queueName" | "groups" | "ordered">) {
   const store = await setup.openStore();
   const queue = new Queue(store, {
     name: setup.queueName,
-    settings: setup.groups ? { groups: { concurrency: 1 } } : undefined,
+    settings: setup.groups ? { groups: setup.ordered ? { ordered: true } : { concurrency: 1 } } : undefined,
   });
   // The group policy is in the queue's config before the first task, as a worker's cold start does.
   if (setup.groups) await queue.configure();
@@ -41,7 +52,7 @@ export async function leaseqContender(setup: LeaseqSetup): Promise<Contender> {
     async enqueue(tasks) {
       let index = 0;
       await enqueueBatches(tasks, async (batch) => {
-        const inputs = batch.map((task) => toInput(task, groupOf(index++)));
+        const inputs = batch.map((task) => toInput(task, groupOf(index++), setup.dedupeTtlMs));
         const results = await producer.queue.enqueue(inputs, { now: Date.now() });
         if (results.some((result) => result.status !== "ok")) throw new Error("leaseq: an enqueue was refused");
       });
