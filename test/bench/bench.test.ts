@@ -59,6 +59,30 @@ describe("throughput rounds", () => {
   });
 });
 
+describe("the instructions mode's other queues", () => {
+  // One small round each, as bench/instructions.ts runs them (there under valgrind).
+  it("bee-queue and groupmq: every job completes, and each closes its connections", async () => {
+    const { beeQueueContender } = await import("../../bench/bee-queue.js");
+    const { groupmqContender } = await import("../../bench/groupmq.js");
+    const { makeTasks } = await import("../../bench/workload.js");
+    const clients = async () => Number(/^connected_clients:(\d+)/m.exec(await redis.admin.info("clients"))?.[1]);
+    const before = await clients();
+    const contenders = [
+      await beeQueueContender({ host: redis.host, port: redis.port, queueName: "bee", concurrency: 5 }),
+      await groupmqContender({ url: redis.url, queueName: "gmq", groups: 7, concurrency: 5 }),
+    ];
+    for (const contender of contenders) {
+      try {
+        await contender.enqueue(makeTasks(0, 30));
+        expect(await contender.drain()).toBe(30);
+      } finally {
+        await contender.close();
+      }
+    }
+    await expect.poll(clients, { timeout: 5_000 }).toBe(before);
+  });
+});
+
 describe("backlog", () => {
   it("a naive claim sample puts its tasks back, so the backlog stays put", async () => {
     const backlog = await naiveBacklog({ url: redis.url, queueName: "keep" });
