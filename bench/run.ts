@@ -1,5 +1,8 @@
 // The benchmark: leaseq against BullMQ and the naive ZPOPMIN design, side by side in one run, on a
 // redis-server of its own. `npm run bench` (full, a few minutes) or `npm run bench -- --quick`.
+// One mode alone, merged into bench/results.json: --latency, --mixed, --schedules, --groups,
+// --flow-control [--write] [--callgrind], --instructions [--tasks N] (Redis instructions and commands
+// per task under valgrind's callgrind, bench/instructions.ts).
 import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,6 +52,21 @@ const startedAt = performance.now();
 if (process.argv.includes("--flow-control")) {
   await import("./flow-control.js");
   process.exit(0);
+}
+
+/**
+ * Only the instructions and commands per task Redis spends on each system (bench/instructions.ts),
+ * on a redis-server of its own under callgrind, merged into results.json (instructions).
+ */
+if (process.argv.includes("--instructions")) {
+  const { instructionsMode } = await import("./instructions.js");
+  try {
+    await instructionsMode(process.argv.slice(2), log);
+    process.exit(0);
+  } catch (error) {
+    console.error(error);
+    process.exit(1);
+  }
 }
 
 const redis = await startBenchRedis();

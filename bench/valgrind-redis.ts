@@ -1,7 +1,7 @@
 // A redis-server of the benchmarks' own under valgrind's callgrind: it counts the instructions
 // Redis executes for a piece of work (zero, work, dump), which do not move with the machine's pace as
-// the wall clock does. Used by bench/callgrind.ts and bench/flow-control.ts --callgrind. Needs
-// valgrind and redis-server on PATH.
+// the wall clock does. Used by bench/instructions.ts (npm run bench -- --instructions, and
+// bench/callgrind.ts) and bench/flow-control.ts --callgrind. Needs valgrind and redis-server on PATH.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -76,8 +76,18 @@ export async function startCallgrindRedis(): Promise<CallgrindRedis> {
   let admin: Redis | undefined;
   /** Stops the valgrind redis-server (SIGTERM, then SIGKILL after 30 s) and removes its temp dir; once. */
   let cleaning: Promise<void> | undefined;
+  /**
+   * The last resort when the process ends without `stop()` (process.exit on an error, an uncaught
+   * exception): the server is killed, so no valgrind redis-server outlives the benchmark.
+   */
+  const killOnExit = () => {
+    if (server && server.exitCode === null && server.signalCode === null) server.kill("SIGKILL");
+    if (process.env.LEASEQ_CALLGRIND_KEEP !== "1") rmSync(dir, { recursive: true, force: true });
+  };
+  process.once("exit", killOnExit);
   const stop = (): Promise<void> => {
     cleaning ??= (async () => {
+      process.removeListener("exit", killOnExit);
       admin?.disconnect();
       const child = server;
       if (child && child.exitCode === null && child.signalCode === null) {

@@ -1,0 +1,131 @@
+// The instructions mode's arguments, table and results.json section, without valgrind (the count
+// itself takes minutes: `npm run bench -- --instructions --tasks 2000`).
+import { describe, expect, it } from "vitest";
+import {
+  BASELINE_KEY,
+  type InstructionsRow,
+  instructionsCases,
+  instructionsJson,
+  parseInstructionsArgs,
+  payloadRatios,
+  renderInstructions,
+} from "../../bench/instructions.js";
+
+function row(key: string, system: InstructionsRow["system"], perTaskK: number, payloadBytes = 54): InstructionsRow {
+  const tasks = 100;
+  return {
+    key,
+    system,
+    shape: "shape",
+    tasks,
+    payloadBytes,
+    enqueueInstructions: perTaskK * 1000 * tasks * 0.25,
+    drainInstructions: perTaskK * 1000 * tasks * 0.75,
+    enqueueCommands: 10,
+    drainCommands: 90,
+    byCommand: { evalsha: 60, hset: 40 },
+    seconds: 1,
+  };
+}
+
+const rows = [
+  row("leaseq b20", "leaseq", 200),
+  row("leaseq b20 64 KiB", "leaseq", 2_000, 65_536),
+  row(BASELINE_KEY, "naive", 100),
+  row(`${BASELINE_KEY} 64 KiB`, "naive", 1_200, 65_536),
+];
+
+describe("instructions mode", () => {
+  it("reads --tasks, --warmup, --large-tasks and --only, with defaults sized by the tasks", () => {
+    expect(parseInstructionsArgs(["--instructions"])).toEqual({
+      tasks: 10_000,
+      warmupTasks: 2_000,
+      largeTasks: 1_000,
+      largeWarmupTasks: 250,
+      only: [],
+    });
+    expect(parseInstructionsArgs(["--instructions", "--tasks", "2000", "--only", "leaseq b20, naive"])).toMatchObject({
+      tasks: 2_000,
+      warmupTasks: 500,
+      largeTasks: 200,
+      only: ["leaseq b20", "naive"],
+    });
+    // bench/callgrind.ts's old form: the task count alone.
+    expect(parseInstructionsArgs(["1000"]).tasks).toBe(1_000);
+    expect(parseInstructionsArgs(["--tasks", "500", "--warmup", "50", "--large-tasks", "20"])).toMatchObject({
+      warmupTasks: 50,
+      largeTasks: 20,
+    });
+    expect(() => parseInstructionsArgs(["--tasks", "0"])).toThrow(/positive integer/);
+  });
+
+  it("has every workload of the brief, the baseline among them, each key once", () => {
+    const keys = instructionsCases({ url: "redis://127.0.0.1:1", host: "127.0.0.1", port: 1 }).map((c) => c.key);
+    expect(keys).toEqual([
+      "leaseq b1",
+      "leaseq b20",
+      "leaseq b100",
+      "leaseq b20 1,000 groups",
+      "leaseq b20 1,000 ordered groups",
+      "leaseq b20 dedupe",
+      "leaseq b20 64 KiB",
+      BASELINE_KEY,
+      `${BASELINE_KEY} 64 KiB`,
+      "bullmq c50",
+      "bee-queue c50",
+      "groupmq c50 1,000 groups",
+    ]);
+  });
+
+  it("prints k per task, commands per task and the ratio to the naive design, and the payload ratios", () => {
+    const text = renderInstructions({
+      rows,
+      consumers: 4,
+      leftOut: [{ key: "bee-queue c50", reason: "no" }],
+      idleInstructionsPerSecond: 2_500_000,
+    });
+    const lines = text.split("\n");
+    const leaseq = lines.find((line) => line.startsWith("| leaseq b20 (shape)"));
+    expect(leaseq?.split("|").map((cell) => cell.trim())).toEqual([
+      "",
+      "leaseq b20 (shape)",
+      "100",
+      "200",
+      "50",
+      "150",
+      "1",
+      "2x",
+      "",
+    ]);
+    expect(text).toContain("64 KiB payload over the 54-byte one, instructions per task: leaseq 10x, naive 12x");
+    expect(text).toContain("Left out: bee-queue c50: no");
+    expect(text).toContain("Idle floor: Redis executes 2,500k instructions per second");
+    expect(payloadRatios(rows)).toEqual({ leaseq: 10, naive: 12 });
+  });
+
+  it("writes per-task figures into results.json", () => {
+    const json = instructionsJson({
+      tasks: 100,
+      warmupTasks: 25,
+      largeTasks: 100,
+      largeWarmupTasks: 25,
+      consumers: 4,
+      rows,
+      leftOut: [],
+      idleInstructionsPerSecond: 1_000_000,
+      versions: { redis: "7.0.15" },
+      durationSeconds: 12.3,
+    });
+    expect(json.rows[0]).toMatchObject({
+      key: "leaseq b20",
+      instructionsPerTask: { total: 200_000, enqueue: 50_000, drain: 150_000 },
+      commandsPerTask: { total: 1, enqueue: 0.1, drain: 0.9 },
+      commandsPerTaskByName: { evalsha: 0.6, hset: 0.4 },
+      ratioToBaseline: 2,
+      // 1 s of the idle floor's 1M instructions, over 100 tasks.
+      idleInstructionsPerTask: 10_000,
+    });
+    expect(json.payloadRatio).toEqual({ leaseq: 10, naive: 12 });
+    expect(JSON.parse(JSON.stringify(json))).toEqual(json);
+  });
+});
