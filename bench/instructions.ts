@@ -453,21 +453,23 @@ export function renderInstructions(
       ]),
     ),
   ];
+  // The notes under the table: the payload ratios, the idle floor, what was left out.
+  const notes: string[] = [];
   const ratios = Object.entries(payloadRatios(result.rows));
   if (ratios.length > 0) {
-    lines.push(
-      "",
+    notes.push(
       `${LARGE_PAYLOAD_BYTES / 1024} KiB payload over the 54-byte one, instructions per task: ` +
         ratios.map(([system, ratio]) => `${system} ${num(ratio)}x`).join(", "),
     );
   }
   if (result.idleInstructionsPerSecond !== undefined) {
-    lines.push(
+    notes.push(
       `Idle floor: Redis executes ${num(result.idleInstructionsPerSecond / 1000)}k instructions per second of wall ` +
         "time with no client (serverCron); every count holds it for as long as valgrind made the round last.",
     );
   }
-  for (const { key, reason } of result.leftOut) lines.push(`Left out: ${key}: ${reason}`);
+  for (const { key, reason } of result.leftOut) notes.push(`Left out: ${key}: ${reason}`);
+  if (notes.length > 0) lines.push("", ...notes);
   return lines.join("\n");
 }
 
