@@ -37,7 +37,11 @@ for (const [name, entry] of Object.entries(ENTRIES)) {
     `dist/lambda/${name}/  ${kilobytes(startBytes)} minified loaded at cold start  (from ${entry.slice(ROOT.length + 1)})`,
   );
   for (const path of paths) {
-    const when = atStart.has(path) ? "at cold start" : "on demand (dynamic import)";
+    const when = atStart.has(path)
+      ? "at cold start"
+      : path.endsWith(".mjs")
+        ? "on demand (dynamic import)"
+        : "never loaded (legal comments)";
     console.log(
       `  ${path.slice(path.indexOf(`dist/lambda/${name}/`))}  ${kilobytes(metafile.outputs[path].bytes)}  ${when}`,
     );
