@@ -1,10 +1,13 @@
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { isDeepStrictEqual } from "node:util";
 import { AssetHashType, DockerImage, type ILocalBundling } from "aws-cdk-lib";
 import { Code, Runtime } from "aws-cdk-lib/aws-lambda";
 import type { BuildOptions } from "esbuild";
+import { packedScripts } from "./packed-scripts.js";
 
 /** The file every bundle is written to; the Lambda handler is `index.handler`. */
 export const BUNDLE_FILE = "index.mjs";
@@ -53,7 +56,8 @@ export function entryFile(prop: string, entry: string | undefined, problems: str
  * The ONE definition of the esbuild options for a function bundle: `npm run build` and the CDK
  * assets both call this, so what the tests build is what `cdk deploy` uploads. Writes
  * `<outdir>/index.mjs` and, for code loaded on demand, `<outdir>/chunks/*.mjs`, for the Node.js
- * version `runtime` (default 22).
+ * version `runtime` (default 22). It includes a plugin, so it is for esbuild's `build`: `buildSync`
+ * refuses plugins.
  */
 export function bundleOptions(
   entry: string,
@@ -93,17 +97,50 @@ export function bundleOptions(
     sourcemap: false,
     // The AWS SDK v3 ships with the Node.js 22 and 24 Lambda runtimes; bundling it would add ~1 MB.
     external: ["@aws-sdk/*"],
+    plugins: [packedScripts()],
     logLevel: "warning",
   };
 }
 
-/** esbuild, resolved from where npm installed leaseq (its dependency), whatever the app's cwd. */
-function esbuild(): typeof import("esbuild") {
-  return createRequire(import.meta.url)("esbuild");
+/**
+ * esbuild's `build` of `options` in a child Node process, waited for: CDK's local bundling is
+ * synchronous, and esbuild's synchronous API runs no plugins. The options go to the child as JSON and
+ * it adds packedScripts back; it loads esbuild and infra/packed-scripts only, not the CDK (under tsx
+ * when that is TypeScript: in the repository, where tsx is a dev dependency).
+ */
+function buildInChild(options: BuildOptions): void {
+  const { plugins, ...data } = options;
+  if (
+    !isDeepStrictEqual(JSON.parse(JSON.stringify(data)), data) ||
+    JSON.stringify(plugins?.map((plugin) => plugin.name)) !== JSON.stringify([packedScripts().name])
+  ) {
+    throw new Error("bundleOptions holds what buildInChild cannot pass to its child process");
+  }
+  const require = createRequire(import.meta.url);
+  const plugin = sibling("./packed-scripts");
+  // esbuild as resolved from where npm installed leaseq (its dependency), whatever the app's cwd.
+  const urls = [require.resolve("esbuild"), plugin].map((path) => pathToFileURL(path).href);
+  const script = [
+    "const [esbuild, plugin, options] = JSON.parse(process.argv[1]);",
+    "const { packedScripts } = await import(plugin);",
+    "await (await import(esbuild)).default.build({ ...options, plugins: [packedScripts()] });",
+  ].join("\n");
+  const tsx = plugin.endsWith(".ts") ? ["--import", pathToFileURL(require.resolve("tsx")).href] : [];
+  const child = spawnSync(
+    process.execPath,
+    [...tsx, "--input-type=module", "-e", script, JSON.stringify([...urls, data])],
+    { encoding: "utf8" },
+  );
+  if (child.status !== 0) {
+    const entry = Object.values(options.entryPoints ?? {}).join(", ");
+    throw new Error(`esbuild could not bundle ${entry}:\n${child.stderr || child.error?.message || child.signal}`);
+  }
+  // Its warnings (logLevel "warning").
+  process.stderr.write(child.stderr);
 }
 
 /**
- * Lambda code for one entry and Node.js version, bundled in-process by esbuild with the options above. Why not
+ * Lambda code for one entry and Node.js version, bundled by esbuild with the options above. Why not
  * NodejsFunction: it shells out to an esbuild CLI it looks for in the app's own node_modules and maps
  * its own props to flags, a second definition of the options. Why local: there may be no Docker daemon
  * (CI here has none); the Docker image below is a required placeholder that is never pulled, because
@@ -113,7 +150,7 @@ function esbuild(): typeof import("esbuild") {
 export function functionCode(entry: string, runtime: NodeRuntime): Code {
   const local: ILocalBundling = {
     tryBundle(outputDir: string): boolean {
-      esbuild().buildSync(bundleOptions(entry, outputDir, runtime));
+      buildInChild(bundleOptions(entry, outputDir, runtime));
       return true;
     },
   };
