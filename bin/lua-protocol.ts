@@ -15,6 +15,7 @@ import { type Arg, fieldName, OPERATIONS, type Operation, type OperationName } f
 import {
   BODY_FIELDS,
   BODY_FORMAT,
+  LEASED_ANCHOR,
   namePatterns,
   QUARANTINED_MARK,
   recordBounds,
@@ -238,6 +239,8 @@ export function protocolLua(): string {
     `-- A body of the current format starts with "${BODY_FORMAT}"; a quarantined state with "${QUARANTINED_MARK}";`,
     "-- the tasks without a group take turns as one more lane, of this name.",
     `local QUARANTINED = ${quoted(QUARANTINED_MARK)}`,
+    "-- The leased set's member at +inf that keeps it a skiplist (shared/protocol/record.ts).",
+    `local LEASED_ANCHOR = ${quoted(LEASED_ANCHOR)}`,
     `local UNGROUPED = ${quoted(UNGROUPED_LANE)}`,
     `local BODY_FORMAT_BYTE = ${BODY_FORMAT.charCodeAt(0)}`,
     "",

@@ -53,11 +53,11 @@
 --   reads, parses (never raising) and writes.
 -- Uses: K, add_slot, apply, bad, claim_args, drop_slot, flag_bare_lease, fmt, group_policy, guard
 -- Uses: has_slot, hold_of, int_text, lane_get, lane_of, lane_park, lane_touch, lane_unpark
--- Uses: lane_wait, lanes, lanes_flush, lanes_load, lanes_verify, lease_lengths, load, mark_active
--- Uses: name_arg, need_wake, new_state, new_writes, next_due_of, parse_body, parse_state
--- Uses: paused_types_of, plus, policy_of, promote_due, put, put_state, quarantine, rate_count
--- Uses: rate_open, read_config, read_many, read_record, repeated_wake, slot_count, slot_ids
--- Uses: state_line, token_of, type_park, type_scope, wake_answered, write_many
+-- Uses: lane_wait, lanes, lanes_flush, lanes_load, lanes_verify, lease_lengths, leased_count, load
+-- Uses: mark_active, name_arg, need_wake, new_state, new_writes, next_due_of, parse_body
+-- Uses: parse_state, paused_types_of, plus, policy_of, promote_due, put, put_state, quarantine
+-- Uses: rate_count, rate_open, read_config, read_many, read_record, repeated_wake, slot_count
+-- Uses: slot_ids, state_line, token_of, type_park, type_scope, wake_answered, write_many
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
@@ -92,7 +92,7 @@ end
 -- holds it ({ hold time }). A hold whose task is no longer READY (cancelled, deleted, quarantined,
 -- done) ends: the queue goes on. Returns nil when the claim may go on.
 local function ordered_gate(config, now)
-  if redis.call('ZCARD', K.leased) > 0 then return {} end
+  if leased_count() > 0 then return {} end
   local hold, id = hold_of(config)
   if not hold or hold <= now then return nil end
   if id then
@@ -190,7 +190,9 @@ local function new_scan(config, now, now_text, count, max_lease, claim_id, order
     solo_waiting = false, -- a solo task was left for a caller running nothing
     left_own = false, -- a task of the caller's types was left READY for want of room
     more = false, -- the batch filled with heads left after it: another worker may take them
-    leased = {}, popped = {}, -- popped: the ids leaving READY: leased, parked or quarantined
+    -- leased: the leases' (deadline, id), after the anchor, so the set is a skiplist before they go
+    -- in; popped: the ids leaving READY: leased, parked or quarantined
+    leased = { '+inf', LEASED_ANCHOR }, popped = {},
     prefix = true, -- every head so far left READY: they go with one ZREMRANGEBYRANK, not by id
     unpark = {}, -- lanes that gave a task or parked one: they may let out the next
     holding = {}, -- the states of the lanes' leases from earlier claims, by id (lanes_verify)
@@ -485,7 +487,7 @@ end
 -- 6. The scan's writes: states and leases (apply), the heads out of READY, the lease counter, and
 -- the lanes that gave a task or parked one let out what they may.
 local function finish_scan(s)
-  if #s.leased > 0 then s.writes.adds[K.leased] = s.leased end
+  if #s.leased > 2 then s.writes.adds[K.leased] = s.leased end
   s.writes.removes[K.ready] = nil
   if s.taken > 0 then put(s.writes, LEASE_COUNTER, s.gen_text) end
   apply(s.writes)

@@ -22,10 +22,8 @@
 --   falls due within the horizon, or a wake-up is arranged for it already).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: K, fmt, guard, handoff_args, need_wake, new_work_flagged, read_config_fields
--- Uses: repeated_wake, wake_answered, wake_stopped
--- Uses: deployment_scope, next_due_for
--- Uses: ready_for
+-- Uses: deployment_scope, fmt, guard, handoff_args, leased_count, need_wake, new_work_flagged
+-- Uses: next_due_for, read_config_fields, ready_for, repeated_wake, wake_answered, wake_stopped
 
 return guard('handoff', function()
   local now, _, horizon, cut_off, call, woken, deployment = handoff_args()
@@ -44,7 +42,7 @@ return guard('handoff', function()
   local due
   if config.paused == '1' then
     return '' -- a paused queue: its resume arranges the wake-up
-  elseif config.ordered == '1' and redis.call('ZCARD', K.leased) > 0 then
+  elseif config.ordered == '1' and leased_count() > 0 then
     return '' -- the worker holding the lease hands off after it
   elseif (cut_off or new_work) and ready_for(config, scope) then
     due = now

@@ -22,6 +22,8 @@ return guard('list', function()
   local page
   if set == K.scheduled then -- the v0 guard (score 0) aside
     page = redis.call('ZRANGEBYSCORE', set, SCHEDULED_FROM, '+inf', 'WITHSCORES', 'LIMIT', offset, limit)
+  elseif set == K.leased then -- the anchor (+inf) aside
+    page = redis.call('ZRANGEBYSCORE', set, '-inf', '(+inf', 'WITHSCORES', 'LIMIT', offset, limit)
   else
     page = redis.call('ZRANGE', set, offset, offset + limit - 1, 'WITHSCORES')
   end

@@ -25,7 +25,7 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: K, NOTHING_DUE, config_int, decision_time, deployment_scope, fmt, guard, lanes_flush
--- Uses: lease_end_for, need_wake, next_due_for, promote_due, queue_stats, read_config
+-- Uses: lease_end_for, leased_count, need_wake, next_due_for, promote_due, queue_stats, read_config
 -- Uses: reclaim_expired, scheduled_count, stamp_format, sweep_step, tick_args, trim_before
 
 return guard('tick', function()
@@ -37,7 +37,8 @@ return guard('tick', function()
   local scope = deployment_scope(config, deployment)
 
   local counts = { scheduled = scheduled_count() }
-  for _, name in ipairs({ 'leased', 'done', 'failed' }) do counts[name] = redis.call('ZCARD', K[name]) end
+  counts.leased = leased_count()
+  for _, name in ipairs({ 'done', 'failed' }) do counts[name] = redis.call('ZCARD', K[name]) end
   local reclaimed, reclaim_failed = 0, 0
   if counts.leased > 0 then
     local moved = reclaim_expired(config, now, now_text, config_int(config, 'skewMs', DEFAULT_SKEW_MS), limit)

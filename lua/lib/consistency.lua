@@ -55,7 +55,7 @@ local function check_config(config, now, problems, repair)
       local due = earliest_due() -- what is due, not what config nextDue says
       if due >= NOTHING_DUE then due = nil end
       if config.ordered == '1' and hold and hold > now and (due == nil or hold < due) then due = hold end
-      local idle = redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) == 0
+      local idle = redis.call('ZCARD', K.ready) + leased_count() == 0
       local kept, dropped = {}, nil
       for _, entry in ipairs(list) do
         if entry.at > now + skew and (entry.at > now + skew + WAKE_HORIZON_MAX_MS or (idle and (due == nil or due > entry.at))) then
@@ -293,7 +293,7 @@ local function check_set(name, offset, count, now, problems, repair)
   local parked_by = {}
   for i, member in ipairs(page) do
     local id = ids[i]
-    if not (name == 'scheduled' and member == V0_GUARD) then
+    if not (name == 'scheduled' and member == V0_GUARD) and not (name == 'leased' and member == LEASED_ANCHOR) then
       local state_text_value, body, reason = values[3 * i - 2], values[3 * i - 1], values[3 * i]
       local orphan = false
       if name == 'grouped' then

@@ -90,9 +90,10 @@ end
 -- corrupt }. `counts` may carry counts the caller already knows, to save their ZCARD.
 local function queue_stats(now, counts, config)
   counts = counts or {}
-  for _, name in ipairs({ 'ready', 'leased', 'done', 'failed', 'corrupt' }) do
+  for _, name in ipairs({ 'ready', 'done', 'failed', 'corrupt' }) do
     if counts[name] == nil then counts[name] = redis.call('ZCARD', K[name]) end
   end
+  if counts.leased == nil then counts.leased = leased_count() end
   if counts.scheduled == nil then counts.scheduled = scheduled_count() end
   local heads = counts.ready
   counts.ready = heads + redis.call('ZCARD', K.grouped) -- READY tasks parked count too
@@ -111,7 +112,7 @@ local function queue_stats(now, counts, config)
     if since then oldest_ready_age = math.max(0, now - since) end
   end
   if counts.leased > 0 then
-    local earliest = tonumber(redis.call('ZRANGE', K.leased, 0, 0, 'WITHSCORES')[2])
+    local earliest = tonumber(redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2])
     most_overdue = math.max(0, now - earliest)
   end
   if counts.scheduled > 0 then

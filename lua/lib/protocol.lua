@@ -42,6 +42,8 @@ local LANE_NAME_PATTERN = '^([^|]+)|(.+)$'
 -- A body of the current format starts with "1"; a quarantined state with "C|";
 -- the tasks without a group take turns as one more lane, of this name.
 local QUARANTINED = 'C|'
+-- The leased set's member at +inf that keeps it a skiplist (shared/protocol/record.ts).
+local LEASED_ANCHOR = '#anchor: keeps this sorted set a skiplist, whose inserts cost log n (not a task)'
 local UNGROUPED = '|'
 local BODY_FORMAT_BYTE = 49
 

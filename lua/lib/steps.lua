@@ -31,6 +31,11 @@ local function note_due(config, due)
   elseif due < known then set_next_due(config, due) end
 end
 
+-- LEASED tasks: the leased set without its anchor.
+local function leased_count()
+  return redis.call('ZCOUNT', K.leased, '-inf', '(+inf')
+end
+
 -- SCHEDULED tasks: the scheduled set without the v0 guard.
 local function scheduled_count()
   return redis.call('ZCOUNT', K.scheduled, SCHEDULED_FROM, '+inf')

@@ -319,7 +319,8 @@ end
 -- queue, the first of the leased set's earliest DUE_SCAN members whose type it runs, or the last
 -- one read's (as next_due_for).
 local function lease_end_for(config, scope)
-  local head = redis.call('ZRANGE', K.leased, 0, scope == '' and 0 or DUE_SCAN - 1, 'WITHSCORES')
+  local head = redis.call('ZRANGEBYSCORE', K.leased, '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0,
+    scope == '' and 1 or DUE_SCAN)
   if #head == 0 or scope == '' then return tonumber(head[2]) end
   local k = first_in_scope(config, head, true, scope) or (#head == 2 * DUE_SCAN and DUE_SCAN)
   return k and tonumber(head[2 * k]) or nil
@@ -348,7 +349,7 @@ local function forget_marks(config, now, gone)
     local list = wake_list(config, now, scope)
     if #list > 0 and list[#list].at > now then
       if not checked then
-        if redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.leased) > 0 then return end
+        if redis.call('ZCARD', K.ready) + leased_count() > 0 then return end
         config.nextDue = fmt(earliest_due())
         checked = true
       end

@@ -76,6 +76,13 @@ export const STATE_FIELDS = {
 export type StateField = keyof typeof STATE_FIELDS;
 export const stateFieldNames = () => Object.keys(STATE_FIELDS) as StateField[];
 
+/**
+ * The member of the leased set at +inf that keeps it a skiplist (longer than a listpack's members
+ * may be, 64 bytes; an id never starts with "#"): a listpack scans every member to find or insert
+ * one. Counts and ranges of the set leave it out (docs/storage.md).
+ */
+export const LEASED_ANCHOR = "#anchor: keeps this sorted set a skiplist, whose inserts cost log n (not a task)";
+
 /** What a quarantined task's state starts with, before the text it had. */
 export const QUARANTINED_MARK = "C|";
 

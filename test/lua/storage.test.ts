@@ -5,6 +5,7 @@ import { LIMITS } from "../../shared/config.js";
 import { FormatError } from "../../shared/errors.js";
 import { scriptKeys } from "../../shared/keys.js";
 import { replyRows } from "../../shared/protocol/index.js";
+import { LEASED_ANCHOR } from "../../shared/protocol/record.js";
 import { Queue } from "../../shared/queue.js";
 import { SCRIPTS } from "../../shared/scripts.js";
 import type { Store } from "../../shared/store.js";
@@ -33,6 +34,29 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     await queue.ack([again], { now: NOW + 2_001 });
     expect(await redis.hexists(queue.keys.task, "big")).toBe(0); // an ack drops the payload
     expect(await queue.admin.inspect("big")).toMatchObject({ state: "done", attempts: 2, payload: "" });
+  });
+
+  it("keeps the leased set a skiplist by its anchor, which no count, list, reclaim or check ever shows", async () => {
+    const queue = await fresh({ defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 } });
+    await queue.enqueue(["a", "b", "c"].map((id) => ({ id, type: "t" })), { now: NOW });
+    const [a, b, c] = await queue.claim({ count: 3, now: NOW });
+    // Three leases: a listpack by Redis's defaults, but for the anchor its first write puts in.
+    expect(await redis.call("OBJECT", "ENCODING", queue.keys.leased)).toBe("skiplist");
+    expect(await redis.zscore(queue.keys.leased, LEASED_ANCHOR)).toBe("inf");
+    expect(await queue.stats({ now: NOW })).toMatchObject({ leased: 3 });
+    expect((await queue.admin.list("leased")).map((task) => task.id)).toEqual(["a", "b", "c"]);
+    expect(await queue.admin.checkAll({ now: NOW })).toEqual([]);
+    await queue.ack([a, b], { now: NOW });
+    // The leases past their end come back; the anchor, at +inf, never does.
+    expect(await queue.reclaim({ now: NOW + 60_000 })).toMatchObject({ reclaimed: ["c"] });
+    expect(await queue.stats({ now: NOW + 60_000 })).toMatchObject({ leased: 0, ready: 1, done: 2 });
+    expect(await queue.admin.list("leased")).toEqual([]);
+    const [again] = await queue.claim({ count: 1, now: NOW + 60_000 });
+    await queue.ack([again], { now: NOW + 60_000 });
+    expect(await queue.tick({ now: NOW + 60_001 })).toMatchObject({ leased: 0 });
+    expect(await queue.admin.checkAll({ now: NOW + 60_001 })).toEqual([]);
+    await assertConsistent(redis, queue);
+    expect(await redis.zcard(queue.keys.leased)).toBe(1); // the anchor alone: the key stays a skiplist
   });
 
   it("keeps a waiting task in its body and the ready set alone: no state until it is first claimed", async () => {
