@@ -30,6 +30,61 @@ export interface LuaScript {
 /** What a store knows of the server's Redis Functions: not yet tried, there, or missing (EVALSHA). */
 export type FunctionsState = "unknown" | "yes" | "no";
 
+/** FunctionCalls.run's answer when the server has no Redis Functions: send the script by EVALSHA. */
+export const NO_FUNCTIONS = Symbol("no functions");
+
+/**
+ * A store's calls of leaseq's function library, whatever carries them (ioredis, REST): the store
+ * gives how to call one function and how to load the library; this decides, for both stores alike,
+ * when to load it, when to give up on Functions, and loads it once for the calls that find it
+ * missing together.
+ */
+export class FunctionCalls {
+  /**
+   * Whether the server runs the library: tried on the first call, and "no" for good once the server
+   * answers that it has no FCALL or FUNCTION (then every call is an EVALSHA).
+   */
+  state: FunctionsState = "unknown";
+  private loading: Promise<boolean> | undefined;
+
+  /**
+   * `call()` (one FCALL); the library missing (never loaded here, a restart without persistence,
+   * FUNCTION FLUSH), `load()` and `call()` again: an FCALL of a missing function ran nothing.
+   * NO_FUNCTIONS when the server has no Functions. `load` rejects with Redis's error; "Library …
+   * already exists" (another process loaded it first) counts as loaded.
+   */
+  async run(call: () => Promise<unknown>, load: () => Promise<unknown>): Promise<unknown> {
+    const called = async () => {
+      const reply = await call();
+      this.state = "yes";
+      return reply;
+    };
+    try {
+      return await called();
+    } catch (error) {
+      if (isFunctionsMissing(error)) {
+        this.state = "no";
+        return NO_FUNCTIONS;
+      }
+      if (!isNoFunction(error)) throw error;
+    }
+    this.loading ??= load()
+      .then(
+        () => true,
+        (error: unknown) => {
+          if (isLibraryLoaded(error)) return true;
+          if (!isFunctionsMissing(error)) throw error;
+          this.state = "no";
+          return false;
+        },
+      )
+      .finally(() => {
+        this.loading = undefined;
+      });
+    return (await this.loading) ? await called() : NO_FUNCTIONS;
+  }
+}
+
 /** What the queue needs from Redis: run a script by SHA, falling back to its body on NOSCRIPT. */
 export interface Store {
   /** Runs `script`; resolves to its raw reply (arrays of strings and integers). */

@@ -1,22 +1,19 @@
 import { type Cluster, Redis, type RedisOptions, ReplyError } from "ioredis";
 import {
   argsForRetry,
+  FunctionCalls,
   type FunctionsState,
-  isFunctionsMissing,
   isLibraryLoaded,
-  isNoFunction,
   isNoScript,
   type LuaLibrary,
   type LuaScript,
+  NO_FUNCTIONS,
   type Store,
 } from "../store.js";
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.js";
 import { connectionProblem, type Endpoint, endpointOf, noAnswer, unreachable } from "./unreachable.js";
 
 type Client = Redis | Cluster;
-
-/** callFunction's answer when the server has no Redis Functions. */
-const NO_FUNCTIONS = Symbol("no functions");
 
 /**
  * The TCP store on ioredis: Redis, Valkey, ElastiCache, MemoryDB, and Redis Cluster (every key of
@@ -26,13 +23,13 @@ const NO_FUNCTIONS = Symbol("no functions");
 export class TcpStore implements Store {
   /** The last connection error the client reported: why a command found no connection. */
   private lastConnectionError: unknown;
-  /**
-   * Whether the server runs leaseq's function library: tried on the first call, and "no" for good
-   * once the server answers that it has no FCALL or FUNCTION (then every call is an EVALSHA).
-   */
-  functions: FunctionsState = "unknown";
-  /** The FUNCTION LOAD under way, so calls that find the library missing together load it once. */
-  private loading: Promise<boolean> | undefined;
+  /** Its calls of leaseq's function library (shared/store.ts). */
+  private readonly calls = new FunctionCalls();
+
+  /** Whether the server runs leaseq's function library ("no": every script by EVALSHA). */
+  get functions(): FunctionsState {
+    return this.calls.state;
+  }
 
   private constructor(
     readonly client: Client,
@@ -121,8 +118,14 @@ export class TcpStore implements Store {
       (error) => error instanceof ReplyError,
       async (retry) => {
         const sent = argsForRetry(script, args, retry);
-        if (script.library && this.functions !== "no") {
-          const reply = await this.callFunction(script, script.library, keys, sent);
+        const library = script.library;
+        if (library && this.calls.state !== "no") {
+          const name = library.functions.get(script.name) as string;
+          const command = script.readOnly ? "FCALL_RO" : "FCALL";
+          const reply = await this.calls.run(
+            () => this.client.call(command, name, keys.length, ...keys, ...sent),
+            () => this.loadLibrary(library),
+          );
           if (reply !== NO_FUNCTIONS) return reply;
         }
         try {
@@ -138,53 +141,15 @@ export class TcpStore implements Store {
   }
 
   /**
-   * Runs the script as its function of `library` (FCALL, or FCALL_RO when it only reads). The
-   * library missing (never loaded here, a restart without persistence, FUNCTION FLUSH) is loaded and
-   * the call sent again: FCALL of a missing function ran nothing. NO_FUNCTIONS when the server has
-   * no Functions, for the caller to send the script by EVALSHA.
+   * FUNCTION LOAD on the server; on a Cluster on every master (a master that has it already
+   * answers "already exists", which counts as loaded).
    */
-  private async callFunction(
-    script: LuaScript,
-    library: LuaLibrary,
-    keys: readonly string[],
-    args: readonly string[],
-  ): Promise<unknown> {
-    const name = library.functions.get(script.name) as string;
-    const command = script.readOnly ? "FCALL_RO" : "FCALL";
-    const call = async () => {
-      const reply = await this.client.call(command, name, keys.length, ...keys, ...args);
-      this.functions = "yes";
-      return reply;
-    };
-    try {
-      return await call();
-    } catch (error) {
-      if (isFunctionsMissing(error)) {
-        this.functions = "no";
-        return NO_FUNCTIONS;
-      }
-      if (!isNoFunction(error)) throw error;
-    }
-    this.loading ??= this.loadLibrary(library).finally(() => {
-      this.loading = undefined;
-    });
-    return (await this.loading) ? await call() : NO_FUNCTIONS;
-  }
-
-  /** FUNCTION LOAD on the server (on a Cluster, on every master); false when it has no Functions. */
-  private async loadLibrary(library: LuaLibrary): Promise<boolean> {
+  private async loadLibrary(library: LuaLibrary): Promise<void> {
     const nodes = "nodes" in this.client ? this.client.nodes("master") : [this.client];
-    try {
-      for (const node of nodes) {
-        await node.call("FUNCTION", "LOAD", library.code).catch((error: unknown) => {
-          if (!isLibraryLoaded(error)) throw error;
-        });
-      }
-      return true;
-    } catch (error) {
-      if (!isFunctionsMissing(error)) throw error;
-      this.functions = "no";
-      return false;
+    for (const node of nodes) {
+      await node.call("FUNCTION", "LOAD", library.code).catch((error: unknown) => {
+        if (!isLibraryLoaded(error)) throw error;
+      });
     }
   }
 

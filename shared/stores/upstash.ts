@@ -3,12 +3,10 @@ import { ConfigError, CredentialsError, StoreError } from "../errors.js";
 import { luaLibrary } from "../scripts.js";
 import {
   argsForRetry,
+  FunctionCalls,
   type FunctionsState,
-  isFunctionsMissing,
-  isLibraryLoaded,
-  isNoFunction,
-  type LuaLibrary,
   type LuaScript,
+  NO_FUNCTIONS,
   type Store,
   withShebang,
 } from "../store.js";
@@ -34,9 +32,6 @@ export class RedisReplyError extends Error {
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
-
-/** callFunction's answer when the database has no Redis Functions. */
-const NO_FUNCTIONS = Symbol("no functions");
 
 /**
  * Upstash runs a script under its global lock, stopping every other command of the database,
@@ -75,10 +70,13 @@ export class UpstashStore implements Store {
   private readonly timeoutMs: number;
   private readonly retry: RetryPolicy;
   private readonly endpoint: Endpoint;
-  /** Whether the database runs leaseq's function library (see TcpStore.functions). */
-  functions: FunctionsState = "unknown";
-  /** The FUNCTION LOAD under way, so calls that find the library missing together load it once. */
-  private loading: Promise<boolean> | undefined;
+  /** Its calls of leaseq's function library (shared/store.ts). */
+  private readonly calls = new FunctionCalls();
+
+  /** Whether the database runs leaseq's function library ("no": every script by EVALSHA). */
+  get functions(): FunctionsState {
+    return this.calls.state;
+  }
 
   /** Throws ConfigError listing every missing or malformed option. */
   constructor(options: UpstashStoreOptions) {
@@ -145,8 +143,18 @@ export class UpstashStore implements Store {
       (error) => error instanceof RedisReplyError || error instanceof CredentialsError,
       async (retry) => {
         const sent = [...argsForRetry(script, args, retry)];
-        if (script.library && this.functions !== "no") {
-          const reply = await this.callFunction(script, script.library, keys, sent, send);
+        const library = script.library;
+        if (library && this.calls.state !== "no") {
+          const name = library.functions.get(script.name) as string;
+          const reply = await this.calls.run(
+            () =>
+              send(() =>
+                script.readOnly
+                  ? this.redis.functions.callRo(name, [...keys], sent)
+                  : this.redis.functions.call(name, [...keys], sent),
+              ),
+            () => send(() => this.redis.functions.load({ code: library.code })),
+          );
           if (reply !== NO_FUNCTIONS) return reply;
         }
         const byHash = script.readOnly ? this.redis.evalshaRo : this.redis.evalsha;
@@ -159,53 +167,6 @@ export class UpstashStore implements Store {
         }
       },
     );
-  }
-
-  /**
-   * Runs the script as its function of `library` (FCALL, FCALL_RO when it only reads); loads the
-   * library when the database lacks it and calls again. NO_FUNCTIONS when the database has no
-   * Functions: the caller sends the script by EVALSHA.
-   */
-  private async callFunction(
-    script: LuaScript,
-    library: LuaLibrary,
-    keys: readonly string[],
-    args: string[],
-    send: (run: () => Promise<unknown>) => Promise<unknown>,
-  ): Promise<unknown> {
-    const name = library.functions.get(script.name) as string;
-    const call = async () => {
-      const reply = await send(() =>
-        script.readOnly
-          ? this.redis.functions.callRo(name, [...keys], args)
-          : this.redis.functions.call(name, [...keys], args),
-      );
-      this.functions = "yes";
-      return reply;
-    };
-    try {
-      return await call();
-    } catch (error) {
-      if (isFunctionsMissing(error)) {
-        this.functions = "no";
-        return NO_FUNCTIONS;
-      }
-      if (!isNoFunction(error)) throw error;
-    }
-    this.loading ??= send(() => this.redis.functions.load({ code: library.code }))
-      .then(
-        () => true,
-        (error: unknown) => {
-          if (isLibraryLoaded(error)) return true;
-          if (!isFunctionsMissing(error)) throw error;
-          this.functions = "no";
-          return false;
-        },
-      )
-      .finally(() => {
-        this.loading = undefined;
-      });
-    return (await this.loading) ? await call() : NO_FUNCTIONS;
   }
 
   /** Nothing to close: requests go through fetch's shared keep-alive pool. */
