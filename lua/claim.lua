@@ -52,8 +52,8 @@
 --   another storage format. Both come before the first write: after its checks the claim only
 --   reads, parses (never raising) and writes.
 -- Uses: K, add_slot, apply, bad, claim_args, drop_slot, flag_bare_lease, fmt, group_policy, guard
--- Uses: has_slot, hold_of, int_text, lane_get, lane_of, lane_park, lane_touch, lane_unpark
--- Uses: lane_wait, lanes, lanes_flush, lanes_load, lanes_verify, lease_lengths, leased_count, load
+-- Uses: has_slot, hold_of, int_text, lane_get, lane_of, lane_park, lane_touch, lane_wait, lanes
+-- Uses: lanes_flush, lanes_load, lanes_unpark, lanes_verify, lease_lengths, leased_count, load
 -- Uses: mark_active, name_arg, need_wake, new_state, new_writes, next_due_of, parse_body
 -- Uses: parse_state, paused_types_of, plus, policy_of, promote_due, put, put_state, quarantine
 -- Uses: rate_count, rate_open, read_config, read_many, read_record, repeated_wake, slot_count
@@ -495,7 +495,7 @@ local function finish_scan(s)
   if #popped > 0 then
     if s.prefix then redis.call('ZREMRANGEBYRANK', K.ready, 0, #popped - 1) else write_many('ZREM', K.ready, popped) end
   end
-  for _, lane in ipairs(s.unpark) do lane_unpark(lane, s.config, s.now) end
+  if #s.unpark > 0 then lanes_unpark(s.unpark, s.config, s.now) end
 end
 
 -- The reply's last values: next due (when nothing was leased), whether a solo task waits, the

@@ -42,8 +42,8 @@
 -- Uses: K, apply, arrange_wakes, as_time, bad, config_int, decision_time, declared_types
 -- Uses: drop_field, enqueue_args, enqueue_item, fair_turn, flow_args, flow_decide, flow_over
 -- Uses: flow_runs, fmt, group_arg, group_policy, guard, id_arg, int_arg, int_text, is_id, lane_add
--- Uses: lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load, name_arg, new_state
--- Uses: new_writes, note_due, parked_gone, parse_body, parse_state, put, put_state
+-- Uses: lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load, lanes_verify, name_arg
+-- Uses: new_state, new_writes, note_due, parked_gone, parse_body, parse_state, put, put_state
 -- Uses: read_config_fields, read_many, record_letter, replaced_line, stamp_format, start_fair
 -- Uses: time_arg, type_scope, zadd, zrem
 
@@ -194,7 +194,8 @@ local function decide_flows(b)
   b.fresh = b.fresh - flow_decide(b)
 end
 
--- The lane of each task that takes turns (b.lane_names), their records loaded (one HMGET).
+-- The lane of each task that takes turns (b.lane_names), their records loaded (one HMGET), and the
+-- ordered ones checked (one HMGET).
 local function load_lanes(b)
   local fair = b.config.fair == '1'
   local lane_names, lanes_named, types, groups_of = {}, {}, b.types, b.groups_of
@@ -209,6 +210,13 @@ local function load_lanes(b)
   if fair then lanes_named[#lanes_named + 1] = UNGROUPED end
   lanes_load(lanes_named)
   b.lane_names = lane_names
+  -- The ordered lanes' slots checked for the batch with one HMGET (lane_add would check each).
+  local ordered = {}
+  for i = 1, b.n do
+    local lane = lane_names[i]
+    if lane and lane ~= UNGROUPED and group_policy(b.config, types[i], lane).ordered then ordered[#ordered + 1] = lane end
+  end
+  if #ordered > 0 then lanes_verify(ordered) end
 end
 
 -- The flow values that changed (a field twice when two tasks share it: the same value), and the
@@ -287,7 +295,7 @@ local function write_tasks(b, writes, last_seq)
         local lane = lane_names[i]
         local record = lanes[lane]
         if lane ~= UNGROUPED and (record.parked > 0 or group_policy(config, types[i], lane).ordered) then
-          lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now)
+          lane_add(writes, id, new_state('R', now_text, fmt(rank), types[i], groups_of[i]), config, now, true)
         else
           local band = ranks[i] - PRIORITY_MIN
           if lane ~= UNGROUPED then record.ready = record.ready + 1 end

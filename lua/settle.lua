@@ -25,7 +25,7 @@
 --   another storage format; nothing is written then: every argument is checked, and the config
 --   and the states read, before the first write.
 -- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fail_in_lane, fenced_presence
--- Uses: fmt, group_policy, guard, hold_line, id_arg, is_id, lane_of, lane_release, lanes_flush
+-- Uses: fmt, group_policy, guard, hold_line, id_arg, is_id, lane_of, lanes_flush, lanes_release
 -- Uses: make_ready, new_writes, note_due, put_state, read_config_fields, read_many, read_record
 -- Uses: settle_args, settle_item, state_line, time_arg, token_matches, zadd
 
@@ -60,6 +60,7 @@ return guard('settle', function()
   for i, id in ipairs(ids) do fields[i] = id .. ':s' end
   local values = read_many('HMGET', K.task, fields)
   local result, writes, hold, hold_id, earliest = {}, new_writes(), nil, nil, nil
+  local released = {} -- the slots given back: { lane, id } (lanes_release, after the loop)
   local tasks = {} -- by id, once an item of this call met it: a second item on it sees the first's change
   local ACKED = { state = { letter = 'D' } } -- what a later item sees of a task an ack here finished
   local replayed = { retry = { S = true, R = true, W = true, F = true }, fail = { F = true } }
@@ -110,7 +111,7 @@ return guard('settle', function()
           done[#done + 1] = now_text
           done[#done + 1] = id
           drop_field(writes, id)
-          if lane then lane_release(lane, id, config, now) end
+          if lane then released[#released + 1] = { lane = lane, id = id } end
         else
           local retry_at, retry_text = time_arg('retryAtMs', retries[i])
           state.error = string.sub(errors[i], 1, max_error)
@@ -124,7 +125,11 @@ return guard('settle', function()
             earliest = math.min(earliest or retry_at, retry_at)
             -- An ordered group's retry keeps its slot: the group runs nothing else before it.
             if lane then
-              if group_policy(config, state.type, lane).ordered then state.flags = 'h' else lane_release(lane, id, config, now) end
+              if group_policy(config, state.type, lane).ordered then
+                state.flags = 'h'
+              else
+                released[#released + 1] = { lane = lane, id = id }
+              end
             end
           else
             if ordered and retry_at > now and retry_at > (hold or 0) then hold, hold_id = retry_at, id end
@@ -147,6 +152,9 @@ return guard('settle', function()
     end
   end
   apply(writes)
+  -- The slots this batch gave back, and what their lanes may let out now: together, after the
+  -- batch's own writes (one read of the lanes, of their parked tasks, one write of each kind).
+  if #released > 0 then lanes_release(released, config, now) end
   lanes_flush(now)
   -- The hold is compared with the callers' `now`, never with Redis's clock.
   if hold then redis.call('HSET', K.config, 'hold', hold_line(fmt(hold), hold_id)) end

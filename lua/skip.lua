@@ -10,7 +10,7 @@
 --   read: set aside). An id named twice counts once (its second mention is answered as the first).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
--- Uses: after_quarantine, apply, guard, id_arg, lane_of, lane_release, lanes_flush, load
+-- Uses: after_quarantine, apply, guard, id_arg, lane_of, lanes_flush, lanes_release, load
 -- Uses: new_writes, presence_status, put_state, quarantine, read_config_fields, skip_args
 -- Uses: skip_item, skip_items
 
@@ -46,7 +46,7 @@ return guard('skip', function()
     result[i] = status
   end
   apply(writes)
-  for _, item in ipairs(released) do lane_release(item.lane, item.id, config, now) end
+  if #released > 0 then lanes_release(released, config, now) end
   lanes_flush(now)
   return result
 end)

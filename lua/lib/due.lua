@@ -11,9 +11,10 @@ local function open_windows(config, now, limit, paused_types)
   local due = redis.call('ZRANGEBYSCORE', K.groupwait, '-inf', fmt(now), 'LIMIT', 0, limit)
   if #due == 0 then return end
   write_many('ZREM', K.groupwait, due)
+  local lanes_due = {}
   for _, name in ipairs(due) do
     if string.byte(name, 1) ~= AT then
-      lane_unpark(name, config, now)
+      lanes_due[#lanes_due + 1] = name
     else
       local task_type = string.sub(name, 2)
       local paused = paused_types and paused_types[task_type]
@@ -34,6 +35,7 @@ local function open_windows(config, now, limit, paused_types)
       end
     end
   end
+  if #lanes_due > 0 then lanes_unpark(lanes_due, config, now) end
 end
 
 -- The types paused on their own (config pauses), as a set, or nil.

@@ -4,20 +4,39 @@
 -- A task of a lane becomes READY at its turn (enqueue, a due scheduled task, requeue, repair): into
 -- the ready set at its lane's next virtual time, or parked when the lane has parked tasks (it waits
 -- its turn behind them, by rank). An ordered lane keeps all its READY tasks parked but one, its
--- head, so they run in rank order whenever they became READY: this one is parked (written at once),
--- and the lane given a head if it has none and nothing held. Other writes go to `writes`; the caller
--- takes the task out of the set it was in.
-local function lane_add(writes, id, state, config, now)
+-- head, so they run in rank order whenever they became READY. This one:
+-- - is the head at once when it is the lane's only READY task, nothing uses a slot and the lane may
+--   run a task now: READY, flagged "u", holding the slot, as a task let out is (no parking);
+-- - with `batched` (enqueue: nothing in its call lets a lane out after it), is parked by `writes`
+--   when a task holds the lane's slot (the head, a lease, a FAILED task held): it waits its turn,
+--   and the caller's one HSET and ZADD carry a batch's parked tasks;
+-- - otherwise is parked at once, for a lane_unpark later in the call to see, and the lane given a
+--   head if it has none (lane_unpark reads the parked set).
+-- Other writes go to `writes`; the caller takes the task out of the set it was in.
+local function lane_add(writes, id, state, config, now, batched)
   local lane = lane_of(state.type, state.group)
   local record = lane_get(lane)
   record.ready = record.ready + 1
   lane_touch(lane, record)
   if group_policy(config, state.type, lane).ordered then
+    lanes_verify({ lane })
+    if record.slots == '' and record.parked == 0 and lane_room(lane, record, config, now) > 0 then
+      state.letter, state.flags = 'R', state.flags .. 'u'
+      put_state(writes, id, state)
+      zadd(writes, K.ready, behind_front(state.rank), id)
+      add_slot(lane, record, id)
+      record.outs = (record.outs or 0) + 1
+      return
+    end
     state.letter = 'W'
+    record.parked = record.parked + 1
+    if batched and record.slots ~= '' then
+      put_state(writes, id, state)
+      zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
+      return
+    end
     redis.call('HSET', K.task, id .. ':s', state_text(state))
     redis.call('ZADD', K.grouped, 0, lane_member(lane, state.rank, id))
-    record.parked = record.parked + 1
-    lanes_verify({ lane })
     if record.slots == '' then lane_unpark(lane, config, now) end
     return
   end
@@ -47,12 +66,20 @@ local function lane_return(writes, id, state, config, now)
   zadd(writes, K.ready, behind_front(state.rank), id)
 end
 
--- A task of a lane stopped using one of its slots (done, failed, retried later, cancelled):
--- the lane may run its next parked task.
+-- Tasks of lanes stopped using their slots (done, failed, retried later, cancelled; `items` of
+-- {lane, id}): their lanes read with one HMGET, the slots given back, and the lanes with parked
+-- tasks let out what they may, together (lanes_unpark).
+local function lanes_release(items, config, now)
+  local names = {}
+  for i, item in ipairs(items) do names[i] = item.lane end
+  lanes_load(names)
+  for _, item in ipairs(items) do drop_slot(item.lane, lanes[item.lane], item.id) end
+  lanes_unpark(names, config, now)
+end
+
+-- One task of a lane stopped using its slot (lanes_release).
 local function lane_release(lane, id, config, now)
-  local record = lane_get(lane)
-  drop_slot(lane, record, id)
-  if record.parked > 0 then lane_unpark(lane, config, now) end
+  lanes_release({ { lane = lane, id = id } }, config, now)
 end
 
 -- A task of a group became FAILED (its last attempt, a PermanentError, its stalls): an ordered group

@@ -91,50 +91,83 @@ local function parked_page(prefix, limit)
   return members, ids, numbers, values, states, problems
 end
 
--- A lane with parked tasks lets out as many as it may run now, first by rank: back into the ready
+-- Lanes with parked tasks let out as many as each may run now, first by rank: back into the ready
 -- set right behind the head of their priority, flagged "u", each holding a slot until it is claimed
--- (immediate writes). A lane its rate stops waits in groupwait for the next window. A member whose
--- task cannot be read is quarantined; one whose task moved on, or that has no state, is dropped.
-local function lane_unpark(lane, config, now)
-  local record = lane_get(lane)
-  if record.parked <= 0 then return end
-  local room, opens_at = lane_room(lane, record, config, now)
-  if opens_at then lane_wait(lane, opens_at, config) end
-  if room <= 0 then return end
-  local members, ids, ranks, values, states, problems = parked_page(lane, math.min(room, record.parked))
-  if #members == 0 then record.parked = 0; lane_touch(lane, record); return end
-  local writes, dropped = new_writes(), false
-  for i, id in ipairs(ids) do
-    local value, state, problem = values[i], states[i], problems[i]
-    record.parked = record.parked - 1
-    if not value then
-      -- No state: no parked task (parking writes one). A member of a task deleted or quarantined
-      -- while its record could not be read (nothing could name its member), its id perhaps given
-      -- to a task since: dropped. (A member's rank names the task it was, below.)
-      record.ready = record.ready - 1
-      zrem(writes, K.grouped, members[i])
-      dropped = true
-    elseif not state then
-      record.ready = record.ready - 1
-      quarantine(writes, id, problem, now, members[i])
-      dropped = true
-    else
-      zrem(writes, K.grouped, members[i])
-      if state.letter == 'W' and lane_of(state.type, state.group) == lane and padded(state.rank) == ranks[i] then
-        state.letter, state.flags = 'R', state.flags .. 'u'
-        put_state(writes, id, state)
-        zadd(writes, K.ready, behind_front(state.rank), id)
-        add_slot(lane, record, id)
-        record.outs = (record.outs or 0) + 1
-      else
-        dropped = true -- a member whose task moved on
+-- (written before it returns). A lane its rate stops waits in groupwait for the next window. A
+-- member whose task cannot be read is quarantined; one whose task moved on, or that has no state,
+-- is dropped. For any number of lanes: their slots checked with one HMGET, one ZRANGE of the parked
+-- set per lane, one HMGET of the parked tasks' states, and one write of each kind for them all.
+local function lanes_unpark(names, config, now)
+  lanes_load(names)
+  lanes_verify(names)
+  local todo, limits, seen = {}, {}, {}
+  for _, lane in ipairs(names) do
+    local record = lanes[lane]
+    if not seen[lane] and record.parked > 0 then
+      seen[lane] = true
+      local room, opens_at = lane_room(lane, record, config, now)
+      if opens_at then lane_wait(lane, opens_at, config) end
+      if room > 0 then
+        todo[#todo + 1] = lane
+        limits[#todo] = math.min(room, record.parked)
       end
     end
   end
-  lane_touch(lane, record)
+  if #todo == 0 then return end
+  local pages, ids, ranks, fields = {}, {}, {}, {}
+  for k, lane in ipairs(todo) do
+    pages[k] = redis.call('ZRANGE', K.grouped, '[' .. lane .. NUL, '[' .. lane .. LEX_END, 'BYLEX', 'LIMIT', 0, limits[k])
+    for _, member in ipairs(pages[k]) do
+      local rank, id = string.match(member, MEMBER_PATTERN)
+      local n = #fields + 1
+      ids[n], ranks[n], fields[n] = id or '', rank or '0', (id or '') .. ':s'
+    end
+  end
+  local values = read_many('HMGET', K.task, fields)
+  local writes, at = new_writes(), 0
+  for k, lane in ipairs(todo) do
+    local record, members, dropped = lanes[lane], pages[k], false
+    if #members == 0 then record.parked = 0 end
+    for _, member in ipairs(members) do
+      at = at + 1
+      local id, value = ids[at], values[at]
+      local state, problem
+      if value then state, problem = parse_state(value) end
+      record.parked = record.parked - 1
+      if not value then
+        -- No state: no parked task (parking writes one). A member of a task deleted or quarantined
+        -- while its record could not be read (nothing could name its member), its id perhaps given
+        -- to a task since: dropped. (A member's rank names the task it was, below.)
+        record.ready = record.ready - 1
+        zrem(writes, K.grouped, member)
+        dropped = true
+      elseif not state then
+        record.ready = record.ready - 1
+        quarantine(writes, id, problem, now, member)
+        dropped = true
+      else
+        zrem(writes, K.grouped, member)
+        if state.letter == 'W' and lane_of(state.type, state.group) == lane and padded(state.rank) == ranks[at] then
+          state.letter, state.flags = 'R', state.flags .. 'u'
+          put_state(writes, id, state)
+          zadd(writes, K.ready, behind_front(state.rank), id)
+          add_slot(lane, record, id)
+          record.outs = (record.outs or 0) + 1
+        else
+          dropped = true -- a member whose task moved on
+        end
+      end
+    end
+    lane_touch(lane, record)
+    -- A member it could not let out took a place of this step: the next claim lets out the next.
+    if dropped and record.parked > 0 then lane_wait(lane, 0, config) end
+  end
   apply(writes)
-  -- A member it could not let out took a place of this step: the next claim lets out the next.
-  if dropped and record.parked > 0 then lane_wait(lane, 0, config) end
+end
+
+-- One lane lets out what it may (lanes_unpark).
+local function lane_unpark(lane, config, now)
+  lanes_unpark({ lane }, config, now)
 end
 
 -- A READY task of a type that may not run now (paused, or its rate window used up) is set aside: in

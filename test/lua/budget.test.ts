@@ -10,6 +10,8 @@ import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js"
 const NOW = 1_800_000_000_000;
 const TASKS = 2_000;
 const BATCH = 20;
+const ORDERED_TASKS = 1_000;
+const ORDERED_GROUPS = 100;
 
 /** Stores to measure, each opened against the private server of this file. */
 const budgetStores: Array<{ name: string; open: (redisUrl: string) => Promise<Store> }> = [
@@ -79,5 +81,42 @@ describe.each(budgetStores)("Redis command budget over $name", ({ name, open }) 
     );
     expect(acked).toBe(TASKS);
     expect(perTask).toBeLessThanOrEqual(1.0);
+  });
+
+  it(`runs ${ORDERED_TASKS} tasks over ${ORDERED_GROUPS} ordered groups in order, in at most 2.5 commands per task`, async () => {
+    const store = await open(server.url);
+    const queue = new Queue(store, { name: `budget-ordered-${Date.now()}`, settings: { groups: { ordered: true } } });
+    await queue.configure();
+    await queue.stats({ now: NOW });
+    const before = await totalCommands(redis);
+    // Task i in group g<i mod groups>: each group's tasks arrive interleaved with the others'.
+    for (let start = 0; start < ORDERED_TASKS; start += 100) {
+      const tasks = Array.from({ length: 100 }, (_, i) => ({
+        id: `o-${start + i}`,
+        type: "t",
+        group: `g${(start + i) % ORDERED_GROUPS}`,
+      }));
+      await queue.enqueue(tasks, { now: NOW });
+    }
+    const ran = new Map<string, number[]>();
+    for (;;) {
+      const claimed = await queue.claim({ count: BATCH, now: NOW });
+      if (claimed.length === 0) break;
+      for (const task of claimed) {
+        const n = Number(task.id.slice(2));
+        const group = `g${n % ORDERED_GROUPS}`;
+        ran.set(group, [...(ran.get(group) ?? []), n]);
+      }
+      await queue.ack(claimed, { now: NOW });
+    }
+    const used = (await totalCommands(redis)) - before;
+    await store.close();
+    const perTask = used / ORDERED_TASKS;
+    console.log(
+      `ordered budget over ${name}: ${used} Redis commands for ${ORDERED_TASKS} tasks = ${perTask.toFixed(3)} per task`,
+    );
+    expect([...ran.values()].flat()).toHaveLength(ORDERED_TASKS);
+    for (const [group, order] of ran) expect(order, group).toEqual([...order].sort((a, b) => a - b));
+    expect(perTask).toBeLessThanOrEqual(2.5);
   });
 });
