@@ -83,6 +83,16 @@ export const stateFieldNames = () => Object.keys(STATE_FIELDS) as StateField[];
  */
 export const LEASED_ANCHOR = "#anchor: keeps this sorted set a skiplist, whose inserts cost log n (not a task)";
 
+/**
+ * A member of a task set, or a field of the task hash, that is the queue's own marker and no task:
+ * the scheduled set's and task hash's `#v0` guard, the leased set's anchor, the task hash's lease
+ * counter `#lease`. An id never starts with "#" (shared/config.ts), so a reader of raw keys tells
+ * them apart by that alone.
+ */
+export function isMarker(member: string): boolean {
+  return member.startsWith("#");
+}
+
 /** What a quarantined task's state starts with, before the text it had. */
 export const QUARANTINED_MARK = "C|";
 

@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import { SINGLETON_GROUP_PREFIX } from "../../shared/config.js";
 import { parseGroupPolicy, parseLane } from "../../shared/protocol/groups.js";
-import { BODY_FIELDS, BODY_FORMAT, LEASED_ANCHOR, parseRecord, STATE_FIELDS } from "../../shared/protocol/record.js";
+import { BODY_FIELDS, BODY_FORMAT, isMarker, parseRecord, STATE_FIELDS } from "../../shared/protocol/record.js";
 import type { Queue } from "../../shared/queue.js";
 
 /** A task as storage format v2 keeps it (docs/storage.md), read straight from Redis. */
@@ -137,8 +137,7 @@ export async function assertConsistent(
   const members = new Map<string, string[]>();
   for (const zset of Object.values(ZSET_BY_STATE)) {
     for (const member of await redis.zrange(queue.keys[zset], 0, -1)) {
-      if (zset === "scheduled" && member === "#v0") continue; // the guard against workers of format v0
-      if (zset === "leased" && member === LEASED_ANCHOR) continue; // keeps the set a skiplist
+      if (isMarker(member)) continue; // the queue's markers: the v0 guard, the leased set's anchor
       const id = zset === "grouped" ? member.split("\0")[2] : member;
       members.set(id, [...(members.get(id) ?? []), zset]);
     }

@@ -4,7 +4,7 @@
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { expect } from "vitest";
-import { parseRecord } from "../../../shared/protocol/record.js";
+import { isMarker, parseRecord } from "../../../shared/protocol/record.js";
 import { VALUES } from "../../../shared/protocol/values.js";
 import type { Queue } from "../../../shared/queue.js";
 import { assertConsistent } from "../../helpers/invariants.js";
@@ -80,8 +80,8 @@ async function compareState(world: World, real: Real): Promise<void> {
   for (const [letter, zset] of Object.entries(zsets) as Array<[Letter, keyof Queue["keys"]]>) {
     const members = await redis.zrange(queue.keys[zset], 0, -1, "WITHSCORES");
     const scores: Record<string, number> = {};
-    // (The scheduled set's "#v0" is the queue's guard against workers of format v0, not a task.)
-    for (let i = 0; i < members.length; i += 2) if (members[i] !== "#v0") scores[members[i]] = Number(members[i + 1]);
+    // (The queue's markers, the scheduled set's "#v0" guard and the leased set's anchor, are no tasks.)
+    for (let i = 0; i < members.length; i += 2) if (!isMarker(members[i])) scores[members[i]] = Number(members[i + 1]);
     if (letter === "R") for (const [id, rank] of setAside) scores[id] = rank;
     const want: Record<string, number> = {};
     for (const [id, task] of world.model.tasks) {
