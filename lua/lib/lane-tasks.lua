@@ -21,12 +21,7 @@ local function lane_add(writes, id, state, config, now, batched)
   if group_policy(config, state.type, lane).ordered then
     lanes_verify({ lane })
     if record.slots == '' and record.parked == 0 and lane_room(lane, record, config, now) > 0 then
-      state.letter, state.flags = 'R', state.flags .. 'u'
-      put_state(writes, id, state)
-      zadd(writes, K.ready, behind_front(state.rank), id)
-      add_slot(lane, record, id)
-      record.outs = (record.outs or 0) + 1
-      return
+      return let_out(writes, lane, record, id, state)
     end
     state.letter = 'W'
     record.parked = record.parked + 1

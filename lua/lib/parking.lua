@@ -91,6 +91,16 @@ local function parked_page(prefix, limit)
   return members, ids, numbers, values, states, problems
 end
 
+-- A task of `lane` is let out to run next: READY right behind the head of its priority, flagged
+-- "u", holding a slot of its lane until it is claimed.
+local function let_out(writes, lane, record, id, state)
+  state.letter, state.flags = 'R', state.flags .. 'u'
+  put_state(writes, id, state)
+  zadd(writes, K.ready, behind_front(state.rank), id)
+  add_slot(lane, record, id)
+  record.outs = (record.outs or 0) + 1
+end
+
 -- Lanes with parked tasks let out as many as each may run now, first by rank: back into the ready
 -- set right behind the head of their priority, flagged "u", each holding a slot until it is claimed
 -- (written before it returns). A lane its rate stops waits in groupwait for the next window. A
@@ -148,11 +158,7 @@ local function lanes_unpark(names, config, now)
       else
         zrem(writes, K.grouped, member)
         if state.letter == 'W' and lane_of(state.type, state.group) == lane and padded(state.rank) == ranks[at] then
-          state.letter, state.flags = 'R', state.flags .. 'u'
-          put_state(writes, id, state)
-          zadd(writes, K.ready, behind_front(state.rank), id)
-          add_slot(lane, record, id)
-          record.outs = (record.outs or 0) + 1
+          let_out(writes, lane, record, id, state)
         else
           dropped = true -- a member whose task moved on
         end
