@@ -435,8 +435,9 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     try {
       expect(await raw.exists(queue.keys.task, queue.keys.ready, queue.keys.failed)).toBe(3);
       const run = await cli(["delete-queue", "--yes"]);
-      // task, ready, scheduled, failed, seq and config: every key the queue had.
-      expect(run).toMatchObject({ code: 0, stdout: `deleted queue "${name}": 6 keys\n` });
+      // task, ready, scheduled, failed, seq, config, and leased (its anchor stays once a claim
+      // leased something: docs/storage.md): every key the queue had.
+      expect(run).toMatchObject({ code: 0, stdout: `deleted queue "${name}": 7 keys\n` });
       expect(await raw.exists(...Object.values(queue.keys))).toBe(0);
       expect(await other.queue.admin.inspect("keep")).toMatchObject({ state: "ready" });
     } finally {
