@@ -6,6 +6,8 @@ import { build } from "esbuild";
 import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
+import { LIBRARY } from "../../shared/scripts.js";
+import { UPSTASH_LIBRARY } from "../../shared/stores/upstash.js";
 import { BUNDLE_OPTIONS } from "./bundle.js";
 import { deleteMatching } from "./redis-keys.js";
 import { pingRedis, type StartedRedis, startRedisServer } from "./redis-server.js";
@@ -68,6 +70,14 @@ export async function teardown(): Promise<void> {
       const queues = await deleteMatching(redis, `leaseq:{${runPrefix}-*`);
       if (queues > 0) console.warn(`[cleanup] deleted ${queues} keys a test left under leaseq:{${runPrefix}-*`);
       await deleteMatching(redis, `*${runPrefix}-*`);
+      // The function libraries this build's stores loaded (shared/scripts.ts), so a run leaves
+      // nothing on a shared Redis; a run of the same build still going loads them again on its
+      // next call, as any store does after FUNCTION DELETE.
+      for (const name of [LIBRARY.name, UPSTASH_LIBRARY.name]) {
+        await redis.call("FUNCTION", "DELETE", name).catch((error: unknown) => {
+          if (!/Library not found/i.test(String(error))) throw error;
+        });
+      }
     } finally {
       redis.disconnect();
     }
