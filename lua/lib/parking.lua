@@ -72,23 +72,29 @@ local function lane_room(lane, record, config, now)
   return room, nil
 end
 
--- The first parked members of `prefix` (a lane, or "@<type>"), at most `limit`, with their ids, the
--- number parsed from each (rank or score), the states of their tasks as stored (one HMGET: false
--- when absent) and as parsed (nil and the reason when one cannot be read).
-local function parked_page(prefix, limit)
-  local members = redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0, limit)
-  local ids, numbers, fields = {}, {}, {}
-  for i, member in ipairs(members) do
-    local number, id = string.match(member, MEMBER_PATTERN)
-    ids[i], numbers[i] = id or '', number or '0'
-    fields[i] = (id or '') .. ':s'
+-- The first parked members of each of `prefixes` (lanes, or "@<type>"s), at most limits[k] of the
+-- k-th (one ZRANGE each), and their tasks' states (one HMGET for them all): pages[k] lists the k-th
+-- prefix's members as { member, id, number (rank or score), value (the state as stored, false when
+-- absent), state (as parsed), problem (why it cannot be read) }.
+local function parked_pages(prefixes, limits)
+  local pages, entries, fields = {}, {}, {}
+  for k, prefix in ipairs(prefixes) do
+    local page = {}
+    for _, member in ipairs(redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0, limits[k])) do
+      local number, id = string.match(member, MEMBER_PATTERN)
+      local entry = { member = member, id = id or '', number = number or '0' }
+      page[#page + 1] = entry
+      entries[#entries + 1] = entry
+      fields[#fields + 1] = entry.id .. ':s'
+    end
+    pages[k] = page
   end
   local values = read_many('HMGET', K.task, fields)
-  local states, problems = {}, {}
-  for i = 1, #members do
-    if values[i] then states[i], problems[i] = parse_state(values[i]) end
+  for i, entry in ipairs(entries) do
+    entry.value = values[i]
+    if values[i] then entry.state, entry.problem = parse_state(values[i]) end
   end
-  return members, ids, numbers, values, states, problems
+  return pages
 end
 
 -- A task of `lane` is let out to run next: READY right behind the head of its priority, flagged
@@ -124,27 +130,14 @@ local function lanes_unpark(names, config, now)
     end
   end
   if #todo == 0 then return end
-  local pages, ids, ranks, fields = {}, {}, {}, {}
+  local pages, writes = parked_pages(todo, limits), new_writes()
   for k, lane in ipairs(todo) do
-    pages[k] = redis.call('ZRANGE', K.grouped, '[' .. lane .. NUL, '[' .. lane .. LEX_END, 'BYLEX', 'LIMIT', 0, limits[k])
-    for _, member in ipairs(pages[k]) do
-      local rank, id = string.match(member, MEMBER_PATTERN)
-      local n = #fields + 1
-      ids[n], ranks[n], fields[n] = id or '', rank or '0', (id or '') .. ':s'
-    end
-  end
-  local values = read_many('HMGET', K.task, fields)
-  local writes, at = new_writes(), 0
-  for k, lane in ipairs(todo) do
-    local record, members, dropped = lanes[lane], pages[k], false
-    if #members == 0 then record.parked = 0 end
-    for _, member in ipairs(members) do
-      at = at + 1
-      local id, value = ids[at], values[at]
-      local state, problem
-      if value then state, problem = parse_state(value) end
+    local record, page, dropped = lanes[lane], pages[k], false
+    if #page == 0 then record.parked = 0 end
+    for _, entry in ipairs(page) do
+      local member, id, state = entry.member, entry.id, entry.state
       record.parked = record.parked - 1
-      if not value then
+      if not entry.value then
         -- No state: no parked task (parking writes one). A member of a task deleted or quarantined
         -- while its record could not be read (nothing could name its member), its id perhaps given
         -- to a task since: dropped. (A member's rank names the task it was, below.)
@@ -153,11 +146,11 @@ local function lanes_unpark(names, config, now)
         dropped = true
       elseif not state then
         record.ready = record.ready - 1
-        quarantine(writes, id, problem, now, member)
+        quarantine(writes, id, entry.problem, now, member)
         dropped = true
       else
         zrem(writes, K.grouped, member)
-        if state.letter == 'W' and lane_of(state.type, state.group) == lane and padded(state.rank) == ranks[at] then
+        if state.letter == 'W' and lane_of(state.type, state.group) == lane and padded(state.rank) == entry.number then
           let_out(writes, lane, record, id, state)
         else
           dropped = true -- a member whose task moved on
@@ -198,26 +191,26 @@ local function type_unpark(task_type, limit, config, now)
   local name = '@' .. task_type
   local record = lane_get(name)
   if record.parked <= 0 or limit <= 0 then return record.parked end
-  local members, ids, ranks, values, states, problems = parked_page(name, math.min(limit, record.parked))
-  if #members == 0 then record.parked = 0; lane_touch(name, record); return 0 end
+  local page = parked_pages({ name }, { math.min(limit, record.parked) })[1]
+  if #page == 0 then record.parked = 0; lane_touch(name, record); return 0 end
   local writes = new_writes()
   local fair = config_get(config, 'fair') == '1'
   local placed = {}
-  for i, id in ipairs(ids) do
-    local value, state, problem = values[i], states[i], problems[i]
+  for _, entry in ipairs(page) do
+    local member, id, state = entry.member, entry.id, entry.state
     record.parked = record.parked - 1
-    if not value then
-      zrem(writes, K.grouped, members[i]) -- no parked task: a member left by one (see lane_unpark)
+    if not entry.value then
+      zrem(writes, K.grouped, member) -- no parked task: a member left by one (see lanes_unpark)
     elseif not state then
-      quarantine(writes, id, problem, now, members[i])
+      quarantine(writes, id, entry.problem, now, member)
       after_quarantine(id, {}, config) -- a task let out of its group may have held its slot
     else
-      zrem(writes, K.grouped, members[i])
+      zrem(writes, K.grouped, member)
       if state.letter == 'W' and string.find(state.flags, 't', 1, true) and state.type == task_type
-        and padded(state.rank) == ranks[i] then
+        and padded(state.rank) == entry.number then
         state.letter, state.flags = 'R', string.gsub(state.flags, 't', '')
         put_state(writes, id, state)
-        local score = ranks[i]
+        local score = entry.number
         if fair then
           local band = band_of(score)
           placed[band] = (placed[band] or 0) + 1
