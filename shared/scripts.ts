@@ -34,28 +34,30 @@ export function luaLibrary(flags: readonly string[] = []): LuaLibrary {
   const perCall = new Set(LUA_PER_CALL);
   const once = LUA_BLOCKS.slice(1).filter((_, index) => !perCall.has(index + 1));
   const state = LUA_PER_CALL.map((index) => LUA_BLOCKS[index]);
-  const register = Object.entries(LUA_SCRIPTS).map(([name, { text }]) => {
-    const all = [...(READ_ONLY.has(name) ? ["no-writes"] : []), ...flags].map((flag) => `'${flag}'`);
-    return [
-      `redis.register_function{function_name='@_${name}',flags={${all.join(",")}},callback=function(k,a)`,
-      "KEYS,ARGV=k,a",
-      "per_call()",
-      text,
-      "end}",
+  // The library's text, its functions named after `library`: the name is the digest of the text
+  // with the functions named after "" (the name cannot be in what it is the digest of).
+  const text = (library: string) =>
+    [
+      `local H={${"_=0,".repeat(LUA_BLOCKS.length)}}`,
+      "local KEYS,ARGV",
+      ...once,
+      "local function per_call()",
+      ...state,
+      "end",
+      ...Object.entries(LUA_SCRIPTS).map(([script, { text }]) => {
+        const all = [...(READ_ONLY.has(script) ? ["no-writes"] : []), ...flags].map((flag) => `'${flag}'`);
+        return [
+          `redis.register_function{function_name='${library}_${script}',flags={${all.join(",")}},callback=function(k,a)`,
+          "KEYS,ARGV=k,a",
+          "per_call()",
+          text,
+          "end}",
+        ].join("\n");
+      }),
     ].join("\n");
-  });
-  const body = [
-    `local H={${"_=0,".repeat(LUA_BLOCKS.length)}}`,
-    "local KEYS,ARGV",
-    ...once,
-    "local function per_call()",
-    ...state,
-    "end",
-    ...register,
-  ].join("\n");
-  const name = `leaseq_${createHash("sha1").update(body).digest("hex").slice(0, 16)}`;
+  const name = `leaseq_${createHash("sha1").update(text("")).digest("hex").slice(0, 16)}`;
   const functions = new Map(Object.keys(LUA_SCRIPTS).map((script) => [script, `${name}_${script}`]));
-  return { name, code: `#!lua name=${name}\n${body.replaceAll("'@_", `'${name}_`)}`, functions };
+  return { name, code: `#!lua name=${name}\n${text(name)}`, functions };
 }
 
 /** The scripts that only read (a store may run them with EVALSHA_RO, FCALL_RO, or on a replica). */

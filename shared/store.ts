@@ -50,10 +50,11 @@ export class FunctionCalls {
   /**
    * `call()` (one FCALL); the library missing (never loaded here, a restart without persistence,
    * FUNCTION FLUSH), `load()` and `call()` again: an FCALL of a missing function ran nothing.
-   * NO_FUNCTIONS when the server has no Functions. `load` rejects with Redis's error; "Library …
-   * already exists" (another process loaded it first) counts as loaded.
+   * NO_FUNCTIONS when the server has no Functions (known before, or answered now). `load` rejects
+   * with Redis's error; "Library … already exists" (another process loaded it first) counts as loaded.
    */
   async run(call: () => Promise<unknown>, load: () => Promise<unknown>): Promise<unknown> {
+    if (this.state === "no") return NO_FUNCTIONS;
     const called = async () => {
       const reply = await call();
       this.state = "yes";
@@ -150,9 +151,14 @@ export function isLibraryLoaded(error: unknown): boolean {
 /**
  * The server has no Redis Functions, or they are not ours to use: a Redis before 7, a store that
  * lacks FCALL or FUNCTION, or an ACL that denies them. The store then runs scripts by EVALSHA.
+ * (Redis 7 quotes the command with ', 6 with `.) Only a refusal of those commands counts: an error a function raised while it ran (say a command
+ * it called was refused) is that call's answer, not a reason to give up on Functions.
  */
 export function isFunctionsMissing(error: unknown): boolean {
   return (
-    error instanceof Error && /^(ERR unknown command|ERR unknown subcommand|NOPERM|ERR Unknown)/i.test(error.message)
+    error instanceof Error &&
+    /^(ERR unknown command ['`]?(fcall|fcall_ro|function)\b|ERR unknown subcommand ['`]?load|NOPERM .*'(fcall|fcall_ro|function(\|load)?)')/i.test(
+      error.message,
+    )
   );
 }

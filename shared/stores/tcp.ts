@@ -119,7 +119,7 @@ export class TcpStore implements Store {
       async (retry) => {
         const sent = argsForRetry(script, args, retry);
         const library = script.library;
-        if (library && this.calls.state !== "no") {
+        if (library) {
           const name = library.functions.get(script.name) as string;
           const command = script.readOnly ? "FCALL_RO" : "FCALL";
           const reply = await this.calls.run(

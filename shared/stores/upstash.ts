@@ -144,7 +144,7 @@ export class UpstashStore implements Store {
       async (retry) => {
         const sent = [...argsForRetry(script, args, retry)];
         const library = script.library;
-        if (library && this.calls.state !== "no") {
+        if (library) {
           const name = library.functions.get(script.name) as string;
           const reply = await this.calls.run(
             () =>

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkLibraryState, perCallBlocks } from "../../bin/generate-lua.js";
 import { Queue } from "../../shared/queue.js";
 import { LIBRARY, luaLibrary, SCRIPTS } from "../../shared/scripts.js";
+import { isFunctionsMissing } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
 
@@ -137,6 +138,23 @@ describe("the function library", () => {
       await store.close();
       await admin.call("FUNCTION", "DELETE", other.name);
     }
+  });
+
+  it("gives up on Functions only when the server refuses those commands, not for an error a function raised", () => {
+    const refused = [
+      "ERR unknown command 'FCALL', with args beginning with: ", // Redis 7's words
+      "ERR unknown command `FCALL`, with args beginning with: `x`", // Redis 6's
+      "ERR unknown subcommand 'LOAD'. Try FUNCTION HELP.",
+      "NOPERM this user has no permissions to run the 'fcall' command",
+      "NOPERM this user has no permissions to run the 'function|load' command",
+    ];
+    for (const text of refused) expect(isFunctionsMissing(new Error(text)), text).toBe(true);
+    const answered = [
+      "ERR Unknown Redis command called from script",
+      "NOPERM this user has no permissions to access one of the keys used as arguments",
+      "WRONGTYPE Operation against a key holding the wrong kind of value",
+    ];
+    for (const text of answered) expect(isFunctionsMissing(new Error(text)), text).toBe(false);
   });
 
   it("generation refuses a helper that would carry state from one call to the next", () => {
