@@ -4,9 +4,10 @@
 -- KEYS the queue's keys (see lib/arguments.lua): config, groups are used
 -- ARGV[1] cursor   the HSCAN cursor: "0" to start, then the cursor the last page returned
 -- ARGV[2] count    1..1000, about how many records one page reads (HSCAN's COUNT)
--- Returns: { next cursor ("" when the scan is complete), then per group, 6 each: type, group,
+-- Returns: { next cursor ("" when the scan is complete), then per group, 7 each: type, group,
 --   leased (held retries of ordered groups included), ready (parked included), parked, held (the
---   FAILED task an ordered group with onFailure hold waits behind, or "") }
+--   FAILED task an ordered group with onFailure hold waits behind, or ""), parkedSince (when its
+--   next parked task became READY, ms, from parkedsince; "" when none is parked) }
 --   (types' own records, "@<type>", and the lane of the tasks without a group are not groups)
 --   A group with nothing READY or leased has no record, so it is not listed (one whose holders
 --   were all acked may be listed with 0 and 0 until tick sweeps its record).
@@ -48,8 +49,13 @@ return guard('groups', function()
       if kind == 'failed' then row[6] = ids[i] end
     end
   end
-  for _, row in ipairs(rows) do
+  -- When each group's parked work started waiting: one ZMSCORE for the page.
+  local names = {}
+  for i, row in ipairs(rows) do names[i] = row[7] end
+  local since = read_many('ZMSCORE', K.parkedsince, names)
+  for i, row in ipairs(rows) do
     for j = 1, 6 do result[#result + 1] = row[j] end
+    result[#result + 1] = since[i] or ''
   end
   return result
 end)

@@ -18,10 +18,13 @@
 --   sweep goes on). Writes wake when it arranges one: it trusts no wake-up arranged for later than
 --   now but a tick's own, for it cannot know another was ever sent (a producer's reply lost), so
 --   what falls due before its next run gets one from it.
--- Returns: { reclaimed, reclaimFailed, promoted, doneTrimmed, failedTrimmed, then the 11 values of
+--   Writes finishedTo: the finish time up to which tasks were counted (below).
+-- Returns: { reclaimed, reclaimFailed, promoted, doneTrimmed, failedTrimmed, then the 12 values of
 --   stats (ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs,
---   dueScheduled, corrupt, paused, pauses), then the time (ms) a wake-up must be sent for, "" when none,
---   then when the first schedule is due for planning, "" when none is }
+--   dueScheduled, corrupt, paused, pauses, oldestWaitingAgeMs), then the time (ms) a wake-up must be
+--   sent for, "" when none, then when the first schedule is due for planning, "" when none is, then
+--   finishedDone and finishedFailed: the tasks that finished DONE and FAILED (by their finish time)
+--   since the previous tick counted them (config finishedTo), for a failure rate; 0 on a first tick }
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then (both are checked before the first write).
 -- Uses: K, NOTHING_DUE, config_int, decision_time, deployment_scope, fmt, guard, lanes_flush
@@ -68,7 +71,7 @@ return guard('tick', function()
       corrupt = 0,
     }
   end
-  local stats = queue_stats(now, after, config)
+  local stats = queue_stats(now, after, config, true)
   for _, value in ipairs(stats) do result[#result + 1] = value end
   -- A slice of the queue is checked, repairing, while it has tasks (or a sweep is under way): an
   -- idle empty queue's tick stays a few commands. Its stats above come before the slice's repairs.
@@ -95,5 +98,19 @@ return guard('tick', function()
   -- Schedules due for planning (lua/plan.lua): the reclaimer plans only when one is.
   local plan = redis.call('ZRANGE', K.plan, 0, 0, 'WITHSCORES')
   result[#result + 1] = (#plan > 0 and tonumber(plan[2]) < NOTHING_DUE) and plan[2] or ''
+  -- Tasks finished since the last tick counted them, by their finish time (the done and failed sets'
+  -- scores): each counted once, whichever reclaimer ticks (a queue deployments share has several).
+  local counted = tonumber(config.finishedTo)
+  local done_now, failed_now = 0, 0
+  if counted and counted < now then
+    if stats[4] > 0 then done_now = redis.call('ZCOUNT', K.done, '(' .. fmt(counted), now_text) end
+    if stats[5] > 0 then failed_now = redis.call('ZCOUNT', K.failed, '(' .. fmt(counted), now_text) end
+  end
+  -- An empty done and failed set has nothing to count: an idle queue's tick writes nothing.
+  if stats[4] + stats[5] > 0 and (not counted or counted < now) then
+    redis.call('HSET', K.config, 'finishedTo', now_text)
+  end
+  result[#result + 1] = done_now
+  result[#result + 1] = failed_now
   return result
 end)

@@ -36,6 +36,11 @@ export interface QueueKeys {
   schedules: string;
   /** Zset: the schedules by when their next slot must be planned (paused ones at the far end). */
   plan: string;
+  /**
+   * Zset: the groups and `@<type>`s with parked tasks, each by when its next parked task became
+   * READY (ms): the oldest waiting of parked work, which the ready set's head does not show.
+   */
+  parkedsince: string;
 }
 
 const ORDER: Array<keyof QueueKeys> = [
@@ -53,6 +58,7 @@ const ORDER: Array<keyof QueueKeys> = [
   "groupwait",
   "schedules",
   "plan",
+  "parkedsince",
 ];
 
 /**

@@ -167,9 +167,10 @@ export class QueueAdmin {
    * (1-1000, default 100) is about how many groups one call reads.
    */
   async groups(
-    options: { cursor?: string; count?: number } = {},
+    options: { cursor?: string; count?: number; now?: number } = {},
   ): Promise<{ groups: GroupStats[]; next: string | undefined }> {
     const cursor = options.cursor ?? "0";
+    const now = checkNow("groups", options.now ?? Date.now());
     if (typeof cursor !== "string" || !/^\d{1,20}$/.test(cursor)) {
       throw new InvalidInputError(`groups: cursor must be a cursor a previous call returned, got ${shown(cursor)}`);
     }
@@ -184,6 +185,8 @@ export class QueueAdmin {
         ready: Number(record.ready),
         parked: Number(record.parked),
         heldBy: String(record.held) === "" ? undefined : String(record.held),
+        oldestWaitingAgeMs:
+          String(record.parkedSince) === "" ? undefined : Math.max(0, now - Number(record.parkedSince)),
       }),
     );
     return { groups, next: String(next) === "" ? undefined : String(next) };

@@ -446,6 +446,8 @@ export class Queue {
       ...parseStats(values),
       wakeAtMs: optionalTime(values.wakeAt),
       planAtMs: optionalTime(values.planAt),
+      finishedDone: Number(values.finishedDone),
+      finishedFailed: Number(values.finishedFailed),
     };
   }
 
@@ -546,6 +548,7 @@ function parseStats(values: ReturnType<typeof readReply<"stats">>): QueueStats {
     done: Number(values.done),
     failed: Number(values.failed),
     oldestReadyAgeMs: Number(values.oldestReadyAgeMs),
+    oldestWaitingAgeMs: Number(values.oldestWaitingAgeMs),
     mostOverdueLeaseMs: Number(values.mostOverdueLeaseMs),
     dueScheduled: Number(values.dueScheduled),
     corrupt: Number(values.corrupt),

@@ -131,6 +131,12 @@ export interface GroupStats {
   parked: number;
   /** The FAILED task an ordered group with onFailure "hold" waits behind (requeue or skip it). */
   heldBy: string | undefined;
+  /**
+   * How long its parked tasks have waited, from when its next parked task became READY (undefined
+   * when none is parked): a group that lets nothing out (a long head, a FAILED task held, its rate)
+   * keeps growing here.
+   */
+  oldestWaitingAgeMs: number | undefined;
 }
 
 /** Lease and retry policy of one task type, as the claim script needs it. */
@@ -209,8 +215,14 @@ export interface QueueStats {
   leased: number;
   done: number;
   failed: number;
-  /** How long the task at the head of the ready queue has waited. */
+  /** How long the task at the head of the ready queue (the next to run) has waited. */
   oldestReadyAgeMs: number;
+  /**
+   * How long the oldest waiting task has waited, parked ones included: a group that holds its tasks
+   * back (a long-running head, a FAILED task held, its rate) shows here while the ready set's head
+   * moves on. A group's parked tasks count from its next parked one (docs/groups.md).
+   */
+  oldestWaitingAgeMs: number;
   /** How far past its deadline the most overdue lease is (0 if none). */
   mostOverdueLeaseMs: number;
   /** Scheduled tasks already due, waiting to be promoted. */
@@ -267,6 +279,10 @@ export interface TickResult extends QueueStats {
   promoted: number;
   doneTrimmed: number;
   failedTrimmed: number;
+  /** Tasks that finished DONE since the previous tick counted them (by finish time; 0 on a first tick). */
+  finishedDone: number;
+  /** Tasks that finished FAILED since the previous tick counted them. */
+  finishedFailed: number;
 }
 
 /** The field of TaskInfo that holds the time a task's state gives it. */

@@ -7,7 +7,7 @@
 --
 -- Storage format v2 (docs/storage.md). Every key of the queue comes in KEYS, in the order of
 -- shared/keys.ts: task, config, ready, scheduled, leased, done, failed, corrupt, seq, grouped,
--- groups, groupwait, schedules, plan.
+-- groups, groupwait, schedules, plan, parkedsince.
 --   task hash, field <id>     the body, written once at enqueue and dropped at ack
 --   task hash, field <id>:s   the state, small, rewritten at every move (absent while a task is
 --                             READY and was never claimed). Both records' fields, flags and bounds
@@ -22,6 +22,8 @@
 --                             worker of leaseq 0.1.0 before it pops anything (stamp_format)
 --   config hash              v (format version), the queue's settings (configure.lua), nextDue, hold, wake
 --   grouped, groups, groupwait  groups and types set aside (see "Groups" below, and docs/groups.md)
+--   parkedsince zset          the groups and types with parked tasks, by when their next parked
+--                             task became READY (lanes_flush keeps it, docs/groups.md)
 --   schedules hash, plan zset   the schedules and when each is next planned (lua/plan.lua, docs/schedules.md)
 --
 -- Two rules every script keeps (test/shared/lua-bounds.test.ts, test/lua/faults.test.ts):
@@ -41,6 +43,7 @@ local function keys_of(list)
     task = list[1], config = list[2], ready = list[3], scheduled = list[4], leased = list[5],
     done = list[6], failed = list[7], corrupt = list[8], seq = list[9], grouped = list[10],
     groups = list[11], groupwait = list[12], schedules = list[13], plan = list[14],
+    parkedsince = list[15],
   }
 end
 local K = keys_of(KEYS)

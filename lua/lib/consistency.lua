@@ -369,6 +369,10 @@ local function check_lanes(config, now, position, count, problems, repair)
   local waiting = {}
   local scores = read_many('ZMSCORE', K.groupwait, parked_names)
   for i, name in ipairs(parked_names) do waiting[name] = scores[i] end
+  -- Whether each record is in parkedsince: one ZMSCORE for the page.
+  local listed = {}
+  local since = read_many('ZMSCORE', K.parkedsince, names)
+  for i, name in ipairs(names) do listed[name] = since[i] ~= false end
   for _, name in ipairs(names) do
     local record, text = lanes[name], texts[name]
     if not string.match(text, LANE_HEAD_PATTERN) and not string.match(text, LANE_PATTERN) then
@@ -385,6 +389,21 @@ local function check_lanes(config, now, position, count, problems, repair)
           ' are parked', repair)
         if repair then
           record.parked = parked
+          lane_touch(name, record)
+        end
+      end
+      -- In parkedsince exactly when it has parked tasks (counted here when its record says none
+      -- and it is listed: the grouped set's own step finds a record that says none wrongly).
+      if listed[name] and record.parked <= 0 then
+        parked = redis.call('ZLEXCOUNT', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END)
+      end
+      if listed[name] ~= (parked > 0) then
+        report(problems, 'parked_since', name, parked > 0 and
+          'it has parked tasks, and is not in parkedsince: the oldest waiting age does not see them' or
+          'it has no parked tasks, and is in parkedsince: the oldest waiting age counts it', repair)
+        -- lanes_flush puts it right: it enters parkedsince (by now) or leaves it as if its count changed.
+        if repair then
+          record.parked_was = parked > 0 and 0 or 1
           lane_touch(name, record)
         end
       end

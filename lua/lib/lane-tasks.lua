@@ -25,6 +25,7 @@ local function lane_add(writes, id, state, config, now, batched)
     end
     state.letter = 'W'
     record.parked = record.parked + 1
+    note_parked(record, state)
     if batched and record.slots ~= '' then
       put_state(writes, id, state)
       zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))

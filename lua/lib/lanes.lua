@@ -118,12 +118,13 @@ local function count_text(n)
   return fmt_once(n < 0 and 0 or n)
 end
 
--- A record's table has room for the fields scripts add as they work on it (outs, span, last_score),
--- so adding them rehashes nothing.
+-- A record's table has room for the fields scripts add as they work on it (outs, span, last_score,
+-- since), so adding them rehashes nothing. `parked_was` is its parked count as last read or written,
+-- `since` when its next parked task became READY once a step knows it (lanes_flush, parkedsince).
 local function empty_record()
   return {
     ready = 0, last = '', slots = '', parked = 0, window = 0, count = 0, dirty = false, outs = false,
-    span = false, last_score = false,
+    span = false, last_score = false, parked_was = 0, since = false,
   }
 end
 
@@ -147,7 +148,7 @@ local function lanes_load(names)
       if ready then
         record = {
           ready = tonumber(ready), last = last, slots = slots, parked = 0, window = 0, count = 0, dirty = false,
-          outs = false, span = false, last_score = false,
+          outs = false, span = false, last_score = false, parked_was = 0, since = false,
         }
       else
         local parked, window, count
@@ -156,7 +157,7 @@ local function lanes_load(names)
           record = {
             ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),
             window = tonumber(window), count = tonumber(count), dirty = false,
-            outs = false, span = false, last_score = false,
+            outs = false, span = false, last_score = false, parked_was = tonumber(parked), since = false,
           }
         end
       end
@@ -302,7 +303,7 @@ end
 -- Writes the lane records this script changed: one HSET and at most one HDEL. `now` 0: unknown
 -- (a rate window is then kept).
 local function lanes_flush(now)
-  local fields, gone = {}, {}
+  local fields, gone, waits, waited = {}, {}, {}, {}
   for _, name in ipairs(lanes_dirty) do
     local r = lanes[name]
     r.dirty = false
@@ -315,8 +316,28 @@ local function lanes_flush(now)
       fields[#fields + 1] = lane_line(count_text(r.ready), r.last_score and fmt(r.last_score) or r.last, slots,
         r.parked, r.window, r.count)
     end
+    -- parkedsince follows: a lane that parks its first task enters it, by that task's time (or now),
+    -- one that let its next parked task out moves to the one after it, one that has none leaves it.
+    if r.parked > 0 then
+      if r.since or r.parked_was <= 0 then
+        waits[#waits + 1] = fmt(r.since or now)
+        waits[#waits + 1] = name
+      end
+    elseif r.parked_was > 0 then
+      waited[#waited + 1] = name
+    end
+    r.parked_was, r.since = r.parked, false
   end
   lanes_dirty = {}
   write_many('HSET', K.groups, fields, 2)
   write_many('HDEL', K.groups, gone)
+  write_many('ZADD', K.parkedsince, waits, 2)
+  write_many('ZREM', K.parkedsince, waited)
+end
+
+-- A task of `record` was parked: when the lane had none parked, its time (READY since) is when the
+-- lane's parked work started waiting (lanes_flush; `now` there when no state said).
+local function note_parked(record, state)
+  local at = record.parked_was <= 0 and tonumber(state.at)
+  if at and (not record.since or at < record.since) then record.since = at end
 end

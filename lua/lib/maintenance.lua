@@ -86,9 +86,40 @@ local function trim_before(set_key, cutoff, limit, config)
   return #old
 end
 
+-- The most heads of parkedsince one tick puts right.
+local PARKED_HEAD_CHECKS = 3
+
+-- The age (ms) of the oldest parked task's wait: the head of parkedsince, the group or type whose
+-- parked work has waited longest (0 when none is parked). With `repair` (the tick), the head is
+-- read against its group's next parked task first, and put right: a parked task cancelled or
+-- deleted left its group's time behind (its next one came later), a group with none parked left it
+-- there (up to PARKED_HEAD_CHECKS heads, one ZRANGE and one HGET each).
+local function oldest_parked_age(now, repair)
+  local head = redis.call('ZRANGE', K.parkedsince, 0, 0, 'WITHSCORES')
+  for _ = 1, repair and PARKED_HEAD_CHECKS or 0 do
+    if not head[2] then break end
+    local name, score = head[1], tonumber(head[2])
+    local first = redis.call('ZRANGE', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END, 'BYLEX', 'LIMIT', 0, 1)[1]
+    local id = first and select(2, string.match(first, MEMBER_PATTERN))
+    local state = id and redis.call('HGET', K.task, id .. ':s')
+    local parsed = state and parse_state(state)
+    local since = parsed and tonumber(parsed.at)
+    if not first then
+      redis.call('ZREM', K.parkedsince, name)
+    elseif since and since ~= score then
+      redis.call('ZADD', K.parkedsince, since, name)
+    else
+      break
+    end
+    head = redis.call('ZRANGE', K.parkedsince, 0, 0, 'WITHSCORES')
+  end
+  return head[2] and math.max(0, now - tonumber(head[2])) or 0
+end
+
 -- { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled,
--- corrupt }. `counts` may carry counts the caller already knows, to save their ZCARD.
-local function queue_stats(now, counts, config)
+-- corrupt, paused, pauses, oldestWaitingAgeMs }. `counts` may carry counts the caller already
+-- knows, to save their ZCARD; `repair` (the tick) puts parkedsince's head right first.
+local function queue_stats(now, counts, config, repair)
   counts = counts or {}
   for _, name in ipairs({ 'ready', 'done', 'failed', 'corrupt' }) do
     if counts[name] == nil then counts[name] = redis.call('ZCARD', K[name]) end
@@ -96,7 +127,8 @@ local function queue_stats(now, counts, config)
   if counts.leased == nil then counts.leased = leased_count() end
   if counts.scheduled == nil then counts.scheduled = scheduled_count() end
   local heads = counts.ready
-  counts.ready = heads + redis.call('ZCARD', K.grouped) -- READY tasks parked count too
+  local parked = redis.call('ZCARD', K.grouped)
+  counts.ready = heads + parked -- READY tasks parked count too
   local oldest_ready_age, most_overdue, due_scheduled = 0, 0, 0
   if heads > 0 then
     local head = redis.call('ZRANGE', K.ready, 0, 0)[1]
@@ -118,9 +150,12 @@ local function queue_stats(now, counts, config)
   if counts.scheduled > 0 then
     due_scheduled = redis.call('ZCOUNT', K.scheduled, SCHEDULED_FROM, fmt(now))
   end
+  -- Waiting counts parked tasks too: a group that holds its tasks back (a long head, a FAILED task
+  -- held, a rate) shows here while the ready set's head moves on.
+  local oldest_waiting_age = math.max(oldest_ready_age, parked > 0 and oldest_parked_age(now, repair) or 0)
   return {
     counts.ready, counts.scheduled, counts.leased, counts.done, counts.failed,
     oldest_ready_age, most_overdue, due_scheduled, counts.corrupt,
-    config.paused == '1' and 1 or 0, config.pauses or '',
+    config.paused == '1' and 1 or 0, config.pauses or '', oldest_waiting_age,
   }
 end

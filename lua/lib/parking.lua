@@ -52,6 +52,7 @@ local function lane_park(writes, lane, record, id, state)
   put_state(writes, id, state)
   zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
   record.parked = record.parked + 1
+  note_parked(record, state)
   lane_touch(lane, record)
 end
 
@@ -79,11 +80,14 @@ end
 local function parked_pages(prefixes, limits)
   local pages, entries, fields = {}, {}, {}
   for k, prefix in ipairs(prefixes) do
-    local page = {}
-    for _, member in ipairs(redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0, limits[k])) do
+    local page, limit = {}, limits[k]
+    -- One more than asked: the member after the page, read with it (page.next), tells when the
+    -- lane's next parked task became READY once the page is let out (parkedsince).
+    local members = redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0, limit + 1)
+    for j, member in ipairs(members) do
       local number, id = string.match(member, MEMBER_PATTERN)
       local entry = { member = member, id = id or '', number = number or '0' }
-      page[#page + 1] = entry
+      if j > limit then page.next = entry else page[#page + 1] = entry end
       entries[#entries + 1] = entry
       fields[#fields + 1] = entry.id .. ':s'
     end
@@ -95,6 +99,16 @@ local function parked_pages(prefixes, limits)
     if values[i] then entry.state, entry.problem = parse_state(values[i]) end
   end
   return pages
+end
+
+-- A page of a lane's parked tasks went (let out, or dropped): the lane's parked work now waits
+-- since its next parked task became READY (page.next; `now` when it cannot be read), for
+-- parkedsince (lanes_flush).
+local function note_next_parked(record, page, now)
+  if #page > 0 and record.parked > 0 then
+    local state = page.next and page.next.state
+    record.since = state and tonumber(state.at) or now
+  end
 end
 
 -- A task of `lane` is let out to run next: READY right behind the head of its priority, flagged
@@ -157,6 +171,7 @@ local function lanes_unpark(names, config, now)
         end
       end
     end
+    note_next_parked(record, page, now)
     lane_touch(lane, record)
     -- A member it could not let out took a place of this step: the next claim lets out the next.
     if dropped and record.parked > 0 then lane_wait(lane, 0, config) end
@@ -180,6 +195,7 @@ local function type_park(writes, task_type, id, state)
   local name = '@' .. task_type
   local record = lane_get(name)
   record.parked = record.parked + 1
+  note_parked(record, state)
   lane_touch(name, record)
 end
 
@@ -220,6 +236,7 @@ local function type_unpark(task_type, limit, config, now)
       end
     end
   end
+  note_next_parked(record, page, now)
   lane_touch(name, record)
   apply(writes)
   return record.parked

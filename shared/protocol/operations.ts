@@ -86,6 +86,7 @@ const STATS = [
   "corrupt",
   "paused (1/0)",
   "pauses (paused types, comma-separated)",
+  "oldestWaitingAgeMs (parked tasks included)",
 ] as const;
 
 export const OPERATIONS = {
@@ -240,6 +241,8 @@ export const OPERATIONS = {
         ...STATS,
         WAKE_AT,
         'planAt (when the first schedule is due for planning, `""` when none is)',
+        "finishedDone (tasks that finished DONE since the previous tick counted them, config `finishedTo`)",
+        "finishedFailed (the same for FAILED)",
       ],
     },
   },
@@ -380,6 +383,7 @@ export const OPERATIONS = {
         "ready",
         "parked",
         'held (the FAILED task an ordered group waits behind, or `""`)',
+        'parkedSince (when its next parked task became READY, ms; `""` when none is parked)',
       ],
     },
   },

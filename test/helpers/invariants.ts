@@ -248,4 +248,21 @@ export async function assertGroups(
     const parked = parseLane(text)?.parked ?? "0";
     expect(parked, `record of group ${name}, which has no task`).toBe("0");
   }
+  // parkedsince holds the groups and types whose records count parked tasks, and no other, each by a
+  // time that has come (when its next parked task became READY).
+  const since = await redis.zrange(queue.keys.parkedsince, 0, -1, "WITHSCORES");
+  const sinceNames = new Set<string>();
+  for (let i = 0; i < since.length; i += 2) {
+    sinceNames.add(since[i]);
+    expect(Number(since[i + 1]), `parkedsince of ${since[i]}`).toBeGreaterThan(0);
+  }
+  for (const [name, text] of Object.entries(records)) {
+    if (name === "|" || tainted.has(name)) continue;
+    const parked = Number(parseLane(text)?.parked ?? "0");
+    expect(sinceNames.has(name), `group ${name} counts ${parked} parked tasks: in parkedsince`).toBe(parked > 0);
+  }
+  for (const name of sinceNames) {
+    if (tainted.has(name)) continue;
+    expect(records[name], `parkedsince names ${name}, which has a record`).toBeDefined();
+  }
 }

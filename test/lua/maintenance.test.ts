@@ -37,6 +37,7 @@ describe.each(adapters)("stats, tick, trim, inspect, requeue and list over $name
       done: 1,
       failed: 1,
       oldestReadyAgeMs: 15_000,
+      oldestWaitingAgeMs: 15_000,
       mostOverdueLeaseMs: 14_000,
       dueScheduled: 1,
       corrupt: 0,

@@ -171,9 +171,9 @@ describe("the protocol declaration", () => {
       ],
       wakeAt: "1700000000000",
     });
-    expect(readReply("groups", ["", "t", "g", 1, 2, 3, ""])).toEqual({
+    expect(readReply("groups", ["", "t", "g", 1, 2, 3, "", "1700000000000"])).toEqual({
       cursor: "",
-      rows: [{ type: "t", group: "g", leased: 1, ready: 2, parked: 3, held: "" }],
+      rows: [{ type: "t", group: "g", leased: 1, ready: 2, parked: 3, held: "", parkedSince: "1700000000000" }],
     });
   });
 });
