@@ -10,9 +10,12 @@ export const QUEUE_METRICS = {
   done: "Count",
   failed: "Count",
   oldestReadyAgeMs: "Milliseconds",
+  oldestWaitingAgeMs: "Milliseconds",
   mostOverdueLeaseMs: "Milliseconds",
   reclaimed: "Count",
   trimmed: "Count",
+  finishedDone: "Count",
+  finishedFailed: "Count",
 } as const;
 
 export type QueueMetricName = keyof typeof QUEUE_METRICS;

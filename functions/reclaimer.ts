@@ -150,6 +150,8 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       totals.reclaimFailed += tick.reclaimFailed;
       totals.promoted += tick.promoted;
       totals.trimmed += tick.doneTrimmed + tick.failedTrimmed;
+      totals.finishedDone += tick.finishedDone;
+      totals.finishedFailed += tick.finishedFailed;
       more = [tick.reclaimed + tick.reclaimFailed, tick.promoted, tick.doneTrimmed, tick.failedTrimmed].some(
         (n) => n >= LIMIT,
       );
@@ -233,8 +235,20 @@ function earliest(a: number | undefined, b: number | undefined): number | undefi
 }
 
 function statsOf(tick: TickResult) {
-  const { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled, paused } = tick;
-  return { ready, scheduled, leased, done, failed, oldestReadyAgeMs, mostOverdueLeaseMs, dueScheduled, paused };
+  const { ready, scheduled, leased, done, failed, oldestReadyAgeMs, oldestWaitingAgeMs } = tick;
+  const { mostOverdueLeaseMs, dueScheduled, paused } = tick;
+  return {
+    ready,
+    scheduled,
+    leased,
+    done,
+    failed,
+    oldestReadyAgeMs,
+    oldestWaitingAgeMs,
+    mostOverdueLeaseMs,
+    dueScheduled,
+    paused,
+  };
 }
 
 /** What the AWS API (Lambda, or SQS for a wake-up) answered a failed call, without request details. */

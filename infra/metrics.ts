@@ -25,6 +25,9 @@ export const SERVICE_NAMES = {
  */
 export const METRICS_NAMESPACE = "leaseq";
 
+/** The metrics that count what happened in a run (summed over a period); the rest are gauges. */
+const COUNTERS: ReadonlySet<QueueMetricName> = new Set(["reclaimed", "trimmed", "finishedDone", "finishedFailed"]);
+
 /** Builds metrics of one queue with the namespace and dimension set the reclaimer publishes. */
 export class QueueMetrics {
   constructor(private readonly queueName: string) {}
@@ -34,9 +37,9 @@ export class QueueMetrics {
     return { service: SERVICE_NAMES.reclaimer, queue: this.queueName };
   }
 
-  /** A queue metric; gauges (depths, ages) read as Maximum, counters (reclaimed, trimmed) as Sum. */
+  /** A queue metric; gauges (depths, ages) read as Maximum, counters (COUNTERS) as Sum. */
   metric(name: QueueMetricName, period: Duration, label?: string): Metric {
-    const counter = name === "reclaimed" || name === "trimmed";
+    const counter = COUNTERS.has(name);
     return new Metric({
       namespace: METRICS_NAMESPACE,
       metricName: name,

@@ -172,10 +172,18 @@ export class LeaseQueueMonitoring extends Construct {
         metrics.metric("leased", period),
       ]),
       graph("Finished tasks (within retention)", [metrics.metric("done", period), metrics.metric("failed", period)]),
-      graph("Reclaimed and trimmed per run", [metrics.metric("reclaimed", period), metrics.metric("trimmed", period)]),
+      graph("Per run: finished, reclaimed, trimmed", [
+        metrics.metric("finishedDone", period),
+        metrics.metric("finishedFailed", period),
+        metrics.metric("reclaimed", period),
+        metrics.metric("trimmed", period),
+      ]),
     );
     this.dashboard.addWidgets(
-      graph("Oldest ready task age (ms)", [metrics.metric("oldestReadyAgeMs", period)]),
+      graph("Oldest waiting task age (ms): parked ones included, and the next to run", [
+        metrics.metric("oldestWaitingAgeMs", period),
+        metrics.metric("oldestReadyAgeMs", period),
+      ]),
       graph("Most overdue lease (ms)", [metrics.metric("mostOverdueLeaseMs", period)]),
       graph("SQS messages visible", [
         props.queue.metricApproximateNumberOfMessagesVisible({ period: minute, label: "task queue" }),

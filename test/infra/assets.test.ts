@@ -188,9 +188,12 @@ describe.each(adapters)("the synthesized assets, run over $name", (adapter) => {
       expect(directive.Metrics.map((m: { Name: string }) => m.Name).sort()).toEqual([
         "done",
         "failed",
+        "finishedDone",
+        "finishedFailed",
         "leased",
         "mostOverdueLeaseMs",
         "oldestReadyAgeMs",
+        "oldestWaitingAgeMs",
         "ready",
         "reclaimed",
         "scheduled",
