@@ -22,7 +22,11 @@ import { durationArg, integer } from "./parse.js";
 export function formatStats(stats: QueueStats): string {
   const row = (label: string, count: number, note = "") => `${label.padEnd(10)}${String(count).padStart(8)}${note}`;
   return [
-    row("ready", stats.ready, stats.ready > 0 ? `   oldest waiting ${duration(stats.oldestReadyAgeMs)}` : ""),
+    row(
+      "ready",
+      stats.ready,
+      stats.ready > 0 ? `   oldest waiting ${duration(stats.oldestWaitingAgeMs)}${parkedNote(stats)}` : "",
+    ),
     row("scheduled", stats.scheduled, stats.dueScheduled > 0 ? `   ${stats.dueScheduled} due` : ""),
     row(
       "leased",
@@ -37,6 +41,13 @@ export function formatStats(stats: QueueStats): string {
     ...(stats.paused ? ["PAUSED    the queue leases nothing until leaseq resume"] : []),
     ...(stats.pausedTypes.length > 0 ? [`paused types: ${stats.pausedTypes.join(", ")} (leaseq resume --type)`] : []),
   ].join("\n");
+}
+
+/** Says when the oldest waiting task is a parked one: its group holds it back, not the workers. */
+function parkedNote(stats: QueueStats): string {
+  return stats.oldestWaitingAgeMs > stats.oldestReadyAgeMs
+    ? ` (parked behind its group: leaseq groups; the next to run waited ${duration(stats.oldestReadyAgeMs)})`
+    : "";
 }
 
 function formatTask(task: TaskInfo): string {
@@ -83,6 +94,26 @@ export function readCommands(program: Command): void {
           `queue "${queueName(command)}" on ${backend}\n${formatStats(stats)}`,
           ...(groups ? groupLines(groups) : []),
         ],
+      });
+    });
+
+  program
+    .command("groups")
+    .description("list the groups with work, stuck first: held behind a FAILED task, then the longest waiting")
+    .option("--json", 'print {"queue", "groups": [{"type", "group", "ready", "parked", "leased", ...}], ...} as JSON')
+    .option("--filter <text>", "only the groups whose name contains this text", "")
+    .option("--limit <n>", "most groups to list", integer(1, LIMITS.batchMax), 20)
+    .action(async (options: { json?: boolean; filter: string; limit: number }, command: Command) => {
+      const groups = await withQueue(command, (queue) => topGroups(queue, options.limit, options.filter));
+      printResult(options.json, {
+        json: () => ({
+          queue: queueName(command),
+          groups: groups.list,
+          matched: groups.matched,
+          scanned: groups.scanned,
+          more: groups.more,
+        }),
+        text: () => groupLines(groups, options.filter),
       });
     });
 
@@ -162,29 +193,50 @@ interface ListOptions extends FilterOptions {
 const GROUPS_SCAN_MAX = 10_000;
 
 /** The `limit` groups with the most READY tasks (then leased), reading at most GROUPS_SCAN_MAX. */
-async function topGroups(queue: Queue, limit: number) {
-  const all: GroupStats[] = [];
-  let cursor: string | undefined = "0";
-  while (cursor !== undefined && all.length < GROUPS_SCAN_MAX) {
-    const page: { groups: GroupStats[]; next: string | undefined } = await queue.admin.groups({ cursor, count: 1000 });
-    all.push(...page.groups);
-    cursor = page.next;
-  }
-  // Groups held behind a FAILED task first (they need an operator), then the most READY.
+/**
+ * The stuck first: groups held behind a FAILED task (they need an operator), then those whose
+ * parked tasks have waited longest, then the most READY.
+ */
+export function stuckFirst(a: GroupStats, b: GroupStats): number {
   const held = (group: GroupStats) => (group.heldBy === undefined ? 0 : 1);
-  all.sort((a, b) => held(b) - held(a) || b.ready - a.ready || b.leased - a.leased || a.group.localeCompare(b.group));
-  return { list: all.slice(0, limit), scanned: all.length, more: cursor !== undefined };
+  const age = (group: GroupStats) => group.oldestWaitingAgeMs ?? -1;
+  return (
+    held(b) - held(a) || age(b) - age(a) || b.ready - a.ready || b.leased - a.leased || a.group.localeCompare(b.group)
+  );
 }
 
-/** The groups `stats --groups` found, as it shows them: a heading, then a line per group. */
-function groupLines(groups: Awaited<ReturnType<typeof topGroups>>): string[] {
-  const heading = groups.scanned
-    ? `groups (${groups.list.length} of ${groups.scanned} with work, most READY first):`
-    : "no group has work";
+async function topGroups(queue: Queue, limit: number, filter = "") {
+  const all: GroupStats[] = [];
+  let cursor: string | undefined = "0";
+  let scanned = 0;
+  const now = Date.now();
+  while (cursor !== undefined && scanned < GROUPS_SCAN_MAX) {
+    const page: { groups: GroupStats[]; next: string | undefined } = await queue.admin.groups({
+      cursor,
+      count: 1000,
+      now,
+    });
+    scanned += page.groups.length;
+    all.push(...page.groups.filter((group) => group.group.includes(filter)));
+    cursor = page.next;
+  }
+  all.sort(stuckFirst);
+  return { list: all.slice(0, limit), matched: all.length, scanned, more: cursor !== undefined };
+}
+
+/** The groups `stats --groups` and `groups` found, as they show them: a heading, then a line per group. */
+function groupLines(groups: Awaited<ReturnType<typeof topGroups>>, filter = ""): string[] {
+  const which = filter === "" ? "with work" : `with work whose name has "${filter}"`;
+  const heading =
+    groups.matched > 0
+      ? `groups (${groups.list.length} of ${groups.matched} ${which}, stuck first):`
+      : `no group ${which}`;
   const lines = groups.list.map((group) => {
     const parked = group.parked > 0 ? ` (${group.parked} parked)` : "";
+    const waited =
+      group.oldestWaitingAgeMs === undefined ? "" : `  oldest parked waited ${duration(group.oldestWaitingAgeMs)}`;
     const held = group.heldBy === undefined ? "" : `  held by ${group.heldBy} (FAILED: requeue or skip it)`;
-    return `  ${group.type}/${group.group}  ready ${group.ready}${parked}  leased ${group.leased}${held}`;
+    return `  ${group.type}/${group.group}  ready ${group.ready}${parked}  leased ${group.leased}${waited}${held}`;
   });
   return [heading, ...lines, ...(groups.more ? [`  (stopped after ${groups.scanned} groups)`] : [])];
 }

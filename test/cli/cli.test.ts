@@ -147,7 +147,9 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     const stats = await cli(["stats", "--groups"]);
     expect(stats.code).toBe(0);
     const lines = stats.stdout.split("\n").filter((line) => line.startsWith("  import/"));
-    expect(lines[0]).toBe("  import/acme  ready 1 (1 parked)  leased 0  held by acme-1 (FAILED: requeue or skip it)");
+    expect(lines[0]).toMatch(
+      /^ {2}import\/acme {2}ready 1 \(1 parked\) {2}leased 0 {2}oldest parked waited [\d.]+ m?s {2}held by acme-1 \(FAILED: requeue or skip it\)$/,
+    );
     expect(lines[1]).toMatch(/^ {2}import\/big {2}ready 2/);
     const inspect = await cli(["inspect", "acme-1"]);
     expect(inspect.stdout).toContain(
@@ -295,6 +297,43 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(missing.stderr).toBe(`leaseq: inspect: no task with id "nope" in queue "${name}"\n`);
   });
 
+  it("leaseq groups lists a tenant stuck behind a long task first, and stats says its tasks wait parked", async () => {
+    const { name, cli } = fresh();
+    const queue = new Queue(store, { name, settings: { typeGroups: { etl: { concurrency: 1 } } } });
+    await queue.configure();
+    // Tenant "stuck" enqueued 90 s ago and its first task still runs; "busy" has more READY, none parked.
+    const then = Date.now() - 90_000;
+    await queue.enqueue(
+      [
+        { id: "s1", type: "etl", group: "stuck" },
+        { id: "s2", type: "etl", group: "stuck" },
+        { id: "s3", type: "etl", group: "stuck" },
+      ],
+      { now: then },
+    );
+    await queue.claim({ count: 10, now: then, maxLeaseMs: 600_000 });
+    await queue.enqueue(
+      ["b1", "b2", "b3", "b4"].map((id) => ({ id, type: "etl", group: "busy" })),
+      { now: Date.now() },
+    );
+    const groups = await cli(["groups"]);
+    expect(groups.code).toBe(0);
+    const lines = groups.stdout.split("\n").filter(Boolean);
+    expect(lines[0]).toBe("groups (2 of 2 with work, stuck first):");
+    expect(lines[1]).toMatch(
+      /^ {2}etl\/stuck {2}ready 2 \(2 parked\) {2}leased 1 {2}oldest parked waited 1\.[56] min$/,
+    );
+    expect(lines[2]).toBe("  etl/busy  ready 4  leased 0");
+    const filtered = await cli(["groups", "--filter", "bus", "--json"]);
+    const json = JSON.parse(filtered.stdout);
+    expect(json.groups.map((group: { group: string }) => group.group)).toEqual(["busy"]);
+    expect([json.matched, json.scanned, json.more]).toEqual([1, 2, false]);
+    const stats = await cli(["stats"]);
+    expect(stats.stdout).toMatch(
+      /ready +6 {3}oldest waiting 1\.[56] min \(parked behind its group: leaseq groups; the next to run waited [\d.]+ m?s\)/,
+    );
+  });
+
   it("enqueue --group puts a task in its group; list --group and stats --groups show the groups", async () => {
     const { cli, queue } = fresh();
     expect((await cli(["enqueue", "--type", "charge", "--group", "alice", "--id", "a1"])).code).toBe(0);
@@ -313,7 +352,7 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     ]);
     const stats = await cli(["stats", "--groups"]);
     expect(stats.stdout).toContain(
-      "groups (2 of 2 with work, most READY first):\n  charge/alice  ready 2  leased 0\n  charge/bob  ready 1  leased 0",
+      "groups (2 of 2 with work, stuck first):\n  charge/alice  ready 2  leased 0\n  charge/bob  ready 1  leased 0",
     );
     const json = JSON.parse((await cli(["stats", "--groups", "--json"])).stdout);
     expect(json.groups.list[0]).toEqual({ type: "charge", group: "alice", leased: 0, ready: 2, parked: 0 });
