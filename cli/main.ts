@@ -66,11 +66,12 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     ]);
     // `npm start` is `leaseq dev` from this repository's sources: its messages name it so.
     const fromNpmStart = process.env.npm_lifecycle_event === "start";
+    const startedBy = fromNpmStart ? "npm start" : "leaseq dev";
     return runDev(
       argv.slice(3),
       fromNpmStart ? "npm start --" : "leaseq dev",
       fromNpmStart ? "npm run cli --" : "npx leaseq",
-      startDashboard,
+      (options) => startDashboard({ ...options, startedBy }),
     );
   }
   try {

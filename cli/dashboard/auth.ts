@@ -54,13 +54,16 @@ export interface AccessRules {
   cookieName: string;
   /** The Host headers accepted (lower case); undefined accepts any. */
   allowedHosts?: Set<string>;
+  /** The command that printed the URL with the token (`leaseq dashboard`, `leaseq dev`): a 401 names it. */
+  startedBy: string;
 }
 
 /**
  * Refuses a request whose Host is not the server's (403) or which carries no valid token (401).
  * A valid ?token= sets the cookie, and a GET carrying it is sent to the same address without it.
  */
-export function requireAccess({ token, cookieName, allowedHosts }: AccessRules): MiddlewareHandler<Env> {
+export function requireAccess({ token, cookieName, allowedHosts, startedBy }: AccessRules): MiddlewareHandler<Env> {
+  const hint = `open the URL with ?token= that \`${startedBy}\` printed`;
   return async (c, next) => {
     const host = c.req.header("host");
     if (allowedHosts && (host === undefined || !allowedHosts.has(host.toLowerCase()))) {
@@ -68,7 +71,7 @@ export function requireAccess({ token, cookieName, allowedHosts }: AccessRules):
     }
     const query = c.req.query("token");
     if (query !== undefined) {
-      if (!sameSecret(query, token)) return c.text("401 Unauthorized: wrong token\n", 401);
+      if (!sameSecret(query, token)) return c.text(`401 Unauthorized: wrong token; ${hint}\n`, 401);
       setCookie(c, cookieName, token, { path: "/", httpOnly: true, sameSite: "Strict" });
       if (c.req.method === "GET") {
         // Take the token out of the address bar (and the browser's history).
@@ -80,7 +83,7 @@ export function requireAccess({ token, cookieName, allowedHosts }: AccessRules):
     }
     const bearer = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
     if (sameSecret(bearer ?? getCookie(c, cookieName), token)) return next();
-    return c.text("401 Unauthorized: open the URL with ?token= that `leaseq dashboard` printed\n", 401);
+    return c.text(`401 Unauthorized: ${hint}\n`, 401);
   };
 }
 

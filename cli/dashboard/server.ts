@@ -33,6 +33,8 @@ export interface DashboardOptions {
   where: string;
   /** The access token (default: 24 random bytes, base64url). */
   token?: string;
+  /** The command that prints the URL with the token, named by a 401 (default `leaseq dashboard`). */
+  startedBy?: string;
   readOnly?: boolean;
   /**
    * The Host headers accepted (e.g. "127.0.0.1:8080"); anything else is refused with 403.
@@ -72,7 +74,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 
   const app = new Hono<Env>();
   app.use("*", securityHeaders);
-  app.use("*", requireAccess({ token, cookieName, allowedHosts: options.allowedHosts }));
+  const startedBy = options.startedBy ?? "leaseq dashboard";
+  app.use("*", requireAccess({ token, cookieName, allowedHosts: options.allowedHosts, startedBy }));
   registerRoutes(app, { directory, now, log });
   registerActions(app, { directory, now, readOnly, csrf });
 

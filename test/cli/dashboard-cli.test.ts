@@ -36,7 +36,7 @@ async function startCli(args: string[]) {
 }
 
 describe("leaseq dashboard", () => {
-  it("the CLI verb prints its URL with the token, serves the queue, and stops on SIGTERM", {
+  it("the CLI verb prints its URL with the token, answers a missing or wrong token with a 401 naming the verb, serves the queue, and stops on SIGTERM", {
     timeout: 30_000,
   }, async () => {
     const name = uniqueQueueName("dashcli");
@@ -44,7 +44,14 @@ describe("leaseq dashboard", () => {
     expect(stdout).toContain(`queue "${name}" on Redis at redis://127.0.0.1:`);
     expect(stdout).toContain("read-only");
     const origin = new URL(url).origin;
-    expect((await fetch(`${origin}/`)).status).toBe(401);
+    const without = await fetch(`${origin}/`);
+    expect(without.status).toBe(401);
+    expect(await without.text()).toBe("401 Unauthorized: open the URL with ?token= that `leaseq dashboard` printed\n");
+    const wrong = await fetch(`${origin}/?token=wrong`);
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).toBe(
+      "401 Unauthorized: wrong token; open the URL with ?token= that `leaseq dashboard` printed\n",
+    );
     const first = await fetch(url, { redirect: "manual" });
     expect(first.status).toBe(303);
     const cookie = (first.headers.get("set-cookie") ?? "").split(";")[0];

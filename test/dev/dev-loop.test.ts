@@ -117,6 +117,22 @@ describe("leaseq dev", () => {
     expect(dev.err()).not.toContain("invocation failed");
   });
 
+  it("its dashboard refuses a request without the token, or with a wrong one, naming `leaseq dev`", async () => {
+    const queue = uniqueQueueName("devauth");
+    const dev = await startDev(["--tasks", "test/dev/fixtures/report-tasks.ts", "--queue", queue]);
+    const url = /^Dashboard (\S+)$/m.exec(dev.out())?.[1] ?? "";
+    const origin = new URL(url).origin;
+    const without = await fetch(`${origin}/`);
+    expect(without.status).toBe(401);
+    expect(await without.text()).toBe("401 Unauthorized: open the URL with ?token= that `leaseq dev` printed\n");
+    const wrong = await fetch(`${origin}/?token=wrong`);
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).toBe(
+      "401 Unauthorized: wrong token; open the URL with ?token= that `leaseq dev` printed\n",
+    );
+    expect((await fetch(url, { redirect: "manual" })).status).toBe(303);
+  });
+
   it("exits 2 at start with the construct's message when --worker-timeout-ms cannot hold a lease", async () => {
     const child = spawn(
       process.execPath,
