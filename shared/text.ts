@@ -33,17 +33,60 @@ export const AT_LABEL: Record<TaskState, string> = {
   corrupt: "set aside at",
 };
 
-/** Replaces every secret in `text` (the Upstash token, a password in REDIS_URL) with `***`. */
+/**
+ * A secret this long is replaced wherever it appears, inside a longer word too (a token glued into a
+ * query string or an encoded blob). A shorter one is replaced only where it stands alone: ordinary
+ * words hold it (a password "pass" is in "password", "e" in nearly every word), and replacing it
+ * there garbles the message without hiding anything.
+ */
+export const SECRET_REDACTED_INSIDE_WORDS_FROM_LENGTH = 8;
+
+/**
+ * Replaces every secret in `text` (the Upstash token, a password in REDIS_URL, as typed and
+ * percent-decoded) with `***`; a secret shorter than SECRET_REDACTED_INSIDE_WORDS_FROM_LENGTH only
+ * where no letter, digit or `_` is glued to it (in a URL's userinfo, after `token=`, alone).
+ */
 export function redact(text: string, env: NodeJS.ProcessEnv = process.env): string {
-  const secrets: string[] = [];
-  if (env.UPSTASH_REDIS_REST_TOKEN) secrets.push(env.UPSTASH_REDIS_REST_TOKEN);
-  if (env.REDIS_URL) {
-    try {
-      const password = decodeURIComponent(new URL(env.REDIS_URL).password);
-      if (password) secrets.push(password);
-    } catch {
-      // A malformed REDIS_URL is reported where it is parsed; nothing to redact from it here.
-    }
+  const secrets = secretsOf(env);
+  if (secrets.length === 0) return text;
+  // One pass, longest first: a secret holding another is replaced whole, and no `***` is searched again.
+  const pattern = secrets
+    .sort((a, b) => b.length - a.length)
+    .map(secretPattern)
+    .join("|");
+  return text.replace(new RegExp(pattern, "gu"), "***");
+}
+
+function secretsOf(env: NodeJS.ProcessEnv): string[] {
+  const secrets = new Set<string>();
+  if (env.UPSTASH_REDIS_REST_TOKEN) secrets.add(env.UPSTASH_REDIS_REST_TOKEN);
+  let password = "";
+  try {
+    password = new URL(env.REDIS_URL ?? "").password;
+  } catch {
+    // No REDIS_URL, or a malformed one (reported where it is parsed): no password to redact.
   }
-  return secrets.reduce((out, secret) => out.split(secret).join("***"), text);
+  if (password) {
+    // A URL in a message shows it as written (p%40ss); Redis was sent it decoded (p@ss).
+    secrets.add(password);
+    secrets.add(percentDecoded(password));
+  }
+  return [...secrets];
+}
+
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The secret as a pattern: itself, or for a short one, itself with no word character glued to a word-character edge. */
+function secretPattern(secret: string): string {
+  const escaped = secret.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  if (secret.length >= SECRET_REDACTED_INSIDE_WORDS_FROM_LENGTH) return escaped;
+  const before = /^[\p{L}\p{N}_]/u.test(secret) ? "(?<![\\p{L}\\p{N}_])" : "";
+  const after = /[\p{L}\p{N}_]$/u.test(secret) ? "(?![\\p{L}\\p{N}_])" : "";
+  return `${before}${escaped}${after}`;
 }

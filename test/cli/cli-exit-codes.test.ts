@@ -125,6 +125,16 @@ describe("leaseq CLI exit codes and messages", { timeout: 60_000 }, () => {
     });
   });
 
+  it("a one-letter password is redacted without taking that letter out of the message's words", async () => {
+    const port = await freePort();
+    const run = await runCli(["stats"], { REDIS_URL: `redis://:e@127.0.0.1:${port}`, LEASEQ_QUEUE: "q" });
+    expect(run).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: `leaseq: stats: Redis unreachable at 127.0.0.1:${port} (from REDIS_URL): connection refused (nothing listens on that port); check that Redis is running there, that REDIS_URL names its host and port (rediss:// for TLS), and that this machine may connect to it (firewall, security group, VPC)\n`,
+    });
+  });
+
   it("exits 1 when Upstash cannot be reached, saying where, from which variable and what to check, never printing the token", async () => {
     const port = await freePort();
     const run = await runCli(["stats"], {
