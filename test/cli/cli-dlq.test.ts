@@ -3,7 +3,7 @@ import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { sqsDeadLetterSender } from "../../functions/dead-letter.js";
 import { functionSqsClient } from "../../functions/wake.js";
 import { sqsRecord } from "../helpers/events.js";
-import { runCli } from "./cli-run.js";
+import { runBin, runCli } from "./cli-run.js";
 
 describe("leaseq dlq, through @aws-sdk/client-sqs against the SQS stand-in", { timeout: 60_000 }, () => {
   let sqs: LocalSqs;
@@ -93,6 +93,27 @@ describe("leaseq dlq show, of a message the redrive policy moved", { timeout: 60
       expect(run.stdout.split("\n")[1]).toBe(
         "  no reason recorded: received 2 times (the function failed each time; see its logs)",
       );
+    } finally {
+      await sqs.close();
+    }
+  });
+});
+
+describe("leaseq dlq, the built bin in a process of its own", { timeout: 60_000 }, () => {
+  it("prints its output and no AWS SDK warning about the Node version (Node 20)", async () => {
+    const sqs = new LocalSqs(async () => undefined, { maxReceiveCount: 2 });
+    await sqs.listen();
+    try {
+      sqs.send('{"tasks":[{"type":"job"}]}');
+      for (let receive = 0; receive < 3; receive++) sqs.queue.receive(10, 0);
+      // `dlq show` builds an SQSClient: where the SDK warns on Node 20.
+      const run = await runBin(["dlq", "show"], {
+        LEASEQ_SQS_ENDPOINT: sqs.endpoint,
+        LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
+      });
+      expect(run.stderr).not.toContain("NodeVersionSupportWarning");
+      expect(run).toMatchObject({ code: 0, stderr: "" });
+      expect(run.stdout).toContain("  no reason recorded: received 2 times");
     } finally {
       await sqs.close();
     }
