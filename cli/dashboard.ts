@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { listQueues } from "../shared/queue-admin.js";
 import { withQueue, withStore } from "./connect.js";
+import { REFRESH_MS_DEFAULT } from "./dashboard/live.js";
 import { type RunningDashboard, startDashboard } from "./dashboard/server.js";
 import { UsageError } from "./errors.js";
 import { counted } from "./output.js";
@@ -11,6 +12,7 @@ interface DashboardOptions {
   host: string;
   token?: string;
   readOnly?: boolean;
+  refresh: number;
 }
 
 /**
@@ -27,6 +29,12 @@ export function dashboardCommand(program: Command): void {
     .option("--host <host>", "address to bind; anything but loopback exposes the queues to the network", "127.0.0.1")
     .option("--token <token>", "the access token (default: $LEASEQ_DASHBOARD_TOKEN, else a random one)")
     .option("--read-only", "show no actions, and refuse them (403)")
+    .option(
+      "--refresh <seconds>",
+      "how often an open queue overview reads its numbers again (one stats call each time); 0: never",
+      integer(0, 3600),
+      REFRESH_MS_DEFAULT / 1000,
+    )
     .addHelpText(
       "after",
       `
@@ -49,11 +57,12 @@ Examples:
         throw new UsageError("dashboard: the token must be at least 16 characters");
       }
       const { host, port, readOnly } = options;
+      const refreshMs = options.refresh * 1000;
       const mode = readOnly ? ", read-only" : "";
       const name = (command.optsWithGlobals().queue as string | undefined) ?? process.env.LEASEQ_QUEUE;
       if (name) {
         await withQueue(command, async (queue, where) => {
-          const dashboard = await startDashboard({ queue, where, token, readOnly, host, port });
+          const dashboard = await startDashboard({ queue, where, token, readOnly, refreshMs, host, port });
           console.log(`Dashboard ${dashboard.url}\n  queue "${queue.name}" on ${where}${mode}; Ctrl-C to stop`);
           await untilStopped(dashboard);
         });
@@ -62,7 +71,7 @@ Examples:
       await withStore(command, "every queue", async (store, where) => {
         // Once now, so that a backend out of reach fails here rather than on the first page.
         const names = await listQueues(store);
-        const dashboard = await startDashboard({ store, where, token, readOnly, host, port });
+        const dashboard = await startDashboard({ store, where, token, readOnly, refreshMs, host, port });
         const count = `${counted(names.length, "queue")} now`;
         console.log(`Dashboard ${dashboard.url}\n  every leaseq queue on ${where} (${count})${mode}; Ctrl-C to stop`);
         await untilStopped(dashboard);

@@ -11,7 +11,11 @@ export interface Asset {
 
 const require = createRequire(import.meta.url);
 
-/** The page script: confirmations of actions, "select all", the chart of a queue and those of every queue. */
+/**
+ * The page script: confirmations of actions, "select all", the chart of a queue and those of every
+ * queue, and the live values of a queue's overview (live.ts): one request at a time, every
+ * data-refresh-ms while the tab is shown, none while it is hidden, written with textContent only.
+ */
 const APP_JS = `"use strict";
 document.addEventListener("submit", function (event) {
   var button = event.submitter;
@@ -67,6 +71,57 @@ function drawSparks() {
   });
 }
 drawSparks();
+function followLive() {
+  var source = document.querySelector("[data-live-url]");
+  var everyMs = source ? Number(source.dataset.refreshMs) : 0;
+  if (!(everyMs > 0)) return;
+  var status = source.querySelector("[data-live-status]");
+  var timer = null;
+  var inFlight = false;
+  function apply(values) {
+    document.querySelectorAll("[data-live-text]").forEach(function (el) {
+      var value = values[el.dataset.liveText];
+      if (value !== undefined) el.textContent = String(value);
+    });
+    document.querySelectorAll("[data-live-show]").forEach(function (el) { el.hidden = !values[el.dataset.liveShow]; });
+    document.querySelectorAll("[data-live-hide]").forEach(function (el) { el.hidden = !!values[el.dataset.liveHide]; });
+    // data-live-set="a bC": the element's data-a and data-b-c attributes (which the style sheet reads).
+    document.querySelectorAll("[data-live-set]").forEach(function (el) {
+      el.dataset.liveSet.split(" ").forEach(function (name) { el.dataset[name] = String(values[name]); });
+    });
+  }
+  function poll() {
+    timer = null;
+    if (document.hidden || inFlight) return;
+    inFlight = true;
+    fetch(source.dataset.liveUrl, { headers: { accept: "application/json" }, cache: "no-store" })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      })
+      .then(function (values) {
+        apply(values);
+        if (status) status.textContent = "";
+      }, function (error) {
+        if (status) status.textContent = " (the last update failed: " + error.message + "; retrying)";
+      })
+      .then(function () {
+        inFlight = false;
+        schedule();
+      });
+  }
+  function schedule() {
+    if (!document.hidden && timer === null && !inFlight) timer = setTimeout(poll, everyMs);
+  }
+  // A hidden tab asks nothing; shown again, it reads at once (its numbers are old by then).
+  document.addEventListener("visibilitychange", function () {
+    clearTimeout(timer);
+    timer = null;
+    if (!document.hidden) poll();
+  });
+  schedule();
+}
+followLive();
 `;
 
 const APP_CSS = `
@@ -86,7 +141,8 @@ h2 { font-size: 1.1em; margin: 1.2em 0 0.5em; }
 .card .label { color: #5a6475; }
 .note { color: #5a6475; }
 .warn { color: #a15c00; }
-.paused { background: #fff3e0; border: 1px solid #f0b46a; padding: 8px 12px; border-radius: 6px; }
+.paused, .state[data-paused-any=true] { background: #fff3e0; border: 1px solid #f0b46a; padding: 8px 12px; border-radius: 6px; }
+.state[data-paused-any=false] { color: #5a6475; }
 .flash { background: #e8f5e9; border: 1px solid #9ccc9f; padding: 8px 12px; border-radius: 6px; }
 table { border-collapse: collapse; background: #fff; width: 100%; }
 th, td { border-bottom: 1px solid #e3e6ea; padding: 5px 8px; text-align: left; vertical-align: top; font-size: 0.93em; }

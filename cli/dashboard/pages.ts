@@ -14,6 +14,7 @@ import {
   TIME_OF_STATE,
 } from "../../shared/types.js";
 import { counted } from "../output.js";
+import { clock, type LiveValues, liveValues } from "./live.js";
 import { STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -29,6 +30,8 @@ export interface SiteContext {
   csrf: string;
   /** The dashboard serves every queue of the store ("/" lists them), not one. */
   allQueues: boolean;
+  /** How often an open overview reads its numbers again (ms); 0: never (live.ts). */
+  refreshMs: number;
 }
 
 /** A page of one queue. */
@@ -95,28 +98,29 @@ export function time(ms: number, now: number): Html {
   if (!Number.isFinite(ms) || ms <= 0) return html`<span class="note">–</span>`;
   const delta = now - ms;
   const relative = delta >= 0 ? `${duration(delta)} ago` : `in ${duration(-delta)}`;
-  return html`<time datetime="${new Date(ms).toISOString()}" title="${new Date(ms).toISOString()}">${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} (${relative})</time>`;
+  return html`<time datetime="${new Date(ms).toISOString()}" title="${new Date(ms).toISOString()}">${clock(ms)} (${relative})</time>`;
 }
 
 export function overviewPage(ctx: PageContext, stats: QueueStats, history: QueueHistory, now: number) {
-  const card = (state: TaskState, count: number, note: Html | string = "") =>
-    html`<div class="card"><a href="${ctx.base}/tasks/${state}"><span class="n" data-count="${state}">${count}</span><span class="label">${state}</span></a>${note ? html`<div class="note">${note}</div>` : ""}</div>`;
-  const paused = stats.paused;
-  const pausedTypes = stats.pausedTypes;
-  const pauseStatus = html`<p class="${paused || pausedTypes.length > 0 ? "paused" : "note"}" data-paused="${String(paused)}">
-          ${paused ? html`<b>The queue is paused</b>: workers claim nothing.` : "The queue is running."}
-          ${pausedTypes.length > 0 ? html` Paused types: ${pausedTypes.map((type, i) => html`${i > 0 ? ", " : ""}<b data-paused-type>${type}</b>`)}.` : ""}
+  // Drawn from the values live.json sends, into the elements the page script updates (live.ts).
+  const live = liveValues(stats, now);
+  const card = (state: TaskState, note: Html | string = "", shownBy?: keyof LiveValues) =>
+    html`<div class="card"><a href="${ctx.base}/tasks/${state}"><span class="n" data-live-text="${state}" data-count="${state}">${live[state]}</span><span class="label">${state}</span></a>${note ? html`<div class="note" data-live-show="${shownBy}" ${shownBy && !live[shownBy] ? "hidden" : ""}>${note}</div>` : ""}</div>`;
+  const hiddenWhen = (hidden: boolean) => (hidden ? "hidden" : "");
+  const pauseStatus = html`<p class="state" data-live-set="paused pausedAny" data-paused="${String(live.paused)}" data-paused-any="${String(live.pausedAny)}">
+          <span data-live-show="paused" ${hiddenWhen(!live.paused)}><b>The queue is paused</b>: workers claim nothing.</span>
+          <span data-live-hide="paused" ${hiddenWhen(live.paused)}>The queue is running.</span>
+          <span data-live-show="pausedTypes" ${hiddenWhen(!live.pausedTypes)}> Paused types: <b data-live-text="pausedTypes">${live.pausedTypes}</b>.</span>
         </p>`;
+  // Both buttons are drawn, the one that does not apply hidden: the live values swap them when
+  // the queue is paused or resumed elsewhere.
   const controls = ctx.readOnly
     ? ""
     : html`<div class="actions">
           <form method="post" action="${ctx.base}/action" class="inline">
             ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/">
-            ${
-              paused
-                ? html`<button id="resume-queue" name="action" value="resume" data-confirm="Resume the queue ${ctx.queueName}?">Resume queue</button>`
-                : html`<button id="pause-queue" name="action" value="pause" class="danger" data-confirm="Pause the queue ${ctx.queueName}? Workers will claim nothing until it is resumed.">Pause queue</button>`
-            }
+            <button id="resume-queue" name="action" value="resume" data-live-show="paused" ${hiddenWhen(!live.paused)} data-confirm="Resume the queue ${ctx.queueName}?">Resume queue</button>
+            <button id="pause-queue" name="action" value="pause" class="danger" data-live-hide="paused" ${hiddenWhen(live.paused)} data-confirm="Pause the queue ${ctx.queueName}? Workers will claim nothing until it is resumed.">Pause queue</button>
           </form>
           <form method="post" action="${ctx.base}/action" class="inline">
             ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/">
@@ -126,24 +130,29 @@ export function overviewPage(ctx: PageContext, stats: QueueStats, history: Queue
           </form>
         </div>`;
   const chart = html`<div id="history-chart" data-history="${JSON.stringify(history)}"></div>
-    <p class="note">Last hour: ${sum(history.done)} done, ${sum(history.failed)} failed.</p>`;
+    <p class="note">Last hour: ${sum(history.done)} done, ${sum(history.failed)} failed (as the page was loaded).</p>`;
+  const asOf = html`As of <span data-live-text="asOf">${live.asOf}</span> UTC`;
+  const freshness =
+    ctx.refreshMs > 0
+      ? html`<p class="note" data-live-url="${ctx.base}/live.json" data-refresh-ms="${ctx.refreshMs}">${asOf}; the numbers above update every ${ctx.refreshMs / 1000} s while this tab is shown<span data-live-status></span>.</p>`
+      : html`<p class="note">${asOf}. Reload to refresh.</p>`;
   return layout(
     ctx,
     "Overview",
     html`<div class="cards">
-        ${card("ready", stats.ready, stats.ready > 0 ? html`oldest waiting <span data-oldest-ready>${duration(stats.oldestReadyAgeMs)}</span>` : "")}
-        ${card("scheduled", stats.scheduled, stats.dueScheduled > 0 ? `${stats.dueScheduled} due` : "")}
-        ${card("leased", stats.leased, stats.mostOverdueLeaseMs > 0 ? html`<span class="warn">most overdue <span data-overdue>${duration(stats.mostOverdueLeaseMs)}</span></span>` : "")}
-        ${card("done", stats.done)}
-        ${card("failed", stats.failed)}
-        ${card("corrupt", stats.corrupt, stats.corrupt > 0 ? html`<span class="warn">records that cannot be read</span>` : "")}
+        ${card("ready", html`oldest waiting <span data-oldest-ready data-live-text="oldestReady">${live.oldestReady}</span>`, "oldestReady")}
+        ${card("scheduled", html`<span data-live-text="dueScheduled">${live.dueScheduled}</span> due`, "dueScheduled")}
+        ${card("leased", html`<span class="warn">most overdue <span data-overdue data-live-text="mostOverdue">${live.mostOverdue}</span></span>`, "mostOverdue")}
+        ${card("done")}
+        ${card("failed")}
+        ${card("corrupt", html`<span class="warn">records that cannot be read</span>`, "corrupt")}
       </div>
       <h2>State</h2>
       ${pauseStatus}
       ${controls}
       <h2>Done and failed per minute</h2>
       ${chart}
-      <p class="note">As of ${new Date(now).toISOString().replace("T", " ").slice(0, 19)} UTC. Reload to refresh.</p>`,
+      ${freshness}`,
     { chart: history !== undefined },
   );
 }
@@ -435,7 +444,7 @@ export function queuesPage(ctx: SiteContext, view: QueuesView) {
         </table>`
           : ""
       }
-      <p class="note">As of ${new Date(now).toISOString().replace("T", " ").slice(0, 19)} UTC. Reload to refresh.</p>`,
+      <p class="note">As of ${clock(now)} UTC. Reload to refresh.</p>`,
     { chart: rows.some((row) => row.history !== undefined) },
   );
 }

@@ -1,11 +1,13 @@
 // The dashboard's GET routes: its assets, the overview of every queue ("/"), and each queue's
-// overview, task lists, task pages, schedules and search. Nothing changes on a GET.
+// overview (and the live values its script polls), task lists, task pages, schedules and search.
+// Nothing changes on a GET.
 import type { Hono } from "hono";
 import { redact } from "../../shared/text.js";
 import type { QueueHistory, QueueStats } from "../../shared/types.js";
 import { ASSETS } from "./assets.js";
 import type { Directory } from "./directory.js";
 import { durationOf, type Env, HttpError, integerOf, stateOf } from "./http.js";
+import { liveValues } from "./live.js";
 import { type ListFilter, listPage, overviewPage, type QueueRow, queuesPage, taskPage } from "./pages.js";
 import { mapLimited, queueBase, SCAN_DEFAULT, STATES } from "./queue.js";
 import { schedulesPage } from "./schedules.js";
@@ -57,6 +59,13 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
       queue.admin.history({ now: at, minutes: 60 }),
     ]);
     return c.html(overviewPage(ctx, stats, history, at));
+  });
+
+  // What the overview's page script polls (live.ts): the values of its numbers, one stats call.
+  app.get("/q/:queue/live.json", async (c) => {
+    const { queue } = await directory.queueOf(c);
+    const at = now();
+    return c.json(liveValues(await queue.stats({ now: at }), at));
   });
 
   app.get("/q/:queue/tasks/:state", async (c) => {

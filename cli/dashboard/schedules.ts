@@ -6,6 +6,7 @@ import { html } from "hono/html";
 import type { ScheduleInfo } from "../../shared/queue-schedules.js";
 import { counted } from "../output.js";
 import { setBy, whenOf } from "../schedule-text.js";
+import { clock } from "./live.js";
 import { csrfField, layout, type PageContext, time } from "./pages.js";
 
 /** Most payload characters a row shows (the task page of a slot shows the whole). */
@@ -74,6 +75,6 @@ export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[], now: 
         </table>`
           : ""
       }
-      <p class="note">As of ${new Date(now).toISOString().replace("T", " ").slice(0, 19)} UTC. Reload to refresh.</p>`,
+      <p class="note">As of ${clock(now)} UTC. Reload to refresh.</p>`,
   );
 }

@@ -17,6 +17,7 @@ import { registerActions } from "./actions.js";
 import { cookieNameOf, newToken, requireAccess, securityHeaders } from "./auth.js";
 import { createDirectory } from "./directory.js";
 import { type Env, errorTitle, HttpError } from "./http.js";
+import { REFRESH_MS_DEFAULT } from "./live.js";
 import { messagePage, type SiteContext } from "./pages.js";
 import type { DashboardQueue } from "./queue.js";
 import { registerRoutes } from "./routes.js";
@@ -36,6 +37,11 @@ export interface DashboardOptions {
   /** The command that prints the URL with the token, named by a 401 (default `leaseq dashboard`). */
   startedBy?: string;
   readOnly?: boolean;
+  /**
+   * How often an open queue overview reads its numbers again (one stats call a time, through
+   * /q/<queue>/live.json), in ms; 0 turns live updates off. Default REFRESH_MS_DEFAULT (5 s).
+   */
+  refreshMs?: number;
   /**
    * The Host headers accepted (e.g. "127.0.0.1:8080"); anything else is refused with 403.
    * Undefined accepts any Host (a server bound to all interfaces cannot know its names).
@@ -68,8 +74,12 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const readOnly = options.readOnly ?? false;
   const now = options.now ?? Date.now;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const refreshMs = options.refreshMs ?? REFRESH_MS_DEFAULT;
+  if (!Number.isInteger(refreshMs) || refreshMs < 0) {
+    throw new InvalidInputError(`createDashboard: refreshMs must be an integer of ms, 0 or more, got ${refreshMs}`);
+  }
   const cookieName = cookieNameOf(token);
-  const site: SiteContext = { where: redact(where), readOnly, csrf, allQueues: single === undefined };
+  const site: SiteContext = { where: redact(where), readOnly, csrf, allQueues: single === undefined, refreshMs };
   const directory = createDirectory(site, single, store);
 
   const app = new Hono<Env>();

@@ -40,7 +40,7 @@ describe("leaseq dashboard", () => {
     timeout: 30_000,
   }, async () => {
     const name = uniqueQueueName("dashcli");
-    const { url, stdout, stop } = await startCli(["--queue", name, "--read-only"]);
+    const { url, stdout, stop } = await startCli(["--queue", name, "--read-only", "--refresh", "2"]);
     expect(stdout).toContain(`queue "${name}" on Redis at redis://127.0.0.1:`);
     expect(stdout).toContain("read-only");
     const origin = new URL(url).origin;
@@ -57,7 +57,10 @@ describe("leaseq dashboard", () => {
     const cookie = (first.headers.get("set-cookie") ?? "").split(";")[0];
     const page = await fetch(`${origin}/q/${name}/`, { headers: { cookie } });
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain('data-count="ready">0<');
+    const body = await page.text();
+    expect(body).toContain('data-count="ready">0<');
+    // --refresh: the overview reads its numbers again every 2 s.
+    expect(body).toContain(`data-live-url="/q/${name}/live.json" data-refresh-ms="2000"`);
     expect(await stop()).toBe(0);
   });
 

@@ -1,0 +1,150 @@
+// A queue's overview keeps its numbers up to date while it is open (docs/dashboard.md, "Live
+// updates"): the page script polls /q/<queue>/live.json, asks nothing while the tab is hidden, and
+// the endpoint needs the token like every page. In real Chromium, against a real Redis.
+import type { Page } from "puppeteer-core";
+import { describe, expect, it } from "vitest";
+import { type RunningDashboard, startDashboard } from "../../../cli/dashboard/server.js";
+import { type Adapter, adapters, openQueue } from "../../helpers/stores.js";
+import { newPage } from "./browser.js";
+import { browserPerFile } from "./browser-per-file.js";
+
+const tcp = adapters.find((adapter) => adapter.name === "tcp") as Adapter;
+
+const { browser, running } = browserPerFile();
+
+/** How often the pages of these tests poll: short, so that a test waits little. */
+const REFRESH_MS = 200;
+
+/** Long enough for any update the page has coming, on a loaded machine. */
+const UPDATE_TIMEOUT_MS = 10_000;
+
+/** A fresh queue on the real Redis and a dashboard over it polling every `refreshMs`. */
+async function fixture(refreshMs = REFRESH_MS) {
+  const opened = await openQueue(tcp);
+  running.push(opened.close);
+  const dashboard = await startDashboard({
+    queue: opened.queue,
+    where: "test Redis",
+    port: 0,
+    refreshMs,
+    log: () => {},
+  });
+  running.push(dashboard.close);
+  const base = `${new URL(dashboard.url).origin}/q/${opened.queue.name}`;
+  return { queue: opened.queue, dashboard, base };
+}
+
+const cookieOf = (dashboard: RunningDashboard) => `${dashboard.cookieName}=${dashboard.token}`;
+
+/** Resolves once the count of `state` on the page shows `count`. */
+function countShows(page: Page, state: string, count: number) {
+  return page.waitForFunction(`document.querySelector('[data-count="${state}"]')?.textContent === "${count}"`, {
+    timeout: UPDATE_TIMEOUT_MS,
+  });
+}
+
+/** Whether the element of `selector` is shown (not hidden, itself or by an ancestor). */
+const isShown = (page: Page, selector: string) => page.$eval(selector, (el) => el.getClientRects().length > 0);
+
+/** Tells the page its tab is hidden (or shown again), as the browser does when the user switches tabs. */
+async function setTabHidden(page: Page, hidden: boolean) {
+  await page.evaluate(`(() => {
+    Object.defineProperty(document, "hidden", { configurable: true, get: () => ${hidden} });
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "${hidden ? "hidden" : "visible"}" });
+    document.dispatchEvent(new Event("visibilitychange"));
+  })()`);
+}
+
+/** A mark the page keeps until it is loaded again. */
+type Marked = { notReloaded?: boolean };
+
+describe("live overview in real Chromium", { timeout: 60_000 }, () => {
+  it("shows tasks enqueued, claimed and a pause made elsewhere without a reload; a hidden tab asks nothing", async () => {
+    const { queue, dashboard } = await fixture();
+    const { page, errors } = await newPage(browser());
+    const polls: number[] = [];
+    page.on("request", (request) => {
+      if (new URL(request.url()).pathname.endsWith("/live.json")) polls.push(Date.now());
+    });
+    await page.goto(dashboard.url, { waitUntil: "load" });
+    const loadedAt = Date.now();
+    expect(await page.$eval('[data-count="ready"]', (el) => el.textContent)).toBe("0");
+    expect(await isShown(page, "[data-oldest-ready]")).toBe(false);
+    expect(await page.$eval("main", (el) => el.textContent)).not.toContain("Reload to refresh");
+    await page.evaluate(() => {
+      (globalThis as Marked).notReloaded = true;
+    });
+
+    await queue.enqueue(
+      ["a", "b", "c"].map((id) => ({ id, type: "job" })),
+      { now: Date.now() },
+    );
+    await countShows(page, "ready", 3);
+    expect(await isShown(page, "[data-oldest-ready]")).toBe(true);
+    expect(await page.$eval("[data-oldest-ready]", (el) => el.textContent)).toMatch(/^\d+(\.\d)? (ms|s)$/);
+
+    await queue.claim({ count: 1, now: Date.now() });
+    await countShows(page, "leased", 1);
+    expect(await page.$eval('[data-count="ready"]', (el) => el.textContent)).toBe("2");
+
+    // Paused by someone else: the state line says so and the button becomes Resume.
+    await queue.admin.pause({ now: Date.now() });
+    await page.waitForSelector('[data-paused="true"]', { timeout: UPDATE_TIMEOUT_MS });
+    expect(await page.$eval("[data-paused]", (el) => el.textContent)).toContain("The queue is paused");
+    expect(await isShown(page, "#resume-queue")).toBe(true);
+    expect(await isShown(page, "#pause-queue")).toBe(false);
+    expect(await page.evaluate(() => (globalThis as Marked).notReloaded)).toBe(true);
+    // One request at a time, one per interval: never more than the time open allows.
+    expect(polls.length).toBeLessThanOrEqual(Math.ceil((Date.now() - loadedAt) / REFRESH_MS) + 1);
+
+    // Hidden, the tab asks nothing, and its numbers stay as they were.
+    await setTabHidden(page, true);
+    const pollsWhenHidden = polls.length;
+    await queue.enqueue([{ id: "d", type: "job" }], { now: Date.now() });
+    // Absence takes a wait to see: five intervals, in which a visible page would have asked five times.
+    await new Promise((resolve) => setTimeout(resolve, 5 * REFRESH_MS));
+    expect(polls.length).toBe(pollsWhenHidden);
+    expect(await page.$eval('[data-count="ready"]', (el) => el.textContent)).toBe("2");
+    // Shown again, it asks at once.
+    await setTabHidden(page, false);
+    await countShows(page, "ready", 3);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("live.json gives the overview's values, needs the token, and a dashboard told not to poll says so", async () => {
+    const { queue, dashboard, base } = await fixture();
+    await queue.enqueue([{ id: "one", type: "job" }], { now: Date.now() });
+    expect((await fetch(`${base}/live.json`)).status).toBe(401);
+    const response = await fetch(`${base}/live.json`, { headers: { cookie: cookieOf(dashboard) } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(await response.json()).toMatchObject({
+      ready: 1,
+      scheduled: 0,
+      leased: 0,
+      done: 0,
+      failed: 0,
+      corrupt: 0,
+      paused: false,
+      pausedTypes: "",
+      mostOverdue: "",
+    });
+
+    const still = await fixture(0);
+    const { page } = await newPage(browser());
+    const polls: string[] = [];
+    page.on("request", (request) => {
+      if (request.url().endsWith("/live.json")) polls.push(request.url());
+    });
+    await page.goto(still.dashboard.url, { waitUntil: "load" });
+    expect(await page.$("[data-live-url]")).toBeNull();
+    expect(await page.$eval("main", (el) => el.textContent)).toContain("Reload to refresh");
+    await still.queue.enqueue([{ id: "two", type: "job" }], { now: Date.now() });
+    await new Promise((resolve) => setTimeout(resolve, 5 * REFRESH_MS));
+    expect(polls).toEqual([]);
+    expect(await page.$eval('[data-count="ready"]', (el) => el.textContent)).toBe("0");
+    await page.close();
+  });
+});
