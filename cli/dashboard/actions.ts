@@ -117,6 +117,7 @@ async function taskAction(queue: DashboardQueue, action: string | undefined, for
     }
     ({ ids, capped } = await matchingIds(queue, state, {
       type: text(form.type) || undefined,
+      group: text(form.group) || undefined,
       error: text(form.error) || undefined,
       olderThanMs: durationOf(text(form.olderThan)),
       now: at,
@@ -142,7 +143,7 @@ async function taskAction(queue: DashboardQueue, action: string | undefined, for
 async function matchingIds(
   queue: DashboardQueue,
   state: TaskState,
-  filter: { type?: string; error?: string; olderThanMs?: number; now: number },
+  filter: { type?: string; group?: string; error?: string; olderThanMs?: number; now: number },
 ): Promise<{ ids: string[]; capped: boolean }> {
   const ids: string[] = [];
   let cursor: number | undefined = 0;

@@ -182,6 +182,8 @@ const ACTION_LABEL = { requeue: "Requeue", cancel: "Cancel", delete: "Delete", s
 
 export interface ListFilter {
   type?: string;
+  /** The task's group, exactly (the groups page links its groups' tasks so). */
+  group?: string;
   error?: string;
   olderThan?: string;
 }
@@ -209,6 +211,7 @@ export function listPage(ctx: PageContext, view: ListView) {
   const scoreCell = (task: ListedTask) => (state === "ready" ? String(task.score) : time(task.score, now));
   const filterFields = html`<input type="hidden" name="state" value="${state}">
     <input type="hidden" name="type" value="${filter.type ?? ""}">
+    <input type="hidden" name="group" value="${filter.group ?? ""}">
     <input type="hidden" name="error" value="${filter.error ?? ""}">
     <input type="hidden" name="olderThan" value="${filter.olderThan ?? ""}">`;
   const rows = tasks.map(
@@ -229,6 +232,7 @@ export function listPage(ctx: PageContext, view: ListView) {
     `Tasks ${state}`,
     html`<form method="get" action="${ctx.base}/tasks/${state}" class="filters">
         <label>type <input type="text" name="type" value="${filter.type ?? ""}"></label>
+        <label>group <input type="text" name="group" value="${filter.group ?? ""}"></label>
         <label>error contains <input type="text" name="error" value="${filter.error ?? ""}"></label>
         ${
           state === "ready" || state === "leased"

@@ -73,11 +73,16 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
     const state = stateOf(c.req.param("state"));
     const filter: ListFilter = {
       type: c.req.query("type") || undefined,
+      group: c.req.query("group") || undefined,
       error: c.req.query("error") || undefined,
       olderThan: c.req.query("olderThan") || undefined,
     };
     const olderThanMs = durationOf(filter.olderThan);
-    const filtered = filter.type !== undefined || filter.error !== undefined || olderThanMs !== undefined;
+    const filtered =
+      filter.type !== undefined ||
+      filter.group !== undefined ||
+      filter.error !== undefined ||
+      olderThanMs !== undefined;
     const offset = integerOf(c.req.query("offset"), 0, 0, 1_000_000_000);
     const limit = integerOf(c.req.query("limit"), LIST_LIMIT_DEFAULT, 1, 500);
     const at = now();
