@@ -70,6 +70,7 @@ ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css">` : ""}
       ? html`<span>queue <b data-queue>${queue.queueName}</b> on ${ctx.where}${ctx.readOnly ? html` · <span data-read-only>read-only</span>` : ""}</span>
   <a href="${queue.base}/">Overview</a>
   ${STATES.map((state) => html`<a href="${queue.base}/tasks/${state}">${state}</a>`)}
+  <a href="${queue.base}/groups" data-nav-groups>groups</a>
   <a href="${queue.base}/schedules" data-nav-schedules>schedules</a>
   <form method="get" action="${queue.base}/search" role="search">
     <input type="search" name="id" placeholder="task id" aria-label="task id" required>

@@ -10,7 +10,7 @@ export const STATES: readonly TaskState[] = LISTABLE;
 export type DashboardQueue = Pick<Queue, "name" | "stats"> & {
   readonly admin: Pick<
     Queue["admin"],
-    "list" | "inspect" | "requeue" | "skip" | "delete" | "cancel" | "pause" | "resume" | "history" | "find"
+    "list" | "inspect" | "requeue" | "skip" | "delete" | "cancel" | "pause" | "resume" | "history" | "find" | "groups"
   >;
   readonly schedules: Pick<Queue["schedules"], "list" | "pause" | "resume" | "runNow" | "remove">;
 };

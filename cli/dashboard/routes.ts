@@ -1,11 +1,12 @@
 // The dashboard's GET routes: its assets, the overview of every queue ("/"), and each queue's
-// overview (and the live values its script polls), task lists, task pages, schedules and search.
-// Nothing changes on a GET.
+// overview (and the live values its script polls), task lists, task pages, groups, schedules and
+// search. Nothing changes on a GET.
 import type { Hono } from "hono";
 import { redact } from "../../shared/text.js";
 import type { QueueHistory, QueueStats } from "../../shared/types.js";
 import { ASSETS } from "./assets.js";
 import type { Directory } from "./directory.js";
+import { groupFilterOf, groupsPage, readGroups } from "./groups.js";
 import { durationOf, type Env, HttpError, integerOf, stateOf } from "./http.js";
 import { liveValues } from "./live.js";
 import { type ListFilter, listPage, overviewPage, type QueueRow, queuesPage, taskPage } from "./pages.js";
@@ -134,6 +135,13 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
   app.get("/q/:queue/schedules", async (c) => {
     const { queue, ctx } = await directory.queueOf(c);
     return c.html(schedulesPage(ctx, await queue.schedules.list(), now()));
+  });
+
+  app.get("/q/:queue/groups", async (c) => {
+    const { queue, ctx } = await directory.queueOf(c);
+    const filter = groupFilterOf(c.req.query("group"));
+    const view = await readGroups(queue, filter, c.req.query("cursor") || "0");
+    return c.html(groupsPage(ctx, view, now()));
   });
 
   app.get("/q/:queue/search", async (c) => {
