@@ -78,6 +78,8 @@ function followLive() {
   var status = source.querySelector("[data-live-status]");
   var timer = null;
   var inFlight = false;
+  // Set by an answer that asking again cannot change (401: no valid token; 404: no such queue).
+  var stopped = false;
   function apply(values) {
     document.querySelectorAll("[data-live-text]").forEach(function (el) {
       var value = values[el.dataset.liveText];
@@ -92,10 +94,11 @@ function followLive() {
   }
   function poll() {
     timer = null;
-    if (document.hidden || inFlight) return;
+    if (document.hidden || inFlight || stopped) return;
     inFlight = true;
     fetch(source.dataset.liveUrl, { headers: { accept: "application/json" }, cache: "no-store" })
       .then(function (response) {
+        if (response.status === 401 || response.status === 404) stopped = true;
         if (!response.ok) throw new Error("HTTP " + response.status);
         return response.json();
       })
@@ -103,7 +106,11 @@ function followLive() {
         apply(values);
         if (status) status.textContent = "";
       }, function (error) {
-        if (status) status.textContent = " (the last update failed: " + error.message + "; retrying)";
+        if (status) {
+          status.textContent = stopped
+            ? " (updates stopped: " + error.message + "; reload the page)"
+            : " (the last update failed: " + error.message + "; retrying)";
+        }
       })
       .then(function () {
         inFlight = false;
@@ -111,7 +118,7 @@ function followLive() {
       });
   }
   function schedule() {
-    if (!document.hidden && timer === null && !inFlight) timer = setTimeout(poll, everyMs);
+    if (!document.hidden && timer === null && !inFlight && !stopped) timer = setTimeout(poll, everyMs);
   }
   // A hidden tab asks nothing; shown again, it reads at once (its numbers are old by then).
   document.addEventListener("visibilitychange", function () {

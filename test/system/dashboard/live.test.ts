@@ -147,4 +147,27 @@ describe("live overview in real Chromium", { timeout: 60_000 }, () => {
     expect(await page.$eval('[data-count="ready"]', (el) => el.textContent)).toBe("0");
     await page.close();
   });
+
+  it("stops asking, and says so, once the dashboard refuses the page's token", async () => {
+    const { dashboard } = await fixture();
+    const { page } = await newPage(browser());
+    const polls: number[] = [];
+    page.on("request", (request) => {
+      if (new URL(request.url()).pathname.endsWith("/live.json")) polls.push(Date.now());
+    });
+    await page.goto(dashboard.url, { waitUntil: "load" });
+    // As when the dashboard was restarted with another token: the cookie no longer opens it.
+    const cookies = await browser().cookies();
+    await browser().deleteCookie(...cookies.filter((cookie) => cookie.name === dashboard.cookieName));
+    await page.waitForFunction(`document.querySelector("[data-live-status]").textContent.includes("updates stopped")`, {
+      timeout: UPDATE_TIMEOUT_MS,
+    });
+    expect(await page.$eval("[data-live-status]", (el) => el.textContent)).toBe(
+      " (updates stopped: HTTP 401; reload the page)",
+    );
+    const pollsWhenStopped = polls.length;
+    await new Promise((resolve) => setTimeout(resolve, 5 * REFRESH_MS));
+    expect(polls.length).toBe(pollsWhenStopped);
+    await page.close();
+  });
 });
