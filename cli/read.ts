@@ -15,6 +15,7 @@ import {
 import { queueName, withQueue } from "./connect.js";
 import { OperationError } from "./errors.js";
 import { type FilterOptions, findAll, hasFilter } from "./filters.js";
+import { stuckFirst } from "./group-order.js";
 import { printResult } from "./output.js";
 import { durationArg, integer } from "./parse.js";
 
@@ -193,18 +194,6 @@ interface ListOptions extends FilterOptions {
 const GROUPS_SCAN_MAX = 10_000;
 
 /** The `limit` groups with the most READY tasks (then leased), reading at most GROUPS_SCAN_MAX. */
-/**
- * The stuck first: groups held behind a FAILED task (they need an operator), then those whose
- * parked tasks have waited longest, then the most READY.
- */
-export function stuckFirst(a: GroupStats, b: GroupStats): number {
-  const held = (group: GroupStats) => (group.heldBy === undefined ? 0 : 1);
-  const age = (group: GroupStats) => group.oldestWaitingAgeMs ?? -1;
-  return (
-    held(b) - held(a) || age(b) - age(a) || b.ready - a.ready || b.leased - a.leased || a.group.localeCompare(b.group)
-  );
-}
-
 async function topGroups(queue: Queue, limit: number, filter = "") {
   const all: GroupStats[] = [];
   let cursor: string | undefined = "0";

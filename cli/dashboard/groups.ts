@@ -7,6 +7,7 @@
 import { html } from "hono/html";
 import { duration } from "../../shared/text.js";
 import type { GroupStats } from "../../shared/types.js";
+import { stuckFirst } from "../group-order.js";
 import { counted } from "../output.js";
 import { clock } from "./live.js";
 import { layout, type PageContext } from "./pages.js";
@@ -24,19 +25,8 @@ export const GROUPS_SHOWN_MAX = 500;
 /** Longest name filter read (a group is at most 128 characters). */
 const FILTER_MAX = 128;
 
-/** A group as the page shows it; `oldestWaitingAgeMs` once the library reports it. */
-export type GroupRow = GroupStats & { oldestWaitingAgeMs?: number };
-
-/**
- * The page's order, the stuck first: the most parked (waiting behind their group's concurrency,
- * rate or order), then the most waiting, then by type and name. When GroupStats carries
- * oldestWaitingAgeMs it becomes the first key here, the longest waiting first.
- */
-export function stuckFirst(a: GroupRow, b: GroupRow): number {
-  return b.parked - a.parked || b.ready - a.ready || byText(a.type, b.type) || byText(a.group, b.group);
-}
-
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+/** A group as the page shows it. */
+export type GroupRow = GroupStats;
 
 export interface GroupsView {
   /** The groups shown: those read that match the filter, the stuck first, at most GROUPS_SHOWN_MAX. */
@@ -99,7 +89,7 @@ export async function readGroups(
 
 export function groupsPage(ctx: PageContext, view: GroupsView, now: number) {
   const { groups } = view;
-  // The column shows once the library reports the age (GroupStats.oldestWaitingAgeMs).
+  // The column shows when a group has parked tasks (their age: GroupStats.oldestWaitingAgeMs).
   const withAge = groups.some((group) => group.oldestWaitingAgeMs !== undefined);
   const tasksOf = (state: "ready" | "leased", group: GroupRow) =>
     `${ctx.base}/tasks/${state}?${new URLSearchParams({ type: group.type, group: group.group })}`;
@@ -114,7 +104,7 @@ export function groupsPage(ctx: PageContext, view: GroupsView, now: number) {
           ? ""
           : html`<a class="warn" href="${ctx.base}/task/${encodeURIComponent(group.heldBy)}">${group.heldBy}</a>`
       }</td>
-      ${withAge ? html`<td class="num" data-field="oldestWaiting">${group.ready > 0 && group.oldestWaitingAgeMs !== undefined ? duration(group.oldestWaitingAgeMs) : ""}</td>` : ""}
+      ${withAge ? html`<td class="num" data-field="oldestWaiting">${group.oldestWaitingAgeMs !== undefined ? duration(group.oldestWaitingAgeMs) : ""}</td>` : ""}
     </tr>`;
   const readOn =
     view.next === undefined
