@@ -8,6 +8,7 @@ import {
   type GroupStats,
   type ListedTask,
   type QueueStats,
+  type TaskAttempt,
   type TaskInfo,
   type TaskState,
   TIME_OF_STATE,
@@ -70,7 +71,19 @@ function formatTask(task: TaskInfo): string {
   }
   if (task.lastError) lines.push([task.state === "corrupt" ? "why" : "last error", task.lastError]);
   lines.push(["payload", task.payload === "" ? "(dropped when done)" : task.payload]);
-  return lines.map(([label, value]) => `${`${label}:`.padEnd(13)}${value}`).join("\n");
+  const text = lines.map(([label, value]) => `${`${label}:`.padEnd(13)}${value}`);
+  if (task.history.length > 0) text.push("history:", ...task.history.map(attemptLine));
+  return text.join("\n");
+}
+
+/** One attempt as `inspect` shows it: number, start, wait, run time, outcome and error. */
+function attemptLine(attempt: TaskAttempt): string {
+  const started =
+    attempt.startedAtMs === undefined ? "start not recorded" : new Date(attempt.startedAtMs).toISOString();
+  const waited = attempt.waitedMs === undefined ? "" : `  waited ${duration(attempt.waitedMs)}`;
+  const ran = attempt.runMs === undefined ? "" : `  ran ${duration(attempt.runMs)}`;
+  const error = attempt.error === "" ? "" : `  ${JSON.stringify(attempt.error)}`;
+  return `  #${attempt.attempt}  ${started}${waited}${ran}  ${attempt.outcome}${error}`;
 }
 
 /** Registers `stats`, `inspect` and `list`: read-only commands. */

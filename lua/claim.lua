@@ -56,8 +56,9 @@
 -- Uses: lanes_flush, lanes_load, lanes_unpark, lanes_verify, lease_lengths, leased_count, load
 -- Uses: mark_active, name_arg, need_wake, new_state, new_writes, next_due_of, parse_body
 -- Uses: parse_state, paused_types_of, plus, policy_of, promote_due, put, put_state, quarantine
--- Uses: rate_count, rate_open, read_config, read_many, read_record, repeated_wake, slot_count
--- Uses: slot_ids, state_line, token_of, type_park, type_scope, wake_answered, write_many
+-- Uses: rate_count, rate_open, read_config, read_many, read_record, repeated_wake, run_of
+-- Uses: slot_count, slot_ids, state_line, token_of, type_park, type_scope, wake_answered
+-- Uses: write_many
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
@@ -293,7 +294,7 @@ end
 -- 2, ...), so the lists stay arrays; `lane` is false for an ungrouped task. Returns the lanes of the
 -- page (the other tasks of groups too), to load with one HMGET, then those lists.
 local function fresh_of(heads, values)
-  local names, f_type, f_lane, f_rank, f_out, f_state = {}, {}, {}, {}, {}, {}
+  local names, f_type, f_lane, f_rank, f_out, f_state, f_since = {}, {}, {}, {}, {}, {}, {}
   for i = 1, #heads, 2 do
     local value, body, at = values[i], values[i + 1], (i + 1) / 2
     if not value then
@@ -303,13 +304,14 @@ local function fresh_of(heads, values)
       if task_type and (#enqueued < DIGITS_ENQUEUED or tonumber(enqueued) <= TIME_MAX_MS) and #rank <= DIGITS_RANK and
         string.find(rank, '^%d+$') then
         local lane = group ~= '' and lane_of(task_type, group)
-        f_type[at], f_lane[at], f_rank[at], f_out[at] = task_type, lane, rank, false
+        f_type[at], f_lane[at], f_rank[at], f_out[at], f_since[at] = task_type, lane, rank, false, enqueued
         if lane then names[#names + 1] = lane end
       end
     else
-      local flags, grank, lane, task_type = string.match(value, FRESH_GROUPED_PATTERN)
-      if flags and body and string.byte(body, 1) == BODY_FORMAT_BYTE and #grank <= DIGITS_RANK then
+      local since, flags, grank, lane, task_type = string.match(value, FRESH_GROUPED_PATTERN)
+      if flags and body and string.byte(body, 1) == BODY_FORMAT_BYTE and #grank <= DIGITS_RANK and #since <= DIGITS_AT then
         f_type[at], f_lane[at], f_rank[at], f_out[at], f_state[at] = task_type, lane, grank, flags == 'u', true
+        f_since[at] = since
       else
         local other_type, group = string.match(value, LANE_OF_STATE_PATTERN)
         lane = other_type and lane_of(other_type, group)
@@ -317,7 +319,7 @@ local function fresh_of(heads, values)
       if lane then names[#names + 1] = lane end
     end
   end
-  return names, f_type, f_lane, f_rank, f_out, f_state
+  return names, f_type, f_lane, f_rank, f_out, f_state, f_since
 end
 
 -- The state a fresh task gets when it is parked: the one enqueue gave it, else READY since its
@@ -335,12 +337,14 @@ local function take_page(s, heads, values)
   local config, choice, count = s.config, s.choice, s.count
   local states, result, leased, popped = s.states, s.result, s.leased, s.popped
   local gen_text, claim_id, taken = s.gen_text, s.claim_id, s.taken
+  local now, now_text = s.now, s.now_text
 
   -- Leases a READY task never claimed (no state, or the state enqueue gave a task of a group)
   -- inline, without a table: its state text, its lease, its place in the result.
-  local function lease_fresh(id, body, rank, type_group, flags, chosen, task_type)
+  local function lease_fresh(id, body, rank, type_group, flags, chosen, task_type, since)
     states[#states + 1] = id .. ':s'
-    states[#states + 1] = state_line('L', '1', gen_text, chosen.max, chosen.deadline, flags, rank, type_group, claim_id, '')
+    states[#states + 1] = state_line('L', '1', gen_text, chosen.max, chosen.deadline, flags, rank, type_group, claim_id,
+      run_of(now, now_text, since), '')
     leased[#leased + 1] = chosen.deadline
     leased[#leased + 1] = id
     popped[#popped + 1] = id
@@ -352,6 +356,7 @@ local function take_page(s, heads, values)
   end
   -- Leases a task read through its record (claimed before, let out of a lane...).
   local function lease_read(id, task, state, chosen, flags, solo)
+    state.run = run_of(now, now_text, state.at) -- READY since its `at`, before the lease's deadline takes it
     state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), gen_text
     state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, solo and flags .. 'a' or flags, claim_id
     put_state(s.writes, id, state)
@@ -371,7 +376,7 @@ local function take_page(s, heads, values)
     if at and (at + 2 <= #heads or s.page_full) then s.more = true end
   end
 
-  local names, f_type, f_lane, f_rank, f_out, f_state = fresh_of(heads, values)
+  local names, f_type, f_lane, f_rank, f_out, f_state, f_since = fresh_of(heads, values)
   lanes_load(names)
   for holder, text in pairs(lanes_verify(names)) do s.holding[holder] = text end
   for i = 1, #heads, 2 do
@@ -395,11 +400,12 @@ local function take_page(s, heads, values)
           popped[#popped + 1] = id
           s.unpark[#s.unpark + 1] = lane -- it may be let out at once if its lane has room
         else
-          lease_fresh(id, body, f_rank[at], lane, take_lane(s, lane, record, rules, out, id), chosen, task_type)
+          lease_fresh(id, body, f_rank[at], lane, take_lane(s, lane, record, rules, out, id), chosen, task_type,
+            f_since[at])
           if taken == count then return stop(i) end
         end
       else
-        lease_fresh(id, body, f_rank[at], lane_of(task_type, ''), '', chosen, task_type)
+        lease_fresh(id, body, f_rank[at], lane_of(task_type, ''), '', chosen, task_type, f_since[at])
         if taken == count then return stop(i) end
       end
     else

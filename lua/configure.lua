@@ -14,7 +14,8 @@
 -- ARGV[1] revision   the declaration's digest (the library computes it from the settings below)
 -- ARGV[2] now        ms since epoch (when a type is retired, and when its fields go)
 -- ARGV[3..] field, value pairs: ordered (0/1), skewMs, doneRetentionMs, failedRetentionMs,
---           maxPayloadBytes, maxErrorBytes, maxStalls (a task is FAILED at its n-th stall), callerClock (1:
+--           maxPayloadBytes, maxErrorBytes, maxStalls (a task is FAILED at its n-th stall), historyAttempts
+--           (the ended attempts a task's history keeps), callerClock (1:
 --           decisions on the callers' clocks as given, docs/design.md), strictTypes (1: enqueue refuses a type without a
 --           policy p:<type>), d ("<leaseMs>,<maxAttempts>", the default policy) and
 --           p:<type> ("<leaseMs>,<maxAttempts>") per type it runs, a:<type> ("1") per type it
@@ -40,6 +41,7 @@ local SETTINGS = {
   ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
   failedRetentionMs = { 0, RETENTION_MAX_MS }, maxPayloadBytes = { 1, PAYLOAD_MAX_BYTES },
   maxErrorBytes = { 0, ERROR_MAX_BYTES }, strictTypes = { 0, 1 }, maxStalls = { 1, STALLS_MAX },
+  historyAttempts = { 0, HISTORY_ATTEMPTS_MAX },
   callerClock = { 0, 1 },
 }
 

@@ -25,9 +25,10 @@
 --   another storage format; nothing is written then: every argument is checked, and the config
 --   and the states read, before the first write.
 -- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fail_in_lane, fenced_presence
--- Uses: fmt, group_policy, guard, hold_line, id_arg, is_id, lane_of, lanes_flush, lanes_release
--- Uses: make_ready, new_writes, note_due, put_state, read_config_fields, read_many, read_record
--- Uses: settle_args, settle_item, state_line, time_arg, token_matches, zadd
+-- Uses: fmt, group_policy, guard, history_add, history_fields, hold_line, id_arg, is_id, lane_of
+-- Uses: lanes_flush, lanes_release, make_ready, new_writes, note_due, put, put_state
+-- Uses: read_config_fields, read_many, read_record, settle_args, settle_item, state_line, time_arg
+-- Uses: token_matches, zadd
 
 return guard('settle', function()
   local now, now_text = settle_args()
@@ -52,13 +53,24 @@ return guard('settle', function()
     at = next_at
   end
   if #ids == 0 then bad('expected at least one item') end
-  local config = all_acks and {} or read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue', 'fair' })
+  local config = all_acks and {} or
+    read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue', 'fair', 'historyAttempts' })
   local max_error = config_int(config, 'maxErrorBytes', DEFAULT_MAX_ERROR_BYTES)
   local ordered = config.ordered == '1'
 
   local fields = {}
   for i, id in ipairs(ids) do fields[i] = id .. ':s' end
   local values = read_many('HMGET', K.task, fields)
+  -- The histories of the tasks a retry or a fail ends an attempt of (one HMGET, none for acks).
+  local histories, keep = {}, config_int(config, 'historyAttempts', DEFAULT_HISTORY_ATTEMPTS)
+  if not all_acks and keep > 0 then
+    local named = {}
+    for i, id in ipairs(ids) do
+      if outcomes[i] ~= 'ack' then named[#named + 1] = id end
+    end
+    local found = read_many('HMGET', K.task, history_fields(named))
+    for j, id in ipairs(named) do histories[id] = found[j] or '' end
+  end
   local result, writes, hold, hold_id, earliest = {}, new_writes(), nil, nil, nil
   local released = {} -- the slots given back: { lane, id } (lanes_release, after the loop)
   local tasks = {} -- by id, once an item of this call met it: a second item on it sees the first's change
@@ -68,14 +80,14 @@ return guard('settle', function()
   for i, id in ipairs(ids) do
     local token, outcome = tokens[i], outcomes[i]
     -- The common item, an ack of a current lease, inline: its state read with one match, no table.
-    local attempts, gen, max, flags, rank, type_group
+    local attempts, gen, max, flags, rank, type_group, run
     if outcome == 'ack' and values[i] and not tasks[id] then
-      attempts, gen, max, flags, rank, type_group = string.match(values[i], ACK_STATE_PATTERN)
+      attempts, gen, max, flags, rank, type_group, run = string.match(values[i], ACK_STATE_PATTERN)
     end
     if attempts and (flags == '' or flags == 'r') and #rank <= DIGITS_RANK and #gen <= DIGITS_GEN and
       #attempts <= DIGITS_ATTEMPTS and #max <= DIGITS_MAX and token == rank .. '.' .. gen then
       states[#states + 1] = fields[i]
-      states[#states + 1] = state_line('D', attempts, gen, max, now_text, '', rank, type_group, '', '')
+      states[#states + 1] = state_line('D', attempts, gen, max, now_text, '', rank, type_group, '', run, '')
       done[#done + 1] = now_text
       done[#done + 1] = id
       finished[#finished + 1] = id
@@ -115,6 +127,11 @@ return guard('settle', function()
         else
           local retry_at, retry_text = time_arg('retryAtMs', retries[i])
           state.error = string.sub(errors[i], 1, max_error)
+          if keep > 0 then
+            local ends = (outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max)) and 'failed' or 'retried'
+            histories[id] = history_add(histories[id], state, now_text, ends, state.error, keep)
+            put(writes, id .. HISTORY, histories[id])
+          end
           if outcome == 'fail' or tonumber(state.attempts) >= tonumber(state.max) then
             state.letter = 'F'
             zadd(writes, K.failed, now_text, id)

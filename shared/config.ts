@@ -37,6 +37,8 @@ export const LIMITS = {
   maxAttemptsMax: 1000,
   /** The most stalls a queue may allow a task (maxStalls). */
   maxStallsMax: 1000,
+  /** The most ended attempts a task's history may keep (historyAttempts). */
+  historyAttemptsMax: 1000,
   retentionMaxMs: 366 * 24 * 3600 * 1000,
   clockSkewMaxMs: 3_600_000,
   /** The payload cap a queue may be configured with. */
@@ -103,6 +105,11 @@ export const DEFAULTS = {
    * FAILED; from its second it runs alone.
    */
   maxStalls: 3,
+  /**
+   * Ended attempts a task's history keeps (the newest): each with its start, wait, end, outcome and
+   * error (maxErrorBytes). An attempt that ends DONE is the state itself.
+   */
+  historyAttempts: 10,
   /** Due scheduled tasks a claim promotes before it takes ready ones. */
   promoteLimit: 1000,
   /** Leases, promotions and trims one reclaim/tick call handles at most. */
@@ -173,6 +180,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   LEASE_MAX_MS: LIMITS.leaseMaxMs,
   ATTEMPTS_MAX: LIMITS.maxAttemptsMax,
   STALLS_MAX: LIMITS.maxStallsMax,
+  HISTORY_ATTEMPTS_MAX: LIMITS.historyAttemptsMax,
   RETENTION_MAX_MS: LIMITS.retentionMaxMs,
   SKEW_MAX_MS: LIMITS.clockSkewMaxMs,
   PAYLOAD_MAX_BYTES: LIMITS.payloadMaxBytes,
@@ -198,6 +206,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   DEFAULT_LEASE_MS: DEFAULTS.leaseMs,
   DEFAULT_MAX_ATTEMPTS: DEFAULTS.maxAttempts,
   DEFAULT_MAX_STALLS: DEFAULTS.maxStalls,
+  DEFAULT_HISTORY_ATTEMPTS: DEFAULTS.historyAttempts,
   DEFAULT_SKEW_MS: DEFAULTS.clockSkewMs,
   DEFAULT_DONE_RETENTION_MS: DEFAULTS.doneRetentionMs,
   DEFAULT_FAILED_RETENTION_MS: DEFAULTS.failedRetentionMs,

@@ -14,6 +14,7 @@ import {
   type ListedTask,
   type QueueHistory,
   STATE_BY_LETTER,
+  type TaskAttempt,
   type TaskFilter,
   type TaskInfo,
   type TaskState,
@@ -54,6 +55,11 @@ export class QueueAdmin {
       enqueuedAtMs: Number(record.enqueuedAtMs),
       stalls: Number(record.stalls),
       holdsGroup: String(record.holding) === "1",
+      history: taskHistory(String(record.history ?? ""), String(record.run ?? ""), state, {
+        attempts: Number(record.attempts),
+        at: Number(record.at),
+        lastError: String(record.lastError),
+      }),
     };
   }
 
@@ -388,4 +394,68 @@ export async function listQueues(store: Store, options: { keyPrefix?: string } =
     cursor = next;
   } while (cursor !== "0");
   return [...names].sort();
+}
+
+/**
+ * A task's attempts from its history field (lib/records.lua history_add: entries of
+ * "<attempt>,<started>,<waited>,<ended>,<outcome>,<bytes>:<error>", oldest first) and its state's run
+ * (the attempt running, or the one that ended DONE). An entry that cannot be read ends the list.
+ */
+export function taskHistory(
+  text: string,
+  run: string,
+  state: TaskState,
+  current: { attempts: number; at: number; lastError: string },
+): TaskAttempt[] {
+  const attempts: TaskAttempt[] = [];
+  const bytes = new TextEncoder().encode(text);
+  const decoder = new TextDecoder();
+  const entry = /^(\d*),(\d*),(\d*),(\d*),([a-z]+),(\d+):/;
+  let at = 0;
+  while (at < bytes.length) {
+    const head = entry.exec(decoder.decode(bytes.subarray(at, at + 120)));
+    if (!head) break;
+    const errorAt = at + head[0].length;
+    const errorEnd = errorAt + Number(head[6]);
+    if (errorEnd > bytes.length) break;
+    attempts.push(
+      attemptOf(
+        Number(head[1]),
+        head[2],
+        head[3],
+        head[4],
+        head[5] as TaskAttempt["outcome"],
+        decoder.decode(bytes.subarray(errorAt, errorEnd)),
+      ),
+    );
+    at = errorEnd;
+  }
+  const [started = "", waited = ""] = run.split(",");
+  if (run !== "" && (state === "leased" || state === "done")) {
+    const ended = state === "done" ? String(current.at) : "";
+    attempts.push(attemptOf(current.attempts, started, waited, ended, state === "done" ? "done" : "running", ""));
+  }
+  return attempts;
+}
+
+function attemptOf(
+  attempt: number,
+  started: string,
+  waited: string,
+  ended: string,
+  outcome: TaskAttempt["outcome"],
+  error: string,
+): TaskAttempt {
+  const number = (text: string) => (text === "" ? undefined : Number(text));
+  const startedAtMs = number(started);
+  const endedAtMs = number(ended);
+  return {
+    attempt,
+    startedAtMs,
+    waitedMs: number(waited),
+    endedAtMs,
+    outcome,
+    error,
+    runMs: startedAtMs !== undefined && endedAtMs !== undefined ? endedAtMs - startedAtMs : undefined,
+  };
 }

@@ -48,6 +48,11 @@ export interface QueueSettings {
    * is FAILED; from its second stall it runs alone. Default 3.
    */
   maxStalls?: number;
+  /**
+   * Ended attempts (retried, failed, expired) a task's history keeps, the newest: `inspect` shows
+   * each with its start, wait, end, outcome and error. 0 keeps none. Default 10.
+   */
+  historyAttempts?: number;
   /** Reclaim only leases expired by more than this. Default 2000. */
   clockSkewMs?: number;
   /**
@@ -85,6 +90,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     | "maxPayloadBytes"
     | "maxErrorBytes"
     | "maxStalls"
+    | "historyAttempts"
     | "clockSkewMs"
     | "doneRetentionMs"
     | "failedRetentionMs";
@@ -135,6 +141,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     maxPayloadBytes: integer("maxPayloadBytes", DEFAULTS.maxPayloadBytes, 1, LIMITS.payloadMaxBytes),
     maxErrorBytes: integer("maxErrorBytes", DEFAULTS.maxErrorBytes, 0, LIMITS.errorMaxBytes),
     maxStalls: integer("maxStalls", DEFAULTS.maxStalls, 1, LIMITS.maxStallsMax),
+    historyAttempts: integer("historyAttempts", DEFAULTS.historyAttempts, 0, LIMITS.historyAttemptsMax),
     clockSkewMs: integer("clockSkewMs", DEFAULTS.clockSkewMs, 0, LIMITS.clockSkewMaxMs),
     doneRetentionMs: integer("doneRetentionMs", DEFAULTS.doneRetentionMs, 0, LIMITS.retentionMaxMs),
     failedRetentionMs: integer("failedRetentionMs", DEFAULTS.failedRetentionMs, 0, LIMITS.retentionMaxMs),
@@ -159,6 +166,9 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
     ...(settings.maxStalls === DEFAULTS.maxStalls
       ? []
       : [["maxStalls", String(settings.maxStalls)] as [string, string]]),
+    ...(settings.historyAttempts === DEFAULTS.historyAttempts
+      ? []
+      : [["historyAttempts", String(settings.historyAttempts)] as [string, string]]),
     ["d", policy(settings.defaultPolicy)],
     ...(settings.strictTypes ? [["strictTypes", "1"] as [string, string]] : []),
     ...(settings.trustCallerClock ? [["callerClock", "1"] as [string, string]] : []),

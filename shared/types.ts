@@ -323,6 +323,29 @@ export interface TaskInfo {
   stalls: number;
   /** A FAILED task its ordered group waits behind (onFailure "hold"): requeue or skip it. */
   holdsGroup: boolean;
+  /**
+   * Its attempts, oldest first: those that ended other than DONE (the newest `historyAttempts` of
+   * them), then the one running (LEASED) or the one that ended DONE.
+   */
+  history: TaskAttempt[];
+}
+
+/** One attempt of a task (`inspect`'s history). */
+export interface TaskAttempt {
+  /** Its number (a lease its holder never confirmed is not charged: the next may have the same). */
+  attempt: number;
+  /** When its claim leased it (ms); undefined when not recorded (a lease of leaseq before 0.2). */
+  startedAtMs: number | undefined;
+  /** How long the task had waited READY for it (ms). */
+  waitedMs: number | undefined;
+  /** When it ended (ms); undefined while it runs. */
+  endedAtMs: number | undefined;
+  /** How it ended: retried (a retry to come), failed (FAILED), expired (its lease ran out), done, or running. */
+  outcome: "retried" | "failed" | "expired" | "done" | "running";
+  /** Its error, cut to maxErrorBytes ("" when none). */
+  error: string;
+  /** endedAtMs - startedAtMs when both are known. */
+  runMs: number | undefined;
 }
 
 export interface ListedTask {

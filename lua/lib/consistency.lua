@@ -118,7 +118,7 @@ local function check_tasks(config, now, cursor, count, problems, repair)
         if flow_over(value, decided) then flows_over[#flows_over + 1] = field end
       end
     elseif first ~= OWN_FIELD_BYTE then -- not the lease counter, the v0 guard
-      local id = string.match(field, '^(.*):[stx]$') or field
+      local id = string.match(field, '^(.*):%l$') or field -- a task's own fields (<id>:s, :x, :t, :h)
       if not seen[id] then
         seen[id] = true
         ids[#ids + 1] = id

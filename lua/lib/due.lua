@@ -91,7 +91,9 @@ local function promote_due(config, now, now_text, limit, open_limit)
         zrem(writes, K.scheduled, id)
       else
         local state = task.state
-        state.letter, state.at = 'R', now_text
+        -- READY since it fell due (its `at`, the due time): what it waited counts from then.
+        state.letter = 'R'
+        if not (tonumber(state.at) and tonumber(state.at) <= now) then state.at = now_text end
         -- A held retry of an ordered group gives back its slot as it goes first in its group.
         local held = state.flags == 'h'
         state.flags = ''

@@ -16,16 +16,24 @@ local function reclaim_expired(config, now, now_text, skew, limit)
   if #expired == 0 then return result end
   local writes = new_writes()
   local tasks = load_to_move(expired, writes, config, now, 'a LEASED task without its state')
-  local stall_fields = {}
-  for i, id in ipairs(expired) do stall_fields[i] = id .. STALLS end
-  local stall_counts = read_many('HMGET', K.task, stall_fields)
+  -- Each task's stalls and history (one HMGET).
+  local keep = tonumber(config_get(config, 'historyAttempts')) or DEFAULT_HISTORY_ATTEMPTS
+  local stall_fields, fields = {}, {}
+  for i, id in ipairs(expired) do
+    stall_fields[i] = id .. STALLS
+    fields[#fields + 1] = stall_fields[i]
+    if keep > 0 then fields[#fields + 1] = id .. HISTORY end
+  end
+  local found = read_many('HMGET', K.task, fields)
+  local step = keep > 0 and 2 or 1
   local max_stalls = tonumber(config_get(config, 'maxStalls')) or DEFAULT_MAX_STALLS
   for i, id in ipairs(expired) do
     local task = tasks[id]
     if not task.problem then
       local state = task.state
+      local ran = { attempts = state.attempts, run = state.run } -- the attempt, as it ran
       local started = string.find(state.flags, 'r', 1, true) ~= nil
-      local stalls = (tonumber(stall_counts[i]) or 0) + 1
+      local stalls = (tonumber(found[step * (i - 1) + 1]) or 0) + 1
       put(writes, stall_fields[i], fmt(stalls))
       if not started then state.attempts = plus(state.attempts, -1) end
       state.gen = plus(state.gen, 1) -- revokes the token: a late settle of this lease is stale
@@ -46,6 +54,11 @@ local function reclaim_expired(config, now, now_text, skew, limit)
       else
         state.flags = stalls >= 2 and 's' or ''
         make_ready(writes, id, state, config, now, true)
+      end
+      -- The attempt its lease ran out on (a run its holder never confirmed is not charged, but ran).
+      if keep > 0 then
+        put(writes, id .. HISTORY, history_add(found[step * i] or '', ran, now_text, 'expired',
+          state.letter == 'F' and state.error or '', keep))
       end
       zrem(writes, K.leased, id)
       result[#result + 1] = id
@@ -80,6 +93,7 @@ local function trim_before(set_key, cutoff, limit, config)
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id .. STALLS
+    fields[#fields + 1] = id .. HISTORY
   end
   write_many('HDEL', K.task, fields)
   write_many('ZREM', set_key, old)

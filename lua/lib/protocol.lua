@@ -3,9 +3,9 @@
 --
 -- The task record: the patterns each script reads a record with, the most digits of its numbers,
 -- and the functions that write a state.
-local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-:@]*)|([%w_%.%-]*)|()'
-local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-:@]*)|[%w_%.%-]*|'
-local FRESH_GROUPED_PATTERN = '^R|0|0|0|%d+|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:@]+)||$'
+local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-:@]*)|([%w_%.%-]*)|([%d,]*)|()'
+local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-:@]*)|[%w_%.%-]*|([%d,]*)|'
+local FRESH_GROUPED_PATTERN = '^R|0|0|0|(%d+)|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:@]+)|||$'
 local BARE_LEASE_PATTERN = '^L|%d+|%d+|%d+|%d+||'
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
 local SLOT_STATE_PATTERN = '^([LSRWF])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
@@ -49,13 +49,13 @@ local BODY_FORMAT_BYTE = 49
 
 -- A state record's text: its fields in their declared order, "|" between them; `lane` is type and
 -- group as one, "<type>|<group>" (as the patterns capture them).
-local function state_line(letter, attempts, gen, max, at, flags, rank, lane, claim, error_text)
-  return letter .. '|' .. attempts .. '|' .. gen .. '|' .. max .. '|' .. at .. '|' .. flags .. '|' .. rank .. '|' .. lane .. '|' .. claim .. '|' .. error_text
+local function state_line(letter, attempts, gen, max, at, flags, rank, lane, claim, run, error_text)
+  return letter .. '|' .. attempts .. '|' .. gen .. '|' .. max .. '|' .. at .. '|' .. flags .. '|' .. rank .. '|' .. lane .. '|' .. claim .. '|' .. run .. '|' .. error_text
 end
 
 -- The text of a state read with parse_state (or made with new_state).
 local function state_text(state)
-  return state_line(state.letter, state.attempts, state.gen, state.max, state.at, state.flags, state.rank, state.type .. '|' .. state.group, state.claim, state.error)
+  return state_line(state.letter, state.attempts, state.gen, state.max, state.at, state.flags, state.rank, state.type .. '|' .. state.group, state.claim, state.run, state.error)
 end
 
 -- A new state, for a task that had none (never claimed): the given fields, the others their initial value.
@@ -71,6 +71,7 @@ local function new_state(letter, at, rank, task_type, group)
     type = task_type,
     group = group,
     claim = '',
+    run = '',
     error = '',
   }
 end

@@ -7,6 +7,13 @@
 -- again (requeue, repair).
 local STALLS = ':t'
 
+-- The field after a task's id that keeps its history (docs/storage.md): the attempts that ended other
+-- than DONE (retried, failed, expired), oldest first, the newest `historyAttempts` of them, each
+-- "<attempt>,<started>,<waited>,<ended>,<outcome>,<bytes>:<error>" (started and waited from the
+-- state's run field, empty when it had none). Removed with the task (trim, delete).
+local HISTORY = ':h'
+local HISTORY_ENTRY_PATTERN = '^%d*,%d*,%d*,%d*,%l+,(%d+):()'
+
 -- The first byte of the task hash's own fields (#lease, #v0): ids never start with it.
 local OWN_FIELD_BYTE = 35 -- "#"
 
@@ -14,7 +21,7 @@ local OWN_FIELD_BYTE = 35 -- "#"
 -- rank are digits: tonumber where arithmetic needs them), or nil and the reason it cannot be read.
 -- Never raises.
 local function parse_state(text)
-  local letter, attempts, gen, max, at, flags, rank, task_type, group, claim, error_at = string.match(text, STATE_PATTERN)
+  local letter, attempts, gen, max, at, flags, rank, task_type, group, claim, run, error_at = string.match(text, STATE_PATTERN)
   if not letter then return nil, 'unreadable state record' end
   -- Digits only, so only their length can put them out of range (the DIGITS_ bounds of the record's
   -- declaration: a rank and a generation stay below 2^53).
@@ -23,8 +30,44 @@ local function parse_state(text)
   end
   return {
     letter = letter, attempts = attempts, gen = gen, max = max, at = at, flags = flags, rank = rank,
-    type = task_type, group = group, claim = claim, error = string.sub(text, error_at),
+    type = task_type, group = group, claim = claim, run = run, error = string.sub(text, error_at),
   }
+end
+
+-- `old` (a task's history, or nil) with the attempt `state` ran added, ended at `ended` as `outcome`
+-- with `error_text`, keeping the newest `keep` attempts; nil when it keeps none. A history that
+-- cannot be read is started again. Never raises.
+local function history_add(old, state, ended, outcome, error_text, keep)
+  if keep <= 0 then return nil end
+  local started, waited = string.match(state.run or '', '^(%d*),?(%d*)$')
+  local entry = state.attempts .. ',' .. (started or '') .. ',' .. (waited or '') .. ',' .. ended .. ',' .. outcome ..
+    ',' .. #error_text .. ':' .. error_text
+  if not old or old == '' then return entry end
+  local starts, at = {}, 1
+  while at <= #old do
+    local bytes, error_at = string.match(old, HISTORY_ENTRY_PATTERN, at)
+    if not bytes then return entry end
+    starts[#starts + 1] = at
+    at = error_at + tonumber(bytes)
+  end
+  if at ~= #old + 1 then return entry end
+  local drop = #starts + 1 - keep
+  if drop <= 0 then return old .. entry end
+  if drop >= #starts then return entry end
+  return string.sub(old, starts[drop + 1]) .. entry
+end
+
+-- The history fields of `ids`.
+local function history_fields(ids)
+  local fields = {}
+  for i, id in ipairs(ids) do fields[i] = id .. HISTORY end
+  return fields
+end
+
+-- An attempt's run field (STATE_FIELDS.run): leased `now`, READY since `since` (digits; unknown: no wait).
+local function run_of(now, now_text, since)
+  local waited = now - (tonumber(since) or now)
+  return now_text .. ',' .. fmt(waited > 0 and waited or 0)
 end
 
 -- A quarantined record's state as it was before it was set aside (the text itself otherwise).

@@ -274,6 +274,8 @@ export const OPERATIONS = {
         "enqueuedAtMs",
         "stalls (leases that ran out while held)",
         'holding (`1`: a FAILED task its ordered group waits behind; or `""`)',
+        'run (the current or last attempt\'s `<started>,<waited>`, `""` before the first)',
+        "history (its attempts that ended other than DONE, `<id>:h`: [storage.md](storage.md))",
       ],
       note: "`[]` for an unknown id",
     },

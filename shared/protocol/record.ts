@@ -70,6 +70,12 @@ export const STATE_FIELDS = {
     initial: "",
     meaning: "the claim id that leased it (L only): a repeated claim returns the same batch",
   },
+  run: {
+    kind: "digit list",
+    initial: "",
+    meaning:
+      'the current (L) or last attempt: "<started>,<waited>", when its claim leased it and how long it had waited READY for it (ms); empty before the first',
+  },
   error: { kind: "remainder", initial: "", meaning: "the last error" },
 } as const satisfies Record<string, Field>;
 
@@ -212,19 +218,27 @@ export const recordPatterns = () => ({
   /** Every field of a state, the error's position last. */
   STATE_PATTERN: recordPattern(STATE_FIELDS, {
     reads: Object.fromEntries(stateFieldNames().map((name) => [name, "take"])),
-    through: "claim",
+    through: "run",
     end: "|()",
   }),
-  /** A LEASED state's attempts, gen, max, flags, rank and "<type>|<group>" (settle's common path). */
+  /** A LEASED state's attempts, gen, max, flags, rank, "<type>|<group>" and run (settle's common path). */
   ACK_STATE_PATTERN: recordPattern(STATE_FIELDS, {
-    reads: { letter: { literal: "L" }, attempts: "take", gen: "take", max: "take", flags: "take", rank: "take" },
-    through: "claim",
+    reads: {
+      letter: { literal: "L" },
+      attempts: "take",
+      gen: "take",
+      max: "take",
+      flags: "take",
+      rank: "take",
+      run: "take",
+    },
+    through: "run",
     end: "|",
     lane: { from: "type", to: "group", read: "take" },
   }),
   /**
-   * The state enqueue gives a task of a group, READY and never claimed (claim's common path): its
-   * flags ("u" when let out of parking), rank, "<type>|<group>" and type.
+   * The state enqueue gives a task of a group, READY and never claimed (claim's common path): since
+   * when it is READY, its flags ("u" when let out of parking), rank, "<type>|<group>" and type.
    */
   FRESH_GROUPED_PATTERN: recordPattern(STATE_FIELDS, {
     reads: {
@@ -232,13 +246,15 @@ export const recordPatterns = () => ({
       attempts: { literal: "0" },
       gen: { literal: "0" },
       max: { literal: "0" },
+      at: "take",
       flags: { lua: "(u?)" },
       rank: "take",
       type: "take filled",
       group: "skip filled",
       claim: { literal: "" },
+      run: { literal: "" },
     },
-    through: "claim",
+    through: "run",
     end: "|$",
     lane: { from: "type", to: "group", read: "take" },
   }),

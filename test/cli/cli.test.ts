@@ -297,6 +297,28 @@ describe("leaseq CLI against real Redis", { timeout: 60_000 }, () => {
     expect(missing.stderr).toBe(`leaseq: inspect: no task with id "nope" in queue "${name}"\n`);
   });
 
+  it("inspect shows each attempt: its start, wait, run time, outcome and error", async () => {
+    const { name, cli } = fresh();
+    const queue = new Queue(store, { name, settings: { policies: { etl: { leaseMs: 60_000, maxAttempts: 3 } } } });
+    await queue.configure();
+    const t0 = Date.UTC(2030, 0, 2, 3, 4, 5);
+    await queue.enqueue([{ id: "imp-1", type: "etl" }], { now: t0 });
+    const [first] = await queue.claim({ count: 1, now: t0 + 1_500 });
+    await queue.settle([{ ...first, outcome: "retry", retryAtMs: t0 + 10_000, error: "row 7: bad date" }], {
+      now: t0 + 4_000,
+    });
+    await queue.claim({ count: 1, now: t0 + 10_000 });
+    const inspect = await cli(["inspect", "imp-1"]);
+    expect(inspect.code).toBe(0);
+    expect(inspect.stdout.trimEnd().split("\n").slice(-3)).toEqual([
+      "history:",
+      '  #1  2030-01-02T03:04:06.500Z  waited 1.5 s  ran 2.5 s  retried  "row 7: bad date"',
+      "  #2  2030-01-02T03:04:15.000Z  waited 0 ms  running",
+    ]);
+    const json = JSON.parse((await cli(["inspect", "imp-1", "--json"])).stdout);
+    expect(json.history[0]).toMatchObject({ attempt: 1, outcome: "retried", waitedMs: 1_500, runMs: 2_500 });
+  });
+
   it("leaseq groups lists a tenant stuck behind a long task first, and stats says its tasks wait parked", async () => {
     const { name, cli } = fresh();
     const queue = new Queue(store, { name, settings: { typeGroups: { etl: { concurrency: 1 } } } });

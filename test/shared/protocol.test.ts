@@ -90,16 +90,19 @@ describe("the protocol declaration", () => {
       group: "g:1",
       payload: `{"a":"x|y"}`,
     });
-    expect(parseRecord(STATE_FIELDS, "L|1|7|3|1800000000500|r|4398046511105|send||c1|failed: a|b")).toMatchObject({
+    expect(
+      parseRecord(STATE_FIELDS, "L|1|7|3|1800000000500|r|4398046511105|send||c1|1800000000000,250|failed: a|b"),
+    ).toMatchObject({
       letter: "L",
       gen: "7",
       flags: "r",
       group: "",
       claim: "c1",
+      run: "1800000000000,250",
       error: "failed: a|b",
     });
-    expect(parseRecord(STATE_FIELDS, "X|1|7|3|1|r|4|send||c1|")).toBeUndefined(); // no such state
-    expect(parseRecord(STATE_FIELDS, "L|1|7|3|1|r|12345678901234567|send||c1|")).toBeUndefined(); // rank too long
+    expect(parseRecord(STATE_FIELDS, "X|1|7|3|1|r|4|send||c1||")).toBeUndefined(); // no such state
+    expect(parseRecord(STATE_FIELDS, "L|1|7|3|1|r|12345678901234567|send||c1||")).toBeUndefined(); // rank too long
     expect(parseRecord(BODY_FIELDS, "R|send|5|0|0|0|1|0|{}", "1|")).toBeUndefined(); // format v0
   });
 
@@ -202,7 +205,7 @@ describe("the declared record is what the scripts write (real Redis)", () => {
     expect(leased).toHaveLength(stateFieldNames().length);
     expect(leased[0]).toBe("L");
     expect(`${leased[6]}.${leased[2]}`).toBe(tasks[0].token);
-    expect(await match(recordPatterns().ACK_STATE_PATTERN, "p1:s")).toHaveLength(6);
+    expect(await match(recordPatterns().ACK_STATE_PATTERN, "p1:s")).toHaveLength(7);
     expect(await match(recordPatterns().SLOT_STATE_PATTERN, "p1:s")).toEqual(["L", "", "t|g"]);
     expect(await match(recordPatterns().LANE_OF_STATE_PATTERN, "p1:s")).toEqual(["t", "g"]);
     await queue.ack(tasks, { now });
