@@ -415,6 +415,7 @@ class Drain {
       now: this.now,
       stopAtMs: Math.min(timeoutAt, invocationEnd),
       stopReason: timeoutAt < invocationEnd ? "timeout" : "budget",
+      maxResultBytes: this.options.queue.settings.maxResultBytes,
     }).then((outcome) => this.ended(held, outcome));
     this.running.set(task.id, run);
     this.scheduleBeat();

@@ -11,7 +11,7 @@ export type TaskToCall = Pick<ClaimedTask, "id" | "type" | "group" | "payload" |
  * the schema rejects throws PermanentError without calling the handler: no retry can fix it.
  * Anything else thrown is the handler's (or the schema's own), passed on as it is.
  */
-export async function callHandler(type: DeclaredTaskType, task: TaskToCall, signal: AbortSignal): Promise<void> {
+export async function callHandler(type: DeclaredTaskType, task: TaskToCall, signal: AbortSignal): Promise<unknown> {
   let payload: unknown = JSON.parse(task.payload);
   if (type.schema) {
     const checked = await checkPayload(type.schema, payload);
@@ -20,7 +20,7 @@ export async function callHandler(type: DeclaredTaskType, task: TaskToCall, sign
     }
     payload = checked.value;
   }
-  await type.handler({
+  return await type.handler({
     id: task.id,
     type: task.type,
     group: task.group,

@@ -29,7 +29,7 @@ export async function runTask(
   task: ClaimedTask,
   type: DeclaredTaskType,
   controller: AbortController,
-  options: { now: () => number; stopAtMs: number; stopReason: "timeout" | "budget" },
+  options: { now: () => number; stopAtMs: number; stopReason: "timeout" | "budget"; maxResultBytes: number },
 ): Promise<RunOutcome> {
   const { now } = options;
   const startedAt = now();
@@ -50,9 +50,10 @@ export async function runTask(
     const handled = callHandler(type, task, controller.signal);
     // Settled late, after the race below: nothing left to report it to.
     handled.catch(() => {});
-    await Promise.race([handled, stopped(controller.signal)]);
+    const value = await Promise.race([handled, stopped(controller.signal)]);
     if (lostLease(controller.signal)) return "lost";
-    return { ...base, outcome: "ack" };
+    if (!type.keepResult || value === undefined) return { ...base, outcome: "ack" };
+    return keptResult(base, task, value, options.maxResultBytes);
   } catch (error) {
     if (lostLease(controller.signal)) return "lost";
     const reason = controller.signal.reason;
@@ -90,4 +91,37 @@ function stopped(signal: AbortSignal): Promise<never> {
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/**
+ * An ack that keeps `value` (a type with keepResult); a FAILED task instead when it cannot be kept
+ * (not JSON, or past the queue's maxResultBytes), with an error naming why: a batch's settle is
+ * never refused for one task's result.
+ */
+function keptResult(
+  base: { id: string; token: string },
+  task: ClaimedTask,
+  value: unknown,
+  maxResultBytes: number,
+): SettleItem {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    return {
+      ...base,
+      outcome: "fail",
+      error: `its result is not JSON (${(error as Error).message}): keepResult keeps JSON values`,
+    };
+  }
+  if (text === undefined) return { ...base, outcome: "ack" };
+  const bytes = Buffer.byteLength(text);
+  if (bytes > maxResultBytes) {
+    return {
+      ...base,
+      outcome: "fail",
+      error: `its result is ${bytes} bytes as JSON; the queue keeps at most ${maxResultBytes} (maxResultBytes) for a ${task.type} task: return a reference (an S3 key) instead`,
+    };
+  }
+  return { ...base, outcome: "ack", result: value };
 }

@@ -42,7 +42,8 @@ export interface Backoff {
  */
 export interface TaskTypeOptions<Payload = unknown, Sent = Payload> {
   // A method, so a handler may narrow its payload type: `handler(task: Task<{ to: string }>)`.
-  handler(task: Task<Payload>): Promise<void> | void;
+  // What it returns is kept with the DONE task when the type has `keepResult`.
+  handler(task: Task<Payload>): unknown;
   /**
    * The payload's schema, optional: any Standard Schema (zod ≥ 3.24, valibot ≥ 1, arktype). The
    * producer refuses a payload it rejects, ingest dead-letters it, and the worker fails such a task
@@ -75,6 +76,12 @@ export interface TaskTypeOptions<Payload = unknown, Sent = Payload> {
   concurrency?: number;
   /** Runs before the task is FAILED, 1-1000. Default 5. */
   maxAttempts?: number;
+  /**
+   * Keep what the handler returns (any JSON value, at most the queue's `maxResultBytes` as JSON)
+   * with the DONE task until it is trimmed: `queue.result(id)`, `queue.waitFor(id)`, `leaseq inspect`.
+   * A result past the cap fails the task with an error naming both sizes. Default false.
+   */
+  keepResult?: boolean;
   /** Delay between retries. Default { baseMs: 1000, maxMs: 300000 }. */
   backoff?: Partial<Backoff>;
   /**
@@ -125,7 +132,9 @@ export interface TaskDefinitions {
 
 /** A task type with every default applied. */
 export interface DeclaredTaskType {
-  handler(task: Task): Promise<void> | void;
+  handler(task: Task): unknown;
+  /** Its handler's result is kept with the DONE task. */
+  keepResult: boolean;
   schema: StandardSchemaV1 | undefined;
   /** The longest one attempt may run: a task starts only while it fits the invocation's time left. */
   timeoutMs: number;
@@ -286,6 +295,9 @@ export function declareTasks(definitions: TaskDefinitions | TaskDeclaration): Ta
       );
     }
     if (typeof options?.handler !== "function") problems.push(`${where}: handler must be a function`);
+    if (options?.keepResult !== undefined && typeof options.keepResult !== "boolean") {
+      problems.push(`${where}: keepResult must be true or false, got ${shown(options.keepResult)}`);
+    }
     if (options?.schema !== undefined && !isStandardSchema(options.schema)) {
       problems.push(
         `${where}: schema must be a Standard Schema (zod >= 3.24, valibot >= 1, arktype: an object with "~standard".validate), got ${shown(options.schema)}`,
@@ -297,6 +309,7 @@ export function declareTasks(definitions: TaskDefinitions | TaskDeclaration): Ta
       ...runTimes(where, options, problems),
       concurrency: options?.concurrency,
       maxAttempts: options?.maxAttempts ?? TASK_DEFAULTS.maxAttempts,
+      keepResult: options?.keepResult === true,
       backoff: {
         baseMs: options?.backoff?.baseMs ?? TASK_DEFAULTS.backoff.baseMs,
         maxMs: options?.backoff?.maxMs ?? Math.max(TASK_DEFAULTS.backoff.maxMs, options?.backoff?.baseMs ?? 0),

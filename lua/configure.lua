@@ -41,7 +41,7 @@ local SETTINGS = {
   ordered = { 0, 1 }, skewMs = { 0, SKEW_MAX_MS }, doneRetentionMs = { 0, RETENTION_MAX_MS },
   failedRetentionMs = { 0, RETENTION_MAX_MS }, maxPayloadBytes = { 1, PAYLOAD_MAX_BYTES },
   maxErrorBytes = { 0, ERROR_MAX_BYTES }, strictTypes = { 0, 1 }, maxStalls = { 1, STALLS_MAX },
-  historyAttempts = { 0, HISTORY_ATTEMPTS_MAX },
+  historyAttempts = { 0, HISTORY_ATTEMPTS_MAX }, maxResultBytes = { 0, RESULT_MAX_BYTES },
   callerClock = { 0, 1 },
 }
 

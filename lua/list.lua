@@ -57,7 +57,7 @@ return guard('list', function()
     result[#result + 1] = page[i + 1]
     result[#result + 1] = (state and state.type) or (info and info.type) or ''
     result[#result + 1] = state and state.attempts or 0
-    result[#result + 1] = reasons[(i + 1) / 2] or (state and state.error) or ''
+    result[#result + 1] = reasons[(i + 1) / 2] or (state and state.letter ~= 'D' and state.error) or '' -- a DONE one's is its result
     result[#result + 1] = (state and state.group) or (info and info.group) or ''
   end
   return result

@@ -3,15 +3,18 @@
 -- KEYS the queue's keys (see lib/arguments.lua): task, config, ready, scheduled, leased, done, failed,
 --   corrupt are used
 -- ARGV[1] now             ms since epoch
--- ARGV[2..] per item: id, token, outcome, then for "retry" and "fail" two more:
+-- ARGV[2..] per item: id, token, outcome, then for "retry", "fail" and "done" two more:
 --            id, token, "ack"
 --            id, token, "retry", retryAtMs (when to run again; <= now means ready now), error text
 --            id, token, "fail", 0, error text
+--            id, token, "done", 0, result (an ack that keeps the handler's result, JSON text, at
+--              most the queue's maxResultBytes, in the DONE state until it is trimmed)
 --          (an ack, the common item, costs three arguments instead of five)
 -- Reads config (only when an item is not an ack: a batch of acks alone reads no config, not even
 --   the format version; its tokens came from a claim, which checked it): maxErrorBytes (error text
 --   is cut to it), ordered (a retry goes back to READY at once, rank kept, and holds the whole queue
---   until its retry time: config hold "<retryAtMs>|<id>", which ends with that task), nextDue, fair.
+--   until its retry time: config hold "<retryAtMs>|<id>", which ends with that task), nextDue, fair,
+--   historyAttempts (lib/records.lua history_add), maxResultBytes (a longer result is refused).
 -- Returns: per item, 2 each: status, state after the call
 --   status 0 ok             state D done, S scheduled or R ready (retry), F failed (fail, or
 --                            retry with no attempts left); also for a retry or fail repeated with
@@ -42,10 +45,12 @@ return guard('settle', function()
     if outcome == nil then bad('item ' .. i .. ' needs id, token and outcome') end
     ids[i], tokens[i], outcomes[i] = id, token, outcome
     if outcome ~= 'ack' then
-      if outcome ~= 'retry' and outcome ~= 'fail' then
-        bad('item ' .. i .. ' outcome must be "ack", "retry" or "fail", got "' .. string.sub(outcome, 1, 20) .. '"')
+      if outcome ~= 'retry' and outcome ~= 'fail' and outcome ~= 'done' then
+        bad('item ' .. i .. ' outcome must be "ack", "done", "retry" or "fail", got "' .. string.sub(outcome, 1, 20) .. '"')
       end
-      if error_text == nil then bad('item ' .. i .. ' (' .. outcome .. ') needs retryAtMs and error text') end
+      if error_text == nil then
+        bad('item ' .. i .. ' (' .. outcome .. ') needs ' .. (outcome == 'done' and '0 and its result' or 'retryAtMs and error text'))
+      end
       if not as_time(retry_at) then time_arg('item ' .. i .. ' retryAtMs', retry_at) end
       retries[i], errors[i] = retry_at, error_text
       all_acks = false
@@ -54,9 +59,16 @@ return guard('settle', function()
   end
   if #ids == 0 then bad('expected at least one item') end
   local config = all_acks and {} or
-    read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue', 'fair', 'historyAttempts' })
+    read_config_fields({ 'maxErrorBytes', 'ordered', 'nextDue', 'fair', 'historyAttempts', 'maxResultBytes' })
   local max_error = config_int(config, 'maxErrorBytes', DEFAULT_MAX_ERROR_BYTES)
   local ordered = config.ordered == '1'
+  local max_result = config_int(config, 'maxResultBytes', DEFAULT_MAX_RESULT_BYTES)
+  for i = 1, #ids do
+    if outcomes[i] == 'done' and #errors[i] > max_result then
+      bad('item ' .. i .. ' (id ' .. ids[i] .. ') result is ' .. #errors[i] .. ' bytes; the queue keeps at most ' ..
+        max_result .. ' (maxResultBytes)')
+    end
+  end
 
   local fields = {}
   for i, id in ipairs(ids) do fields[i] = id .. ':s' end
@@ -66,7 +78,7 @@ return guard('settle', function()
   if not all_acks and keep > 0 then
     local named = {}
     for i, id in ipairs(ids) do
-      if outcomes[i] ~= 'ack' then named[#named + 1] = id end
+      if outcomes[i] == 'retry' or outcomes[i] == 'fail' then named[#named + 1] = id end
     end
     local found = read_many('HMGET', K.task, history_fields(named))
     for j, id in ipairs(named) do histories[id] = found[j] or '' end
@@ -81,13 +93,15 @@ return guard('settle', function()
     local token, outcome = tokens[i], outcomes[i]
     -- The common item, an ack of a current lease, inline: its state read with one match, no table.
     local attempts, gen, max, flags, rank, type_group, run
-    if outcome == 'ack' and values[i] and not tasks[id] then
+    local acked = outcome == 'ack' or outcome == 'done'
+    if acked and values[i] and not tasks[id] then
       attempts, gen, max, flags, rank, type_group, run = string.match(values[i], ACK_STATE_PATTERN)
     end
     if attempts and (flags == '' or flags == 'r') and #rank <= DIGITS_RANK and #gen <= DIGITS_GEN and
       #attempts <= DIGITS_ATTEMPTS and #max <= DIGITS_MAX and token == rank .. '.' .. gen then
       states[#states + 1] = fields[i]
-      states[#states + 1] = state_line('D', attempts, gen, max, now_text, '', rank, type_group, '', run, '')
+      states[#states + 1] = state_line('D', attempts, gen, max, now_text, '', rank, type_group, '', run,
+        outcome == 'done' and errors[i] or '')
       done[#done + 1] = now_text
       done[#done + 1] = id
       finished[#finished + 1] = id
@@ -107,7 +121,7 @@ return guard('settle', function()
       local status = fenced_presence(writes, id, task, config, now)
       if status then
         -- nothing more: a record that cannot be read was set aside
-      elseif outcome ~= 'ack' and replayed[outcome][state.letter] and token_matches(state, token) then
+      elseif not acked and replayed[outcome][state.letter] and token_matches(state, token) then
         -- The same retry or fail ran already (a retry after a lost reply), and no claim came since:
         -- answer what it did. An ack is never answered this way: a DONE task says already_done.
         status = 0
@@ -118,8 +132,8 @@ return guard('settle', function()
         finished[#finished + 1] = id
         state.at, state.claim, state.flags = now_text, '', ''
         local lane = state.group ~= '' and lane_of(state.type, state.group)
-        if outcome == 'ack' then
-          state.letter, state.error = 'D', ''
+        if acked then
+          state.letter, state.error = 'D', outcome == 'done' and errors[i] or ''
           done[#done + 1] = now_text
           done[#done + 1] = id
           drop_field(writes, id)

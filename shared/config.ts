@@ -44,6 +44,8 @@ export const LIMITS = {
   /** The payload cap a queue may be configured with. */
   payloadMaxBytes: 64 * 1024 * 1024,
   errorMaxBytes: 65_536,
+  /** The result cap a queue may be configured with (maxResultBytes). */
+  resultMaxBytes: 1024 * 1024,
   /** Most tasks one reclaim, promote, trim or tick step moves. */
   maintenanceMax: 10_000,
   /** Ready tasks a claim reads at most when it has to choose (time left, paused types). */
@@ -98,6 +100,8 @@ export const WAKE = {
 export const DEFAULTS = {
   maxPayloadBytes: 256 * 1024,
   maxErrorBytes: 2048,
+  /** A handler's result a type keeps (keepResult) is refused past this (JSON bytes). */
+  maxResultBytes: 16 * 1024,
   leaseMs: 60_000,
   maxAttempts: 5,
   /**
@@ -181,6 +185,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   ATTEMPTS_MAX: LIMITS.maxAttemptsMax,
   STALLS_MAX: LIMITS.maxStallsMax,
   HISTORY_ATTEMPTS_MAX: LIMITS.historyAttemptsMax,
+  RESULT_MAX_BYTES: LIMITS.resultMaxBytes,
   RETENTION_MAX_MS: LIMITS.retentionMaxMs,
   SKEW_MAX_MS: LIMITS.clockSkewMaxMs,
   PAYLOAD_MAX_BYTES: LIMITS.payloadMaxBytes,
@@ -203,6 +208,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   RATE_INTERVAL_MAX_MS: LIMITS.rateIntervalMaxMs,
   DEFAULT_MAX_PAYLOAD_BYTES: DEFAULTS.maxPayloadBytes,
   DEFAULT_MAX_ERROR_BYTES: DEFAULTS.maxErrorBytes,
+  DEFAULT_MAX_RESULT_BYTES: DEFAULTS.maxResultBytes,
   DEFAULT_LEASE_MS: DEFAULTS.leaseMs,
   DEFAULT_MAX_ATTEMPTS: DEFAULTS.maxAttempts,
   DEFAULT_MAX_STALLS: DEFAULTS.maxStalls,

@@ -55,6 +55,7 @@ export class QueueAdmin {
       enqueuedAtMs: Number(record.enqueuedAtMs),
       stalls: Number(record.stalls),
       holdsGroup: String(record.holding) === "1",
+      result: resultOf(String(record.result ?? "")),
       history: taskHistory(String(record.history ?? ""), String(record.run ?? ""), state, {
         attempts: Number(record.attempts),
         at: Number(record.at),
@@ -458,4 +459,14 @@ function attemptOf(
     error,
     runMs: startedAtMs !== undefined && endedAtMs !== undefined ? endedAtMs - startedAtMs : undefined,
   };
+}
+
+/** A kept result as stored (JSON text; "" for none): parsed, or the text itself when it is not JSON. */
+function resultOf(text: string): unknown {
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }

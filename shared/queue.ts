@@ -22,6 +22,7 @@ import {
   type SettleResult,
   STATE_BY_LETTER,
   type TaskInput,
+  type TaskStanding,
   type TickResult,
   type WakeTo,
 } from "./types.js";
@@ -186,7 +187,16 @@ export class Queue {
       if (typeof item.token !== "string")
         throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
       const { token } = item;
-      if (item.outcome === "ack") return itemArgs("settle", { id, token, outcome: "ack" });
+      if (item.outcome === "ack") {
+        if (item.result === undefined) return itemArgs("settle", { id, token, outcome: "ack" });
+        return itemArgs("settle", {
+          id,
+          token,
+          outcome: "done",
+          retryAtMs: "0",
+          error: resultText(`${label} (id ${id})`, item.result, this.settings.maxResultBytes),
+        });
+      }
       if (item.outcome === "retry") {
         const retryAt = checkInteger(`${label} (id ${id})`, "retryAtMs", item.retryAtMs, 0, LIMITS.timeMaxMs);
         return itemArgs("settle", {
@@ -451,6 +461,55 @@ export class Queue {
     };
   }
 
+  /**
+   * Where task `id` stands: its state, and once DONE the result its ack kept (a type with
+   * `keepResult`), once FAILED its last error; undefined when the id is unknown (never enqueued, or
+   * trimmed after its retention). One read-only call.
+   */
+  async result<Result = unknown>(id: string): Promise<TaskStanding<Result> | undefined> {
+    const task = await this.admin.inspect(id);
+    if (!task) return undefined;
+    return {
+      id,
+      state: task.state,
+      finished: task.state === "done" || task.state === "failed",
+      result: task.result as Result | undefined,
+      error: task.state === "failed" ? task.lastError : undefined,
+      finishedAt: task.finishedAt,
+    };
+  }
+
+  /**
+   * Waits until task `id` is DONE or FAILED, or `timeoutMs` passes (then `finished` is false), and
+   * says where it stands (`result`). It reads the task's record with a bounded backoff — after 50 ms,
+   * then doubling to at most 1 s between reads — so a wait of a minute costs about 65 read-only
+   * calls, however many tasks run. An unknown id resolves undefined at once; `signal` ends the wait
+   * early with where it stands.
+   */
+  async waitFor<Result = unknown>(
+    id: string,
+    options: { timeoutMs: number; signal?: AbortSignal },
+  ): Promise<TaskStanding<Result> | undefined> {
+    const timeoutMs = checkInteger("waitFor", "timeoutMs", options.timeoutMs, 0, LIMITS.timeMaxMs);
+    const deadline = performance.now() + timeoutMs;
+    let pause = WAIT_FIRST_MS;
+    for (;;) {
+      const outcome = await this.result<Result>(id);
+      const left = deadline - performance.now();
+      if (!outcome || outcome.finished || left <= 0 || options.signal?.aborted) return outcome;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.min(pause, left));
+        function done() {
+          clearTimeout(timer);
+          options.signal?.removeEventListener("abort", done);
+          resolve();
+        }
+        options.signal?.addEventListener("abort", done, { once: true });
+      });
+      pause = Math.min(pause * 2, WAIT_MAX_MS);
+    }
+  }
+
   /** Counts per state and the ages operators alarm on. Read-only. */
   async stats(options: { now: number }): Promise<QueueStats> {
     const now = checkNow("stats", options.now);
@@ -519,6 +578,30 @@ function checkToken(label: string, token: unknown): string {
     throw new InvalidInputError(`${label}: token must be the string a claim returned, got ${shown(token)}`);
   }
   return token;
+}
+
+/** waitFor's first pause between reads of a task's record, then doubled up to WAIT_MAX_MS. */
+const WAIT_FIRST_MS = 50;
+const WAIT_MAX_MS = 1_000;
+
+/** A result an ack keeps: its JSON text, refused when it is not JSON or longer than `maxResultBytes`. */
+function resultText(where: string, result: unknown, maxResultBytes: number): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(result);
+  } catch (error) {
+    throw new InvalidInputError(
+      `${where}: result must be a JSON value, got one JSON.stringify refused (${(error as Error).message})`,
+    );
+  }
+  if (text === undefined) throw new InvalidInputError(`${where}: result must be a JSON value, got ${typeof result}`);
+  const bytes = Buffer.byteLength(text);
+  if (bytes > maxResultBytes) {
+    throw new InvalidInputError(
+      `${where}: result is ${bytes} bytes as JSON; the queue keeps at most ${maxResultBytes} (maxResultBytes): keep a reference (an S3 key) instead`,
+    );
+  }
+  return text;
 }
 
 /** The error a settle records: its text, cut to `maxErrorBytes`. */

@@ -44,6 +44,12 @@ export interface QueueSettings {
   /** Default 2048. */
   maxErrorBytes?: number;
   /**
+   * The longest result (JSON bytes) an ack may keep with a DONE task (`settle` with `result`; the
+   * worker's types with `keepResult`): a longer one is refused with an error naming both. Default
+   * 16384, at most 1 MiB.
+   */
+  maxResultBytes?: number;
+  /**
    * A task whose lease runs out while held (its worker crashed or stopped: a stall) this many times
    * is FAILED; from its second stall it runs alone. Default 3.
    */
@@ -89,6 +95,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
   type IntegerSetting =
     | "maxPayloadBytes"
     | "maxErrorBytes"
+    | "maxResultBytes"
     | "maxStalls"
     | "historyAttempts"
     | "clockSkewMs"
@@ -140,6 +147,7 @@ export function resolveSettings(where: string, settings: QueueSettings = {}): Re
     defaultPolicy: checkPolicy(`${where} defaultPolicy`, settings.defaultPolicy ?? DEFAULTS),
     maxPayloadBytes: integer("maxPayloadBytes", DEFAULTS.maxPayloadBytes, 1, LIMITS.payloadMaxBytes),
     maxErrorBytes: integer("maxErrorBytes", DEFAULTS.maxErrorBytes, 0, LIMITS.errorMaxBytes),
+    maxResultBytes: integer("maxResultBytes", DEFAULTS.maxResultBytes, 0, LIMITS.resultMaxBytes),
     maxStalls: integer("maxStalls", DEFAULTS.maxStalls, 1, LIMITS.maxStallsMax),
     historyAttempts: integer("historyAttempts", DEFAULTS.historyAttempts, 0, LIMITS.historyAttemptsMax),
     clockSkewMs: integer("clockSkewMs", DEFAULTS.clockSkewMs, 0, LIMITS.clockSkewMaxMs),
@@ -166,6 +174,9 @@ export function configFields(settings: ResolvedSettings): { revision: string; fi
     ...(settings.maxStalls === DEFAULTS.maxStalls
       ? []
       : [["maxStalls", String(settings.maxStalls)] as [string, string]]),
+    ...(settings.maxResultBytes === DEFAULTS.maxResultBytes
+      ? []
+      : [["maxResultBytes", String(settings.maxResultBytes)] as [string, string]]),
     ...(settings.historyAttempts === DEFAULTS.historyAttempts
       ? []
       : [["historyAttempts", String(settings.historyAttempts)] as [string, string]]),

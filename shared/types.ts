@@ -177,7 +177,16 @@ export interface ClaimOutcome {
 }
 
 export type SettleItem =
-  | { id: string; token: string; outcome: "ack" }
+  | {
+      id: string;
+      token: string;
+      outcome: "ack";
+      /**
+       * The handler's result, kept with the DONE task until it is trimmed (`queue.result`,
+       * `waitFor`): any JSON value, at most the queue's `maxResultBytes` as JSON. Omitted: none.
+       */
+      result?: unknown;
+    }
   | { id: string; token: string; outcome: "retry"; retryAtMs: number; error: string }
   | { id: string; token: string; outcome: "fail"; error: string };
 
@@ -323,11 +332,27 @@ export interface TaskInfo {
   stalls: number;
   /** A FAILED task its ordered group waits behind (onFailure "hold"): requeue or skip it. */
   holdsGroup: boolean;
+  /** DONE: the result its ack kept (parsed JSON), undefined when none. */
+  result?: unknown;
   /**
    * Its attempts, oldest first: those that ended other than DONE (the newest `historyAttempts` of
    * them), then the one running (LEASED) or the one that ended DONE.
    */
   history: TaskAttempt[];
+}
+
+/** Where a task stands (`queue.result`, `queue.waitFor`). */
+export interface TaskStanding<Result = unknown> {
+  id: string;
+  state: TaskState;
+  /** DONE or FAILED. */
+  finished: boolean;
+  /** DONE: the result its ack kept (a type with `keepResult`), undefined when none. */
+  result: Result | undefined;
+  /** FAILED: its last error. */
+  error: string | undefined;
+  /** DONE or FAILED: when (ms). */
+  finishedAt: number | undefined;
 }
 
 /** One attempt of a task (`inspect`'s history). */

@@ -276,6 +276,7 @@ export const OPERATIONS = {
         'holding (`1`: a FAILED task its ordered group waits behind; or `""`)',
         'run (the current or last attempt\'s `<started>,<waited>`, `""` before the first)',
         "history (its attempts that ended other than DONE, `<id>:h`: [storage.md](storage.md))",
+        'result (DONE: the result its ack kept, JSON text; else `""`)',
       ],
       note: "`[]` for an unknown id",
     },

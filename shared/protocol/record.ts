@@ -76,7 +76,11 @@ export const STATE_FIELDS = {
     meaning:
       'the current (L) or last attempt: "<started>,<waited>", when its claim leased it and how long it had waited READY for it (ms); empty before the first',
   },
-  error: { kind: "remainder", initial: "", meaning: "the last error" },
+  error: {
+    kind: "remainder",
+    initial: "",
+    meaning: "the last error; in a DONE state, the handler's result when its ack kept one (JSON text)",
+  },
 } as const satisfies Record<string, Field>;
 
 export type StateField = keyof typeof STATE_FIELDS;

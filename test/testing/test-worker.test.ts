@@ -93,6 +93,37 @@ describe("createTestWorker", () => {
     });
   });
 
+  it("keeps a handler's result with the DONE task for a type with keepResult; one past maxResultBytes fails its task", async () => {
+    const tasks = defineTasks({
+      types: {
+        import: { keepResult: true, handler: (task: Task<{ file: string }>) => ({ rows: 3, file: task.payload.file }) },
+        huge: { keepResult: true, handler: () => ({ blob: "x".repeat(20_000) }) },
+        plain: { handler: () => ({ ignored: true }) },
+      },
+    });
+    await withTestWorker(tasks, async (worker) => {
+      await worker.enqueue([
+        { id: "imp-1", type: "import", payload: { file: "acme.csv" } },
+        { id: "huge-1", type: "huge", payload: {} },
+        { id: "plain-1", type: "plain", payload: {} },
+      ]);
+      expect(await worker.drain()).toMatchObject({ claimed: 3, done: 2, failed: 1 });
+      expect(await worker.queue.result("imp-1")).toMatchObject({
+        state: "done",
+        result: { rows: 3, file: "acme.csv" },
+      });
+      expect((await worker.queue.result("plain-1"))?.result).toBeUndefined();
+      const huge = await worker.queue.result("huge-1");
+      expect(huge?.state).toBe("failed");
+      expect(huge?.error).toBe(
+        "its result is 20011 bytes as JSON; the queue keeps at most 16384 (maxResultBytes) for a huge task: return a reference (an S3 key) instead",
+      );
+    });
+    expect(() =>
+      defineTasks({ types: { bad: { keepResult: "yes" as unknown as boolean, handler: () => {} } } }),
+    ).toThrow(/keepResult must be true or false, got "yes"/);
+  });
+
   it("leaves a retry after the default backoff to the next drain; a clock ahead runs it", async () => {
     const { tasks } = emails();
     await withTestWorker(tasks, async (worker) => {
