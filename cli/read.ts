@@ -71,6 +71,7 @@ function formatTask(task: TaskInfo): string {
   }
   if (task.lastError) lines.push([task.state === "corrupt" ? "why" : "last error", task.lastError]);
   lines.push(["payload", task.payload === "" ? "(dropped when done)" : task.payload]);
+  if (task.progress !== undefined) lines.push(["progress", JSON.stringify(task.progress)]);
   if (task.result !== undefined) lines.push(["result", JSON.stringify(task.result)]);
   const text = lines.map(([label, value]) => `${`${label}:`.padEnd(13)}${value}`);
   if (task.history.length > 0) text.push("history:", ...task.history.map(attemptLine));

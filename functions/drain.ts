@@ -89,6 +89,8 @@ interface Held {
   /** When the lease was last extended (or claimed); 0 before its first heartbeat confirmed it. */
   extendedAt: number;
   running: boolean;
+  /** Progress its handler reported (JSON text) that no heartbeat has carried yet. */
+  progress?: string;
 }
 
 /**
@@ -416,6 +418,9 @@ class Drain {
       stopAtMs: Math.min(timeoutAt, invocationEnd),
       stopReason: timeoutAt < invocationEnd ? "timeout" : "budget",
       maxResultBytes: this.options.queue.settings.maxResultBytes,
+      onProgress: (text) => {
+        held.progress = text;
+      },
     }).then((outcome) => this.ended(held, outcome));
     this.running.set(task.id, run);
     this.scheduleBeat();
@@ -510,9 +515,15 @@ class Drain {
     const held = [...this.held.values()].filter((entry) => entry.type !== undefined);
     if (held.length === 0) return;
     const now = this.now();
+    const sent = held.map((entry) => entry.progress);
     try {
       const results = await this.options.queue.extend(
-        held.map(({ task, type }) => ({ id: task.id, token: task.token, leaseMs: type.heartbeatMs })),
+        held.map(({ task, type, progress }) => ({
+          id: task.id,
+          token: task.token,
+          leaseMs: type.heartbeatMs,
+          ...(progress === undefined ? {} : { progress: JSON.parse(progress) as unknown }),
+        })),
         { now },
       );
       for (const [index, result] of results.entries()) {
@@ -520,6 +531,7 @@ class Drain {
         if (result.status === "ok" && result.leaseDeadlineMs) {
           entry.task.leaseDeadlineMs = result.leaseDeadlineMs;
           entry.extendedAt = now;
+          if (entry.progress === sent[index]) entry.progress = undefined; // sent; a newer one waits for the next beat
         } else this.lose(entry);
       }
     } catch {

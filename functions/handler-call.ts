@@ -1,3 +1,4 @@
+import { progressText } from "../shared/queue.js";
 import type { ClaimedTask } from "../shared/types.js";
 import { checkPayload, issuesText } from "./schema.js";
 import { type DeclaredTaskType, PermanentError } from "./tasks.js";
@@ -11,7 +12,12 @@ export type TaskToCall = Pick<ClaimedTask, "id" | "type" | "group" | "payload" |
  * the schema rejects throws PermanentError without calling the handler: no retry can fix it.
  * Anything else thrown is the handler's (or the schema's own), passed on as it is.
  */
-export async function callHandler(type: DeclaredTaskType, task: TaskToCall, signal: AbortSignal): Promise<unknown> {
+export async function callHandler(
+  type: DeclaredTaskType,
+  task: TaskToCall,
+  signal: AbortSignal,
+  onProgress: (text: string) => void = () => {},
+): Promise<unknown> {
   let payload: unknown = JSON.parse(task.payload);
   if (type.schema) {
     const checked = await checkPayload(type.schema, payload);
@@ -29,6 +35,7 @@ export async function callHandler(type: DeclaredTaskType, task: TaskToCall, sign
     maxAttempts: type.maxAttempts,
     leaseDeadlineMs: task.leaseDeadlineMs,
     signal,
+    progress: (value: unknown) => onProgress(progressText(`task ${task.id}: progress`, value)),
   });
 }
 

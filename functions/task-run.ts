@@ -29,7 +29,14 @@ export async function runTask(
   task: ClaimedTask,
   type: DeclaredTaskType,
   controller: AbortController,
-  options: { now: () => number; stopAtMs: number; stopReason: "timeout" | "budget"; maxResultBytes: number },
+  options: {
+    now: () => number;
+    stopAtMs: number;
+    stopReason: "timeout" | "budget";
+    maxResultBytes: number;
+    /** The handler reported progress (JSON text): the next heartbeat carries it. */
+    onProgress?: (text: string) => void;
+  },
 ): Promise<RunOutcome> {
   const { now } = options;
   const startedAt = now();
@@ -47,7 +54,7 @@ export async function runTask(
     Math.max(0, options.stopAtMs - now()),
   );
   try {
-    const handled = callHandler(type, task, controller.signal);
+    const handled = callHandler(type, task, controller.signal, options.onProgress);
     // Settled late, after the race below: nothing left to report it to.
     handled.catch(() => {});
     const value = await Promise.race([handled, stopped(controller.signal)]);

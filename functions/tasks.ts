@@ -24,6 +24,12 @@ export interface Task<Payload = unknown> {
    * type's `timeoutMs` is reached, or the invocation is about to time out. Pass it to fetch() and friends.
    */
   signal: AbortSignal;
+  /**
+   * Reports how far it got (any JSON value, at most 4096 bytes as JSON): the next heartbeat carries
+   * the latest (no Redis command of its own), kept until the task is trimmed: `queue.result(id)`,
+   * `leaseq inspect`. A value that is not JSON or too long throws InvalidInputError here.
+   */
+  progress(value: unknown): void;
 }
 
 /** Return to succeed, throw to retry (with backoff), throw PermanentError to fail at once. */

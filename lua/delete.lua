@@ -54,6 +54,7 @@ return guard('delete', function()
       drop_field(writes, id .. ':x')
       drop_field(writes, id .. STALLS)
       drop_field(writes, id .. HISTORY)
+      drop_field(writes, id .. PROGRESS)
       local state = state_text_value and (letter == 'R' or letter == 'W' or letter == 'S' or letter == 'F') and
         parse_state(state_text_value)
       if not state_text_value and letter == 'R' then

@@ -44,6 +44,8 @@ export const LIMITS = {
   /** The payload cap a queue may be configured with. */
   payloadMaxBytes: 64 * 1024 * 1024,
   errorMaxBytes: 65_536,
+  /** The longest progress a heartbeat may carry (JSON bytes): `task.progress(value)`. */
+  progressMaxBytes: 4096,
   /** The result cap a queue may be configured with (maxResultBytes). */
   resultMaxBytes: 1024 * 1024,
   /** Most tasks one reclaim, promote, trim or tick step moves. */
@@ -186,6 +188,7 @@ export const LUA_CONSTANTS: Record<string, number> = {
   STALLS_MAX: LIMITS.maxStallsMax,
   HISTORY_ATTEMPTS_MAX: LIMITS.historyAttemptsMax,
   RESULT_MAX_BYTES: LIMITS.resultMaxBytes,
+  PROGRESS_MAX_BYTES: LIMITS.progressMaxBytes,
   RETENTION_MAX_MS: LIMITS.retentionMaxMs,
   SKEW_MAX_MS: LIMITS.clockSkewMaxMs,
   PAYLOAD_MAX_BYTES: LIMITS.payloadMaxBytes,

@@ -56,6 +56,7 @@ export class QueueAdmin {
       stalls: Number(record.stalls),
       holdsGroup: String(record.holding) === "1",
       result: resultOf(String(record.result ?? "")),
+      progress: resultOf(String(record.progress ?? "")),
       history: taskHistory(String(record.history ?? ""), String(record.run ?? ""), state, {
         attempts: Number(record.attempts),
         at: Number(record.at),

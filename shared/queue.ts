@@ -238,7 +238,7 @@ export class Queue {
 
   /** Pushes lease deadlines to now + leaseMs, fenced by token. */
   async extend(
-    items: Array<{ id: string; token: string; leaseMs: number }>,
+    items: Array<{ id: string; token: string; leaseMs: number; progress?: unknown }>,
     options: { now: number },
   ): Promise<ExtendResult[]> {
     const where = "extend";
@@ -248,6 +248,7 @@ export class Queue {
         id,
         token: checkToken(label, item.token),
         leaseMs: String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
+        progress: item.progress === undefined ? "" : progressText(`${label} (id ${id})`, item.progress),
       }),
     );
     const reply = await this.context.run("extend", { now: String(now) }, args);
@@ -474,6 +475,7 @@ export class Queue {
       state: task.state,
       finished: task.state === "done" || task.state === "failed",
       result: task.result as Result | undefined,
+      progress: task.progress,
       error: task.state === "failed" ? task.lastError : undefined,
       finishedAt: task.finishedAt,
     };
@@ -578,6 +580,23 @@ function checkToken(label: string, token: unknown): string {
     throw new InvalidInputError(`${label}: token must be the string a claim returned, got ${shown(token)}`);
   }
   return token;
+}
+
+/** Progress a heartbeat carries: its JSON text, refused when it is not JSON or past LIMITS.progressMaxBytes. */
+export function progressText(where: string, progress: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(progress);
+  } catch (error) {
+    throw new InvalidInputError(`${where}: progress must be a JSON value (${(error as Error).message})`);
+  }
+  if (text === undefined)
+    throw new InvalidInputError(`${where}: progress must be a JSON value, got ${typeof progress}`);
+  const bytes = Buffer.byteLength(text);
+  if (bytes > LIMITS.progressMaxBytes) {
+    throw new InvalidInputError(`${where}: progress is ${bytes} bytes as JSON; at most ${LIMITS.progressMaxBytes}`);
+  }
+  return text;
 }
 
 /** waitFor's first pause between reads of a task's record, then doubled up to WAIT_MAX_MS. */

@@ -334,6 +334,8 @@ export interface TaskInfo {
   holdsGroup: boolean;
   /** DONE: the result its ack kept (parsed JSON), undefined when none. */
   result?: unknown;
+  /** What its handler last reported with `task.progress(value)` (parsed JSON), undefined when nothing. */
+  progress?: unknown;
   /**
    * Its attempts, oldest first: those that ended other than DONE (the newest `historyAttempts` of
    * them), then the one running (LEASED) or the one that ended DONE.
@@ -349,6 +351,8 @@ export interface TaskStanding<Result = unknown> {
   finished: boolean;
   /** DONE: the result its ack kept (a type with `keepResult`), undefined when none. */
   result: Result | undefined;
+  /** What its handler last reported with `task.progress(value)` (sent with a heartbeat), if anything. */
+  progress: unknown;
   /** FAILED: its last error. */
   error: string | undefined;
   /** DONE or FAILED: when (ms). */

@@ -94,6 +94,7 @@ local function trim_before(set_key, cutoff, limit, config)
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id .. STALLS
     fields[#fields + 1] = id .. HISTORY
+    fields[#fields + 1] = id .. PROGRESS
   end
   write_many('HDEL', K.task, fields)
   write_many('ZREM', set_key, old)

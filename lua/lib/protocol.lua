@@ -294,9 +294,9 @@ local function settle_item(at)
   end
   return ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], at + 5
 end
--- extend: per item from ARGV[2]: id, token, leaseMs
-local function extend_items(max, min) return item_count(2, 3, max, min) end
-local function extend_item(i) local at = 3 * i - 1 return ARGV[at], ARGV[at + 1], ARGV[at + 2] end
+-- extend: per item from ARGV[2]: id, token, leaseMs, progress
+local function extend_items(max, min) return item_count(2, 4, max, min) end
+local function extend_item(i) local at = 4 * i - 2 return ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3] end
 -- release: per item from ARGV[2]: id, token
 local function release_items(max, min) return item_count(2, 2, max, min) end
 local function release_item(i) local at = 2 * i return ARGV[at], ARGV[at + 1] end

@@ -12,6 +12,10 @@ local STALLS = ':t'
 -- "<attempt>,<started>,<waited>,<ended>,<outcome>,<bytes>:<error>" (started and waited from the
 -- state's run field, empty when it had none). Removed with the task (trim, delete).
 local HISTORY = ':h'
+
+-- The field after a task's id that keeps the progress its handler last reported with a heartbeat
+-- (JSON text; extend writes it), removed with the task (trim, delete).
+local PROGRESS = ':p'
 local HISTORY_ENTRY_PATTERN = '^%d*,%d*,%d*,%d*,%l+,(%d+):()'
 
 -- The first byte of the task hash's own fields (#lease, #v0): ids never start with it.

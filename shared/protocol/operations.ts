@@ -182,7 +182,10 @@ export const OPERATIONS = {
   },
   extend: {
     args: [now],
-    items: { per: "item", fields: ["id", "token", "leaseMs"] },
+    items: {
+      per: "item",
+      fields: ["id", "token", "leaseMs", 'progress (JSON text the handler reported since the last heartbeat, or `""`)'],
+    },
     reply: {
       per: "item",
       fields: ["status (0, 1, 2, 3, 6)", "deadline (the new one)"],
@@ -277,6 +280,7 @@ export const OPERATIONS = {
         'run (the current or last attempt\'s `<started>,<waited>`, `""` before the first)',
         "history (its attempts that ended other than DONE, `<id>:h`: [storage.md](storage.md))",
         'result (DONE: the result its ack kept, JSON text; else `""`)',
+        'progress (what its handler last reported with a heartbeat, JSON text; or `""`)',
       ],
       note: "`[]` for an unknown id",
     },

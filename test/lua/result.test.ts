@@ -70,6 +70,22 @@ describe.each(adapters)("results over $name", (adapter) => {
     );
   });
 
+  it("a heartbeat carries progress, kept with the task until it is trimmed; too long a one is refused, nothing written", async () => {
+    const queue = await fresh({ doneRetentionMs: 60_000 });
+    await queue.enqueue([{ id: "load", type: "etl" }], { now: NOW });
+    const [lease] = await queue.claim({ count: 1, now: NOW });
+    await queue.extend([{ ...lease, leaseMs: 30_000, progress: { rows: 500, of: 1204 } }], { now: NOW + 1_000 });
+    expect((await queue.result("load"))?.progress).toEqual({ rows: 500, of: 1204 });
+    await expect(
+      queue.extend([{ ...lease, leaseMs: 30_000, progress: "x".repeat(5000) }], { now: NOW + 2_000 }),
+    ).rejects.toThrow(/progress is 5002 bytes as JSON; at most 4096/);
+    await queue.extend([{ ...lease, leaseMs: 30_000 }], { now: NOW + 3_000 }); // none: the last one stays
+    await queue.settle([{ ...lease, outcome: "ack" }], { now: NOW + 4_000 });
+    expect(await queue.result("load")).toMatchObject({ state: "done", progress: { rows: 500, of: 1204 } });
+    await queue.tick({ now: NOW + 4_000 + 61_000 });
+    expect(await redis.hexists(queue.keys.task, "load:p")).toBe(0);
+  });
+
   it("waitFor resolves when the task finishes, reading its record with a bounded backoff, and says when it timed out", async () => {
     const queue = await fresh({});
     const now = Date.now();

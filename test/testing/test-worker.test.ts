@@ -124,6 +124,35 @@ describe("createTestWorker", () => {
     ).toThrow(/keepResult must be true or false, got "yes"/);
   });
 
+  it("task.progress rides the next heartbeat: a long task's progress is kept, a short one's never sent", async () => {
+    const tasks = defineTasks({
+      types: {
+        long: {
+          heartbeatMs: 1_000,
+          handler: async (task: Task) => {
+            task.progress({ rows: 500 });
+            await new Promise((resolve) => setTimeout(resolve, 1_600));
+          },
+        },
+        short: { handler: (task: Task) => task.progress({ rows: 1 }) },
+        wrong: { maxAttempts: 1, handler: (task: Task) => task.progress({ blob: "x".repeat(5_000) }) },
+      },
+    });
+    await withTestWorker(tasks, async (worker) => {
+      await worker.enqueue([
+        { id: "long-1", type: "long", payload: {} },
+        { id: "short-1", type: "short", payload: {} },
+        { id: "wrong-1", type: "wrong", payload: {} },
+      ]);
+      expect(await worker.drain()).toMatchObject({ claimed: 3, done: 2, failed: 1 });
+      expect((await worker.queue.result("long-1"))?.progress).toEqual({ rows: 500 });
+      expect((await worker.queue.result("short-1"))?.progress).toBeUndefined();
+      expect((await worker.queue.admin.inspect("wrong-1"))?.lastError).toMatch(
+        /InvalidInputError: task wrong-1: progress: progress is 5011 bytes as JSON; at most 4096/,
+      );
+    });
+  });
+
   it("leaves a retry after the default backoff to the next drain; a clock ahead runs it", async () => {
     const { tasks } = emails();
     await withTestWorker(tasks, async (worker) => {
