@@ -13,9 +13,10 @@ import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { policyText } from "../functions/tasks.js";
 import { LIMITS } from "../shared/config.js";
+import { alarmList, type LeaseQueueAlarms } from "./alarms.js";
 import { BUNDLE_FILE, functionCode, lambdaRuntime } from "./bundling.js";
 import { METRICS_NAMESPACE, QueueMetrics, SERVICE_NAMES } from "./metrics.js";
-import { type LeaseQueueAlarms, LeaseQueueMonitoring } from "./monitoring.js";
+import { LeaseQueueMonitoring } from "./monitoring.js";
 import { upstashSecret } from "./secret.js";
 import { type LeaseQueueProps, type LeaseQueueSettings, resolveSettings } from "./settings.js";
 import { synthWarnings } from "./warnings.js";
@@ -231,7 +232,7 @@ export class LeaseQueue extends Construct {
       alarmTopic: this.alarmTopic,
     });
     this.alarms = this.monitoring.alarms;
-    for (const { id: warningId, message } of synthWarnings(settings, Object.keys(this.alarms).length)) {
+    for (const { id: warningId, message } of synthWarnings(settings, alarmList(this.alarms).length)) {
       Annotations.of(this).addWarningV2(warningId, message);
     }
   }

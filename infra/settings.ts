@@ -13,6 +13,7 @@ import {
 import { DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS } from "../shared/config.js";
 import { ConfigError } from "../shared/errors.js";
 import { checkSchedule, registerCron, slotsBetween } from "../shared/schedules.js";
+import { type AlarmSettings, checkAlarms } from "./alarm-settings.js";
 import { DEFAULT_RECLAIMER_ENTRY, entryFile, NODE_RUNTIMES, type NodeRuntime } from "./bundling.js";
 import { LEASE_QUEUE_DEFAULTS, type LeaseQueueProps } from "./props.js";
 import { checkSecret } from "./secret.js";
@@ -55,7 +56,7 @@ function scheduleProblems(tasks: TaskDeclaration, periodMs: number): string[] {
 export type { LeaseQueueProps } from "./props.js";
 
 /** The props with every default applied, after validation. */
-export interface LeaseQueueSettings {
+export interface LeaseQueueSettings extends AlarmSettings {
   queueName: string;
   /** Undefined: the construct's path names it (LeaseQueue). */
   deployment: string | undefined;
@@ -91,8 +92,6 @@ export interface LeaseQueueSettings {
   alarmEmail: string | undefined;
   alarmTopic: ITopic | undefined;
   dashboardName: string | undefined;
-  oldestReadyAgeAlarmMs: number;
-  leaseOverdueAlarmMs: number;
   /** Absolute paths of the files bundled into the two functions. */
   workerEntry: string;
   reclaimerEntry: string;
@@ -206,7 +205,8 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
 
   const reclaimSchedule = props.reclaimSchedule ?? Duration.minutes(D.reclaimScheduleMinutes);
   const scheduleMs = reclaimSchedule.toMilliseconds();
-  if (scheduleMs % 60_000 !== 0 || scheduleMs < 60_000 || scheduleMs > 3_600_000) {
+  const scheduleValid = scheduleMs % 60_000 === 0 && scheduleMs >= 60_000 && scheduleMs <= 3_600_000;
+  if (!scheduleValid) {
     problems.push(
       `reclaimSchedule must be whole minutes from 1 to 60 (EventBridge rates are at least 1 minute), got ${reclaimSchedule.toHumanString()}`,
     );
@@ -245,6 +245,8 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
   }
   if (props.dashboardName !== undefined)
     name("dashboardName", props.dashboardName, DASHBOARD_NAME_PATTERN, "1-255 characters of A-Z a-z 0-9 _ -");
+  // With a reclaimSchedule refused above, the alarms are checked against the default one.
+  const alarmSettings = checkAlarms(props, scheduleValid ? scheduleMs / 60_000 : D.reclaimScheduleMinutes, problems);
 
   const settings: LeaseQueueSettings = {
     queueName,
@@ -280,20 +282,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     alarmEmail: props.alarmEmail,
     alarmTopic: props.alarmTopic,
     dashboardName: props.dashboardName,
-    oldestReadyAgeAlarmMs: integer(
-      "oldestReadyAgeAlarmMs",
-      props.oldestReadyAgeAlarmMs ?? D.oldestReadyAgeAlarmMs,
-      1000,
-      86_400_000,
-      " ms",
-    ),
-    leaseOverdueAlarmMs: integer(
-      "leaseOverdueAlarmMs",
-      props.leaseOverdueAlarmMs ?? 2 * scheduleMs,
-      1000,
-      86_400_000,
-      " ms",
-    ),
+    ...alarmSettings,
     workerEntry,
     reclaimerEntry,
   };

@@ -64,8 +64,8 @@ function synthesize(queueName: string) {
   const alarmMetric = resources
     .filter((r) => r.Type === "AWS::CloudWatch::Alarm")
     .map((r) => r.Properties.Metrics?.[0]?.MetricStat?.Metric)
-    .find((metric) => metric?.MetricName === "oldestReadyAgeMs");
-  if (!alarmMetric) throw new Error("no alarm on oldestReadyAgeMs in the template");
+    .find((metric) => metric?.MetricName === "oldestWaitingAgeMs");
+  if (!alarmMetric) throw new Error("no alarm on oldestWaitingAgeMs in the template");
   return { outdir, intake: lambda("intake"), worker: lambda("worker"), reclaimer: lambda("reclaimer"), alarmMetric };
 }
 

@@ -164,6 +164,112 @@ describe("prop validation", () => {
   });
 });
 
+describe("alarm props", () => {
+  it("takes the oldest waiting age under its name or its former one, not both", () => {
+    expect(problems({ oldestWaitingAgeAlarmMs: 60_000 })).toEqual([]);
+    expect(problems({ oldestReadyAgeAlarmMs: 60_000 })).toEqual([]);
+    expect(resolveSettings({ ...REQUIRED_PROPS, oldestReadyAgeAlarmMs: 60_000 }).oldestWaitingAgeAlarmMs).toBe(60_000);
+    expect(problems({ oldestWaitingAgeAlarmMs: 999 })).toEqual([
+      "oldestWaitingAgeAlarmMs must be an integer from 1000 to 86400000 ms, got 999",
+    ]);
+    expect(problems({ oldestWaitingAgeAlarmMs: 60_000, oldestReadyAgeAlarmMs: 90_000 })).toEqual([
+      "oldestWaitingAgeAlarmMs and oldestReadyAgeAlarmMs (its former name) are exclusive: give oldestWaitingAgeAlarmMs only, got both (oldestReadyAgeAlarmMs 90000)",
+    ]);
+  });
+
+  it("applies the failed-rate defaults, its window rounded up to whole reclaimer runs", () => {
+    const settings = (props: Partial<LeaseQueueProps>) => resolveSettings({ ...REQUIRED_PROPS, ...props });
+    expect(settings({}).failedRateAlarm).toEqual({ percent: 1, periodMinutes: 15, minFailed: 5 });
+    expect(settings({ reclaimSchedule: Duration.minutes(4) }).failedRateAlarm).toMatchObject({ periodMinutes: 16 });
+    expect(settings({ reclaimSchedule: Duration.minutes(60) }).failedRateAlarm).toMatchObject({ periodMinutes: 60 });
+    expect(settings({ failedRateAlarm: { percent: 0 } }).failedRateAlarm).toEqual({
+      percent: 0,
+      periodMinutes: 15,
+      minFailed: 5,
+    });
+    expect(settings({ failedRateAlarm: false }).failedRateAlarm).toBe(false);
+    expect(settings({ functionAlarms: {} }).functionAlarms).toEqual({
+      errorPercent: 5,
+      throttlePercent: 10,
+      breachingMinutes: 3,
+      windowMinutes: 5,
+    });
+    // A window shorter than the default 3 breaching minutes takes them all.
+    expect(settings({ functionAlarms: { windowMinutes: 2 } }).functionAlarms).toMatchObject({ breachingMinutes: 2 });
+    expect(settings({ functionAlarms: false }).functionAlarms).toBe(false);
+  });
+
+  it("refuses a failed-rate alarm it cannot build, naming the field, what is allowed and the value", () => {
+    expect(
+      problems({
+        reclaimSchedule: Duration.minutes(5),
+        failedRateAlarm: { percent: 100, periodMinutes: 12, minFailed: 0 },
+      }),
+    ).toEqual([
+      "failedRateAlarm.periodMinutes must be whole minutes from 5 to 1440, a multiple of reclaimSchedule (5 min: each window holds whole reclaimer runs), got 12",
+      "failedRateAlarm.percent must be a number from 0 up to (not including) 100: the alarm fires above it, got 100",
+      "failedRateAlarm.minFailed must be an integer from 1 to 1000000, got 0",
+    ]);
+    expect(problems({ failedRateAlarm: { percent: -1, periodMinutes: 1441 } })).toEqual([
+      "failedRateAlarm.periodMinutes must be whole minutes from 1 to 1440, a multiple of reclaimSchedule (1 min: each window holds whole reclaimer runs), got 1441",
+      "failedRateAlarm.percent must be a number from 0 up to (not including) 100: the alarm fires above it, got -1",
+    ]);
+    expect(problems({ failedRateAlarm: { percent: Number.NaN, periodMinutes: 2.5, minFailed: 1.5 } })).toEqual([
+      "failedRateAlarm.periodMinutes must be whole minutes from 1 to 1440, a multiple of reclaimSchedule (1 min: each window holds whole reclaimer runs), got 2.5",
+      "failedRateAlarm.percent must be a number from 0 up to (not including) 100: the alarm fires above it, got NaN",
+      "failedRateAlarm.minFailed must be an integer from 1 to 1000000, got 1.5",
+    ]);
+    expect(problems({ failedRateAlarm: { percent: "2" as never, precent: 2 } as never })).toEqual([
+      'failedRateAlarm has no field "precent"; its fields: percent, periodMinutes, minFailed',
+      'failedRateAlarm.percent must be a number from 0 up to (not including) 100: the alarm fires above it, got "2"',
+    ]);
+    expect(problems({ failedRateAlarm: true as never })).toEqual([
+      "failedRateAlarm must be false (no such alarm) or an object of percent, periodMinutes, minFailed, got true",
+    ]);
+  });
+
+  it("refuses function alarms it cannot build, naming the field, what is allowed and the value", () => {
+    expect(
+      problems({
+        functionAlarms: {
+          errorPercent: 150,
+          throttlePercent: Number.POSITIVE_INFINITY,
+          breachingMinutes: 6,
+          windowMinutes: 5,
+        },
+      }),
+    ).toEqual([
+      "functionAlarms.errorPercent must be a number from 0 up to (not including) 100: the alarm fires above it, got 150",
+      "functionAlarms.throttlePercent must be a number from 0 up to (not including) 100: the alarm fires above it, got Infinity",
+      "functionAlarms.breachingMinutes must be an integer from 1 to 5 (at most windowMinutes), got 6",
+    ]);
+    // A refused window is reported once; breachingMinutes is held to the widest window meanwhile.
+    expect(problems({ functionAlarms: { breachingMinutes: 0, windowMinutes: 61 } })).toEqual([
+      "functionAlarms.windowMinutes must be an integer from 1 to 60, got 61",
+      "functionAlarms.breachingMinutes must be an integer from 1 to 60 (at most windowMinutes), got 0",
+    ]);
+    expect(problems({ functionAlarms: null as never })).toEqual([
+      "functionAlarms must be false (no such alarm) or an object of errorPercent, throttlePercent, breachingMinutes, windowMinutes, got null",
+    ]);
+  });
+
+  it("reports an alarm problem with the others in one error", () => {
+    const build = () =>
+      new LeaseQueue(new Stack(new App({ context: SKIP_BUNDLING }), "Bad"), "Queue", {
+        ...REQUIRED_PROPS,
+        maxConcurrency: 1,
+        failedRateAlarm: { percent: 101 },
+      });
+    expect(build).toThrow(
+      [
+        "LeaseQueue: 2 invalid prop(s):",
+        "  - failedRateAlarm.percent must be a number from 0 up to (not including) 100: the alarm fires above it, got 101",
+        "  - maxConcurrency must be an integer from 2 to 1000, got 1",
+      ].join("\n"),
+    );
+  });
+});
+
 describe("context (cdk deploy -c key=value)", () => {
   it("reaches the construct, numbers converted from strings", () => {
     const app = new App({

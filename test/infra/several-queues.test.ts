@@ -17,7 +17,7 @@ describe("several LeaseQueues in one stack", () => {
     template.resourceCountIs("AWS::Lambda::EventSourceMapping", 4);
     template.resourceCountIs("AWS::Events::Rule", 2);
     template.resourceCountIs("AWS::CloudWatch::Dashboard", 2);
-    template.resourceCountIs("AWS::CloudWatch::Alarm", 14);
+    template.resourceCountIs("AWS::CloudWatch::Alarm", 24);
     // Each intake and worker knows its own queue and its own task policies.
     const workers = Object.values(template.findResources("AWS::Lambda::Function"))
       .map((fn) => fn.Properties.Environment.Variables)
@@ -28,12 +28,13 @@ describe("several LeaseQueues in one stack", () => {
       ["ledger", "ordered;post-entry:~20000:20000::5:1000:300000:;;1x3"],
       ["ledger", "ordered;post-entry:~20000:20000::5:1000:300000:;;1x3"],
     ]);
-    // The alarms describe which queue they watch.
-    const descriptions = Object.values(template.findResources("AWS::CloudWatch::Alarm")).map(
-      (alarm) => alarm.Properties.AlarmDescription as string,
-    );
-    expect(descriptions.filter((text) => text.startsWith('leaseq queue "emails"'))).toHaveLength(7);
-    expect(descriptions.filter((text) => text.startsWith('leaseq queue "ledger"'))).toHaveLength(7);
+    // The alarms describe which queue they watch (in the text before the function names they resolve).
+    const descriptions = Object.values(template.findResources("AWS::CloudWatch::Alarm")).map((alarm) => {
+      const description = alarm.Properties.AlarmDescription as string | { "Fn::Join": [string, string[]] };
+      return typeof description === "string" ? description : description["Fn::Join"][1][0];
+    });
+    expect(descriptions.filter((text) => text.startsWith('leaseq queue "emails"'))).toHaveLength(12);
+    expect(descriptions.filter((text) => text.startsWith('leaseq queue "ledger"'))).toHaveLength(12);
     expect(emails.queue.node.path).not.toBe(ledger.queue.node.path);
   });
 });

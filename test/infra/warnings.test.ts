@@ -35,7 +35,7 @@ describe("synth warnings", () => {
   it("alarms without an action: names the props that give them one", () => {
     const { stack } = queueStack({});
     expect(warnings(stack)).toEqual([
-      '/Warned/Jobs: the 7 alarms of queue "jobs" notify nobody: pass alarmEmail (an address, subscribed to a new SNS topic) or alarmTopic (an SNS topic of yours) to LeaseQueue [ack: leaseq:alarmsWithoutActions]',
+      '/Warned/Jobs: the 12 alarms of queue "jobs" notify nobody: pass alarmEmail (an address, subscribed to a new SNS topic) or alarmTopic (an SNS topic of yours) to LeaseQueue [ack: leaseq:alarmsWithoutActions]',
     ]);
   });
 
