@@ -12,9 +12,9 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: the arguments, the config and every record
 --   are read and checked before the first write.
--- Uses: K, after_quarantine, apply, drop_field, guard, hold_of, id_arg, lanes_flush, load
--- Uses: make_ready, new_writes, presence_status, quarantine, read_config_fields, requeue_args
--- Uses: requeue_item, requeue_items, zrem
+-- Uses: K, after_quarantine, apply, guard, hold_of, id_arg, lanes_flush, load, new_writes
+-- Uses: presence_status, quarantine, read_config_fields, requeue_args, requeue_failed
+-- Uses: requeue_item, requeue_items
 
 return guard('requeue', function()
   local now, now_text = requeue_args()
@@ -40,12 +40,7 @@ return guard('requeue', function()
       elseif state.letter ~= 'F' then
         status = 4
       else
-        -- A task its ordered group waits behind (onFailure hold) runs first, in the slot it kept.
-        local holding = state.group ~= '' and string.find(state.flags, 'h', 1, true) ~= nil
-        state.letter, state.at, state.attempts, state.flags = 'R', now_text, '0', ''
-        make_ready(writes, id, state, config, now, holding)
-        zrem(writes, K.failed, id)
-        drop_field(writes, id .. STALLS)
+        requeue_failed(writes, id, state, config, now, now_text)
         requeued[id] = true
       end
     end

@@ -21,7 +21,16 @@ import {
   TIME_OF_STATE,
   type WakeTo,
 } from "./types.js";
-import { checkBatch, checkGroup, checkId, checkInteger, checkName, checkNow, shown } from "./validate.js";
+import {
+  checkBatch,
+  checkGroup,
+  checkId,
+  checkInteger,
+  checkName,
+  checkNow,
+  serializePayload,
+  shown,
+} from "./validate.js";
 
 /** The states `list` pages through (`corrupt`: the quarantined tasks). */
 export const LISTABLE: TaskState[] = ["ready", "scheduled", "leased", "done", "failed", "corrupt"];
@@ -77,6 +86,24 @@ export class QueueAdmin {
   /** Sends FAILED tasks back to READY with their original rank and fresh attempts. */
   async requeue(ids: string[], options: { now: number }): Promise<ItemResult[]> {
     return this.byIds("requeue", ids, options.now);
+  }
+
+  /**
+   * Gives one FAILED task a new payload and sends it back to READY as `requeue` does: for a payload a
+   * handler could not take (a customer's file fixed by hand). The payload is checked as `enqueue`
+   * checks one; `note` (at most 200 bytes: who and why) goes into its history as an attempt with
+   * outcome "edited". Status `not_failed` for a task in any other state, nothing changed.
+   */
+  async amend(id: string, payload: unknown, options: { now: number; note?: string }): Promise<ItemResult> {
+    checkId("amend", "id", id);
+    const now = checkNow("amend", options.now);
+    const note = options.note ?? "";
+    if (typeof note !== "string" || Buffer.byteLength(note) > 200) {
+      throw new InvalidInputError(`amend: note must be a string of at most 200 bytes, got ${shown(note)}`);
+    }
+    const text = serializePayload(`amend ${id}`, payload, this.context.settings.maxPayloadBytes);
+    const reply = await this.context.run("amend", { now: String(now), id, payload: text, note });
+    return { id, status: itemStatus("amend", readReply("amend", reply).status) };
   }
 
   /**

@@ -88,6 +88,7 @@ export const SCRIPTS = {
   handoff: withLib("handoff"),
   inspect: withLib("inspect"),
   requeue: withLib("requeue"),
+  amend: withLib("amend"),
   skip: withLib("skip"),
   list: withLib("list"),
   repair: withLib("repair"),

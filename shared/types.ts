@@ -369,9 +369,12 @@ export interface TaskAttempt {
   waitedMs: number | undefined;
   /** When it ended (ms); undefined while it runs. */
   endedAtMs: number | undefined;
-  /** How it ended: retried (a retry to come), failed (FAILED), expired (its lease ran out), done, or running. */
-  outcome: "retried" | "failed" | "expired" | "done" | "running";
-  /** Its error, cut to maxErrorBytes ("" when none). */
+  /**
+   * How it ended: retried (a retry to come), failed (FAILED), expired (its lease ran out), done, or
+   * running; "edited" is no run but its payload changed by `amend` (the error is the note).
+   */
+  outcome: "retried" | "failed" | "expired" | "done" | "running" | "edited";
+  /** Its error, cut to maxErrorBytes ("" when none); for "edited", who changed it and how. */
   error: string;
   /** endedAtMs - startedAtMs when both are known. */
   runMs: number | undefined;

@@ -150,6 +150,16 @@ local function make_ready(writes, id, state, config, now, returning)
   end
 end
 
+-- A FAILED task is READY again with a fresh set of attempts, its rank kept (requeue, amend); a task
+-- its ordered group waits behind (onFailure hold) runs first, in the slot it kept. Its stalls go.
+local function requeue_failed(writes, id, state, config, now, now_text)
+  local holding = state.group ~= '' and string.find(state.flags, 'h', 1, true) ~= nil
+  state.letter, state.at, state.attempts, state.flags = 'R', now_text, '0', ''
+  make_ready(writes, id, state, config, now, holding)
+  zrem(writes, K.failed, id)
+  drop_field(writes, id .. STALLS)
+end
+
 -- The queue takes fair turns from now on (its first task with a group): its tasks without one form
 -- the "|" lane. The tasks without a group already waiting keep their places: the lane's last starts
 -- at the last of them in the ready set (of its priority; one of another priority may be passed by

@@ -211,6 +211,11 @@ local function requeue_args()
   local t1, t1_text = time_arg('now', ARGV[1])
   return t1, t1_text
 end
+-- amend: ARGV[1] now, ARGV[2] id, ARGV[3] payload, ARGV[4] note
+local function amend_args()
+  local t1, t1_text = time_arg('now', ARGV[1])
+  return t1, t1_text, id_arg('id', ARGV[2]), ARGV[3] or '', ARGV[4] or ''
+end
 -- list: ARGV[1] state, ARGV[2] offset, ARGV[3] limit
 local function list_args()
   return choice_arg('state', ARGV[1] or '', ',ready,scheduled,leased,done,failed,corrupt,', false), int_arg('offset', ARGV[2], 0, 1000000000), int_arg('limit', ARGV[3], 1, 1000)

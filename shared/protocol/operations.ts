@@ -290,6 +290,15 @@ export const OPERATIONS = {
     items: ids,
     reply: { per: "id", fields: ["status (0, 2, 3, 4, 6)"], note: "FAILED → READY, rank kept, attempts reset" },
   },
+  amend: {
+    args: [
+      now,
+      { name: "id", kind: "id" },
+      { name: "payload", kind: "text", note: "the new payload's JSON text, at most `maxPayloadBytes`" },
+      { name: "note", kind: "text", note: "0-200 bytes: who changed it and how, kept in its history" },
+    ],
+    reply: { head: ["status (0, 3, 4, 6)"], note: "FAILED → READY with the new payload, rank kept, attempts reset" },
+  },
   list: {
     args: [
       { name: "state", kind: "choice", values: ["ready", "scheduled", "leased", "done", "failed", "corrupt"] },

@@ -118,4 +118,52 @@ describe.each(adapters)("attempt history over $name", (adapter) => {
     expect(await queue.admin.inspect("crash")).toBeUndefined();
     expect(await redis.hexists(queue.keys.task, "crash:h")).toBe(0);
   });
+
+  it("amend gives a FAILED task a new payload and requeues it, the edit kept in its history; nothing else is amended", async () => {
+    const queue = await fresh({
+      policies: { etl: { leaseMs: 60_000, maxAttempts: 1 } },
+      typeGroups: { etl: { ordered: true, onFailure: "hold" } },
+      maxPayloadBytes: 1024,
+    });
+    await queue.enqueue(
+      [
+        { id: "f1", type: "etl", group: "acme", payload: { file: "acme.csv", sep: ";" } },
+        { id: "f2", type: "etl", group: "acme", payload: { file: "acme-2.csv" } },
+      ],
+      { now: NOW },
+    );
+    const [lease] = await queue.claim({ count: 10, now: NOW });
+    await queue.settle([{ ...lease, outcome: "fail", error: "row 1: bad separator" }], { now: NOW + 1_000 });
+    expect(await queue.claim({ count: 10, now: NOW + 2_000 })).toEqual([]); // acme waits behind f1
+    const before = await snapshotOf("f2");
+    expect(await queue.admin.amend("f2", { file: "x" }, { now: NOW + 3_000 })).toEqual({
+      id: "f2",
+      status: "not_failed",
+    });
+    expect(await snapshotOf("f2")).toEqual(before);
+    await expect(queue.admin.amend("f1", { blob: "x".repeat(2000) }, { now: NOW + 3_000 })).rejects.toThrow(
+      /amend f1: payload is 2011 bytes as JSON; the cap is 1024 bytes/,
+    );
+    expect(
+      await queue.admin.amend(
+        "f1",
+        { file: "acme.csv", sep: "," },
+        { now: NOW + 4_000, note: "payload edited by ops: sep" },
+      ),
+    ).toEqual({ id: "f1", status: "ok" });
+    // It runs first, in the slot it kept, with the new payload; its history says what happened.
+    const [again] = await queue.claim({ count: 10, now: NOW + 5_000 });
+    expect([again.id, JSON.parse(again.payload)]).toEqual(["f1", { file: "acme.csv", sep: "," }]);
+    const task = await queue.admin.inspect("f1");
+    expect(task?.history.map((attempt) => [attempt.attempt, attempt.outcome, attempt.error])).toEqual([
+      [1, "failed", "row 1: bad separator"],
+      [1, "edited", "payload edited by ops: sep"],
+      [1, "running", ""],
+    ]);
+    await assertConsistent(redis, queue);
+
+    async function snapshotOf(id: string) {
+      return redis.hmget(queue.keys.task, id, `${id}:s`, `${id}:h`);
+    }
+  });
 });
