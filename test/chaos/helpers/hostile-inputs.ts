@@ -440,6 +440,7 @@ export interface RawRow {
     | "reclaim"
     | "trim"
     | "requeue"
+    | "amend"
     | "repair"
     | "cancel"
     | "inspect"
@@ -567,10 +568,16 @@ export const RAW_ROWS: RawRow[] = [
     }),
   ),
   {
-    what: 'settle outcome "done"',
+    what: 'settle outcome "finish"',
     script: "settle",
-    args: (token) => [String(NOW), "held", token, "done", "0", ""],
-    error: /item 1 outcome must be "ack", "retry" or "fail", got "done"/,
+    args: (token) => [String(NOW), "held", token, "finish", "0", ""],
+    error: /item 1 outcome must be "ack", "done", "retry" or "fail", got "finish"/,
+  },
+  {
+    what: 'settle outcome "done" without its result',
+    script: "settle",
+    args: (token) => [String(NOW), "held", token, "done"],
+    error: /item 1 \(done\) needs 0 and its result/,
   },
   {
     what: 'settle id "a|b"',
@@ -587,8 +594,14 @@ export const RAW_ROWS: RawRow[] = [
   {
     what: "extend leaseMs 0",
     script: "extend",
-    args: (token) => [String(NOW), "held", token, "0"],
+    args: (token) => [String(NOW), "held", token, "0", ""],
     error: /item 1 leaseMs must be an integer from 1 to 86400000/,
+  },
+  {
+    what: "extend progress of 4097 bytes",
+    script: "extend",
+    args: (token) => [String(NOW), "held", token, "1000", "p".repeat(4097)],
+    error: /item 1 progress is 4097 bytes; at most 4096/,
   },
   {
     what: "release with an odd group",
@@ -604,6 +617,19 @@ export const RAW_ROWS: RawRow[] = [
     error: /doneRetentionMs must be/,
   },
   { what: 'requeue id ""', script: "requeue", args: () => [String(NOW), ""], error: /id 1 must be/ },
+  { what: "amend id ending :s", script: "amend", args: () => [String(NOW), "held:s", "{}", ""], error: /id must not end/ },
+  {
+    what: "amend a payload over the cap",
+    script: "amend",
+    args: () => [String(NOW), "held", `"${"x".repeat(300_000)}"`, ""],
+    error: /payload is 300002 bytes; the cap is 262144/,
+  },
+  {
+    what: "amend with a note of 201 bytes",
+    script: "amend",
+    args: () => [String(NOW), "held", "{}", "n".repeat(201)],
+    error: /note must be at most 200 bytes, got 201/,
+  },
   { what: "inspect id with a newline", script: "inspect", args: () => ["a\nb"], error: /id must be/ },
   {
     what: "configure an unknown setting",
