@@ -62,6 +62,8 @@ export interface DrainOptions {
    */
   listen?: WakeListen;
   /** Before the claim a taken wake-up asks for: return expired leases (it may be a crash watch come back). */
+  /** A run ended (not lost): its type, how long it waited READY, how long it ran, its outcome (metrics). */
+  onRun?: (run: { type: string; waitedMs: number; runMs: number; outcome: SettleItem["outcome"] }) => void;
   reclaim?: () => Promise<void>;
 }
 
@@ -436,7 +438,15 @@ class Drain {
     if (task.solo) this.soloRunning = false;
     this.listenPausedUntil = 0;
     if (outcome === "lost") this.held.delete(task.id);
-    else this.finish(outcome, task.group !== undefined || this.options.tasks.ordered);
+    else {
+      this.options.onRun?.({
+        type: task.type,
+        waitedMs: task.waitedMs,
+        runMs: this.now() - held.startedAt,
+        outcome: outcome.outcome,
+      });
+      this.finish(outcome, task.group !== undefined || this.options.tasks.ordered);
+    }
     this.notify();
     this.reset();
   }

@@ -7,7 +7,7 @@ import type { PlanResult } from "../shared/queue-schedules.js";
 import { redact } from "../shared/text.js";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
-import { QUEUE_METRICS, type QueueMetricName } from "./metric-names.js";
+import { METRICS_NAMESPACE, QUEUE_METRICS, type QueueMetricName } from "./metric-names.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import { functionSqsClient, sendWakeTo, sqsWakeSender, type WakeSender } from "./wake.js";
 
@@ -77,7 +77,7 @@ function lambdaClient(config: FunctionConfig): LambdaClient {
  */
 export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandler {
   const logger = options.logger ?? new Logger({ serviceName: "leaseq-reclaimer" });
-  const metrics = options.metrics ?? new Metrics({ namespace: "leaseq", serviceName: "leaseq-reclaimer" });
+  const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: "leaseq-reclaimer" });
   let runtime:
     | Promise<Runtime & { lambda: LambdaClient; sqs: SQSClient | undefined; waker: WakeSender | undefined }>
     | undefined;

@@ -9,6 +9,7 @@ import { type DeadLetterSender, sqsDeadLetterSender } from "./dead-letter.js";
 import { drain } from "./drain.js";
 import { ingest } from "./ingest.js";
 import { deadLetterLastReceives } from "./last-receive.js";
+import { RunMetrics } from "./run-metrics.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import {
   declareTasks,
@@ -157,6 +158,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
         logger.warn("wake-up not arranged", { queue: config.queue, wakeAtMs, error: wakeError });
       }
     };
+    const runs = new RunMetrics();
     const counts = await drain({
       queue,
       tasks,
@@ -178,7 +180,10 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       reclaim: async () => {
         reclaimed += (await queue.reclaim({ now: Date.now() })).reclaimed.length;
       },
+      onRun: (run) => runs.add(run),
     });
+    // Queue wait and run time per type, one value per run (EMF: CloudWatch keeps each for p50/p99).
+    for (const line of runs.lines("leaseq-worker", config.queue, Date.now())) writeLine(line);
     watch?.end();
     await handOff(counts.cutOff || counts.released > 0, counts.unanswered === true);
     logger.info("worker invocation", {
@@ -258,4 +263,9 @@ async function intake(records: SQSRecord[], options: IntakeOptions): Promise<SQS
     durationMs: Date.now() - options.startedAt,
   });
   return { batchItemFailures: ingested.failures };
+}
+
+/** One line on stdout, where Lambda's log stream (and CloudWatch's EMF extraction) reads it. */
+function writeLine(line: string): void {
+  process.stdout.write(`${line}\n`);
 }

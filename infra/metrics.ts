@@ -1,7 +1,7 @@
 import type { Duration } from "aws-cdk-lib";
 import { Metric } from "aws-cdk-lib/aws-cloudwatch";
 
-import type { QueueMetricName } from "../functions/metric-names.js";
+import { METRICS_NAMESPACE, type QueueMetricName } from "../functions/metric-names.js";
 
 export type { QueueMetricName };
 
@@ -18,12 +18,8 @@ export const SERVICE_NAMES = {
   reclaimer: "leaseq-reclaimer",
 } as const;
 
-/**
- * The reclaimer's CloudWatch namespace. Not a prop: functions/reclaimer.ts names it in its Metrics
- * constructor, which Powertools prefers over POWERTOOLS_METRICS_NAMESPACE, so another value here
- * would leave every queue alarm watching an empty metric.
- */
-export const METRICS_NAMESPACE = "leaseq";
+/** The namespace of every leaseq metric, declared with them (functions/metric-names.ts). */
+export { METRICS_NAMESPACE };
 
 /** The metrics that count what happened in a run (summed over a period); the rest are gauges. */
 const COUNTERS: ReadonlySet<QueueMetricName> = new Set(["reclaimed", "trimmed", "finishedDone", "finishedFailed"]);

@@ -169,6 +169,7 @@ export class Queue {
         priority: priorityOfRank(rank),
         leaseDeadlineMs: Number(record.deadline),
         solo: record.solo === "1",
+        waitedMs: Number(record.waited ?? 0),
       };
     });
     return { tasks, nextDueMs: optionalTime(next), soloWaiting: soloWaiting === "1", wakeAtMs: optionalTime(wakeAt) };

@@ -163,6 +163,8 @@ export interface ClaimedTask {
    * it): run it alone, so that a task that crashes its worker uses up only its own attempts.
    */
   solo: boolean;
+  /** How long it had been READY (due) when this claim leased it, ms: its queue wait. */
+  waitedMs: number;
 }
 
 /** What a claim answers besides its tasks (Queue.claimOrNextDue). */

@@ -68,10 +68,11 @@ local function history_fields(ids)
   return fields
 end
 
--- An attempt's run field (STATE_FIELDS.run): leased `now`, READY since `since` (digits; unknown: no wait).
-local function run_of(now, now_text, since)
+-- How long a task leased `now` had been READY, READY since `since` (digits; unknown: no wait), as
+-- the text of the run field's second part (STATE_FIELDS.run) and of a claim's reply.
+local function waited_of(now, since)
   local waited = now - (tonumber(since) or now)
-  return now_text .. ',' .. fmt(waited > 0 and waited or 0)
+  return fmt(waited > 0 and waited or 0)
 end
 
 -- A quarantined record's state as it was before it was set aside (the text itself otherwise).

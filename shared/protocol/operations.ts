@@ -162,6 +162,7 @@ export const OPERATIONS = {
         "token",
         "deadline (the lease's)",
         'solo (`1`: it stalled twice, run it alone; or `""`)',
+        "waited (ms it had been READY when this claim leased it)",
       ],
       tail: [
         'next (when none was leased: the next due time, or `""`)',

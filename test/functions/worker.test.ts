@@ -57,6 +57,41 @@ describe.each(adapters)("worker over $name", (adapter) => {
     expect(await taskFields(redis, queue)).toHaveLength(2);
   });
 
+  it("publishes each run's queue wait and run time per type as EMF, one value per run", async () => {
+    const { queue, handler } = await setup({
+      types: {
+        echo: { leaseMs: 5_000, handler: () => {} },
+        slow: { leaseMs: 5_000, handler: () => new Promise((resolve) => setTimeout(resolve, 300)) },
+      },
+    });
+    // Two echo tasks waited 4 s READY before this invocation; the slow one was enqueued now.
+    await queue.enqueue(
+      [
+        { id: "e1", type: "echo" },
+        { id: "e2", type: "echo" },
+      ],
+      { now: Date.now() - 4_000 },
+    );
+    await queue.enqueue([{ id: "s1", type: "slow" }], { now: Date.now() });
+    const { lines } = await captureStdout(() => handler({ leaseq: "drain" } as never, lambdaContext()));
+    const emf = lines.map((line) => JSON.parse(line)).filter((entry) => entry._aws?.CloudWatchMetrics);
+    const byType = Object.fromEntries(emf.map((entry) => [entry.type, entry]));
+    expect(Object.keys(byType).sort()).toEqual(["echo", "slow"]);
+    expect(byType.echo._aws.CloudWatchMetrics[0]).toEqual({
+      Namespace: "leaseq",
+      Dimensions: [["service", "queue", "type"]],
+      Metrics: [
+        { Name: "queueWaitMs", Unit: "Milliseconds" },
+        { Name: "runTimeMs", Unit: "Milliseconds" },
+      ],
+    });
+    expect(byType.echo).toMatchObject({ service: "leaseq-worker", queue: queue.name });
+    expect(byType.echo.queueWaitMs).toHaveLength(2);
+    for (const waited of byType.echo.queueWaitMs) expect(waited).toBeGreaterThanOrEqual(4_000);
+    expect(byType.slow.queueWaitMs[0]).toBeLessThan(4_000);
+    expect(byType.slow.runTimeMs[0]).toBeGreaterThanOrEqual(290);
+  });
+
   it("reports malformed records in batchItemFailures with the reason, and still runs the good ones", async () => {
     const { queue, handler } = await setup({
       ordered: false,
