@@ -7,6 +7,9 @@
 // 3 s in. Read after the fact from the handlers' own notes and the functions' logs: the makespan against the
 // ideal, the pings' start latency, tenants never running two imports at once, how soon the killed
 // imports ran again and the attempts charged, and the worker invocations the wake-ups started.
+// Last, a stuck tenant: its one import runs 75 s while its next ones wait parked behind it, and the
+// reclaimer's next scheduled run (every 60 s, as on AWS) reports them in oldestWaitingAgeMs, the
+// metric the oldest-waiting alarm watches, while the ready set's head (oldestReadyAgeMs) shows none.
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { startStack } from "../../dev/stack.js";
@@ -28,6 +31,9 @@ const PING_EVERY_MS = 200;
 const CRASH_TENANTS = 30;
 const CRASH_WORK_MS = 10_000;
 const KILL_AFTER_MS = 3_000;
+/** The stuck tenant's import, and the reclaimer's period (the local stack's timer, as EventBridge's). */
+const STUCK_WORK_MS = 75_000;
+const RECLAIM_PERIOD_MS = 60_000;
 
 export interface MixedResult {
   tenants: number;
@@ -57,6 +63,17 @@ export interface MixedResult {
     boundMs: number;
     /** Tasks charged more attempts than the handler starts they had. */
     chargedNeverStarted: number;
+  };
+  /** The stuck tenant: when it got stuck, and the first reclaimer run after that. */
+  stuck: {
+    periodMs: number;
+    /** From its imports' enqueue to the first reclaimer run that reported them waiting. */
+    reportedAfterMs: number;
+    /** That run's figures: the oldest waiting (parked included) and the ready set's head. */
+    oldestWaitingAgeMs: number;
+    oldestReadyAgeMs: number;
+    /** Its tasks parked when that run read the queue. */
+    parked: number;
   };
   invocations: {
     wakeStarted: number;
@@ -119,7 +136,7 @@ export async function runMixed(redisUrl: string, log: (line: string) => void): P
   const stack = await startStack({
     queue: name,
     tasks: mixedTasks,
-    reclaimIntervalMs: 60_000,
+    reclaimIntervalMs: RECLAIM_PERIOD_MS,
     workerTimeoutMs: 300_000,
     visibilityTimeoutMs: 30_000,
     maxReceiveCount: 5,
@@ -215,6 +232,34 @@ export async function runMixed(redisUrl: string, log: (line: string) => void): P
     if (victim) environments.kill(victim.id);
     log(`  killed the worker running ${killedRunning.length} of ${crashWork.size} long imports (pid ${victimPid})`);
     all = await untilDone([...crashWork.keys()]);
+
+    // 3. A stuck tenant: its first import runs STUCK_WORK_MS, its next three wait parked behind it.
+    const stuckAt = Date.now();
+    await producer.enqueue(
+      queue,
+      [STUCK_WORK_MS, 1_000, 1_000, 1_000].map((workMs, n) => ({
+        id: `stuck-import-${n}`,
+        type: "import",
+        group: "stuck",
+        payload: { workMs },
+      })),
+    );
+    log(
+      `  a stuck tenant: its import runs ${STUCK_WORK_MS} ms, 3 more wait behind it; waiting for the reclaimer's next run`,
+    );
+    const runAfter = async () => {
+      const deadline = Date.now() + RECLAIM_PERIOD_MS + 30_000;
+      for (;;) {
+        const run = logLines
+          .map((text) => JSON.parse(text) as Record<string, unknown>)
+          .find((line) => line.message === "reclaimer run" && Date.parse(String(line.timestamp)) > stuckAt + 1_000);
+        if (run || Date.now() > deadline) return run;
+        await sleep(250);
+      }
+    };
+    const reported = await runAfter();
+    if (!reported) throw new Error("mixed: no reclaimer run within a period of the stuck tenant");
+    const stuckParked = (await queue.admin.groups({ count: 1000 })).groups.find((group) => group.group === "stuck");
     await sleep(1_000); // the last invocations log
     await stack.stopWork();
 
@@ -331,6 +376,13 @@ export async function runMixed(redisUrl: string, log: (line: string) => void): P
         boundMs: MIXED_HEARTBEAT_MS + 2_000,
         chargedNeverStarted,
       },
+      stuck: {
+        periodMs: RECLAIM_PERIOD_MS,
+        reportedAfterMs: Date.parse(String(reported.timestamp)) - stuckAt,
+        oldestWaitingAgeMs: Number(reported.oldestWaitingAgeMs),
+        oldestReadyAgeMs: Number(reported.oldestReadyAgeMs),
+        parked: stuckParked?.parked ?? 0,
+      },
       invocations: {
         wakeStarted: wakeStarted.length,
         emptyWakeStarted: wakeStarted.filter(empty).length,
@@ -362,6 +414,7 @@ export function renderMixed(result: MixedResult): string {
     `  pings' start after their send while imports ran: p50 ${short.p50Ms} ms, p99 ${short.p99Ms} ms, max ${short.maxMs} ms (${short.pings} pings; target p99 ≤ 1000 ms)`,
     `  tenants with two imports running at once: ${result.overlaps}; imports out of their tenant's order: ${result.outOfOrder}`,
     `  crash: SIGKILL of the worker running ${crash.killedRunning} of ${crash.longImports} long imports: each ran again within ${crash.rerunMaxMs} ms (bound ${crash.boundMs} ms: heartbeat + 2 s); tasks charged an attempt they never started: ${crash.chargedNeverStarted}`,
+    `  stuck tenant: the reclaimer's first run after it (${result.stuck.reportedAfterMs} ms later; period ${result.stuck.periodMs} ms) reported oldestWaitingAgeMs ${result.stuck.oldestWaitingAgeMs} ms (its ${result.stuck.parked} parked imports), oldestReadyAgeMs ${result.stuck.oldestReadyAgeMs} ms`,
     `  wake-started worker invocations: ${invocations.wakeStarted}, empty ${invocations.emptyWakeStarted} (${round(invocations.emptyRatio * 100)}%; target ≤ 25%), longest run of empty ones ${invocations.longestEmptyChain} (target ≤ 3); drain invocations ${invocations.drain}; wake-up times arranged twice: ${invocations.wakeTimesArrangedTwice} of ${invocations.wakeUpsSent} sent; wake-ups taken by a free slot of a running worker: ${invocations.wakeUpsTaken}`,
   ].join("\n");
 }
@@ -399,6 +452,15 @@ export function mixedTargets(result: MixedResult): Target[] {
       target: "0",
       measured: String(crash.chargedNeverStarted),
       met: crash.chargedNeverStarted === 0,
+    },
+    {
+      name: "a stuck tenant's parked tasks in the reclaimer's next run (oldestWaitingAgeMs, what the alarm watches)",
+      target: "reported within one reclaimer period, the ready set's head not showing them",
+      measured: `${result.stuck.oldestWaitingAgeMs} ms waiting at ${result.stuck.reportedAfterMs} ms (period ${result.stuck.periodMs} ms); oldestReadyAgeMs ${result.stuck.oldestReadyAgeMs} ms`,
+      met:
+        result.stuck.reportedAfterMs <= result.stuck.periodMs &&
+        result.stuck.oldestWaitingAgeMs >= result.stuck.reportedAfterMs - 1_000 &&
+        result.stuck.oldestReadyAgeMs < result.stuck.oldestWaitingAgeMs,
     },
     {
       name: "empty wake-started worker invocations",

@@ -21,7 +21,8 @@ export const mixedTasks = defineTasks({
       // One slot of each invocation kept for the short tasks, as a service with webhooks beside
       // long imports would declare it: a short task never waits for an import to end.
       concurrency: 9,
-      timeoutMs: 60_000,
+      // Long enough for the stuck tenant's import (bench/mixed/run.ts, phase 3).
+      timeoutMs: 120_000,
       heartbeatMs: MIXED_HEARTBEAT_MS,
       group: { ordered: true },
       handler: async (task) => {
