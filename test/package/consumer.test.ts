@@ -100,7 +100,7 @@ describe("leaseq installed from its tarball", { timeout: 240_000 }, () => {
     expect(files.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
     const installed = JSON.parse(readFileSync(join(project, "node_modules/leaseq/package.json"), "utf8"));
     expect(Object.keys(installed.dependencies)).not.toContain("tsx");
-    expect(Object.keys(installed.peerDependencies).sort()).toEqual(["aws-cdk-lib", "constructs"]);
+    expect(Object.keys(installed.peerDependencies).sort()).toEqual(["@opentelemetry/api", "aws-cdk-lib", "constructs"]);
   });
 
   it("type-checks (strict, library types included) a producer, a worker with its own type, a CDK app with two queues and the tests of docs/testing.md", () => {
