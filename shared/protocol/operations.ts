@@ -176,8 +176,16 @@ export const OPERATIONS = {
     args: [now],
     items: {
       per: "item",
-      fields: ["id", "token", "outcome (`ack`, `retry` or `fail`)"],
-      more: { when: "outcome", except: ["ack"], fields: ["retryAtMs", "error"] },
+      fields: [
+        "id",
+        "token",
+        "outcome (`ack`, `retry`, `fail`, or `done`: an ack keeping a result, its retryAtMs `0` and its error the result)",
+      ],
+      more: {
+        when: "outcome",
+        except: ["ack"],
+        fields: ["retryAtMs", "error"],
+      },
     },
     reply: { per: "item", fields: ["status (0, 1, 2, 3, 6)", "state (after: `D`/`S`/`R`/`F`, `C` when quarantined)"] },
   },
