@@ -37,7 +37,7 @@
 --   (a wake-up for the tasks its room left READY) and `#lease`, the lease
 --   counter whose next value is the generation of every lease of this claim.
 -- Returns: per leased task, 6 each, in rank order:
---   id, body (as enqueued: "1|<enqueuedAtMs>|<type>|<group>|<payload>"), attempt (1 = first),
+--   id, body (as enqueued: "1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"), attempt (1 = first),
 --   lease token ("<rank>.<generation>": the rank is its first part), lease deadline (ms), solo ("1"
 --   when the task stalled twice: the caller runs it alone, else "")
 --   then 3 values: next (when nothing is leased: when scheduled work next falls due, or an ordered

@@ -13,8 +13,10 @@
 --                          count tasks without, "<count>:<m>|<a>|<b>" for count tasks with that
 --                          flow, each with a key after the tasks (below)
 -- ARGV[4..] per task, 4 each: id, priority (integer -1000..1000, lower runs sooner), runAtMs (ms
---          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<payload>"
---          (the library builds it; type 1-64 and group 0-128 characters of A-Z a-z 0-9 _ . -)
+--          since epoch; <= now means ready now), body "1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"
+--          (the library builds it; type 1-64 characters of A-Z a-z 0-9 _ . -, group 0-128 of those
+--          and : @, trace empty or a W3C traceparent; a body of the layout without the trace, as
+--          leaseq wrote it before, is taken too: lib/records.lua parse_body)
 -- then one key per task with a flow, in task order (1-128 characters of A-Z a-z 0-9 _ . - : @). A
 --          flow's m is its mode: d dedupe (a ttlMs, b 0), b debounce (delayMs, maxWaitMs: the task's
 --          runAtMs is replaced by min(now + delayMs, the window's end)), t throttle (perMs, and 1 to
@@ -80,10 +82,9 @@ local function read_tasks(b)
     end
     local run_at = as_time(run_text)
     if not run_at then time_arg('task ' .. i .. ' runAtMs', run_text) end
-    local enqueued, task_type, group, payload_at = string.match(body, BODY_PATTERN)
-    if not enqueued or #enqueued > DIGITS_ENQUEUED then
-      bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"')
-    end
+    local info = parse_body(body)
+    if not info then bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"') end
+    local task_type, group = info.type, info.group
     if #task_type > TYPE_MAX_BYTES then name_arg('task ' .. i .. ' type', task_type, TYPE_MAX_BYTES) end
     if #group > GROUP_MAX_BYTES then group_arg('task ' .. i .. ' group', group) end
     if not type_seen[task_type] then
@@ -94,7 +95,7 @@ local function read_tasks(b)
     if group ~= '' then any_group = true end
     ids[i], ranks[i], runs[i], types[i], groups_of[i] = id, priority, run_at, task_type, group
     bodies[i], run_given[i] = body, run_text
-    sizes[i] = #body - payload_at + 1
+    sizes[i] = #body - info.payload_at + 1
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':x'

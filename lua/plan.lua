@@ -30,8 +30,8 @@
 --   another storage format; nothing is written then: every item is checked, and every record read,
 --   before the first write.
 -- Uses: K, apply, arrange_wakes, as_time, bad, config_int, decision_time, fmt, guard, id_arg
--- Uses: int_arg, is_id, name_arg, new_state, new_writes, note_due, plan_args, plan_item, plan_items
--- Uses: put, put_state, read_config_fields, read_many, schedule_counts_line, stamp_format
+-- Uses: int_arg, is_id, name_arg, new_state, new_writes, note_due, parse_body, plan_args, plan_item
+-- Uses: plan_items, put, put_state, read_config_fields, read_many, schedule_counts_line, stamp_format
 -- Uses: start_fair, time_arg, type_scope, write_many, zadd
 
 return guard('plan', function()
@@ -55,9 +55,9 @@ return guard('plan', function()
     }
     time_arg('schedule ' .. i .. ' from', item.from)
     if item.flags ~= '' and item.flags ~= 'k' then bad('schedule ' .. i .. ' flags must be "k" or ""') end
-    local _, task_type, group, payload_at = string.match(item.body, BODY_PATTERN)
-    if not task_type then bad('schedule ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<payload>"') end
-    item.type, item.group, item.payload_at = task_type, group, payload_at
+    local info = parse_body(item.body)
+    if not info then bad('schedule ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"') end
+    item.type, item.group, item.payload_at = info.type, info.group, info.payload_at
     for run_at, id in string.gmatch(slots, '(%d+) (%S+)') do
       if not as_time(run_at) then time_arg('schedule ' .. i .. ' slot runAtMs', run_at) end
       if not is_id(id) then id_arg('schedule ' .. i .. ' slot id', id) end

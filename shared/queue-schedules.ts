@@ -515,7 +515,7 @@ function computePlan(
     (slot) => `${slot + jitterOf(schedule.name, slot, definition.jitterMs)} ${slotId(schedule.name, slot)}`,
   );
   const payload = serializePayload("schedule", definition.payload, DEFAULTS.maxPayloadBytes);
-  const body = buildBody(now, definition.type, definition.group ?? "", payload);
+  const body = buildBody(now, definition.type, definition.group ?? "", "", payload);
   return { definition, plan, slots, body, payload };
 }
 

@@ -540,7 +540,7 @@ export class Queue {
       id,
       priority: String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
       runAtMs: String(dueTime(at, task, now)),
-      body: buildBody(now, type, group, serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
+      body: buildBody(now, type, group, "", serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
     });
     return { args, flow };
   }

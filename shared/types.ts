@@ -165,6 +165,11 @@ export interface ClaimedTask {
   solo: boolean;
   /** How long it had been READY (due) when this claim leased it, ms: its queue wait. */
   waitedMs: number;
+  /**
+   * The W3C traceparent of the span that sent it, when it was sent in a trace (docs/lambda.md#tracing);
+   * absent otherwise.
+   */
+  trace?: string;
 }
 
 /** What a claim answers besides its tasks (Queue.claimOrNextDue). */

@@ -9,7 +9,8 @@ local FRESH_GROUPED_PATTERN = '^R|0|0|0|(%d+)|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:
 local BARE_LEASE_PATTERN = '^L|%d+|%d+|%d+|%d+||'
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
 local SLOT_STATE_PATTERN = '^([LSRWF])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
-local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|()'
+local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|([%da-f%-]*)|()'
+local LEGACY_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|()'
 local FRESH_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|'
 -- Names (task types, claim and call ids) and ids (task ids, groups): their patterns and characters,
 -- and a member of the grouped set (shared/config.ts declares the characters).
@@ -25,6 +26,7 @@ local DIGITS_MAX = 4
 local DIGITS_AT = 15
 local DIGITS_RANK = 16
 local DIGITS_ENQUEUED = 15
+local LENGTH_TRACE = 55
 -- A group's record and a type's group policy (shared/protocol/groups.ts).
 local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)$'
 local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
@@ -125,8 +127,8 @@ local function lane_of(task_type, group)
 end
 
 -- A body record's text: the format mark, then its fields in their declared order.
-local function body_line(enqueued, task_type, group, payload)
-  return '1|' .. enqueued .. '|' .. task_type .. '|' .. group .. '|' .. payload
+local function body_line(enqueued, task_type, group, trace, payload)
+  return '1|' .. enqueued .. '|' .. task_type .. '|' .. group .. '|' .. trace .. '|' .. payload
 end
 
 -- A `choice` argument: one of the comma-separated `values` ("" too when `optional`).

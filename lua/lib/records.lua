@@ -85,14 +85,21 @@ local function plus(text, delta)
   return tostring(tonumber(text) + delta)
 end
 
--- The prefix of a body: { enqueued, type, group, payload_at }, or nil and why. Never raises; reads
--- only the prefix, however long the payload.
+-- The prefix of a body: { enqueued, type, group, trace, payload_at }, or nil and why. Never raises;
+-- reads only the prefix, however long the payload. A body written before the trace field (the
+-- legacy layout: its payload right after the group) is read too, its trace empty: what tells them
+-- apart is the field after the group, empty or a traceparent then "|" in the current layout, where
+-- the legacy one has the payload's JSON (shared/protocol/record.ts LEGACY_BODY_FIELDS).
 local function parse_body(text)
-  local enqueued, task_type, group, payload_at = string.match(text, BODY_PATTERN)
+  local enqueued, task_type, group, trace, payload_at = string.match(text, BODY_PATTERN)
+  if not enqueued or (#trace ~= 0 and #trace ~= LENGTH_TRACE) then
+    enqueued, task_type, group, payload_at = string.match(text, LEGACY_BODY_PATTERN)
+    trace = ''
+  end
   if not enqueued then return nil, 'unreadable body record' end
   enqueued = tonumber(enqueued)
   if not is_int(enqueued, 0, TIME_MAX_MS) then return nil, 'body record with a time out of range' end
-  return { enqueued = enqueued, type = task_type, group = group, payload_at = payload_at }
+  return { enqueued = enqueued, type = task_type, group = group, trace = trace, payload_at = payload_at }
 end
 
 -- The lease token: "<rank>.<gen>", both as stored (no number is printed). The generation of every

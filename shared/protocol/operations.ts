@@ -428,7 +428,7 @@ export const OPERATIONS = {
         "next (when the schedule is next planned: its first slot after `to`)",
         "priority (-1000..1000)",
         'flags (`k`: overlap skip, or `""`)',
-        'body (`"1|<enqueuedAtMs>|<type>|<group>|<payload>"`)',
+        'body (`"1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"`)',
         'slots (`"<runAtMs> <id> ..."`, at most SCHEDULE_SLOTS_MAX pairs, or `""`)',
         "passedOver (slots missed and not caught up)",
       ],

@@ -32,10 +32,11 @@ export const STATE_FLAGS = {
  * `maxDigits` of them (so only its length needs checking); `digit list` and `id list` such values
  * joined by ","; `flags` lower-case letters; `name` 0 or
  * more characters of a type's (NAME_CHARACTERS: A-Z a-z 0-9 _ . -); `id` 0 or more of a group's
- * (ID_CHARACTERS: `:` and `@` too); `remainder` the rest of the record, whatever it holds.
+ * (ID_CHARACTERS: `:` and `@` too); `traceparent` empty or exactly `length` characters of
+ * `0-9 a-f -` (a W3C traceparent); `remainder` the rest of the record, whatever it holds.
  */
-type FieldKind = "letter" | "digits" | "digit list" | "id list" | "flags" | "name" | "id" | "remainder";
-export type Field = { kind: FieldKind; maxDigits?: number; initial?: string; meaning: string };
+type FieldKind = "letter" | "digits" | "digit list" | "id list" | "flags" | "name" | "id" | "traceparent" | "remainder";
+export type Field = { kind: FieldKind; maxDigits?: number; length?: number; initial?: string; meaning: string };
 
 /**
  * The state record's fields, in the order they are written, "|" between them. `initial` is the
@@ -109,15 +110,37 @@ export const QUARANTINED_MARK = "C|";
 /** The body's format mark: a body of the current format starts with it. */
 export const BODY_FORMAT = "1";
 
+/** The length of a W3C traceparent (`00-<trace id>-<span id>-<flags>`), the `trace` field when set. */
+export const TRACEPARENT_LENGTH = 55;
+
 /** The body record's fields after its format mark, in order, "|" between them. */
 export const BODY_FIELDS = {
   enqueued: { kind: "digits", maxDigits: 15, meaning: "when it was enqueued (ms since epoch)" },
   type: { kind: "name", meaning: "the task's type (1 or more characters)" },
   group: { kind: "id", meaning: "the task's group, or empty" },
+  trace: {
+    kind: "traceparent",
+    length: TRACEPARENT_LENGTH,
+    meaning: "the W3C traceparent of the span that sent it, or empty (docs/lambda.md#tracing)",
+  },
   payload: { kind: "remainder", meaning: "the payload's JSON, as the producer serialised it" },
 } as const satisfies Record<string, Field>;
 
 export type BodyField = keyof typeof BODY_FIELDS;
+
+/**
+ * The body as leaseq wrote it before the `trace` field: the same fields without it. Read, never
+ * written: a queue keeps the bodies of the tasks waiting across an upgrade. A body tells its layout
+ * by the field after its group: empty or a traceparent, then "|", in the current one; in this one
+ * the payload's JSON starts there, which is never empty, never holds "|" after a run of hex digits
+ * and dashes only, and never starts with "|".
+ */
+export const LEGACY_BODY_FIELDS = {
+  enqueued: BODY_FIELDS.enqueued,
+  type: BODY_FIELDS.type,
+  group: BODY_FIELDS.group,
+  payload: BODY_FIELDS.payload,
+} as const satisfies Record<string, Field>;
 
 /**
  * A Lua pattern class of A-Z a-z 0-9 and `symbols` (shared/config.ts): `%w` (Redis's Lua runs in
@@ -141,6 +164,8 @@ const CLASS: Record<Exclude<FieldKind, "remainder">, { strict: string; loose: st
   flags: { strict: "%l*", loose: "%l*", filled: "%l+" },
   name: { strict: `${NAME_CLASS}*`, loose: "[^|]*", filled: `${NAME_CLASS}+` },
   id: { strict: `${ID_CLASS}*`, loose: "[^|]*", filled: `${ID_CLASS}+` },
+  // Lua's patterns have no count: the parser checks the length (0 or the field's `length`).
+  traceparent: { strict: "[%da-f%-]*", loose: "[^|]*", filled: "[%da-f%-]+" },
 };
 
 /**
@@ -300,14 +325,27 @@ export const recordPatterns = () => ({
     end: "|",
     lane: { from: "type", to: "group", read: "take" },
   }),
-  /** A body's enqueue time, type and group, and the payload's position. */
+  /**
+   * A body's enqueue time, type, group and trace, and the payload's position. The trace's length
+   * is checked apart (0 or LENGTH_TRACE); a body it does not match may be of the legacy layout.
+   */
   BODY_PATTERN: recordPattern(BODY_FIELDS, {
+    prefix: `${BODY_FORMAT}|`,
+    reads: { enqueued: "take", type: "take filled", group: "take", trace: "take" },
+    through: "trace",
+    end: "|()",
+  }),
+  /** A body of the legacy layout (LEGACY_BODY_FIELDS): enqueue time, type and group, the payload's position. */
+  LEGACY_BODY_PATTERN: recordPattern(LEGACY_BODY_FIELDS, {
     prefix: `${BODY_FORMAT}|`,
     reads: { enqueued: "take", type: "take filled", group: "take" },
     through: "group",
     end: "|()",
   }),
-  /** The same without the payload's position (claim's common path). */
+  /**
+   * A body's enqueue time, type and group, of either layout (they agree up to the group): claim's
+   * common path, which needs neither the trace nor the payload.
+   */
   FRESH_BODY_PATTERN: recordPattern(BODY_FIELDS, {
     prefix: `${BODY_FORMAT}|`,
     reads: { enqueued: "take", type: "take filled", group: "take" },
@@ -321,11 +359,15 @@ export const recordPatterns = () => ({
  * DIGITS_GEN, ...). A parser checks a field's length against it before it does arithmetic.
  */
 export const recordBounds = (): Record<string, number> =>
-  Object.fromEntries(
-    [...Object.entries(STATE_FIELDS), ...Object.entries(BODY_FIELDS)]
+  Object.fromEntries([
+    ...[...Object.entries(STATE_FIELDS), ...Object.entries(BODY_FIELDS)]
       .filter(([, field]) => "maxDigits" in field)
       .map(([name, field]) => [`DIGITS_${name.toUpperCase()}`, (field as Field).maxDigits as number]),
-  );
+    // A field of a fixed length when set (LENGTH_TRACE): a parser takes it when empty or that long.
+    ...Object.entries(BODY_FIELDS)
+      .filter(([, field]) => "length" in field)
+      .map(([name, field]) => [`LENGTH_${name.toUpperCase()}`, (field as Field).length as number]),
+  ]);
 
 const KIND_TEST: Record<FieldKind, RegExp> = {
   letter: new RegExp(`^[${Object.keys(STATE_LETTERS).join("")}]$`),
@@ -335,6 +377,7 @@ const KIND_TEST: Record<FieldKind, RegExp> = {
   flags: /^[a-z]*$/,
   name: /^[^|]*$/,
   id: /^[^|]*$/,
+  traceparent: /^[\da-f-]*$/,
   remainder: /^/,
 };
 
@@ -360,7 +403,11 @@ export function parseRecord<T extends Record<string, Field>>(
     }
     const end = text.indexOf("|", at);
     const value = end < 0 ? text.slice(at) : text.slice(at, end);
-    if (!KIND_TEST[field.kind].test(value) || (field.maxDigits !== undefined && value.length > field.maxDigits)) {
+    if (
+      !KIND_TEST[field.kind].test(value) ||
+      (field.maxDigits !== undefined && value.length > field.maxDigits) ||
+      (field.length !== undefined && value.length !== 0 && value.length !== field.length)
+    ) {
       return undefined;
     }
     if (end < 0 && name !== Object.keys(fields).at(-1)) return undefined;
@@ -373,4 +420,17 @@ export function parseRecord<T extends Record<string, Field>>(
 /** The body of a task as stored: the format mark, then BODY_FIELDS in order. */
 export function buildBody(fields: Record<BodyField, string | number>): string {
   return [BODY_FORMAT, ...(Object.keys(BODY_FIELDS) as BodyField[]).map((name) => fields[name])].join("|");
+}
+
+/**
+ * A body's fields, of the current layout or the legacy one (LEGACY_BODY_FIELDS: its `trace` then
+ * empty), read as the scripts read it (lua/lib/records.lua parse_body: a type is never empty);
+ * undefined when it is neither.
+ */
+export function parseBodyFields(text: string): Record<BodyField, string> | undefined {
+  const prefix = `${BODY_FORMAT}|`;
+  const fields = parseRecord(BODY_FIELDS, text, prefix);
+  if (fields && fields.type !== "") return fields;
+  const legacy = parseRecord(LEGACY_BODY_FIELDS, text, prefix);
+  return legacy && legacy.type !== "" ? { ...legacy, trace: "" } : undefined;
 }

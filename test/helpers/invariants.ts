@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import { SINGLETON_GROUP_PREFIX } from "../../shared/config.js";
 import { parseGroupPolicy, parseLane } from "../../shared/protocol/groups.js";
-import { BODY_FIELDS, BODY_FORMAT, isMarker, parseRecord, STATE_FIELDS } from "../../shared/protocol/record.js";
+import { isMarker, parseBodyFields, parseRecord, STATE_FIELDS } from "../../shared/protocol/record.js";
 import type { Queue } from "../../shared/queue.js";
 
 /** A task as storage format v2 keeps it (docs/storage.md), read straight from Redis. */
@@ -32,7 +32,7 @@ export function parseTask(
   stallsText?: string,
 ): RawTask {
   const stalls = Number(stallsText ?? 0);
-  const body = bodyText === undefined ? undefined : parseRecord(BODY_FIELDS, bodyText, `${BODY_FORMAT}|`);
+  const body = bodyText === undefined ? undefined : parseBodyFields(bodyText);
   if (bodyText !== undefined && !body) throw new Error(`malformed body ${JSON.stringify(bodyText.slice(0, 80))}`);
   const payload = body?.payload ?? "";
   if (stateText === undefined) {

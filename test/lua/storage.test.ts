@@ -76,6 +76,32 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     });
   });
 
+  it("writes a body with an empty trace field without tracing, and reads a body written before that field: claimed, inspected, listed, its payload whole", async () => {
+    const queue = await fresh();
+    await queue.enqueue([{ id: "new", type: "t", group: "g", payload: { a: "x|y" } }], { now: NOW });
+    expect(await redis.hget(queue.keys.task, "new")).toBe(`1|${NOW}|t|g||{"a":"x|y"}`);
+    // Bodies of the layout before the trace field (a queue upgraded with tasks waiting), written as
+    // enqueue wrote them then: a task never claimed, alone in the ready set, with its rank as score.
+    const legacy = { old: `1|${NOW}|t||{"a":"x|y"}`, oldgrouped: `1|${NOW}|t|g2|[1,2]`, oldnumber: `1|${NOW}|t||12` };
+    let rank = 1_000 * 2 ** 42 + 100;
+    for (const [id, body] of Object.entries(legacy)) {
+      await redis.hset(queue.keys.task, id, body);
+      await redis.zadd(queue.keys.ready, rank++, id);
+    }
+    expect(await queue.admin.inspect("old")).toMatchObject({ state: "ready", type: "t", payload: `{"a":"x|y"}` });
+    expect(await queue.admin.inspect("oldgrouped")).toMatchObject({ group: "g2", payload: "[1,2]" });
+    const claimed = await queue.claim({ count: 10, now: NOW });
+    expect(claimed.map((task) => [task.id, task.group, task.payload, task.trace])).toEqual([
+      ["new", "g", `{"a":"x|y"}`, undefined],
+      ["old", undefined, `{"a":"x|y"}`, undefined],
+      ["oldgrouped", "g2", "[1,2]", undefined],
+      ["oldnumber", undefined, "12", undefined],
+    ]);
+    expect(await queue.admin.checkAll({ now: NOW })).toEqual([]);
+    await queue.ack(claimed, { now: NOW });
+    expect((await queue.stats({ now: NOW })).done).toBe(4);
+  });
+
   it("round-trips a task due at 9999-12-31T23:59:59.999Z through enqueue, inspect, a duplicate enqueue and promote", async () => {
     const queue = await fresh();
     const far = { id: "far", type: "t", payload: { last: true }, runAt: END_OF_9999 };

@@ -15,6 +15,7 @@ import { OPERATIONS, type OperationName } from "../../shared/protocol/operations
 import {
   BODY_FIELDS,
   namePatterns,
+  parseBodyFields,
   parseRecord,
   recordPatterns,
   STATE_FIELDS,
@@ -84,10 +85,11 @@ function argvIndexes(text: string): number[] {
 
 describe("the protocol declaration", () => {
   it("reads a record by its declaration, a remainder whole however many | it holds, and refuses what is not one", () => {
-    expect(parseRecord(BODY_FIELDS, `1|1800000000000|send|g:1|{"a":"x|y"}`, "1|")).toEqual({
+    expect(parseRecord(BODY_FIELDS, `1|1800000000000|send|g:1||{"a":"x|y"}`, "1|")).toEqual({
       enqueued: "1800000000000",
       type: "send",
       group: "g:1",
+      trace: "",
       payload: `{"a":"x|y"}`,
     });
     expect(
@@ -104,6 +106,32 @@ describe("the protocol declaration", () => {
     expect(parseRecord(STATE_FIELDS, "X|1|7|3|1|r|4|send||c1||")).toBeUndefined(); // no such state
     expect(parseRecord(STATE_FIELDS, "L|1|7|3|1|r|12345678901234567|send||c1||")).toBeUndefined(); // rank too long
     expect(parseRecord(BODY_FIELDS, "R|send|5|0|0|0|1|0|{}", "1|")).toBeUndefined(); // format v0
+  });
+
+  it("reads a body's trace when empty or a whole traceparent, and a body of the layout before the trace as one without", () => {
+    const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    expect(parseBodyFields(`1|1800000000000|send|g:1|${traceparent}|{"a":"x|y"}`)).toEqual({
+      enqueued: "1800000000000",
+      type: "send",
+      group: "g:1",
+      trace: traceparent,
+      payload: `{"a":"x|y"}`,
+    });
+    // The legacy layout: the payload right after the group, whatever "|" it holds.
+    for (const payload of [`{"a":"x|y"}`, `"a|b"`, "12", "", `["0af7|"]`]) {
+      expect(parseBodyFields(`1|1800000000000|send|g:1|${payload}`), payload).toEqual({
+        enqueued: "1800000000000",
+        type: "send",
+        group: "g:1",
+        trace: "",
+        payload,
+      });
+    }
+    // A trace of another length, or with upper-case hex, is no trace: the body reads as legacy.
+    expect(parseBodyFields(`1|0|send||${traceparent.slice(1)}|{}`)?.payload).toBe(`${traceparent.slice(1)}|{}`);
+    expect(parseBodyFields(`1|0|send||${traceparent.toUpperCase()}|{}`)?.trace).toBe("");
+    expect(parseBodyFields("1|0||||{}")).toBeUndefined(); // no type
+    expect(parseBodyFields("2|0|send|||{}")).toBeUndefined(); // another format mark
   });
 
   it("declares exactly the operation scripts there are", () => {
@@ -224,7 +252,7 @@ describe("the declared record is what the scripts write (real Redis)", () => {
     const body = (await redis.hget(queue.keys.task, first)) as string;
     expect(
       (await redis.eval("return { string.match(ARGV[1], ARGV[2]) }", 0, body, patterns.BODY_PATTERN)) as unknown[],
-    ).toEqual([String(now), "t", "@tenant:1", body.length - 1]); // the payload "{}" after the position
+    ).toEqual([String(now), "t", "@tenant:1", "", body.length - 1]); // no trace; the payload "{}" after the position
     const [task] = await queue.claim({ count: 10, now });
     expect(task.id).toBe(first);
     const state = (await redis.hget(queue.keys.task, `${first}:s`)) as string;

@@ -544,7 +544,7 @@ export const RAW_ROWS: RawRow[] = [
       script: "enqueue",
       args: () => [String(NOW), "", "", "ok-id", "0", String(NOW), text],
       error:
-        /^enqueue: task 1 (body must be "1\|<enqueuedAtMs>\|<type>\|<group>\|<payload>"|type must be|group must be)/,
+        /^enqueue: task 1 (body must be "1\|<enqueuedAtMs>\|<type>\|<group>\|<trace>\|<payload>"|type must be|group must be)/,
     }),
   ),
   {
