@@ -19,6 +19,7 @@ import {
   slotOf,
   slotsBetween,
 } from "./schedules.js";
+import { activeTraceparent } from "./tracing.js";
 import { type EnqueueResult, STATE_BY_LETTER, type TaskInput, type TaskState, type WakeTo } from "./types.js";
 import { checkInteger, checkNow, serializePayload } from "./validate.js";
 
@@ -315,6 +316,9 @@ export class QueueSchedules {
     const grace = checkInteger(where, "graceMs", options.graceMs ?? horizon, 0, 86_400_000);
     const maxCalls = options.maxCalls ?? 1000;
     await loadCron();
+    // The slots' tasks store the planner's context, when it runs in a trace: their runs link to it
+    // (docs/lambda.md#tracing).
+    const trace = await activeTraceparent();
     const until = now + horizon;
     const result: PlanResult = {
       planned: 0,
@@ -379,7 +383,7 @@ export class QueueSchedules {
         // cron) is set aside with why, and the others are planned: it never stops the planner.
         let computed: ReturnType<typeof computePlan>;
         try {
-          computed = computePlan(schedule, planNow, planNow + horizon, grace);
+          computed = computePlan(schedule, planNow, planNow + horizon, grace, trace);
         } catch (error) {
           await this.setAside(schedule.name, schedule.revision, planNow, error);
           result.setAside++;
@@ -502,6 +506,7 @@ function computePlan(
   now: number,
   until: number,
   grace: number,
+  trace: string,
 ) {
   let parsed: unknown;
   try {
@@ -515,7 +520,7 @@ function computePlan(
     (slot) => `${slot + jitterOf(schedule.name, slot, definition.jitterMs)} ${slotId(schedule.name, slot)}`,
   );
   const payload = serializePayload("schedule", definition.payload, DEFAULTS.maxPayloadBytes);
-  const body = buildBody(now, definition.type, definition.group ?? "", "", payload);
+  const body = buildBody(now, definition.type, definition.group ?? "", trace, payload);
   return { definition, plan, slots, body, payload };
 }
 

@@ -10,6 +10,7 @@ import { QueueSchedules } from "./queue-schedules.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
 import { configFields, type QueueSettings, type ResolvedSettings, resolveSettings } from "./settings.js";
 import type { Store } from "./store.js";
+import { isTraceparent, withBatchSpan, withSendSpan } from "./tracing.js";
 import {
   type ClaimedTask,
   type ClaimOutcome,
@@ -140,39 +141,34 @@ export class Queue {
     );
     for (const [type, n] of room) checkInteger(`claim: room["${type}"]`, "room", n, 0, 9999);
     const claimId = randomBytes(12).toString("base64url");
-    const reply = await this.context.run("claim", {
-      now: String(now),
-      count: String(count),
-      maxLeaseMs: String(maxLeaseMs),
-      claimId,
-      repeat: "0",
-      promoteLimit: String(DEFAULTS.promoteLimit),
-      types: types.join(","),
-      busy: options.busy ? "1" : "0",
-      woken: options.woken ? "1" : "0",
-      lingers: options.lingers === false ? "0" : "1",
-      room: room.map(([type, n]) => `${type}:${n}`).join(","),
-    });
-    const { rows, next, soloWaiting, wakeAt } = readReply("claim", reply);
-    const tasks = rows.map((record): ClaimedTask => {
-      const token = String(record.token);
-      const rank = Number(token.slice(0, token.indexOf(".")));
-      const body = parseBody(String(record.body));
-      return {
-        id: String(record.id),
-        type: body.type,
-        group: body.group === "" ? undefined : body.group,
-        payload: body.payload,
-        attempt: Number(record.attempt),
-        token,
-        rank,
-        priority: priorityOfRank(rank),
-        leaseDeadlineMs: Number(record.deadline),
-        solo: record.solo === "1",
-        waitedMs: Number(record.waited ?? 0),
-      };
-    });
-    return { tasks, nextDueMs: optionalTime(next), soloWaiting: soloWaiting === "1", wakeAtMs: optionalTime(wakeAt) };
+    return withBatchSpan(
+      this.name,
+      "receive",
+      async (): Promise<ClaimOutcome> => {
+        const reply = await this.context.run("claim", {
+          now: String(now),
+          count: String(count),
+          maxLeaseMs: String(maxLeaseMs),
+          claimId,
+          repeat: "0",
+          promoteLimit: String(DEFAULTS.promoteLimit),
+          types: types.join(","),
+          busy: options.busy ? "1" : "0",
+          woken: options.woken ? "1" : "0",
+          lingers: options.lingers === false ? "0" : "1",
+          room: room.map(([type, n]) => `${type}:${n}`).join(","),
+        });
+        const { rows, next, soloWaiting, wakeAt } = readReply("claim", reply);
+        const tasks = rows.map(claimedTask);
+        return {
+          tasks,
+          nextDueMs: optionalTime(next),
+          soloWaiting: soloWaiting === "1",
+          wakeAtMs: optionalTime(wakeAt),
+        };
+      },
+      (outcome) => outcome.tasks.length,
+    );
   }
 
   /**
@@ -221,12 +217,19 @@ export class Queue {
         `${label} (id ${id}): outcome must be "ack", "retry" or "fail", got ${shown((item as { outcome: unknown }).outcome)}`,
       );
     });
-    const reply = await this.context.run("settle", { now: String(now) }, args);
-    return replyRows("settle", reply, items.length).map((record, i) => ({
-      id: items[i].id,
-      status: itemStatus(where, record.status),
-      state: STATE_BY_LETTER[String(record.state)],
-    }));
+    return withBatchSpan(
+      this.name,
+      "settle",
+      async () => {
+        const reply = await this.context.run("settle", { now: String(now) }, args);
+        return replyRows("settle", reply, items.length).map((record, i) => ({
+          id: items[i].id,
+          status: itemStatus(where, record.status),
+          state: STATE_BY_LETTER[String(record.state)],
+        }));
+      },
+      () => items.length,
+    );
   }
 
   /** Acks tasks (settle with outcome "ack"). */
@@ -316,7 +319,8 @@ export class Queue {
    * Adds tasks, idempotent by id: a known id (in any state, DONE within retention included) is
    * reported as `duplicate` and left untouched. Throws InvalidInputError, naming the task and field,
    * before anything is written when any task is malformed or has a field TaskInput lacks (a
-   * misspelled `paylod` is refused, not dropped).
+   * misspelled `paylod` is refused, not dropped). With tracing (docs/lambda.md#tracing), the tasks
+   * store the context of the PRODUCER span of the call.
    */
   async enqueue(tasks: TaskInput[], options: { now: number }): Promise<EnqueueResult[]> {
     return (await this.enqueueAndWake(tasks, options)).results;
@@ -328,29 +332,49 @@ export class Queue {
    * wake-up is arranged already (another producer's, a draining worker's) or the task is due later
    * than 15 minutes (the reclaimer arranges that one). The producer helper of `leaseq/lambda`
    * sends the wake-up (docs/wake-ups.md).
+   *
+   * The tasks store the W3C traceparent of the PRODUCER span `send <queue>` this call makes when
+   * tracing is on (docs/lambda.md#tracing); with `traceparent` they store that one instead, and no
+   * span is made: the context they were sent in, carried across a process (the intake passes the
+   * one an SQS message carries; `""`: none). A `traceparent` that is neither is refused.
    */
   async enqueueAndWake(
     tasks: TaskInput[],
-    options: { now: number },
+    options: { now: number; traceparent?: string },
   ): Promise<{ results: EnqueueResult[]; wakeAtMs: number | undefined; wakeTo: WakeTo[] }> {
     const where = "enqueue";
     const now = checkNow(where, options.now);
     checkBatch(where, tasks, LIMITS.batchMax);
-    const args: string[] = [];
-    const flows: FlowEntry[] = [];
-    const flowOf: Array<FlowEntry | undefined> = [];
-    for (const [index, task] of tasks.entries()) {
-      const { args: taskArgs, flow } = this.taskArgs(`${where}: task ${index + 1}`, task, now);
-      args.push(...taskArgs);
-      flowOf.push(flow);
-      if (flow) flows.push(flow);
+    const { traceparent } = options;
+    if (traceparent !== undefined && traceparent !== "" && !isTraceparent(traceparent)) {
+      throw new InvalidInputError(
+        `${where}: traceparent must be "" or a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lower case), got ${shown(traceparent)}`,
+      );
     }
-    // With flow control, its runs (a batch's tasks mostly share one flow), and a key per task with one.
-    const reply = await this.context.run(
-      "enqueue",
-      { now: String(now), callId: callId(), flows: flows.length === 0 ? "" : flowRuns(flowOf) },
-      flows.length === 0 ? args : [...args, ...flows.map((flow) => flow.key)],
-    );
+    const prepared = tasks.map((task, index) => this.prepareTask(`${where}: task ${index + 1}`, task, now));
+    const flows = prepared.flatMap(({ flow }) => (flow ? [flow] : []));
+    const send = async (trace: string) => {
+      const args = prepared.flatMap(({ id, priority, runAtMs, type, group, payload }) =>
+        itemArgs("enqueue", { id, priority, runAtMs, body: buildBody(now, type, group, trace, payload) }),
+      );
+      // With flow control, its runs (a batch's tasks mostly share one flow), and a key per task with one.
+      return this.context.run(
+        "enqueue",
+        {
+          now: String(now),
+          callId: callId(),
+          flows: flows.length === 0 ? "" : flowRuns(prepared.map(({ flow }) => flow)),
+        },
+        flows.length === 0 ? args : [...args, ...flows.map((flow) => flow.key)],
+      );
+    };
+    const reply = await (traceparent === undefined
+      ? withSendSpan(
+          this.name,
+          prepared.map((task) => task.id),
+          send,
+        )
+      : send(traceparent));
     const { rows, wakeAt } = readReply("enqueue", reply, tasks.length);
     const results = rows.map((record, i): EnqueueResult => {
       const status = itemStatus(where, record.status);
@@ -377,7 +401,7 @@ export class Queue {
     const now = checkNow("checkTasks", options.now);
     return tasks.map((task, index) => {
       try {
-        this.taskArgs(`task ${index + 1}`, task, now);
+        this.prepareTask(`task ${index + 1}`, task, now);
         return undefined;
       } catch (error) {
         if (error instanceof InvalidInputError) return error.message;
@@ -519,8 +543,11 @@ export class Queue {
     return parseStats(readReply("stats", await this.context.run("stats", { now: String(now) })));
   }
 
-  /** One task's enqueue arguments, checked, and its flow control entry when it has one. */
-  private taskArgs(label: string, task: TaskInput, now: number): { args: string[]; flow: FlowEntry | undefined } {
+  /**
+   * One task, checked: its enqueue arguments but the body, the parts of its body but the trace, and
+   * its flow control entry when it has one.
+   */
+  private prepareTask(label: string, task: TaskInput, now: number): PreparedTask {
     if (task === null || typeof task !== "object")
       throw new InvalidInputError(`${label} must be an object, got ${shown(task)}`);
     const id = checkId(label, "id", task.id);
@@ -536,14 +563,49 @@ export class Queue {
     const flow = checkFlow(at, task);
     // A singleton runs in its key's lane, whose concurrency is 1 (lua/lib/lanes.lua group_policy).
     const group = flow?.mode === "singleton" ? `${SINGLETON_GROUP_PREFIX}${flow.key}` : given;
-    const args = itemArgs("enqueue", {
+    return {
       id,
       priority: String(checkInteger(at, "priority", task.priority ?? 0, LIMITS.priorityMin, LIMITS.priorityMax)),
       runAtMs: String(dueTime(at, task, now)),
-      body: buildBody(now, type, group, "", serializePayload(at, task.payload, this.settings.maxPayloadBytes)),
-    });
-    return { args, flow };
+      type,
+      group,
+      payload: serializePayload(at, task.payload, this.settings.maxPayloadBytes),
+      flow,
+    };
   }
+}
+
+/** A task enqueue checked: what its arguments and body are built from. */
+interface PreparedTask {
+  id: string;
+  priority: string;
+  runAtMs: string;
+  type: string;
+  group: string;
+  payload: string;
+  flow: FlowEntry | undefined;
+}
+
+/** A task as a claim's reply row gives it. */
+function claimedTask(record: Record<string, unknown>): ClaimedTask {
+  const token = String(record.token);
+  const rank = Number(token.slice(0, token.indexOf(".")));
+  const body = parseBody(String(record.body));
+  const task: ClaimedTask = {
+    id: String(record.id),
+    type: body.type,
+    group: body.group === "" ? undefined : body.group,
+    payload: body.payload,
+    attempt: Number(record.attempt),
+    token,
+    rank,
+    priority: priorityOfRank(rank),
+    leaseDeadlineMs: Number(record.deadline),
+    solo: record.solo === "1",
+    waitedMs: Number(record.waited ?? 0),
+  };
+  if (body.trace !== "") task.trace = body.trace;
+  return task;
 }
 
 /** The types of a claim's `types` or `full`, checked. */

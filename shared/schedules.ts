@@ -193,6 +193,17 @@ export function slotId(name: string, slotMs: number): string {
   return `${name}@${new Date(slotMs).toISOString()}`;
 }
 
+/**
+ * Whether `id` has the form slotId gives, `<schedule>@YYYY-MM-DDTHH:mm:ss.sssZ`: a schedule's slot
+ * (or a task sent with an id of that form). Its runs link to the planner's context rather than
+ * continue it (docs/lambda.md#tracing).
+ */
+export function isSlotId(id: string): boolean {
+  return SLOT_ID.test(id);
+}
+
+const SLOT_ID = /^[A-Za-z0-9_.-]{1,64}@\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 /** The slot time of a task id `<schedule>@<ISO time>` of `name`, or undefined. */
 export function slotOf(name: string, id: string): number | undefined {
   if (!id.startsWith(`${name}@`)) return undefined;
