@@ -416,6 +416,7 @@ class Drain {
     const invocationEnd = now + this.options.remainingMs() - this.options.safetyMarginMs;
     const timeoutAt = type.stopsAtTimeout ? now + type.timeoutMs : Number.POSITIVE_INFINITY;
     const run = runTask(task, type, controller, {
+      queue: this.options.queue.name,
       now: this.now,
       stopAtMs: Math.min(timeoutAt, invocationEnd),
       stopReason: timeoutAt < invocationEnd ? "timeout" : "budget",

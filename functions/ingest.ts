@@ -7,7 +7,7 @@ import type { DeadLetterSender } from "./dead-letter.js";
 import { withFlowDefault } from "./flow-defaults.js";
 import { atLastReceive, receivedText } from "./last-receive.js";
 import { payloadPathsProblem } from "./schema.js";
-import { bodyWithTaskIds, type RejectedTask, readRecord } from "./sqs.js";
+import { bodyWithTaskIds, type RejectedTask, readRecord, traceparentOf } from "./sqs.js";
 import type { TaskDeclaration } from "./tasks.js";
 
 /** What one ingest of an SQS batch did, for the invocation log and the batch response. */
@@ -165,9 +165,10 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     if (valid.length > 0) {
       try {
         const now = options.now();
+        // The tasks store the context the message was sent in (docs/lambda.md#tracing).
         const { results, wakeAtMs, wakeTo } = await options.queue.enqueueAndWake(
           valid.map((item) => item.task),
-          { now },
+          { now, traceparent: traceparentOf(record) },
         );
         if (wakeAtMs !== undefined) result.wakeAtMs = Math.min(wakeAtMs, result.wakeAtMs ?? wakeAtMs);
         mergeWakeTo(result.wakeTo, wakeTo);

@@ -67,3 +67,11 @@ export const MAX_TASKS_PER_MESSAGE = 1000;
 
 /** The SQS message size limit counted by leaseq's producer: body plus attributes. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
+
+/**
+ * The message attribute (String) a traced send puts the W3C traceparent of its PRODUCER span in:
+ * the intake stores it with the message's tasks (docs/lambda.md#tracing). The name is the one
+ * OpenTelemetry's W3C propagator injects, so a message an instrumented SQS client sent is read
+ * the same way.
+ */
+export const TRACEPARENT_ATTRIBUTE = "traceparent";

@@ -1,7 +1,13 @@
 import { createHash, randomUUID } from "node:crypto";
-import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  type MessageAttributeValue,
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { ConfigError } from "../shared/errors.js";
 import type { Queue } from "../shared/queue.js";
+import { withSendSpan } from "../shared/tracing.js";
 import type { EnqueueResult, TaskInput } from "../shared/types.js";
 import { withFlowDefault } from "./flow-defaults.js";
 import {
@@ -10,6 +16,7 @@ import {
   type TaskMessage,
   type TaskMessageBody,
   type TaskOfType,
+  TRACEPARENT_ATTRIBUTE,
   type WakeMessageBody,
 } from "./messages.js";
 import { checkOutgoingTasks } from "./send-checks.js";
@@ -48,7 +55,9 @@ export interface Producer<Declared extends Payloads = Payloads> {
    * Sends `tasks` as `{"tasks": [...]}` SQS messages. Throws InvalidInputError before sending
    * anything when a task is refused (an unknown field, an undeclared type, a payload its schema
    * rejects), SendError naming the ids SQS refused or could not be sent (the others are in: sending
-   * the same tasks again is safe, their ids kept).
+   * the same tasks again is safe, their ids kept). With tracing (docs/lambda.md#tracing), the send
+   * is a PRODUCER span whose traceparent each message carries (attribute `traceparent`), and the
+   * intake stores with the tasks.
    */
   send(tasks: readonly TaskMessage<Declared>[]): Promise<SendResult>;
   /**
@@ -134,50 +143,72 @@ export function createProducer<Declared extends Payloads = Payloads>(
     const failed = reply.Failed?.[0];
     if (failed) throw new SendError(`SQS refused the wake-up (${failed.Code}: ${failed.Message})`, []);
   };
+  // The SQS queue's name, the destination of a send's span (its URL's last part).
+  const queueName = options.queueUrl.slice(options.queueUrl.lastIndexOf("/") + 1);
+  /**
+   * Sends `bodies`, ten per SendMessageBatch, each with `attributes`; resolves to the ids of the
+   * tasks SQS refused, or could not be sent, and why.
+   */
+  const sendBodies = async (
+    bodies: Body[],
+    attributes: Record<string, MessageAttributeValue> | undefined,
+    reserved: number,
+  ): Promise<{ ids: string[]; reasons: Set<string> }> => {
+    const refused: string[] = [];
+    const reasons = new Set<string>();
+    for (let start = 0; start < bodies.length; start += ENTRIES_PER_BATCH) {
+      for (const batch of batchesUnderLimit(bodies.slice(start, start + ENTRIES_PER_BATCH), reserved)) {
+        const entries: SendMessageBatchRequestEntry[] = batch.map((body, i) => ({
+          Id: String(i),
+          MessageBody: body.text,
+          ...(attributes === undefined ? {} : { MessageAttributes: attributes }),
+          ...(body.messageGroupId === undefined
+            ? {}
+            : { MessageGroupId: body.messageGroupId, MessageDeduplicationId: deduplicationId(body.ids) }),
+        }));
+        let failures: Array<{ Id?: string; Code?: string; Message?: string }>;
+        try {
+          failures =
+            (await client.send(new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: entries }))).Failed ??
+            [];
+        } catch (error) {
+          // A batch that could not be sent at all: its tasks are refused; the batches before it
+          // are in, and the call goes on with the rest rather than stop half-way.
+          const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+          failures = entries.map((entry) => ({ Id: entry.Id, Code: "NotSent", Message: reason }));
+        }
+        for (const failed of failures) {
+          refused.push(...batch[Number(failed.Id)].ids);
+          reasons.add(`${failed.Code}: ${failed.Message}`);
+        }
+      }
+    }
+    return { ids: refused, reasons };
+  };
   return {
     async send(tasks) {
       await checkOutgoingTasks("send", tasks, declaration);
       const withIds: TaskMessage[] = tasks.map((task) =>
         task.id === undefined ? { ...task, id: randomUUID() } : task,
       );
-      const bodies = fifo ? fifoBodies(withIds) : splitIntoBodies(withIds);
-      const refused: string[] = [];
-      const reasons = new Set<string>();
-      for (let start = 0; start < bodies.length; start += ENTRIES_PER_BATCH) {
-        for (const batch of batchesUnderLimit(bodies.slice(start, start + ENTRIES_PER_BATCH))) {
-          const entries: SendMessageBatchRequestEntry[] = batch.map((body, i) => ({
-            Id: String(i),
-            MessageBody: body.text,
-            ...(body.messageGroupId === undefined
-              ? {}
-              : { MessageGroupId: body.messageGroupId, MessageDeduplicationId: deduplicationId(body.ids) }),
-          }));
-          let failures: Array<{ Id?: string; Code?: string; Message?: string }>;
-          try {
-            failures =
-              (await client.send(new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: entries })))
-                .Failed ?? [];
-          } catch (error) {
-            // A batch that could not be sent at all: its tasks are refused; the batches before it
-            // are in, and the call goes on with the rest rather than stop half-way.
-            const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-            failures = entries.map((entry) => ({ Id: entry.Id, Code: "NotSent", Message: reason }));
-          }
-          for (const failed of failures) {
-            refused.push(...batch[Number(failed.Id)].ids);
-            reasons.add(`${failed.Code}: ${failed.Message}`);
-          }
+      const ids = withIds.map((task) => task.id as string);
+      return withSendSpan(queueName, ids, async (traceparent) => {
+        // The context travels as a message attribute, which SQS counts in the message's size.
+        const attributes = traceparent === "" ? undefined : traceAttribute(traceparent);
+        const reserved = attributes ? attributeBytes(attributes) : 0;
+        const bodies = fifo ? fifoBodies(withIds, reserved) : splitIntoBodies(withIds, reserved);
+        const refused = await sendBodies(bodies, attributes, reserved);
+        if (refused.ids.length > 0) {
+          const sent = withIds.length - refused.ids.length;
+          throw new SendError(
+            `SQS refused ${refused.ids.length} of ${withIds.length} tasks (${[...refused.reasons].join("; ")})${sent > 0 ? `; the other ${sent} are sent` : ""}: send the refused ones again (their ids are kept, so a resend never enqueues one twice)`,
+            refused.ids,
+          );
         }
-      }
-      if (refused.length > 0) {
-        const sent = withIds.length - refused.length;
-        throw new SendError(
-          `SQS refused ${refused.length} of ${withIds.length} tasks (${[...reasons].join("; ")})${sent > 0 ? `; the other ${sent} are sent` : ""}: send the refused ones again (their ids are kept, so a resend never enqueues one twice)`,
-          refused,
-        );
-      }
-      return { ids: withIds.map((task) => task.id as string), messages: bodies.length };
+        return { ids, messages: bodies.length };
+      });
     },
+
     async enqueue(queue, tasks, options = {}) {
       checkWakeQueue();
       await checkOutgoingTasks("enqueue", tasks, declaration);
@@ -224,7 +255,7 @@ interface Body {
  * last). Other tasks without a group share messages, each message grouped by its first task's id: a
  * message group of its own, so they never wait behind each other, nor behind a group.
  */
-export function fifoBodies(tasks: readonly TaskMessage[]): Body[] {
+export function fifoBodies(tasks: readonly TaskMessage[], reservedBytes = 0): Body[] {
   const byGroup = new Map<string | undefined, TaskMessage[]>();
   for (const task of tasks) {
     const group = task.group ?? flowGroupOf(task);
@@ -233,7 +264,7 @@ export function fifoBodies(tasks: readonly TaskMessage[]): Body[] {
     else byGroup.set(group, [task]);
   }
   return [...byGroup].flatMap(([group, members]) =>
-    splitIntoBodies(members).map((body) => ({ ...body, messageGroupId: group ?? body.ids[0] })),
+    splitIntoBodies(members, reservedBytes).map((body) => ({ ...body, messageGroupId: group ?? body.ids[0] })),
   );
 }
 
@@ -258,10 +289,13 @@ function deduplicationId(ids: readonly string[]): string {
   return createHash("sha256").update(ids.join("\n")).digest("hex");
 }
 
-/** Packs tasks into message bodies of at most MAX_MESSAGE_BYTES and MAX_TASKS_PER_MESSAGE tasks, in order. */
-export function splitIntoBodies(tasks: readonly TaskMessage[]): Body[] {
+/**
+ * Packs tasks into message bodies of at most MAX_MESSAGE_BYTES and MAX_TASKS_PER_MESSAGE tasks, in
+ * order; `reservedBytes` of each message are its attributes'.
+ */
+export function splitIntoBodies(tasks: readonly TaskMessage[], reservedBytes = 0): Body[] {
   const bodies: Body[] = [];
-  const envelope = Buffer.byteLength(JSON.stringify({ tasks: [] } satisfies TaskMessageBody));
+  const envelope = Buffer.byteLength(JSON.stringify({ tasks: [] } satisfies TaskMessageBody)) + reservedBytes;
   let current: string[] = [];
   let ids: string[] = [];
   let bytes = envelope;
@@ -291,13 +325,16 @@ export function splitIntoBodies(tasks: readonly TaskMessage[]): Body[] {
   return bodies;
 }
 
-/** Splits up to ten bodies into SendMessageBatch calls whose total stays under the request limit. */
-function batchesUnderLimit(bodies: Body[]): Body[][] {
+/**
+ * Splits up to ten bodies into SendMessageBatch calls whose total stays under the request limit,
+ * each message counting `reservedBytes` of attributes besides its body.
+ */
+function batchesUnderLimit(bodies: Body[], reservedBytes: number): Body[][] {
   const batches: Body[][] = [];
   let current: Body[] = [];
   let bytes = 0;
   for (const body of bodies) {
-    const size = Buffer.byteLength(body.text);
+    const size = Buffer.byteLength(body.text) + reservedBytes;
     if (current.length > 0 && bytes + size > MAX_MESSAGE_BYTES) {
       batches.push(current);
       current = [];
@@ -308,4 +345,21 @@ function batchesUnderLimit(bodies: Body[]): Body[][] {
   }
   if (current.length > 0) batches.push(current);
   return batches;
+}
+
+/** The message attribute that carries a send's context to the intake (docs/lambda.md#tracing). */
+function traceAttribute(traceparent: string): Record<string, MessageAttributeValue> {
+  return { [TRACEPARENT_ATTRIBUTE]: { DataType: "String", StringValue: traceparent } };
+}
+
+/** What SQS counts of message attributes in a message's size: each name, data type and value. */
+function attributeBytes(attributes: Record<string, MessageAttributeValue>): number {
+  return Object.entries(attributes).reduce(
+    (sum, [name, value]) =>
+      sum +
+      Buffer.byteLength(name) +
+      Buffer.byteLength(value.DataType ?? "") +
+      Buffer.byteLength(value.StringValue ?? ""),
+    0,
+  );
 }

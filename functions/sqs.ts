@@ -1,6 +1,7 @@
 import type { SQSRecord } from "aws-lambda";
+import { isTraceparent } from "../shared/tracing.js";
 import type { TaskInput } from "../shared/types.js";
-import { MAX_TASKS_PER_MESSAGE, TASK_MESSAGE_FIELDS } from "./messages.js";
+import { MAX_TASKS_PER_MESSAGE, TASK_MESSAGE_FIELDS, TRACEPARENT_ATTRIBUTE } from "./messages.js";
 
 /** A task of a record that cannot be enqueued, and why (never its payload). */
 export interface RejectedTask {
@@ -92,6 +93,15 @@ export function readRecord(record: SQSRecord): RecordIntent {
     });
   }
   return { kind: "enqueue", tasks: accepted, rejected };
+}
+
+/**
+ * The context a record's tasks were sent in: its `traceparent` attribute (docs/lambda.md#tracing)
+ * when it holds a W3C traceparent, else "" (none, or a value that is not one: never refused for it).
+ */
+export function traceparentOf(record: SQSRecord): string {
+  const value = record.messageAttributes?.[TRACEPARENT_ATTRIBUTE]?.stringValue;
+  return isTraceparent(value) ? value : "";
 }
 
 /** The id of a task sent without one: its message's id and its index, the same on every delivery. */

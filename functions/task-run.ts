@@ -1,3 +1,4 @@
+import { startAttemptSpan } from "../shared/tracing.js";
 import type { ClaimedTask, SettleItem } from "../shared/types.js";
 import { callHandler, failureOf } from "./handler-call.js";
 import { backoffDelayMs, type DeclaredTaskType } from "./tasks.js";
@@ -23,13 +24,16 @@ export type RunOutcome = SettleItem | "lost";
  * "lost"). A handler that ignores its signal is not waited for once it is stopped: the run is
  * settled while there is time (the handler goes on in the background until the freeze). A stopped
  * run counts as an attempt, retried with backoff (FAILED on its last), so a task that always
- * overruns ends FAILED instead of looping.
+ * overruns ends FAILED instead of looping. With tracing, the run is the CONSUMER span `process
+ * <queue>` (shared/tracing.ts), the handler running in its context; what the handler threw, its
+ * stop or its lease lost is recorded on it as the error it ended with.
  */
 export async function runTask(
   task: ClaimedTask,
   type: DeclaredTaskType,
   controller: AbortController,
   options: {
+    queue: string;
     now: () => number;
     stopAtMs: number;
     stopReason: "timeout" | "budget";
@@ -41,6 +45,9 @@ export async function runTask(
   const { now } = options;
   const startedAt = now();
   const base = { id: task.id, token: task.token };
+  const span = startAttemptSpan(options.queue, task);
+  // Why the run ended other than by the handler's return, for its span.
+  let ended: { error: unknown } | undefined;
   const stop = setTimeout(
     () =>
       controller.abort(
@@ -54,17 +61,26 @@ export async function runTask(
     Math.max(0, options.stopAtMs - now()),
   );
   try {
-    const handled = callHandler(type, task, controller.signal, options.onProgress);
+    const handled = span
+      ? span.run(() => callHandler(type, task, controller.signal, options.onProgress))
+      : callHandler(type, task, controller.signal, options.onProgress);
     // Settled late, after the race below: nothing left to report it to.
     handled.catch(() => {});
     const value = await Promise.race([handled, stopped(controller.signal)]);
-    if (lostLease(controller.signal)) return "lost";
+    if (lostLease(controller.signal)) {
+      ended = { error: controller.signal.reason };
+      return "lost";
+    }
     if (!type.keepResult || value === undefined) return { ...base, outcome: "ack" };
     return keptResult(base, task, value, options.maxResultBytes);
   } catch (error) {
-    if (lostLease(controller.signal)) return "lost";
     const reason = controller.signal.reason;
+    if (lostLease(controller.signal)) {
+      ended = { error: reason };
+      return "lost";
+    }
     if (controller.signal.aborted && reason instanceof Stop) {
+      ended = { error: reason };
       const ranMs = now() - startedAt;
       const what =
         reason.reason === "timeout"
@@ -72,6 +88,7 @@ export async function runTask(
           : `did not finish within the invocation (${ranMs} ms)`;
       return { ...base, outcome: "retry", retryAtMs: now() + backoffDelayMs(type.backoff, task.attempt), error: what };
     }
+    ended = { error };
     const failure = failureOf(error);
     if (failure.permanent) return { ...base, outcome: "fail", error: failure.reason };
     return {
@@ -82,6 +99,7 @@ export async function runTask(
     };
   } finally {
     clearTimeout(stop);
+    span?.end(ended && (ended.error ?? "failed"));
   }
 }
 

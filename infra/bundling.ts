@@ -96,7 +96,10 @@ export function bundleOptions(
     // NODE_OPTIONS=--enable-source-maps, which slows every cold start.
     sourcemap: false,
     // The AWS SDK v3 ships with the Node.js 22 and 24 Lambda runtimes; bundling it would add ~1 MB.
-    external: ["@aws-sdk/*"],
+    // @opentelemetry/api, leaseq's optional peer, is imported at run time when present (shared/
+    // tracing.ts): from a layer (the ADOT layer carries it) or the function's node_modules, so the
+    // bundle never carries it, and a function without it runs untraced (docs/lambda.md#tracing).
+    external: ["@aws-sdk/*", "@opentelemetry/api"],
     plugins: [packedScripts()],
     logLevel: "warning",
   };

@@ -1,5 +1,16 @@
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,7 +18,7 @@ import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { invoke, loadBundle } from "../helpers/built-bundles.js";
 import { envWithoutConnection, functionEnv, scheduledEvent, sqsEvent, sqsRecord } from "../helpers/events.js";
-import { adapters, uniqueQueueName } from "../helpers/stores.js";
+import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -16,12 +27,12 @@ beforeAll(() => {
   execFileSync("npm", ["run", "--silent", "build:lambda"], { cwd: root, stdio: "ignore" });
 });
 
-// About 238,500 bytes (worker) and 220,500 (reclaimer) (`npm run build:lambda` prints them), 42,583 of
-// each the scripts' text, packed at bundle time (infra/packed-scripts.ts), and 80,394 @upstash/redis
+// About 245,800 bytes (worker) and 227,600 (reclaimer) (`npm run build:lambda` prints them), 44,127 of
+// each the scripts' text, packed at bundle time (infra/packed-scripts.ts), and 80,334 @upstash/redis
 // (docs/lambda.md#bundles); the limit catches the scripts bundled unpacked again (+110,000) or a
 // bundle that starts carrying the AWS SDK or the CDK (over 1 MB), with some room for dependency bumps.
-// What a cold start loads is the entry and the chunks it imports statically: ioredis (TCP) and
-// croner (schedules) are dynamic imports, loaded only by a queue that uses them.
+// What a cold start loads is the entry and the chunks it imports statically: ioredis (TCP), croner
+// (schedules) and leaseq's span code (tracing) are dynamic imports, loaded only when used.
 it("keeps what each function loads at a cold start under 250,000 bytes minified (ioredis and croner are on-demand chunks)", () => {
   for (const bundle of ["worker", "reclaimer"]) {
     const dir = `${root}dist/lambda/${bundle}/`;
@@ -42,6 +53,29 @@ it("keeps what each function loads at a cold start under 250,000 bytes minified 
     );
     const bytes = [...loaded].reduce((sum, file) => sum + statSync(file).size, 0);
     expect(bytes, `${bundle} bundle bytes`).toBeLessThan(250_000);
+  }
+});
+
+// @opentelemetry/api is leaseq's optional peer: imported at run time when a layer (ADOT's) or the
+// function's own node_modules has it, never bundled (docs/lambda.md#tracing).
+it("carries no OpenTelemetry code, only the import of @opentelemetry/api, in an on-demand chunk with leaseq's spans", () => {
+  for (const bundle of ["worker", "reclaimer"]) {
+    const dir = `${root}dist/lambda/${bundle}/`;
+    const files = [`${dir}index.mjs`, ...readdirSync(`${dir}chunks`).map((file) => `${dir}chunks/${file}`)];
+    const texts = files.map((file) => readFileSync(file, "utf8"));
+    // The API's global registry key: in every copy of the API, in none of leaseq's code.
+    expect(
+      texts.some((text) => text.includes("opentelemetry.js.api")),
+      bundle,
+    ).toBe(false);
+    expect(
+      texts.some((text) => text.includes('import("@opentelemetry/api")')),
+      bundle,
+    ).toBe(true);
+    expect(
+      readdirSync(`${dir}chunks`).some((file) => file.startsWith("tracing-spans-")),
+      bundle,
+    ).toBe(true);
   }
 });
 
@@ -77,6 +111,44 @@ describe.each(adapters)("the built bundles over $name", (adapter) => {
       expect(summary.result).toMatchObject({ done: 1, ready: 0, leased: 0, drainInvocations: 0 });
     } finally {
       process.env = saved;
+    }
+  });
+
+  it("run where @opentelemetry/api cannot be found, as on Lambda without a layer carrying it: untraced, an empty trace stored", async () => {
+    const name = uniqueQueueName("bundle-untraced");
+    // The worker's files outside the repository, with the runtime's own packages beside them (the
+    // AWS SDK, which Lambda provides) and nothing else; run by plain Node, whose resolution is
+    // Lambda's (the test runner would resolve the import from the repository).
+    const dir = mkdtempSync(join(tmpdir(), "leaseq-untraced-"));
+    cpSync(`${root}dist/lambda/worker`, dir, { recursive: true });
+    mkdirSync(join(dir, "node_modules"));
+    symlinkSync(`${root}node_modules/@aws-sdk`, join(dir, "node_modules", "@aws-sdk"));
+    writeFileSync(join(dir, "probe.mjs"), 'await import("@opentelemetry/api");');
+    const run = (event: unknown, env: Record<string, string> = {}) => {
+      const output = execFileSync(
+        process.execPath,
+        [`${root}test/functions/fixtures/run-bundle.mjs`, dir, JSON.stringify(event)],
+        { env: { ...envWithoutConnection(), ...functionEnv(adapter, name, env) }, encoding: "utf8" },
+      );
+      const last = output.trim().split("\n").at(-1) ?? "";
+      return JSON.parse(last.replace(/^RESULT /, "")) as { api: string; result: { batchItemFailures?: unknown[] } };
+    };
+    const raw = rawClient();
+    try {
+      // The intake, then the worker: a cold start each, in a process of its own.
+      const intake = run(sqsEvent(sqsRecord({ tasks: [{ id: "u1", type: "echo", payload: { n: 1 } }] })), {
+        LEASEQ_ROLE: "intake",
+      });
+      expect(intake).toEqual({ api: "ERR_MODULE_NOT_FOUND", result: { batchItemFailures: [] } });
+      const store = await adapter.open();
+      stores.push(store);
+      const queue = new Queue(store, { name });
+      expect(await raw.hget(queue.keys.task, "u1")).toMatch(/^1\|\d+\|echo\|\|\|\{"n":1\}$/);
+      expect(run({ leaseq: "drain" }).api).toBe("ERR_MODULE_NOT_FOUND");
+      expect(await queue.admin.inspect("u1")).toMatchObject({ state: "done", attempts: 1 });
+    } finally {
+      raw.disconnect();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
