@@ -15,6 +15,7 @@ import { type Arg, fieldName, OPERATIONS, type Operation, type OperationName } f
 import {
   BODY_FIELDS,
   BODY_FORMAT,
+  LEGACY_BODY_FIELDS,
   LEASED_ANCHOR,
   namePatterns,
   QUARANTINED_MARK,
@@ -176,8 +177,10 @@ function stateFunctions(): string {
     "end",
     "",
     ...valueLines(),
-    "-- A body record's text: the format mark, then its fields in their declared order.",
+    "-- A body record's text: the format mark, then its fields in their declared order; without a",
+    "-- trace, the layout before the trace field (LEGACY_BODY_FIELDS), which workers of that layout read.",
     `local function body_line(${Object.keys(BODY_FIELDS).map(luaName).join(", ")})`,
+    `  if trace == '' then return '${BODY_FORMAT}|' .. ${Object.keys(LEGACY_BODY_FIELDS).map(luaName).join(" .. '|' .. ")} end`,
     `  return '${BODY_FORMAT}|' .. ${Object.keys(BODY_FIELDS).map(luaName).join(" .. '|' .. ")}`,
     "end",
   ].join("\n");

@@ -36,7 +36,7 @@ export const LUA_BLOCKS: readonly string[] = [
   "function H.replaced_line(replacer,ends)\nreturn replacer..'|'..ends\nend",
   "function H.wake_entry_line(at,call)\nreturn at..'|'..call\nend",
   "function H.lane_of(task_type,group)\nreturn task_type..'|'..group\nend",
-  "function H.body_line(enqueued,task_type,group,trace,payload)\nreturn'1|'..enqueued..'|'..task_type..'|'..group..'|'..trace..'|'..payload\nend",
+  "function H.body_line(enqueued,task_type,group,trace,payload)\nif trace==''then return'1|'..enqueued..'|'..task_type..'|'..group..'|'..payload end\nreturn'1|'..enqueued..'|'..task_type..'|'..group..'|'..trace..'|'..payload\nend",
   "function H.choice_arg(name,value,values,optional)\nif value==''and optional then return value end\nif value==''or string.find(value,',',1,true)or not string.find(values,','..value..',',1,true)then\nH.bad(name..' must be '..(optional and'\"\" (any) or 'or'')..'one of '..\nstring.gsub(string.sub(values,2,-2),',',', ')..\n', got \"'..string.sub(value,1,40)..'\"')\nend\nreturn value\nend",
   "function H.configure_args()\nlocal t2,t2_text=H.time_arg('now',ARGV[2])\nreturn ARGV[1]or'',t2,t2_text\nend",
   "function H.enqueue_args()\nlocal t1,t1_text=H.time_arg('now',ARGV[1])\nreturn t1,t1_text,H.call_arg(ARGV[2]),ARGV[3]or''\nend",

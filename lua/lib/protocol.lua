@@ -126,8 +126,10 @@ local function lane_of(task_type, group)
   return task_type .. '|' .. group
 end
 
--- A body record's text: the format mark, then its fields in their declared order.
+-- A body record's text: the format mark, then its fields in their declared order; without a
+-- trace, the layout before the trace field (LEGACY_BODY_FIELDS), which workers of that layout read.
 local function body_line(enqueued, task_type, group, trace, payload)
+  if trace == '' then return '1|' .. enqueued .. '|' .. task_type .. '|' .. group .. '|' .. payload end
   return '1|' .. enqueued .. '|' .. task_type .. '|' .. group .. '|' .. trace .. '|' .. payload
 end
 

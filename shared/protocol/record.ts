@@ -419,7 +419,10 @@ export function parseRecord<T extends Record<string, Field>>(
 
 /** The body of a task as stored: the format mark, then BODY_FIELDS in order. */
 export function buildBody(fields: Record<BodyField, string | number>): string {
-  return [BODY_FORMAT, ...(Object.keys(BODY_FIELDS) as BodyField[]).map((name) => fields[name])].join("|");
+  // Without a trace, the layout before the trace field: a worker of that layout, still running
+  // while a deploy rolls out, reads it as it always did (docs/deploy.md), and it costs no byte more.
+  const names = Object.keys(fields.trace === "" ? LEGACY_BODY_FIELDS : BODY_FIELDS) as BodyField[];
+  return [BODY_FORMAT, ...names.map((name) => fields[name])].join("|");
 }
 
 /**

@@ -113,14 +113,14 @@ async function localPath(adapter: Adapter) {
 }
 
 describe.each(adapters)("with no tracer provider registered, over $name", (adapter) => {
-  it("runs tasks sent and enqueued as before: no traceparent on the message, an empty trace field in the body", async () => {
+  it("runs tasks sent and enqueued as before: no traceparent on the message, the body of the layout before the trace field", async () => {
     const path = await localPath(adapter);
     try {
       await path.producer.send([{ id: "sent", type: "echo", payload: { n: 1 } }]);
       await path.producer.enqueue(path.queue, [{ id: "direct", type: "echo", payload: { n: 2 } }]);
       await path.enqueued("sent");
       for (const id of ["sent", "direct"]) {
-        expect(await redis.hget(path.queue.keys.task, id)).toMatch(/^1\|\d+\|echo\|\|\|\{"n":\d\}$/);
+        expect(await redis.hget(path.queue.keys.task, id)).toMatch(/^1\|\d+\|echo\|\|\{"n":\d\}$/);
       }
       await path.drain();
       expect(path.runs.map((run) => run.id).sort()).toEqual(["direct", "sent"]);

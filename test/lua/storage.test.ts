@@ -76,10 +76,10 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     });
   });
 
-  it("writes a body with an empty trace field without tracing, and reads a body written before that field: claimed, inspected, listed, its payload whole", async () => {
+  it("writes a body without tracing as before the trace field (a worker of that layout reads it), reads both layouts: claimed, inspected, listed, its payload whole", async () => {
     const queue = await fresh();
     await queue.enqueue([{ id: "new", type: "t", group: "g", payload: { a: "x|y" } }], { now: NOW });
-    expect(await redis.hget(queue.keys.task, "new")).toBe(`1|${NOW}|t|g||{"a":"x|y"}`);
+    expect(await redis.hget(queue.keys.task, "new")).toBe(`1|${NOW}|t|g|{"a":"x|y"}`);
     // Bodies of the layout before the trace field (a queue upgraded with tasks waiting), written as
     // enqueue wrote them then: a task never claimed, alone in the ready set, with its rank as score.
     const legacy = { old: `1|${NOW}|t||{"a":"x|y"}`, oldgrouped: `1|${NOW}|t|g2|[1,2]`, oldnumber: `1|${NOW}|t||12` };

@@ -617,7 +617,12 @@ export const RAW_ROWS: RawRow[] = [
     error: /doneRetentionMs must be/,
   },
   { what: 'requeue id ""', script: "requeue", args: () => [String(NOW), ""], error: /id 1 must be/ },
-  { what: "amend id ending :s", script: "amend", args: () => [String(NOW), "held:s", "{}", ""], error: /id must not end/ },
+  {
+    what: "amend id ending :s",
+    script: "amend",
+    args: () => [String(NOW), "held:s", "{}", ""],
+    error: /id must not end/,
+  },
   {
     what: "amend a payload over the cap",
     script: "amend",
