@@ -26,6 +26,11 @@ local OWN_FIELD_BYTE = 35 -- "#"
 -- Never raises.
 local function parse_state(text)
   local letter, attempts, gen, max, at, flags, rank, task_type, group, claim, run, error_at = string.match(text, STATE_PATTERN)
+  if not letter then
+    -- The layout before the run field (LEGACY_STATE_FIELDS): no attempt's run recorded.
+    letter, attempts, gen, max, at, flags, rank, task_type, group, claim, error_at = string.match(text, LEGACY_STATE_PATTERN)
+    run = ''
+  end
   if not letter then return nil, 'unreadable state record' end
   -- Digits only, so only their length can put them out of range (the DIGITS_ bounds of the record's
   -- declaration: a rank and a generation stay below 2^53).

@@ -85,6 +85,15 @@ export const STATE_FIELDS = {
 } as const satisfies Record<string, Field>;
 
 export type StateField = keyof typeof STATE_FIELDS;
+
+/**
+ * The state as leaseq wrote it before the `run` field: the same fields without it. Read, never
+ * written (parse_state tries the current layout first): the states of a queue's tasks waiting across
+ * the upgrade, and those a worker of the previous release still writes while a deploy rolls out.
+ * The current layout's state has one "|" more after the claim, so a legacy state never matches
+ * STATE_PATTERN, and one of the current layout read as legacy would keep its run in its error.
+ */
+export const LEGACY_STATE_FIELDS = (({ run: _, ...rest }) => rest)(STATE_FIELDS);
 export const stateFieldNames = () => Object.keys(STATE_FIELDS) as StateField[];
 
 /**
@@ -248,6 +257,12 @@ export const recordPatterns = () => ({
   STATE_PATTERN: recordPattern(STATE_FIELDS, {
     reads: Object.fromEntries(stateFieldNames().map((name) => [name, "take"])),
     through: "run",
+    end: "|()",
+  }),
+  /** Every field of a state of the layout before `run` (LEGACY_STATE_FIELDS), the error's position last. */
+  LEGACY_STATE_PATTERN: recordPattern(LEGACY_STATE_FIELDS, {
+    reads: Object.fromEntries(Object.keys(LEGACY_STATE_FIELDS).map((name) => [name, "take"])),
+    through: "claim",
     end: "|()",
   }),
   /** A LEASED state's attempts, gen, max, flags, rank, "<type>|<group>" and run (settle's common path). */

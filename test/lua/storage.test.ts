@@ -76,6 +76,42 @@ describe.each(adapters)("storage format v2 over $name", (adapter) => {
     });
   });
 
+  it("reads a state of the layout before the run field (a queue upgraded with tasks waiting, a previous worker draining): scheduled, leased and failed ones go on", async () => {
+    const queue = await fresh({ policies: { t: { leaseMs: 30_000, maxAttempts: 3 } } });
+    const rank = String(1_000 * 2 ** 42 + 7);
+    // As the previous release wrote them: no run field after the claim.
+    const tasks: Record<string, [string, string]> = {
+      sched: [`S|1|3|3|${NOW}||${rank}|t|||timeout`, "scheduled"],
+      lease: [`L|1|4|3|${NOW + 30_000}|r|${rank}|t||c1|`, "leased"],
+      fail: [`F|3|5|3|${NOW}||${rank}|t|||bad row`, "failed"],
+    };
+    for (const [id, [state, set]] of Object.entries(tasks)) {
+      await redis.hset(queue.keys.task, id, `1|${NOW}|t||{}`, `${id}:s`, state);
+      await redis.zadd(queue.keys[set as "scheduled"], set === "leased" ? NOW + 30_000 : NOW, id);
+    }
+    expect(await queue.admin.inspect("sched")).toMatchObject({
+      state: "scheduled",
+      attempts: 1,
+      lastError: "timeout",
+      history: [],
+    });
+    expect(await queue.admin.checkAll({ now: NOW })).toEqual([]);
+    // The lease settles with its token (rank.gen); the scheduled one runs when due; the failed one requeues.
+    expect(await queue.settle([{ id: "lease", token: `${rank}.4`, outcome: "ack" }], { now: NOW + 1 })).toMatchObject([
+      { status: "ok", state: "done" },
+    ]);
+    expect((await queue.admin.requeue(["fail"], { now: NOW + 1 }))[0].status).toBe("ok");
+    const claimed = await queue.claim({ count: 10, now: NOW + 2 });
+    expect(claimed.map((task) => [task.id, task.attempt]).sort()).toEqual([
+      ["fail", 1],
+      ["sched", 2],
+    ]);
+    expect(await queue.admin.inspect("sched")).toMatchObject({
+      state: "leased",
+      history: [{ attempt: 2, outcome: "running" }],
+    });
+  });
+
   it("writes a body without tracing as before the trace field (a worker of that layout reads it), reads both layouts: claimed, inspected, listed, its payload whole", async () => {
     const queue = await fresh();
     await queue.enqueue([{ id: "new", type: "t", group: "g", payload: { a: "x|y" } }], { now: NOW });
