@@ -1,11 +1,13 @@
 // The dashboard's one POST route, /q/<queue>/action: once the request passed the action checks
-// (auth.ts), pause or resume the queue or a task type, pause, resume, run or remove a schedule, or
-// requeue, skip, cancel or delete tasks (the selected ones, or all matching a list's filter). Each
-// answers with a page of what it did, and a link back.
+// (auth.ts), pause or resume the queue or a task type, pause, resume, run or remove a schedule,
+// requeue, skip, cancel or delete tasks (the selected ones, or all matching a list's filter), or
+// edit a FAILED task's payload and requeue it (amend.ts). Each answers with a page of what it did,
+// and a link back; an edit, with the task's page.
 import type { Hono } from "hono";
 import type { ItemResult, TaskState } from "../../shared/types.js";
 import { inBatches } from "../batches.js";
 import { counted } from "../output.js";
+import { amendAction } from "./amend.js";
 import { actionForm } from "./auth.js";
 import type { Directory } from "./directory.js";
 import { durationOf, type Env, HttpError, list, safeBack, stateOf, text } from "./http.js";
@@ -44,6 +46,7 @@ export function registerActions(app: Hono<Env>, { directory, now, readOnly, csrf
     const action = text(form.action);
     const back = safeBack(form.back, `${ctx.base}/`);
     const at = now();
+    if (action === "amend") return amendAction(c, queue, ctx, form, at);
     const { title, summary, results } =
       action === "pause" || action === "resume"
         ? await pauseOrResume(queue, action, form, at)

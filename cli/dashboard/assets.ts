@@ -180,6 +180,17 @@ td.hour { width: 250px; }
 .spark { height: 46px; }
 .done-key { color: #2f7d32; font-weight: 600; }
 .failed-key { color: #c62828; font-weight: 600; }
+table.attempts td.error, table.attempts td.note { max-width: 560px; }
+table.attempts pre { margin: 4px 0 0; max-height: 320px; color: #8a1c1c; }
+table.attempts summary { cursor: pointer; }
+.outcome { display: inline-block; padding: 0 7px; border-radius: 9px; font-size: 0.85em; font-weight: 600; background: #eef0f3; color: #3c4656; }
+.outcome.done { background: #e8f5e9; color: #2f6b32; }
+.outcome.failed, .outcome.expired { background: #fdecea; color: #8a1c1c; }
+.outcome.retried { background: #fff3e0; color: #8a4b00; }
+.outcome.edited { background: #e3ecfb; color: #24467a; }
+details.edit { margin: 12px 0; background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: 8px 12px; }
+details.edit summary { cursor: pointer; font-weight: 600; }
+details.edit textarea { width: 100%; box-sizing: border-box; font-family: ui-monospace, monospace; font-size: 0.9em; }
 `;
 
 function fromPackage(specifier: string): () => string {

@@ -3,24 +3,13 @@
 // style: the page script and style sheets are files under /assets/ (see assets.ts).
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
-import { AT_LABEL, duration } from "../../shared/text.js";
-import {
-  type ItemResult,
-  type ListedTask,
-  type QueueHistory,
-  type QueueStats,
-  type TaskInfo,
-  type TaskState,
-  TIME_OF_STATE,
-} from "../../shared/types.js";
+import { duration } from "../../shared/text.js";
+import type { ItemResult, ListedTask, QueueHistory, QueueStats, TaskState } from "../../shared/types.js";
 import { counted } from "../output.js";
 import { clock, type LiveValues, liveValues } from "./live.js";
 import { STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
-
-/** Most payload text a task page shows. */
-export const PAYLOAD_SHOWN_BYTES = 64 * 1024;
 
 /** What every page knows of the dashboard, queue or not. */
 export interface SiteContext {
@@ -179,7 +168,8 @@ export function actionsFor(state: TaskState): Array<"requeue" | "cancel" | "dele
   return actions;
 }
 
-const ACTION_LABEL = { requeue: "Requeue", cancel: "Cancel", delete: "Delete", skip: "Skip" };
+/** The label of each task action's button. */
+export const ACTION_LABEL = { requeue: "Requeue", cancel: "Cancel", delete: "Delete", skip: "Skip" };
 
 export interface ListFilter {
   type?: string;
@@ -270,70 +260,6 @@ export function listPage(ctx: PageContext, view: ListView) {
             ${actions.map((action) => html`<button name="action" value="${action}" class="danger" data-confirm="${ACTION_LABEL[action]} ALL ${state} tasks${view.filtered ? " matching the filter" : ""}?">${ACTION_LABEL[action]} all</button>`)}
           </form>`
           : ""
-      }`,
-  );
-}
-
-/** The payload as shown: pretty-printed when it is JSON, cut at PAYLOAD_SHOWN_BYTES. */
-export function shownPayload(payload: string): { text: string; bytes: number; cut: boolean } {
-  const bytes = Buffer.byteLength(payload);
-  let text = payload;
-  try {
-    text = JSON.stringify(JSON.parse(payload), null, 2);
-  } catch {
-    // Not JSON (or empty once DONE): shown as stored.
-  }
-  const buffer = Buffer.from(text);
-  if (buffer.length <= PAYLOAD_SHOWN_BYTES) return { text, bytes, cut: false };
-  // Cut on a character boundary: drop a partial UTF-8 sequence at the end.
-  return {
-    text: buffer
-      .subarray(0, PAYLOAD_SHOWN_BYTES)
-      .toString("utf8")
-      .replace(/\uFFFD$/, ""),
-    bytes,
-    cut: true,
-  };
-}
-
-export function taskPage(ctx: PageContext, task: TaskInfo, now: number) {
-  const payload = shownPayload(task.payload);
-  // A FAILED task its ordered group waits behind (onFailure hold) may also be skipped.
-  const actions: Array<keyof typeof ACTION_LABEL> = ctx.readOnly
-    ? []
-    : [...actionsFor(task.state), ...(task.holdsGroup ? (["skip"] as const) : [])];
-  return layout(
-    ctx,
-    `Task ${task.id}`,
-    html`<dl>
-        <dt>id</dt><dd data-field="id">${task.id}</dd>
-        <dt>state</dt><dd data-field="state"><a href="${ctx.base}/tasks/${task.state}">${task.state}</a></dd>
-        <dt>type</dt><dd data-field="type">${task.type}</dd>
-        <dt>group</dt><dd data-field="group">${task.group ?? html`<span class="note">none</span>`}</dd>
-        <dt>priority</dt><dd data-field="priority">${task.priority}</dd>
-        <dt>attempts</dt><dd data-field="attempts">${task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : `${task.attempts} (no claim yet)`}</dd>
-        ${task.stalls > 0 ? html`<dt>stalls</dt><dd data-field="stalls">${task.stalls} (its lease ran out while held: its worker stopped)</dd>` : ""}
-        ${task.holdsGroup ? html`<dt>holds</dt><dd class="warn" data-field="holds">its group ${task.group} waits behind it: Requeue runs it first, Skip lets the group go on</dd>` : ""}
-        <dt>enqueued</dt><dd>${time(task.enqueuedAtMs, now)}</dd>
-        <dt>${AT_LABEL[task.state]}</dt><dd>${time(task[TIME_OF_STATE[task.state]] ?? 0, now)}</dd>
-        ${task.state === "ready" ? html`<dt>rank</dt><dd>${task.rank}</dd>` : ""}
-        <dt>${task.state === "corrupt" ? "why" : "last error"}</dt><dd class="error" data-field="lastError">${task.lastError || html`<span class="note">none</span>`}</dd>
-      </dl>
-      ${
-        actions.length > 0
-          ? html`<form method="post" action="${ctx.base}/action" class="actions">
-            ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/task/${encodeURIComponent(task.id)}">
-            <input type="hidden" name="ids" value="${task.id}">
-            ${actions.map((action) => html`<button name="action" value="${action}" ${action === "delete" ? html`class="danger"` : ""} data-confirm="${ACTION_LABEL[action]} task ${task.id}?">${ACTION_LABEL[action]}</button>`)}
-          </form>`
-          : ""
-      }
-      <h2>Payload</h2>
-      ${
-        task.payload === ""
-          ? html`<p class="note">(dropped when done)</p>`
-          : html`${payload.cut ? html`<p class="warn" data-payload-cut>Showing the first ${PAYLOAD_SHOWN_BYTES / 1024} KiB of ${payload.bytes} bytes.</p>` : html`<p class="note">${payload.bytes} bytes</p>`}
-            <pre id="payload">${payload.text}</pre>`
       }`,
   );
 }

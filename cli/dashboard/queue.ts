@@ -10,7 +10,18 @@ export const STATES: readonly TaskState[] = LISTABLE;
 export type DashboardQueue = Pick<Queue, "name" | "stats"> & {
   readonly admin: Pick<
     Queue["admin"],
-    "list" | "inspect" | "requeue" | "skip" | "delete" | "cancel" | "pause" | "resume" | "history" | "find" | "groups"
+    | "list"
+    | "inspect"
+    | "requeue"
+    | "amend"
+    | "skip"
+    | "delete"
+    | "cancel"
+    | "pause"
+    | "resume"
+    | "history"
+    | "find"
+    | "groups"
   >;
   readonly schedules: Pick<Queue["schedules"], "list" | "pause" | "resume" | "runNow" | "remove">;
 };

@@ -9,9 +9,10 @@ import type { Directory } from "./directory.js";
 import { groupFilterOf, groupsPage, readGroups } from "./groups.js";
 import { durationOf, type Env, HttpError, integerOf, stateOf } from "./http.js";
 import { liveValues } from "./live.js";
-import { type ListFilter, listPage, overviewPage, type QueueRow, queuesPage, taskPage } from "./pages.js";
+import { type ListFilter, listPage, overviewPage, type QueueRow, queuesPage } from "./pages.js";
 import { mapLimited, queueBase, SCAN_DEFAULT, STATES } from "./queue.js";
 import { schedulesPage } from "./schedules.js";
+import { taskPage } from "./task.js";
 
 /** Most queues the all-queues overview shows: the busiest (by their tasks, all states together). */
 export const OVERVIEW_QUEUES_MAX = 50;

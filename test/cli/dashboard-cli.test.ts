@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { PAYLOAD_SHOWN_BYTES } from "../../cli/dashboard/pages.js";
 import { startDashboard } from "../../cli/dashboard/server.js";
+import { PAYLOAD_SHOWN_BYTES } from "../../cli/dashboard/task.js";
 import { adapters, openQueue, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
