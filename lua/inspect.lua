@@ -9,7 +9,8 @@
 --   ("1": a FAILED task its ordered group waits behind, onFailure hold; else ""), run (the current
 --   or last attempt's "<started>,<waited>", "" before the first), history (the task's "<id>:h": its
 --   attempts that ended other than DONE, lib/records.lua), result (DONE: the result its ack kept,
---   JSON text; else ""), progress (what its handler last reported with a heartbeat, JSON text, or "") }
+--   JSON text; else ""), progress (what its handler last reported with a heartbeat, JSON text, or ""),
+--   trace (the traceparent its body keeps, while it has one; "" when none) }
 -- Errors: LEASEQ_BAD_ARGUMENT when the id is malformed, LEASEQ_FORMAT when the queue is in another
 --   storage format.
 -- Uses: K, guard, inspect_args, load, parse_body, parse_state, require_format, unmarked
@@ -30,20 +31,20 @@ return guard('inspect', function()
       'C', state and state.type or (info and info.type) or '', state and state.group or (info and info.group) or '',
       state and priority_of(state.rank) or 0, state and state.attempts or 0, state and state.max or 0,
       tonumber(quarantined) or 0, reason, payload_of(info), state and state.rank or 0, info and info.enqueued or 0,
-      stalls, '', state and state.run or '', history, '', progress,
+      stalls, '', state and state.run or '', history, '', progress, info and info.trace or '',
     }
   end
   if not state_value and not body then return {} end
   local task = load({ id }, true)[id]
   if task.problem then
-    return { 'C', '', '', 0, 0, 0, 0, 'unreadable: ' .. task.problem, '', 0, 0, stalls, '', '', history, '', progress }
+    return { 'C', '', '', 0, 0, 0, 0, 'unreadable: ' .. task.problem, '', 0, 0, stalls, '', '', history, '', progress, '' }
   end
   local info, state = task.body_info, task.state
   if not state then
     local rank = tonumber(redis.call('ZSCORE', K.ready, id)) or 0
     return {
       'R', info.type, info.group, priority_of(rank), 0, 0, info.enqueued, '', payload_of(info), rank, info.enqueued, stalls, '',
-      '', history, '', progress,
+      '', history, '', progress, info.trace,
     }
   end
   body = task.body
@@ -51,6 +52,6 @@ return guard('inspect', function()
     state.letter, state.type, state.group, priority_of(state.rank), state.attempts, state.max, state.at,
     state.letter ~= 'D' and state.error or '', payload_of(info), state.rank, info and info.enqueued or 0, stalls,
     (state.letter == 'F' and state.group ~= '' and string.find(state.flags, 'h', 1, true)) and '1' or '',
-    state.run, history, state.letter == 'D' and state.error or '', progress,
+    state.run, history, state.letter == 'D' and state.error or '', progress, info and info.trace or '',
   }
 end)

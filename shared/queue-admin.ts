@@ -66,6 +66,7 @@ export class QueueAdmin {
       holdsGroup: String(record.holding) === "1",
       result: resultOf(String(record.result ?? "")),
       progress: resultOf(String(record.progress ?? "")),
+      ...(String(record.trace ?? "") === "" ? {} : { traceparent: String(record.trace) }),
       history: taskHistory(String(record.history ?? ""), String(record.run ?? ""), state, {
         attempts: Number(record.attempts),
         at: Number(record.at),

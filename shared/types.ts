@@ -343,6 +343,8 @@ export interface TaskInfo {
   result?: unknown;
   /** What its handler last reported with `task.progress(value)` (parsed JSON), undefined when nothing. */
   progress?: unknown;
+  /** The W3C traceparent it was sent in (docs/lambda.md#tracing), while its body is kept (not once DONE). */
+  traceparent?: string;
   /**
    * Its attempts, oldest first: those that ended other than DONE (the newest `historyAttempts` of
    * them), then the one running (LEASED) or the one that ended DONE.

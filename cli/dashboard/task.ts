@@ -102,7 +102,7 @@ export function taskPage(ctx: PageContext, task: TaskInfo, now: number, refused?
  * TaskInfo carries `traceparent`, its row shows the trace id to look the task's trace up by.
  * Until then no task has one and the row is not drawn.
  */
-function traceRow(task: TaskInfo & { traceparent?: string }): Html | "" {
+function traceRow(task: TaskInfo): Html | "" {
   if (!task.traceparent) return "";
   // version-traceid-parentid-flags: https://www.w3.org/TR/trace-context/#traceparent-header
   const traceId = task.traceparent.split("-")[1] ?? "";

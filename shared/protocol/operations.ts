@@ -290,6 +290,7 @@ export const OPERATIONS = {
         "history (its attempts that ended other than DONE, `<id>:h`: [storage.md](storage.md))",
         'result (DONE: the result its ack kept, JSON text; else `""`)',
         'progress (what its handler last reported with a heartbeat, JSON text; or `""`)',
+        'trace (the W3C traceparent its body keeps, while it has one: not once DONE; or `""`)',
       ],
       note: "`[]` for an unknown id",
     },

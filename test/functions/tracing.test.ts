@@ -155,6 +155,10 @@ describe.each(adapters)("with a tracer provider registered, over $name", (adapte
       });
       await path.enqueued("f1");
       const body = (await redis.hget(path.queue.keys.task, "f1")) as string;
+      // inspect (and the dashboard's task page) names the trace it was sent in, while its body is kept.
+      const waiting = await path.queue.admin.inspect("f1");
+      expect(waiting?.traceparent).toMatch(/^00-[\da-f]{32}-[\da-f]{16}-0[01]$/);
+      expect(body).toContain(`|${waiting?.traceparent}|`);
       await path.drain();
       expect(path.runs.map((run) => run.attempt)).toEqual([1, 2]);
 
