@@ -3,6 +3,7 @@ import type { LogLevel } from "@aws-lambda-powertools/logger/types";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { readConfig } from "../functions/config.js";
+import { METRICS_NAMESPACE } from "../functions/metric-names.js";
 import { createReclaimer, type ReclaimerSummary } from "../functions/reclaimer.js";
 import { queueSettings } from "../functions/runtime.js";
 import type { TaskDeclaration } from "../functions/tasks.js";
@@ -239,7 +240,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const reclaimer = createReclaimer({
       env,
       logger: logger("leaseq-reclaimer"),
-      metrics: new Metrics({ namespace: "leaseq", serviceName: "leaseq-reclaimer" }),
+      metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: "leaseq-reclaimer" }),
     });
     const store = TcpStore.fromUrl(redis.url);
     cleanups.unshift(() => store.close());

@@ -183,7 +183,10 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       onRun: (run) => runs.add(run),
     });
     // Queue wait and run time per type, one value per run (EMF: CloudWatch keeps each for p50/p99).
-    for (const line of runs.lines("leaseq-worker", config.queue, Date.now())) writeLine(line);
+    // The reclaimer's switch (Powertools Metrics reads it) turns these off too: tests, the local stack.
+    if (process.env.POWERTOOLS_METRICS_DISABLED !== "true") {
+      for (const line of runs.lines("leaseq-worker", config.queue, Date.now())) writeLine(line);
+    }
     watch?.end();
     await handOff(counts.cutOff || counts.released > 0, counts.unanswered === true);
     logger.info("worker invocation", {

@@ -4,7 +4,7 @@ import { InvalidInputError, itemStatus } from "./errors.js";
 import { checkFlow, type FlowEntry, flowRuns } from "./flow.js";
 import type { QueueKeys } from "./keys.js";
 import { itemArgs, readReply, replyRows } from "./protocol/index.js";
-import { QueueAdmin } from "./queue-admin.js";
+import type { QueueAdmin } from "./queue-admin.js";
 import { callId, optionalTime, QueueContext, type QueueOptions, readWakeUps } from "./queue-context.js";
 import { QueueSchedules } from "./queue-schedules.js";
 import { buildBody, parseBody, priorityOfRank } from "./records.js";
@@ -100,7 +100,10 @@ export class Queue {
     this.schedules = new QueueSchedules(this.context, (tasks, enqueueOptions) =>
       this.enqueueAndWake(tasks, enqueueOptions),
     );
-    this.admin = new QueueAdmin(this.context);
+    // Imported at its first call: the Lambda functions seldom need it, and their cold-start bundles
+    // stay under their limit without it (test/functions/bundle.test.ts).
+    const context = this.context;
+    this.admin = loadedOnUse(async () => new (await import("./queue-admin.js")).QueueAdmin(context));
   }
 
   /**
@@ -720,4 +723,23 @@ function parseStats(values: ReturnType<typeof readReply<"stats">>): QueueStats {
     paused: Number(values.paused) === 1,
     pausedTypes: pauses === "" ? [] : pauses.split(","),
   };
+}
+
+/**
+ * An object of async methods whose module `load` imports at the first call of any of them (a chunk
+ * of its own in a bundle), each call then made on what it built: for QueueAdmin, whose every public
+ * method is async, so its callers see no difference.
+ */
+function loadedOnUse<T extends object>(load: () => Promise<T>): T {
+  let loaded: Promise<T> | undefined;
+  return new Proxy({} as T, {
+    get(_, name) {
+      if (name === "then") return undefined; // not a thenable: `await queue.admin` is the object itself
+      return async (...args: unknown[]) => {
+        loaded ??= load();
+        const target = (await loaded) as Record<PropertyKey, (...a: unknown[]) => unknown>;
+        return target[name](...args);
+      };
+    },
+  });
 }

@@ -4,7 +4,7 @@
 // the API and returns undefined, or does nothing, when no tracer provider is registered.
 import type * as OpenTelemetry from "@opentelemetry/api";
 import { isSlotId } from "./schedules.js";
-import { isTraceparent, TRACEPARENT } from "./tracing.js";
+import { isTraceparent, TRACEPARENT } from "./traceparent.js";
 
 type Api = typeof OpenTelemetry;
 type Span = OpenTelemetry.Span;

@@ -5,11 +5,11 @@
 // the empty `trace` field of a body. leaseq registers no provider: it takes the global one (the ADOT
 // Lambda layer's, or the one the application registered) through `trace.getTracer("leaseq")`.
 import type * as OpenTelemetry from "@opentelemetry/api";
-import { TRACEPARENT_LENGTH } from "./protocol/record.js";
 import type { AttemptSpan, TracedTask } from "./tracing-spans.js";
 
 type Spans = typeof import("./tracing-spans.js");
 
+export { isTraceparent, TRACEPARENT } from "./traceparent.js";
 export type { AttemptSpan, TracedTask } from "./tracing-spans.js";
 
 /** The API and leaseq's spans once the import settled (null: the API is absent); undefined before. */
@@ -32,23 +32,6 @@ export function loadTracing(): Promise<void> | undefined {
       loaded = null;
     });
   return loading;
-}
-
-/** A W3C traceparent, version 00: trace id, span id, flags. */
-export const TRACEPARENT = /^00-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})$/;
-
-/**
- * Whether `value` is a traceparent leaseq stores: version 00, lower-case hex, neither id all zeros
- * (what the intake takes from a message; what a body's `trace` holds when set).
- */
-export function isTraceparent(value: unknown): value is string {
-  return (
-    typeof value === "string" &&
-    value.length === TRACEPARENT_LENGTH &&
-    TRACEPARENT.test(value) &&
-    !value.startsWith("00-00000000000000000000000000000000-") &&
-    !value.includes("-0000000000000000-")
-  );
 }
 
 /**

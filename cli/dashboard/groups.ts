@@ -10,7 +10,7 @@ import type { GroupStats } from "../../shared/types.js";
 import { stuckFirst } from "../group-order.js";
 import { counted } from "../output.js";
 import { clock } from "./live.js";
-import { layout, type PageContext } from "./pages.js";
+import { layout, nameFilter, type PageContext } from "./pages.js";
 import type { DashboardQueue } from "./queue.js";
 
 /** About how many groups one read of the groups hash returns (HSCAN's COUNT). */
@@ -121,11 +121,7 @@ export function groupsPage(ctx: PageContext, view: GroupsView, now: number) {
   return layout(
     ctx,
     "Groups",
-    html`<form method="get" action="${ctx.base}/groups" class="filters">
-        <label>group contains <input type="text" name="group" value="${view.filter}" maxlength="${FILTER_MAX}"></label>
-        <button type="submit">Filter</button>
-        ${view.filter ? html`<a href="${ctx.base}/groups">clear</a>` : ""}
-      </form>
+    html`${nameFilter({ action: `${ctx.base}/groups`, label: "group contains", name: "group", value: view.filter, maxLength: FILTER_MAX })}
       <p class="note" data-groups-summary>${extent}${matched}${shown}.${readOn}</p>
       <p class="note">A group is one task type's tasks of one group name. Waiting: its READY tasks, the
         parked ones included; parked: those waiting behind the group's concurrency, rate or order;

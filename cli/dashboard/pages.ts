@@ -361,11 +361,7 @@ export function queuesPage(ctx: SiteContext, view: QueuesView) {
   return layout(
     ctx,
     "All queues",
-    html`<form method="get" action="/" class="filters">
-        <label>name contains <input type="text" name="name" value="${view.filter}" maxlength="64"></label>
-        <button type="submit">Filter</button>
-        ${view.filter ? html`<a href="/">clear</a>` : ""}
-      </form>
+    html`${nameFilter({ action: "/", label: "name contains", name: "name", value: view.filter, maxLength: 64 })}
       <p class="note" data-queues-summary>${summary}</p>
       ${
         shown > 0
@@ -378,4 +374,13 @@ export function queuesPage(ctx: SiteContext, view: QueuesView) {
       <p class="note">As of ${clock(now)} UTC. Reload to refresh.</p>`,
     { chart: rows.some((row) => row.history !== undefined) },
   );
+}
+
+/** A page's filter by name (the queues', the groups'): one text field, a Filter button, and a clear link while one is set. */
+export function nameFilter(field: { action: string; label: string; name: string; value: string; maxLength: number }) {
+  return html`<form method="get" action="${field.action}" class="filters">
+        <label>${field.label} <input type="text" name="${field.name}" value="${field.value}" maxlength="${field.maxLength}"></label>
+        <button type="submit">Filter</button>
+        ${field.value ? html`<a href="${field.action}">clear</a>` : ""}
+      </form>`;
 }

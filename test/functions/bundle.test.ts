@@ -114,7 +114,7 @@ describe.each(adapters)("the built bundles over $name", (adapter) => {
     }
   });
 
-  it("run where @opentelemetry/api cannot be found, as on Lambda without a layer carrying it: untraced, an empty trace stored", async () => {
+  it("run where @opentelemetry/api cannot be found, as on Lambda without a layer carrying it: untraced, its body of the layout without a trace", async () => {
     const name = uniqueQueueName("bundle-untraced");
     // The worker's files outside the repository, with the runtime's own packages beside them (the
     // AWS SDK, which Lambda provides) and nothing else; run by plain Node, whose resolution is
@@ -143,7 +143,7 @@ describe.each(adapters)("the built bundles over $name", (adapter) => {
       const store = await adapter.open();
       stores.push(store);
       const queue = new Queue(store, { name });
-      expect(await raw.hget(queue.keys.task, "u1")).toMatch(/^1\|\d+\|echo\|\|\|\{"n":1\}$/);
+      expect(await raw.hget(queue.keys.task, "u1")).toMatch(/^1\|\d+\|echo\|\|\{"n":1\}$/);
       expect(run({ leaseq: "drain" }).api).toBe("ERR_MODULE_NOT_FOUND");
       expect(await queue.admin.inspect("u1")).toMatchObject({ state: "done", attempts: 1 });
     } finally {

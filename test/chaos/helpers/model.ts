@@ -81,10 +81,8 @@ export class QueueModel {
   claim(count: number, now: number) {
     if (this.paused) return [];
     for (const task of this.tasks.values()) {
-      if (task.state === "S" && task.at <= now) {
-        task.state = "R";
-        task.at = now;
-      }
+      // READY since it fell due: its `at` stays its due time (what it waited counts from then).
+      if (task.state === "S" && task.at <= now) task.state = "R";
     }
     if (this.options.ordered) {
       if ([...this.tasks.values()].some((task) => task.state === "L")) return [];

@@ -86,6 +86,8 @@ async function everyScript(name: string): Promise<void> {
     expect((await queue.ack([a], { now: NOW }))[0].status).toBe("ok");
     expect((await queue.release([b], { now: NOW }))[0].status).toBe("ok");
     await queue.settle([{ id: c.id, token: c.token, outcome: "fail", error: "no" }], { now: NOW });
+    expect(await queue.admin.amend("c", { id: "c", fixed: true }, { now: NOW })).toEqual({ id: "c", status: "ok" });
+    // READY again with no attempts and its error: what a requeue leaves, so a requeue answers ok.
     expect((await queue.admin.requeue(["c"], { now: NOW }))[0].status).toBe("ok");
     expect(await queue.reclaim({ now: NOW + 60_000 })).toMatchObject({ reclaimed: [d.id] });
     expect(await queue.promote({ now: NOW })).toBe(0);
