@@ -15,8 +15,8 @@ import { type Arg, fieldName, OPERATIONS, type Operation, type OperationName } f
 import {
   BODY_FIELDS,
   BODY_FORMAT,
-  LEGACY_BODY_FIELDS,
   LEASED_ANCHOR,
+  LEGACY_BODY_FIELDS,
   namePatterns,
   QUARANTINED_MARK,
   recordBounds,

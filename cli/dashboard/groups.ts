@@ -125,8 +125,9 @@ export function groupsPage(ctx: PageContext, view: GroupsView, now: number) {
       <p class="note" data-groups-summary>${extent}${matched}${shown}.${readOn}</p>
       <p class="note">A group is one task type's tasks of one group name. Waiting: its READY tasks, the
         parked ones included; parked: those waiting behind the group's concurrency, rate or order;
-        running: leased now. Groups with nothing waiting or running are not listed. The stuck first:
-        the most parked, then the most waiting.</p>
+        running: leased now; oldest waiting: how long its parked tasks have waited. Groups with nothing
+        waiting or running are not listed. The stuck first: held behind a FAILED task, then the longest
+        parked, then the most waiting.</p>
       ${
         groups.length > 0
           ? html`<table class="groups">
