@@ -733,7 +733,9 @@ function parseStats(values: ReturnType<typeof readReply<"stats">>): QueueStats {
 function loadedOnUse<T extends object>(load: () => Promise<T>): T {
   let loaded: Promise<T> | undefined;
   return new Proxy({} as T, {
-    get(_, name) {
+    get(own, name) {
+      // A method set on the object (a test's wrapper, a caller's override) is its own, as on any object.
+      if (Reflect.has(own, name)) return Reflect.get(own, name);
       if (name === "then") return undefined; // not a thenable: `await queue.admin` is the object itself
       return async (...args: unknown[]) => {
         loaded ??= load();
