@@ -13,8 +13,10 @@ const require = createRequire(import.meta.url);
 
 /**
  * The page script: confirmations of actions, "select all", the chart of a queue and those of every
- * queue, and the live values of a queue's overview (live.ts): one request at a time, every
- * data-refresh-ms while the tab is shown, none while it is hidden, written with textContent only.
+ * queue, and the live values of a queue's overview (live.ts), a task's page (task-live.ts) and the
+ * groups page (groups.ts): one request at a time, every data-refresh-ms while the tab is shown,
+ * none while it is hidden, written with textContent only; table rows (live-rows.ts) are built
+ * with DOM methods, never from markup.
  */
 const APP_JS = `"use strict";
 document.addEventListener("submit", function (event) {
@@ -91,6 +93,64 @@ function followLive() {
     document.querySelectorAll("[data-live-set]").forEach(function (el) {
       el.dataset.liveSet.split(" ").forEach(function (name) { el.dataset[name] = String(values[name]); });
     });
+    document.querySelectorAll("[data-live-href]").forEach(function (el) {
+      var href = values[el.dataset.liveHref];
+      if (typeof href === "string" && isLocal(href)) el.setAttribute("href", href);
+    });
+    document.querySelectorAll("[data-live-time]").forEach(function (el) {
+      var value = values[el.dataset.liveTime];
+      if (value) el.replaceChildren(timeOf(value));
+    });
+    // The page's actions apply to what it was drawn for (data-drawn-as): hidden once that changes.
+    document.querySelectorAll("[data-live-same]").forEach(function (el) { el.hidden = values[el.dataset.liveSame] !== el.dataset.drawnAs; });
+    document.querySelectorAll("[data-live-changed]").forEach(function (el) { el.hidden = values[el.dataset.liveChanged] === el.dataset.drawnAs; });
+    document.querySelectorAll("[data-live-rows]").forEach(function (el) {
+      var rows = values[el.dataset.liveRows];
+      if (Array.isArray(rows)) el.replaceChildren.apply(el, rows.map(rowOf));
+    });
+  }
+  // A path on this dashboard, nothing else (no scheme, no other host).
+  function isLocal(href) { return href.charAt(0) === "/" && href.charAt(1) !== "/" && href.charAt(1) !== "\\\\"; }
+  function element(tag, className, text) {
+    var el = document.createElement(tag);
+    if (className) el.className = className;
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+  function timeOf(value) {
+    if (!value.iso) return element("span", "note", value.text);
+    var el = element("time", "", value.text);
+    el.setAttribute("datetime", value.iso);
+    el.title = value.iso;
+    return el;
+  }
+  // A row of live-rows.ts's LiveRow, built as rowsHtml draws it, every value as text.
+  function rowOf(row) {
+    var tr = document.createElement("tr");
+    Object.keys(row.data).forEach(function (name) { tr.dataset[name] = row.data[name]; });
+    row.cells.forEach(function (cell) {
+      var td = element(cell.header ? "th" : "td", cell.className);
+      if (cell.field) td.dataset.field = cell.field;
+      if (cell.flag) td.dataset[cell.flag] = "";
+      if (cell.folded !== undefined) {
+        var details = element("details");
+        details.append(element("summary", "", cell.text + " \u2026"), element("pre", "", cell.folded));
+        td.append(details);
+      } else if (cell.iso !== undefined) {
+        td.append(timeOf(cell));
+      } else if (cell.href !== undefined && isLocal(cell.href)) {
+        var link = element("a", cell.linkClass, cell.text);
+        link.setAttribute("href", cell.href);
+        if (cell.linkFlag) link.dataset[cell.linkFlag] = "";
+        td.append(link);
+      } else if (cell.spanClass !== undefined) {
+        td.append(element("span", cell.spanClass, cell.text));
+      } else {
+        td.textContent = cell.text;
+      }
+      tr.append(td);
+    });
+    return tr;
   }
   function poll() {
     timer = null;
@@ -134,6 +194,7 @@ followLive();
 const APP_CSS = `
 :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f6f7f9; }
 body { margin: 0; }
+[hidden] { display: none !important; }
 header { background: #1d2330; color: #fff; padding: 10px 20px; display: flex; gap: 8px 16px; align-items: center; flex-wrap: wrap; }
 header a { color: #cfe0ff; text-decoration: none; }
 header strong { font-size: 1.1em; }

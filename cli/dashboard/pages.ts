@@ -7,6 +7,7 @@ import { duration } from "../../shared/text.js";
 import type { ItemResult, ListedTask, QueueHistory, QueueStats, TaskState } from "../../shared/types.js";
 import { counted } from "../output.js";
 import { clock, type LiveValues, liveValues } from "./live.js";
+import { timeHtml, timeValue } from "./live-rows.js";
 import { STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -19,7 +20,7 @@ export interface SiteContext {
   csrf: string;
   /** The dashboard serves every queue of the store ("/" lists them), not one. */
   allQueues: boolean;
-  /** How often an open overview reads its numbers again (ms); 0: never (live.ts). */
+  /** How often an open overview, task page or groups page reads its values again (ms); 0: never (live.ts). */
   refreshMs: number;
 }
 
@@ -85,10 +86,18 @@ export function csrfField(ctx: PageContext): Html {
 
 /** A time as shown: UTC to the second and how long ago (or until), ISO in its title. */
 export function time(ms: number, now: number): Html {
-  if (!Number.isFinite(ms) || ms <= 0) return html`<span class="note">–</span>`;
-  const delta = now - ms;
-  const relative = delta >= 0 ? `${duration(delta)} ago` : `in ${duration(-delta)}`;
-  return html`<time datetime="${new Date(ms).toISOString()}" title="${new Date(ms).toISOString()}">${clock(ms)} (${relative})</time>`;
+  return timeHtml(timeValue(ms, now));
+}
+
+/**
+ * The "as of" line of a page that updates while open (task, groups): where its script polls
+ * (`url`, a live.json) and how often; "Reload to refresh" when the dashboard was told not to poll.
+ */
+export function liveNote(ctx: PageContext, url: string, asOf: string, what: string): Html {
+  const line = html`As of <span data-live-text="asOf">${asOf}</span> UTC`;
+  return ctx.refreshMs > 0
+    ? html`<p class="note" data-live-url="${url}" data-refresh-ms="${ctx.refreshMs}">${line}; ${what} updates every ${ctx.refreshMs / 1000} s while this tab is shown<span data-live-status></span>.</p>`
+    : html`<p class="note">${line}. Reload to refresh.</p>`;
 }
 
 export function overviewPage(ctx: PageContext, stats: QueueStats, history: QueueHistory, now: number) {

@@ -6,13 +6,14 @@ import { redact } from "../../shared/text.js";
 import type { QueueHistory, QueueStats } from "../../shared/types.js";
 import { ASSETS } from "./assets.js";
 import type { Directory } from "./directory.js";
-import { groupFilterOf, groupsPage, readGroups } from "./groups.js";
+import { groupFilterOf, groupsLiveValues, groupsPage, readGroups } from "./groups.js";
 import { durationOf, type Env, HttpError, integerOf, stateOf } from "./http.js";
 import { liveValues } from "./live.js";
 import { type ListFilter, listPage, overviewPage, type QueueRow, queuesPage } from "./pages.js";
 import { mapLimited, queueBase, SCAN_DEFAULT, STATES } from "./queue.js";
 import { schedulesPage } from "./schedules.js";
 import { taskPage } from "./task.js";
+import { taskLiveValues } from "./task-live.js";
 
 /** Most queues the all-queues overview shows: the busiest (by their tasks, all states together). */
 export const OVERVIEW_QUEUES_MAX = 50;
@@ -133,6 +134,15 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
     return c.html(taskPage(ctx, task, now()));
   });
 
+  // What a task's page script polls (task-live.ts): one inspect call; 404 once the task is gone.
+  app.get("/q/:queue/task/:id/live.json", async (c) => {
+    const { queue, ctx } = await directory.queueOf(c);
+    const id = c.req.param("id");
+    const task = await queue.admin.inspect(id);
+    if (!task) throw new HttpError(404, `No task with id "${id}" in queue "${queue.name}".`);
+    return c.json(taskLiveValues(ctx.base, task, now()));
+  });
+
   app.get("/q/:queue/schedules", async (c) => {
     const { queue, ctx } = await directory.queueOf(c);
     return c.html(schedulesPage(ctx, await queue.schedules.list(), now()));
@@ -143,6 +153,15 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
     const filter = groupFilterOf(c.req.query("group"));
     const view = await readGroups(queue, filter, c.req.query("cursor") || "0");
     return c.html(groupsPage(ctx, view, now()));
+  });
+
+  // What the groups page's script polls: the rows of the view's first read (one read of the
+  // groups hash), for a view that made only that read.
+  app.get("/q/:queue/groups/live.json", async (c) => {
+    const { queue, ctx } = await directory.queueOf(c);
+    const filter = groupFilterOf(c.req.query("group"));
+    const view = await readGroups(queue, filter, "0", 1);
+    return c.json(groupsLiveValues(ctx, view, now()));
   });
 
   app.get("/q/:queue/search", async (c) => {

@@ -38,8 +38,8 @@ export interface DashboardOptions {
   startedBy?: string;
   readOnly?: boolean;
   /**
-   * How often an open queue overview reads its numbers again (one stats call a time, through
-   * /q/<queue>/live.json), in ms; 0 turns live updates off. Default REFRESH_MS_DEFAULT (5 s).
+   * How often an open queue overview, task page or groups page reads its values again (one stats
+   * call, one inspect, one read of the groups hash: their live.json), in ms; 0 turns live updates off. Default REFRESH_MS_DEFAULT (5 s).
    */
   refreshMs?: number;
   /**

@@ -5,48 +5,19 @@
 // `html` template escapes every one of them, a <textarea>'s content included.
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
-import { AT_LABEL, duration } from "../../shared/text.js";
-import { type TaskAttempt, type TaskInfo, TIME_OF_STATE } from "../../shared/types.js";
-import { ACTION_LABEL, actionsFor, csrfField, layout, type PageContext, time } from "./pages.js";
+import type { TaskInfo } from "../../shared/types.js";
+import { rowsHtml, timeHtml } from "./live-rows.js";
+import { ACTION_LABEL, actionsFor, csrfField, layout, liveNote, type PageContext } from "./pages.js";
+import { PAYLOAD_SHOWN_BYTES, prettyJson, shownJson, type TaskLiveValues, taskLiveValues } from "./task-live.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
-/** Most payload (or result, or progress) text a task page shows. */
-export const PAYLOAD_SHOWN_BYTES = 64 * 1024;
-
-/** An error longer than this, or of more than one line, is folded: its first line shown, all of it a click away. */
-export const ERROR_FOLDED_CHARS = 160;
+export { ERROR_FOLDED_CHARS, PAYLOAD_SHOWN_BYTES, shownJson } from "./task-live.js";
 
 /** What the edit form shows again when an edit was refused: the text sent, and why. */
 export interface RefusedEdit {
   text: string;
   error: string;
-}
-
-/** JSON text as shown: pretty-printed when it parses, cut at PAYLOAD_SHOWN_BYTES. */
-export function shownJson(json: string): { text: string; bytes: number; cut: boolean } {
-  const bytes = Buffer.byteLength(json);
-  const text = prettyJson(json);
-  const buffer = Buffer.from(text);
-  if (buffer.length <= PAYLOAD_SHOWN_BYTES) return { text, bytes, cut: false };
-  // Cut on a character boundary: drop a partial UTF-8 sequence at the end.
-  return {
-    text: buffer
-      .subarray(0, PAYLOAD_SHOWN_BYTES)
-      .toString("utf8")
-      .replace(/\uFFFD$/, ""),
-    bytes,
-    cut: true,
-  };
-}
-
-/** JSON text pretty-printed; as given when it does not parse (an empty payload once DONE). */
-function prettyJson(json: string): string {
-  try {
-    return JSON.stringify(JSON.parse(json), null, 2);
-  } catch {
-    return json;
-  }
 }
 
 /**
@@ -59,41 +30,49 @@ export function taskPage(ctx: PageContext, task: TaskInfo, now: number, refused?
     ? []
     : [...actionsFor(task.state), ...(task.holdsGroup ? (["skip"] as const) : [])];
   const editable = task.state === "failed" && !ctx.readOnly;
+  // Drawn from the values live.json sends, into the elements the page script updates (task-live.ts).
+  const live = taskLiveValues(ctx.base, task, now);
+  const hiddenUnless = (shown: boolean) => (shown ? "" : "hidden");
+  const self = `${ctx.base}/task/${encodeURIComponent(task.id)}`;
+  // The actions apply to the task as drawn: hidden once it changes, and a reload offered.
+  const drawnFor = html`data-live-same="actionsFor" data-drawn-as="${live.actionsFor}"`;
   return layout(
     ctx,
     `Task ${task.id}`,
     html`${refused && !editable ? html`<p class="warn" data-edit-error>${refused.error}</p>` : ""}
       <dl>
         <dt>id</dt><dd data-field="id">${task.id}</dd>
-        <dt>state</dt><dd data-field="state"><a href="${ctx.base}/tasks/${task.state}">${task.state}</a></dd>
+        <dt>state</dt><dd data-field="state"><a href="${live.stateHref}" data-live-text="state" data-live-href="stateHref">${live.state}</a></dd>
         <dt>type</dt><dd data-field="type">${task.type}</dd>
         <dt>group</dt><dd data-field="group">${task.group ?? html`<span class="note">none</span>`}</dd>
         <dt>priority</dt><dd data-field="priority">${task.priority}</dd>
-        <dt>attempts</dt><dd data-field="attempts">${task.maxAttempts > 0 ? `${task.attempts} of ${task.maxAttempts}` : `${task.attempts} (no claim yet)`}</dd>
-        ${task.stalls > 0 ? html`<dt>stalls</dt><dd data-field="stalls">${task.stalls} (its lease ran out while held: its worker stopped)</dd>` : ""}
-        ${task.holdsGroup ? html`<dt>holds</dt><dd class="warn" data-field="holds">its group ${task.group} waits behind it: Requeue runs it first, Skip lets the group go on</dd>` : ""}
-        <dt>enqueued</dt><dd>${time(task.enqueuedAtMs, now)}</dd>
-        <dt>${AT_LABEL[task.state]}</dt><dd>${time(task[TIME_OF_STATE[task.state]] ?? 0, now)}</dd>
-        ${task.state === "ready" ? html`<dt>rank</dt><dd>${task.rank}</dd>` : ""}
+        <dt>attempts</dt><dd data-field="attempts" data-live-text="attempts">${live.attempts}</dd>
+        <dt data-live-show="hasStalls" ${hiddenUnless(live.hasStalls)}>stalls</dt><dd data-field="stalls" data-live-show="hasStalls" data-live-text="stalls" ${hiddenUnless(live.hasStalls)}>${live.stalls}</dd>
+        <dt data-live-show="holdsGroup" ${hiddenUnless(live.holdsGroup)}>holds</dt><dd class="warn" data-field="holds" data-live-show="holdsGroup" data-live-text="holds" ${hiddenUnless(live.holdsGroup)}>${live.holds}</dd>
+        <dt>enqueued</dt><dd data-live-time="enqueued">${timeHtml(live.enqueued)}</dd>
+        <dt data-live-text="stateTimeLabel">${live.stateTimeLabel}</dt><dd data-field="stateTime" data-live-time="stateTime">${timeHtml(live.stateTime)}</dd>
+        <dt data-live-show="isReady" ${hiddenUnless(live.isReady)}>rank</dt><dd data-live-show="isReady" data-live-text="rank" ${hiddenUnless(live.isReady)}>${live.rank}</dd>
         ${traceRow(task)}
-        <dt>${task.state === "corrupt" ? "why" : "last error"}</dt><dd class="error" data-field="lastError">${task.lastError || html`<span class="note">none</span>`}</dd>
+        <dt data-live-text="errorLabel">${live.errorLabel}</dt><dd class="error"><span data-field="lastError" data-live-text="lastError">${live.lastError}</span><span class="note" data-live-hide="lastError" ${live.lastError ? "hidden" : ""}>none</span></dd>
       </dl>
+      <p class="warn" data-live-changed="actionsFor" data-drawn-as="${live.actionsFor}" hidden data-state-changed>The task is now <b data-live-text="state">${live.state}</b>: <a href="${self}">reload</a> for what can be done with it.</p>
       ${
         actions.length > 0
-          ? html`<form method="post" action="${ctx.base}/action" class="actions">
-            ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/task/${encodeURIComponent(task.id)}">
+          ? html`<form method="post" action="${ctx.base}/action" class="actions" ${drawnFor}>
+            ${csrfField(ctx)}<input type="hidden" name="back" value="${self}">
             <input type="hidden" name="ids" value="${task.id}">
             ${actions.map((action) => html`<button name="action" value="${action}" ${action === "delete" ? html`class="danger"` : ""} data-confirm="${ACTION_LABEL[action]} task ${task.id}?">${ACTION_LABEL[action]}</button>`)}
           </form>`
           : ""
       }
       <h2>Attempts</h2>
-      ${attemptsTable(task, now)}
-      ${task.result !== undefined ? jsonSection("Result", "result", task.result, "the value its handler's ack kept") : ""}
-      ${task.progress !== undefined ? jsonSection("Progress", "progress", task.progress, "what its handler last reported") : ""}
+      ${attemptsTable(live)}
+      ${jsonSection("Result", "result", live.hasResult, live.result, live.resultNote)}
+      ${jsonSection("Progress", "progress", live.hasProgress, live.progress, live.progressNote)}
       <h2>Payload</h2>
       ${payloadSection(task)}
-      ${editable ? editForm(ctx, task, refused) : ""}`,
+      ${editable ? html`<div ${drawnFor}>${editForm(ctx, task, refused)}</div>` : ""}
+      ${liveNote(ctx, `${self}/live.json`, live.asOf, "the task above")}`,
   );
 }
 
@@ -109,51 +88,26 @@ function traceRow(task: TaskInfo): Html | "" {
   return html`<dt>trace id</dt><dd data-field="traceId" title="${task.traceparent}"><code>${traceId}</code></dd>`;
 }
 
-/** The attempts, oldest first: when each started, how long it waited and ran, how it ended and its error. */
-function attemptsTable(task: TaskInfo, now: number): Html {
-  if (task.history.length === 0) {
-    return html`<p class="note" data-attempts-none>${task.attempts > 0 ? "None recorded (the queue keeps none, historyAttempts 0, or they were made before it kept them)." : "No attempt yet."}</p>`;
-  }
-  const rows = task.history.map((attempt, index) => {
-    const edited = attempt.outcome === "edited";
-    return html`<tr data-attempt="${index}" data-outcome="${attempt.outcome}">
-      <td class="num">${edited ? html`<span class="note">–</span>` : attempt.attempt}</td>
-      <td>${time(attempt.startedAtMs ?? attempt.endedAtMs ?? 0, now)}</td>
-      <td class="num">${attempt.waitedMs === undefined ? "" : duration(attempt.waitedMs)}</td>
-      <td class="num">${ranFor(attempt, now)}</td>
-      <td><span class="outcome ${attempt.outcome}">${attempt.outcome}</span></td>
-      <td class="${edited ? "note" : "error"}" data-error>${errorText(attempt.error)}</td>
-    </tr>`;
-  });
-  return html`<table class="attempts" data-attempts>
+/**
+ * The attempts, oldest first: when each started, how long it waited and ran, how it ended and its
+ * error. Drawn hidden when there is none yet, so that the live page can show the first.
+ */
+function attemptsTable(live: TaskLiveValues): Html {
+  return html`<p class="note" data-attempts-none data-live-hide="hasHistory" data-live-text="noHistory" ${live.hasHistory ? "hidden" : ""}>${live.noHistory}</p>
+    <div data-live-show="hasHistory" ${live.hasHistory ? "" : "hidden"}>
+    <table class="attempts" data-attempts>
       <thead><tr><th class="num">#</th><th>started</th><th class="num">waited</th><th class="num">ran</th><th>outcome</th><th>error</th></tr></thead>
-      <tbody>${rows}</tbody>
+      <tbody data-live-rows="history">${rowsHtml(live.history)}</tbody>
     </table>
-    <p class="note small">Oldest first; the queue keeps the newest attempts (historyAttempts) and the one that ended DONE. An edit of the payload is listed where it was made, its note in the error column.</p>`;
+    <p class="note small">Oldest first; the queue keeps the newest attempts (historyAttempts) and the one that ended DONE. An edit of the payload is listed where it was made, its note in the error column.</p>
+    </div>`;
 }
 
-function ranFor(attempt: TaskAttempt, now: number): string {
-  if (attempt.runMs !== undefined) return duration(attempt.runMs);
-  if (attempt.outcome === "running" && attempt.startedAtMs !== undefined) {
-    return `${duration(Math.max(0, now - attempt.startedAtMs))} so far`;
-  }
-  return "";
-}
-
-/** An attempt's error: as it is when short, else folded to its first line with all of it in a <pre> below. */
-function errorText(error: string): Html | string {
-  if (error === "") return "";
-  if (error.length <= ERROR_FOLDED_CHARS && !error.includes("\n")) return error;
-  const firstLine = error.split("\n", 1)[0].slice(0, ERROR_FOLDED_CHARS);
-  return html`<details><summary>${firstLine} …</summary><pre>${error}</pre></details>`;
-}
-
-/** A JSON value of the task (its result, its progress) pretty-printed. */
-function jsonSection(title: string, id: string, value: unknown, what: string): Html {
-  const shown = shownJson(JSON.stringify(value));
-  return html`<h2>${title}</h2>
-    <p class="note">${what}: ${shown.cut ? html`<span class="warn">the first ${PAYLOAD_SHOWN_BYTES / 1024} KiB of ${shown.bytes} bytes</span>` : `${shown.bytes} bytes`}</p>
-    <pre id="${id}">${shown.text}</pre>`;
+/** A JSON value of the task (its result, its progress) pretty-printed; drawn hidden while it has none. */
+function jsonSection(title: string, id: string, shown: boolean, text: string, note: string): Html {
+  return html`<section data-live-show="has${title}" ${shown ? "" : "hidden"}><h2>${title}</h2>
+    <p class="note" data-live-text="${id}Note">${note}</p>
+    <pre id="${id}" data-live-text="${id}">${text}</pre></section>`;
 }
 
 function payloadSection(task: TaskInfo): Html {
