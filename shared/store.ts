@@ -54,21 +54,27 @@ export class FunctionCalls {
    * with Redis's error; "Library … already exists" (another process loaded it first) counts as loaded.
    */
   async run(call: () => Promise<unknown>, load: () => Promise<unknown>): Promise<unknown> {
-    if (this.state === "no") return NO_FUNCTIONS;
-    const called = async () => {
-      const reply = await call();
-      this.state = "yes";
-      return reply;
-    };
-    try {
-      return await called();
-    } catch (error) {
-      if (isFunctionsMissing(error)) {
-        this.state = "no";
-        return NO_FUNCTIONS;
+    // The library can go again between a load and the call (another process's FUNCTION DELETE or
+    // FLUSH at that moment): loaded and called again, a few times, before the error is the caller's.
+    for (let loads = 0; ; loads++) {
+      if (this.state === "no") return NO_FUNCTIONS;
+      try {
+        const reply = await call();
+        this.state = "yes";
+        return reply;
+      } catch (error) {
+        if (isFunctionsMissing(error)) {
+          this.state = "no";
+          return NO_FUNCTIONS;
+        }
+        if (!isNoFunction(error) || loads >= FUNCTION_LOADS_MAX) throw error;
       }
-      if (!isNoFunction(error)) throw error;
+      if (!(await this.load(load))) return NO_FUNCTIONS;
     }
+  }
+
+  /** Loads the library once for every caller waiting on it; false when the server has no Functions. */
+  private load(load: () => Promise<unknown>): Promise<boolean> {
     this.loading ??= load()
       .then(
         () => true,
@@ -82,9 +88,12 @@ export class FunctionCalls {
       .finally(() => {
         this.loading = undefined;
       });
-    return (await this.loading) ? await called() : NO_FUNCTIONS;
+    return this.loading;
   }
 }
+
+/** How many times one call loads the library that keeps going missing before it gives up. */
+const FUNCTION_LOADS_MAX = 3;
 
 /** What the queue needs from Redis: run a script by SHA, falling back to its body on NOSCRIPT. */
 export interface Store {

@@ -5,9 +5,10 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkLibraryState, perCallBlocks } from "../../bin/generate-lua.js";
+import { queueKeys, scriptKeys } from "../../shared/keys.js";
 import { Queue } from "../../shared/queue.js";
 import { LIBRARY, luaLibrary, SCRIPTS } from "../../shared/scripts.js";
-import { isFunctionsMissing } from "../../shared/store.js";
+import { FunctionCalls, isFunctionsMissing } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
 import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
 
@@ -90,6 +91,27 @@ describe("the function library", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("is loaded again when it goes between a load and the call (another process's FUNCTION DELETE), up to 3 loads", async () => {
+    const keys = scriptKeys(queueKeys("library-race"));
+    const stats = () => admin.call("FCALL_RO", `${LIBRARY.name}_stats`, keys.length, ...keys, String(Date.now()));
+    let loads = 0;
+    // Another process deletes the library right after this one loads it: once, then every time.
+    const loadThenDeleted = (times: number) => async () => {
+      loads++;
+      await admin.call("FUNCTION", "LOAD", "REPLACE", LIBRARY.code);
+      if (loads <= times) await admin.call("FUNCTION", "DELETE", LIBRARY.name);
+    };
+    await admin.call("FUNCTION", "FLUSH");
+    expect(await new FunctionCalls().run(stats, loadThenDeleted(1))).toHaveLength(12);
+    expect(loads).toBe(2);
+    await admin.call("FUNCTION", "FLUSH");
+    loads = 0;
+    await expect(new FunctionCalls().run(stats, loadThenDeleted(Number.POSITIVE_INFINITY))).rejects.toThrow(
+      /Function not found/,
+    );
+    expect(loads).toBe(3);
   });
 
   it("where the server refuses Functions (an ACL here; a Redis before 7), every script goes by EVALSHA, with the same results", async () => {
