@@ -205,16 +205,17 @@ function laneLine(): string {
   ].join("\n");
 }
 
-/** `<name>_line` per value Lua writes: its fields' texts in their declared order, "|" between them. */
+/** `<name>_line` per value Lua writes: its fields' texts in their declared order, its separator between them. */
 function valueLines(): string[] {
-  return writtenValues().flatMap(({ name, meaning, fields: declared, lastOptional }) => {
+  return writtenValues().flatMap(({ name, meaning, fields: declared, lastOptional, separator }) => {
     const fields = declared.map(luaName);
-    const all = fields.join(" .. '|' .. ");
+    const between = ` .. '${separator}' .. `;
+    const all = fields.join(between);
     const last = fields[fields.length - 1];
     return [
       `-- ${meaning}.`,
       `local function ${name}(${fields.join(", ")})`,
-      ...(lastOptional ? [`  if ${last} == nil then return ${fields.slice(0, -1).join(" .. '|' .. ")} end`] : []),
+      ...(lastOptional ? [`  if ${last} == nil then return ${fields.slice(0, -1).join(between)} end`] : []),
       `  return ${all}`,
       "end",
       "",

@@ -56,8 +56,8 @@
 -- Uses: lanes_flush, lanes_load, lanes_unpark, lanes_verify, lease_lengths, leased_count, load
 -- Uses: mark_active, name_arg, need_wake, new_state, new_writes, next_due_of, parse_body
 -- Uses: parse_state, paused_types_of, plus, policy_of, promote_due, put, put_state, quarantine
--- Uses: rate_count, rate_open, read_config, read_many, read_record, repeated_wake, slot_count
--- Uses: slot_ids, state_line, token_of, type_park, type_scope, waited_of, wake_answered
+-- Uses: rate_count, rate_open, read_config, read_many, read_record, repeated_wake, run_line
+-- Uses: slot_count, slot_ids, state_line, token_of, type_park, type_scope, wake_answered
 -- Uses: write_many
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
@@ -82,8 +82,9 @@ local function repeated_batch(leases, now, claim_id)
   for _, item in ipairs(batch) do
     local state = item.state
     local solo = string.find(state.flags, 'a', 1, true) and '1' or ''
-    local waited = string.match(state.run or '', ',(%d+)$') or '0'
-    for _, value in ipairs({ item.id, item.body, state.attempts, token_of(state), state.at, solo, waited }) do
+    local _, since = string.match(state.run or '', RUN_PATTERN)
+    since = since or ''
+    for _, value in ipairs({ item.id, item.body, state.attempts, token_of(state), state.at, solo, since }) do
       result[#result + 1] = value
     end
   end
@@ -338,28 +339,28 @@ local function take_page(s, heads, values)
   local config, choice, count = s.config, s.choice, s.count
   local states, result, leased, popped = s.states, s.result, s.leased, s.popped
   local gen_text, claim_id, taken = s.gen_text, s.claim_id, s.taken
-  local now, now_text = s.now, s.now_text
+  local now_text = s.now_text
 
   -- Leases a READY task never claimed (no state, or the state enqueue gave a task of a group)
   -- inline, without a table: its state text, its lease, its place in the result.
   local function lease_fresh(id, body, rank, type_group, flags, chosen, task_type, since)
-    local waited = waited_of(now, since)
+    since = since or ''
     states[#states + 1] = id .. ':s'
     states[#states + 1] = state_line('L', '1', gen_text, chosen.max, chosen.deadline, flags, rank, type_group, claim_id,
-      now_text .. ',' .. waited, '')
+      run_line(now_text, since), '')
     leased[#leased + 1] = chosen.deadline
     leased[#leased + 1] = id
     popped[#popped + 1] = id
     local n = #result
     result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5], result[n + 6], result[n + 7] =
-      id, body, '1', rank .. '.' .. gen_text, chosen.deadline, '', waited
+      id, body, '1', rank .. '.' .. gen_text, chosen.deadline, '', since
     taken = taken + 1
     if chosen.counts then choice.counted(task_type) end
   end
   -- Leases a task read through its record (claimed before, let out of a lane...).
   local function lease_read(id, task, state, chosen, flags, solo)
-    local waited = waited_of(now, state.at) -- READY since its `at`, before the lease's deadline takes it
-    state.run = now_text .. ',' .. waited
+    local since = state.at -- READY since its `at`, before the lease's deadline takes it
+    state.run = run_line(now_text, since)
     state.letter, state.attempts, state.gen = 'L', plus(state.attempts, 1), gen_text
     state.max, state.at, state.flags, state.claim = chosen.max, chosen.deadline, solo and flags .. 'a' or flags, claim_id
     put_state(s.writes, id, state)
@@ -368,7 +369,7 @@ local function take_page(s, heads, values)
     popped[#popped + 1] = id
     local n = #result
     result[n + 1], result[n + 2], result[n + 3], result[n + 4], result[n + 5], result[n + 6], result[n + 7] =
-      id, task.body, state.attempts, token_of(state), state.at, solo and '1' or '', waited
+      id, task.body, state.attempts, token_of(state), state.at, solo and '1' or '', since
     taken = taken + 1
     if chosen.counts then choice.counted(state.type) end
   end

@@ -41,13 +41,13 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
--- Uses: K, apply, arrange_wakes, as_time, bad, config_int, decision_time, declared_types
--- Uses: drop_field, enqueue_args, enqueue_item, fair_turn, flow_args, flow_decide, flow_over
--- Uses: flow_runs, fmt, group_arg, group_policy, guard, id_arg, int_arg, int_text, is_id, lane_add
--- Uses: lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load, lanes_verify, name_arg
--- Uses: new_state, new_writes, note_due, parked_gone, parse_body, parse_state, put, put_state
--- Uses: read_config_fields, read_many, record_letter, replaced_line, stamp_format, start_fair
--- Uses: time_arg, type_scope, zadd, zrem
+-- Uses: K, apply, arrange_wakes, as_time, bad, body_prefix, config_int, decision_time
+-- Uses: declared_types, drop_field, enqueue_args, enqueue_item, fair_turn, flow_args, flow_decide
+-- Uses: flow_over, flow_runs, fmt, group_arg, group_policy, guard, id_arg, int_arg, int_text
+-- Uses: is_id, lane_add, lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load
+-- Uses: lanes_verify, name_arg, new_state, new_writes, note_due, parked_gone, parse_body
+-- Uses: parse_state, put, put_state, read_config_fields, read_many, record_letter, replaced_line
+-- Uses: stamp_format, start_fair, time_arg, type_scope, zadd, zrem
 
 -- The batch: every task's arguments, checked, before the config is read. Fills b with the tasks'
 -- ids, ranks, runs, types, groups, bodies and payload sizes, the task hash fields to read (state,
@@ -82,9 +82,10 @@ local function read_tasks(b)
     end
     local run_at = as_time(run_text)
     if not run_at then time_arg('task ' .. i .. ' runAtMs', run_text) end
-    local info = parse_body(body)
-    if not info then bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"') end
-    local task_type, group = info.type, info.group
+    local enqueued, task_type, group, _, payload_at = body_prefix(body)
+    if not enqueued or #enqueued > DIGITS_ENQUEUED then
+      bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"')
+    end
     if #task_type > TYPE_MAX_BYTES then name_arg('task ' .. i .. ' type', task_type, TYPE_MAX_BYTES) end
     if #group > GROUP_MAX_BYTES then group_arg('task ' .. i .. ' group', group) end
     if not type_seen[task_type] then
@@ -95,7 +96,7 @@ local function read_tasks(b)
     if group ~= '' then any_group = true end
     ids[i], ranks[i], runs[i], types[i], groups_of[i] = id, priority, run_at, task_type, group
     bodies[i], run_given[i] = body, run_text
-    sizes[i] = #body - info.payload_at + 1
+    sizes[i] = #body - payload_at + 1
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id
     fields[#fields + 1] = id .. ':x'

@@ -7,7 +7,7 @@
 --   L lease deadline, D/F finished at, C quarantined at), last error ("" if none; the reason for
 --   C), payload ("" once DONE), rank, enqueuedAtMs, stalls (leases that ran out while held), holding
 --   ("1": a FAILED task its ordered group waits behind, onFailure hold; else ""), run (the current
---   or last attempt's "<started>,<waited>", "" before the first), history (the task's "<id>:h": its
+--   or last attempt's "<started>,<readySince>", "" before the first), history (the task's "<id>:h": its
 --   attempts that ended other than DONE, lib/records.lua), result (DONE: the result its ack kept,
 --   JSON text; else ""), progress (what its handler last reported with a heartbeat, JSON text, or ""),
 --   trace (the traceparent its body keeps, while it has one; "" when none) }

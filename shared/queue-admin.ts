@@ -460,9 +460,10 @@ export function taskHistory(
     );
     at = errorEnd;
   }
-  const [started = "", waited = ""] = run.split(",");
+  const [started = "", since = ""] = run.split(",");
   if (run !== "" && (state === "leased" || state === "done")) {
     const ended = state === "done" ? String(current.at) : "";
+    const waited = started !== "" && since !== "" ? String(Math.max(0, Number(started) - Number(since))) : "";
     attempts.push(attemptOf(current.attempts, started, waited, ended, state === "done" ? "done" : "running", ""));
   }
   return attempts;

@@ -162,7 +162,7 @@ export class Queue {
           room: room.map(([type, n]) => `${type}:${n}`).join(","),
         });
         const { rows, next, soloWaiting, wakeAt } = readReply("claim", reply);
-        const tasks = rows.map(claimedTask);
+        const tasks = rows.map((record) => claimedTask(now, record));
         return {
           tasks,
           nextDueMs: optionalTime(next),
@@ -590,7 +590,13 @@ interface PreparedTask {
 }
 
 /** A task as a claim's reply row gives it. */
-function claimedTask(record: Record<string, unknown>): ClaimedTask {
+/** How long a task had been READY when a claim at `now` leased it: 0 when it says no time. */
+function waitedSince(now: number, readySince: unknown): number {
+  const since = Number(readySince);
+  return String(readySince ?? "") === "" || !Number.isFinite(since) ? 0 : Math.max(0, now - since);
+}
+
+function claimedTask(now: number, record: Record<string, unknown>): ClaimedTask {
   const token = String(record.token);
   const rank = Number(token.slice(0, token.indexOf(".")));
   const body = parseBody(String(record.body));
@@ -605,7 +611,7 @@ function claimedTask(record: Record<string, unknown>): ClaimedTask {
     priority: priorityOfRank(rank),
     leaseDeadlineMs: Number(record.deadline),
     solo: record.solo === "1",
-    waitedMs: Number(record.waited ?? 0),
+    waitedMs: waitedSince(now, record.readySince),
   };
   if (body.trace !== "") task.trace = body.trace;
   return task;

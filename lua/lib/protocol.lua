@@ -33,6 +33,7 @@ local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)$'
 local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 -- The small records: the hold, a schedule's counts, flow control's values (shared/protocol/values.ts).
+local RUN_PATTERN = '^(%d+),(%d+)$'
 local POLICY_PATTERN = '^(%d+),(%d+)$'
 local HOLD_PATTERN = '^(%d+)|(.*)$'
 local SCHEDULE_COUNTS_PATTERN = '^(%d+)|(%d+)$'
@@ -89,6 +90,11 @@ end
 -- A state BARE_LEASE_PATTERN matched, with `flag` as its flags (its first empty field).
 local function flag_bare_lease(text, flag)
   return (string.gsub(text, '||', '|' .. flag .. '|', 1))
+end
+
+-- a state's run field (STATE_FIELDS.run): when its attempt's claim leased it, and since when it was READY.
+local function run_line(started, readySince)
+  return started .. ',' .. readySince
 end
 
 -- config `hold` of an ordered queue: no claim before retryAtMs while task id is READY.

@@ -48,8 +48,9 @@ end
 -- cannot be read is started again. Never raises.
 local function history_add(old, state, ended, outcome, error_text, keep)
   if keep <= 0 then return nil end
-  local started, waited = string.match(state.run or '', '^(%d*),?(%d*)$')
-  local entry = state.attempts .. ',' .. (started or '') .. ',' .. (waited or '') .. ',' .. ended .. ',' .. outcome ..
+  local started, since = string.match(state.run or '', RUN_PATTERN)
+  local waited = started and math.max(0, tonumber(started) - tonumber(since))
+  local entry = state.attempts .. ',' .. (started or '') .. ',' .. (waited and fmt(waited) or '') .. ',' .. ended .. ',' .. outcome ..
     ',' .. #error_text .. ':' .. error_text
   if not old or old == '' then return entry end
   local starts, at = {}, 1
@@ -73,12 +74,6 @@ local function history_fields(ids)
   return fields
 end
 
--- How long a task leased `now` had been READY, READY since `since` (digits; unknown: no wait), as
--- the text of the run field's second part (STATE_FIELDS.run) and of a claim's reply.
-local function waited_of(now, since)
-  local waited = now - (tonumber(since) or now)
-  return fmt(waited > 0 and waited or 0)
-end
 
 -- A quarantined record's state as it was before it was set aside (the text itself otherwise).
 local function unmarked(text)
@@ -90,17 +85,30 @@ local function plus(text, delta)
   return tostring(tonumber(text) + delta)
 end
 
+-- A body's enqueue time (its text), type, group, trace and the payload's position, of either layout,
+-- or nil. One match for the body of an untraced task (the layout without the trace field, what an
+-- untraced send writes); a second only when what follows the group starts a traceparent ("00-").
+-- A payload's JSON never starts with "|" (the current layout with an empty trace, read too) nor
+-- with "00-".
+local function body_prefix(text)
+  local enqueued, task_type, group, payload_at = string.match(text, LEGACY_BODY_PATTERN)
+  if not enqueued then return nil end
+  local first = string.byte(text, payload_at)
+  if first == 124 then return enqueued, task_type, group, '', payload_at + 1 end -- "|": an empty trace
+  if first == 48 and string.byte(text, payload_at + 1) == 48 and string.byte(text, payload_at + 2) == 45 then
+    local _, _, _, trace, at = string.match(text, BODY_PATTERN)
+    if trace and #trace == LENGTH_TRACE then return enqueued, task_type, group, trace, at end
+  end
+  return enqueued, task_type, group, '', payload_at
+end
+
 -- The prefix of a body: { enqueued, type, group, trace, payload_at }, or nil and why. Never raises;
 -- reads only the prefix, however long the payload. A body written before the trace field (the
 -- legacy layout: its payload right after the group) is read too, its trace empty: what tells them
 -- apart is the field after the group, empty or a traceparent then "|" in the current layout, where
 -- the legacy one has the payload's JSON (shared/protocol/record.ts LEGACY_BODY_FIELDS).
 local function parse_body(text)
-  local enqueued, task_type, group, trace, payload_at = string.match(text, BODY_PATTERN)
-  if not enqueued or (#trace ~= 0 and #trace ~= LENGTH_TRACE) then
-    enqueued, task_type, group, payload_at = string.match(text, LEGACY_BODY_PATTERN)
-    trace = ''
-  end
+  local enqueued, task_type, group, trace, payload_at = body_prefix(text)
   if not enqueued then return nil, 'unreadable body record' end
   enqueued = tonumber(enqueued)
   if not is_int(enqueued, 0, TIME_MAX_MS) then return nil, 'body record with a time out of range' end

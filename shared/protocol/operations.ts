@@ -162,7 +162,7 @@ export const OPERATIONS = {
         "token",
         "deadline (the lease's)",
         'solo (`1`: it stalled twice, run it alone; or `""`)',
-        "waited (ms it had been READY when this claim leased it)",
+        "readySince (ms: since when it was READY when this claim leased it; its queue wait is now minus it)",
       ],
       tail: [
         'next (when none was leased: the next due time, or `""`)',
@@ -286,7 +286,7 @@ export const OPERATIONS = {
         "enqueuedAtMs",
         "stalls (leases that ran out while held)",
         'holding (`1`: a FAILED task its ordered group waits behind; or `""`)',
-        'run (the current or last attempt\'s `<started>,<waited>`, `""` before the first)',
+        'run (the current or last attempt\'s `<started>,<readySince>`, `""` before the first)',
         "history (its attempts that ended other than DONE, `<id>:h`: [storage.md](storage.md))",
         'result (DONE: the result its ack kept, JSON text; else `""`)',
         'progress (what its handler last reported with a heartbeat, JSON text; or `""`)',

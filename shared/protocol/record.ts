@@ -75,7 +75,7 @@ export const STATE_FIELDS = {
     kind: "digit list",
     initial: "",
     meaning:
-      'the current (L) or last attempt: "<started>,<waited>", when its claim leased it and how long it had waited READY for it (ms); empty before the first',
+      'the current (L) or last attempt: "<started>,<readySince>", when its claim leased it and since when it had been READY (ms: its wait is the difference); empty before the first',
   },
   error: {
     kind: "remainder",

@@ -33,6 +33,15 @@ const digits = (meaning: string): Field => ({ kind: "digits", meaning });
 export const FLOW_MODE_LETTERS = "dbts";
 
 export const VALUES = {
+  RUN: {
+    meaning: "a state's run field (STATE_FIELDS.run): when its attempt's claim leased it, and since when it was READY",
+    written: true,
+    fields: {
+      started: digits("leased at (ms)"),
+      readySince: digits("READY since (ms): its wait is started minus this"),
+    },
+    separator: ",",
+  },
   POLICY: {
     meaning: "config `p:<type>` (a type's lease policy) and `d` (the queue's default one)",
     fields: { leaseMs: digits("the lease (ms)"), maxAttempts: digits("the claims a task may have") },
@@ -135,7 +144,13 @@ export const valuePatterns = (): Record<string, string> =>
   );
 
 /** The values Lua writes, with their fields in order: `<name>_line(...)` in lua/lib/protocol.lua. */
-export const writtenValues = (): Array<{ name: string; meaning: string; fields: string[]; lastOptional: boolean }> =>
+export const writtenValues = (): Array<{
+  name: string;
+  meaning: string;
+  fields: string[];
+  lastOptional: boolean;
+  separator: string;
+}> =>
   Object.entries(VALUES as Record<string, Value>)
     .filter(([, value]) => value.written)
     .map(([name, value]) => ({
@@ -143,6 +158,7 @@ export const writtenValues = (): Array<{ name: string; meaning: string; fields: 
       meaning: value.meaning,
       fields: Object.keys(value.fields),
       lastOptional: value.lastOptional === true,
+      separator: value.separator ?? "|",
     }));
 
 /** A lease policy's text, as config p:<type> and d hold it. */
