@@ -4,44 +4,20 @@
 // In real Chromium, against a real Redis.
 import type { Page } from "puppeteer-core";
 import { describe, expect, it } from "vitest";
-import { type RunningDashboard, startDashboard } from "../../../cli/dashboard/server.js";
-import { type Adapter, adapters, openQueue } from "../../helpers/stores.js";
 import { newPage } from "./browser.js";
 import { browserPerFile } from "./browser-per-file.js";
-
-const tcp = adapters.find((adapter) => adapter.name === "tcp") as Adapter;
+import { cookieOf, liveFixture, REFRESH_MS, UPDATE_TIMEOUT_MS } from "./live-fixture.js";
 
 const { browser, running } = browserPerFile();
-
-/** How often the pages of these tests poll: short, so that a test waits little. */
-const REFRESH_MS = 200;
-
-/** Long enough for any update the page has coming, on a loaded machine. */
-const UPDATE_TIMEOUT_MS = 10_000;
 
 /** An error no handler should send, that would run script if it were parsed as markup. */
 const HOSTILE = `<img src=x onerror="top.__xss='img'">&"'`;
 
 /** A fresh queue (job: 3 attempts; its groups run one task at a time) and a dashboard polling every REFRESH_MS. */
-async function fixture() {
-  const opened = await openQueue(tcp, {
-    policies: { job: { leaseMs: 30_000, maxAttempts: 3 } },
-    typeGroups: { job: { concurrency: 1 } },
+const fixture = () =>
+  liveFixture(running, {
+    queue: { policies: { job: { leaseMs: 30_000, maxAttempts: 3 } }, typeGroups: { job: { concurrency: 1 } } },
   });
-  running.push(opened.close);
-  const dashboard = await startDashboard({
-    queue: opened.queue,
-    where: "test Redis",
-    port: 0,
-    refreshMs: REFRESH_MS,
-    log: () => {},
-  });
-  running.push(dashboard.close);
-  const base = `${new URL(dashboard.url).origin}/q/${opened.queue.name}`;
-  return { queue: opened.queue, dashboard, base };
-}
-
-const cookieOf = (dashboard: RunningDashboard) => `${dashboard.cookieName}=${dashboard.token}`;
 
 /** Resolves once the text of `selector` is `text`. */
 function textShows(page: Page, selector: string, text: string) {

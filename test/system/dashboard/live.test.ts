@@ -3,38 +3,14 @@
 // the endpoint needs the token like every page. In real Chromium, against a real Redis.
 import type { Page } from "puppeteer-core";
 import { describe, expect, it } from "vitest";
-import { type RunningDashboard, startDashboard } from "../../../cli/dashboard/server.js";
-import { type Adapter, adapters, openQueue } from "../../helpers/stores.js";
 import { newPage } from "./browser.js";
 import { browserPerFile } from "./browser-per-file.js";
-
-const tcp = adapters.find((adapter) => adapter.name === "tcp") as Adapter;
+import { cookieOf, liveFixture, REFRESH_MS, UPDATE_TIMEOUT_MS } from "./live-fixture.js";
 
 const { browser, running } = browserPerFile();
 
-/** How often the pages of these tests poll: short, so that a test waits little. */
-const REFRESH_MS = 200;
-
-/** Long enough for any update the page has coming, on a loaded machine. */
-const UPDATE_TIMEOUT_MS = 10_000;
-
 /** A fresh queue on the real Redis and a dashboard over it polling every `refreshMs`. */
-async function fixture(refreshMs = REFRESH_MS) {
-  const opened = await openQueue(tcp);
-  running.push(opened.close);
-  const dashboard = await startDashboard({
-    queue: opened.queue,
-    where: "test Redis",
-    port: 0,
-    refreshMs,
-    log: () => {},
-  });
-  running.push(dashboard.close);
-  const base = `${new URL(dashboard.url).origin}/q/${opened.queue.name}`;
-  return { queue: opened.queue, dashboard, base };
-}
-
-const cookieOf = (dashboard: RunningDashboard) => `${dashboard.cookieName}=${dashboard.token}`;
+const fixture = (refreshMs = REFRESH_MS) => liveFixture(running, { refreshMs });
 
 /** Resolves once the count of `state` on the page shows `count`. */
 function countShows(page: Page, state: string, count: number) {
