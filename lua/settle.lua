@@ -28,10 +28,10 @@
 --   another storage format; nothing is written then: every argument is checked, and the config
 --   and the states read, before the first write.
 -- Uses: K, apply, as_time, bad, config_get, config_int, drop_field, fail_in_lane, fenced_presence
--- Uses: fmt, group_policy, guard, history_add, history_fields, hold_line, id_arg, is_id, lane_of
--- Uses: lanes_flush, lanes_release, make_ready, new_writes, note_due, put, put_state
--- Uses: read_config_fields, read_many, read_record, settle_args, settle_item, state_line, time_arg
--- Uses: token_matches, zadd
+-- Uses: fmt, group_policy, guard, history_add, hold_line, id_arg, is_id, lane_of, lanes_flush
+-- Uses: lanes_release, make_ready, new_writes, note_due, put, put_state, read_config_fields
+-- Uses: read_many, read_record, settle_args, settle_item, state_line, time_arg, token_matches
+-- Uses: zadd
 
 return guard('settle', function()
   local now, now_text = settle_args()
@@ -70,19 +70,21 @@ return guard('settle', function()
     end
   end
 
-  local fields = {}
+  -- The states, then the histories of the tasks a retry or a fail ends an attempt of (none for
+  -- acks): one HMGET.
+  local fields, named = {}, {}
   for i, id in ipairs(ids) do fields[i] = id .. ':s' end
-  local values = read_many('HMGET', K.task, fields)
-  -- The histories of the tasks a retry or a fail ends an attempt of (one HMGET, none for acks).
   local histories, keep = {}, config_int(config, 'historyAttempts', DEFAULT_HISTORY_ATTEMPTS)
   if not all_acks and keep > 0 then
-    local named = {}
     for i, id in ipairs(ids) do
-      if outcomes[i] == 'retry' or outcomes[i] == 'fail' then named[#named + 1] = id end
+      if outcomes[i] == 'retry' or outcomes[i] == 'fail' then
+        named[#named + 1] = id
+        fields[#ids + #named] = id .. HISTORY
+      end
     end
-    local found = read_many('HMGET', K.task, history_fields(named))
-    for j, id in ipairs(named) do histories[id] = found[j] or '' end
   end
+  local values = read_many('HMGET', K.task, fields)
+  for j, id in ipairs(named) do histories[id] = values[#ids + j] or '' end
   local result, writes, hold, hold_id, earliest = {}, new_writes(), nil, nil, nil
   local released = {} -- the slots given back: { lane, id } (lanes_release, after the loop)
   local tasks = {} -- by id, once an item of this call met it: a second item on it sees the first's change

@@ -656,18 +656,23 @@ function checkToken(label: string, token: unknown): string {
 
 /** Progress a heartbeat carries: its JSON text, refused when it is not JSON or past LIMITS.progressMaxBytes. */
 export function progressText(where: string, progress: unknown): string {
+  return jsonText(where, "progress", progress, LIMITS.progressMaxBytes, (bytes) => `at most ${bytes}`);
+}
+
+/**
+ * A value the queue keeps as `name` (a result, a progress): its JSON text, refused with an
+ * InvalidInputError naming why when it is not JSON or longer than `maxBytes` (`cap` words the limit).
+ */
+function jsonText(where: string, name: string, value: unknown, maxBytes: number, cap: (max: number) => string) {
   let text: string | undefined;
   try {
-    text = JSON.stringify(progress);
+    text = JSON.stringify(value);
   } catch (error) {
-    throw new InvalidInputError(`${where}: progress must be a JSON value (${(error as Error).message})`);
+    throw new InvalidInputError(`${where}: ${name} must be a JSON value (${(error as Error).message})`);
   }
-  if (text === undefined)
-    throw new InvalidInputError(`${where}: progress must be a JSON value, got ${typeof progress}`);
+  if (text === undefined) throw new InvalidInputError(`${where}: ${name} must be a JSON value, got ${typeof value}`);
   const bytes = Buffer.byteLength(text);
-  if (bytes > LIMITS.progressMaxBytes) {
-    throw new InvalidInputError(`${where}: progress is ${bytes} bytes as JSON; at most ${LIMITS.progressMaxBytes}`);
-  }
+  if (bytes > maxBytes) throw new InvalidInputError(`${where}: ${name} is ${bytes} bytes as JSON; ${cap(maxBytes)}`);
   return text;
 }
 
@@ -677,22 +682,13 @@ const WAIT_MAX_MS = 1_000;
 
 /** A result an ack keeps: its JSON text, refused when it is not JSON or longer than `maxResultBytes`. */
 function resultText(where: string, result: unknown, maxResultBytes: number): string {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(result);
-  } catch (error) {
-    throw new InvalidInputError(
-      `${where}: result must be a JSON value, got one JSON.stringify refused (${(error as Error).message})`,
-    );
-  }
-  if (text === undefined) throw new InvalidInputError(`${where}: result must be a JSON value, got ${typeof result}`);
-  const bytes = Buffer.byteLength(text);
-  if (bytes > maxResultBytes) {
-    throw new InvalidInputError(
-      `${where}: result is ${bytes} bytes as JSON; the queue keeps at most ${maxResultBytes} (maxResultBytes): keep a reference (an S3 key) instead`,
-    );
-  }
-  return text;
+  return jsonText(
+    where,
+    "result",
+    result,
+    maxResultBytes,
+    (max) => `the queue keeps at most ${max} (maxResultBytes): keep a reference (an S3 key) instead`,
+  );
 }
 
 /** The error a settle records: its text, cut to `maxErrorBytes`. */

@@ -108,17 +108,14 @@ local PARKED_HEAD_CHECKS = 3
 -- parked work has waited longest (0 when none is parked). With `repair` (the tick), the head is
 -- read against its group's next parked task first, and put right: a parked task cancelled or
 -- deleted left its group's time behind (its next one came later), a group with none parked left it
--- there (up to PARKED_HEAD_CHECKS heads, one ZRANGE and one HGET each).
+-- there (up to PARKED_HEAD_CHECKS heads, each read as a let-out reads a lane: parked_pages).
 local function oldest_parked_age(now, repair)
   local head = redis.call('ZRANGE', K.parkedsince, 0, 0, 'WITHSCORES')
   for _ = 1, repair and PARKED_HEAD_CHECKS or 0 do
     if not head[2] then break end
     local name, score = head[1], tonumber(head[2])
-    local first = redis.call('ZRANGE', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END, 'BYLEX', 'LIMIT', 0, 1)[1]
-    local id = first and select(2, string.match(first, MEMBER_PATTERN))
-    local state = id and redis.call('HGET', K.task, id .. ':s')
-    local parsed = state and parse_state(state)
-    local since = parsed and tonumber(parsed.at)
+    local first = parked_pages({ name }, { 1 })[1][1]
+    local since = first and first.state and tonumber(first.state.at)
     if not first then
       redis.call('ZREM', K.parkedsince, name)
     elseif since and since ~= score then

@@ -67,14 +67,6 @@ local function history_add(old, state, ended, outcome, error_text, keep)
   return string.sub(old, starts[drop + 1]) .. entry
 end
 
--- The history fields of `ids`.
-local function history_fields(ids)
-  local fields = {}
-  for i, id in ipairs(ids) do fields[i] = id .. HISTORY end
-  return fields
-end
-
-
 -- A quarantined record's state as it was before it was set aside (the text itself otherwise).
 local function unmarked(text)
   if string.sub(text, 1, 2) == QUARANTINED then return string.sub(text, 3) end
