@@ -1,7 +1,7 @@
 import { DEFAULTS, LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { ConfigError, InvalidInputError } from "../shared/errors.js";
 import { checkSchedule, checkScheduleName, type ScheduleDefinition } from "../shared/schedules.js";
-import type { GroupPolicy, RateLimit, TypeGroupPolicy } from "../shared/types.js";
+import type { GroupPolicy, RateLimit, ResultDeclaration, TypeGroupPolicy } from "../shared/types.js";
 import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText, shown } from "../shared/validate.js";
 import { type FlowDefaults, flowDefaultProblems } from "./flow-defaults.js";
 import { policyTextMismatches } from "./policy-mismatch.js";
@@ -170,7 +170,10 @@ declare const PAYLOADS: unique symbol;
  * a typed producer. `Payloads` maps each declared and accepted type name to the payload producers
  * send for it; the default takes any name and payload.
  */
-export interface TaskDeclaration<Payloads extends Record<string, unknown> = Record<string, unknown>> {
+export interface TaskDeclaration<
+  Payloads extends Record<string, unknown> = Record<string, unknown>,
+  Results extends Record<string, unknown> = Record<string, unknown>,
+> extends ResultDeclaration<Results> {
   readonly ordered: boolean;
   /** Tasks one worker invocation runs at once (1 on an ordered queue). */
   readonly concurrency: number;
@@ -192,7 +195,7 @@ export type TaskPayloads<Declaration extends TaskDeclaration> =
  * The definitions as `defineTasks` reads their types: per type name, the payload its handler takes
  * (`Payloads`, from the handler's `Task<P>` or the schema's output) and the schema's input (`Inputs`).
  */
-type TypedDefinitions<Payloads, Inputs, Accepted extends string> = Omit<
+type TypedDefinitions<Payloads, Inputs, Results, Accepted extends string> = Omit<
   TaskDefinitions,
   "types" | "acceptTypes" | "schedules"
 > & {
@@ -205,6 +208,9 @@ type TypedDefinitions<Payloads, Inputs, Accepted extends string> = Omit<
   >;
   types: { [K in keyof Payloads]: TaskTypeOptions<Payloads[K], unknown> } & {
     [K in keyof Inputs]: { schema?: StandardSchemaV1<Inputs[K], unknown> };
+  } & {
+    // What each handler returns: the result `queue.result(id, { tasks, type })` is typed by.
+    [K in keyof Results]: { handler(task: never): Results[K] | PromiseLike<Results[K]> };
   };
   acceptTypes?: readonly Accepted[];
   /** A declaration is not definitions: it is returned as it is (the next overload). */
@@ -270,13 +276,16 @@ export function defineTasks<Declaration extends TaskDeclaration>(declaration: De
 export function defineTasks<
   Payloads extends Record<string, unknown>,
   Inputs extends Record<string, unknown>,
+  Results extends Record<string, unknown>,
   const Accepted extends string = never,
->(definitions: TypedDefinitions<Payloads, Inputs, Accepted>): TaskDeclaration<SentPayloads<Payloads, Inputs, Accepted>>;
+>(
+  definitions: TypedDefinitions<Payloads, Inputs, Results, Accepted>,
+): TaskDeclaration<SentPayloads<Payloads, Inputs, Accepted>, Results>;
 export function defineTasks(
   definitions:
     | TaskDefinitions
     | TaskDeclaration
-    | TypedDefinitions<Record<string, unknown>, Record<string, unknown>, string>,
+    | TypedDefinitions<Record<string, unknown>, Record<string, unknown>, Record<string, unknown>, string>,
 ): TaskDeclaration {
   return declareTasks(definitions as TaskDefinitions | TaskDeclaration);
 }

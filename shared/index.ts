@@ -19,7 +19,7 @@ export {
   UnreachableError,
 } from "./errors.js";
 export { type QueueKeys, queueKeys } from "./keys.js";
-export { type ClaimOptions, Queue, type QueueOptions } from "./queue.js";
+export { type ClaimOptions, Queue, type QueueOptions, type ResultOf, type WaitOptions } from "./queue.js";
 export { listQueues, type QueueAdmin } from "./queue-admin.js";
 export type { PlanResult, QueueSchedules, ScheduleInfo } from "./queue-schedules.js";
 export type { LuaScript, Store } from "./store.js";

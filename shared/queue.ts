@@ -19,10 +19,12 @@ import {
   type ItemResult,
   type QueueStats,
   type ReclaimResult,
+  type ResultDeclaration,
   type SettleItem,
   type SettleResult,
   STATE_BY_LETTER,
   type TaskInput,
+  type TaskResults,
   type TaskStanding,
   type TickResult,
   type WakeTo,
@@ -493,16 +495,30 @@ export class Queue {
   /**
    * Where task `id` stands: its state, and once DONE the result its ack kept (a type with
    * `keepResult`), once FAILED its last error; undefined when the id is unknown (never enqueued, or
-   * trimmed after its retention). One read-only call.
+   * trimmed after its retention). One read-only call. With `{ tasks, type }` (your `defineTasks`
+   * declaration and the task's type) the result is typed as that type's handler returns it, and a
+   * task of another type, or a type that keeps no result, is refused with InvalidInputError.
    */
-  async result<Result = unknown>(id: string): Promise<TaskStanding<Result> | undefined> {
+  async result<Declaration extends ResultDeclaration, Type extends keyof TaskResults<Declaration> & string>(
+    id: string,
+    options: ResultOf<Declaration, Type>,
+  ): Promise<TaskStanding<Awaited<TaskResults<Declaration>[Type]>> | undefined>;
+  async result<Result = unknown>(id: string): Promise<TaskStanding<Result> | undefined>;
+  async result(id: string, options?: Partial<ResultOf<ResultDeclaration, string>>): Promise<TaskStanding | undefined> {
+    const expected = expectedType("result", options);
     const task = await this.admin.inspect(id);
     if (!task) return undefined;
+    if (expected !== undefined && task.type !== expected) {
+      throw new InvalidInputError(
+        `result: task ${shown(id)} is of type ${shown(task.type)}, not ${shown(expected)} as asked`,
+      );
+    }
     return {
       id,
+      type: task.type,
       state: task.state,
       finished: task.state === "done" || task.state === "failed",
-      result: task.result as Result | undefined,
+      result: task.result,
       progress: task.progress,
       error: task.state === "failed" ? task.lastError : undefined,
       finishedAt: task.finishedAt,
@@ -514,17 +530,24 @@ export class Queue {
    * says where it stands (`result`). It reads the task's record with a bounded backoff — after 50 ms,
    * then doubling to at most 1 s between reads — so a wait of a minute costs about 65 read-only
    * calls, however many tasks run. An unknown id resolves undefined at once; `signal` ends the wait
-   * early with where it stands.
+   * early with where it stands. `{ tasks, type }` types the result, as for `result`.
    */
-  async waitFor<Result = unknown>(
+  async waitFor<Declaration extends ResultDeclaration, Type extends keyof TaskResults<Declaration> & string>(
     id: string,
-    options: { timeoutMs: number; signal?: AbortSignal },
-  ): Promise<TaskStanding<Result> | undefined> {
+    options: WaitOptions & ResultOf<Declaration, Type>,
+  ): Promise<TaskStanding<Awaited<TaskResults<Declaration>[Type]>> | undefined>;
+  async waitFor<Result = unknown>(id: string, options: WaitOptions): Promise<TaskStanding<Result> | undefined>;
+  async waitFor(
+    id: string,
+    options: WaitOptions & Partial<ResultOf<ResultDeclaration, string>>,
+  ): Promise<TaskStanding | undefined> {
     const timeoutMs = checkInteger("waitFor", "timeoutMs", options.timeoutMs, 0, LIMITS.timeMaxMs);
+    expectedType("waitFor", options);
+    const typed = options.tasks === undefined ? undefined : { tasks: options.tasks, type: options.type as string };
     const deadline = performance.now() + timeoutMs;
     let pause = WAIT_FIRST_MS;
     for (;;) {
-      const outcome = await this.result<Result>(id);
+      const outcome = typed ? await this.result(id, typed) : await this.result(id);
       const left = deadline - performance.now();
       if (!outcome || outcome.finished || left <= 0 || options.signal?.aborted) return outcome;
       await new Promise<void>((resolve) => {
@@ -746,4 +769,41 @@ function loadedOnUse<T extends object>(load: () => Promise<T>): T {
       };
     },
   });
+}
+
+/** How long `waitFor` waits, and what ends it early. */
+export interface WaitOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** `queue.result`'s and `waitFor`'s typing: the declaration and the type whose result is read. */
+export interface ResultOf<Declaration extends ResultDeclaration, Type extends string> {
+  /** Your `defineTasks(...)` declaration. */
+  tasks: Declaration;
+  /** The task's type, one of the declaration's that keeps its results (`keepResult: true`). */
+  type: Type;
+}
+
+/** The type `{ tasks, type }` asks for, checked against the declaration; undefined when not given. */
+function expectedType(label: string, options: Partial<ResultOf<ResultDeclaration, string>> | undefined) {
+  if (options?.tasks === undefined && options?.type === undefined) return undefined;
+  const types = options.tasks?.types;
+  if (types === null || typeof types !== "object") {
+    throw new InvalidInputError(
+      `${label}: tasks must be your defineTasks(...) declaration, got ${shown(options.tasks)}`,
+    );
+  }
+  const type = options.type;
+  if (typeof type !== "string" || !Object.hasOwn(types, type)) {
+    throw new InvalidInputError(
+      `${label}: type must be one of the declaration's types (${Object.keys(types).join(", ")}), got ${shown(type)}`,
+    );
+  }
+  if (types[type].keepResult !== true) {
+    throw new InvalidInputError(
+      `${label}: task type ${shown(type)} keeps no result: declare it with keepResult: true to read what its handler returns`,
+    );
+  }
+  return type;
 }

@@ -355,6 +355,8 @@ export interface TaskInfo {
 /** Where a task stands (`queue.result`, `queue.waitFor`). */
 export interface TaskStanding<Result = unknown> {
   id: string;
+  /** Its type. */
+  type: string;
   state: TaskState;
   /** DONE or FAILED. */
   finished: boolean;
@@ -434,3 +436,19 @@ export interface ThrottleOptions {
 export interface SingletonOptions {
   key: string;
 }
+
+/**
+ * A type only, never set: what a declaration's handlers return, per task type name. `defineTasks`
+ * reads it from the handlers; `queue.result(id, { tasks, type })` types the result by it.
+ */
+export declare const DECLARED_RESULTS: unique symbol;
+
+/** A task declaration as `queue.result` reads it: its types' `keepResult`, and its handlers' results. */
+export interface ResultDeclaration<Results extends Record<string, unknown> = Record<string, unknown>> {
+  readonly types: Readonly<Record<string, { readonly keepResult: boolean }>>;
+  readonly [DECLARED_RESULTS]?: Results;
+}
+
+/** The results of a declaration, per type name: what its handler returns, awaited. */
+export type TaskResults<Declaration extends ResultDeclaration> =
+  Declaration extends ResultDeclaration<infer Results> ? Results : never;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { createProducer } from "../../functions/producer.js";
 import { queueSettings } from "../../functions/runtime.js";
-import { defineTasks } from "../../functions/tasks.js";
+import { defineTasks, type TaskDeclaration } from "../../functions/tasks.js";
 import { functionSqsClient } from "../../functions/wake.js";
 import { Queue } from "../../shared/queue.js";
 import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
@@ -38,7 +38,7 @@ describe.each(adapters)("a producer of one deployment of a shared queue, over $n
     const store = await open();
     const name = uniqueQueueName("shared-producer");
     // Each deployment's worker cold start declares its types, its name and its wake queue.
-    const deploy = async (deployment: string, wake: LocalSqs, tasks: typeof imports) => {
+    const deploy = async (deployment: string, wake: LocalSqs, tasks: TaskDeclaration) => {
       const queue = new Queue(store, {
         name,
         settings: { ...queueSettings({ deployment, wakeQueueUrl: wake.queueUrl }, tasks), trustCallerClock: true },

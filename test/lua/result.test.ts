@@ -36,7 +36,9 @@ describe.each(adapters)("results over $name", (adapter) => {
     ]);
     expect(await queue.result("with")).toEqual({
       id: "with",
+      type: "etl",
       state: "done",
+      progress: undefined,
       finished: true,
       result: output,
       error: undefined,

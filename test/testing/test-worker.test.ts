@@ -113,6 +113,19 @@ describe("createTestWorker", () => {
         result: { rows: 3, file: "acme.csv" },
       });
       expect((await worker.queue.result("plain-1"))?.result).toBeUndefined();
+      // Typed by the declaration: the handler's result, and the task's type checked against it.
+      const typed = await worker.queue.waitFor("imp-1", { tasks, type: "import", timeoutMs: 1_000 });
+      expect(typed?.result?.rows).toBe(3);
+      expect(typed).toMatchObject({ type: "import", state: "done", finished: true });
+      await expect(worker.queue.result("imp-1", { tasks, type: "huge" })).rejects.toThrow(
+        'result: task "imp-1" is of type "import", not "huge" as asked',
+      );
+      await expect(worker.queue.result("plain-1", { tasks, type: "plain" })).rejects.toThrow(
+        'result: task type "plain" keeps no result: declare it with keepResult: true',
+      );
+      await expect(
+        worker.queue.waitFor("imp-1", { tasks, type: "imprt" as "import", timeoutMs: 1_000 }),
+      ).rejects.toThrow('waitFor: type must be one of the declaration\'s types (import, huge, plain), got "imprt"');
       const huge = await worker.queue.result("huge-1");
       expect(huge?.state).toBe("failed");
       expect(huge?.error).toBe(
