@@ -4,8 +4,10 @@
 // the OpenTelemetry SDK's, registered globally by this file as the ADOT layer would (leaseq never
 // registers one); its in-memory exporter keeps the spans for the assertions.
 import { Logger } from "@aws-lambda-powertools/logger";
-import { context, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, propagation, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { AWSXRayIdGenerator } from "@opentelemetry/id-generator-aws-xray";
+import { AWSXRAY_TRACE_ID_HEADER, AWSXRayPropagator } from "@opentelemetry/propagator-aws-xray";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -275,6 +277,82 @@ describe.each(adapters)("with a tracer provider registered, over $name", (adapte
     }
   });
 });
+
+// The ADOT Lambda layer's setup: its wrapper registers a provider whose trace ids are X-Ray's (the
+// first 8 hex digits the epoch second) and the X-Ray propagator as the global one, and its Lambda
+// instrumentation runs each invocation in a SERVER span continuing the invocation's X-Ray header.
+// leaseq takes the provider, stores W3C traceparents of its own making (not the global propagator's
+// header), and parents its per-invocation spans to the invocation's span.
+describe.each(adapters)(
+  "under the ADOT Lambda layer's setup (X-Ray ids and propagator, an invocation span), over $name",
+  (adapter) => {
+    const exporter = new InMemorySpanExporter();
+    beforeAll(() => {
+      context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+      propagation.setGlobalPropagator(new AWSXRayPropagator());
+      trace.setGlobalTracerProvider(
+        new BasicTracerProvider({
+          idGenerator: new AWSXRayIdGenerator(),
+          spanProcessors: [new SimpleSpanProcessor(exporter)],
+        }),
+      );
+    });
+    afterAll(() => {
+      trace.disable();
+      propagation.disable();
+      context.disable();
+    });
+    afterEach(() => exporter.reset());
+
+    it("keeps one X-Ray trace from the send to the first attempt; the retry runs in the invocation's span, linked to the send", async () => {
+      const path = await localPath(adapter);
+      try {
+        await trace.getTracer("test").startActiveSpan("request", async (request: Span) => {
+          await path.producer.send([{ id: "x1", type: "flaky", payload: {} }]);
+          request.end();
+        });
+        await path.enqueued("x1");
+        // The invocation as the layer's instrumentation runs it: its parent from the X-Ray header.
+        const header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+        const parent = propagation.extract(context.active(), { [AWSXRAY_TRACE_ID_HEADER]: header });
+        const invocation = await trace
+          .getTracer("@opentelemetry/instrumentation-aws-lambda")
+          .startActiveSpan("leaseq-worker", { kind: SpanKind.SERVER }, parent, async (span: Span) => {
+            await path.drain();
+            span.end();
+            return span.spanContext();
+          });
+        expect(path.runs.map((run) => run.attempt)).toEqual([1, 2]);
+        expect(invocation.traceId).toBe("5759e988bd862e3fe1be46a994272793");
+
+        const spans = exporter.getFinishedSpans();
+        const named = (name: string) => spans.filter((span) => span.name === name);
+        const [send] = named("send leaseq-local");
+        const { traceId, spanId } = send.spanContext();
+        // An X-Ray trace id (its first 8 hex digits the second it began), stored as a W3C traceparent.
+        expect(Math.abs(Number.parseInt(traceId.slice(0, 8), 16) - Date.now() / 1000)).toBeLessThan(60);
+        expect(path.records.map((record) => record.messageAttributes.traceparent?.stringValue)).toEqual([
+          `00-${traceId}-${spanId}-01`,
+        ]);
+        const [first, retry] = named(`process ${path.name}`).sort(
+          (a, b) => Number(a.attributes["leaseq.task.attempt"]) - Number(b.attributes["leaseq.task.attempt"]),
+        );
+        expect(first.spanContext().traceId).toBe(traceId);
+        expect(first.parentSpanContext?.spanId).toBe(spanId);
+        expect(retry.spanContext().traceId).toBe(invocation.traceId);
+        expect(retry.parentSpanContext?.spanId).toBe(invocation.spanId);
+        expect(retry.links.map((link) => link.context)).toMatchObject([{ traceId, spanId }]);
+        // The claims and settles are the invocation's children, in its X-Ray trace.
+        const batches = [...named(`receive ${path.name}`), ...named(`settle ${path.name}`)];
+        expect(batches.length).toBeGreaterThanOrEqual(3);
+        expect(batches.every((span) => span.parentSpanContext?.spanId === invocation.spanId)).toBe(true);
+        printTrace(spans, [send, first, retry]);
+      } finally {
+        await path.close();
+      }
+    });
+  },
+);
 
 /** Prints the spans of the trace a test made, each with its kind, parent and links: for the report. */
 function printTrace(all: ReadableSpan[], shown: ReadableSpan[]): void {
