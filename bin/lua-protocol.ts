@@ -24,7 +24,7 @@ import {
   STATE_FIELDS,
   type StateField,
 } from "../shared/protocol/record.js";
-import { valuePatterns, writtenValues } from "../shared/protocol/values.js";
+import { VALUES, valuePatterns, writtenValues } from "../shared/protocol/values.js";
 
 /** A Lua string literal of `text` (single-quoted). */
 function quoted(text: string): string {
@@ -152,6 +152,12 @@ function stateFunctions(): string {
     `  return ${params.join(" .. '|' .. ")}`,
     "end",
     "",
+    "-- A LEASED state without an error, its run field from its parts (RUN) in the same concatenation:",
+    "-- a claim's lease of a task never claimed (no run_line string made per task).",
+    `local function lease_line(${leaseParams().join(", ")})`,
+    `  return 'L|' .. ${leaseParts().join(" .. '|' .. ")} .. '|'`,
+    "end",
+    "",
     "-- The text of a state read with parse_state (or made with new_state).",
     "local function state_text(state)",
     `  return state_line(${FIELDS.filter((field) => field !== "group")
@@ -184,6 +190,24 @@ function stateFunctions(): string {
     `  return '${BODY_FORMAT}|' .. ${Object.keys(BODY_FIELDS).map(luaName).join(" .. '|' .. ")}`,
     "end",
   ].join("\n");
+}
+
+/** lease_line's parameters: state_line's but the letter and the error, the run as its RUN parts. */
+function leaseParams(): string[] {
+  return FIELDS.filter((field) => field !== "group" && field !== "letter" && field !== "error").flatMap((field) =>
+    field === "type" ? ["lane"] : field === "run" ? Object.keys(VALUES.RUN.fields).map(luaName) : [luaName(field)],
+  );
+}
+
+/** lease_line's fields in order, the run's parts joined by RUN's separator. */
+function leaseParts(): string[] {
+  return FIELDS.filter((field) => field !== "group" && field !== "letter" && field !== "error").map((field) =>
+    field === "type"
+      ? "lane"
+      : field === "run"
+        ? Object.keys(VALUES.RUN.fields).map(luaName).join(` .. '${VALUES.RUN.separator}' .. `)
+        : luaName(field),
+  );
 }
 
 /**

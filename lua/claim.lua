@@ -53,12 +53,11 @@
 --   reads, parses (never raising) and writes.
 -- Uses: K, add_slot, apply, bad, claim_args, drop_slot, flag_bare_lease, fmt, group_policy, guard
 -- Uses: has_slot, hold_of, int_text, lane_get, lane_of, lane_park, lane_touch, lane_wait, lanes
--- Uses: lanes_flush, lanes_load, lanes_unpark, lanes_verify, lease_lengths, leased_count, load
--- Uses: mark_active, name_arg, need_wake, new_state, new_writes, next_due_of, parse_body
--- Uses: parse_state, paused_types_of, plus, policy_of, promote_due, put, put_state, quarantine
--- Uses: rate_count, rate_open, read_config, read_many, read_record, repeated_wake, run_line
--- Uses: slot_count, slot_ids, state_line, token_of, type_park, type_scope, wake_answered
--- Uses: write_many
+-- Uses: lanes_flush, lanes_load, lanes_unpark, lanes_verify, lease_lengths, lease_line
+-- Uses: leased_count, load, mark_active, name_arg, need_wake, new_state, new_writes, next_due_of
+-- Uses: parse_body, parse_state, paused_types_of, plus, policy_of, promote_due, put, put_state
+-- Uses: quarantine, rate_count, rate_open, read_config, read_many, read_record, repeated_wake
+-- Uses: run_line, slot_count, slot_ids, token_of, type_park, type_scope, wake_answered, write_many
 
 -- 1. The batch a claim with this id leased at now + one of the queue's lease lengths, as its first
 -- run returned it (a repeat after a lost reply); nil when it leased none.
@@ -335,19 +334,20 @@ end
 -- One page of heads: each leased, parked in its lane, set aside by its type, left READY, or
 -- quarantined, in rank order, until the batch is full or the claim must stop. The scan's lists are
 -- locals here (the common lease is a few table appends, per task), written back as the page ends.
-local function take_page(s, heads, values)
+local function take_page(s, heads, values, fields)
   local config, choice, count = s.config, s.choice, s.count
   local states, result, leased, popped = s.states, s.result, s.leased, s.popped
   local gen_text, claim_id, taken = s.gen_text, s.claim_id, s.taken
   local now_text = s.now_text
+  local type_lanes = {} -- each type's lane without a group, "<type>|", made once per page
 
   -- Leases a READY task never claimed (no state, or the state enqueue gave a task of a group)
   -- inline, without a table: its state text, its lease, its place in the result.
-  local function lease_fresh(id, body, rank, type_group, flags, chosen, task_type, since)
+  local function lease_fresh(id, field, body, rank, type_group, flags, chosen, task_type, since)
     since = since or ''
-    states[#states + 1] = id .. ':s'
-    states[#states + 1] = state_line('L', '1', gen_text, chosen.max, chosen.deadline, flags, rank, type_group, claim_id,
-      run_line(now_text, since), '')
+    states[#states + 1] = field
+    states[#states + 1] = lease_line('1', gen_text, chosen.max, chosen.deadline, flags, rank, type_group, claim_id, now_text,
+      since)
     leased[#leased + 1] = chosen.deadline
     leased[#leased + 1] = id
     popped[#popped + 1] = id
@@ -404,12 +404,17 @@ local function take_page(s, heads, values)
           popped[#popped + 1] = id
           s.unpark[#s.unpark + 1] = lane -- it may be let out at once if its lane has room
         else
-          lease_fresh(id, body, f_rank[at], lane, take_lane(s, lane, record, rules, out, id), chosen, task_type,
-            f_since[at])
+          lease_fresh(id, fields[i], body, f_rank[at], lane, take_lane(s, lane, record, rules, out, id), chosen,
+            task_type, f_since[at])
           if taken == count then return stop(i) end
         end
       else
-        lease_fresh(id, body, f_rank[at], lane_of(task_type, ''), '', chosen, task_type, f_since[at])
+        local type_lane = type_lanes[task_type]
+        if not type_lane then
+          type_lane = lane_of(task_type, '')
+          type_lanes[task_type] = type_lane
+        end
+        lease_fresh(id, fields[i], body, f_rank[at], type_lane, '', chosen, task_type, f_since[at])
         if taken == count then return stop(i) end
       end
     else
@@ -487,7 +492,7 @@ local function take_heads(s)
       s.gen_text = fmt((tonumber(values[#fields]) or s.now) + 1)
       values[#fields] = nil
     end
-    take_page(s, heads, values)
+    take_page(s, heads, values, fields)
     if not s.page_full then break end
     if s.choice.all_fit then page = s.count - s.taken else page = math.min(2 * page, CLAIM_SCAN_MAX - offset) end
     if page <= 0 then break end

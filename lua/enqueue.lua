@@ -75,14 +75,22 @@ local function read_tasks(b)
   local any_group = false
   for i = 1, n do
     local id, priority_text, run_text, body = enqueue_item(i)
-    local priority = tonumber(priority_text)
+    -- The common values without parsing them: priority 0, a run at the call's now.
+    local priority = priority_text == '0' and 0 or tonumber(priority_text)
     if not is_id(id) then id_arg('task ' .. i .. ' id', id) end
     if not (priority and priority % 1 == 0 and priority >= PRIORITY_MIN and priority <= PRIORITY_MAX) then
       int_arg('task ' .. i .. ' priority', priority_text, PRIORITY_MIN, PRIORITY_MAX)
     end
-    local run_at = as_time(run_text)
+    local run_at = run_text == now_text and now or as_time(run_text)
     if not run_at then time_arg('task ' .. i .. ' runAtMs', run_text) end
-    local enqueued, task_type, group, _, payload_at = body_prefix(body)
+    -- The common body, untraced, with one match; body_prefix tells the layouts apart only when what
+    -- follows the group could start a trace ("|" for an empty one, "0" for "00-").
+    local enqueued, task_type, group, payload_at = string.match(body, LEGACY_BODY_PATTERN)
+    local first = payload_at and string.byte(body, payload_at)
+    if first == 124 or first == 48 then
+      local _
+      enqueued, task_type, group, _, payload_at = body_prefix(body)
+    end
     if not enqueued or #enqueued > DIGITS_ENQUEUED then
       bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"')
     end

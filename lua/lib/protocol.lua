@@ -5,14 +5,14 @@
 -- and the functions that write a state.
 local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-:@]*)|([%w_%.%-]*)|([%d,]*)|()'
 local LEGACY_STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-:@]*)|([%w_%.%-]*)|()'
-local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([%w_%.%-]*|[%w_%.%-:@]*)|[%w_%.%-]*|([%d,]*)|'
+local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([^|]*|[^|]*)|[^|]*|([^|]*)|'
 local FRESH_GROUPED_PATTERN = '^R|0|0|0|(%d+)|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:@]+)|||$'
 local BARE_LEASE_PATTERN = '^L|%d+|%d+|%d+|%d+||'
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
 local SLOT_STATE_PATTERN = '^([LSRWF])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|([%da-f%-]*)|()'
-local LEGACY_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|()'
-local FRESH_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|'
+local LEGACY_BODY_PATTERN = '^1|(%d+)|([^|]+)|([^|]*)|()'
+local FRESH_BODY_PATTERN = '^1|(%d+)|([^|]+)|([^|]*)|'
 -- Names (task types, claim and call ids) and ids (task ids, groups): their patterns and characters,
 -- and a member of the grouped set (shared/config.ts declares the characters).
 local NAME_PATTERN = '^[%w_%.%-]+$'
@@ -55,6 +55,12 @@ local BODY_FORMAT_BYTE = 49
 -- group as one, "<type>|<group>" (as the patterns capture them).
 local function state_line(letter, attempts, gen, max, at, flags, rank, lane, claim, run, error_text)
   return letter .. '|' .. attempts .. '|' .. gen .. '|' .. max .. '|' .. at .. '|' .. flags .. '|' .. rank .. '|' .. lane .. '|' .. claim .. '|' .. run .. '|' .. error_text
+end
+
+-- A LEASED state without an error, its run field from its parts (RUN) in the same concatenation:
+-- a claim's lease of a task never claimed (no run_line string made per task).
+local function lease_line(attempts, gen, max, at, flags, rank, lane, claim, started, readySince)
+  return 'L|' .. attempts .. '|' .. gen .. '|' .. max .. '|' .. at .. '|' .. flags .. '|' .. rank .. '|' .. lane .. '|' .. claim .. '|' .. started .. ',' .. readySince .. '|'
 end
 
 -- The text of a state read with parse_state (or made with new_state).

@@ -164,11 +164,15 @@ const NAME_CLASS = luaClass(NAME_SYMBOLS);
 const ID_CLASS = luaClass(ID_SYMBOLS);
 
 // Lua pattern classes per kind: strict (as written), loose (any length, for a record only skimmed)
-// and filled (at least one character).
+// and filled (at least one character). Loose reads what the scripts themselves wrote from values
+// checked strictly when they came in (the claim's lease state read by the ack, enqueue's body read by
+// the claim): to the next "|", with no class to test per character. What comes from a caller (an
+// argument, a body given to enqueue) and what a full parse reads (parse_state, parse_body) is read
+// strictly, so a record edited by hand is still quarantined when it is next parsed.
 const CLASS: Record<Exclude<FieldKind, "remainder">, { strict: string; loose: string; filled: string }> = {
   letter: { strict: `[${Object.keys(STATE_LETTERS).join("")}]`, loose: ".", filled: "." },
   digits: { strict: "%d+", loose: "%d*", filled: "%d+" },
-  "digit list": { strict: "[%d,]*", loose: "[%d,]*", filled: "[%d,]+" },
+  "digit list": { strict: "[%d,]*", loose: "[^|]*", filled: "[%d,]+" },
   "id list": { strict: "[^|]*", loose: "[^|]*", filled: "[^|]+" },
   flags: { strict: "%l*", loose: "%l*", filled: "%l+" },
   name: { strict: `${NAME_CLASS}*`, loose: "[^|]*", filled: `${NAME_CLASS}+` },
@@ -203,6 +207,7 @@ export type Read =
   | "take"
   | "skip"
   | "skip loose"
+  | "take loose"
   | "take filled"
   | "skip filled"
   | { literal: string }
@@ -274,7 +279,12 @@ export const recordPatterns = () => ({
       max: "take",
       flags: "take",
       rank: "take",
-      run: "take",
+      // Written by the claim that leased it, from fields checked when they came in: read loose
+      // (to the next "|"), as the ack copies them into the DONE state unread.
+      type: "skip loose",
+      group: "skip loose",
+      claim: "skip loose",
+      run: "take loose",
     },
     through: "run",
     end: "|",
@@ -353,7 +363,8 @@ export const recordPatterns = () => ({
   /** A body of the legacy layout (LEGACY_BODY_FIELDS): enqueue time, type and group, the payload's position. */
   LEGACY_BODY_PATTERN: recordPattern(LEGACY_BODY_FIELDS, {
     prefix: `${BODY_FORMAT}|`,
-    reads: { enqueued: "take", type: "take filled", group: "take" },
+    // Written by enqueue, which checked type and group strictly: read to the next "|".
+    reads: { enqueued: "take", type: { lua: "([^|]+)" }, group: "take loose" },
     through: "group",
     end: "|()",
   }),
@@ -363,7 +374,8 @@ export const recordPatterns = () => ({
    */
   FRESH_BODY_PATTERN: recordPattern(BODY_FIELDS, {
     prefix: `${BODY_FORMAT}|`,
-    reads: { enqueued: "take", type: "take filled", group: "take" },
+    // Written by enqueue, which checked type and group strictly: read to the next "|".
+    reads: { enqueued: "take", type: { lua: "([^|]+)" }, group: "take loose" },
     through: "group",
     end: "|",
   }),
