@@ -231,10 +231,14 @@ function laneLine(): string {
 
 /** `<name>_line` per value Lua writes: its fields' texts in their declared order, its separator between them. */
 function valueLines(): string[] {
-  return writtenValues().flatMap(({ name, meaning, fields: declared, lastOptional, separator }) => {
+  return writtenValues().flatMap(({ name, meaning, fields: declared, lastOptional, separator, lengthPrefixed }) => {
     const fields = declared.map(luaName);
     const between = ` .. '${separator}' .. `;
-    const all = fields.join(between);
+    const text = fields[fields.length - 1];
+    // A length-prefixed last field: its length in bytes, ":", then itself.
+    const all = lengthPrefixed
+      ? `${fields.slice(0, -1).join(between)}${between}#${text} .. ':' .. ${text}`
+      : fields.join(between);
     const last = fields[fields.length - 1];
     return [
       `-- ${meaning}.`,

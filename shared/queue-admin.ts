@@ -5,6 +5,7 @@ import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError, itemStatus } from "./errors.js";
 import { queueKeys } from "./keys.js";
 import { type OperationName, readReply, replyRows } from "./protocol/index.js";
+import { historyEntryRegExp, VALUES } from "./protocol/values.js";
 import { callId, type QueueContext, readWakeUps } from "./queue-context.js";
 import type { Store } from "./store.js";
 import {
@@ -427,9 +428,9 @@ export async function listQueues(store: Store, options: { keyPrefix?: string } =
 }
 
 /**
- * A task's attempts from its history field (lib/records.lua history_add: entries of
- * "<attempt>,<started>,<waited>,<ended>,<outcome>,<bytes>:<error>", oldest first) and its state's run
- * (the attempt running, or the one that ended DONE). An entry that cannot be read ends the list.
+ * A task's attempts from its history field (HISTORY_ENTRY of shared/protocol/values.ts, oldest first:
+ * lib/records.lua history_add) and its state's run (the attempt running, or the one that ended
+ * DONE). An entry that cannot be read ends the list.
  */
 export function taskHistory(
   text: string,
@@ -440,7 +441,7 @@ export function taskHistory(
   const attempts: TaskAttempt[] = [];
   const bytes = new TextEncoder().encode(text);
   const decoder = new TextDecoder();
-  const entry = /^(\d*),(\d*),(\d*),(\d*),([a-z]+),(\d+):/;
+  const entry = historyEntryRegExp();
   let at = 0;
   while (at < bytes.length) {
     const head = entry.exec(decoder.decode(bytes.subarray(at, at + 120)));
@@ -460,7 +461,7 @@ export function taskHistory(
     );
     at = errorEnd;
   }
-  const [started = "", since = ""] = run.split(",");
+  const [started = "", since = ""] = run.split(VALUES.RUN.separator);
   if (run !== "" && (state === "leased" || state === "done")) {
     const ended = state === "done" ? String(current.at) : "";
     const waited = started !== "" && since !== "" ? String(Math.max(0, Number(started) - Number(since))) : "";

@@ -34,6 +34,7 @@ local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 -- The small records: the hold, a schedule's counts, flow control's values (shared/protocol/values.ts).
 local RUN_PATTERN = '^(%d+),(%d+)$'
+local HISTORY_ENTRY_PATTERN = '^%d*,%d*,%d*,%d*,%l+,(%d+):()'
 local POLICY_PATTERN = '^(%d+),(%d+)$'
 local HOLD_PATTERN = '^(%d+)|(.*)$'
 local SCHEDULE_COUNTS_PATTERN = '^(%d+)|(%d+)$'
@@ -101,6 +102,11 @@ end
 -- a state's run field (STATE_FIELDS.run): when its attempt's claim leased it, and since when it was READY.
 local function run_line(started, readySince)
   return started .. ',' .. readySince
+end
+
+-- one attempt of a task's history `<id>:h` (its entries one after another, oldest first): its number, start, wait, end, outcome and error.
+local function history_entry_line(attempt, started, waited, ended, outcome, error_text)
+  return attempt .. ',' .. started .. ',' .. waited .. ',' .. ended .. ',' .. outcome .. ',' .. #error_text .. ':' .. error_text
 end
 
 -- config `hold` of an ordered queue: no claim before retryAtMs while task id is READY.

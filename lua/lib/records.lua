@@ -8,15 +8,15 @@
 local STALLS = ':t'
 
 -- The field after a task's id that keeps its history (docs/storage.md): the attempts that ended other
--- than DONE (retried, failed, expired), oldest first, the newest `historyAttempts` of them, each
--- "<attempt>,<started>,<waited>,<ended>,<outcome>,<bytes>:<error>" (started and waited from the
--- state's run field, empty when it had none). Removed with the task (trim, delete).
+-- than DONE (retried, failed, expired, edited), oldest first, the newest `historyAttempts` of them,
+-- each a HISTORY_ENTRY (shared/protocol/values.ts: written by history_entry_line, read with
+-- HISTORY_ENTRY_PATTERN; started and waited from the state's run field, empty when it had none).
+-- Removed with the task (trim, delete).
 local HISTORY = ':h'
 
 -- The field after a task's id that keeps the progress its handler last reported with a heartbeat
 -- (JSON text; extend writes it), removed with the task (trim, delete).
 local PROGRESS = ':p'
-local HISTORY_ENTRY_PATTERN = '^%d*,%d*,%d*,%d*,%l+,(%d+):()'
 
 -- The first byte of the task hash's own fields (#lease, #v0): ids never start with it.
 local OWN_FIELD_BYTE = 35 -- "#"
@@ -50,8 +50,7 @@ local function history_add(old, state, ended, outcome, error_text, keep)
   if keep <= 0 then return nil end
   local started, since = string.match(state.run or '', RUN_PATTERN)
   local waited = started and math.max(0, tonumber(started) - tonumber(since))
-  local entry = state.attempts .. ',' .. (started or '') .. ',' .. (waited and fmt(waited) or '') .. ',' .. ended .. ',' .. outcome ..
-    ',' .. #error_text .. ':' .. error_text
+  local entry = history_entry_line(state.attempts, started or '', waited and fmt(waited) or '', ended, outcome, error_text)
   if not old or old == '' then return entry end
   local starts, at = {}, 1
   while at <= #old do

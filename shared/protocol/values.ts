@@ -25,6 +25,12 @@ type Value = {
   writer?: string;
   /** Between the fields: "|" unless given. */
   separator?: string;
+  /**
+   * The last field (a remainder) is written with its length in bytes first, then ":": entries of
+   * such values follow one another with nothing between them, and the pattern reads the length and
+   * where the text starts (the other fields skipped), so a reader steps from one entry to the next.
+   */
+  lengthPrefixed?: boolean;
 };
 
 const digits = (meaning: string): Field => ({ kind: "digits", meaning });
@@ -41,6 +47,21 @@ export const VALUES = {
       readySince: digits("READY since (ms): its wait is started minus this"),
     },
     separator: ",",
+  },
+  HISTORY_ENTRY: {
+    meaning:
+      "one attempt of a task's history `<id>:h` (its entries one after another, oldest first): its number, start, wait, end, outcome and error",
+    written: true,
+    fields: {
+      attempt: digits("the attempt's number"),
+      started: { kind: "digits", meaning: "when its claim leased it (ms); empty when not recorded" },
+      waited: { kind: "digits", meaning: "how long it had waited READY (ms); empty when not recorded" },
+      ended: digits("when it ended (ms)"),
+      outcome: { kind: "flags", meaning: "retried, failed, expired or edited" },
+      error: { kind: "remainder", meaning: "its error (or an edit's note), cut to maxErrorBytes" },
+    },
+    separator: ",",
+    lengthPrefixed: true,
   },
   POLICY: {
     meaning: "config `p:<type>` (a type's lease policy) and `d` (the queue's default one)",
@@ -127,6 +148,12 @@ export const valuePatterns = (): Record<string, string> =>
         ]),
       );
       if (name === "FLOW") reads.mode = { lua: `([${FLOW_MODE_LETTERS}])` };
+      if (value.lengthPrefixed) {
+        // Every field but the text skipped (loose: a started or waited time may be empty), then the
+        // text's length and where the text starts.
+        const skipped = names.slice(0, -1).map((field) => (value.fields[field].kind === "flags" ? "%l+" : "%d*"));
+        return [`${name}_PATTERN`, `^${skipped.join(value.separator ?? "|")}${value.separator ?? "|"}(%d+):()`];
+      }
       const pattern = recordPattern(value.fields, {
         reads,
         through,
@@ -150,6 +177,7 @@ export const writtenValues = (): Array<{
   fields: string[];
   lastOptional: boolean;
   separator: string;
+  lengthPrefixed: boolean;
 }> =>
   Object.entries(VALUES as Record<string, Value>)
     .filter(([, value]) => value.written)
@@ -159,7 +187,18 @@ export const writtenValues = (): Array<{
       fields: Object.keys(value.fields),
       lastOptional: value.lastOptional === true,
       separator: value.separator ?? "|",
+      lengthPrefixed: value.lengthPrefixed === true,
     }));
+
+/**
+ * One entry of a history (HISTORY_ENTRY) as JavaScript reads it from the start of a text: its fields
+ * before the error, each captured, then the error's length in bytes (the error follows the match).
+ */
+export const historyEntryRegExp = (): RegExp => {
+  const fields = Object.values(VALUES.HISTORY_ENTRY.fields as Record<string, Field>).slice(0, -1);
+  const captured = fields.map((field) => (field.kind === "flags" ? "([a-z]+)" : "(\\d*)"));
+  return new RegExp(`^${captured.join(VALUES.HISTORY_ENTRY.separator)}${VALUES.HISTORY_ENTRY.separator}(\\d+):`);
+};
 
 /** A lease policy's text, as config p:<type> and d hold it. */
 export function policyLine(leaseMs: number, maxAttempts: number): string {
