@@ -14,6 +14,9 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withoutMeanings } from "../../infra/packed-scripts.js";
+import { STATE_FIELDS } from "../../shared/protocol/record.js";
+import { VALUES } from "../../shared/protocol/values.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { invoke, loadBundle } from "../helpers/built-bundles.js";
@@ -27,9 +30,9 @@ beforeAll(() => {
   execFileSync("npm", ["run", "--silent", "build:lambda"], { cwd: root, stdio: "ignore" });
 });
 
-// About 245,800 bytes (worker) and 227,600 (reclaimer) (`npm run build:lambda` prints them), 44,127 of
-// each the scripts' text, packed at bundle time (infra/packed-scripts.ts), and 80,334 @upstash/redis
-// (docs/lambda.md#bundles); the limit catches the scripts bundled unpacked again (+110,000) or a
+// About 247,700 bytes (worker) and 227,500 (reclaimer) (`npm run build:lambda` prints them), 44,127 of
+// each the scripts' text, packed at bundle time (infra/packed-scripts.ts, which also leaves out the
+// record declarations' meaning texts), and 80,334 @upstash/redis (docs/lambda.md#bundles); the limit catches the scripts bundled unpacked again (+110,000) or a
 // bundle that starts carrying the AWS SDK or the CDK (over 1 MB), with some room for dependency bumps.
 // What a cold start loads is the entry and the chunks it imports statically: ioredis (TCP), croner
 // (schedules) and leaseq's span code (tracing) are dynamic imports, loaded only when used.
@@ -54,6 +57,24 @@ it("keeps what each function loads at a cold start under 250,000 bytes minified 
     const bytes = [...loaded].reduce((sum, file) => sum + statSync(file).size, 0);
     expect(bytes, `${bundle} bundle bytes`).toBeLessThan(250_000);
   }
+});
+
+// The record declarations (shared/protocol/) document every field for the generator and the docs;
+// nothing reads a meaning at run time, so the bundles carry the declarations without them.
+it("carries the record declarations without their meaning texts", () => {
+  for (const bundle of ["worker", "reclaimer"]) {
+    const dir = `${root}dist/lambda/${bundle}/`;
+    const files = [`${dir}index.mjs`, ...readdirSync(`${dir}chunks`).map((file) => `${dir}chunks/${file}`)];
+    const text = files.map((file) => readFileSync(file, "utf8")).join("\n");
+    // The declarations are there (a separator they declare), their meanings are not.
+    expect(text, bundle).toContain('meaning:""');
+    for (const meaning of [VALUES.RUN.meaning, VALUES.HISTORY_ENTRY.meaning, STATE_FIELDS.claim.meaning]) {
+      expect(text.includes(meaning), `${bundle}: ${meaning}`).toBe(false);
+    }
+  }
+  expect(withoutMeanings('{ a: { meaning: "x \\" y", kind: "digits" }, b: { meaning:\n "z" } }')).toBe(
+    '{ a: { meaning: "", kind: "digits" }, b: { meaning:\n "" } }',
+  );
 });
 
 // @opentelemetry/api is leaseq's optional peer: imported at run time when a layer (ADOT's) or the
