@@ -21,7 +21,9 @@
 
 return guard('check', function()
   local now, _, cursor, count, repair = check_args()
-  if cursor ~= '' and (#cursor > 64 or not string.find(cursor, '^%a+:p?[%d:]+$')) then
+  local phase, position = string.match(cursor, CHECK_CURSOR_PATTERN)
+  if cursor ~= '' and (#cursor > 64 or not phase or not (string.find(position, '^p?%d+$') or
+    string.find(position, CHECK_POSITION_PATTERN))) then
     bad('cursor must be "" or a cursor a previous step returned, got "' .. string.sub(cursor, 1, 40) .. '"')
   end
   local config = read_config()

@@ -2,7 +2,7 @@
 // it reaches enqueue.lua (a flow entry after the tasks; the key's state is a field of the task hash).
 import { ID_CHARACTERS, ID_PATTERN, LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
-import { flowLine } from "./protocol/values.js";
+import { flowLine, flowRunLine } from "./protocol/values.js";
 import type { DebounceOptions, DedupeOptions, SingletonOptions, ThrottleOptions } from "./types.js";
 import { shown } from "./validate.js";
 
@@ -42,13 +42,13 @@ export function flowRuns(flows: ReadonlyArray<FlowEntry | undefined>): string {
   for (const flow of flows) {
     const text = flow ? flowLine(MODE_LETTER[flow.mode], flow.a, flow.b) : "-";
     if (count > 0 && text !== last) {
-      runs.push(`${count}:${last}`);
+      runs.push(flowRunLine(count, last));
       count = 0;
     }
     last = text;
     count++;
   }
-  if (count > 0) runs.push(`${count}:${last}`);
+  if (count > 0) runs.push(flowRunLine(count, last));
   return runs.join(",");
 }
 

@@ -346,7 +346,7 @@ end
 -- already: a small hash (a listpack) comes whole from one HSCAN, and a step reads at most `count` of
 -- its records. Returns the position to go on from, "0" when the groups are done.
 local function check_lanes(config, now, position, count, problems, repair)
-  local cursor, skip = string.match(position, '^(%d+):(%d+)$')
+  local cursor, skip = string.match(position, CHECK_POSITION_PATTERN)
   cursor, skip = cursor or position, tonumber(skip) or 0
   local page = redis.call('HSCAN', K.groups, cursor, 'COUNT', count)
   local entries = page[2]
@@ -356,7 +356,7 @@ local function check_lanes(config, now, position, count, problems, repair)
     names[#names + 1] = entries[i]
     texts[entries[i]] = entries[i + 1]
   end
-  local after = last < #entries / 2 and cursor .. ':' .. last or page[1]
+  local after = last < #entries / 2 and check_position_line(cursor, last) or page[1]
   if #names == 0 then return after end
   lanes_load(names)
   lanes_verify(names)
@@ -492,7 +492,7 @@ end
 -- records a step reads; the config's checks come with the first step.
 local function check_step(config, now, cursor, count, repair)
   local problems = {}
-  local phase, position = string.match(cursor, '^(%a+):(.*)$')
+  local phase, position = string.match(cursor, CHECK_CURSOR_PATTERN)
   if not phase then
     check_config(config, now, problems, repair)
     phase, position = 'tasks', '0'
@@ -500,25 +500,26 @@ local function check_step(config, now, cursor, count, repair)
   local next_cursor = ''
   if phase == 'tasks' then
     local after = check_tasks(config, now, position, count, problems, repair)
-    next_cursor = after == '0' and 'sets:1:0' or 'tasks:' .. after
+    if after == '0' then next_cursor = check_cursor_line('sets', check_position_line(1, 0))
+    else next_cursor = check_cursor_line('tasks', after) end
   elseif phase == 'sets' then
-    local index, offset = string.match(position, '^(%d+):(%d+)$')
+    local index, offset = string.match(position, CHECK_POSITION_PATTERN)
     index, offset = tonumber(index) or 1, tonumber(offset) or 0
     local name = CHECK_SETS[index]
     if not name then
-      next_cursor = 'lanes:0'
+      next_cursor = check_cursor_line('lanes', '0')
     else
       local after = check_set(name, offset, count, now, problems, repair)
-      if after and after - offset >= count then next_cursor = 'sets:' .. index .. ':' .. after
-      elseif index < #CHECK_SETS then next_cursor = 'sets:' .. (index + 1) .. ':0'
-      else next_cursor = 'lanes:0' end
+      if after and after - offset >= count then next_cursor = check_cursor_line('sets', check_position_line(index, after))
+      elseif index < #CHECK_SETS then next_cursor = check_cursor_line('sets', check_position_line(index + 1, 0))
+      else next_cursor = check_cursor_line('lanes', '0') end
     end
   elseif phase == 'lanes' then
     local after = check_lanes(config, now, position, count, problems, repair)
-    next_cursor = after == '0' and 'plans:0' or 'lanes:' .. after
+    next_cursor = check_cursor_line(after == '0' and 'plans' or 'lanes', after)
   elseif phase == 'plans' then
     local after = check_schedules(position, count, now, problems, repair)
-    next_cursor = after == '' and '' or 'plans:' .. after
+    next_cursor = after == '' and '' or check_cursor_line('plans', after)
   end
   return problems, next_cursor
 end
@@ -528,14 +529,14 @@ end
 -- `lsweep`: their records, then the parked tasks, round and round), so a group nothing would let run
 -- starts again within (HLEN(groups) + ZCARD(grouped)) / SWEEP_PAGE runs, a group record lost while
 -- only parked tasks remain included, and the records of groups whose slots were all acked since go.
-local GROUPED_STEP = 'sets:' .. #CHECK_SETS .. ':0'
+local GROUPED_STEP = check_cursor_line('sets', check_position_line(#CHECK_SETS, 0))
 local function sweep_step(config, now, count)
   for _, field in ipairs({ 'sweep', 'lsweep' }) do
-    local cursor = config_get(config, field) or (field == 'lsweep' and 'lanes:0' or '')
+    local cursor = config_get(config, field) or (field == 'lsweep' and check_cursor_line('lanes', '0') or '')
     local problems, next_cursor = check_step(config, now, cursor, count, true)
     if field == 'lsweep' then
-      local phase = string.sub(next_cursor, 1, 5)
-      if phase ~= 'lanes' and phase ~= 'sets:' then next_cursor = GROUPED_STEP end
+      local phase = string.match(next_cursor, CHECK_CURSOR_PATTERN)
+      if phase ~= 'lanes' and phase ~= 'sets' then next_cursor = GROUPED_STEP end
     end
     if next_cursor ~= cursor then
       if next_cursor == '' then redis.call('HDEL', K.config, field)

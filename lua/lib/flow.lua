@@ -65,7 +65,7 @@ local function flow_runs(text)
   if text == '' then return nil, nil, 0 end
   local runs, n, keyed = {}, 0, 0
   for run in string.gmatch(text .. ',', '([^,]*),') do
-    local count, flow = string.match(run, '^(%d+):(.+)$')
+    local count, flow = string.match(run, FLOW_RUN_PATTERN)
     count = tonumber(count)
     if not (count and count >= 1 and n + count <= BATCH_MAX) then
       bad('flows run ' .. (#runs + 1) .. ' must be "<count>:-" or "<count>:<m>|<a>|<b>", 1 or more tasks and ' ..

@@ -40,9 +40,12 @@ local HOLD_PATTERN = '^(%d+)|(.*)$'
 local SCHEDULE_COUNTS_PATTERN = '^(%d+)|(%d+)$'
 local SCHEDULE_RETIRED_PATTERN = '^(%d+)|(.*)$'
 local FLOW_PATTERN = '^([dbts])|(%d+)|(%d+)$'
+local FLOW_RUN_PATTERN = '^(%d+):(.+)$'
 local FLOW_HELD_PATTERN = '^([^|]+)|(%d+)|?(%d*)$'
 local REPLACED_PATTERN = '^([^|]+)'
 local WAKE_ENTRY_PATTERN = '(%d+)|?([^,]*)'
+local CHECK_CURSOR_PATTERN = '^(%l+):(.+)$'
+local CHECK_POSITION_PATTERN = '^(%d+):(%d+)$'
 local LANE_NAME_PATTERN = '^([^|]+)|(.+)$'
 -- A body of the current format starts with "1"; a quarantined state with "C|";
 -- the tasks without a group take turns as one more lane, of this name.
@@ -138,6 +141,16 @@ end
 -- one wake-up of config `wake` (its entries joined by ","): when, and the call that arranged it (a room mark after it).
 local function wake_entry_line(at, call)
   return at .. '|' .. call
+end
+
+-- check's cursor (a step returns it, the next takes it back; config `lsweep` keeps the tick's): the phase, then where in it.
+local function check_cursor_line(phase, position)
+  return phase .. ':' .. position
+end
+
+-- where check is within a phase: a set's number and an offset in it, or an HSCAN cursor and the records of its page read.
+local function check_position_line(at, offset)
+  return at .. ':' .. offset
 end
 
 -- a lane's name, `<type>|<group>`.

@@ -224,7 +224,7 @@ export function recordPattern<T extends Record<string, Field>>(
   spec: {
     reads: Partial<Record<keyof T, Read>>;
     through: keyof T & string;
-    end: "|" | "|$" | "|()" | "$";
+    end: "|" | "|$" | "|()" | "$" | `${string}()`;
     prefix?: string;
     lane?: { from: keyof T; to: keyof T; read: "take" };
     separator?: string;

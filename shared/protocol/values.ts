@@ -91,6 +91,16 @@ export const VALUES = {
       b: digits("the mode's second number"),
     },
   },
+  FLOW_RUN: {
+    meaning:
+      'one run of enqueue\'s flow argument (runs joined by ","): how many tasks in a row have the flow, then "-" (none) or a FLOW',
+    fields: {
+      count: digits("the tasks of the run"),
+      flow: { kind: "remainder", meaning: '"-", or the FLOW of every task of the run' },
+    },
+    separator: ":",
+    restFilled: true,
+  },
   FLOW_HELD: {
     meaning: "a dedupe or debounce key's value (`!d:`, `!b:`): the task holding it, then its window",
     written: true,
@@ -120,6 +130,27 @@ export const VALUES = {
     },
     listItem: true,
     written: true,
+  },
+  CHECK_CURSOR: {
+    meaning:
+      "check's cursor (a step returns it, the next takes it back; config `lsweep` keeps the tick's): the phase, then where in it",
+    written: true,
+    fields: {
+      phase: { kind: "flags", meaning: "tasks, sets, lanes or plans" },
+      position: {
+        kind: "remainder",
+        meaning: "an HSCAN cursor, a CHECK_POSITION, or `p<offset>` in the plan set",
+      },
+    },
+    separator: ":",
+    restFilled: true,
+  },
+  CHECK_POSITION: {
+    meaning:
+      "where check is within a phase: a set's number and an offset in it, or an HSCAN cursor and the records of its page read",
+    written: true,
+    fields: { at: digits("a set's number, or an HSCAN cursor"), offset: digits("how far in") },
+    separator: ":",
   },
   LANE_NAME: {
     meaning: "a lane's name, `<type>|<group>`",
@@ -154,10 +185,11 @@ export const valuePatterns = (): Record<string, string> =>
         const skipped = names.slice(0, -1).map((field) => (value.fields[field].kind === "flags" ? "%l+" : "%d*"));
         return [`${name}_PATTERN`, `^${skipped.join(value.separator ?? "|")}${value.separator ?? "|"}(%d+):()`];
       }
+      const separator = value.separator ?? "|";
       const pattern = recordPattern(value.fields, {
         reads,
         through,
-        end: value.open ? "|" : remainder ? "|()" : "$",
+        end: value.open ? "|" : remainder ? `${separator}()` : "$",
         separator: value.separator,
       });
       // What recordPattern cannot say: the rest of the record as the last capture, an optional last
@@ -208,4 +240,9 @@ export function policyLine(leaseMs: number, maxAttempts: number): string {
 /** The flow argument's text for one run of tasks. */
 export function flowLine(mode: string, a: number, b: number): string {
   return [mode, a, b].join("|");
+}
+
+/** One run of enqueue's flow argument: `count` tasks in a row with `flow` (a flowLine, or "-"). */
+export function flowRunLine(count: number, flow: string): string {
+  return [count, flow].join(VALUES.FLOW_RUN.separator);
 }
