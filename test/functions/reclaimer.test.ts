@@ -139,7 +139,7 @@ describe.each(adapters)("reclaimer over $name", (adapter) => {
     await exited;
     expect((await queue.stats({ now: Date.now() })).leased).toBe(3);
 
-    await new Promise((resolve) => setTimeout(resolve, 1_100)); // the 1 s leases run out
+    await new Promise((resolve) => setTimeout(resolve, 3_100)); // the 3 s leases run out
     const reclaimer = createReclaimer({ env: functionEnv(adapter, name), logger: silent() });
     const { result } = await captureStdout(() => reclaimer(scheduledEvent(), lambdaContext()));
     expect(result).toMatchObject({ reclaimed: 3, ready: 3, leased: 0 });
