@@ -252,7 +252,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await queue.schedules.syncDeclared(options.tasks.schedules, { now: Date.now(), owner });
 
     let timer: NodeJS.Timeout | undefined;
-    let startTimer: NodeJS.Timeout | undefined;
+    const startTimers: NodeJS.Timeout[] = [];
     let reclaiming: Promise<void> | undefined;
     const runReclaimer = async () => {
       try {
@@ -288,10 +288,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         };
         timer = setInterval(tick, options.reclaimIntervalMs);
         tick();
-        // The leases a killed run left end within the longest heartbeat (plus the 2 s clock-skew
-        // margin): one more run then returns them, rather than the next minute's.
-        const longestLeaseMs = Math.max(...Object.values(options.tasks.types).map((type) => type.heartbeatMs));
-        if (longestLeaseMs + 3_000 < options.reclaimIntervalMs) startTimer = setTimeout(tick, longestLeaseMs + 3_000);
+        // The leases a killed run left end within their type's heartbeat (plus the 2 s clock-skew
+        // margin): a run then, per lease length declared, returns them rather than the next minute's
+        // (the demo's crashed batch, 5 s leases, is back 8 s in, not once the 30 s ones could be).
+        const leaseLengths = new Set(Object.values(options.tasks.types).map((type) => type.heartbeatMs));
+        for (const leaseMs of [...leaseLengths].sort((a, b) => a - b)) {
+          if (leaseMs + 3_000 < options.reclaimIntervalMs) startTimers.push(setTimeout(tick, leaseMs + 3_000));
+        }
         wake.send('{"leaseq":"wake"}');
       },
       reload(tasks) {
@@ -304,7 +307,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       },
       async stopWork() {
         clearInterval(timer);
-        clearTimeout(startTimer);
+        for (const timer of startTimers) clearTimeout(timer);
         shuttingDown = true;
         await reclaiming;
         await sqs.stop();
