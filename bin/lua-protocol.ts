@@ -146,6 +146,9 @@ function stateFunctions(): string {
   );
   const given = FIELDS.filter((field) => !("initial" in STATE_FIELDS[field]));
   return [
+    "-- The byte between a state's fields (a plain find of it cuts a field out without a pattern).",
+    "local STATE_SEPARATOR = '|'",
+    "",
     '-- A state record\'s text: its fields in their declared order, "|" between them; `lane` is type and',
     '-- group as one, "<type>|<group>" (as the patterns capture them).',
     `local function state_line(${params.join(", ")})`,

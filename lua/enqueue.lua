@@ -51,7 +51,7 @@
 
 -- The batch: every task's arguments, checked, before the config is read. Fills b with the tasks'
 -- ids, ranks, runs, types, groups, bodies and payload sizes, the task hash fields to read (state,
--- body, reason per task) and the config fields this batch needs.
+-- and body per task) and the config fields this batch needs.
 local function read_tasks(b)
   local now, now_text, call, flow_text = enqueue_args()
   b.now, b.now_text, b.call = now, now_text, call
@@ -105,9 +105,10 @@ local function read_tasks(b)
     ids[i], ranks[i], runs[i], types[i], groups_of[i] = id, priority, run_at, task_type, group
     bodies[i], run_given[i] = body, run_text
     sizes[i] = #body - payload_at + 1
+    -- Its state and body: a quarantined record's state is marked (QUARANTINED, lib/writes.lua
+    -- quarantine), so its `:x` need not be read to tell it apart.
     fields[#fields + 1] = id .. ':s'
     fields[#fields + 1] = id
-    fields[#fields + 1] = id .. ':x'
   end
   b.ids, b.fields, b.ranks, b.runs, b.types, b.groups_of, b.sizes = ids, fields, ranks, runs, types, groups_of, sizes
   b.bodies, b.run_given, b.config_names, b.any_group = bodies, run_given, config_names, any_group
@@ -180,7 +181,7 @@ local function read_existing(b)
   local existing = read_many('HMGET', K.task, b.fields)
   local seen, fresh, known, other = {}, 0, {}, {}
   for i, id in ipairs(ids) do
-    known[i] = record_letter(existing[3 * i - 2], existing[3 * i - 1], existing[3 * i])
+    known[i] = record_letter(existing[2 * i - 1], existing[2 * i], nil)
     local tomb = tomb_at[i] and existing[tomb_at[i]]
     if not known[i] and tomb and not flow_over(tomb, flows.decided) then
       known[i], other[i] = '', string.match(tomb, REPLACED_PATTERN) -- a duplicate: replaced, by that task
@@ -199,7 +200,7 @@ local function decide_flows(b)
   local flows = b.flows
   if not flows then return end
   local n, fields, existing, values = b.n, b.fields, b.existing, b.values
-  for j = 3 * n + 1, 3 * n + flows.count do values[fields[j]] = existing[j] end
+  for j = 2 * n + 1, 2 * n + flows.count do values[fields[j]] = existing[j] end
   flows.gone = {} -- the ids replaced: { id, by }
   b.fresh = b.fresh - flow_decide(b)
 end
@@ -239,7 +240,7 @@ local function write_flows(b, writes)
   local n, fields, values, existing = b.n, b.fields, b.values, b.existing
   local list = writes.fields
   local k = #list
-  for j = 3 * n + 1, 3 * n + flows.count do
+  for j = 2 * n + 1, 2 * n + flows.count do
     local field = fields[j]
     local value = values[field]
     if value ~= existing[j] then

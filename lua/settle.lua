@@ -63,7 +63,7 @@ return guard('settle', function()
   local max_error = config_int(config, 'maxErrorBytes', DEFAULT_MAX_ERROR_BYTES)
   local ordered = config.ordered == '1'
   local max_result = config_int(config, 'maxResultBytes', DEFAULT_MAX_RESULT_BYTES)
-  for i = 1, #ids do
+  for i = 1, all_acks and 0 or #ids do
     if outcomes[i] == 'done' and #errors[i] > max_result then
       bad('item ' .. i .. ' (id ' .. ids[i] .. ') result is ' .. #errors[i] .. ' bytes; the queue keeps at most ' ..
         max_result .. ' (maxResultBytes)')
@@ -97,7 +97,12 @@ return guard('settle', function()
     local attempts, gen, max, flags, rank, type_group, run
     local acked = outcome == 'ack' or outcome == 'done'
     if acked and values[i] and not tasks[id] then
-      attempts, gen, max, flags, rank, type_group, run = string.match(values[i], ACK_STATE_PATTERN)
+      local value, claim_at = values[i], nil
+      attempts, gen, max, flags, rank, type_group, claim_at = string.match(value, ACK_STATE_PATTERN)
+      -- The claim skipped and the run cut out to the next separator, with plain finds.
+      local run_at = attempts and string.find(value, STATE_SEPARATOR, claim_at, true)
+      local run_end = run_at and string.find(value, STATE_SEPARATOR, run_at + 1, true)
+      if run_end then run = string.sub(value, run_at + 1, run_end - 1) else attempts = nil end
     end
     if attempts and (flags == '' or flags == 'r') and #rank <= DIGITS_RANK and #gen <= DIGITS_GEN and
       #attempts <= DIGITS_ATTEMPTS and #max <= DIGITS_MAX and token == rank .. '.' .. gen then

@@ -5,7 +5,7 @@
 -- and the functions that write a state.
 local STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-:@]*)|([%w_%.%-]*)|([%d,]*)|()'
 local LEGACY_STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([%w_%.%-]*)|([%w_%.%-:@]*)|([%w_%.%-]*)|()'
-local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([^|]*|[^|]*)|[^|]*|([^|]*)|'
+local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([^|]*|[^|]*)|()'
 local FRESH_GROUPED_PATTERN = '^R|0|0|0|(%d+)|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:@]+)|||$'
 local BARE_LEASE_PATTERN = '^L|%d+|%d+|%d+|%d+||'
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
@@ -54,6 +54,9 @@ local QUARANTINED = 'C|'
 local LEASED_ANCHOR = '#anchor: keeps this sorted set a skiplist, whose inserts cost log n (not a task)'
 local UNGROUPED = '|'
 local BODY_FORMAT_BYTE = 49
+
+-- The byte between a state's fields (a plain find of it cuts a field out without a pattern).
+local STATE_SEPARATOR = '|'
 
 -- A state record's text: its fields in their declared order, "|" between them; `lane` is type and
 -- group as one, "<type>|<group>" (as the patterns capture them).

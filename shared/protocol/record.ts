@@ -270,7 +270,11 @@ export const recordPatterns = () => ({
     through: "claim",
     end: "|()",
   }),
-  /** A LEASED state's attempts, gen, max, flags, rank, "<type>|<group>" and run (settle's common path). */
+  /**
+   * A LEASED state's attempts, gen, max, flags, rank, "<type>|<group>" and where its claim starts
+   * (settle's common path: the claim is skipped and the run cut out with plain finds of
+   * STATE_SEPARATOR, not matched byte by byte).
+   */
   ACK_STATE_PATTERN: recordPattern(STATE_FIELDS, {
     reads: {
       letter: { literal: "L" },
@@ -283,11 +287,9 @@ export const recordPatterns = () => ({
       // (to the next "|"), as the ack copies them into the DONE state unread.
       type: "skip loose",
       group: "skip loose",
-      claim: "skip loose",
-      run: "take loose",
     },
-    through: "run",
-    end: "|",
+    through: "group",
+    end: "|()",
     lane: { from: "type", to: "group", read: "take" },
   }),
   /**
