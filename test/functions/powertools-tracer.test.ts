@@ -4,11 +4,11 @@
 // the Tracer's async context from the invocation to the task. The daemon is a UDP socket here,
 // reading what the X-Ray SDK sends it; the worker runs in a process of its own, in Lambda's tracing
 // environment.
-import { spawn } from "node:child_process";
 import { createSocket } from "node:dgram";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { Queue } from "../../shared/queue.js";
+import { runNode } from "../cli/cli-run.js";
 import { envWithoutConnection, functionEnv } from "../helpers/events.js";
 import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
@@ -43,28 +43,16 @@ describe.each(adapters)("a worker under the Powertools Tracer, over $name", (ada
       });
       await new Promise<void>((resolve) => daemon.bind(0, "127.0.0.1", resolve));
       const traceId = "1-5759e988-bd862e3fe1be46a994272793";
-      const child = spawn(process.execPath, ["--import", "tsx", fixture], {
-        env: {
-          ...envWithoutConnection(),
-          ...functionEnv(adapter, name, { LEASEQ_LINGER_MS: "0", POWERTOOLS_LOG_LEVEL: "SILENT" }),
-          AWS_EXECUTION_ENV: "AWS_Lambda_nodejs20.x",
-          AWS_LAMBDA_FUNCTION_NAME: "etl-worker",
-          LAMBDA_TASK_ROOT: "/var/task",
-          _X_AMZN_TRACE_ID: `Root=${traceId};Parent=53995c3f42cd8ad8;Sampled=1`,
-          AWS_XRAY_DAEMON_ADDRESS: `127.0.0.1:${daemon.address().port}`,
-          AWS_XRAY_CONTEXT_MISSING: "RUNTIME_ERROR",
-        },
-        stdio: ["ignore", "pipe", "pipe"],
+      const { code, stdout, stderr } = await runNode(["--import", "tsx", fixture], {
+        ...envWithoutConnection(),
+        ...functionEnv(adapter, name, { LEASEQ_LINGER_MS: "0", POWERTOOLS_LOG_LEVEL: "SILENT" }),
+        AWS_EXECUTION_ENV: "AWS_Lambda_nodejs20.x",
+        AWS_LAMBDA_FUNCTION_NAME: "etl-worker",
+        LAMBDA_TASK_ROOT: "/var/task",
+        _X_AMZN_TRACE_ID: `Root=${traceId};Parent=53995c3f42cd8ad8;Sampled=1`,
+        AWS_XRAY_DAEMON_ADDRESS: `127.0.0.1:${daemon.address().port}`,
+        AWS_XRAY_CONTEXT_MISSING: "RUNTIME_ERROR",
       });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-      });
-      const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
       // The last datagrams may still be on their way.
       await new Promise((resolve) => setTimeout(resolve, 200));
       daemon.close();
