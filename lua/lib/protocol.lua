@@ -11,7 +11,7 @@ local BARE_LEASE_PATTERN = '^L|%d+|%d+|%d+|%d+||'
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
 local SLOT_STATE_PATTERN = '^([LSRWF])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|([%da-f%-]*)|()'
-local LEGACY_BODY_PATTERN = '^1|(%d+)|([^|]+)|([^|]*)|()'
+local LEGACY_BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|()'
 local FRESH_BODY_PATTERN = '^1|(%d+)|([^|]+)|([^|]*)|'
 -- Names (task types, claim and call ids) and ids (task ids, groups): their patterns and characters,
 -- and a member of the grouped set (shared/config.ts declares the characters).

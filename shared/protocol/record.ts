@@ -365,8 +365,8 @@ export const recordPatterns = () => ({
   /** A body of the legacy layout (LEGACY_BODY_FIELDS): enqueue time, type and group, the payload's position. */
   LEGACY_BODY_PATTERN: recordPattern(LEGACY_BODY_FIELDS, {
     prefix: `${BODY_FORMAT}|`,
-    // Written by enqueue, which checked type and group strictly: read to the next "|".
-    reads: { enqueued: "take", type: { lua: "([^|]+)" }, group: "take loose" },
+    // Strict: enqueue checks the bodies callers give with it.
+    reads: { enqueued: "take", type: "take filled", group: "take" },
     through: "group",
     end: "|()",
   }),
