@@ -1,7 +1,7 @@
 import type { Duration } from "aws-cdk-lib";
-import { Metric } from "aws-cdk-lib/aws-cloudwatch";
+import { MathExpression, Metric } from "aws-cdk-lib/aws-cloudwatch";
 
-import { METRICS_NAMESPACE, type QueueMetricName } from "../functions/metric-names.js";
+import { METRICS_NAMESPACE, type QueueMetricName, type RUN_METRICS } from "../functions/metric-names.js";
 
 export type { QueueMetricName };
 
@@ -31,6 +31,20 @@ export class QueueMetrics {
   /** The dimensions on every metric of this queue. */
   get dimensions(): Record<string, string> {
     return { service: SERVICE_NAMES.reclaimer, queue: this.queueName };
+  }
+
+  /**
+   * A statistic of a run metric the worker publishes per task type (EMF, functions/run-metrics.ts:
+   * dimensions service, queue, type), one line per type: a SEARCH over this queue's types, so the
+   * graph follows the types a deploy declares without naming them.
+   */
+  runMetric(name: keyof typeof RUN_METRICS, statistic: "p50" | "p99", period: Duration): MathExpression {
+    const search = `{${METRICS_NAMESPACE},queue,service,type} MetricName="${name}" service="${SERVICE_NAMES.worker}" queue="${this.queueName}"`;
+    return new MathExpression({
+      expression: `SEARCH('${search}', '${statistic}', ${period.toSeconds()})`,
+      label: `${statistic} ${name}`,
+      period,
+    });
   }
 
   /** A queue metric; gauges (depths, ages) read as Maximum, counters (COUNTERS) as Sum. */

@@ -1,11 +1,5 @@
 import { Duration } from "aws-cdk-lib";
-import {
-  AlarmStatusWidget,
-  Dashboard,
-  GraphWidget,
-  type MathExpression,
-  type Metric,
-} from "aws-cdk-lib/aws-cloudwatch";
+import { AlarmStatusWidget, Dashboard, GraphWidget, MathExpression, type Metric } from "aws-cdk-lib/aws-cloudwatch";
 import type { IFunction } from "aws-cdk-lib/aws-lambda";
 import { Construct } from "constructs";
 import { alarmList, createAlarms, type LeaseQueueAlarms, type MonitoredResources } from "./alarms.js";
@@ -78,6 +72,29 @@ export class LeaseQueueMonitoring extends Construct {
         "Function duration p99 (ms)",
         each((fn, label) => fn.metricDuration({ period: minute, statistic: "p99", label })),
       ),
+    );
+    // The on-call's questions: how many finished tasks FAILED, and how long tasks wait and run, per
+    // type (the worker's EMF, p50 and p99).
+    this.dashboard.addWidgets(
+      graph("Finished tasks FAILED (%)", [
+        new MathExpression({
+          expression: "IF(done + failed > 0, 100 * failed / (done + failed), 0)",
+          usingMetrics: {
+            failed: metrics.metric("finishedFailed", period),
+            done: metrics.metric("finishedDone", period),
+          },
+          label: "FAILED % of finished",
+          period,
+        }),
+      ]),
+      graph("Queue wait per type (ms), p50 and p99", [
+        metrics.runMetric("queueWaitMs", "p50", minute),
+        metrics.runMetric("queueWaitMs", "p99", minute),
+      ]),
+      graph("Run time per type (ms), p50 and p99", [
+        metrics.runMetric("runTimeMs", "p50", minute),
+        metrics.runMetric("runTimeMs", "p99", minute),
+      ]),
     );
     this.dashboard.addWidgets(
       new AlarmStatusWidget({ title: "Alarms", alarms: alarmList(this.alarms), width: 24, height: 4 }),

@@ -371,6 +371,16 @@ describe("dashboard", () => {
     }
     for (const name of ["Errors", "Throttles", "Duration"]) expect(body).toContain(`\\"AWS/Lambda\\",\\"${name}\\"`);
     expect(body).toContain("ApproximateNumberOfMessagesVisible");
+    // The FAILED share of finished tasks, and each type's queue wait and run time at p50 and p99:
+    // a SEARCH over the worker's EMF of this queue (dimensions service, queue, type).
+    expect(body).toContain("IF(done + failed > 0, 100 * failed / (done + failed), 0)");
+    for (const name of ["queueWaitMs", "runTimeMs"]) {
+      for (const statistic of ["p50", "p99"]) {
+        expect(body).toContain(
+          `SEARCH('{leaseq,queue,service,type} MetricName=\\\\\\"${name}\\\\\\" service=\\\\\\"leaseq-worker\\\\\\" queue=\\\\\\"default\\\\\\"', '${statistic}', 60)`,
+        );
+      }
+    }
   });
 
   it("is named in the stack outputs with the queue URL and both function names", () => {
