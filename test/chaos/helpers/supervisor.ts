@@ -177,21 +177,28 @@ export class Supervisor {
     if (incarnation.alive) incarnation.process.send({ kind: "reply", question, workMs } satisfies ParentMessage);
   }
 
+  private recordStart(incarnation: Incarnation, message: Extract<ChildMessage, { kind: "start" }>): void {
+    this.starts++;
+    this.startLog.push({
+      id: message.id,
+      attempt: message.attempt,
+      incarnation: incarnation.id,
+      at: Date.now(),
+      claimedAt: message.claimedAt,
+    });
+  }
+
   private onMessage(incarnation: Incarnation, message: ChildMessage): void {
+    // A handler start is a fact, counted even when it reaches us after a kill was decided: that
+    // handler did start, and its worker may have confirmed its lease (charging the attempt) before
+    // the SIGKILL landed. Nothing else a dying process says is taken.
+    if (message.kind === "start") this.recordStart(incarnation, message);
     if (this.killedAt.has(incarnation.id)) return; // the kill is on its way; the process is as good as dead
     switch (message.kind) {
       case "ready":
         incarnation.ready = true;
         return;
       case "start": {
-        this.starts++;
-        this.startLog.push({
-          id: message.id,
-          attempt: message.attempt,
-          incarnation: incarnation.id,
-          at: Date.now(),
-          claimedAt: message.claimedAt,
-        });
         incarnation.lastQuestion = message.question;
         if (this.mayKill()) {
           this.kill(incarnation, "before-handler");
