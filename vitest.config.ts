@@ -33,7 +33,9 @@ export default defineConfig({
     // about Node 20, as the CLI's do not (cli/bin.ts); a test that checks the CLI's stderr gives its
     // child exactly the environment it names, without this.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
-    testTimeout: 30_000,
+    // A full chaos run (LEASEQ_CHAOS=full: thousands of runs, SIGKILLs, real clocks) is long by design
+    // and shares the machine with its own processes: no test of it is cut at the default.
+    testTimeout: process.env.LEASEQ_CHAOS === "full" ? 900_000 : 30_000,
     hookTimeout: 60_000,
     pool: "forks",
     // Files run side by side: each test has a queue of its own, so files share one Redis. Most of a
