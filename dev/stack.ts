@@ -291,8 +291,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         // The leases a killed run left end within their type's heartbeat (plus the 2 s clock-skew
         // margin): a run then, per lease length declared, returns them rather than the next minute's
         // (the demo's crashed batch, 5 s leases, is back 8 s in, not once the 30 s ones could be).
-        const leaseLengths = new Set(Object.values(options.tasks.types).map((type) => type.heartbeatMs));
-        for (const leaseMs of [...leaseLengths].sort((a, b) => a - b)) {
+        for (const leaseMs of new Set(Object.values(options.tasks.types).map((type) => type.heartbeatMs))) {
           if (leaseMs + 3_000 < options.reclaimIntervalMs) startTimers.push(setTimeout(tick, leaseMs + 3_000));
         }
         wake.send('{"leaseq":"wake"}');

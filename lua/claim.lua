@@ -473,8 +473,7 @@ local function take_heads(s)
   local offset = 0
   while not s.stop and offset < CLAIM_SCAN_MAX do
     -- One head more than the page, not read: whether heads are left after it.
-    -- The bounds as integer texts: a Lua number given to redis.call is printed with %.17g.
-    local heads = redis.call('ZRANGE', K.ready, offset == 0 and '0' or fmt(offset), fmt(offset + page), 'WITHSCORES')
+    local heads = redis.call('ZRANGE', K.ready, offset, offset + page, 'WITHSCORES')
     if #heads == 0 then break end
     s.page_full = #heads > 2 * page
     if s.page_full then

@@ -41,13 +41,13 @@
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
--- Uses: K, apply, arrange_wakes, as_time, bad, body_prefix, config_int, decision_time
+-- Uses: K, apply, arrange_wakes, as_time, bad, body_trace, config_int, decision_time
 -- Uses: declared_types, drop_field, enqueue_args, enqueue_item, fair_turn, flow_args, flow_decide
--- Uses: flow_over, flow_runs, fmt, group_arg, group_policy, guard, id_arg, int_arg, int_text
--- Uses: is_id, lane_add, lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load
--- Uses: lanes_verify, name_arg, new_state, new_writes, note_due, parked_gone, parse_body
--- Uses: parse_state, put, put_state, read_config_fields, read_many, record_letter, replaced_line
--- Uses: stamp_format, start_fair, time_arg, type_scope, zadd, zrem
+-- Uses: flow_over, flow_runs, fmt, group_arg, group_policy, guard, id_arg, int_arg, int_text, is_id
+-- Uses: lane_add, lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load, lanes_verify
+-- Uses: name_arg, new_state, new_writes, note_due, parked_gone, parse_body, parse_state, put
+-- Uses: put_state, read_config_fields, read_many, record_letter, replaced_line, stamp_format
+-- Uses: start_fair, time_arg, type_scope, zadd, zrem
 
 -- The batch: every task's arguments, checked, before the config is read. Fills b with the tasks'
 -- ids, ranks, runs, types, groups, bodies and payload sizes, the task hash fields to read (state,
@@ -83,14 +83,11 @@ local function read_tasks(b)
     end
     local run_at = run_text == now_text and now or as_time(run_text)
     if not run_at then time_arg('task ' .. i .. ' runAtMs', run_text) end
-    -- The common body, untraced, with one match; body_prefix tells the layouts apart only when what
-    -- follows the group could start a trace ("|" for an empty one, "0" for "00-").
+    -- Its prefix with one match (body_prefix inline: the common body is untraced); body_trace reads
+    -- past the group only when what follows could start a trace ("|" for an empty one, "0" for "00-").
     local enqueued, task_type, group, payload_at = string.match(body, LEGACY_BODY_PATTERN)
     local first = payload_at and string.byte(body, payload_at)
-    if first == 124 or first == 48 then
-      local _
-      enqueued, task_type, group, _, payload_at = body_prefix(body)
-    end
+    if first == 124 or first == 48 then payload_at = select(2, body_trace(body, payload_at)) end
     if not enqueued or #enqueued > DIGITS_ENQUEUED then
       bad('task ' .. i .. ' body must be "1|<enqueuedAtMs>|<type>|<group>|<trace>|<payload>"')
     end

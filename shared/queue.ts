@@ -505,12 +505,16 @@ export class Queue {
   ): Promise<TaskStanding<Awaited<TaskResults<Declaration>[Type]>> | undefined>;
   async result<Result = unknown>(id: string): Promise<TaskStanding<Result> | undefined>;
   async result(id: string, options?: Partial<ResultOf<ResultDeclaration, string>>): Promise<TaskStanding | undefined> {
-    const expected = expectedType("result", options);
+    return this.standing("result", id, expectedType("result", options));
+  }
+
+  /** Where task `id` stands (one read), refused when `expected` names a type it is not of. */
+  private async standing(label: string, id: string, expected: string | undefined): Promise<TaskStanding | undefined> {
     const task = await this.admin.inspect(id);
     if (!task) return undefined;
     if (expected !== undefined && task.type !== expected) {
       throw new InvalidInputError(
-        `result: task ${shown(id)} is of type ${shown(task.type)}, not ${shown(expected)} as asked`,
+        `${label}: task ${shown(id)} is of type ${shown(task.type)}, not ${shown(expected)} as asked`,
       );
     }
     return {
@@ -542,12 +546,11 @@ export class Queue {
     options: WaitOptions & Partial<ResultOf<ResultDeclaration, string>>,
   ): Promise<TaskStanding | undefined> {
     const timeoutMs = checkInteger("waitFor", "timeoutMs", options.timeoutMs, 0, LIMITS.timeMaxMs);
-    expectedType("waitFor", options);
-    const typed = options.tasks === undefined ? undefined : { tasks: options.tasks, type: options.type as string };
+    const expected = expectedType("waitFor", options);
     const deadline = performance.now() + timeoutMs;
     let pause = WAIT_FIRST_MS;
     for (;;) {
-      const outcome = typed ? await this.result(id, typed) : await this.result(id);
+      const outcome = await this.standing("waitFor", id, expected);
       const left = deadline - performance.now();
       if (!outcome || outcome.finished || left <= 0 || options.signal?.aborted) return outcome;
       await new Promise<void>((resolve) => {

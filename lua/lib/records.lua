@@ -76,21 +76,27 @@ local function plus(text, delta)
   return tostring(tonumber(text) + delta)
 end
 
+-- A body's trace and where its payload starts, from `after`, the position LEGACY_BODY_PATTERN gives
+-- past its group: what follows the group is the payload (the layout without the trace field, what
+-- an untraced send writes), or a trace field, empty ("|") or a traceparent ("00-"), read with a
+-- second match only then. A payload's JSON never starts with "|" nor with "00-".
+local function body_trace(text, after)
+  local first = string.byte(text, after)
+  if first == 124 then return '', after + 1 end -- "|": an empty trace
+  if first == 48 and string.byte(text, after + 1) == 48 and string.byte(text, after + 2) == 45 then
+    local _, _, _, trace, at = string.match(text, BODY_PATTERN)
+    if trace and #trace == LENGTH_TRACE then return trace, at end
+  end
+  return '', after
+end
+
 -- A body's enqueue time (its text), type, group, trace and the payload's position, of either layout,
--- or nil. One match for the body of an untraced task (the layout without the trace field, what an
--- untraced send writes); a second only when what follows the group starts a traceparent ("00-").
--- A payload's JSON never starts with "|" (the current layout with an empty trace, read too) nor
--- with "00-".
+-- or nil: one match for the body of an untraced task, a second only for a traced one (body_trace).
 local function body_prefix(text)
   local enqueued, task_type, group, payload_at = string.match(text, LEGACY_BODY_PATTERN)
   if not enqueued then return nil end
-  local first = string.byte(text, payload_at)
-  if first == 124 then return enqueued, task_type, group, '', payload_at + 1 end -- "|": an empty trace
-  if first == 48 and string.byte(text, payload_at + 1) == 48 and string.byte(text, payload_at + 2) == 45 then
-    local _, _, _, trace, at = string.match(text, BODY_PATTERN)
-    if trace and #trace == LENGTH_TRACE then return enqueued, task_type, group, trace, at end
-  end
-  return enqueued, task_type, group, '', payload_at
+  local trace, at = body_trace(text, payload_at)
+  return enqueued, task_type, group, trace, at
 end
 
 -- The prefix of a body: { enqueued, type, group, trace, payload_at }, or nil and why. Never raises;

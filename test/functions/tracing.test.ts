@@ -114,6 +114,32 @@ async function localPath(adapter: Adapter) {
   };
 }
 
+/**
+ * Registers, for the describe block it is called in, the SDK's provider (its spans kept by the
+ * returned in-memory exporter, emptied after each test) and a context manager, as the ADOT layer
+ * would; with `xray`, X-Ray trace ids and the X-Ray propagator too, as the layer's setup has them.
+ */
+function registeredProvider(options: { xray?: boolean } = {}): InMemorySpanExporter {
+  const exporter = new InMemorySpanExporter();
+  beforeAll(() => {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    if (options.xray) propagation.setGlobalPropagator(new AWSXRayPropagator());
+    trace.setGlobalTracerProvider(
+      new BasicTracerProvider({
+        ...(options.xray ? { idGenerator: new AWSXRayIdGenerator() } : {}),
+        spanProcessors: [new SimpleSpanProcessor(exporter)],
+      }),
+    );
+  });
+  afterAll(() => {
+    trace.disable();
+    propagation.disable();
+    context.disable();
+  });
+  afterEach(() => exporter.reset());
+  return exporter;
+}
+
 describe.each(adapters)("with no tracer provider registered, over $name", (adapter) => {
   it("runs tasks sent and enqueued as before: no traceparent on the message, the body of the layout before the trace field", async () => {
     const path = await localPath(adapter);
@@ -137,16 +163,7 @@ describe.each(adapters)("with no tracer provider registered, over $name", (adapt
 });
 
 describe.each(adapters)("with a tracer provider registered, over $name", (adapter) => {
-  const exporter = new InMemorySpanExporter();
-  beforeAll(() => {
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
-  });
-  afterAll(() => {
-    trace.disable();
-    context.disable();
-  });
-  afterEach(() => exporter.reset());
+  const exporter = registeredProvider();
 
   it("makes one trace from producer.send through the intake to the handler's span; its retry links to the send instead", async () => {
     const path = await localPath(adapter);
@@ -286,23 +303,7 @@ describe.each(adapters)("with a tracer provider registered, over $name", (adapte
 describe.each(adapters)(
   "under the ADOT Lambda layer's setup (X-Ray ids and propagator, an invocation span), over $name",
   (adapter) => {
-    const exporter = new InMemorySpanExporter();
-    beforeAll(() => {
-      context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-      propagation.setGlobalPropagator(new AWSXRayPropagator());
-      trace.setGlobalTracerProvider(
-        new BasicTracerProvider({
-          idGenerator: new AWSXRayIdGenerator(),
-          spanProcessors: [new SimpleSpanProcessor(exporter)],
-        }),
-      );
-    });
-    afterAll(() => {
-      trace.disable();
-      propagation.disable();
-      context.disable();
-    });
-    afterEach(() => exporter.reset());
+    const exporter = registeredProvider({ xray: true });
 
     it("keeps one X-Ray trace from the send to the first attempt; the retry runs in the invocation's span, linked to the send", async () => {
       const path = await localPath(adapter);

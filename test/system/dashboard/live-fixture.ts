@@ -1,5 +1,7 @@
 // What the live-update tests share (live.test.ts, live-pages.test.ts): a fresh queue on the real
-// Redis and a dashboard over it polling every `refreshMs`, both closed with the file's browser.
+// Redis and a dashboard over it polling every `refreshMs`, both closed with the file's browser; and
+// what they ask of a page (whether an element is shown, a tab hidden or shown again).
+import type { Page } from "puppeteer-core";
 import { type RunningDashboard, startDashboard } from "../../../cli/dashboard/server.js";
 import { type Adapter, adapters, openQueue, type TestQueueOptions } from "../../helpers/stores.js";
 
@@ -31,3 +33,15 @@ export async function liveFixture(
 }
 
 export const cookieOf = (dashboard: RunningDashboard) => `${dashboard.cookieName}=${dashboard.token}`;
+
+/** Whether the element of `selector` is shown (not hidden, itself or by an ancestor). */
+export const isShown = (page: Page, selector: string) => page.$eval(selector, (el) => el.getClientRects().length > 0);
+
+/** Tells the page its tab is hidden (or shown again), as the browser does when the user switches tabs. */
+export async function setTabHidden(page: Page, hidden: boolean) {
+  await page.evaluate(`(() => {
+    Object.defineProperty(document, "hidden", { configurable: true, get: () => ${hidden} });
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "${hidden ? "hidden" : "visible"}" });
+    document.dispatchEvent(new Event("visibilitychange"));
+  })()`);
+}

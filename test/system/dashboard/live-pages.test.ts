@@ -6,7 +6,7 @@ import type { Page } from "puppeteer-core";
 import { describe, expect, it } from "vitest";
 import { newPage } from "./browser.js";
 import { browserPerFile } from "./browser-per-file.js";
-import { cookieOf, liveFixture, REFRESH_MS, UPDATE_TIMEOUT_MS } from "./live-fixture.js";
+import { cookieOf, isShown, liveFixture, REFRESH_MS, setTabHidden, UPDATE_TIMEOUT_MS } from "./live-fixture.js";
 
 const { browser, running } = browserPerFile();
 
@@ -29,9 +29,6 @@ function textShows(page: Page, selector: string, text: string) {
   );
 }
 
-/** Whether the element of `selector` is shown (not hidden, itself or by an ancestor). */
-const isShown = (page: Page, selector: string) => page.$eval(selector, (el) => el.getClientRects().length > 0);
-
 /** The attempts table's rows: outcome, then each cell's text. */
 const attemptRows = (page: Page) =>
   page.$$eval("table[data-attempts] tbody tr", (rows) =>
@@ -40,15 +37,6 @@ const attemptRows = (page: Page) =>
       ...[...row.querySelectorAll("td")].map((cell) => cell.textContent?.trim() ?? ""),
     ]),
   );
-
-/** Tells the page its tab is hidden (or shown again), as the browser does when the user switches tabs. */
-async function setTabHidden(page: Page, hidden: boolean) {
-  await page.evaluate(`(() => {
-    Object.defineProperty(document, "hidden", { configurable: true, get: () => ${hidden} });
-    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "${hidden ? "hidden" : "visible"}" });
-    document.dispatchEvent(new Event("visibilitychange"));
-  })()`);
-}
 
 /** Counts the page's requests whose path ends with `suffix`. */
 function countRequests(page: Page, suffix: string): number[] {

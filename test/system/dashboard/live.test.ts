@@ -5,7 +5,7 @@ import type { Page } from "puppeteer-core";
 import { describe, expect, it } from "vitest";
 import { newPage } from "./browser.js";
 import { browserPerFile } from "./browser-per-file.js";
-import { cookieOf, liveFixture, REFRESH_MS, UPDATE_TIMEOUT_MS } from "./live-fixture.js";
+import { cookieOf, isShown, liveFixture, REFRESH_MS, setTabHidden, UPDATE_TIMEOUT_MS } from "./live-fixture.js";
 
 const { browser, running } = browserPerFile();
 
@@ -17,18 +17,6 @@ function countShows(page: Page, state: string, count: number) {
   return page.waitForFunction(`document.querySelector('[data-count="${state}"]')?.textContent === "${count}"`, {
     timeout: UPDATE_TIMEOUT_MS,
   });
-}
-
-/** Whether the element of `selector` is shown (not hidden, itself or by an ancestor). */
-const isShown = (page: Page, selector: string) => page.$eval(selector, (el) => el.getClientRects().length > 0);
-
-/** Tells the page its tab is hidden (or shown again), as the browser does when the user switches tabs. */
-async function setTabHidden(page: Page, hidden: boolean) {
-  await page.evaluate(`(() => {
-    Object.defineProperty(document, "hidden", { configurable: true, get: () => ${hidden} });
-    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "${hidden ? "hidden" : "visible"}" });
-    document.dispatchEvent(new Event("visibilitychange"));
-  })()`);
 }
 
 /** A mark the page keeps until it is loaded again. */
