@@ -131,10 +131,13 @@ describe("wake-ups", () => {
     expect(retry).toMatchObject({ state: "scheduled", attempts: 1 });
     const [wake] = wakes();
     expect(wakes()).toHaveLength(1);
-    // Rounded up to whole seconds: never before the retry is due, less than a second after.
-    const visibleAt = wake.sentMs + wake.delayMs;
-    expect(visibleAt).toBeGreaterThanOrEqual(retry?.dueAt ?? 0);
-    expect(visibleAt).toBeLessThan((retry?.dueAt ?? 0) + 1_000);
+    // Rounded up to whole seconds from when the worker decided it (after the failed attempt ended,
+    // before the stand-in took the message): never before the retry is due, less than a second after.
+    const dueAt = retry?.dueAt ?? 0;
+    const endedAt = retry?.history.at(-1)?.endedAtMs ?? 0;
+    expect(wake.delayMs % 1_000).toBe(0);
+    expect(wake.sentMs + wake.delayMs).toBeGreaterThanOrEqual(dueAt);
+    expect(wake.delayMs).toBeLessThan(dueAt - endedAt + 1_000);
   });
 
   it("arranges a task due in 40 minutes at the reclaimer run before it falls due (the test's clock)", async () => {
