@@ -132,6 +132,7 @@ describe("tasks sent through SQS", () => {
     console.log(
       `[priority] ${inRedisMs} ms from the send to Redis; ${startedBefore.length} lower-priority tasks started (on other workers) before the last paid one`,
     );
-    expect(inRedisMs, "ms from the send to the last paid task in Redis").toBeLessThan(1_000);
+    // In Redis at the intake's first receive, not at an SQS retry (30 s visibility) or a reclaimer run.
+    expect(inRedisMs, "ms from the send to the last paid task in Redis").toBeLessThan(5_000);
   });
 });

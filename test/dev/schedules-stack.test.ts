@@ -48,7 +48,9 @@ describe("a declared schedule in the local stack", () => {
     for (const start of starts) {
       expect(start.id).toMatch(/^sweep-every-2s@\d{4}-\d\d-\d\dT\d\d:\d\d:\d[02468]\.000Z$/);
       expect(start.late, start.id).toBeGreaterThanOrEqual(0);
-      expect(start.late, start.id).toBeLessThan(1_000);
+      // Started by the slot's own wake-up, not the reclaimer's next run a minute on (with room for a
+      // loaded machine).
+      expect(start.late, start.id).toBeLessThan(5_000);
     }
     expect(new Set(starts.map((start) => start.id)).size).toBe(starts.length);
     expect(stack.counts.invocationErrors).toBe(0);

@@ -40,7 +40,8 @@ describe.each(CLOSING)("$what, in its own process", ({ fixture, printed }) => {
     const run = await runClosing(env, 5_000);
     expect(run.firstLine, run.stderr).toEqual(printed);
     expect(run.exitAfterMs, run.stderr).toBeDefined();
-    expect(run.exitAfterMs).toBeLessThan(2_000);
+    // Not held open (the run kills it 5 s after its result).
+    expect(run.exitAfterMs).toBeLessThan(4_000);
   });
 
   it.each(tcp)("over $name, not closed: the open connection keeps the process alive", async (adapter) => {

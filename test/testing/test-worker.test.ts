@@ -353,7 +353,8 @@ describe("a test worker in its own process", () => {
     const result = await run({}, 5_000);
     expect(result.counts, result.stderr).toMatchObject({ claimed: 1, done: 1 });
     expect(result.exitAfterMs, result.stderr).toBeDefined();
-    expect(result.exitAfterMs).toBeLessThan(2_000);
+    // Not held open (the run kills it 5 s after its result).
+    expect(result.exitAfterMs).toBeLessThan(4_000);
   });
 
   it("without close(), is kept alive by its connection (what close() is for)", async () => {
