@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -14,6 +15,42 @@ const SYSTEM_TIER = [
   "test/dev/schedules-stack.test.ts",
   "test/chaos/{cluster,concurrency,crash,faults,groups,hostile,restart,schedules}.test.ts",
 ];
+
+/**
+ * The files that take longest (a minute or more of a loaded two-core machine: installing the
+ * package, the model suites, whole stacks, a browser), longest first. They start first, so the run
+ * ends with short files filling the workers rather than with one long file alone: vitest's own order
+ * runs the "fast" project's files before any of "system", and on a clean clone (no timings cached)
+ * the larger files first.
+ */
+const LONG_FIRST = [
+  "test/package/consumer.test.ts",
+  "test/chaos/guarantees-model.test.ts",
+  "test/chaos/model.test.ts",
+  "test/dev/dev-loop.test.ts",
+  "test/examples/reference-app.test.ts",
+  "test/chaos/restart.test.ts",
+  "test/functions/crash-isolation.test.ts",
+  "test/dev/start.test.ts",
+  "test/system/dashboard/dashboard.test.ts",
+  "test/functions/worker-close.test.ts",
+  "test/infra/assets.test.ts",
+];
+
+/** vitest's order, with LONG_FIRST's files ahead of the rest, in that list's order. */
+class LongFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (file: TestSpecification) => {
+      const at = LONG_FIRST.findIndex((path) => file.moduleId.endsWith(`/${path}`));
+      return at === -1 ? LONG_FIRST.length : at;
+    };
+    return sorted
+      .map((file, at) => ({ file, at, rank: rank(file) }))
+      .sort((a, b) => a.rank - b.rank || a.at - b.at)
+      .map(({ file }) => file);
+  }
+}
 
 export default defineConfig({
   resolve: {
@@ -38,6 +75,7 @@ export default defineConfig({
     testTimeout: process.env.LEASEQ_CHAOS === "full" ? 900_000 : 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    sequence: { sequencer: LongFirstSequencer },
     // Files run side by side: each test has a queue of its own, so files share one Redis. Most of a
     // test's time is waiting (on Redis, on a lease, on a child process), so more files than the
     // machine's cores run at once (LEASEQ_TEST_WORKERS to change it).
