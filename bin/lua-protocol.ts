@@ -222,12 +222,15 @@ function laneLine(): string {
   const headCount = names.indexOf(LANE_HEAD_THROUGH) + 1;
   const head = names.slice(0, headCount);
   const tail = names.slice(headCount);
+  const tailKinds = Object.values(LANE_FIELDS)
+    .slice(headCount)
+    .map((field) => field.kind);
   return [
     `-- A group record's text: its fields in their declared order, "|" between them; the fields after`,
     `-- ${LANE_HEAD_THROUGH} (numbers: a negative count is written 0) only when ${LANE_TAIL_WHEN.join(" or ")} is above 0.`,
     `local function lane_line(${names.join(", ")})`,
     `  if ${LANE_TAIL_WHEN.map((name) => `${luaName(name)} <= 0`).join(" and ")} then return ${head.join(" .. '|' .. ")} end`,
-    `  return ${head.join(" .. '|' .. ")} .. '|' .. ${tail.map((name) => `fmt(math.max(${name}, 0))`).join(" .. '|' .. ")}`,
+    `  return ${head.join(" .. '|' .. ")} .. '|' .. ${tail.map((name, i) => (tailKinds[i] === "digits" ? `fmt(math.max(${name}, 0))` : name)).join(" .. '|' .. ")}`,
     "end",
   ].join("\n");
 }

@@ -82,7 +82,12 @@ local function put_back(writes, id, state, now)
     if string.find(state.flags, 't', 1, true) then
       zadd(writes, K.grouped, 0, type_member(state.type, state.rank, id))
     else
-      zadd(writes, K.grouped, 0, lane_member(lane_of(state.type, state.group), state.rank, id))
+      local lane = lane_of(state.type, state.group)
+      zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
+      -- Its lane's tasks ahead are read from grouped again (it may come before them).
+      local record = lane_get(lane)
+      record.ahead = ''
+      lane_touch(lane, record)
     end
   else
     zadd(writes, K[SET_OF_LETTER[letter]], state.at, id)
@@ -390,6 +395,25 @@ local function check_lanes(config, now, position, count, problems, repair)
         if repair then
           record.parked = parked
           lane_touch(name, record)
+        end
+      end
+      -- The tasks its record names ahead are its first parked ones, in order: one command per
+      -- group that names any.
+      if record.ahead ~= '' then
+        local named = ahead_list(record)
+        local members = redis.call('ZRANGE', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END, 'BYLEX', 'LIMIT', 0, #named)
+        local same = #members == #named
+        for j = 1, same and #named or 0 do
+          local number, id = string.match(members[j], MEMBER_PATTERN)
+          if not number or number .. id ~= named[j] then same = false end
+        end
+        if not same then
+          report(problems, 'group_ahead', name, 'its record names as its first parked tasks ' .. #named ..
+            ' that are not its first ' .. #named .. ' in grouped', repair)
+          if repair then
+            record.ahead = ''
+            lane_touch(name, record)
+          end
         end
       end
       -- In parkedsince exactly when it has parked tasks (counted here when its record says none

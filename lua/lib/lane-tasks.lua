@@ -26,6 +26,7 @@ local function lane_add(writes, id, state, config, now, batched)
     state.letter = 'W'
     record.parked = record.parked + 1
     note_parked(record, state)
+    ahead_add(record, state.rank, id)
     if batched and record.slots ~= '' then
       put_state(writes, id, state)
       zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
@@ -106,6 +107,7 @@ local function parked_gone(id, state)
   end
   local record = lane_get(name)
   record.parked = record.parked - 1
+  if name ~= '@' .. state.type then ahead_drop(record, state.rank, id) end
   lane_touch(name, record)
   return member
 end

@@ -13,7 +13,7 @@
 -- ready set, flagged "u", each holding one of the lane's slots until it is claimed. Every common
 -- step (enqueue, claim, ack) reads and writes the lanes of a whole batch with one HMGET and one
 -- HSET; only parking and letting out cost a command per task.
---   groups hash, field <lane>   "<ready>|<last>|<slots>[|<parked>|<window>|<count>]" (declared in
+--   groups hash, field <lane>   "<ready>|<last>|<slots>[|<parked>|<window>|<count>|<ahead>]" (declared in
 --                               shared/protocol/groups.ts, read with LANE_PATTERN, written by lane_line):
 --     ready    tasks READY (parked included): what `groups` shows, and when the record may go
 --     last     the lane's last virtual time per priority, as the ready-set score it gave
@@ -25,6 +25,11 @@
 --              dropped, so no count can outlive its task. An ack writes no record.
 --     parked   tasks parked in grouped under this lane
 --     window, count  the rate window's start (ms) and its claims
+--     ahead    the lane's first parked tasks, in grouped's order ("<rank, 16 digits><id>", "," between
+--              them; "" when not known): letting tasks out takes them from here and reads grouped
+--              again only when it runs short (lib/parking.lua). Every step that parks a task before
+--              the last of them puts it in its place, and one that takes a parked task away takes it
+--              out, so it is always the first of them (the check verifies it, and clears it if not).
 --     The record goes when nothing is READY, held, parked or counted in a live window (tick's check
 --     sweeps the records whose slots were all acked since); the "|" lane's stays.
 --   groups hash, field @<type>  the type's record: its rate window (window, count) and its parked
@@ -107,6 +112,71 @@ local function lane_member(lane, rank, id)
   return lane .. NUL .. padded(rank) .. NUL .. id
 end
 
+-- The most parked tasks a lane's record names ahead: a lane lets its tasks out reading grouped once
+-- per AHEAD_MAX of them (an ordered group, one at a time), not once per task.
+local AHEAD_MAX = 8
+
+-- A lane's `ahead` as a list of its entries ("<rank, 16 digits><id>", in grouped's order).
+local function ahead_list(record)
+  local list, text, from = {}, record.ahead, 1
+  if text == '' then return list end
+  while true do
+    local comma = string.find(text, ',', from, true)
+    list[#list + 1] = string.sub(text, from, comma and comma - 1 or #text)
+    if not comma then return list end
+    from = comma + 1
+  end
+end
+
+-- The rank of `ahead`'s last entry (16 digits), found once per record and script.
+local function ahead_last_rank(record)
+  local last = record.ahead_last
+  if last and last.text == record.ahead then return last.rank end
+  local text, from = record.ahead, 1
+  while true do
+    local comma = string.find(text, ',', from, true)
+    if not comma then break end
+    from = comma + 1
+  end
+  record.ahead_last = { text = text, rank = string.sub(text, from, from + 15) }
+  return record.ahead_last.rank
+end
+
+-- A task was parked in a lane (rank as its state has it): when its record names tasks ahead and it
+-- sorts before the last of them, it takes its place among them (the list stays the lane's first
+-- parked tasks), the list cut to AHEAD_MAX. A task parked after them (the common case: it came
+-- later) changes nothing. Ranks are 16 digits, so they compare as texts; two tasks of one lane never
+-- share one, and if they did the list would be cleared (read from grouped next time), not guessed.
+local function ahead_add(record, rank, id)
+  if record.ahead == '' then return end
+  local key = padded(rank)
+  local last = ahead_last_rank(record)
+  if key > last then return end
+  local list = ahead_list(record)
+  local at = #list
+  while at > 0 and string.sub(list[at], 1, 16) > key do at = at - 1 end
+  if at > 0 and string.sub(list[at], 1, 16) == key then
+    record.ahead = ''
+    return
+  end
+  table.insert(list, at + 1, key .. id)
+  if #list > AHEAD_MAX then list[#list] = nil end
+  record.ahead = table.concat(list, ',')
+end
+
+-- A parked task of a lane went (cancelled, deleted, replaced): out of its record's `ahead` if there.
+local function ahead_drop(record, rank, id)
+  local text = record.ahead
+  if text == '' then return end
+  local entry = padded(rank) .. id
+  if not string.find(',' .. text .. ',', ',' .. entry .. ',', 1, true) then return end
+  local kept = {}
+  for _, other in ipairs(ahead_list(record)) do
+    if other ~= entry then kept[#kept + 1] = other end
+  end
+  record.ahead = table.concat(kept, ',')
+end
+
 -- A task set aside by its type: "@<type>\0<rank, 16 digits>\0<id>", so a type's tasks come back in
 -- rank order.
 local function type_member(task_type, rank, id)
@@ -123,7 +193,7 @@ end
 -- `since` when its next parked task became READY once a step knows it (lanes_flush, parkedsince).
 local function empty_record()
   return {
-    ready = 0, last = '', slots = '', parked = 0, window = 0, count = 0, dirty = false, outs = false,
+    ready = 0, last = '', slots = '', parked = 0, window = 0, count = 0, ahead = '', dirty = false, outs = false,
     span = false, last_score = false, parked_was = 0, since = false,
   }
 end
@@ -147,16 +217,16 @@ local function lanes_load(names)
       local ready, last, slots = string.match(text, LANE_HEAD_PATTERN)
       if ready then
         record = {
-          ready = tonumber(ready), last = last, slots = slots, parked = 0, window = 0, count = 0, dirty = false,
-          outs = false, span = false, last_score = false, parked_was = 0, since = false,
+          ready = tonumber(ready), last = last, slots = slots, parked = 0, window = 0, count = 0, ahead = '',
+          dirty = false, outs = false, span = false, last_score = false, parked_was = 0, since = false,
         }
       else
-        local parked, window, count
-        ready, last, slots, parked, window, count = string.match(text, LANE_PATTERN)
+        local parked, window, count, ahead
+        ready, last, slots, parked, window, count, ahead = string.match(text, LANE_PATTERN)
         if ready then
           record = {
             ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),
-            window = tonumber(window), count = tonumber(count), dirty = false,
+            window = tonumber(window), count = tonumber(count), ahead = ahead, dirty = false,
             outs = false, span = false, last_score = false, parked_was = tonumber(parked), since = false,
           }
         end
@@ -313,8 +383,9 @@ local function lanes_flush(now)
       gone[#gone + 1] = name
     else
       fields[#fields + 1] = name
+      if r.parked <= 0 then r.ahead = '' end
       fields[#fields + 1] = lane_line(count_text(r.ready), r.last_score and fmt(r.last_score) or r.last, slots,
-        r.parked, r.window, r.count)
+        r.parked, r.window, r.count, r.ahead)
     end
     -- parkedsince follows: a lane that parks its first task enters it, by that task's time (or now),
     -- one that let its next parked task out moves to the one after it, one that has none leaves it.

@@ -51,6 +51,7 @@ local function lane_park(writes, lane, record, id, state)
   state.letter = 'W'
   put_state(writes, id, state)
   zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
+  ahead_add(record, state.rank, id)
   record.parked = record.parked + 1
   note_parked(record, state)
   lane_touch(lane, record)
@@ -74,22 +75,50 @@ local function lane_room(lane, record, config, now)
 end
 
 -- The first parked members of each of `prefixes` (lanes, or "@<type>"s), at most limits[k] of the
--- k-th (one ZRANGE each), and their tasks' states (one HMGET for them all): pages[k] lists the k-th
--- prefix's members as { member, id, number (rank or score), value (the state as stored, false when
--- absent), state (as parsed), problem (why it cannot be read) }.
-local function parked_pages(prefixes, limits)
+-- k-th, and their tasks' states (one HMGET for them all): pages[k] lists the k-th prefix's members
+-- as { member, id, number (rank or score), value (the state as stored, false when absent), state (as
+-- parsed), problem (why it cannot be read), named (taken from the lane's `ahead`, not read from
+-- grouped) }. With `records` (lanes'), a lane whose record names more tasks ahead than its page
+-- takes them from there; any other reads grouped (one ZRANGE), and its record then names the
+-- members after the page, up to AHEAD_MAX.
+local function parked_pages(prefixes, limits, records)
   local pages, entries, fields = {}, {}, {}
   for k, prefix in ipairs(prefixes) do
-    local page, limit = {}, limits[k]
-    -- One more than asked: the member after the page, read with it (page.next), tells when the
-    -- lane's next parked task became READY once the page is let out (parkedsince).
-    local members = redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0, limit + 1)
-    for j, member in ipairs(members) do
-      local number, id = string.match(member, MEMBER_PATTERN)
-      local entry = { member = member, id = id or '', number = number or '0' }
-      if j > limit then page.next = entry else page[#page + 1] = entry end
-      entries[#entries + 1] = entry
-      fields[#fields + 1] = entry.id .. ':s'
+    local page, limit, record = {}, limits[k], records and records[k]
+    local named = record and record.ahead ~= '' and ahead_list(record)
+    if named and #named > limit then
+      for j = 1, limit + 1 do
+        local text = named[j]
+        local id = string.sub(text, 17)
+        local entry = { member = prefix .. NUL .. string.sub(text, 1, 16) .. NUL .. id, id = id,
+          number = string.sub(text, 1, 16), named = true }
+        if j > limit then page.next = entry else page[#page + 1] = entry end
+        entries[#entries + 1] = entry
+        fields[#fields + 1] = id .. ':s'
+      end
+      record.ahead = table.concat(named, ',', limit + 1)
+    else
+      -- One more than asked: the member after the page, read with it (page.next), tells when the
+      -- lane's next parked task became READY once the page is let out (parkedsince); a lane's
+      -- record keeps the members after the page, that one first.
+      local more = record and AHEAD_MAX - 1 or 0
+      local members = redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0,
+        limit + 1 + more)
+      local ahead, whole = {}, true
+      for j, member in ipairs(members) do
+        local number, id = string.match(member, MEMBER_PATTERN)
+        if j <= limit + 1 then
+          local entry = { member = member, id = id or '', number = number or '0' }
+          if j > limit then page.next = entry else page[#page + 1] = entry end
+          entries[#entries + 1] = entry
+          fields[#fields + 1] = entry.id .. ':s'
+        end
+        -- (A member that cannot be read ends the list: it must stay the lane's first.)
+        if j > limit and whole then
+          if number and #number == 16 then ahead[#ahead + 1] = number .. id else whole = false end
+        end
+      end
+      if record then record.ahead = table.concat(ahead, ',') end
     end
     pages[k] = page
   end
@@ -144,14 +173,24 @@ local function lanes_unpark(names, config, now)
     end
   end
   if #todo == 0 then return end
-  local pages, writes = parked_pages(todo, limits), new_writes()
+  local records = {}
+  for k, lane in ipairs(todo) do records[k] = lanes[lane] end
+  local pages, writes = parked_pages(todo, limits, records), new_writes()
   for k, lane in ipairs(todo) do
     local record, page, dropped = lanes[lane], pages[k], false
     if #page == 0 then record.parked = 0 end
     for _, entry in ipairs(page) do
       local member, id, state = entry.member, entry.id, entry.state
-      record.parked = record.parked - 1
-      if not entry.value then
+      local parked = state and state.letter == 'W' and lane_of(state.type, state.group) == lane and
+        padded(state.rank) == entry.number
+      if entry.named and not parked and not (entry.value and not state) then
+        -- Named ahead, yet not parked here (a hint every step keeps, so this is a repair's case):
+        -- its member, if any, goes; the counts are left to the check, which counts the members.
+        zrem(writes, K.grouped, member)
+        record.ahead = ''
+        dropped = true
+      elseif not entry.value then
+        record.parked = record.parked - 1
         -- No state: no parked task (parking writes one). A member of a task deleted or quarantined
         -- while its record could not be read (nothing could name its member), its id perhaps given
         -- to a task since: dropped. (A member's rank names the task it was, below.)
@@ -159,12 +198,14 @@ local function lanes_unpark(names, config, now)
         zrem(writes, K.grouped, member)
         dropped = true
       elseif not state then
+        record.parked = record.parked - 1
         record.ready = record.ready - 1
         quarantine(writes, id, entry.problem, now, member)
         dropped = true
       else
+        record.parked = record.parked - 1
         zrem(writes, K.grouped, member)
-        if state.letter == 'W' and lane_of(state.type, state.group) == lane and padded(state.rank) == entry.number then
+        if parked then
           let_out(writes, lane, record, id, state)
         else
           dropped = true -- a member whose task moved on

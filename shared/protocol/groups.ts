@@ -8,7 +8,7 @@ import { type Field, recordPattern } from "./record.js";
  * The record of a lane ("<type>|<group>"), of a type ("@<type>": its rate window and the tasks set
  * aside while it may not run) and of the tasks without a group ("|"): the groups hash's field of that
  * name, its fields in this order, "|" between them. The fields after `slots` are written only when
- * `parked` or `count` is not 0 (LANE_TAIL_WHEN); a record without them reads them as 0.
+ * `parked` or `count` is not 0 (LANE_TAIL_WHEN); a record without them reads them as their initial.
  */
 export const LANE_FIELDS = {
   ready: {
@@ -33,6 +33,12 @@ export const LANE_FIELDS = {
     meaning: "the start (ms) of the rate window; a window never moves backwards",
   },
   count: { kind: "digits", maxDigits: 15, initial: "0", meaning: "the claims counted in the rate window" },
+  ahead: {
+    kind: "id list",
+    initial: "",
+    meaning:
+      'the group\'s first parked tasks, in the order of `grouped` (each its rank as 16 digits, then its id; "," between them; at most AHEAD_MAX of lua/lib/parking.lua, empty when not known): a step that lets tasks out takes them from here instead of reading `grouped`, which it reads again only when this runs short',
+  },
 } as const satisfies Record<string, Field>;
 
 export type LaneField = keyof typeof LANE_FIELDS;
@@ -67,7 +73,7 @@ export const groupPatterns = () => ({
   /** A long lane record: every field. */
   LANE_PATTERN: recordPattern(LANE_FIELDS, {
     reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
-    through: "count",
+    through: "ahead",
     end: "$",
   }),
   /** A short lane record: the fields through LANE_HEAD_THROUGH. */

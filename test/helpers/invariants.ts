@@ -170,8 +170,9 @@ export async function assertConsistent(
  * names, among its slots, every lease, held retry and FAILED task it waits behind (onFailure hold)
  * (a group with a concurrency) and every task let
  * out (R or W with flag u), never more than its concurrency; it counts its READY tasks and its
- * parked ones; a group with parked tasks and no task let out is full, or
- * waits in groupwait for its rate window. A type's own record counts the tasks set aside by type.
+ * parked ones, and the parked tasks it names ahead are its first ones in `grouped`, in order; a
+ * group with parked tasks and no task let out is full, or waits in groupwait for its rate window.
+ * A type's own record counts the tasks set aside by type.
  */
 export async function assertGroups(
   redis: Redis,
@@ -237,6 +238,18 @@ export async function assertGroups(
         `group ${name} has ${entry.parked} parked tasks and none let out, yet it is not full nor waiting for its rate`,
       ).toBe(true);
     }
+  }
+  // The parked tasks a record names ahead (rank and id each) are its first in `grouped`, in order.
+  const grouped = await redis.zrange(queue.keys.grouped, 0, -1);
+  for (const [name, text] of Object.entries(records)) {
+    const ahead = parseLane(text)?.ahead ?? "";
+    if (ahead === "" || tainted.has(name)) continue;
+    const first = grouped
+      .filter((member) => member.startsWith(`${name}\0`))
+      .map((member) => member.split("\0").slice(1).join(""));
+    expect(ahead.split(","), `the parked tasks group ${name} names ahead`).toEqual(
+      first.slice(0, ahead.split(",").length),
+    );
   }
   for (const [type, count] of typeParked) {
     if (tainted.has(`@${type}`)) continue; // it counted a record made unreadable on purpose

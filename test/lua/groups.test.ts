@@ -32,6 +32,71 @@ describe.each(adapters)("groups over $name", (adapter) => {
     await assertConsistent(redis, queue);
   });
 
+  it("an ordered group runs in rank order while tasks join and leave the parked ones its record names ahead", async () => {
+    const queue = await fresh({ typeGroups: { step: { ordered: true } } });
+    // "late" comes first by rank but is due later; g1..g12 are READY: g1 runs, the rest park.
+    await queue.enqueue([{ id: "late", type: "step", group: "alice", delayMs: 1_000 }], { now: NOW });
+    await queue.enqueue(
+      Array.from({ length: 12 }, (_, i) => ({ id: `g${i + 1}`, type: "step", group: "alice" })),
+      { now: NOW },
+    );
+    const ran: string[] = [];
+    const runOne = async (now: number) => {
+      const claimed = await queue.claim({ count: 10, now });
+      expect(claimed.length, `one task of an ordered group at a time: ${ids(claimed)}`).toBeLessThanOrEqual(1);
+      if (claimed.length === 0) return 0;
+      ran.push(...ids(claimed));
+      await ack(queue, claimed, now);
+      await assertConsistent(redis, queue);
+      return claimed.length;
+    };
+    await runOne(NOW);
+    await runOne(NOW); // g2: the record names g3.. ahead now
+    expect((await redis.hget(queue.keys.groups, "step|alice"))?.split("|")[6]?.split(",").length).toBeGreaterThan(1);
+    // Named ahead, then gone: cancelled and deleted.
+    await queue.admin.cancel(["g4"], { now: NOW });
+    await queue.admin.delete(["g5"], { now: NOW });
+    await assertConsistent(redis, queue);
+    // A task of a higher priority parks before all of them; "late" falls due and parks at its rank.
+    await queue.enqueue([{ id: "urgent", type: "step", group: "alice", priority: -5 }], { now: NOW + 1 });
+    await assertConsistent(redis, queue);
+    while ((await runOne(NOW + 2_000)) > 0);
+    // g3 was let out as g2 was acked (the group's head): then the rest in rank order.
+    expect(ran).toEqual(["g1", "g2", "g3", "urgent", "late", "g6", "g7", "g8", "g9", "g10", "g11", "g12"]);
+    const checked = await queue.admin.checkAll({ now: NOW + 2_000 });
+    expect(checked).toEqual([]);
+  });
+
+  it("the check finds a record naming ahead tasks that are not its first parked ones, and repairs it", async () => {
+    const queue = await fresh({ typeGroups: { step: { ordered: true } } });
+    await queue.enqueue(
+      Array.from({ length: 12 }, (_, i) => ({ id: `g${i + 1}`, type: "step", group: "alice" })),
+      { now: NOW },
+    );
+    for (const _ of [1, 2]) await ack(queue, await queue.claim({ count: 1, now: NOW }), NOW);
+    const record = (await redis.hget(queue.keys.groups, "step|alice")) ?? "";
+    const fields = record.split("|");
+    const named = fields[6].split(",");
+    expect(named.length).toBeGreaterThan(2);
+    // Its first two swapped: g4 would run before g3.
+    fields[6] = [named[1], named[0], ...named.slice(2)].join(",");
+    await redis.hset(queue.keys.groups, "step|alice", fields.join("|"));
+    const found = await queue.admin.checkAll({ now: NOW });
+    expect(found.map((problem) => problem.code)).toEqual(["group_ahead"]);
+    expect(found[0].detail).toMatch(/names as its first parked tasks \d+ that are not its first \d+ in grouped/);
+    await queue.admin.checkAll({ now: NOW, repair: true });
+    expect(await queue.admin.checkAll({ now: NOW })).toEqual([]);
+    const ran: string[] = [];
+    for (;;) {
+      const claimed = await queue.claim({ count: 10, now: NOW });
+      if (claimed.length === 0) break;
+      ran.push(...ids(claimed));
+      await ack(queue, claimed, NOW);
+    }
+    expect(ran).toEqual(["g3", "g4", "g5", "g6", "g7", "g8", "g9", "g10", "g11", "g12"]);
+    await assertConsistent(redis, queue);
+  });
+
   it("a retry of an ordered group holds only its own group until it is done", async () => {
     const queue = await fresh({
       typeGroups: { charge: { ordered: true } },
