@@ -24,9 +24,9 @@ local function lane_add(writes, id, state, config, now, batched)
       return let_out(writes, lane, record, id, state)
     end
     state.letter = 'W'
+    ahead_add(record, state.rank, id)
     record.parked = record.parked + 1
     note_parked(record, state)
-    ahead_add(record, state.rank, id)
     if batched and record.slots ~= '' then
       put_state(writes, id, state)
       zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))

@@ -128,30 +128,41 @@ local function ahead_list(record)
   end
 end
 
--- The rank of `ahead`'s last entry (16 digits), found once per record and script.
+-- The rank of `ahead`'s last entry (16 digits) and how many it has, found once per text.
 local function ahead_last_rank(record)
   local last = record.ahead_last
-  if last and last.text == record.ahead then return last.rank end
-  local text, from = record.ahead, 1
+  if last and last.text == record.ahead then return last.rank, last.count end
+  local text, from, count = record.ahead, 1, 1
   while true do
     local comma = string.find(text, ',', from, true)
     if not comma then break end
-    from = comma + 1
+    from, count = comma + 1, count + 1
   end
-  record.ahead_last = { text = text, rank = string.sub(text, from, from + 15) }
-  return record.ahead_last.rank
+  record.ahead_last = { text = text, rank = string.sub(text, from, from + 15), count = count }
+  return record.ahead_last.rank, count
 end
 
--- A task was parked in a lane (rank as its state has it): when its record names tasks ahead and it
--- sorts before the last of them, it takes its place among them (the list stays the lane's first
--- parked tasks), the list cut to AHEAD_MAX. A task parked after them (the common case: it came
--- later) changes nothing. Ranks are 16 digits, so they compare as texts; two tasks of one lane never
--- share one, and if they did the list would be cleared (read from grouped next time), not guessed.
+-- A task is parked in a lane (rank as its state has it; called before record.parked counts it): it
+-- goes into its record's `ahead` in its place when it sorts before the last task named there, or
+-- after them while the list names every parked task and has room (a lane parking its first task
+-- starts the list), so the list stays the lane's first parked tasks, cut to AHEAD_MAX. A task parked
+-- after a list that does not name them all changes nothing. Ranks are 16 digits, so they compare as
+-- texts; two tasks of one lane never share one, and if they did the list would be cleared (read from
+-- grouped next time), not guessed.
 local function ahead_add(record, rank, id)
-  if record.ahead == '' then return end
   local key = padded(rank)
-  local last = ahead_last_rank(record)
-  if key > last then return end
+  if record.ahead == '' then
+    if record.parked == 0 then record.ahead = key .. id end
+    return
+  end
+  local last, count = ahead_last_rank(record)
+  if key > last then
+    if count == record.parked and count < AHEAD_MAX then
+      record.ahead = record.ahead .. ',' .. key .. id
+      record.ahead_last = { text = record.ahead, rank = key, count = count + 1 }
+    end
+    return
+  end
   local list = ahead_list(record)
   local at = #list
   while at > 0 and string.sub(list[at], 1, 16) > key do at = at - 1 end

@@ -85,9 +85,10 @@ local function parked_pages(prefixes, limits, records)
   local pages, entries, fields = {}, {}, {}
   for k, prefix in ipairs(prefixes) do
     local page, limit, record = {}, limits[k], records and records[k]
+    -- Named ahead: more tasks than the page, or exactly the page when they are all it has parked.
     local named = record and record.ahead ~= '' and ahead_list(record)
-    if named and #named > limit then
-      for j = 1, limit + 1 do
+    if named and (#named > limit or (#named == limit and limit == record.parked)) then
+      for j = 1, math.min(limit + 1, #named) do
         local text = named[j]
         local id = string.sub(text, 17)
         local entry = { member = prefix .. NUL .. string.sub(text, 1, 16) .. NUL .. id, id = id,
