@@ -319,7 +319,22 @@ local function check_set(name, offset, count, now, problems, repair)
       end
     end
   end
-  if repair and #orphans > 0 then write_many('ZREM', key, orphans) end
+  if repair and #orphans > 0 then
+    write_many('ZREM', key, orphans)
+    -- A group that names one of them ahead reads grouped again.
+    if name == 'grouped' then
+      for _, member in ipairs(orphans) do
+        local owner = string.match(member, '^([^%z]+)%z')
+        if owner and string.byte(owner, 1) ~= AT then
+          local record = lane_get(owner)
+          if record.ahead ~= '' then
+            record.ahead = ''
+            lane_touch(owner, record)
+          end
+        end
+      end
+    end
+  end
   -- A group or type with parked members must count them (its record may have gone).
   if name == 'grouped' then
     local owners = {}
