@@ -226,6 +226,9 @@ function laneLine(): string {
     .slice(headCount)
     .map((field) => field.kind);
   return [
+    "-- The byte between a group record's fields (a plain find of it tells a field holds no other).",
+    "local LANE_SEPARATOR = '|'",
+    "",
     `-- A group record's text: its fields in their declared order, "|" between them; the fields after`,
     `-- ${LANE_HEAD_THROUGH} (numbers: a negative count is written 0) only when ${LANE_TAIL_WHEN.join(" or ")} is above 0.`,
     `local function lane_line(${names.join(", ")})`,

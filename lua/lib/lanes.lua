@@ -232,8 +232,10 @@ local function lanes_load(names)
           dirty = false, outs = false, span = false, last_score = false, parked_was = 0, since = false,
         }
       else
-        local parked, window, count, ahead
-        ready, last, slots, parked, window, count, ahead = string.match(text, LANE_PATTERN)
+        local parked, window, count, at
+        ready, last, slots, parked, window, count, at = string.match(text, LANE_LEAD_PATTERN)
+        local ahead = at and string.sub(text, at)
+        if ahead and string.find(ahead, LANE_SEPARATOR, 1, true) then ready = nil end
         if ready then
           record = {
             ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),

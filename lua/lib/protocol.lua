@@ -30,6 +30,7 @@ local DIGITS_ENQUEUED = 15
 local LENGTH_TRACE = 55
 -- A group's record and a type's group policy (shared/protocol/groups.ts).
 local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|([^|]*)$'
+local LANE_LEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|()'
 local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 -- The small records: the hold, a schedule's counts, flow control's values (shared/protocol/values.ts).
@@ -92,6 +93,9 @@ local function new_state(letter, at, rank, task_type, group)
     error = '',
   }
 end
+
+-- The byte between a group record's fields (a plain find of it tells a field holds no other).
+local LANE_SEPARATOR = '|'
 
 -- A group record's text: its fields in their declared order, "|" between them; the fields after
 -- slots (numbers: a negative count is written 0) only when parked or count is above 0.

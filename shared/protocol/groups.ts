@@ -76,6 +76,15 @@ export const groupPatterns = () => ({
     through: "ahead",
     end: "$",
   }),
+  /**
+   * A long lane record's fields before `ahead`, and where `ahead` starts: the scripts read that list
+   * as it is (a plain find of "|" tells it holds no other field), not matched byte by byte.
+   */
+  LANE_LEAD_PATTERN: recordPattern(LANE_FIELDS, {
+    reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
+    through: "count",
+    end: "|()",
+  }),
   /** A short lane record: the fields through LANE_HEAD_THROUGH. */
   LANE_HEAD_PATTERN: recordPattern(LANE_FIELDS, {
     reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
