@@ -72,6 +72,18 @@ local function check_config(config, now, problems, repair)
   end
 end
 
+-- A repair took a member out of grouped: a group naming it ahead reads grouped again.
+local function ahead_forget(member)
+  local owner = string.match(member, '^([^%z]+)%z')
+  if owner and string.byte(owner, 1) ~= AT then
+    local record = lane_get(owner)
+    if record.ahead ~= '' then
+      record.ahead = ''
+      lane_touch(owner, record)
+    end
+  end
+end
+
 -- Puts an id back into the set its readable state names (a repair): READY at its rank (its group's
 -- turn is lost: right behind the head of its priority), the others at their time.
 local function put_back(writes, id, state, now)
@@ -248,7 +260,10 @@ local function check_tasks(config, now, cursor, count, problems, repair)
       local has_body = task.body ~= nil
       if state.letter ~= 'D' and not has_body then
         report(problems, 'no_body', id, 'a ' .. expected .. ' task without its body (payload)', repair)
-        if repair then quarantine(writes, id, 'a task without its body', now, member_of[i]) end
+        if repair then
+          quarantine(writes, id, 'a task without its body', now, member_of[i])
+          if member_of[i] then ahead_forget(member_of[i]) end
+        end
       elseif state.letter == 'D' and has_body then
         report(problems, 'done_body', id, 'a DONE task still has its body', repair)
         if repair then drop_field(writes, id) end
@@ -321,18 +336,8 @@ local function check_set(name, offset, count, now, problems, repair)
   end
   if repair and #orphans > 0 then
     write_many('ZREM', key, orphans)
-    -- A group that names one of them ahead reads grouped again.
     if name == 'grouped' then
-      for _, member in ipairs(orphans) do
-        local owner = string.match(member, '^([^%z]+)%z')
-        if owner and string.byte(owner, 1) ~= AT then
-          local record = lane_get(owner)
-          if record.ahead ~= '' then
-            record.ahead = ''
-            lane_touch(owner, record)
-          end
-        end
-      end
+      for _, member in ipairs(orphans) do ahead_forget(member) end
     end
   end
   -- A group or type with parked members must count them (its record may have gone).

@@ -184,11 +184,15 @@ local function lanes_unpark(names, config, now)
       local member, id, state = entry.member, entry.id, entry.state
       local parked = state and state.letter == 'W' and lane_of(state.type, state.group) == lane and
         padded(state.rank) == entry.number
-      if entry.named and not parked and not (entry.value and not state) then
-        -- Named ahead, yet not parked here (a hint every step keeps, so this is a repair's case):
-        -- its member, if any, goes; the counts are left to the check, which counts the members.
-        zrem(writes, K.grouped, member)
+      local there = true
+      if entry.named and not parked then
+        -- Named ahead, yet not parked here: a task a repair set aside or removed since (every other
+        -- step keeps the list). The list is read from grouped again; its member counts, as one
+        -- read from grouped does, only if it is still there.
         record.ahead = ''
+        there = redis.call('ZSCORE', K.grouped, member) ~= false
+      end
+      if not there then
         dropped = true
       elseif not entry.value then
         record.parked = record.parked - 1
