@@ -424,8 +424,7 @@ local function check_lanes(config, now, position, count, problems, repair)
         local members = redis.call('ZRANGE', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END, 'BYLEX', 'LIMIT', 0, #named)
         local same = #members == #named
         for j = 1, same and #named or 0 do
-          local number, id = string.match(members[j], MEMBER_PATTERN)
-          if not number or number .. id ~= named[j] then same = false end
+          if string.sub(members[j], #name + 2) ~= named[j] then same = false end
         end
         if not same then
           report(problems, 'group_ahead', name, 'its record names as its first parked tasks ' .. #named ..

@@ -25,7 +25,7 @@
 --              dropped, so no count can outlive its task. An ack writes no record.
 --     parked   tasks parked in grouped under this lane
 --     window, count  the rate window's start (ms) and its claims
---     ahead    the lane's first parked tasks, in grouped's order ("<rank, 16 digits><id>", "," between
+--     ahead    the lane's first parked tasks, in grouped's order ("<rank, 16 digits>\0<id>", "," between
 --              them; "" when not known): letting tasks out takes them from here and reads grouped
 --              again only when it runs short (lib/parking.lua). Every step that parks a task before
 --              the last of them puts it in its place, and one that takes a parked task away takes it
@@ -116,53 +116,55 @@ end
 -- per AHEAD_MAX of them (an ordered group, one at a time), not once per task.
 local AHEAD_MAX = 8
 
--- A lane's `ahead` as a list of its entries ("<rank, 16 digits><id>", in grouped's order).
-local function ahead_list(record)
-  local list, text, from = {}, record.ahead, 1
-  if text == '' then return list end
-  while true do
+-- A lane's `ahead` holds entries "<rank, 16 digits>\0<id>" (its members' part after "<lane>\0"),
+-- "," between them, in grouped's order.
+
+-- Up to `n` entries from the front of an `ahead` text, and where the entry after the n-th starts
+-- (nil when the text has no more): only the front is cut, whatever the list's length.
+local function ahead_front(text, n)
+  local list, from = {}, 1
+  for j = 1, n do
     local comma = string.find(text, ',', from, true)
-    list[#list + 1] = string.sub(text, from, comma and comma - 1 or #text)
-    if not comma then return list end
+    if not comma then
+      list[j] = string.sub(text, from)
+      return list, nil
+    end
+    list[j] = string.sub(text, from, comma - 1)
     from = comma + 1
   end
+  return list, from
 end
 
--- The rank of `ahead`'s last entry (16 digits) and how many it has, found once per text.
+-- A lane's `ahead` as a list of all its entries.
+local function ahead_list(record)
+  if record.ahead == '' then return {} end
+  return (ahead_front(record.ahead, AHEAD_MAX + 1))
+end
+
+-- The rank of `ahead`'s last entry (16 digits), found once per text.
 local function ahead_last_rank(record)
   local last = record.ahead_last
-  if last and last.text == record.ahead then return last.rank, last.count end
-  local text, from, count = record.ahead, 1, 1
+  if last and last.text == record.ahead then return last.rank end
+  local text, from = record.ahead, 1
   while true do
     local comma = string.find(text, ',', from, true)
     if not comma then break end
-    from, count = comma + 1, count + 1
+    from = comma + 1
   end
-  record.ahead_last = { text = text, rank = string.sub(text, from, from + 15), count = count }
-  return record.ahead_last.rank, count
+  record.ahead_last = { text = text, rank = string.sub(text, from, from + 15) }
+  return record.ahead_last.rank
 end
 
--- A task is parked in a lane (rank as its state has it; called before record.parked counts it): it
--- goes into its record's `ahead` in its place when it sorts before the last task named there, or
--- after them while the list names every parked task and has room (a lane parking its first task
--- starts the list), so the list stays the lane's first parked tasks, cut to AHEAD_MAX. A task parked
--- after a list that does not name them all changes nothing. Ranks are 16 digits, so they compare as
--- texts; two tasks of one lane never share one, and if they did the list would be cleared (read from
--- grouped next time), not guessed.
+-- A task is parked in a lane (rank as its state has it): when its record names tasks ahead and it
+-- sorts before the last of them (a higher priority, or a task older than them that fell due), it
+-- takes its place among them, so the list stays the lane's first parked tasks, cut to AHEAD_MAX. A
+-- task parked after them (the common case: it came later) changes nothing. Ranks are 16 digits, so
+-- they compare as texts; two tasks of one lane never share one, and if they did the list would be
+-- cleared (read from grouped next time), not guessed.
 local function ahead_add(record, rank, id)
+  if record.ahead == '' then return end
   local key = padded(rank)
-  if record.ahead == '' then
-    if record.parked == 0 then record.ahead = key .. id end
-    return
-  end
-  local last, count = ahead_last_rank(record)
-  if key > last then
-    if count == record.parked and count < AHEAD_MAX then
-      record.ahead = record.ahead .. ',' .. key .. id
-      record.ahead_last = { text = record.ahead, rank = key, count = count + 1 }
-    end
-    return
-  end
+  if key > ahead_last_rank(record) then return end
   local list = ahead_list(record)
   local at = #list
   while at > 0 and string.sub(list[at], 1, 16) > key do at = at - 1 end
@@ -170,7 +172,7 @@ local function ahead_add(record, rank, id)
     record.ahead = ''
     return
   end
-  table.insert(list, at + 1, key .. id)
+  table.insert(list, at + 1, key .. NUL .. id)
   if #list > AHEAD_MAX then list[#list] = nil end
   record.ahead = table.concat(list, ',')
 end
@@ -179,7 +181,7 @@ end
 local function ahead_drop(record, rank, id)
   local text = record.ahead
   if text == '' then return end
-  local entry = padded(rank) .. id
+  local entry = padded(rank) .. NUL .. id
   if not string.find(',' .. text .. ',', ',' .. entry .. ',', 1, true) then return end
   local kept = {}
   for _, other in ipairs(ahead_list(record)) do

@@ -86,18 +86,20 @@ local function parked_pages(prefixes, limits, records)
   for k, prefix in ipairs(prefixes) do
     local page, limit, record = {}, limits[k], records and records[k]
     -- Named ahead: more tasks than the page, or exactly the page when they are all it has parked.
-    local named = record and record.ahead ~= '' and ahead_list(record)
+    local named
+    if record and record.ahead ~= '' then named = ahead_front(record.ahead, limit + 1) end
     if named and (#named > limit or (#named == limit and limit == record.parked)) then
-      for j = 1, math.min(limit + 1, #named) do
-        local text = named[j]
-        local id = string.sub(text, 17)
-        local entry = { member = prefix .. NUL .. string.sub(text, 1, 16) .. NUL .. id, id = id,
-          number = string.sub(text, 1, 16), named = true }
+      for j, text in ipairs(named) do
+        local id = string.sub(text, 18)
+        local entry = { member = prefix .. NUL .. text, id = id, number = string.sub(text, 1, 16), named = true }
         if j > limit then page.next = entry else page[#page + 1] = entry end
         entries[#entries + 1] = entry
         fields[#fields + 1] = id .. ':s'
       end
-      record.ahead = table.concat(named, ',', limit + 1)
+      -- What follows the page: the text from its next entry on.
+      local from = 1
+      for j = 1, limit do from = from + #named[j] + 1 end
+      record.ahead = #named > limit and string.sub(record.ahead, from) or ''
     else
       -- One more than asked: the member after the page, read with it (page.next), tells when the
       -- lane's next parked task became READY once the page is let out (parkedsince); a lane's
@@ -105,21 +107,22 @@ local function parked_pages(prefixes, limits, records)
       local more = record and AHEAD_MAX - 1 or 0
       local members = redis.call('ZRANGE', K.grouped, '[' .. prefix .. NUL, '[' .. prefix .. LEX_END, 'BYLEX', 'LIMIT', 0,
         limit + 1 + more)
-      local ahead, whole = {}, true
+      local ahead, cut = {}, #prefix + 2
       for j, member in ipairs(members) do
-        local number, id = string.match(member, MEMBER_PATTERN)
         if j <= limit + 1 then
+          local number, id = string.match(member, MEMBER_PATTERN)
           local entry = { member = member, id = id or '', number = number or '0' }
           if j > limit then page.next = entry else page[#page + 1] = entry end
           entries[#entries + 1] = entry
           fields[#fields + 1] = entry.id .. ':s'
         end
-        -- (A member that cannot be read ends the list: it must stay the lane's first.)
-        if j > limit and whole then
-          if number and #number == 16 then ahead[#ahead + 1] = number .. id else whole = false end
-        end
+        if j > limit then ahead[#ahead + 1] = string.sub(member, cut) end
       end
-      if record then record.ahead = table.concat(ahead, ',') end
+      if record then
+        -- (Members as lane_member writes them; one holding a field separator is not kept.)
+        local text = table.concat(ahead, ',')
+        record.ahead = string.find(text, LANE_SEPARATOR, 1, true) and '' or text
+      end
     end
     pages[k] = page
   end

@@ -37,7 +37,7 @@ export const LANE_FIELDS = {
     kind: "id list",
     initial: "",
     meaning:
-      'the group\'s first parked tasks, in the order of `grouped` (each its rank as 16 digits, then its id; "," between them; at most AHEAD_MAX of lua/lib/parking.lua, empty when not known): a step that lets tasks out takes them from here instead of reading `grouped`, which it reads again only when this runs short',
+      'the group\'s first parked tasks, in the order of `grouped` (each the part of its member after the group: its rank as 16 digits, a NUL byte, its id; "," between them; at most AHEAD_MAX of lua/lib/lanes.lua, empty when not known): a step that lets tasks out takes them from here instead of reading `grouped`, which it reads again only when this runs short',
   },
 } as const satisfies Record<string, Field>;
 

@@ -682,7 +682,9 @@ class Delete extends IdsStep {
         world.tasks.delete(id);
         const lane = laneOf(task);
         if (task.unreadable) world.tainted.add(lane);
-        if (world.heads.get(lane) === id || (task.state === "S" && task.held) || task.unreadable) {
+        // Its group's place frees only if it held it: the head, or a held retry (readable or not: a
+        // parked task deleted unreadable leaves the head let out before it in place).
+        if (world.heads.get(lane) === id || (task.state === "S" && task.held)) {
           world.heads.delete(lane);
           if (ordered(task)) world.pending.add(lane);
         }

@@ -246,7 +246,7 @@ export async function assertGroups(
     if (ahead === "" || tainted.has(name)) continue;
     const first = grouped
       .filter((member) => member.startsWith(`${name}\0`))
-      .map((member) => member.split("\0").slice(1).join(""));
+      .map((member) => member.slice(name.length + 1));
     expect(ahead.split(","), `the parked tasks group ${name} names ahead`).toEqual(
       first.slice(0, ahead.split(",").length),
     );
