@@ -75,6 +75,24 @@ local function config_get(config, name)
   return config[name]
 end
 
+-- Config fields a step is about to ask for, those the caller's table lacks read together (one HMGET
+-- in place of an HGET each).
+local function config_prefetch(config, names)
+  local known = config_known[config]
+  if known == true then return end
+  if not known then known = {}; config_known[config] = known end
+  local missing = {}
+  for _, name in ipairs(names) do
+    if not known[name] then missing[#missing + 1] = name end
+  end
+  if #missing == 0 then return end
+  local values = read_many('HMGET', K.config, missing)
+  for i, name in ipairs(missing) do
+    config[name] = values[i] or nil
+    known[name] = true
+  end
+end
+
 local function config_int(config, field, default)
   local n = tonumber(config[field])
   if n == nil then return default end

@@ -72,6 +72,8 @@ local function group_policy(config, task_type, lane)
   end
   local known = group_policies[task_type]
   if known then return known end
+  -- The type's policy, the queue's, and their onFailure, with one read.
+  config_prefetch(config, { 'g:' .. task_type, 'gd', 'o:' .. task_type, 'od' })
   local own = config_get(config, 'g:' .. task_type)
   local text = own or config_get(config, 'gd')
   known = NO_GROUP_POLICY
