@@ -339,8 +339,9 @@ local NO_TEXTS = {}
 -- once per lane per script (slots this script adds are in its writes, not written yet): a task
 -- that no longer uses its slot is dropped, and `outs` counts the lanes' tasks let out. Returns the
 -- state texts of the leases still holding, by id. The common lane, one lease acked since, costs
--- one field of the HMGET and no table.
-local function lanes_verify(names)
+-- one field of the HMGET and no table. `known` (optional): state texts this script read already and
+-- has not written since, by id (false: none), which need no second read.
+local function lanes_verify(names, known)
   local fields, ids, owners = {}, {}, {}
   for _, name in ipairs(names) do
     local r = lanes[name]
@@ -360,7 +361,23 @@ local function lanes_verify(names)
     end
   end
   if #ids == 0 then return NO_TEXTS end
-  local values = read_many('HMGET', K.task, fields)
+  local values
+  if known then
+    local asked, at = {}, {}
+    for i, id in ipairs(ids) do
+      if known[id] == nil then
+        asked[#asked + 1] = fields[i]
+        at[#asked] = i
+      end
+    end
+    values = {}
+    for i, id in ipairs(ids) do values[i] = known[id] end
+    if #asked > 0 then
+      for k, value in ipairs(read_many('HMGET', K.task, asked)) do values[at[k]] = value end
+    end
+  else
+    values = read_many('HMGET', K.task, fields)
+  end
   local texts = NO_TEXTS
   for i, id in ipairs(ids) do
     local name, value = owners[i], values[i]
