@@ -381,11 +381,13 @@ local function take_page(s, heads, values, fields)
   end
 
   local names, f_type, f_lane, f_rank, f_out, f_state, f_since = fresh_of(heads, values)
-  lanes_load(names)
-  -- The heads' states were read above (a task let out holds its lane's slot): not read again.
-  local read_states = {}
-  for i = 1, #heads, 2 do read_states[heads[i]] = values[i] end
-  for holder, text in pairs(lanes_verify(names, read_states)) do s.holding[holder] = text end
+  if #names > 0 then
+    lanes_load(names)
+    -- The heads' states were read above (a task let out holds its lane's slot): not read again.
+    local read_states = {}
+    for i = 1, #heads, 2 do read_states[heads[i]] = values[i] end
+    for holder, text in pairs(lanes_verify(names, read_states)) do s.holding[holder] = text end
+  end
   for i = 1, #heads, 2 do
     local id, state_value, body, score, at = heads[i], values[i], values[i + 1], heads[i + 1], (i + 1) / 2
     local task_type, lane = f_type[at], f_lane[at]
