@@ -188,6 +188,13 @@ class Drain {
         }
         const outcome = await this.claim(fitting, leftMs);
         if (outcome.filled) continue;
+        if (this.running.size === 0 && this.finished.length > 0) {
+          // A task finished while the claim was out: its settle may let its group's next task out,
+          // so it is settled and the drain claims again rather than stop with that task left READY.
+          const unsettled = this.finished.length;
+          await this.serial(() => this.flush()).catch(() => {});
+          if (this.finished.length < unsettled) continue;
+        }
         if (this.running.size === 0) {
           // Nothing runs: wait for work falling due in a moment (a retry's backoff, a short delay)
           // rather than stop and be woken again, while the time left allows.

@@ -188,6 +188,48 @@ describe.each(adapters)("the worker's drain over $name", (adapter) => {
     await expectClean(queue, Date.now());
   });
 
+  it("settles a task that finished while its claim was out and claims again: its ordered group's next task runs in the same drain", async () => {
+    const inner = await open();
+    let claims = 0;
+    // The second claim's reply comes after the first task's handler has finished.
+    const store: Store = {
+      async evalScript(script, keys, args) {
+        const reply = await inner.evalScript(script, keys, args);
+        if (script.name === "claim" && ++claims === 2) await sleep(300);
+        return reply;
+      },
+      close: () => inner.close(),
+    };
+    const ran: string[] = [];
+    const { tasks, queue } = await queueFor(
+      {
+        concurrency: 2,
+        types: {
+          step: {
+            group: { ordered: true },
+            handler: async (task) => {
+              ran.push(task.id);
+              await sleep(50);
+            },
+          },
+        },
+      },
+      store,
+    );
+    await queue.enqueue(
+      [
+        { id: "a1", type: "step", group: "alice" },
+        { id: "a2", type: "step", group: "alice" },
+      ],
+      { now: Date.now() },
+    );
+    const counts = await drainOnce(queue, tasks);
+    expect(claims, "a claim while a1 ran, and one after its settle").toBeGreaterThanOrEqual(3);
+    expect(ran).toEqual(["a1", "a2"]);
+    expect(counts).toMatchObject({ done: 2, lost: 0 });
+    await expectClean(queue, Date.now());
+  });
+
   it("stops a run at its timeoutMs, while the heartbeat keeps a run longer than its heartbeat alive", async () => {
     const { tasks, queue } = await queueFor({
       types: {
