@@ -420,7 +420,7 @@ local function check_lanes(config, now, position, count, problems, repair)
       -- The tasks its record names ahead are its first parked ones, in order: one command per
       -- group that names any.
       if record.ahead ~= '' then
-        local named = ahead_list(record)
+        local named = ahead_front(record.ahead, math.huge)
         local members = redis.call('ZRANGE', K.grouped, '[' .. name .. NUL, '[' .. name .. LEX_END, 'BYLEX', 'LIMIT', 0, #named)
         local same = #members == #named
         for j = 1, same and #named or 0 do

@@ -24,7 +24,7 @@ local function lane_add(writes, id, state, config, now, batched)
       return let_out(writes, lane, record, id, state)
     end
     state.letter = 'W'
-    ahead_add(record, state.rank, id)
+    ahead_add(record, state.rank)
     record.parked = record.parked + 1
     note_parked(record, state)
     if batched and record.slots ~= '' then

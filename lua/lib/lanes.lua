@@ -121,26 +121,17 @@ local AHEAD_MAX = 8
 -- A lane's `ahead` holds entries "<rank, 16 digits>\0<id>" (its members' part after "<lane>\0"),
 -- "," between them, in grouped's order.
 
--- Up to `n` entries from the front of an `ahead` text, and where the entry after the n-th starts
--- (nil when the text has no more): only the front is cut, whatever the list's length.
+-- Up to `n` entries from the front of an `ahead` text: only the front is cut, whatever the list's
+-- length.
 local function ahead_front(text, n)
   local list, from = {}, 1
   for j = 1, n do
     local comma = string.find(text, ',', from, true)
-    if not comma then
-      list[j] = string.sub(text, from)
-      return list, nil
-    end
-    list[j] = string.sub(text, from, comma - 1)
+    list[j] = string.sub(text, from, comma and comma - 1 or #text)
+    if not comma then return list end
     from = comma + 1
   end
-  return list, from
-end
-
--- A lane's `ahead` as a list of all its entries.
-local function ahead_list(record)
-  if record.ahead == '' then return {} end
-  return (ahead_front(record.ahead, AHEAD_MAX + 1))
+  return list
 end
 
 -- The rank of `ahead`'s last entry (16 digits), found once per text.
@@ -158,38 +149,20 @@ local function ahead_last_rank(record)
 end
 
 -- A task is parked in a lane (rank as its state has it): when its record names tasks ahead and it
--- sorts before the last of them (a higher priority, or a task older than them that fell due), it
--- takes its place among them, so the list stays the lane's first parked tasks, cut to AHEAD_MAX. A
--- task parked after them (the common case: it came later) changes nothing. Ranks are 16 digits, so
--- they compare as texts; two tasks of one lane never share one, and if they did the list would be
--- cleared (read from grouped next time), not guessed.
-local function ahead_add(record, rank, id)
-  if record.ahead == '' then return end
-  local key = padded(rank)
-  if key > ahead_last_rank(record) then return end
-  local list = ahead_list(record)
-  local at = #list
-  while at > 0 and string.sub(list[at], 1, 16) > key do at = at - 1 end
-  if at > 0 and string.sub(list[at], 1, 16) == key then
-    record.ahead = ''
-    return
-  end
-  table.insert(list, at + 1, key .. NUL .. id)
-  if #list > AHEAD_MAX then list[#list] = nil end
-  record.ahead = table.concat(list, ',')
+-- does not sort after the last of them (a higher priority, or a task older than them that fell due:
+-- rare), the list is cleared, to be read from grouped again, so it stays the lane's first parked
+-- tasks. A task parked after them (the common case: it came later) changes nothing. Ranks are 16
+-- digits, so they compare as texts.
+local function ahead_add(record, rank)
+  if record.ahead ~= '' and padded(rank) <= ahead_last_rank(record) then record.ahead = '' end
 end
 
--- A parked task of a lane went (cancelled, deleted, replaced): out of its record's `ahead` if there.
+-- A parked task of a lane went (cancelled, deleted, replaced): a list naming it is cleared.
 local function ahead_drop(record, rank, id)
   local text = record.ahead
-  if text == '' then return end
-  local entry = padded(rank) .. NUL .. id
-  if not string.find(',' .. text .. ',', ',' .. entry .. ',', 1, true) then return end
-  local kept = {}
-  for _, other in ipairs(ahead_list(record)) do
-    if other ~= entry then kept[#kept + 1] = other end
+  if text ~= '' and string.find(',' .. text .. ',', ',' .. padded(rank) .. NUL .. id .. ',', 1, true) then
+    record.ahead = ''
   end
-  record.ahead = table.concat(kept, ',')
 end
 
 -- A task set aside by its type: "@<type>\0<rank, 16 digits>\0<id>", so a type's tasks come back in

@@ -51,7 +51,7 @@ local function lane_park(writes, lane, record, id, state)
   state.letter = 'W'
   put_state(writes, id, state)
   zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
-  ahead_add(record, state.rank, id)
+  ahead_add(record, state.rank)
   record.parked = record.parked + 1
   note_parked(record, state)
   lane_touch(lane, record)
