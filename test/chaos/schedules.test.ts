@@ -19,7 +19,7 @@ import { TcpStore } from "../../shared/stores/tcp.js";
 import { bundled } from "../helpers/bundle.js";
 import { expectClean } from "../helpers/check.js";
 import { configuredQueue, redisUrl, uniqueQueueName } from "../helpers/stores.js";
-import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
+import { chaosSeed, FULL, random, report, scale, sleep } from "./helpers/chaos.js";
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/planner-child.ts", import.meta.url));
 const T0 = Date.parse("2026-12-02T10:00:00.000Z");
@@ -56,88 +56,102 @@ async function slotTaskIds(queue: Queue): Promise<string[]> {
 }
 
 describe("a schedule under 10 planners, SIGKILLs and three redeploys", () => {
-  it("makes exactly one task per slot, none missed, for 200 slots and more", async () => {
-    const seed = chaosSeed();
-    const rand = random(seed);
-    const { name, store, redis, queue, clockKey } = await clockedQueue("sched", ["job"]);
-    let now = T0;
-    const definition = (cron: string): ScheduleDefinition => ({ cron, type: "job", catchUp: { max: 100 } });
-    // The first deploy: the schedule is declared, its cursor is now.
-    const cursors = [(await queue.schedules.set("s", definition(CRONS[0]), { now, owner: "deploy" })).cursorMs];
+  // Its processes are spawned, SIGKILLed and spawned again 50-60 times: 20-30 s on a quiet machine,
+  // more under a full CI run, so it has a test timeout of its own.
+  it(
+    "makes exactly one task per slot, none missed, for 200 slots and more",
+    async () => {
+      const seed = chaosSeed();
+      const rand = random(seed);
+      const { name, store, redis, queue, clockKey } = await clockedQueue("sched", ["job"]);
+      let now = T0;
+      const definition = (cron: string): ScheduleDefinition => ({ cron, type: "job", catchUp: { max: 100 } });
+      // The first deploy: the schedule is declared, its cursor is now.
+      const cursors = [(await queue.schedules.set("s", definition(CRONS[0]), { now, owner: "deploy" })).cursorMs];
 
-    let kills = 0;
-    let spawned = 0;
-    let plans = 0;
-    const spawn = () => {
-      const child = fork(bundled(FIXTURE), [name, clockKey], {
-        env: { ...process.env, REDIS_URL: redisUrl() },
-        stdio: ["ignore", "ignore", "inherit", "ipc"],
-      });
-      spawned++;
-      children.add(child);
-      child.on("message", () => plans++);
-      child.on("exit", () => children.delete(child));
-      return child;
-    };
-    for (let i = 0; i < PLANNERS; i++) spawn();
-    // Wait for the planners to start planning.
-    while (plans < PLANNERS) await sleep(50);
+      let kills = 0;
+      let spawned = 0;
+      let plans = 0;
+      const spawn = () => {
+        const child = fork(bundled(FIXTURE), [name, clockKey], {
+          env: { ...process.env, REDIS_URL: redisUrl() },
+          stdio: ["ignore", "ignore", "inherit", "ipc"],
+        });
+        spawned++;
+        children.add(child);
+        child.on("message", () => plans++);
+        child.on("exit", () => children.delete(child));
+        return child;
+      };
+      for (let i = 0; i < PLANNERS; i++) spawn();
+      // Wait for the planners to start planning.
+      while (plans < PLANNERS) await sleep(50);
 
-    const phaseSeconds = scale(75, 150);
-    for (let phase = 0; phase < CRONS.length; phase++) {
-      if (phase === 2) {
-        // The planners are away for 30 s (all killed), and the redeploy comes then: the cursor
-        // lags behind now at the change, and the slots after it must still be made, none skipped.
-        for (const child of children) child.kill("SIGKILL");
-        kills += children.size;
-        while (children.size > 0) await sleep(20);
-        now += 30_000;
-        await redis.set(clockKey, String(now));
-      }
-      if (phase > 0) {
-        // A redeploy with a changed cron: the cold start's set, at a moment the planners run.
-        cursors.push((await queue.schedules.set("s", definition(CRONS[phase]), { now, owner: "deploy" })).cursorMs);
-      }
-      while (children.size < PLANNERS) spawn();
-      for (let second = 0; second < phaseSeconds; second++) {
-        now += 1_000;
-        await redis.set(clockKey, String(now));
-        await sleep(15);
-        if (rand() < 0.15) {
-          const victims = [...children];
-          const victim = victims[Math.floor(rand() * victims.length)];
-          victim?.kill("SIGKILL");
-          kills++;
-          spawn();
+      const phaseSeconds = scale(75, 150);
+      for (let phase = 0; phase < CRONS.length; phase++) {
+        if (phase === 2) {
+          // The planners are away for 30 s (all killed), and the redeploy comes then: the cursor
+          // lags behind now at the change, and the slots after it must still be made, none skipped.
+          for (const child of children) child.kill("SIGKILL");
+          kills += children.size;
+          while (children.size > 0) await sleep(20);
+          now += 30_000;
+          await redis.set(clockKey, String(now));
+        }
+        if (phase > 0) {
+          // A redeploy with a changed cron: the cold start's set, at a moment the planners run.
+          cursors.push((await queue.schedules.set("s", definition(CRONS[phase]), { now, owner: "deploy" })).cursorMs);
+        }
+        while (children.size < PLANNERS) spawn();
+        for (let second = 0; second < phaseSeconds; second++) {
+          now += 1_000;
+          await redis.set(clockKey, String(now));
+          await sleep(15);
+          if (rand() < 0.15) {
+            const victims = [...children];
+            const victim = victims[Math.floor(rand() * victims.length)];
+            victim?.kill("SIGKILL");
+            kills++;
+            spawn();
+          }
         }
       }
-    }
-    // The clock stops; the planners catch up with it, then stop.
-    const settled = plans;
-    while (plans < settled + PLANNERS * 2) await sleep(50);
-    await redis.set(clockKey, "stop");
-    while (children.size > 0) await sleep(50);
-    const [info] = await queue.schedules.list();
-    cursors.push(info.cursorMs);
+      // The clock stops; the planners catch up with it, then stop.
+      const settled = plans;
+      while (plans < settled + PLANNERS * 2) await sleep(50);
+      await redis.set(clockKey, "stop");
+      while (children.size > 0) await sleep(50);
+      const [info] = await queue.schedules.list();
+      cursors.push(info.cursorMs);
 
-    await loadCron();
-    const expected: string[] = [];
-    for (let phase = 0; phase < CRONS.length; phase++) {
-      for (const slot of slotsBetween(definition(CRONS[phase]), cursors[phase], cursors[phase + 1], 100_000)) {
-        expected.push(slotId("s", slot));
+      await loadCron();
+      const expected: string[] = [];
+      for (let phase = 0; phase < CRONS.length; phase++) {
+        for (const slot of slotsBetween(definition(CRONS[phase]), cursors[phase], cursors[phase + 1], 100_000)) {
+          expected.push(slotId("s", slot));
+        }
       }
-    }
-    const ids = await slotTaskIds(queue);
-    report("schedules", { seed, planners: PLANNERS, spawned, kills, plans, slots: expected.length, tasks: ids.length });
-    expect(expected.length).toBeGreaterThanOrEqual(200);
-    expect(ids.sort()).toEqual(expected.sort());
-    // Made once each: the schedule counted as many tasks made as there are, and passed over none.
-    expect(info).toMatchObject({ made: expected.length, passedOver: 0 });
-    expect(kills).toBeGreaterThanOrEqual(5);
-    await expectClean(queue, now);
-    redis.disconnect();
-    await store.close();
-  });
+      const ids = await slotTaskIds(queue);
+      report("schedules", {
+        seed,
+        planners: PLANNERS,
+        spawned,
+        kills,
+        plans,
+        slots: expected.length,
+        tasks: ids.length,
+      });
+      expect(expected.length).toBeGreaterThanOrEqual(200);
+      expect(ids.sort()).toEqual(expected.sort());
+      // Made once each: the schedule counted as many tasks made as there are, and passed over none.
+      expect(info).toMatchObject({ made: expected.length, passedOver: 0 });
+      expect(kills).toBeGreaterThanOrEqual(5);
+      await expectClean(queue, now);
+      redis.disconnect();
+      await store.close();
+    },
+    FULL ? 900_000 : 120_000,
+  );
 });
 
 describe("two deployments sharing a queue, their cold starts interleaved", () => {

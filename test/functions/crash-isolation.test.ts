@@ -102,8 +102,11 @@ describe.each(upstash)("a worker process that dies mid-batch, over $name", (adap
       ids.map((id) => ({ id, killsItsProcess: id === "s3" })),
     );
     const rounds: string[][] = [];
-    for (let round = 0; round < 6 && (await queue.stats({ now: Date.now() })).done < 5; round++) {
-      rounds.push((await invocation(name)).sort());
+    for (let round = 0; round < 8 && (await queue.stats({ now: Date.now() })).done < 5; round++) {
+      // (An invocation that found nothing READY, its leases not yet reclaimed on a loaded machine,
+      // is no round of what this tests.)
+      const started = (await invocation(name)).sort();
+      if (started.length > 0) rounds.push(started);
       await reclaim(name);
     }
     // Twice all six are claimed together, and s3 takes the process down as it starts, before s4-s6
