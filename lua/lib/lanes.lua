@@ -27,9 +27,9 @@
 --     window, count  the rate window's start (ms) and its claims
 --     ahead    the lane's first parked tasks, in grouped's order ("<rank, 16 digits>\0<id>", "," between
 --              them; "" when not known): letting tasks out takes them from here and reads grouped
---              again only when it runs short (lib/parking.lua). Every step that parks a task before
---              the last of them puts it in its place, and one that takes a parked task away takes it
---              out, so it is always the first of them (the check verifies it, and clears it if not).
+--              again only when it runs short (lib/parking.lua). A step that parks a task before the
+--              last of them, or takes a named one away, clears it (the next let-out reads grouped),
+--              so it is always the first of them (the check verifies it, and clears it if not).
 --     The record goes when nothing is READY, held, parked or counted in a live window (tick's check
 --     sweeps the records whose slots were all acked since); the "|" lane's stays.
 --   groups hash, field @<type>  the type's record: its rate window (window, count) and its parked
