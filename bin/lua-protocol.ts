@@ -233,7 +233,14 @@ function laneLine(): string {
     `-- ${LANE_HEAD_THROUGH} (numbers: a negative count is written 0) only when ${LANE_TAIL_WHEN.join(" or ")} is above 0.`,
     `local function lane_line(${names.join(", ")})`,
     `  if ${LANE_TAIL_WHEN.map((name) => `${luaName(name)} <= 0`).join(" and ")} then return ${head.join(" .. '|' .. ")} end`,
-    `  return ${head.join(" .. '|' .. ")} .. '|' .. ${tail.map((name, i) => (tailKinds[i] === "digits" ? `fmt(math.max(${name}, 0))` : name)).join(" .. '|' .. ")}`,
+    `  local line = ${head.join(" .. '|' .. ")} .. '|' .. ${tail
+      .filter((_, i) => tailKinds[i] === "digits")
+      .map((name) => `fmt(math.max(${name}, 0))`)
+      .join(" .. '|' .. ")}`,
+    ...tail
+      .filter((_, i) => tailKinds[i] !== "digits")
+      .map((name) => `  if ${name} ~= '' then line = line .. '|' .. ${name} end`),
+    "  return line",
     "end",
   ].join("\n");
 }

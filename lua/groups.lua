@@ -28,6 +28,7 @@ return guard('groups', function()
     local name, text = entries[i], entries[i + 1]
     local task_type, group = string.match(name, LANE_NAME_PATTERN)
     local ready, _, holders, parked = string.match(text, LANE_PATTERN)
+    if not ready then ready, _, holders, parked = string.match(text, LANE_BEFORE_AHEAD_PATTERN) end
     if not ready then ready, _, holders = string.match(text, LANE_HEAD_PATTERN) end
     if task_type and ready then
       local row = { task_type, group, 0, tonumber(ready), tonumber(parked) or 0, '', name }

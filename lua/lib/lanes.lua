@@ -211,8 +211,12 @@ local function lanes_load(names)
       else
         local parked, window, count, at
         ready, last, slots, parked, window, count, at = string.match(text, LANE_LEAD_PATTERN)
-        local ahead = at and string.sub(text, at)
-        if ahead and string.find(ahead, LANE_SEPARATOR, 1, true) then ready = nil end
+        -- After count: nothing (no list), or the separator and the list, which holds no other field.
+        local ahead = ''
+        if at and at <= #text then
+          ahead = string.sub(text, at + 1)
+          if string.sub(text, at, at) ~= LANE_SEPARATOR or string.find(ahead, LANE_SEPARATOR, 1, true) then ready = nil end
+        end
         if ready then
           record = {
             ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),

@@ -8,7 +8,9 @@ import { type Field, recordPattern } from "./record.js";
  * The record of a lane ("<type>|<group>"), of a type ("@<type>": its rate window and the tasks set
  * aside while it may not run) and of the tasks without a group ("|"): the groups hash's field of that
  * name, its fields in this order, "|" between them. The fields after `slots` are written only when
- * `parked` or `count` is not 0 (LANE_TAIL_WHEN); a record without them reads them as their initial.
+ * `parked` or `count` is not 0 (LANE_TAIL_WHEN), and `ahead` only when it names a task (so a record
+ * without a list reads as the build before `ahead` wrote it); a record without them reads them as
+ * their initial.
  */
 export const LANE_FIELDS = {
   ready: {
@@ -77,13 +79,20 @@ export const groupPatterns = () => ({
     end: "$",
   }),
   /**
-   * A long lane record's fields before `ahead`, and where `ahead` starts: the scripts read that list
-   * as it is (a plain find of "|" tells it holds no other field), not matched byte by byte.
+   * A long lane record's fields before `ahead`, and where they end: the scripts read what follows
+   * (nothing, or "|" and the list) as it is (a plain find of "|" tells it holds no other field), not
+   * matched byte by byte.
    */
   LANE_LEAD_PATTERN: recordPattern(LANE_FIELDS, {
     reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
     through: "count",
-    end: "|()",
+    end: "()",
+  }),
+  /** A long lane record as leaseq wrote it before `ahead`: its fields through `count` (read as ahead ""). */
+  LANE_BEFORE_AHEAD_PATTERN: recordPattern(LANE_FIELDS, {
+    reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
+    through: "count",
+    end: "$",
   }),
   /** A short lane record: the fields through LANE_HEAD_THROUGH. */
   LANE_HEAD_PATTERN: recordPattern(LANE_FIELDS, {
@@ -102,7 +111,9 @@ export const groupPatterns = () => ({
 /** A lane record's fields by name (the tail's as 0 when the record is short), or undefined. */
 export function parseLane(text: string): Record<LaneField, string> | undefined {
   const parts = text.split("|");
-  if (parts.length !== laneNames.length && parts.length !== laneNames.indexOf(LANE_HEAD_THROUGH) + 1) return undefined;
+  // Every field, the fields through LANE_HEAD_THROUGH, or every field but `ahead` (as written before it).
+  const lengths = [laneNames.length, laneNames.indexOf(LANE_HEAD_THROUGH) + 1, laneNames.length - 1];
+  if (!lengths.includes(parts.length)) return undefined;
   return Object.fromEntries(
     laneNames.map((name, i) => [name, parts[i] ?? (LANE_FIELDS[name] as { initial?: string }).initial ?? ""]),
   ) as Record<LaneField, string>;

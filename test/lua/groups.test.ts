@@ -97,6 +97,38 @@ describe.each(adapters)("groups over $name", (adapter) => {
     await assertConsistent(redis, queue);
   });
 
+  it("reads a group record as the build before the list wrote it (no ahead field), and writes one without a list that way", async () => {
+    const queue = await fresh({ typeGroups: { step: { ordered: true } } });
+    await queue.enqueue(
+      Array.from({ length: 6 }, (_, i) => ({ id: `g${i + 1}`, type: "step", group: "alice" })),
+      { now: NOW },
+    );
+    await ack(queue, await queue.claim({ count: 5, now: NOW }), NOW);
+    const fields = ((await redis.hget(queue.keys.groups, "step|alice")) ?? "").split("|");
+    expect(fields).toHaveLength(7);
+    // What a worker of the build before writes: six fields, its counts and no list.
+    await redis.hset(queue.keys.groups, "step|alice", fields.slice(0, 6).join("|"));
+    expect(await queue.admin.checkAll({ now: NOW })).toEqual([]);
+    const ran: string[] = [];
+    for (;;) {
+      const claimed = await queue.claim({ count: 5, now: NOW });
+      if (claimed.length === 0) break;
+      ran.push(...ids(claimed));
+      await ack(queue, claimed, NOW);
+      await assertConsistent(redis, queue);
+    }
+    expect(ran).toEqual(["g2", "g3", "g4", "g5", "g6"]);
+    // A record without a list has no seventh field.
+    await queue.enqueue(
+      [
+        { id: "h1", type: "step", group: "bob" },
+        { id: "h2", type: "step", group: "bob" },
+      ],
+      { now: NOW },
+    );
+    expect((await redis.hget(queue.keys.groups, "step|bob"))?.split("|")).toHaveLength(6);
+  });
+
   it("a retry of an ordered group holds only its own group until it is done", async () => {
     const queue = await fresh({
       typeGroups: { charge: { ordered: true } },
