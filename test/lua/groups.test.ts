@@ -1,6 +1,7 @@
 // Groups (docs/groups.md): order, concurrency and rate per group, and groups taking turns, on a
 // real redis-server over both stores.
 import { describe, expect, it } from "vitest";
+import type { Queue } from "../../shared/queue.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { ack, adapters, ids, queueFixture } from "../helpers/stores.js";
 
@@ -8,6 +9,18 @@ const NOW = 1_800_000_000_000;
 
 describe.each(adapters)("groups over $name", (adapter) => {
   const { redis, fresh } = queueFixture(adapter);
+
+  /** Claims and acks at NOW until a claim comes back empty (`after` following each ack); the ids run, in order. */
+  async function runAll(queue: Queue, after: () => Promise<unknown> = async () => {}): Promise<string[]> {
+    const ran: string[] = [];
+    for (;;) {
+      const claimed = await queue.claim({ count: 10, now: NOW });
+      if (claimed.length === 0) return ran;
+      ran.push(...ids(claimed));
+      await ack(queue, claimed, NOW);
+      await after();
+    }
+  }
 
   it("a group of concurrency 1 runs one task at a time, in order, while other groups run beside it", async () => {
     const queue = await fresh({ typeGroups: { charge: { concurrency: 1 } } });
@@ -86,14 +99,7 @@ describe.each(adapters)("groups over $name", (adapter) => {
     expect(found[0].detail).toMatch(/names as its first parked tasks \d+ that are not its first \d+ in grouped/);
     await queue.admin.checkAll({ now: NOW, repair: true });
     expect(await queue.admin.checkAll({ now: NOW })).toEqual([]);
-    const ran: string[] = [];
-    for (;;) {
-      const claimed = await queue.claim({ count: 10, now: NOW });
-      if (claimed.length === 0) break;
-      ran.push(...ids(claimed));
-      await ack(queue, claimed, NOW);
-    }
-    expect(ran).toEqual(["g3", "g4", "g5", "g6", "g7", "g8", "g9", "g10", "g11", "g12"]);
+    expect(await runAll(queue)).toEqual(["g3", "g4", "g5", "g6", "g7", "g8", "g9", "g10", "g11", "g12"]);
     await assertConsistent(redis, queue);
   });
 
@@ -109,15 +115,7 @@ describe.each(adapters)("groups over $name", (adapter) => {
     // What a worker of the build before writes: six fields, its counts and no list.
     await redis.hset(queue.keys.groups, "step|alice", fields.slice(0, 6).join("|"));
     expect(await queue.admin.checkAll({ now: NOW })).toEqual([]);
-    const ran: string[] = [];
-    for (;;) {
-      const claimed = await queue.claim({ count: 5, now: NOW });
-      if (claimed.length === 0) break;
-      ran.push(...ids(claimed));
-      await ack(queue, claimed, NOW);
-      await assertConsistent(redis, queue);
-    }
-    expect(ran).toEqual(["g2", "g3", "g4", "g5", "g6"]);
+    expect(await runAll(queue, () => assertConsistent(redis, queue))).toEqual(["g2", "g3", "g4", "g5", "g6"]);
     // A record without a list has no seventh field.
     await queue.enqueue(
       [
