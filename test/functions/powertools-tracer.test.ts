@@ -53,8 +53,15 @@ describe.each(adapters)("a worker under the Powertools Tracer, over $name", (ada
         AWS_XRAY_DAEMON_ADDRESS: `127.0.0.1:${daemon.address().port}`,
         AWS_XRAY_CONTEXT_MISSING: "RUNTIME_ERROR",
       });
-      // The last datagrams may still be on their way.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The last datagrams may still be on their way (a loaded machine delays them): both segments
+      // are waited for, up to 5 s.
+      const waitUntil = Date.now() + 5_000;
+      while (
+        !["## handler", "## import"].every((name) => segments.some((segment) => segment.name === name)) &&
+        Date.now() < waitUntil
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       daemon.close();
       expect(stderr).toBe("");
       expect(code).toBe(0);
