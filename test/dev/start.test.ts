@@ -73,8 +73,10 @@ describe("npm start", () => {
     expect(summary.done + summary.failed).toBe(300);
     expect(summary.poison).toMatchObject({ state: "failed", attempts: 3 });
     expect(summary.poison.lastError).toContain("poison: cannot be processed");
+    // The crashed batch recovered: by the reclaimer's run at its lease's end, or (first on a loaded
+    // machine) by a worker's claim taking the expired leases as its wake-up comes back
+    // (docs/lambda.md): either path counts, so the reclaimer's own count is not asserted.
     expect(summary.crash).toMatchObject({ claimed: 8, recovered: 8 });
-    expect(summary.reclaimed).toBeGreaterThanOrEqual(8);
     expect(summary.retried).toBeGreaterThan(0);
     expect(summary.durationMs).toBeLessThan(Date.now() - startedAt);
     // The live view went to stderr as plain lines (not a terminal), never escape codes.
