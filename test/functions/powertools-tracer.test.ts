@@ -56,10 +56,7 @@ describe.each(adapters)("a worker under the Powertools Tracer, over $name", (ada
       // The last datagrams may still be on their way (a loaded machine delays them): both segments
       // are waited for, up to 5 s.
       const waitUntil = Date.now() + 5_000;
-      while (
-        !["## handler", "## import"].every((name) => segments.some((segment) => segment.name === name)) &&
-        Date.now() < waitUntil
-      ) {
+      while (!segments.some((segment) => segment.name === "## handler") && Date.now() < waitUntil) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       daemon.close();
@@ -86,9 +83,12 @@ describe.each(adapters)("a worker under the Powertools Tracer, over $name", (ada
       });
       expect(handler?.error ?? false).toBe(false);
       expect(handler?.fault ?? false).toBe(false);
-      // In Lambda the X-Ray SDK sends each subsegment as it closes, naming its parent.
+      // In Lambda the X-Ray SDK sends each subsegment as it closes, naming its parent; one it did not
+      // stream yet goes inside its parent's document (seen under a loaded CI run).
       const own = segments.find((segment) => segment.name === "## import");
-      expect(own).toMatchObject({ trace_id: traceId, parent_id: handler?.id, type: "subsegment" });
+      const nested = handler?.subsegments?.find((segment) => segment.name === "## import");
+      if (own) expect(own).toMatchObject({ trace_id: traceId, parent_id: handler?.id, type: "subsegment" });
+      else expect(nested, "the task handler's subsegment, streamed or inside `## handler`").toBeDefined();
     } finally {
       await queue.admin.drop({ confirm: name });
     }
