@@ -72,16 +72,19 @@ local function check_config(config, now, problems, repair)
   end
 end
 
--- A repair took a member out of grouped: a group naming it ahead reads grouped again.
+-- A repair changed a group's parked tasks: its record no longer names its first ones, and its next
+-- let-out reads grouped again.
+local function ahead_clear(lane, record)
+  if record.ahead ~= '' then
+    record.ahead = ''
+    lane_touch(lane, record)
+  end
+end
+
+-- A repair took a member out of grouped: its group's list is cleared (a type's record keeps none).
 local function ahead_forget(member)
   local owner = string.match(member, '^([^%z]+)%z')
-  if owner and string.byte(owner, 1) ~= AT then
-    local record = lane_get(owner)
-    if record.ahead ~= '' then
-      record.ahead = ''
-      lane_touch(owner, record)
-    end
-  end
+  if owner and string.byte(owner, 1) ~= AT then ahead_clear(owner, lane_get(owner)) end
 end
 
 -- Puts an id back into the set its readable state names (a repair): READY at its rank (its group's
@@ -97,9 +100,7 @@ local function put_back(writes, id, state, now)
       local lane = lane_of(state.type, state.group)
       zadd(writes, K.grouped, 0, lane_member(lane, state.rank, id))
       -- Its lane's tasks ahead are read from grouped again (it may come before them).
-      local record = lane_get(lane)
-      record.ahead = ''
-      lane_touch(lane, record)
+      ahead_clear(lane, lane_get(lane))
     end
   else
     zadd(writes, K[SET_OF_LETTER[letter]], state.at, id)
@@ -430,10 +431,7 @@ local function check_lanes(config, now, position, count, problems, repair)
         if not same then
           report(problems, 'group_ahead', name, 'its record names as its first parked tasks ' .. #named ..
             ' that are not its first ' .. #named .. ' in grouped', repair)
-          if repair then
-            record.ahead = ''
-            lane_touch(name, record)
-          end
+          if repair then ahead_clear(name, record) end
         end
       end
       -- In parkedsince exactly when it has parked tasks (counted here when its record says none
