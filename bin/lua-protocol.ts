@@ -215,7 +215,7 @@ function leaseParts(): string[] {
 
 /**
  * lane_line: a group record's text from its fields, the head as texts and the tail as numbers,
- * printed only when the record is long (a record is written at every step that changes its lane).
+ * printed only when the record is long (a record is written at every step that changes its lane), each number once per script (fmt_once: a batch's records share a few small counts).
  */
 function laneLine(): string {
   const names = Object.keys(LANE_FIELDS).map(luaName);
@@ -235,7 +235,7 @@ function laneLine(): string {
     `  if ${LANE_TAIL_WHEN.map((name) => `${luaName(name)} <= 0`).join(" and ")} then return ${head.join(" .. '|' .. ")} end`,
     `  local line = ${head.join(" .. '|' .. ")} .. '|' .. ${tail
       .filter((_, i) => tailKinds[i] === "digits")
-      .map((name) => `fmt(math.max(${name}, 0))`)
+      .map((name) => `fmt_once(math.max(${name}, 0))`)
       .join(" .. '|' .. ")}`,
     ...tail
       .filter((_, i) => tailKinds[i] !== "digits")

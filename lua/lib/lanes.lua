@@ -201,29 +201,29 @@ local function lanes_load(names)
   local values = read_many('HMGET', K.groups, missing)
   for i, name in ipairs(missing) do
     local text, record = values[i], nil
-    if text then
-      local ready, last, slots = string.match(text, LANE_HEAD_PATTERN)
-      if ready then
+    -- One pass: the fields through slots, then a long record's counts from where they end, then
+    -- nothing (no list), or the separator and the list, which holds no other field.
+    local ready, last, slots, at = nil, nil, nil, nil
+    if text then ready, last, slots, at = string.match(text, LANE_FRONT_PATTERN) end
+    if ready and at > #text then
+      record = {
+        ready = tonumber(ready), last = last, slots = slots, parked = 0, window = 0, count = 0, ahead = '',
+        dirty = false, outs = false, span = false, last_score = false, parked_was = 0, since = false,
+      }
+    elseif ready then
+      local parked, window, count
+      parked, window, count, at = string.match(text, LANE_COUNTS_PATTERN, at)
+      local ahead = ''
+      if at and at <= #text then
+        ahead = string.sub(text, at + 1)
+        if string.sub(text, at, at) ~= LANE_SEPARATOR or string.find(ahead, LANE_SEPARATOR, 1, true) then parked = nil end
+      end
+      if parked then
         record = {
-          ready = tonumber(ready), last = last, slots = slots, parked = 0, window = 0, count = 0, ahead = '',
-          dirty = false, outs = false, span = false, last_score = false, parked_was = 0, since = false,
+          ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),
+          window = tonumber(window), count = tonumber(count), ahead = ahead, dirty = false,
+          outs = false, span = false, last_score = false, parked_was = tonumber(parked), since = false,
         }
-      else
-        local parked, window, count, at
-        ready, last, slots, parked, window, count, at = string.match(text, LANE_LEAD_PATTERN)
-        -- After count: nothing (no list), or the separator and the list, which holds no other field.
-        local ahead = ''
-        if at and at <= #text then
-          ahead = string.sub(text, at + 1)
-          if string.sub(text, at, at) ~= LANE_SEPARATOR or string.find(ahead, LANE_SEPARATOR, 1, true) then ready = nil end
-        end
-        if ready then
-          record = {
-            ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),
-            window = tonumber(window), count = tonumber(count), ahead = ahead, dirty = false,
-            outs = false, span = false, last_score = false, parked_was = tonumber(parked), since = false,
-          }
-        end
       end
     end
     lanes[name] = record or empty_record()

@@ -30,7 +30,8 @@ local DIGITS_ENQUEUED = 15
 local LENGTH_TRACE = 55
 -- A group's record and a type's group policy (shared/protocol/groups.ts).
 local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|([^|]*)$'
-local LANE_LEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)()'
+local LANE_FRONT_PATTERN = '^(%d+)|([%d,]*)|([^|]*)()'
+local LANE_COUNTS_PATTERN = '^|(%d+)|(%d+)|(%d+)()'
 local LANE_BEFORE_AHEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)$'
 local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
@@ -102,7 +103,7 @@ local LANE_SEPARATOR = '|'
 -- slots (numbers: a negative count is written 0) only when parked or count is above 0.
 local function lane_line(ready, last, slots, parked, window, count, ahead)
   if parked <= 0 and count <= 0 then return ready .. '|' .. last .. '|' .. slots end
-  local line = ready .. '|' .. last .. '|' .. slots .. '|' .. fmt(math.max(parked, 0)) .. '|' .. fmt(math.max(window, 0)) .. '|' .. fmt(math.max(count, 0))
+  local line = ready .. '|' .. last .. '|' .. slots .. '|' .. fmt_once(math.max(parked, 0)) .. '|' .. fmt_once(math.max(window, 0)) .. '|' .. fmt_once(math.max(count, 0))
   if ahead ~= '' then line = line .. '|' .. ahead end
   return line
 end

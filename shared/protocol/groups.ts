@@ -79,13 +79,21 @@ export const groupPatterns = () => ({
     end: "$",
   }),
   /**
-   * A long lane record's fields before `ahead`, and where they end: the scripts read what follows
-   * (nothing, or "|" and the list) as it is (a plain find of "|" tells it holds no other field), not
-   * matched byte by byte.
+   * Any lane record's fields through LANE_HEAD_THROUGH, and where they end: the end of a short
+   * record, or the separator LANE_COUNTS_PATTERN reads a long one's counts from (one pass over the
+   * record, where trying the short form first would fail on a long one after backtracking over it).
    */
-  LANE_LEAD_PATTERN: recordPattern(LANE_FIELDS, {
+  LANE_FRONT_PATTERN: recordPattern(LANE_FIELDS, {
     reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
+    through: LANE_HEAD_THROUGH,
+    end: "()",
+  }),
+  /** A long lane record's fields after LANE_HEAD_THROUGH through `count`, read from the separator before them. */
+  LANE_COUNTS_PATTERN: recordPattern(LANE_FIELDS, {
+    reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
+    from: "parked",
     through: "count",
+    prefix: "|",
     end: "()",
   }),
   /** A long lane record as leaseq wrote it before `ahead`: its fields through `count` (read as ahead ""). */

@@ -218,6 +218,8 @@ export type Read =
  * `reads` says (unnamed: skip), anchored at the start. `end` is what follows the last field read:
  * "|" (the next field starts), "$" (the record ends there) or "()" (the position of the next field,
  * for a `remainder` field taken apart). `prefix` is matched before the first field (the body's mark).
+ * `from` starts the pattern at a later field (read with string.match's init at the position a
+ * pattern ending in "()" gave, the separator before it as `prefix`: Lua 5.1 anchors "^" at init).
  */
 export function recordPattern<T extends Record<string, Field>>(
   fields: T,
@@ -228,11 +230,12 @@ export function recordPattern<T extends Record<string, Field>>(
     prefix?: string;
     lane?: { from: keyof T; to: keyof T; read: "take" };
     separator?: string;
+    from?: keyof T & string;
   },
 ): string {
   const names = Object.keys(fields) as Array<keyof T & string>;
   const parts: string[] = [];
-  for (const name of names.slice(0, names.indexOf(spec.through) + 1)) {
+  for (const name of names.slice(spec.from ? names.indexOf(spec.from) : 0, names.indexOf(spec.through) + 1)) {
     const field: Field = fields[name];
     const read = spec.reads[name] ?? "skip";
     if (field.kind === "remainder")
