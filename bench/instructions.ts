@@ -107,8 +107,8 @@ export function instructionsCases(server: Server): InstructionsCase[] {
         ordered: options.ordered,
         dedupeTtlMs: options.dedupeTtlMs,
       });
-  const naive = (queueName: string) =>
-    naiveContender({ url: server.url, queueName, batchSize: HEADLINE_BATCH, consumers: CONSUMERS });
+  const naive = (batchSize: number) => (queueName: string) =>
+    naiveContender({ url: server.url, queueName, batchSize, consumers: CONSUMERS });
   const groups = GROUPS.toLocaleString("en-US");
   const large = `${LARGE_PAYLOAD_BYTES / 1024} KiB`;
   return [
@@ -145,13 +145,20 @@ export function instructionsCases(server: Server): InstructionsCase[] {
       payloadBytes: LARGE_PAYLOAD_BYTES,
       open: leaseq({}),
     },
-    { key: BASELINE_KEY, system: "naive", shape: `claim batch ${HEADLINE_BATCH}, ${CONSUMERS} consumers`, open: naive },
+    // Claims of 1: the per-call cost, against leaseq b1 (CLAIM_ONE_KEYS).
+    { key: "naive b1", system: "naive", shape: `claim batch 1, ${CONSUMERS} consumers`, open: naive(1) },
+    {
+      key: BASELINE_KEY,
+      system: "naive",
+      shape: `claim batch ${HEADLINE_BATCH}, ${CONSUMERS} consumers`,
+      open: naive(HEADLINE_BATCH),
+    },
     {
       key: `${BASELINE_KEY} ${large}`,
       system: "naive",
       shape: `${large} payload`,
       payloadBytes: LARGE_PAYLOAD_BYTES,
-      open: naive,
+      open: naive(HEADLINE_BATCH),
     },
     {
       key: `bullmq c${WORKER_CONCURRENCY}`,
@@ -422,6 +429,16 @@ export function payloadRatios(rows: readonly InstructionsRow[]): Record<string, 
   return ratios;
 }
 
+/** leaseq's claims of 1 and the naive design's: the per-call cost of each, compared as a ratio. */
+export const CLAIM_ONE_KEYS = ["leaseq b1", "naive b1"] as const;
+
+/** leaseq b1's instructions per task over naive b1's, when both were measured. */
+export function claimOneRatio(rows: readonly InstructionsRow[]): number | undefined {
+  const [leaseq, naive] = CLAIM_ONE_KEYS.map((key) => rows.find((row) => row.key === key));
+  if (!leaseq || !naive) return undefined;
+  return perTask(totalInstructions(leaseq), leaseq.tasks) / perTask(totalInstructions(naive), naive.tasks);
+}
+
 /** The table as printed and pasted into docs/benchmarks.md, the ratios and what was left out. */
 export function renderInstructions(
   result: Pick<InstructionsResult, "rows" | "leftOut" | "consumers"> & Partial<InstructionsResult>,
@@ -461,6 +478,10 @@ export function renderInstructions(
       `${LARGE_PAYLOAD_BYTES / 1024} KiB payload over the 54-byte one, instructions per task: ` +
         ratios.map(([system, ratio]) => `${system} ${num(ratio)}x`).join(", "),
     );
+  }
+  const claimOne = claimOneRatio(result.rows);
+  if (claimOne !== undefined) {
+    notes.push(`Claims of 1 (the per-call cost), instructions per task: leaseq b1 ${num(claimOne)}x naive b1`);
   }
   if (result.idleInstructionsPerSecond !== undefined) {
     notes.push(
@@ -518,6 +539,7 @@ export function instructionsJson(result: InstructionsResult) {
       idleInstructionsPerTask: Math.round((result.idleInstructionsPerSecond * row.seconds) / row.tasks),
     })),
     payloadRatio: Object.fromEntries(Object.entries(payloadRatios(result.rows)).map(([k, v]) => [k, round(v)])),
+    claimOneRatio: ((ratio) => (ratio === undefined ? null : round(ratio)))(claimOneRatio(result.rows)),
     leftOut: result.leftOut,
   };
 }

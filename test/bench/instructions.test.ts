@@ -69,6 +69,7 @@ describe("instructions mode", () => {
       "leaseq b20 1,000 ordered groups",
       "leaseq b20 dedupe",
       "leaseq b20 64 KiB",
+      "naive b1",
       BASELINE_KEY,
       `${BASELINE_KEY} 64 KiB`,
       "bullmq c50",
@@ -126,6 +127,29 @@ describe("instructions mode", () => {
       idleInstructionsPerTask: 10_000,
     });
     expect(json.payloadRatio).toEqual({ leaseq: 10, naive: 12 });
+    expect(json.claimOneRatio).toBeNull(); // no claims of 1 in these rows
     expect(JSON.parse(JSON.stringify(json))).toEqual(json);
+  });
+
+  it("compares claims of 1 with the naive design's claims of 1 (the per-call cost), not with its claims of 20", () => {
+    const withOne = [...rows, row("leaseq b1", "leaseq", 600), row("naive b1", "naive", 150)];
+    expect(renderInstructions({ rows: withOne, consumers: 4, leftOut: [] })).toContain(
+      "Claims of 1 (the per-call cost), instructions per task: leaseq b1 4x naive b1",
+    );
+    const json = instructionsJson({
+      tasks: 100,
+      warmupTasks: 25,
+      largeTasks: 100,
+      largeWarmupTasks: 25,
+      consumers: 4,
+      rows: withOne,
+      leftOut: [],
+      idleInstructionsPerSecond: 0,
+      versions: { redis: "7.0.15" },
+      durationSeconds: 1,
+    });
+    expect(json.claimOneRatio).toBe(4);
+    // The last column stays the ratio to the baseline, claims of 20.
+    expect(json.rows.find((r) => r.key === "leaseq b1")?.ratioToBaseline).toBe(6);
   });
 });
