@@ -28,6 +28,22 @@ function row(key: string, system: InstructionsRow["system"], perTaskK: number, p
   };
 }
 
+/** A measured run of 100 tasks over `measured`, with this idle floor (instructions per second). */
+function result(measured: InstructionsRow[], idleInstructionsPerSecond: number) {
+  return {
+    tasks: 100,
+    warmupTasks: 25,
+    largeTasks: 100,
+    largeWarmupTasks: 25,
+    consumers: 4,
+    rows: measured,
+    leftOut: [],
+    idleInstructionsPerSecond,
+    versions: { redis: "7.0.15" },
+    durationSeconds: 12.3,
+  };
+}
+
 const rows = [
   row("leaseq b20", "leaseq", 200),
   row("leaseq b20 64 KiB", "leaseq", 2_000, 65_536),
@@ -105,18 +121,7 @@ describe("instructions mode", () => {
   });
 
   it("writes per-task figures into results.json", () => {
-    const json = instructionsJson({
-      tasks: 100,
-      warmupTasks: 25,
-      largeTasks: 100,
-      largeWarmupTasks: 25,
-      consumers: 4,
-      rows,
-      leftOut: [],
-      idleInstructionsPerSecond: 1_000_000,
-      versions: { redis: "7.0.15" },
-      durationSeconds: 12.3,
-    });
+    const json = instructionsJson(result(rows, 1_000_000));
     expect(json.rows[0]).toMatchObject({
       key: "leaseq b20",
       instructionsPerTask: { total: 200_000, enqueue: 50_000, drain: 150_000 },
@@ -136,18 +141,7 @@ describe("instructions mode", () => {
     expect(renderInstructions({ rows: withOne, consumers: 4, leftOut: [] })).toContain(
       "Claims of 1 (the per-call cost), instructions per task: leaseq b1 4x naive b1",
     );
-    const json = instructionsJson({
-      tasks: 100,
-      warmupTasks: 25,
-      largeTasks: 100,
-      largeWarmupTasks: 25,
-      consumers: 4,
-      rows: withOne,
-      leftOut: [],
-      idleInstructionsPerSecond: 0,
-      versions: { redis: "7.0.15" },
-      durationSeconds: 1,
-    });
+    const json = instructionsJson(result(withOne, 0));
     expect(json.claimOneRatio).toBe(4);
     // The last column stays the ratio to the baseline, claims of 20.
     expect(json.rows.find((r) => r.key === "leaseq b1")?.ratioToBaseline).toBe(6);
