@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { DESIGN_PATH, LUA_DIR, luaSources } from "../../bin/generate-lua.js";
 import { withScriptsTable } from "../../bin/lua-protocol.js";
 import { ID_PATTERN, ID_RESERVED_END, NAME_PATTERN } from "../../shared/config.js";
+import { groupPatterns, LANE_FIELDS, type LaneField, parseLane } from "../../shared/protocol/groups.js";
 import { readReply } from "../../shared/protocol/index.js";
 import { OPERATIONS, type OperationName } from "../../shared/protocol/operations.js";
 import {
@@ -320,5 +321,74 @@ describe("names and ids: the library and the scripts take the same characters (r
       texts.map((text) => (ID_RESERVED_END.test(text) ? 1 : 0)),
     );
     expect(texts.filter((text) => ID_RESERVED_END.test(text))).toEqual(["a:s", "a:x", "a:z", "@:s"]);
+  });
+});
+
+describe("a group record: what the scripts read is what its declaration reads (real Redis)", () => {
+  const { redis } = queueFixture(adapters[0]);
+
+  it("reads short, long and listed records in one pass as parseLane does, and refuses the same malformed ones", async () => {
+    const { LANE_FRONT_PATTERN, LANE_COUNTS_PATTERN } = groupPatterns();
+    // lanes_load's read (lua/lib/lanes.lua): the fields through slots and where they end, then a long
+    // record's counts from there, then nothing or "|" and the list, which holds no other field.
+    const read = `local out = {}
+      for i = 3, #ARGV do
+        local text, got = ARGV[i], 'none'
+        local ready, last, slots, at = string.match(text, ARGV[1])
+        if ready and at > #text then
+          got = table.concat({ ready, last, slots, '0', '0', '0', '' }, ';')
+        elseif ready then
+          local parked, window, count
+          parked, window, count, at = string.match(text, ARGV[2], at)
+          local ahead = ''
+          if at and at <= #text then
+            ahead = string.sub(text, at + 1)
+            if string.sub(text, at, at) ~= '|' or string.find(ahead, '|', 1, true) then parked = nil end
+          end
+          if parked then got = table.concat({ ready, last, slots, parked, window, count, ahead }, ';') end
+        end
+        out[#out + 1] = got
+      end
+      return out`;
+    // parseLane splits on "|"; the digit fields must hold digits (a count) or digits and "," (last).
+    const digits: readonly LaneField[] = ["ready", "parked", "window", "count"];
+    const expected = (text: string) => {
+      const fields = parseLane(text);
+      if (!fields || !/^[\d,]*$/.test(fields.last) || digits.some((name) => !/^\d+$/.test(fields[name]))) return "none";
+      return (Object.keys(LANE_FIELDS) as LaneField[]).map((name) => fields[name]).join(";");
+    };
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed / 2_147_483_648;
+    };
+    const alphabet = ["0", "1", "9", "|", "|", ",", "a", "x", "\0"];
+    const texts = [
+      "1|2|a",
+      "1||",
+      "0|5,7|a,b|3|0|0",
+      "1|2|a|3|4|5|0000000000000001\0t1,0000000000000002\0t2",
+      "1|2|a|3|4|5|",
+      "1|2|a|3|4|5|x|y",
+      "1|2|a|3|4",
+      "1|2|a|3|4|5x",
+      "|2|a",
+      ...Array.from({ length: 3000 }, () =>
+        Array.from({ length: Math.floor(random() * 20) }, () => alphabet[Math.floor(random() * alphabet.length)]).join(
+          "",
+        ),
+      ),
+    ];
+    const got = (await redis.eval(read, 0, LANE_FRONT_PATTERN, LANE_COUNTS_PATTERN, ...texts)) as string[];
+    expect(got).toEqual(texts.map(expected));
+    // Each form is among them: short, long, long with its list, and refused.
+    expect(got.slice(0, 6)).toEqual([
+      "1;2;a;0;0;0;",
+      "1;;;0;0;0;",
+      "0;5,7;a,b;3;0;0;",
+      "1;2;a;3;4;5;0000000000000001\0t1,0000000000000002\0t2",
+      "1;2;a;3;4;5;",
+      "none",
+    ]);
   });
 });
