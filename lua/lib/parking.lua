@@ -92,7 +92,7 @@ local function parked_pages(prefixes, limits, records)
       for j, text in ipairs(named) do
         local id = string.sub(text, 18)
         local entry = { member = prefix .. NUL .. text, id = id, number = string.sub(text, 1, 16), named = true }
-        if j > limit then page.next = entry else page[#page + 1] = entry end
+        if j > limit then page.next, entry.after = entry, true else page[#page + 1] = entry end
         entries[#entries + 1] = entry
         fields[#fields + 1] = id .. ':s'
       end
@@ -112,7 +112,7 @@ local function parked_pages(prefixes, limits, records)
         if j <= limit + 1 then
           local number, id = string.match(member, MEMBER_PATTERN)
           local entry = { member = member, id = id or '', number = number or '0' }
-          if j > limit then page.next = entry else page[#page + 1] = entry end
+          if j > limit then page.next, entry.after = entry, true else page[#page + 1] = entry end
           entries[#entries + 1] = entry
           fields[#fields + 1] = entry.id .. ':s'
         end
@@ -129,7 +129,8 @@ local function parked_pages(prefixes, limits, records)
   local values = read_many('HMGET', K.task, fields)
   for i, entry in ipairs(entries) do
     entry.value = values[i]
-    if values[i] then entry.state, entry.problem = parse_state(values[i]) end
+    -- The task after a page is not let out here: only its time is read (note_next_parked).
+    if values[i] and not entry.after then entry.state, entry.problem = parse_state(values[i]) end
   end
   return pages
 end
@@ -139,8 +140,9 @@ end
 -- parkedsince (lanes_flush).
 local function note_next_parked(record, page, now)
   if #page > 0 and record.parked > 0 then
-    local state = page.next and page.next.state
-    record.since = state and tonumber(state.at) or now
+    local value = page.next and page.next.value
+    local at = value and string.match(value, PARKED_AT_PATTERN)
+    record.since = at and #at <= DIGITS_AT and tonumber(at) or now
   end
 end
 

@@ -8,6 +8,7 @@ local LEGACY_STATE_PATTERN = '^([RSLDFW])|(%d+)|(%d+)|(%d+)|(%d+)|(%l*)|(%d+)|([
 local ACK_STATE_PATTERN = '^L|(%d+)|(%d+)|(%d+)|%d+|(%l*)|(%d+)|([^|]*|[^|]*)|()'
 local FRESH_GROUPED_PATTERN = '^R|0|0|0|(%d+)|(u?)|(%d+)|(([%w_%.%-]+)|[%w_%.%-:@]+)|||$'
 local BARE_LEASE_PATTERN = '^L|%d+|%d+|%d+|%d+||'
+local PARKED_AT_PATTERN = '^W|%d*|%d*|%d*|(%d+)|'
 local LANE_OF_STATE_PATTERN = '^[RSLDFW]|%d*|%d*|%d*|%d*|%l*|%d*|([%w_%.%-]+)|([%w_%.%-:@]+)|'
 local SLOT_STATE_PATTERN = '^([LSRWF])|%d*|%d*|%d*|%d*|(%l*)|%d*|([^|]*|[^|]*)|'
 local BODY_PATTERN = '^1|(%d+)|([%w_%.%-]+)|([%w_%.%-:@]*)|([%da-f%-]*)|()'

@@ -323,6 +323,15 @@ export const recordPatterns = () => ({
     through: "flags",
     end: "|",
   }),
+  /**
+   * A parked state's time (when it became READY): what a let-out needs of the parked task after its
+   * page (parkedsince), read without the whole state.
+   */
+  PARKED_AT_PATTERN: recordPattern(STATE_FIELDS, {
+    reads: { letter: { literal: "W" }, attempts: "skip loose", gen: "skip loose", max: "skip loose", at: "take" },
+    through: "at",
+    end: "|",
+  }),
   /** Any state's type and group, both non-empty (the lane of a task of a group). */
   LANE_OF_STATE_PATTERN: recordPattern(STATE_FIELDS, {
     reads: {
