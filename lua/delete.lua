@@ -5,8 +5,9 @@
 -- out: its group's count and slot, an ordered queue's hold for it, a wake-up arranged only for it.
 --
 -- KEYS the queue's keys (see lib/arguments.lua): all of them
--- ARGV[1] now     ms since epoch, or 0 when the caller gave none (a wake-up arranged for later is
---                 then kept, even when nothing falls due by then any more)
+-- ARGV[1] now     ms since epoch, or 0 when the caller gave none (a wake-up arranged only for what
+--                 it deleted is then forgotten by the store's clock, TIME; kept only when the store
+--                 gives none)
 -- ARGV[2] state   "" (any state), or the state each task must be in: ready (parked ones too),
 --                 scheduled, done, failed, corrupt
 -- ARGV[3..] ids, 1..1000 of them (an id named twice is deleted once, and answered alike twice)
@@ -17,7 +18,7 @@
 --   are read and checked before the first write.
 -- Uses: K, apply, delete_args, drop_field, drop_slot, forget_marks, guard, id_arg
 -- Uses: lane_get, lane_of, lane_remove, lane_wait, lanes_flush, new_state, new_writes, parked_gone
--- Uses: parse_body, parse_state, read_config_fields, record_fields, zrem
+-- Uses: parse_body, parse_state, read_config_fields, record_fields, store_time, zrem
 -- Uses: delete_item, delete_items
 
 local LETTERS_OF = { ready = { R = true, W = true }, scheduled = { S = true }, done = { D = true },
@@ -91,7 +92,9 @@ return guard('delete', function()
       lane_remove(item.id, state, config, nil)
     end
   end
-  forget_marks(config, now, gone)
+  -- Whichever path called (the CLI's delete and purge give no now), a wake-up arranged only for
+  -- what left goes with it: by the store's clock when the caller gave none.
+  forget_marks(config, now ~= 0 and now or store_time() or 0, gone)
   lanes_flush(now)
   return result
 end)

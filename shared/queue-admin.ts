@@ -111,8 +111,8 @@ export class QueueAdmin {
   /**
    * Deletes tasks by id, records included: READY, SCHEDULED, DONE, FAILED or quarantined ones. A
    * LEASED task is refused (status "leased"): a worker is running it. With `state`, a task no longer
-   * in that state (it moved on since a filter found it) is left alone ("not_in_state"). `now` lets
-   * the script forget a wake-up arranged only for what it deleted.
+   * in that state (it moved on since a filter found it) is left alone ("not_in_state"). A wake-up
+   * arranged only for what it deleted is forgotten by `now`, or by the store's clock without one.
    */
   async delete(
     ids: string[],

@@ -335,14 +335,24 @@ local function ready_for(config, scope)
 end
 
 -- Work was taken away (cancel, delete): the wake-ups arranged for later, when nothing falls due
--- by then any more, are forgotten (`now` 0: unknown, kept), and so is an ordered queue's hold for a
--- task that left. `config` carries wake, nextDue, ordered, hold.
+-- by then any more, are forgotten (`now` 0: unknown, kept), config nextDue is set to what is due
+-- now that it left, and an ordered queue's hold for a task that left goes. `config` carries wake,
+-- nextDue, ordered, hold.
 local function forget_marks(config, now, gone)
   local hold, held = hold_of(config)
   if held and gone[held] then
     redis.call('HDEL', K.config, 'hold')
     config.hold = nil
   end
+  local any = false
+  for _ in pairs(gone) do
+    any = true
+    break
+  end
+  if not any then return end
+  -- nextDue may name what left: written as what is due now, since a later step (a resume, a
+  -- hand-off) arranges wake-ups from it.
+  set_next_due(config, earliest_due())
   if now == 0 then return end
   local checked = false
   for _, scope in ipairs(all_scopes(config)) do
@@ -350,7 +360,6 @@ local function forget_marks(config, now, gone)
     if #list > 0 and list[#list].at > now then
       if not checked then
         if redis.call('ZCARD', K.ready) + leased_count() > 0 then return end
-        config.nextDue = fmt(earliest_due())
         checked = true
       end
       local due = next_due_for(config, now, scope)

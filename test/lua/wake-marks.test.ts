@@ -5,6 +5,7 @@
 // script, then closes the socket, and @upstash/redis's request is retried by the store.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
+import type { Queue } from "../../shared/queue.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
 import { expectClean } from "../helpers/check.js";
 import { adapters, configuredQueue, queueFixture, redisUrl, uniqueQueueName } from "../helpers/stores.js";
@@ -92,6 +93,25 @@ describe.each(adapters)("wake-ups for every kind of work falling due, over $name
     expect(wakeAtMs).toBe(NOW + 30_000);
     await expectClean(queue, NOW + 2_000);
   });
+
+  it.each([
+    ["deleted by id without a now, as `leaseq delete` does", (queue: Queue) => queue.admin.delete(["later"])],
+    ["purged, as `leaseq purge scheduled` does", (queue: Queue) => queue.admin.purge("scheduled")],
+    ["cancelled", (queue: Queue) => queue.admin.cancel(["later"], { now: NOW + 500 })],
+  ])(
+    "a delayed task %s takes its due time with it: a resume after it arranges no wake-up for nothing",
+    async (_, remove) => {
+      const queue = await fresh();
+      // A worker is draining (its empty claim's mark): the enqueue notes when the task falls due and
+      // arranges no wake-up of its own.
+      expect(await queue.claim({ count: 1, now: NOW })).toEqual([]);
+      await queue.enqueue([{ id: "later", type: "job", delayMs: 30_000 }], { now: NOW });
+      await remove(queue);
+      const { wakeAtMs } = await queue.admin.resume({ now: NOW + 1_000 });
+      expect(wakeAtMs).toBeUndefined();
+      await expectClean(queue, NOW + 2_000);
+    },
+  );
 
   it("a task enqueued between a worker's last empty claim and its handoff gets the wake-up the worker's mark kept from it", async () => {
     const queue = await fresh();
