@@ -42,11 +42,11 @@
 --   another storage format; nothing is written then: every check, and every read of what exists
 --   (the flow fields and the tasks they hold too), comes before the first write (INCRBY of seq).
 -- Uses: K, apply, arrange_wakes, as_time, bad, body_trace, config_int, decision_time
--- Uses: declared_types, drop_field, enqueue_args, enqueue_item, fair_turn, flow_args, flow_decide
+-- Uses: declared_types, drop_field, earliest_due, enqueue_args, enqueue_item, fair_turn, flow_args, flow_decide
 -- Uses: flow_over, flow_runs, fmt, group_arg, group_policy, guard, id_arg, int_arg, int_text, is_id
 -- Uses: lane_add, lane_of, lane_remove, lane_touch, lanes, lanes_flush, lanes_load, lanes_verify
 -- Uses: name_arg, new_state, new_writes, note_due, parked_gone, parse_body, parse_state, put
--- Uses: put_state, read_config_fields, read_many, record_letter, replaced_line, stamp_format
+-- Uses: put_state, read_config_fields, read_many, record_letter, replaced_line, set_next_due, stamp_format
 -- Uses: start_fair, time_arg, type_scope, zadd, zrem
 
 -- The batch: every task's arguments, checked, before the config is read. Fills b with the tasks'
@@ -250,6 +250,7 @@ local function write_flows(b, writes)
     drop_field(writes, id .. ':s')
     if gone.letter == 'S' then
       zrem(writes, K.scheduled, id)
+      b.unscheduled = true -- config nextDue may name its time: set again after the writes
     else
       local state = gone.state and parse_state(gone.state)
       if not state then
@@ -359,7 +360,10 @@ return guard('enqueue', function()
   for _, item in ipairs(left_lanes) do lane_remove(item.id, item.state, config, nil) end
   lanes_flush(now)
 
-  if b.earliest then note_due(config, b.earliest) end
+  -- A debounce or a singleton took a SCHEDULED task's place: nextDue is what is due now (a
+  -- hand-off or a resume arranges wake-ups from it), else the batch's earliest lowers it.
+  if b.unscheduled then set_next_due(config, earliest_due())
+  elseif b.earliest then note_due(config, b.earliest) end
   local dues = config.paused == '1' and {} or b.dues
   result[#result + 1] = arrange_wakes(config, now, dues, WAKE_HORIZON_MAX_MS, b.call ~= '' and b.call or nil, b.call ~= '', '')
   return result

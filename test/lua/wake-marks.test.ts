@@ -113,6 +113,17 @@ describe.each(adapters)("wake-ups for every kind of work falling due, over $name
     },
   );
 
+  it("a debounce that replaces a delayed task takes its due time: a resume arranges the wake-up for the one that replaced it", async () => {
+    const queue = await fresh();
+    expect(await queue.claim({ count: 1, now: NOW })).toEqual([]);
+    const debounce = { key: "k", delayMs: 10_000, maxWaitMs: 60_000 };
+    await queue.enqueue([{ id: "first", type: "job", debounce }], { now: NOW });
+    await queue.enqueue([{ id: "second", type: "job", debounce }], { now: NOW + 1_000 });
+    const { wakeAtMs } = await queue.admin.resume({ now: NOW + 2_000 });
+    expect(wakeAtMs).toBe(NOW + 11_000);
+    await expectClean(queue, NOW + 3_000);
+  });
+
   it("a task enqueued between a worker's last empty claim and its handoff gets the wake-up the worker's mark kept from it", async () => {
     const queue = await fresh();
     // The worker's claim comes back empty: its mark says a worker is draining.
