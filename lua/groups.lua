@@ -13,7 +13,7 @@
 --   were all acked may be listed with 0 and 0 until tick sweeps its record).
 -- Errors: LEASEQ_BAD_ARGUMENT when any argument is malformed, LEASEQ_FORMAT when the queue is in
 --   another storage format.
--- Uses: K, bad, groups_args, guard, read_many, require_format, slot_kind
+-- Uses: K, bad, groups_args, guard, lane_fields, read_many, require_format, slot_kind
 
 return guard('groups', function()
   local cursor, count = groups_args()
@@ -27,11 +27,9 @@ return guard('groups', function()
   for i = 1, #entries, 2 do
     local name, text = entries[i], entries[i + 1]
     local task_type, group = string.match(name, LANE_NAME_PATTERN)
-    local ready, _, holders, parked = string.match(text, LANE_PATTERN)
-    if not ready then ready, _, holders, parked = string.match(text, LANE_BEFORE_AHEAD_PATTERN) end
-    if not ready then ready, _, holders = string.match(text, LANE_HEAD_PATTERN) end
+    local ready, _, holders, parked = lane_fields(text)
     if task_type and ready then
-      local row = { task_type, group, 0, tonumber(ready), tonumber(parked) or 0, '', name }
+      local row = { task_type, group, 0, ready, parked, '', name }
       rows[#rows + 1] = row
       for id in string.gmatch(holders, '[^,]+') do
         ids[#ids + 1] = id

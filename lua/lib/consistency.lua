@@ -401,8 +401,7 @@ local function check_lanes(config, now, position, count, problems, repair)
   for i, name in ipairs(names) do listed[name] = since[i] ~= false end
   for _, name in ipairs(names) do
     local record, text = lanes[name], texts[name]
-    if not string.match(text, LANE_HEAD_PATTERN) and not string.match(text, LANE_PATTERN) and
-      not string.match(text, LANE_BEFORE_AHEAD_PATTERN) then
+    if not lane_fields(text) then
       report(problems, 'group_record', name, 'its record cannot be read', repair)
       if repair then lane_touch(name, record) end -- written again from what is known (parked counted below)
     end

@@ -13,8 +13,8 @@
 -- ready set, flagged "u", each holding one of the lane's slots until it is claimed. Every common
 -- step (enqueue, claim, ack) reads and writes the lanes of a whole batch with one HMGET and one
 -- HSET; only parking and letting out cost a command per task.
---   groups hash, field <lane>   "<ready>|<last>|<slots>[|<parked>|<window>|<count>|<ahead>]" (declared in
---                               shared/protocol/groups.ts, read with LANE_PATTERN, written by lane_line):
+--   groups hash, field <lane>   "<ready>|<last>|<slots>[|<parked>|<window>|<count>[|<ahead>]]" (declared in
+--                               shared/protocol/groups.ts, read by lane_fields, written by lane_line):
 --     ready    tasks READY (parked included): what `groups` shows, and when the record may go
 --     last     the lane's last virtual time per priority, as the ready-set score it gave
 --              ("<score>[,<score>...]": at most LAST_BANDS_MAX priorities, the newest first)
@@ -186,6 +186,24 @@ local function empty_record()
   }
 end
 
+-- A group record's fields, its counts as numbers (a short record's tail as 0 and ""), or nil when it
+-- cannot be read. One pass: the fields through slots and where they end, then a long record's counts
+-- from there, then nothing (no list), or the separator and the list, which holds no other field.
+-- Every reader of a record reads it here (lanes_load, the check, the groups view).
+local function lane_fields(text)
+  local ready, last, slots, at = string.match(text, LANE_FRONT_PATTERN)
+  if not ready then return nil end
+  if at > #text then return tonumber(ready), last, slots, 0, 0, 0, '' end
+  local parked, window, count, after = string.match(text, LANE_COUNTS_PATTERN, at)
+  if not parked then return nil end
+  local ahead = ''
+  if after <= #text then
+    ahead = string.sub(text, after + 1)
+    if string.sub(text, after, after) ~= LANE_SEPARATOR or string.find(ahead, LANE_SEPARATOR, 1, true) then return nil end
+  end
+  return tonumber(ready), last, slots, tonumber(parked), tonumber(window), tonumber(count), ahead
+end
+
 -- Loads the records of the lanes (or @<type>s) named that this script has not read yet: one HMGET.
 -- A record is a table of its fields, built once; its slots stay the record's text ("" or ids
 -- joined by ","), and its last times the text they were read as until enqueue gives a new one.
@@ -200,33 +218,12 @@ local function lanes_load(names)
   if #missing == 0 then return end
   local values = read_many('HMGET', K.groups, missing)
   for i, name in ipairs(missing) do
-    local text, record = values[i], nil
-    -- One pass: the fields through slots, then a long record's counts from where they end, then
-    -- nothing (no list), or the separator and the list, which holds no other field.
-    local ready, last, slots, at = nil, nil, nil, nil
-    if text then ready, last, slots, at = string.match(text, LANE_FRONT_PATTERN) end
-    if ready and at > #text then
-      record = {
-        ready = tonumber(ready), last = last, slots = slots, parked = 0, window = 0, count = 0, ahead = '',
-        dirty = false, outs = false, span = false, last_score = false, parked_was = 0, since = false,
-      }
-    elseif ready then
-      local parked, window, count
-      parked, window, count, at = string.match(text, LANE_COUNTS_PATTERN, at)
-      local ahead = ''
-      if at and at <= #text then
-        ahead = string.sub(text, at + 1)
-        if string.sub(text, at, at) ~= LANE_SEPARATOR or string.find(ahead, LANE_SEPARATOR, 1, true) then parked = nil end
-      end
-      if parked then
-        record = {
-          ready = tonumber(ready), last = last, slots = slots, parked = tonumber(parked),
-          window = tonumber(window), count = tonumber(count), ahead = ahead, dirty = false,
-          outs = false, span = false, last_score = false, parked_was = tonumber(parked), since = false,
-        }
-      end
-    end
-    lanes[name] = record or empty_record()
+    local ready, last, slots, parked, window, count, ahead
+    if values[i] then ready, last, slots, parked, window, count, ahead = lane_fields(values[i]) end
+    lanes[name] = ready and {
+      ready = ready, last = last, slots = slots, parked = parked, window = window, count = count, ahead = ahead,
+      dirty = false, outs = false, span = false, last_score = false, parked_was = parked, since = false,
+    } or empty_record()
   end
 end
 

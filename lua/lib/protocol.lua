@@ -30,11 +30,8 @@ local DIGITS_RANK = 16
 local DIGITS_ENQUEUED = 15
 local LENGTH_TRACE = 55
 -- A group's record and a type's group policy (shared/protocol/groups.ts).
-local LANE_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)|([^|]*)$'
 local LANE_FRONT_PATTERN = '^(%d+)|([%d,]*)|([^|]*)()'
 local LANE_COUNTS_PATTERN = '^|(%d+)|(%d+)|(%d+)()'
-local LANE_BEFORE_AHEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)|(%d+)|(%d+)|(%d+)$'
-local LANE_HEAD_PATTERN = '^(%d+)|([%d,]*)|([^|]*)$'
 local GROUP_POLICY_PATTERN = '^(%d+),([01]),(%d+),(%d+),(%d+),(%d+)$'
 -- The small records: the hold, a schedule's counts, flow control's values (shared/protocol/values.ts).
 local RUN_PATTERN = '^(%d+),(%d+)$'

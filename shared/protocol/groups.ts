@@ -70,14 +70,12 @@ export type GroupPolicyField = keyof typeof GROUP_POLICY_FIELDS;
 const laneNames = Object.keys(LANE_FIELDS) as LaneField[];
 const policyNames = Object.keys(GROUP_POLICY_FIELDS) as GroupPolicyField[];
 
-/** The patterns the scripts read a group record and a policy with, by their Lua names. */
+/**
+ * The patterns the scripts read a group record and a policy with, by their Lua names. A record of
+ * any form (short, long, long with its list, or long as written before `ahead`) is read with the
+ * first two (lua/lib/lanes.lua lane_fields), as parseLane reads it.
+ */
 export const groupPatterns = () => ({
-  /** A long lane record: every field. */
-  LANE_PATTERN: recordPattern(LANE_FIELDS, {
-    reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
-    through: "ahead",
-    end: "$",
-  }),
   /**
    * Any lane record's fields through LANE_HEAD_THROUGH, and where they end: the end of a short
    * record, or the separator LANE_COUNTS_PATTERN reads a long one's counts from (one pass over the
@@ -95,18 +93,6 @@ export const groupPatterns = () => ({
     through: "count",
     prefix: "|",
     end: "()",
-  }),
-  /** A long lane record as leaseq wrote it before `ahead`: its fields through `count` (read as ahead ""). */
-  LANE_BEFORE_AHEAD_PATTERN: recordPattern(LANE_FIELDS, {
-    reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
-    through: "count",
-    end: "$",
-  }),
-  /** A short lane record: the fields through LANE_HEAD_THROUGH. */
-  LANE_HEAD_PATTERN: recordPattern(LANE_FIELDS, {
-    reads: Object.fromEntries(laneNames.map((name) => [name, "take"])),
-    through: LANE_HEAD_THROUGH,
-    end: "$",
   }),
   GROUP_POLICY_PATTERN: recordPattern(GROUP_POLICY_FIELDS, {
     reads: { ...Object.fromEntries(policyNames.map((name) => [name, "take"])), ordered: { lua: "([01])" } },
