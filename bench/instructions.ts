@@ -499,6 +499,7 @@ export function instructionsJson(result: InstructionsResult) {
   const baseline = result.rows.find((row) => row.key === BASELINE_KEY);
   const baselinePerTask = baseline ? perTask(totalInstructions(baseline), baseline.tasks) : undefined;
   const round = (value: number, digits = 3) => Number(value.toFixed(digits));
+  const claimOne = claimOneRatio(result.rows);
   return {
     measuredBy:
       "callgrind Ir of redis-server (every thread, zero to dump) per phase; commands from INFO commandstats deltas (commands inside scripts included)",
@@ -539,7 +540,7 @@ export function instructionsJson(result: InstructionsResult) {
       idleInstructionsPerTask: Math.round((result.idleInstructionsPerSecond * row.seconds) / row.tasks),
     })),
     payloadRatio: Object.fromEntries(Object.entries(payloadRatios(result.rows)).map(([k, v]) => [k, round(v)])),
-    claimOneRatio: ((ratio) => (ratio === undefined ? null : round(ratio)))(claimOneRatio(result.rows)),
+    claimOneRatio: claimOne === undefined ? null : round(claimOne),
     leftOut: result.leftOut,
   };
 }
