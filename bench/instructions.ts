@@ -16,6 +16,7 @@ import type { Redis } from "ioredis";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { bullmqContender } from "./bullmq.js";
 import type { Contender } from "./contender.js";
+import { type FloorLease, floorContender } from "./floor.js";
 import { leaseqContender } from "./leaseq.js";
 import { naiveContender } from "./naive.js";
 import { commandCalls, commandDelta, redisVersion } from "./redis.js";
@@ -78,7 +79,7 @@ export function parseInstructionsArgs(argv: readonly string[]): InstructionsOpti
 /** One workload of the count: a system, how it runs, and the payload. */
 export interface InstructionsCase {
   key: string;
-  system: "leaseq" | "naive" | "bullmq" | "bee-queue" | "groupmq";
+  system: "leaseq" | "floor" | "naive" | "bullmq" | "bee-queue" | "groupmq";
   /** What differs from the default workload, in words. */
   shape: string;
   payloadBytes?: number;
@@ -109,6 +110,8 @@ export function instructionsCases(server: Server): InstructionsCase[] {
       });
   const naive = (batchSize: number) => (queueName: string) =>
     naiveContender({ url: server.url, queueName, batchSize, consumers: CONSUMERS });
+  const floor = (lease: FloorLease, batchSize: number) => (queueName: string) =>
+    floorContender({ url: server.url, queueName, lease, batchSize, consumers: CONSUMERS });
   const groups = GROUPS.toLocaleString("en-US");
   const large = `${LARGE_PAYLOAD_BYTES / 1024} KiB`;
   return [
@@ -145,6 +148,15 @@ export function instructionsCases(server: Server): InstructionsCase[] {
       payloadBytes: LARGE_PAYLOAD_BYTES,
       open: leaseq({}),
     },
+    // The least work of leaseq's promises (bench/floor.lua): idempotent enqueue, fenced leases, nothing else.
+    ...FLOOR_KEYS.map(
+      ({ key, lease, batchSize }): InstructionsCase => ({
+        key,
+        system: "floor",
+        shape: `claim batch ${batchSize}, ${lease === "record" ? "a lease record per task" : "the lease a score alone"}, no checks`,
+        open: floor(lease, batchSize),
+      }),
+    ),
     // Claims of 1: the per-call cost, against leaseq b1 (CLAIM_ONE_KEYS).
     { key: "naive b1", system: "naive", shape: `claim batch 1, ${CONSUMERS} consumers`, open: naive(1) },
     {
@@ -429,6 +441,38 @@ export function payloadRatios(rows: readonly InstructionsRow[]): Record<string, 
   return ratios;
 }
 
+/**
+ * The floor's rows (bench/floor.lua): leaseq's storage (a lease record per task) and the cheapest
+ * fenced lease (its token the leased set's score), each at claims of 1 and of HEADLINE_BATCH.
+ */
+export const FLOOR_KEYS: ReadonlyArray<{ key: string; lease: FloorLease; batchSize: number }> = [
+  { key: "floor b1", lease: "record", batchSize: 1 },
+  { key: `floor b${HEADLINE_BATCH}`, lease: "record", batchSize: HEADLINE_BATCH },
+  { key: "floor score b1", lease: "score", batchSize: 1 },
+  { key: `floor score b${HEADLINE_BATCH}`, lease: "score", batchSize: HEADLINE_BATCH },
+];
+
+/**
+ * Each floor row over the naive design at the same claim size, and leaseq over the floor of its own
+ * storage at that size: what the promises cost at the least, and what leaseq spends beyond that.
+ */
+export function floorRatios(rows: readonly InstructionsRow[]): Record<string, number> {
+  const perTaskOf = (key: string) => {
+    const found = rows.find((row) => row.key === key);
+    return found ? perTask(totalInstructions(found), found.tasks) : undefined;
+  };
+  const ratios: Record<string, number> = {};
+  for (const { key, lease, batchSize } of FLOOR_KEYS) {
+    const floor = perTaskOf(key);
+    const naive = perTaskOf(`naive b${batchSize}`);
+    const leaseq = perTaskOf(`leaseq b${batchSize}`);
+    if (floor === undefined) continue;
+    if (naive !== undefined) ratios[`${key} / naive b${batchSize}`] = floor / naive;
+    if (leaseq !== undefined && lease === "record") ratios[`leaseq b${batchSize} / ${key}`] = leaseq / floor;
+  }
+  return ratios;
+}
+
 /** leaseq's claims of 1 and the naive design's: the per-call cost of each, compared as a ratio. */
 export const CLAIM_ONE_KEYS = ["leaseq b1", "naive b1"] as const;
 
@@ -482,6 +526,14 @@ export function renderInstructions(
   const claimOne = claimOneRatio(result.rows);
   if (claimOne !== undefined) {
     notes.push(`Claims of 1 (the per-call cost), instructions per task: leaseq b1 ${num(claimOne)}x naive b1`);
+  }
+  const floors = Object.entries(floorRatios(result.rows));
+  if (floors.length > 0) {
+    notes.push(
+      `The floor (bench/floor.lua: idempotent enqueue and fenced leases, nothing else), instructions per task: ${floors
+        .map(([pair, ratio]) => `${pair} ${num(ratio)}x`)
+        .join(", ")}`,
+    );
   }
   if (result.idleInstructionsPerSecond !== undefined) {
     notes.push(
@@ -541,6 +593,7 @@ export function instructionsJson(result: InstructionsResult) {
     })),
     payloadRatio: Object.fromEntries(Object.entries(payloadRatios(result.rows)).map(([k, v]) => [k, round(v)])),
     claimOneRatio: claimOne === undefined ? null : round(claimOne),
+    floorRatios: Object.fromEntries(Object.entries(floorRatios(result.rows)).map(([k, v]) => [k, round(v)])),
     leftOut: result.leftOut,
   };
 }

@@ -1,7 +1,9 @@
 // The benchmark's code paths, tiny, against a redis-server of this file's own (INFO commandstats
 // counts every client, so the shared test server would make the counts meaningless).
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBacklog } from "../../bench/backlog.js";
+import { floorContender, floorKeys } from "../../bench/floor.js";
 import { leaseqBacklog } from "../../bench/leaseq.js";
 import { naiveBacklog, naiveKeys } from "../../bench/naive.js";
 import { type BenchRedis, countCommands, startBenchRedis } from "../../bench/redis.js";
@@ -56,6 +58,50 @@ describe("throughput rounds", () => {
   it("BullMQ: every job completes through a real Worker", async () => {
     const round = await throughputRound(redis, bullmqCase(redis, 5), 30);
     expect(round.commandsPerTask).toBeGreaterThan(5);
+  });
+});
+
+describe("the floor (bench/floor.lua): the least work of leaseq's promises, and it keeps them", () => {
+  for (const lease of ["record", "score"] as const) {
+    it(`lease kept as a ${lease}: a known id is not enqueued again, and an ack fences on the lease's token`, async () => {
+      const name = `floor-${lease}`;
+      const keys = floorKeys(name);
+      const floor = (...args: Array<string | number>) =>
+        redis.admin.eval(readFileSync(new URL("../../bench/floor.lua", import.meta.url), "utf8"), 5, ...keys, ...args);
+      const now = Date.now();
+      expect(await floor("enqueue", lease, now, "a", '{"n":1}', "b", '{"n":2}')).toEqual([0, 0]);
+      // The same id again (a resend): nothing written.
+      expect(await floor("enqueue", lease, now, "a", '{"n":3}')).toEqual([5]);
+      const claimed = (await floor("claim", lease, now, 5)) as string[];
+      expect(claimed.filter((_, i) => i % 3 !== 1)).toEqual(["a", '{"n":1}', "b", '{"n":2}']);
+      // A stale or made-up token changes nothing; the lease's own token acks.
+      expect(await floor("ack", lease, now, "a", `${claimed[1]}0`, "b", "x")).toEqual([3, 3]);
+      expect(await redis.admin.zcard(keys[3])).toBe(2);
+      expect(await floor("ack", lease, now, "a", claimed[1], "b", claimed[4])).toEqual([0, 0]);
+      expect(await redis.admin.zcard(keys[3])).toBe(0);
+      expect(await redis.admin.zcard(keys[4])).toBe(2);
+      // An acked task stays known: sent again, it is a duplicate, and nothing is claimable.
+      expect(await floor("enqueue", lease, now, "b", '{"n":2}')).toEqual([5]);
+      expect(await floor("claim", lease, now, 5)).toEqual([]);
+      await redis.admin.del(...keys);
+    });
+  }
+
+  it("drains every task through the contender the instructions mode runs", async () => {
+    const { makeTasks } = await import("../../bench/workload.js");
+    for (const lease of ["record", "score"] as const) {
+      const floor = await floorContender({
+        url: redis.url,
+        queueName: `floor-drain-${lease}`,
+        lease,
+        batchSize: 7,
+        consumers: 2,
+      });
+      await floor.enqueue(makeTasks(0, 50));
+      expect(await floor.drain()).toBe(50);
+      await floor.close();
+      await redis.admin.del(...floorKeys(`floor-drain-${lease}`), ...floorKeys(`floor-drain-${lease}-warm`));
+    }
   });
 });
 

@@ -85,6 +85,10 @@ describe("instructions mode", () => {
       "leaseq b20 1,000 ordered groups",
       "leaseq b20 dedupe",
       "leaseq b20 64 KiB",
+      "floor b1",
+      "floor b20",
+      "floor score b1",
+      "floor score b20",
       "naive b1",
       BASELINE_KEY,
       `${BASELINE_KEY} 64 KiB`,
@@ -144,6 +148,29 @@ describe("instructions mode", () => {
     const json = instructionsJson(result(withOne, 0));
     expect(json.claimOneRatio).toBe(4);
     // The last column stays the ratio to the baseline, claims of 20.
+    expect(json.floorRatios).toEqual({}); // no floor rows here
     expect(json.rows.find((r) => r.key === "leaseq b1")?.ratioToBaseline).toBe(6);
+  });
+
+  it("sets the floor beside the naive design and leaseq beside the floor of its own storage, claim size by claim size", () => {
+    const withFloor = [
+      ...rows,
+      row("floor b20", "floor", 150),
+      row("floor score b20", "floor", 120),
+      row("leaseq b1", "leaseq", 600),
+      row("naive b1", "naive", 150),
+      row("floor b1", "floor", 300),
+    ];
+    const ratios = instructionsJson(result(withFloor, 0)).floorRatios;
+    expect(ratios).toEqual({
+      "floor b1 / naive b1": 2,
+      "leaseq b1 / floor b1": 2,
+      "floor b20 / naive b20": 1.5,
+      "leaseq b20 / floor b20": 1.333,
+      "floor score b20 / naive b20": 1.2,
+    });
+    expect(renderInstructions({ rows: withFloor, consumers: 4, leftOut: [] })).toContain(
+      "nothing else), instructions per task: floor b1 / naive b1 2x, leaseq b1 / floor b1 2x, floor b20 / naive b20 1.5x",
+    );
   });
 });
