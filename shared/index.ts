@@ -19,6 +19,13 @@ export {
   UnreachableError,
 } from "./errors.js";
 export { type QueueKeys, queueKeys } from "./keys.js";
+export {
+  type PartitionedClaimOptions,
+  PartitionedQueue,
+  type PartitionedQueueOptions,
+  type PartitionedStats,
+} from "./partitioned-queue.js";
+export { PARTITIONS_MAX, partitionOf, partitionTag, routingKey, slotOfTag } from "./partitions.js";
 export { type ClaimOptions, Queue, type QueueOptions, type ResultOf, type WaitOptions } from "./queue.js";
 export { listQueues, type QueueAdmin } from "./queue-admin.js";
 export type { PlanResult, QueueSchedules, ScheduleInfo } from "./queue-schedules.js";

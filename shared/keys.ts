@@ -69,9 +69,10 @@ const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 /**
  * Key names of `queue` under `prefix`; throws InvalidInputError when the name is not a valid queue
- * name or the prefix not a valid key prefix.
+ * name or the prefix not a valid key prefix. `tag` is a partition's hash tag (shared/partitions.ts
+ * partitionTag), the name itself by default: partition 0, a queue of one partition.
  */
-export function queueKeys(queue: string, prefix = "leaseq"): QueueKeys {
+export function queueKeys(queue: string, prefix = "leaseq", tag = queue): QueueKeys {
   if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
     throw new InvalidInputError(
       `key prefix must be 1-64 characters of A-Z a-z 0-9 _ . - : (no braces: the queue's {name} is the hash tag of every key), got ${JSON.stringify(String(prefix).slice(0, 80))}`,
@@ -87,7 +88,7 @@ export function queueKeys(queue: string, prefix = "leaseq"): QueueKeys {
       `queue name must be 1-${LIMITS.queueNameMaxBytes} characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(String(queue).slice(0, 80))}`,
     );
   }
-  const base = `${prefix}:{${queue}}:`;
+  const base = `${prefix}:{${tag}}:`;
   return Object.fromEntries(ORDER.map((name) => [name, `${base}${name}`])) as unknown as QueueKeys;
 }
 

@@ -31,13 +31,17 @@ export function takeCreatedQueues(): string[] {
   return names;
 }
 
-/** Deletes every key of each named queue (all of them share the `{queue}` hash tag). */
+/** Deletes every key of each named queue (all of them share the `{queue}` hash tag, or a partition's). */
 export async function deleteQueues(names: readonly string[], url: string = redisUrl()): Promise<number> {
   if (names.length === 0) return 0;
   const redis = new Redis(url);
   try {
     let deleted = 0;
-    for (const name of names) deleted += await deleteMatching(redis, `leaseq:{${name}}:*`);
+    for (const name of names) {
+      deleted += await deleteMatching(redis, `leaseq:{${name}}:*`);
+      // Its partitions after the first, if it had some (shared/partitions.ts partitionTag).
+      deleted += await deleteMatching(redis, `leaseq:{${name}#*}:*`);
+    }
     return deleted;
   } finally {
     redis.disconnect();

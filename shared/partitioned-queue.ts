@@ -1,0 +1,288 @@
+// One logical queue over N partitions (docs/partitions.md): each partition is a whole leaseq queue
+// under a hash tag of its own (shared/partitions.ts), on a store of its own or sharing one. A task
+// goes to the partition its routing key hashes to, so everything per key stays exact in one
+// partition; a claim takes from one partition, chosen by the heads of two.
+import { InvalidInputError } from "./errors.js";
+import { checkPartitions, partitionOf, partitionTag, routingKey } from "./partitions.js";
+import { type ClaimOptions, Queue } from "./queue.js";
+import type { QueueOptions } from "./queue-context.js";
+import type { QueueSettings } from "./settings.js";
+import { luaScript, type Store } from "./store.js";
+import type {
+  ClaimedTask,
+  EnqueueResult,
+  ExtendResult,
+  ItemResult,
+  QueueStats,
+  ReclaimResult,
+  SettleItem,
+  SettleResult,
+  TaskInput,
+} from "./types.js";
+
+export interface PartitionedQueueOptions extends Omit<QueueOptions, "partitionTag"> {
+  /** How many partitions, 1..64: 1 is the queue as it always was (its keys under `{<name>}`). */
+  partitions: number;
+}
+
+/** What a claim of a partitioned queue takes besides a plain claim's options. */
+export interface PartitionedClaimOptions extends ClaimOptions {
+  /**
+   * The partition to claim from first: the one a wake-up named. Default: the better head of two
+   * partitions drawn at random.
+   */
+  partition?: number;
+}
+
+/** A partition's figures and the queue's sums (`oldest` ages: the largest of any partition). */
+export interface PartitionedStats {
+  total: QueueStats;
+  partitions: QueueStats[];
+}
+
+/**
+ * The head of a partition's ready set, read-only: its size, then its first member's score (""
+ * when empty). The score's priority part (score / 2^42) orders heads across partitions.
+ */
+const HEAD = luaScript(
+  "partition-head",
+  "local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n" +
+    "return { redis.call('ZCARD', KEYS[1]), head[2] or '' }",
+  { readOnly: true },
+);
+
+/** The ready-set score's priority part (docs/storage.md: priority band × 2^42 + arrival or turn). */
+const BAND = 2 ** 42;
+
+/** A token of partition k > 0 is `<k>/<token>`; partition 0's is the queue's own, unchanged. */
+function tokenFor(partition: number, token: string): string {
+  return partition === 0 ? token : `${partition}/${token}`;
+}
+
+export class PartitionedQueue {
+  readonly name: string;
+  /** The partitions, by number: each a whole queue under its own hash tag. */
+  readonly partitions: readonly Queue[];
+  private readonly stores: readonly Store[];
+
+  /**
+   * `stores`: one store for every partition (a Redis Cluster, whose slots spread them over its
+   * masters, or one server), or one per database (Upstash), partition k on `stores[k % length]`.
+   */
+  constructor(stores: Store | readonly Store[], options: PartitionedQueueOptions) {
+    const { partitions: count, ...queueOptions } = options ?? ({} as PartitionedQueueOptions);
+    const n = checkPartitions("new PartitionedQueue", count);
+    const list = Array.isArray(stores) ? stores : [stores as Store];
+    if (list.length === 0) throw new InvalidInputError("new PartitionedQueue: stores must name at least one store");
+    this.stores = list;
+    this.partitions = Array.from(
+      { length: n },
+      (_, k) =>
+        new Queue(list[k % list.length], {
+          ...queueOptions,
+          ...(k === 0 ? {} : { partitionTag: partitionTag(queueOptions.name, k) }),
+        }),
+    );
+    this.name = this.partitions[0].name;
+  }
+
+  /** The partition a task belongs to: by its group, else its flow key, else its id. */
+  partitionFor(task: Pick<TaskInput, "id" | "group" | "dedupe" | "debounce" | "throttle" | "singleton">): number {
+    const flow = task.dedupe
+      ? `d:${task.dedupe.key}`
+      : task.debounce
+        ? `b:${task.debounce.key}`
+        : task.throttle
+          ? `t:${task.throttle.key}`
+          : task.singleton
+            ? `s:${task.singleton.key}`
+            : undefined;
+    return partitionOf(routingKey({ id: task.id, group: task.group, flowKey: flow }), this.partitions.length);
+  }
+
+  /** Writes the settings into every partition's config. */
+  async configure(settings?: QueueSettings, options: { now?: number } = {}): Promise<boolean> {
+    const changed = await Promise.all(this.partitions.map((queue) => queue.configure(settings, options)));
+    return changed.some(Boolean);
+  }
+
+  /**
+   * Enqueues each task into its partition (one call per partition with tasks, in parallel); the
+   * results come back in the order of `tasks`. Each partition's call is all-or-nothing; a call
+   * that fails leaves the others' tasks enqueued, and the error names the partition.
+   */
+  async enqueue(tasks: TaskInput[], options: { now: number }): Promise<EnqueueResult[]> {
+    const byPartition = new Map<number, number[]>();
+    tasks.forEach((task, index) => {
+      const partition = this.partitionFor(task);
+      const list = byPartition.get(partition) ?? [];
+      list.push(index);
+      byPartition.set(partition, list);
+    });
+    const results: EnqueueResult[] = new Array(tasks.length);
+    await Promise.all(
+      [...byPartition].map(async ([partition, indexes]) => {
+        const answered = await this.partitions[partition].enqueue(
+          indexes.map((index) => tasks[index]),
+          options,
+        );
+        answered.forEach((result, i) => {
+          results[indexes[i]] = result;
+        });
+      }),
+    );
+    return results;
+  }
+
+  /** The size and the head's priority band of each of `partitions`' ready sets. */
+  private async heads(
+    partitions: readonly number[],
+  ): Promise<Array<{ partition: number; ready: number; band: number }>> {
+    return Promise.all(
+      partitions.map(async (partition) => {
+        const queue = this.partitions[partition];
+        const [ready, score] = (await this.stores[partition % this.stores.length].evalScript(
+          HEAD,
+          [queue.keys.ready],
+          [],
+        )) as [number, string];
+        return {
+          partition,
+          ready: Number(ready),
+          band: score === "" ? Number.POSITIVE_INFINITY : Math.floor(Number(score) / BAND),
+        };
+      }),
+    );
+  }
+
+  /**
+   * The partition to claim from without a wake-up naming one: of two drawn at random, the one whose
+   * head has the higher priority, then the one with more READY (power of two choices). Reads two
+   * heads, never every partition's.
+   */
+  async choosePartition(random: () => number = Math.random): Promise<number> {
+    const n = this.partitions.length;
+    if (n === 1) return 0;
+    const first = Math.floor(random() * n);
+    const second = (first + 1 + Math.floor(random() * (n - 1))) % n;
+    const [a, b] = await this.heads([first, second]);
+    if (a.band !== b.band) return a.band < b.band ? a.partition : b.partition;
+    return b.ready > a.ready ? b.partition : a.partition;
+  }
+
+  /**
+   * Leases up to `count` tasks from one partition: `options.partition` (a wake-up's), else the
+   * better of two (choosePartition). Their tokens carry their partition, so settle, extend and
+   * release go back to it.
+   */
+  async claim(options: PartitionedClaimOptions): Promise<ClaimedTask[]> {
+    const { partition: named, ...claimOptions } = options;
+    const partition = named === undefined ? await this.choosePartition() : this.checkPartition("claim", named);
+    const tasks = await this.partitions[partition].claim(claimOptions);
+    return tasks.map((task) => ({ ...task, token: tokenFor(partition, task.token) }));
+  }
+
+  private checkPartition(where: string, partition: unknown): number {
+    if (
+      typeof partition !== "number" ||
+      !Number.isInteger(partition) ||
+      partition < 0 ||
+      partition >= this.partitions.length
+    ) {
+      throw new InvalidInputError(
+        `${where}: partition must be an integer from 0 to ${this.partitions.length - 1}, got ${JSON.stringify(partition)}`,
+      );
+    }
+    return partition;
+  }
+
+  /** Items by the partition their token names, each with its partition's token, and where each came from. */
+  private split<T extends { id: string; token: string }>(where: string, items: readonly T[]) {
+    const byPartition = new Map<number, { items: T[]; at: number[] }>();
+    items.forEach((item, at) => {
+      const token = String(item?.token ?? "");
+      const slash = token.indexOf("/");
+      const partition = slash < 0 ? 0 : Number(token.slice(0, slash));
+      if (!Number.isInteger(partition) || partition < 0 || partition >= this.partitions.length) {
+        throw new InvalidInputError(
+          `${where}: item ${at + 1} (id ${JSON.stringify(String(item?.id).slice(0, 130))}) has a token of no partition of this queue (${this.partitions.length} partitions): ${JSON.stringify(token.slice(0, 80))}`,
+        );
+      }
+      const entry = byPartition.get(partition) ?? { items: [], at: [] };
+      entry.items.push({ ...item, token: slash < 0 ? token : token.slice(slash + 1) });
+      entry.at.push(at);
+      byPartition.set(partition, entry);
+    });
+    return byPartition;
+  }
+
+  /** Runs `call` on each partition's items; the answers come back in the items' order. */
+  private async perPartition<T extends { id: string; token: string }, R>(
+    where: string,
+    items: readonly T[],
+    call: (queue: Queue, items: T[]) => Promise<R[]>,
+  ): Promise<R[]> {
+    const results: R[] = new Array(items.length);
+    await Promise.all(
+      [...this.split(where, items)].map(async ([partition, entry]) => {
+        const answered = await call(this.partitions[partition], entry.items);
+        answered.forEach((result, i) => {
+          results[entry.at[i]] = result;
+        });
+      }),
+    );
+    return results;
+  }
+
+  async settle(items: SettleItem[], options: { now: number }): Promise<SettleResult[]> {
+    return this.perPartition("settle", items, (queue, own) => queue.settle(own, options));
+  }
+
+  async ack(tasks: Array<{ id: string; token: string }>, options: { now: number }): Promise<SettleResult[]> {
+    return this.perPartition("ack", tasks, (queue, own) => queue.ack(own, options));
+  }
+
+  async extend(items: Parameters<Queue["extend"]>[0], options: { now: number }): Promise<ExtendResult[]> {
+    return this.perPartition("extend", items, (queue, own) => queue.extend(own, options));
+  }
+
+  async release(items: Array<{ id: string; token: string }>, options: { now: number }): Promise<ItemResult[]> {
+    return this.perPartition("release", items, (queue, own) => queue.release(own, options));
+  }
+
+  /** The reclaimer's work on every partition: expired leases back, each partition to its end. */
+  async reclaim(options: { now: number; limit?: number }): Promise<ReclaimResult> {
+    const all = await Promise.all(this.partitions.map((queue) => queue.reclaim(options)));
+    return {
+      reclaimed: all.flatMap((result) => result.reclaimed),
+      failed: all.flatMap((result) => result.failed),
+      more: all.some((result) => result.more),
+    };
+  }
+
+  /** Each partition's figures, and their sums (ages: the oldest of any partition). */
+  async stats(options: { now: number }): Promise<PartitionedStats> {
+    const partitions = await Promise.all(this.partitions.map((queue) => queue.stats(options)));
+    const sum = (field: "ready" | "scheduled" | "leased" | "done" | "failed" | "dueScheduled" | "corrupt") =>
+      partitions.reduce((total, stats) => total + stats[field], 0);
+    const oldest = (field: "oldestReadyAgeMs" | "oldestWaitingAgeMs" | "mostOverdueLeaseMs") =>
+      Math.max(...partitions.map((stats) => stats[field]));
+    return {
+      total: {
+        ready: sum("ready"),
+        scheduled: sum("scheduled"),
+        leased: sum("leased"),
+        done: sum("done"),
+        failed: sum("failed"),
+        oldestReadyAgeMs: oldest("oldestReadyAgeMs"),
+        oldestWaitingAgeMs: oldest("oldestWaitingAgeMs"),
+        mostOverdueLeaseMs: oldest("mostOverdueLeaseMs"),
+        dueScheduled: sum("dueScheduled"),
+        corrupt: sum("corrupt"),
+        paused: partitions.every((stats) => stats.paused),
+        pausedTypes: [...new Set(partitions.flatMap((stats) => stats.pausedTypes))].sort(),
+      },
+      partitions,
+    };
+  }
+}

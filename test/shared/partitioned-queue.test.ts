@@ -1,0 +1,193 @@
+// A queue of N partitions on real Redis, over both stores (docs/partitions.md): tasks go where their
+// routing key says and nowhere else, ordered groups keep their order, flow keys stay exact, every
+// task runs once, tokens carry their partition back, and a queue of one partition is the queue as
+// it always was.
+import { afterAll, describe, expect, it } from "vitest";
+import { InvalidInputError } from "../../shared/errors.js";
+import { PartitionedQueue } from "../../shared/partitioned-queue.js";
+import { Queue } from "../../shared/queue.js";
+import type { Store } from "../../shared/store.js";
+import type { ClaimedTask, TaskInput } from "../../shared/types.js";
+import { expectClean } from "../helpers/check.js";
+import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+
+const NOW = 1_800_000_000_000;
+
+/** Claims (at most `count` each) and acks until no partition has anything; the ids run, in order. */
+async function drain(queue: PartitionedQueue, count: number): Promise<ClaimedTask[]> {
+  const ran: ClaimedTask[] = [];
+  for (;;) {
+    let claimed = await queue.claim({ count, now: NOW });
+    // Two partitions drawn at random may both be empty while another is not: name each in turn.
+    for (let k = 0; claimed.length === 0 && k < queue.partitions.length; k++) {
+      claimed = await queue.claim({ count, now: NOW, partition: k });
+    }
+    if (claimed.length === 0) return ran;
+    ran.push(...claimed);
+    const results = await queue.ack(claimed, { now: NOW });
+    expect(results.map((result) => result.status)).toEqual(claimed.map(() => "ok"));
+  }
+}
+
+for (const adapter of adapters) {
+  describe(`a partitioned queue over ${adapter.name}`, () => {
+    const raw = rawClient();
+    const stores: Store[] = [];
+    afterAll(async () => {
+      for (const store of stores) await store.close();
+      raw.disconnect();
+    });
+    const open = async () => {
+      const store = await adapter.open();
+      stores.push(store);
+      return store;
+    };
+
+    it("of one partition is the queue as it always was: the same keys, tokens and tasks", async () => {
+      const name = uniqueQueueName("p1");
+      const store = await open();
+      const partitioned = new PartitionedQueue(store, { name, partitions: 1, settings: { trustCallerClock: true } });
+      const plain = new Queue(store, { name, settings: { trustCallerClock: true } });
+      expect(partitioned.partitions[0].keys).toEqual(plain.keys);
+      await partitioned.configure();
+      await partitioned.enqueue(
+        [
+          { id: "a", type: "t", payload: "{}" },
+          { id: "b", type: "t", payload: "{}", group: "g" },
+        ],
+        { now: NOW },
+      );
+      // What the partitioned queue enqueued, the plain one claims and acks with its own tokens.
+      const claimed = await plain.claim({ count: 5, now: NOW });
+      expect(claimed.map((task) => task.id).sort()).toEqual(["a", "b"]);
+      expect((await partitioned.ack(claimed, { now: NOW })).map((result) => result.status)).toEqual(["ok", "ok"]);
+      await expectClean(plain, NOW);
+    });
+
+    it("of 4 partitions keeps each task in its routing key's partition, each group's order, each dedupe key's window", async () => {
+      const name = uniqueQueueName("p4");
+      const queue = new PartitionedQueue(await open(), {
+        name,
+        partitions: 4,
+        settings: { trustCallerClock: true, groups: { ordered: true } },
+      });
+      await queue.configure();
+      const tasks: TaskInput[] = [];
+      for (let i = 0; i < 60; i++)
+        tasks.push({
+          id: `g${i % 6}-${Math.floor(i / 6)}`,
+          type: "t",
+          payload: `{"i":${i}}`,
+          group: `tenant-${i % 6}`,
+        });
+      for (let i = 0; i < 60; i++) tasks.push({ id: `u${i}`, type: "t", payload: "{}" });
+      tasks.push({ id: "d1", type: "t", payload: "{}", dedupe: { key: "once", ttlMs: 60_000 } });
+      tasks.push({ id: "d2", type: "t", payload: "{}", dedupe: { key: "once", ttlMs: 60_000 } });
+      // Two calls, as two producers would make them: the second's groups go on after the first's.
+      const first = await queue.enqueue(tasks.slice(0, 61), { now: NOW });
+      const second = await queue.enqueue(tasks.slice(61), { now: NOW });
+      const results = [...first, ...second];
+      expect(results.map((result) => result.id)).toEqual(tasks.map((task) => task.id));
+      expect(results.at(-1)).toMatchObject({ id: "d2", status: "duplicate", existingId: "d1" });
+      expect(results.slice(0, -1).every((result) => result.status === "ok")).toBe(true);
+
+      // Every task's body is in its partition's task hash and in no other's.
+      const used = new Set<number>();
+      for (const task of tasks.slice(0, -1)) {
+        const home = queue.partitionFor(task);
+        used.add(home);
+        for (const [k, partition] of queue.partitions.entries()) {
+          expect(await raw.hexists(partition.keys.task, task.id), `${task.id} in partition ${k}`).toBe(
+            k === home ? 1 : 0,
+          );
+        }
+      }
+      expect(used.size).toBe(4);
+      // A group's tasks all in one partition.
+      for (let g = 0; g < 6; g++) {
+        expect(
+          new Set(tasks.filter((task) => task.group === `tenant-${g}`).map((task) => queue.partitionFor(task))).size,
+        ).toBe(1);
+      }
+
+      const ran = await drain(queue, 7);
+      expect(ran.map((task) => task.id).sort()).toEqual(
+        tasks
+          .slice(0, -1)
+          .map((task) => task.id)
+          .sort(),
+      );
+      for (let g = 0; g < 6; g++) {
+        const order = ran.filter((task) => task.group === `tenant-${g}`).map((task) => task.id);
+        expect(order).toEqual(Array.from({ length: 10 }, (_, j) => `g${g}-${j}`));
+      }
+      // Tokens carry their partition: the queue's own (unprefixed) for partition 0, "<k>/..." after.
+      for (const task of ran) {
+        const home = queue.partitionFor(
+          task.group
+            ? { id: task.id, group: task.group }
+            : { id: task.id, ...(task.id === "d1" ? { dedupe: { key: "once", ttlMs: 1 } } : {}) },
+        );
+        if (home === 0) expect(task.token).not.toContain("/");
+        else expect(task.token.startsWith(`${home}/`)).toBe(true);
+      }
+      const stats = await queue.stats({ now: NOW });
+      expect(stats.total).toMatchObject({ ready: 0, leased: 0, done: 121 });
+      expect(stats.partitions.map((partition) => partition.done).reduce((a, b) => a + b, 0)).toBe(121);
+      expect(stats.partitions.every((partition) => partition.done > 0)).toBe(true);
+      for (const partition of queue.partitions) await expectClean(partition, NOW);
+    });
+
+    it("claims from the partition whose head has the higher priority, of the two it reads", async () => {
+      const name = uniqueQueueName("pc");
+      const queue = new PartitionedQueue(await open(), { name, partitions: 4, settings: { trustCallerClock: true } });
+      await queue.configure();
+      // One urgent task and some plain ones, in whichever partitions their ids route to.
+      const urgent = { id: "urgent", type: "t", payload: "{}", priority: -5 };
+      const home = queue.partitionFor(urgent);
+      const plain: TaskInput[] = [];
+      for (let i = 0; plain.length < 3; i++) {
+        const task = { id: `plain-${i}`, type: "t", payload: "{}" };
+        if (queue.partitionFor(task) !== home) plain.push(task);
+      }
+      await queue.enqueue([urgent, ...plain], { now: NOW });
+      const other = queue.partitionFor(plain[0]);
+      // Draw `home` and `other` (in both orders): the urgent task's partition wins.
+      const draws = (a: number, b: number) => {
+        const values = [a / 4, ((b - a - 1 + 4) % 4) / 3];
+        return () => values.shift() as number;
+      };
+      expect(await queue.choosePartition(draws(other, home))).toBe(home);
+      expect(await queue.choosePartition(draws(home, other))).toBe(home);
+      expect((await queue.claim({ count: 1, now: NOW, partition: home }))[0]?.id).toBe("urgent");
+    });
+
+    it("refuses a token of no partition of the queue, and a stale one changes nothing", async () => {
+      const name = uniqueQueueName("pt");
+      const queue = new PartitionedQueue(await open(), { name, partitions: 3, settings: { trustCallerClock: true } });
+      await queue.configure();
+      await expect(queue.ack([{ id: "x", token: "7/1.1" }], { now: NOW })).rejects.toThrow(
+        /ack: item 1 \(id "x"\) has a token of no partition of this queue \(3 partitions\)/,
+      );
+      await expect(queue.claim({ count: 1, now: NOW, partition: 3 })).rejects.toThrow(InvalidInputError);
+      await queue.enqueue([{ id: "a", type: "t", payload: "{}" }], { now: NOW });
+      const home = queue.partitionFor({ id: "a" });
+      const [task] = await queue.claim({ count: 1, now: NOW, partition: home });
+      const otherPartition = (home + 1) % 3;
+      const stale = `${otherPartition === 0 ? "" : `${otherPartition}/`}${task.token.split("/").at(-1)}`;
+      // The right token in another partition's hands: that partition has no such lease.
+      expect((await queue.ack([{ id: "a", token: stale }], { now: NOW }))[0].status).not.toBe("ok");
+      expect((await queue.ack([task], { now: NOW }))[0].status).toBe("ok");
+    });
+
+    it("refuses a partition count outside 1..64 before touching anything", async () => {
+      const store = await open();
+      expect(() => new PartitionedQueue(store, { name: uniqueQueueName("px"), partitions: 0 })).toThrow(
+        /partitions must be an integer from 1 to 64, got 0/,
+      );
+      expect(() => new PartitionedQueue([], { name: uniqueQueueName("px"), partitions: 2 })).toThrow(
+        /at least one store/,
+      );
+    });
+  });
+}
