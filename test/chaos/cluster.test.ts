@@ -4,6 +4,7 @@
 // fail with CROSSSLOT; then a mixed workload with crashes drains on all queues at once.
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PartitionedQueue } from "../../shared/partitioned-queue.js";
 import type { Queue } from "../../shared/queue.js";
 import { LIBRARY } from "../../shared/scripts.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
@@ -179,4 +180,59 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
     },
     scale(60_000, 600_000),
   );
+
+  it("spreads a queue of 6 partitions over every master and drains it with each ordered group in order", async () => {
+    const name = uniqueQueueName("cluster-p6");
+    const queue = new PartitionedQueue(store, {
+      name,
+      partitions: 6,
+      settings: { trustCallerClock: true, clockSkewMs: 0, groups: { ordered: true } },
+    });
+    await queue.configure();
+    const tasks = Array.from({ length: 240 }, (_, i) =>
+      i % 2 === 0
+        ? { id: `g${(i / 2) % 12}-${i}`, type: "t", payload: "{}", group: `tenant-${(i / 2) % 12}` }
+        : { id: `u${i}`, type: "t", payload: "{}" },
+    );
+    for (let i = 0; i < tasks.length; i += 60) await queue.enqueue(tasks.slice(i, i + 60), { now: NOW });
+    // Every partition's keys in one slot, on the master that owns it; every master holds some.
+    const owners = new Set<number>();
+    for (const partition of queue.partitions) {
+      const slots = new Set(
+        await Promise.all(
+          Object.values(partition.keys).map((key) => client.cluster("KEYSLOT", key) as Promise<number>),
+        ),
+      );
+      expect(slots.size, `keys of ${partition.keys.task} in one slot`).toBe(1);
+      const owner = cluster.ownerOf([...slots][0]);
+      owners.add(owner);
+      expect(await (nodes.get(owner) as Redis).exists(partition.keys.task), `${partition.keys.task} on ${owner}`).toBe(
+        1,
+      );
+    }
+    expect(owners.size).toBe(3);
+
+    const ran: string[] = [];
+    for (let round = 0; round < 1_000; round++) {
+      let claimed = await queue.claim({ count: 8, now: NOW });
+      for (let k = 0; claimed.length === 0 && k < queue.partitions.length; k++) {
+        claimed = await queue.claim({ count: 8, now: NOW, partition: k });
+      }
+      if (claimed.length === 0) break;
+      ran.push(...claimed.map((task) => task.id));
+      expect((await queue.ack(claimed, { now: NOW })).every((result) => result.status === "ok")).toBe(true);
+    }
+    expect([...ran].sort()).toEqual(tasks.map((task) => task.id).sort());
+    for (let g = 0; g < 12; g++) {
+      const own = tasks.filter((task) => task.id.startsWith(`g${g}-`)).map((task) => task.id);
+      expect(own).toHaveLength(10);
+      expect(ran.filter((id) => own.includes(id))).toEqual(own);
+    }
+    for (const partition of queue.partitions) {
+      const owner = cluster.ownerOf(Number(await client.cluster("KEYSLOT", partition.keys.task)));
+      await assertConsistent(nodes.get(owner) as Redis, partition);
+      await expectClean(partition, NOW);
+    }
+    expect((await queue.stats({ now: NOW })).total).toMatchObject({ done: 240, ready: 0, leased: 0 });
+  });
 });

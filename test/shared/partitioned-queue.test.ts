@@ -2,14 +2,18 @@
 // routing key says and nowhere else, ordered groups keep their order, flow keys stay exact, every
 // task runs once, tokens carry their partition back, and a queue of one partition is the queue as
 // it always was.
-import { afterAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { InvalidInputError } from "../../shared/errors.js";
 import { PartitionedQueue } from "../../shared/partitioned-queue.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
+import { UpstashStore } from "../../shared/stores/upstash.js";
 import type { ClaimedTask, TaskInput } from "../../shared/types.js";
 import { expectClean } from "../helpers/check.js";
-import { adapters, rawClient, uniqueQueueName } from "../helpers/stores.js";
+import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
+import { adapters, rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
 const NOW = 1_800_000_000_000;
 
@@ -191,3 +195,57 @@ for (const adapter of adapters) {
     });
   });
 }
+
+describe("a partitioned queue over two Upstash databases (two local endpoints, two redis-servers)", () => {
+  let second: StartedRedis;
+  const endpoints: UpstashEndpoint[] = [];
+  const stores: UpstashStore[] = [];
+  const servers: Redis[] = [];
+
+  beforeAll(async () => {
+    second = await startRedisServer();
+    for (const url of [redisUrl(), second.url]) {
+      const endpoint = await startUpstashEndpoint({ redisUrl: url });
+      endpoints.push(endpoint);
+      stores.push(new UpstashStore({ url: endpoint.url, token: endpoint.token }));
+      servers.push(new Redis(url));
+    }
+  });
+
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    for (const endpoint of endpoints) await endpoint.close();
+    for (const server of servers) server.disconnect();
+    await second?.stop();
+  });
+
+  it("keeps partition k in database k mod 2, and drains both with each group in order", async () => {
+    const name = uniqueQueueName("pu");
+    const queue = new PartitionedQueue(stores, {
+      name,
+      partitions: 4,
+      settings: { trustCallerClock: true, groups: { ordered: true } },
+    });
+    await queue.configure();
+    const tasks: TaskInput[] = Array.from({ length: 80 }, (_, i) => ({
+      id: `t${i}`,
+      type: "t",
+      payload: "{}",
+      ...(i % 2 === 0 ? { group: `tenant-${(i / 2) % 8}` } : {}),
+    }));
+    await queue.enqueue(tasks, { now: NOW });
+    for (const task of tasks) {
+      const home = queue.partitionFor(task);
+      const key = queue.partitions[home].keys.task;
+      expect(await servers[home % 2].hexists(key, task.id), `${task.id} in database ${home % 2}`).toBe(1);
+      expect(await servers[(home + 1) % 2].exists(key), `no ${key} in database ${(home + 1) % 2}`).toBe(0);
+    }
+    const ran = await drain(queue, 5);
+    expect(ran.map((task) => task.id).sort()).toEqual(tasks.map((task) => task.id).sort());
+    for (let g = 0; g < 8; g++) {
+      const own = tasks.filter((task) => task.group === `tenant-${g}`).map((task) => task.id);
+      expect(ran.filter((task) => task.group === `tenant-${g}`).map((task) => task.id)).toEqual(own);
+    }
+    for (const partition of queue.partitions) await expectClean(partition, NOW);
+  });
+});
