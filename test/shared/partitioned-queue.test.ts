@@ -184,6 +184,57 @@ for (const adapter of adapters) {
       expect((await queue.ack([task], { now: NOW }))[0].status).toBe("ok");
     });
 
+    it("grows from 1 partition to 4 under load, losing nothing and running nothing twice", async () => {
+      const name = uniqueQueueName("pg");
+      const settings = { trustCallerClock: true };
+      const before = new PartitionedQueue(await open(), { name, partitions: 1, settings });
+      const after = new PartitionedQueue(await open(), { name, partitions: 4, settings });
+      await before.configure();
+      // Two producers and two consumers run throughout; halfway, each turns to the 4-partition
+      // queue (a redeploy reaching the processes one by one), tasks leased before it acked after.
+      let grown = false;
+      const current = () => (grown ? after : before);
+      const sent: string[] = [];
+      const ran = new Map<string, number>();
+      const producer = async (who: string) => {
+        for (let round = 0; round < 20; round++) {
+          if (round === 10) grown = true;
+          const batch = Array.from({ length: 5 }, (_, i) => ({ id: `${who}-${round}-${i}`, type: "t", payload: "{}" }));
+          const results = await current().enqueue(batch, { now: NOW });
+          expect(results.every((result) => result.status === "ok")).toBe(true);
+          sent.push(...batch.map((task) => task.id));
+        }
+      };
+      let producing = 2;
+      const consumer = async () => {
+        for (let idle = 0; idle < 3; ) {
+          const queue = current();
+          let claimed = await queue.claim({ count: 4, now: NOW });
+          for (let k = 0; claimed.length === 0 && k < queue.partitions.length; k++) {
+            claimed = await queue.claim({ count: 4, now: NOW, partition: k });
+          }
+          if (claimed.length === 0) {
+            if (producing === 0) idle++;
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            continue;
+          }
+          for (const task of claimed) ran.set(task.id, (ran.get(task.id) ?? 0) + 1);
+          // Acked through whichever queue the process holds by then: the token names its partition.
+          const results = await current().ack(claimed, { now: NOW });
+          expect(results.every((result) => result.status === "ok")).toBe(true);
+        }
+      };
+      await Promise.all([...["a", "b"].map((who) => producer(who).finally(() => producing--)), consumer(), consumer()]);
+      expect(sent).toHaveLength(200);
+      expect([...ran.keys()].sort()).toEqual([...sent].sort());
+      expect([...ran.values()].every((times) => times === 1)).toBe(true);
+      const stats = await after.stats({ now: NOW });
+      expect(stats.total).toMatchObject({ done: 200, ready: 0, leased: 0 });
+      // Partition 0 took the tasks sent before the growth; the new partitions took a share after it.
+      expect(stats.partitions.slice(1).every((partition) => partition.done > 0)).toBe(true);
+      for (const partition of after.partitions) await expectClean(partition, NOW);
+    });
+
     it("refuses a partition count outside 1..64 before touching anything", async () => {
       const store = await open();
       expect(() => new PartitionedQueue(store, { name: uniqueQueueName("px"), partitions: 0 })).toThrow(
