@@ -64,6 +64,8 @@ export class PartitionedQueue {
   /** The partitions, by number: each a whole queue under its own hash tag. */
   readonly partitions: readonly Queue[];
   private readonly stores: readonly Store[];
+  /** The partition the last claim filled its batch from: the next one without a named partition goes there. */
+  private filling: number | undefined;
 
   /**
    * `stores`: one store for every partition (a Redis Cluster, whose slots spread them over its
@@ -171,14 +173,19 @@ export class PartitionedQueue {
   }
 
   /**
-   * Leases up to `count` tasks from one partition: `options.partition` (a wake-up's), else the
-   * better of two (choosePartition). Their tokens carry their partition, so settle, extend and
-   * release go back to it.
+   * Leases up to `count` tasks from one partition: `options.partition` (a wake-up's); else the one
+   * this queue's last claim filled its batch from, while it keeps filling them (no read to choose);
+   * else the better of two (choosePartition). Their tokens carry their partition, so settle, extend
+   * and release go back to it.
    */
   async claim(options: PartitionedClaimOptions): Promise<ClaimedTask[]> {
     const { partition: named, ...claimOptions } = options;
-    const partition = named === undefined ? await this.choosePartition() : this.checkPartition("claim", named);
+    const partition =
+      named !== undefined
+        ? this.checkPartition("claim", named)
+        : (this.filling ?? (this.partitions.length === 1 ? 0 : await this.choosePartition()));
     const tasks = await this.partitions[partition].claim(claimOptions);
+    this.filling = tasks.length >= claimOptions.count ? partition : undefined;
     return tasks.map((task) => ({ ...task, token: tokenFor(partition, task.token) }));
   }
 

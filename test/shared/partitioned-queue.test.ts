@@ -166,6 +166,39 @@ for (const adapter of adapters) {
       expect((await queue.claim({ count: 1, now: NOW, partition: home }))[0]?.id).toBe("urgent");
     });
 
+    it("goes back to the partition its last claim filled from, reading no head, and chooses again after a short one", async () => {
+      const name = uniqueQueueName("ps");
+      const store = await open();
+      // The store as the queue sees it, counting the head reads (script "partition-head").
+      let headReads = 0;
+      const counting: Store = {
+        ...store,
+        evalScript: (script, keys, args) => {
+          if (script.name === "partition-head") headReads++;
+          return store.evalScript(script, keys, args);
+        },
+        close: () => store.close(),
+      };
+      const queue = new PartitionedQueue(counting, { name, partitions: 4, settings: { trustCallerClock: true } });
+      await queue.configure();
+      await queue.enqueue(
+        Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, type: "t", payload: "{}" })),
+        { now: NOW },
+      );
+      const first = await queue.claim({ count: 2, now: NOW });
+      expect(first).toHaveLength(2);
+      expect(headReads).toBe(2); // the first claim chose between two heads
+      const from = first[0].token.includes("/") ? Number(first[0].token.split("/")[0]) : 0;
+      const second = await queue.claim({ count: 2, now: NOW });
+      expect(headReads).toBe(2); // the second went back to the same partition
+      expect(second.map((task) => queue.partitionFor(task))).toEqual([from, from]);
+      // A claim larger than what is left there comes back short: the next one reads two heads again.
+      const rest = await queue.claim({ count: 40, now: NOW, partition: from });
+      expect(rest.length).toBeLessThan(40);
+      await queue.claim({ count: 2, now: NOW });
+      expect(headReads).toBe(4);
+    });
+
     it("refuses a token of no partition of the queue, and a stale one changes nothing", async () => {
       const name = uniqueQueueName("pt");
       const queue = new PartitionedQueue(await open(), { name, partitions: 3, settings: { trustCallerClock: true } });
