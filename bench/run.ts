@@ -2,7 +2,8 @@
 // redis-server of its own. `npm run bench` (full, a few minutes) or `npm run bench -- --quick`.
 // One mode alone, merged into bench/results.json: --latency, --mixed, --schedules, --groups,
 // --flow-control [--write] [--callgrind], --instructions [--tasks N] (Redis instructions and commands
-// per task under valgrind's callgrind, bench/instructions.ts).
+// per task under valgrind's callgrind, bench/instructions.ts), --partitions [--tasks N] [--rounds N] (a
+// partitioned queue over N redis-servers, bench/partitions.ts).
 import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,6 +67,18 @@ if (process.argv.includes("--instructions")) {
   const { instructionsMode } = await import("./instructions.js");
   try {
     await instructionsMode(process.argv.slice(2), log);
+    process.exit(0);
+  } catch (error) {
+    console.error(error);
+    process.exit(1);
+  }
+}
+
+/** Only the partitioned queue over N redis-servers (bench/partitions.ts), merged into results.json (partitions). */
+if (process.argv.includes("--partitions")) {
+  const { partitionsMode } = await import("./partitions.js");
+  try {
+    await partitionsMode(process.argv.slice(2), log);
     process.exit(0);
   } catch (error) {
     console.error(error);
