@@ -2,16 +2,18 @@
 // TCP adapter (an ioredis Cluster client), with queues whose hash tags hash to slots on each of
 // the three masters. Every script runs on each queue, so a key outside the queue's slot would
 // fail with CROSSSLOT; then a mixed workload with crashes drains on all queues at once.
+import { type ChildProcess, fork } from "node:child_process";
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PartitionedQueue } from "../../shared/partitioned-queue.js";
 import type { Queue } from "../../shared/queue.js";
 import { LIBRARY } from "../../shared/scripts.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
+import { bundled } from "../helpers/bundle.js";
 import { expectClean, isDrained } from "../helpers/check.js";
 import { assertConsistent } from "../helpers/invariants.js";
 import { configuredQueue, uniqueQueueName } from "../helpers/stores.js";
-import { report, scale } from "./helpers/chaos.js";
+import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
 import { clusterUnavailable, type LocalCluster, startCluster } from "./helpers/cluster.js";
 
 const NOW = 1_800_000_000_000;
@@ -235,4 +237,100 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
     }
     expect((await queue.stats({ now: NOW })).total).toMatchObject({ done: 240, ready: 0, leased: 0 });
   });
+
+  const KILLED_TASKS = scale(300, 3_000);
+  it(
+    `loses nothing and keeps each ordered group's order while consumers of 6 partitions are SIGKILLed (${KILLED_TASKS} tasks)`,
+    async () => {
+      const seed = chaosSeed();
+      const rng = random(seed);
+      const name = uniqueQueueName("cluster-kill");
+      const log = `{${name}}:log`;
+      const queue = new PartitionedQueue(store, {
+        name,
+        partitions: 6,
+        settings: { clockSkewMs: 0, defaultPolicy: { leaseMs: 1_000, maxAttempts: 1_000 }, groups: { ordered: true } },
+      });
+      await queue.configure();
+      const groups = 20;
+      const tasks = Array.from({ length: KILLED_TASKS }, (_, i) =>
+        i % 3 === 0
+          ? { id: `u${i}`, type: "t", payload: "{}" }
+          : {
+              id: `g${i % groups}-${String(i).padStart(6, "0")}`,
+              type: "t",
+              payload: "{}",
+              group: `tenant-${i % groups}`,
+            },
+      );
+      for (let i = 0; i < tasks.length; i += 100) await queue.enqueue(tasks.slice(i, i + 100), { now: Date.now() });
+
+      const fixture = bundled(new URL("./fixtures/partitioned-consumer.ts", import.meta.url));
+      const args = JSON.stringify({ ports: cluster.ports, name, partitions: 6, log, batch: 3 });
+      const children = new Set<ChildProcess>();
+      const spawn = () => {
+        const child = fork(fixture, [args], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+        children.add(child);
+        child.once("exit", () => children.delete(child));
+      };
+      for (let i = 0; i < 4; i++) spawn();
+      let kills = 0;
+      const deadline = Date.now() + scale(90_000, 600_000);
+      try {
+        for (;;) {
+          await sleep(100);
+          // About three kills a second, mid-claim, mid-run or mid-ack: a new consumer replaces each.
+          if (rng() < 0.3 && kills < scale(12, 100)) {
+            const victim = [...children][Math.floor(rng() * children.size)];
+            if (victim) {
+              victim.kill("SIGKILL");
+              kills++;
+              spawn();
+            }
+          }
+          // The reclaimer's part: every partition's expired leases back.
+          await queue.reclaim({ now: Date.now() });
+          const { total } = await queue.stats({ now: Date.now() });
+          if (total.done === KILLED_TASKS) break;
+          if (Date.now() > deadline) throw new Error(`not drained in time: ${JSON.stringify(total)} (seed ${seed})`);
+        }
+      } finally {
+        for (const child of children) child.kill("SIGKILL");
+      }
+
+      const { total } = await queue.stats({ now: Date.now() });
+      expect(total).toMatchObject({ done: KILLED_TASKS, ready: 0, leased: 0, failed: 0 });
+      expect(kills).toBeGreaterThanOrEqual(3);
+      // Each group's starts, in the order they were logged: never a task before one that started before it.
+      const entries = (await client.lrange(log, 0, -1)).map((line) => line.split(" "));
+      const starts = entries.filter(([what]) => what === "start").map(([, id]) => id);
+      const lastOf = new Map<string, string>();
+      const outOfOrder: string[] = [];
+      for (const id of starts) {
+        if (!id.startsWith("g")) continue;
+        const group = id.split("-")[0];
+        const last = lastOf.get(group);
+        if (last !== undefined && id < last) outOfOrder.push(`${id} after ${last}`);
+        lastOf.set(group, last === undefined || id > last ? id : last);
+      }
+      expect(outOfOrder, `seed ${seed}`).toEqual([]);
+      expect(new Set(starts)).toEqual(new Set(tasks.map((task) => task.id)));
+      for (const partition of queue.partitions) {
+        const owner = cluster.ownerOf(Number(await client.cluster("KEYSLOT", partition.keys.task)));
+        await assertConsistent(nodes.get(owner) as Redis, partition);
+        await expectClean(partition, Date.now());
+      }
+      await client.del(log);
+      report("cluster-partitions", {
+        seed,
+        partitions: 6,
+        masters: 3,
+        tasks: KILLED_TASKS,
+        kills,
+        reruns: starts.length - KILLED_TASKS,
+        lost: KILLED_TASKS - total.done,
+      });
+    },
+    scale(120_000, 900_000),
+  );
 });
