@@ -23,6 +23,12 @@ import type {
 export interface PartitionedQueueOptions extends Omit<QueueOptions, "partitionTag"> {
   /** How many partitions, 1..64: 1 is the queue as it always was (its keys under `{<name>}`). */
   partitions: number;
+  /**
+   * A shrink under way: the count before it. The partitions from `partitions` up to this one get no
+   * new task, and claims, settles and stats still cover them until `dropDrained` finds them empty
+   * and drops them (docs/partitions.md).
+   */
+  shrinkingFrom?: number;
 }
 
 /** What a claim of a partitioned queue takes besides a plain claim's options. */
@@ -64,6 +70,8 @@ export class PartitionedQueue {
   /** The partitions, by number: each a whole queue under its own hash tag. */
   readonly partitions: readonly Queue[];
   private readonly stores: readonly Store[];
+  /** The partitions new tasks go to: the first `routed` (the rest are draining in a shrink). */
+  private readonly routed: number;
   /** The partition the last claim filled its batch from: the next one without a named partition goes there. */
   private filling: number | undefined;
 
@@ -72,8 +80,15 @@ export class PartitionedQueue {
    * masters, or one server), or one per database (Upstash), partition k on `stores[k % length]`.
    */
   constructor(stores: Store | readonly Store[], options: PartitionedQueueOptions) {
-    const { partitions: count, ...queueOptions } = options ?? ({} as PartitionedQueueOptions);
-    const n = checkPartitions("new PartitionedQueue", count);
+    const { partitions: count, shrinkingFrom, ...queueOptions } = options ?? ({} as PartitionedQueueOptions);
+    this.routed = checkPartitions("new PartitionedQueue", count);
+    const n =
+      shrinkingFrom === undefined ? this.routed : checkPartitions("new PartitionedQueue shrinkingFrom", shrinkingFrom);
+    if (n < this.routed) {
+      throw new InvalidInputError(
+        `new PartitionedQueue: shrinkingFrom (${n}) is the count before a shrink, so it must be more than partitions (${this.routed})`,
+      );
+    }
     const list = Array.isArray(stores) ? stores : [stores as Store];
     if (list.length === 0) throw new InvalidInputError("new PartitionedQueue: stores must name at least one store");
     this.stores = list;
@@ -99,7 +114,7 @@ export class PartitionedQueue {
           : task.singleton
             ? `s:${task.singleton.key}`
             : undefined;
-    return partitionOf(routingKey({ id: task.id, group: task.group, flowKey: flow }), this.partitions.length);
+    return partitionOf(routingKey({ id: task.id, group: task.group, flowKey: flow }), this.routed);
   }
 
   /** Writes the settings into every partition's config. */
@@ -265,6 +280,28 @@ export class PartitionedQueue {
       failed: all.flatMap((result) => result.failed),
       more: all.some((result) => result.more),
     };
+  }
+
+  /**
+   * A shrink's end: each partition being drained (from `partitions` on) that holds no task waiting
+   * or running (READY, parked, SCHEDULED, LEASED, set aside as corrupt) is dropped, keys and
+   * finished records with it; the others are named as still draining. Drop them all, then deploy
+   * the count without `shrinkingFrom`.
+   */
+  async dropDrained(options: { now: number }): Promise<{ dropped: number[]; draining: number[] }> {
+    const dropped: number[] = [];
+    const draining: number[] = [];
+    for (let k = this.routed; k < this.partitions.length; k++) {
+      const queue = this.partitions[k];
+      const stats = await queue.stats(options);
+      if (stats.ready + stats.scheduled + stats.leased + stats.corrupt > 0) {
+        draining.push(k);
+        continue;
+      }
+      await queue.admin.drop({ confirm: queue.name });
+      dropped.push(k);
+    }
+    return { dropped, draining };
   }
 
   /** Each partition's figures, and their sums (ages: the oldest of any partition). */

@@ -268,6 +268,39 @@ for (const adapter of adapters) {
       for (const partition of after.partitions) await expectClean(partition, NOW);
     });
 
+    it("shrinks from 4 partitions to 2: new tasks go to the 2, the other 2 drain, then are dropped", async () => {
+      const name = uniqueQueueName("pk");
+      const settings = { trustCallerClock: true };
+      const store = await open();
+      const four = new PartitionedQueue(store, { name, partitions: 4, settings });
+      await four.configure();
+      const old = Array.from({ length: 40 }, (_, i) => ({ id: `old-${i}`, type: "t", payload: "{}" }));
+      await four.enqueue(old, { now: NOW });
+      const leased = await four.claim({ count: 3, now: NOW, partition: 3 });
+      expect(leased).toHaveLength(3);
+      // The shrink deployed: 2 partitions take new tasks, 2 and 3 drain.
+      const shrinking = new PartitionedQueue(store, { name, partitions: 2, shrinkingFrom: 4, settings });
+      expect(shrinking.partitions).toHaveLength(4);
+      const fresh = Array.from({ length: 40 }, (_, i) => ({ id: `new-${i}`, type: "t", payload: "{}" }));
+      await shrinking.enqueue(fresh, { now: NOW });
+      for (const task of fresh) expect(shrinking.partitionFor(task)).toBeLessThan(2);
+      expect((await shrinking.dropDrained({ now: NOW })).draining).toEqual([2, 3]);
+      // Leases taken before the shrink are settled after it, in their partition.
+      expect((await shrinking.ack(leased, { now: NOW })).every((result) => result.status === "ok")).toBe(true);
+      const ran = await drain(shrinking, 5);
+      expect(ran.length + leased.length).toBe(80);
+      expect(await shrinking.dropDrained({ now: NOW })).toEqual({ dropped: [2, 3], draining: [] });
+      for (const k of [2, 3]) expect(await raw.exists(...Object.values(shrinking.partitions[k].keys))).toBe(0);
+      // The shrink's end: the 2-partition queue holds every task that ran, none waiting.
+      const two = new PartitionedQueue(store, { name, partitions: 2, settings });
+      const stats = await two.stats({ now: NOW });
+      expect(stats.total).toMatchObject({ ready: 0, leased: 0, scheduled: 0 });
+      expect(stats.total.done).toBe(40 + old.filter((task) => four.partitionFor(task) < 2).length);
+      expect(() => new PartitionedQueue(store, { name, partitions: 4, shrinkingFrom: 2 })).toThrow(
+        /shrinkingFrom \(2\) is the count before a shrink, so it must be more than partitions \(4\)/,
+      );
+    });
+
     it("refuses a partition count outside 1..64 before touching anything", async () => {
       const store = await open();
       expect(() => new PartitionedQueue(store, { name: uniqueQueueName("px"), partitions: 0 })).toThrow(
