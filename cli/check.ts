@@ -1,12 +1,13 @@
 import type { Command } from "commander";
 import type { CheckProblem } from "../shared/types.js";
-import { queueName, withQueue } from "./connect.js";
+import { partitionsOf, queueName, withPartitions } from "./connect.js";
 import { OperationError } from "./errors.js";
 import { printResult } from "./output.js";
 
 /** One problem as a line: code, what it is about, what was wrong, and whether it was repaired. */
-function formatProblem(problem: CheckProblem): string {
-  return `${problem.code.padEnd(16)}${problem.subject}  ${problem.detail}${problem.repaired ? "  (repaired)" : ""}`;
+function formatProblem(problem: CheckProblem & { partition?: number }): string {
+  const where = problem.partition === undefined ? "" : `[partition ${problem.partition}] `;
+  return `${where}${problem.code.padEnd(16)}${problem.subject}  ${problem.detail}${problem.repaired ? "  (repaired)" : ""}`;
 }
 
 /**
@@ -27,9 +28,18 @@ export function checkCommand(program: Command): void {
       "\nExit codes: 0 nothing left to do, 1 a problem is left (or the check failed), 2 usage error.\nExamples:\n  leaseq --queue emails check\n  leaseq --queue emails check --repair --json",
     )
     .action(async (options: { repair?: boolean; json?: boolean }, command: Command) => {
-      const problems = await withQueue(command, (queue) =>
-        queue.admin.checkAll({ now: Date.now(), repair: options.repair === true }),
+      // Every partition of a partitioned queue (or the one --partition names), each problem marked with its own.
+      const { count, only } = partitionsOf(command);
+      const each = await withPartitions(command, (partitions) =>
+        Promise.all(
+          partitions.map(async ({ partition, queue }) => {
+            const found = await queue.admin.checkAll({ now: Date.now(), repair: options.repair === true });
+            return found.map((problem) => (count > 1 || only !== undefined ? { ...problem, partition } : problem));
+          }),
+        ),
       );
+      const problems: Array<CheckProblem & { partition?: number }> = each.flat();
+      const scope = only !== undefined ? ` partition ${only}` : count > 1 ? ` (${count} partitions)` : "";
       const left = problems.filter((problem) => !problem.repaired).length;
       const repaired = problems.length - left;
       printResult(options.json, {
@@ -37,8 +47,8 @@ export function checkCommand(program: Command): void {
         text: () => [
           ...problems.map(formatProblem),
           problems.length === 0
-            ? `queue "${queueName(command)}": no problem found`
-            : `queue "${queueName(command)}": ${problems.length} problem(s) found, ${repaired} repaired, ${left} left`,
+            ? `queue "${queueName(command)}"${scope}: no problem found`
+            : `queue "${queueName(command)}"${scope}: ${problems.length} problem(s) found, ${repaired} repaired, ${left} left`,
         ],
       });
       if (left > 0) {

@@ -3,6 +3,7 @@ import { openConnection } from "../functions/runtime.js";
 import { connectionFromEnv, describeConnection } from "../shared/connection.js";
 import { ConfigError, CredentialsError, StoreError, UnreachableError } from "../shared/errors.js";
 import { queueKeys } from "../shared/keys.js";
+import { PARTITIONS_MAX, partitionTag } from "../shared/partitions.js";
 import { Queue, type QueueOptions } from "../shared/queue.js";
 import type { Store } from "../shared/store.js";
 import { OperationError, UsageError } from "./errors.js";
@@ -58,9 +59,41 @@ export async function withStore<T>(
   }
 }
 
+/** An integer flag's value in `low..high`, or UsageError naming the flag, the environment variable and the range. */
+function integerOption(text: unknown, what: string, low: number, high: number): number {
+  const value = Number(text);
+  if (typeof text !== "string" || !/^\d+$/.test(text) || value < low || value > high) {
+    throw new UsageError(`${what} must be an integer from ${low} to ${high}, got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
 /**
- * Runs `work` on the queue the command names (withStore). The queue name is checked (Queue throws
- * InvalidInputError) before any connection is opened.
+ * The partitions the command addresses (docs/partitions.md): `count` from --partitions or
+ * LEASEQ_PARTITIONS (default 1), and the one --partition names, if any.
+ */
+export function partitionsOf(
+  command: Command,
+  env: NodeJS.ProcessEnv = process.env,
+): { count: number; only: number | undefined } {
+  const options = command.optsWithGlobals();
+  const given = (options.partitions as string | undefined) ?? env.LEASEQ_PARTITIONS;
+  const count =
+    given === undefined ? 1 : integerOption(given, "--partitions (or LEASEQ_PARTITIONS)", 1, PARTITIONS_MAX);
+  const named = options.partition as string | undefined;
+  const only = named === undefined ? undefined : integerOption(named, "--partition", 0, count - 1);
+  return { count, only };
+}
+
+/** Partition k of queue `name`: the queue as it is for k = 0, else under its partition's tag. */
+function partitionQueue(store: Store, name: string, k: number, options: Omit<QueueOptions, "name">): Queue {
+  return new Queue(store, { ...options, name, ...(k === 0 ? {} : { partitionTag: partitionTag(name, k) }) });
+}
+
+/**
+ * Runs `work` on the queue the command names (withStore): on a partitioned queue, the partition
+ * --partition names, which every command but stats and check needs. The queue name is checked
+ * (Queue throws InvalidInputError) before any connection is opened.
  */
 export async function withQueue<T>(
   command: Command,
@@ -69,8 +102,34 @@ export async function withQueue<T>(
 ): Promise<T> {
   const name = queueName(command);
   queueKeys(name);
+  const { count, only } = partitionsOf(command);
+  if (count > 1 && only === undefined) {
+    throw new UsageError(
+      `queue "${name}" has ${count} partitions: pass --partition K (0 to ${count - 1}) to say which one; stats and check cover them all`,
+    );
+  }
+  return withStore(command, `queue "${name}"${only === undefined ? "" : ` partition ${only}`}`, (store, where) =>
+    work(partitionQueue(store, name, only ?? 0, options), where, store),
+  );
+}
+
+/**
+ * Runs `work` on every partition of the queue the command names (one for a queue of one partition),
+ * or on the one --partition names: each as { partition, queue }.
+ */
+export async function withPartitions<T>(
+  command: Command,
+  work: (partitions: Array<{ partition: number; queue: Queue }>, where: string) => Promise<T>,
+): Promise<T> {
+  const name = queueName(command);
+  queueKeys(name);
+  const { count, only } = partitionsOf(command);
+  const numbers = only === undefined ? Array.from({ length: count }, (_, k) => k) : [only];
   return withStore(command, `queue "${name}"`, (store, where) =>
-    work(new Queue(store, { ...options, name }), where, store),
+    work(
+      numbers.map((partition) => ({ partition, queue: partitionQueue(store, name, partition, {}) })),
+      where,
+    ),
   );
 }
 

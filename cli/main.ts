@@ -16,6 +16,11 @@ export function buildProgram(): Command {
   const program = new Command("leaseq")
     .description("Operate a leaseq queue: enqueue, inspect, requeue and watch tasks.")
     .option("--queue <name>", "queue name (default: $LEASEQ_QUEUE)")
+    .option(
+      "--partitions <n>",
+      "the queue's partition count, 1-64 (default: $LEASEQ_PARTITIONS, else 1): stats and check cover every partition",
+    )
+    .option("--partition <k>", "act on partition k (0 to n-1) of a partitioned queue (docs/partitions.md)")
     .option("--verbose", "say which backend (Redis or Upstash, where) the command connected to")
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText(

@@ -1,5 +1,6 @@
 import { Argument, type Command } from "commander";
 import { LIMITS } from "../shared/config.js";
+import { sumStats } from "../shared/partitioned-queue.js";
 import type { Queue } from "../shared/queue.js";
 import { LISTABLE } from "../shared/queue-admin.js";
 import { priorityOfRank } from "../shared/records.js";
@@ -13,8 +14,8 @@ import {
   type TaskState,
   TIME_OF_STATE,
 } from "../shared/types.js";
-import { queueName, withQueue } from "./connect.js";
-import { OperationError } from "./errors.js";
+import { partitionsOf, queueName, withPartitions, withQueue } from "./connect.js";
+import { OperationError, UsageError } from "./errors.js";
 import { type FilterOptions, findAll, hasFilter } from "./filters.js";
 import { stuckFirst } from "./group-order.js";
 import { printResult } from "./output.js";
@@ -88,6 +89,27 @@ function attemptLine(attempt: TaskAttempt): string {
   return `  #${attempt.attempt}  ${started}${waited}${ran}  ${attempt.outcome}${error}`;
 }
 
+/** `stats` of a partitioned queue: the sum as one queue's, then each partition's counts. */
+async function partitionedStats(command: Command, json: boolean | undefined): Promise<void> {
+  const [partitions, backend] = await withPartitions(command, async (list, where) => {
+    const each = await Promise.all(
+      list.map(async ({ partition, queue }) => ({ partition, ...(await queue.stats({ now: Date.now() })) })),
+    );
+    return [each, where] as const;
+  });
+  const total = sumStats(partitions);
+  printResult(json, {
+    json: () => ({ queue: queueName(command), backend, ...total, partitions }),
+    text: () => [
+      `queue "${queueName(command)}" on ${backend}, ${partitions.length} partitions\n${formatStats(total)}`,
+      ...partitions.map(
+        (stats) =>
+          `  partition ${stats.partition}: ready ${stats.ready}, scheduled ${stats.scheduled}, leased ${stats.leased}, done ${stats.done}, failed ${stats.failed}${stats.corrupt > 0 ? `, corrupt ${stats.corrupt}` : ""}`,
+      ),
+    ],
+  });
+}
+
 /** Registers `stats`, `inspect` and `list`: read-only commands. */
 export function readCommands(program: Command): void {
   program
@@ -100,6 +122,10 @@ export function readCommands(program: Command): void {
     )
     .option("--limit <n>", "with --groups: most groups to list", integer(1, LIMITS.batchMax), 20)
     .action(async (options: { json?: boolean; groups?: boolean; limit: number }, command: Command) => {
+      if (partitionsOf(command).count > 1 && partitionsOf(command).only === undefined) {
+        if (options.groups) throw new UsageError("stats --groups lists one partition's groups: add --partition K");
+        return partitionedStats(command, options.json);
+      }
       const [stats, backend, groups] = await withQueue(command, async (queue, where) => {
         const found = options.groups ? await topGroups(queue, options.limit) : undefined;
         return [await queue.stats({ now: Date.now() }), where, found] as const;

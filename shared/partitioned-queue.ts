@@ -307,26 +307,31 @@ export class PartitionedQueue {
   /** Each partition's figures, and their sums (ages: the oldest of any partition). */
   async stats(options: { now: number }): Promise<PartitionedStats> {
     const partitions = await Promise.all(this.partitions.map((queue) => queue.stats(options)));
-    const sum = (field: "ready" | "scheduled" | "leased" | "done" | "failed" | "dueScheduled" | "corrupt") =>
-      partitions.reduce((total, stats) => total + stats[field], 0);
-    const oldest = (field: "oldestReadyAgeMs" | "oldestWaitingAgeMs" | "mostOverdueLeaseMs") =>
-      Math.max(...partitions.map((stats) => stats[field]));
-    return {
-      total: {
-        ready: sum("ready"),
-        scheduled: sum("scheduled"),
-        leased: sum("leased"),
-        done: sum("done"),
-        failed: sum("failed"),
-        oldestReadyAgeMs: oldest("oldestReadyAgeMs"),
-        oldestWaitingAgeMs: oldest("oldestWaitingAgeMs"),
-        mostOverdueLeaseMs: oldest("mostOverdueLeaseMs"),
-        dueScheduled: sum("dueScheduled"),
-        corrupt: sum("corrupt"),
-        paused: partitions.every((stats) => stats.paused),
-        pausedTypes: [...new Set(partitions.flatMap((stats) => stats.pausedTypes))].sort(),
-      },
-      partitions,
-    };
+    return { total: sumStats(partitions), partitions };
   }
+}
+
+/**
+ * The figures of a queue's partitions as one queue's: counts summed, ages the oldest of any
+ * partition, paused when every partition is, the types paused in any.
+ */
+export function sumStats(partitions: readonly QueueStats[]): QueueStats {
+  const sum = (field: "ready" | "scheduled" | "leased" | "done" | "failed" | "dueScheduled" | "corrupt") =>
+    partitions.reduce((total, stats) => total + stats[field], 0);
+  const oldest = (field: "oldestReadyAgeMs" | "oldestWaitingAgeMs" | "mostOverdueLeaseMs") =>
+    Math.max(0, ...partitions.map((stats) => stats[field]));
+  return {
+    ready: sum("ready"),
+    scheduled: sum("scheduled"),
+    leased: sum("leased"),
+    done: sum("done"),
+    failed: sum("failed"),
+    oldestReadyAgeMs: oldest("oldestReadyAgeMs"),
+    oldestWaitingAgeMs: oldest("oldestWaitingAgeMs"),
+    mostOverdueLeaseMs: oldest("mostOverdueLeaseMs"),
+    dueScheduled: sum("dueScheduled"),
+    corrupt: sum("corrupt"),
+    paused: partitions.length > 0 && partitions.every((stats) => stats.paused),
+    pausedTypes: [...new Set(partitions.flatMap((stats) => stats.pausedTypes))].sort(),
+  };
 }

@@ -1,0 +1,78 @@
+// The CLI on a partitioned queue (docs/partitions.md), run in process against a real redis-server:
+// stats and check cover every partition with --partitions (or LEASEQ_PARTITIONS), --partition K
+// addresses one, and a command on one queue refuses to guess which partition.
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { PartitionedQueue } from "../../shared/partitioned-queue.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
+import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
+import { runCli } from "./cli-run.js";
+
+const store = TcpStore.fromUrl(redisUrl());
+const redis = new Redis(redisUrl());
+afterAll(async () => {
+  await store.close();
+  redis.disconnect();
+});
+
+describe("leaseq on a partitioned queue", { timeout: 60_000 }, () => {
+  it("sums stats and checks every partition, addresses one with --partition, and asks which one otherwise", async () => {
+    const name = uniqueQueueName("cli-p");
+    const queue = new PartitionedQueue(store, { name, partitions: 3 });
+    await queue.configure();
+    const tasks = Array.from({ length: 30 }, (_, i) => ({ id: `t${i}`, type: "email" }));
+    await queue.enqueue(tasks, { now: Date.now() });
+    const cli = (args: string[], env: Record<string, string> = {}) =>
+      runCli(args, { REDIS_URL: redisUrl(), LEASEQ_QUEUE: name, ...env });
+    const inPartition = (k: number) => tasks.filter((task) => queue.partitionFor(task) === k).map((task) => task.id);
+
+    const stats = await cli(["--partitions", "3", "stats", "--json"]);
+    expect(stats.code).toBe(0);
+    const figures = JSON.parse(stats.stdout);
+    expect(figures).toMatchObject({ queue: name, ready: 30, leased: 0 });
+    expect(figures.partitions.map((p: { partition: number; ready: number }) => [p.partition, p.ready])).toEqual(
+      [0, 1, 2].map((k) => [k, inPartition(k).length]),
+    );
+    const text = await cli(["stats"], { LEASEQ_PARTITIONS: "3" });
+    expect(text.stdout).toContain(`queue "${name}" on`);
+    expect(text.stdout).toContain("3 partitions");
+    expect(text.stdout).toContain(`partition 2: ready ${inPartition(2).length},`);
+
+    // One partition's tasks, by --partition.
+    const listed = await cli(["--partitions", "3", "--partition", "1", "list", "ready", "--json"]);
+    expect(listed.code).toBe(0);
+    expect(
+      JSON.parse(listed.stdout)
+        .map((task: { id: string }) => task.id)
+        .sort(),
+    ).toEqual(inPartition(1).sort());
+
+    expect(await cli(["--partitions", "3", "check"])).toMatchObject({
+      code: 0,
+      stdout: `queue "${name}" (3 partitions): no problem found\n`,
+    });
+    // A problem planted in partition 2 is found there, and named with its partition.
+    await redis.zadd(queue.partitions[2].keys.leased, Date.now(), "ghost");
+    const found = await cli(["--partitions", "3", "check", "--json"]);
+    expect(found.code).toBe(1);
+    expect(JSON.parse(found.stdout).problems).toEqual([
+      expect.objectContaining({ code: "orphan_member", subject: "ghost", partition: 2 }),
+    ]);
+    expect(await cli(["--partitions", "3", "--partition", "2", "check", "--repair"])).toMatchObject({ code: 0 });
+    expect((await cli(["--partitions", "3", "check"])).code).toBe(0);
+
+    // A command on one queue does not guess the partition; bad counts are usage errors.
+    const inspect = await cli(["--partitions", "3", "inspect", "t1"]);
+    expect(inspect.code).toBe(2);
+    expect(inspect.stderr).toContain(`queue "${name}" has 3 partitions: pass --partition K (0 to 2)`);
+    expect((await cli(["--partitions", "0", "stats"])).stderr).toContain(
+      "--partitions (or LEASEQ_PARTITIONS) must be an integer from 1 to 64",
+    );
+    expect((await cli(["--partitions", "3", "--partition", "3", "stats"])).stderr).toContain(
+      "--partition must be an integer from 0 to 2",
+    );
+    const home = queue.partitionFor({ id: "t1" });
+    const one = await cli(["--partitions", "3", "--partition", String(home), "inspect", "t1", "--json"]);
+    expect(JSON.parse(one.stdout)).toMatchObject({ id: "t1", state: "ready" });
+  });
+});
