@@ -1,6 +1,8 @@
 import { Argument, type Command } from "commander";
+import { sumStats } from "../shared/partitioned-queue.js";
+import { partitionTag } from "../shared/partitions.js";
 import { Queue } from "../shared/queue.js";
-import { listQueues } from "../shared/queue-admin.js";
+import { listQueuePartitions } from "../shared/queue-admin.js";
 import type { QueueStats } from "../shared/types.js";
 import { changeByIds } from "./by-ids.js";
 import { queueName, withQueue, withStore } from "./connect.js";
@@ -105,12 +107,29 @@ export function controlCommands(program: Command): void {
     .addHelpText("after", "\nExample:\n  REDIS_URL=redis://127.0.0.1:6379 leaseq queues")
     .action(async (options: { json?: boolean }, command: Command) => {
       await withStore(command, "every queue", async (store, where) => {
-        const rows: Array<{ queue: string } & QueueStats> = [];
-        for (const name of await listQueues(store))
-          rows.push({ queue: name, ...(await new Queue(store, { name }).stats({ now: Date.now() })) });
+        const rows: Array<{ queue: string; partitions?: number } & QueueStats> = [];
+        // A partitioned queue (docs/partitions.md): its partitions' counts summed.
+        for (const { name, partitions } of await listQueuePartitions(store)) {
+          const each = await Promise.all(
+            partitions.map((k) =>
+              new Queue(store, { name, ...(k === 0 ? {} : { partitionTag: partitionTag(name, k) }) }).stats({
+                now: Date.now(),
+              }),
+            ),
+          );
+          rows.push({
+            queue: name,
+            ...(partitions.length > 1 ? { partitions: partitions.length } : {}),
+            ...sumStats(each),
+          });
+        }
         printResult(options.json, {
           json: () => rows,
-          text: () => rows.map((row) => `queue "${row.queue}"${row.paused ? " (paused)" : ""}\n${formatStats(row)}\n`),
+          text: () =>
+            rows.map(
+              (row) =>
+                `queue "${row.queue}"${row.partitions ? ` (${row.partitions} partitions)` : ""}${row.paused ? " (paused)" : ""}\n${formatStats(row)}\n`,
+            ),
           empty: `no leaseq queues on ${where}`,
         });
       });

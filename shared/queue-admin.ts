@@ -408,23 +408,43 @@ function checkIds(where: string, ids: string[]): void {
  * operators, not for a hot path. Needs a store with `scanKeys` (both stores have it).
  */
 export async function listQueues(store: Store, options: { keyPrefix?: string } = {}): Promise<string[]> {
+  return (await listQueuePartitions(store, options)).map((queue) => queue.name);
+}
+
+/**
+ * The leaseq queues on the store's server with the partitions found of each (docs/partitions.md):
+ * 0 is the queue's own tag, k > 0 a config under `<name>#<k>.<salt>`. Sorted by name; a queue
+ * whose partition 0 has no config is not listed.
+ */
+export async function listQueuePartitions(
+  store: Store,
+  options: { keyPrefix?: string } = {},
+): Promise<Array<{ name: string; partitions: number[] }>> {
   if (!store.scanKeys) throw new InvalidInputError("listQueues: this store cannot SCAN (no scanKeys)");
   const prefix = options.keyPrefix ?? "leaseq";
   const suffix = queueKeys("q", prefix).config.slice(`${prefix}:{q}`.length);
-  const names = new Set<string>();
+  const found = new Map<string, Set<number>>();
   let cursor = "0";
   do {
     const [next, keys] = await store.scanKeys(cursor, `${prefix}:{*}${suffix}`, 1000);
     for (const key of keys) {
-      const name = key.slice(prefix.length + 2, key.length - suffix.length - 1);
+      if (!key.endsWith(`}${suffix}`)) continue;
+      const tag = key.slice(prefix.length + 2, key.length - suffix.length - 1);
+      // A partition's tag: the name, "#", its number, "." and a salt.
+      const partition = /^(.+)#([1-9][0-9]?)\.[0-9]+$/.exec(tag);
+      const name = partition ? partition[1] : tag;
       // A key that only looks like one (a name leaseq would refuse) is not a queue of leaseq's.
-      if (key.endsWith(`}${suffix}`) && NAME_PATTERN.test(name) && name.length <= LIMITS.queueNameMaxBytes) {
-        names.add(name);
-      }
+      if (!NAME_PATTERN.test(name) || name.length > LIMITS.queueNameMaxBytes) continue;
+      const set = found.get(name) ?? new Set<number>();
+      set.add(partition ? Number(partition[2]) : 0);
+      found.set(name, set);
     }
     cursor = next;
   } while (cursor !== "0");
-  return [...names].sort();
+  return [...found]
+    .filter(([, partitions]) => partitions.has(0))
+    .map(([name, partitions]) => ({ name, partitions: [...partitions].sort((a, b) => a - b) }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /**

@@ -38,6 +38,12 @@ describe("leaseq on a partitioned queue", { timeout: 60_000 }, () => {
     expect(text.stdout).toContain("3 partitions");
     expect(text.stdout).toContain(`partition 2: ready ${inPartition(2).length},`);
 
+    // `leaseq queues` lists the queue once, its partitions' counts summed.
+    const queues = JSON.parse((await cli(["queues", "--json"])).stdout) as Array<{ queue: string }>;
+    expect(queues.filter((row) => row.queue.startsWith(name))).toEqual([
+      expect.objectContaining({ queue: name, partitions: 3, ready: 30 }),
+    ]);
+
     // One partition's tasks, by --partition.
     const listed = await cli(["--partitions", "3", "--partition", "1", "list", "ready", "--json"]);
     expect(listed.code).toBe(0);
