@@ -2,6 +2,7 @@
 // under a hash tag of its own (shared/partitions.ts), on a store of its own or sharing one. A task
 // goes to the partition its routing key hashes to, so everything per key stays exact in one
 // partition; a claim takes from one partition, chosen by the heads of two.
+import { LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { checkPartitions, partitionOf, partitionTag, routingKey } from "./partitions.js";
 import { type ClaimOptions, Queue } from "./queue.js";
@@ -19,6 +20,7 @@ import type {
   SettleResult,
   TaskInput,
 } from "./types.js";
+import { checkBatch } from "./validate.js";
 
 export interface PartitionedQueueOptions extends Omit<QueueOptions, "partitionTag"> {
   /** How many partitions, 1..64: 1 is the queue as it always was (its keys under `{<name>}`). */
@@ -84,7 +86,7 @@ export class PartitionedQueue {
     this.routed = checkPartitions("new PartitionedQueue", count);
     const n =
       shrinkingFrom === undefined ? this.routed : checkPartitions("new PartitionedQueue shrinkingFrom", shrinkingFrom);
-    if (n < this.routed) {
+    if (shrinkingFrom !== undefined && n <= this.routed) {
       throw new InvalidInputError(
         `new PartitionedQueue: shrinkingFrom (${n}) is the count before a shrink, so it must be more than partitions (${this.routed})`,
       );
@@ -125,10 +127,17 @@ export class PartitionedQueue {
 
   /**
    * Enqueues each task into its partition (one call per partition with tasks, in parallel); the
-   * results come back in the order of `tasks`. Each partition's call is all-or-nothing; a call
-   * that fails leaves the others' tasks enqueued, and the error names the partition.
+   * results come back in the order of `tasks`. Every task is checked first, as enqueue checks it,
+   * so a malformed one is refused (InvalidInputError naming it by its place in `tasks`) before any
+   * partition is sent anything. Each partition's call is all-or-nothing; should one fail (its store
+   * unreachable), the others' tasks are in, the error says which partition failed, and repeating
+   * the call is safe: the tasks already in are answered `duplicate`.
    */
   async enqueue(tasks: TaskInput[], options: { now: number }): Promise<EnqueueResult[]> {
+    checkBatch("enqueue", tasks, LIMITS.batchMax);
+    const problems = this.partitions[0].checkTasks(tasks, options);
+    const problem = problems.find((message) => message !== undefined);
+    if (problem !== undefined) throw new InvalidInputError(`enqueue: ${problem}`);
     const byPartition = new Map<number, number[]>();
     tasks.forEach((task, index) => {
       const partition = this.partitionFor(task);
@@ -137,8 +146,9 @@ export class PartitionedQueue {
       byPartition.set(partition, list);
     });
     const results: EnqueueResult[] = new Array(tasks.length);
-    await Promise.all(
-      [...byPartition].map(async ([partition, indexes]) => {
+    const calls = [...byPartition];
+    const settled = await Promise.allSettled(
+      calls.map(async ([partition, indexes]) => {
         const answered = await this.partitions[partition].enqueue(
           indexes.map((index) => tasks[index]),
           options,
@@ -148,6 +158,15 @@ export class PartitionedQueue {
         });
       }),
     );
+    const failed = settled.findIndex((outcome) => outcome.status === "rejected");
+    if (failed >= 0) {
+      const error = (settled[failed] as PromiseRejectedResult).reason;
+      const others = settled.length - settled.filter((outcome) => outcome.status === "rejected").length;
+      if (error instanceof Error) {
+        error.message = `partition ${calls[failed][0]} of ${this.partitions.length}: ${error.message} (the tasks of ${others} other partition(s) were enqueued; repeating the call is safe)`;
+      }
+      throw error;
+    }
     return results;
   }
 

@@ -9,6 +9,7 @@ import { InvalidInputError } from "../../shared/errors.js";
 import { PartitionedQueue } from "../../shared/partitioned-queue.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
+import { TcpStore } from "../../shared/stores/tcp.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
 import type { ClaimedTask, TaskInput } from "../../shared/types.js";
 import { expectClean } from "../helpers/check.js";
@@ -301,6 +302,17 @@ for (const adapter of adapters) {
       );
     });
 
+    it("refuses a batch with a malformed task before any partition is sent anything", async () => {
+      const name = uniqueQueueName("pb");
+      const queue = new PartitionedQueue(await open(), { name, partitions: 4, settings: { trustCallerClock: true } });
+      await queue.configure();
+      const tasks: TaskInput[] = Array.from({ length: 12 }, (_, i) => ({ id: `t${i}`, type: "t", payload: "{}" }));
+      tasks[9] = { id: "t9", type: "t", paylod: "{}" } as unknown as TaskInput;
+      await expect(queue.enqueue(tasks, { now: NOW })).rejects.toThrow(/^enqueue: task 10 .*paylod/);
+      const { total } = await queue.stats({ now: NOW });
+      expect(total.ready).toBe(0);
+    });
+
     it("refuses a partition count outside 1..64 before touching anything", async () => {
       const store = await open();
       expect(() => new PartitionedQueue(store, { name: uniqueQueueName("px"), partitions: 0 })).toThrow(
@@ -364,5 +376,44 @@ describe("a partitioned queue over two Upstash databases (two local endpoints, t
       expect(ran.filter((task) => task.group === `tenant-${g}`).map((task) => task.id)).toEqual(own);
     }
     for (const partition of queue.partitions) await expectClean(partition, NOW);
+  });
+});
+
+describe("a partitioned queue with one store unreachable", () => {
+  it("says which partition failed, keeps the others' tasks, and a repeat answers them duplicate", async () => {
+    const reachable = TcpStore.fromUrl(redisUrl());
+    const down = TcpStore.fromUrl("redis://127.0.0.1:1", { timeoutMs: 1_000 });
+    try {
+      const name = uniqueQueueName("pd");
+      // Partitions 0 and 2 on the reachable server, 1 and 3 on one that is not there.
+      const queue = new PartitionedQueue([reachable, down], {
+        name,
+        partitions: 4,
+        settings: { trustCallerClock: true },
+      });
+      await queue.partitions[0].configure();
+      await queue.partitions[2].configure();
+      const tasks = Array.from({ length: 20 }, (_, i) => ({ id: `t${i}`, type: "t", payload: "{}" }));
+      const onDown = tasks.filter((task) => queue.partitionFor(task) % 2 === 1).length;
+      expect(onDown).toBeGreaterThan(0);
+      await expect(queue.enqueue(tasks, { now: NOW })).rejects.toThrow(
+        /^partition [13] of 4: .*\(the tasks of 2 other partition\(s\) were enqueued; repeating the call is safe\)/s,
+      );
+      const up = [0, 2].reduce(
+        async (sum, k) => (await sum) + (await queue.partitions[k].stats({ now: NOW })).ready,
+        Promise.resolve(0),
+      );
+      expect(await up).toBe(20 - onDown);
+      // The reachable partitions' tasks are in: sent again, they are duplicates.
+      const again = await queue.partitions[0].enqueue(
+        tasks.filter((task) => queue.partitionFor(task) === 0),
+        { now: NOW },
+      );
+      expect(again.length).toBeGreaterThan(0);
+      expect(again.every((result) => result.status === "duplicate")).toBe(true);
+    } finally {
+      await reachable.close();
+      await down.close();
+    }
   });
 });
