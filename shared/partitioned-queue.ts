@@ -241,7 +241,8 @@ export class PartitionedQueue {
   private split<T extends { id: string; token: string }>(where: string, items: readonly T[]) {
     const byPartition = new Map<number, { items: T[]; at: number[] }>();
     items.forEach((item, at) => {
-      const token = String(item?.token ?? "");
+      // A token that is not a string stays as it is, for the items' check to refuse by its type.
+      const token = typeof item?.token === "string" ? item.token : "";
       const slash = token.indexOf("/");
       const partition = slash < 0 ? 0 : Number(token.slice(0, slash));
       if (!Number.isInteger(partition) || partition < 0 || partition >= this.partitions.length) {
@@ -250,22 +251,37 @@ export class PartitionedQueue {
         );
       }
       const entry = byPartition.get(partition) ?? { items: [], at: [] };
-      entry.items.push({ ...item, token: slash < 0 ? token : token.slice(slash + 1) });
+      entry.items.push(slash < 0 ? item : { ...item, token: token.slice(slash + 1) });
       entry.at.push(at);
       byPartition.set(partition, entry);
     });
     return byPartition;
   }
 
-  /** Runs `call` on each partition's items; the answers come back in the items' order. */
+  /**
+   * Runs `call` on each partition's items; the answers come back in the items' order. `check` sees
+   * every item first, its token without its partition (a Queue's settleArgs, extendArgs or
+   * releaseArgs), so a malformed item is refused by its place in `items` before any partition is
+   * sent its part.
+   */
   private async perPartition<T extends { id: string; token: string }, R>(
     where: string,
     items: readonly T[],
+    check: (queue: Queue, items: T[]) => unknown,
     call: (queue: Queue, items: T[]) => Promise<R[]>,
   ): Promise<R[]> {
+    checkBatch(where, items, LIMITS.batchMax);
+    const parts = this.split(where, items);
+    const stripped: T[] = new Array(items.length);
+    for (const entry of parts.values()) {
+      entry.at.forEach((at, i) => {
+        stripped[at] = entry.items[i];
+      });
+    }
+    check(this.partitions[0], stripped);
     const results: R[] = new Array(items.length);
     await Promise.all(
-      [...this.split(where, items)].map(async ([partition, entry]) => {
+      [...parts].map(async ([partition, entry]) => {
         const answered = await call(this.partitions[partition], entry.items);
         answered.forEach((result, i) => {
           results[entry.at[i]] = result;
@@ -276,19 +292,39 @@ export class PartitionedQueue {
   }
 
   async settle(items: SettleItem[], options: { now: number }): Promise<SettleResult[]> {
-    return this.perPartition("settle", items, (queue, own) => queue.settle(own, options));
+    return this.perPartition(
+      "settle",
+      items,
+      (queue, all) => queue.settleArgs(all),
+      (queue, own) => queue.settle(own, options),
+    );
   }
 
   async ack(tasks: Array<{ id: string; token: string }>, options: { now: number }): Promise<SettleResult[]> {
-    return this.perPartition("ack", tasks, (queue, own) => queue.ack(own, options));
+    return this.perPartition(
+      "ack",
+      tasks,
+      (queue, all) => queue.settleArgs(all.map(({ id, token }) => ({ id, token, outcome: "ack" as const }))),
+      (queue, own) => queue.ack(own, options),
+    );
   }
 
   async extend(items: Parameters<Queue["extend"]>[0], options: { now: number }): Promise<ExtendResult[]> {
-    return this.perPartition("extend", items, (queue, own) => queue.extend(own, options));
+    return this.perPartition(
+      "extend",
+      items,
+      (queue, all) => queue.extendArgs(all),
+      (queue, own) => queue.extend(own, options),
+    );
   }
 
   async release(items: Array<{ id: string; token: string }>, options: { now: number }): Promise<ItemResult[]> {
-    return this.perPartition("release", items, (queue, own) => queue.release(own, options));
+    return this.perPartition(
+      "release",
+      items,
+      (queue, all) => queue.releaseArgs(all),
+      (queue, own) => queue.release(own, options),
+    );
   }
 
   /** The reclaimer's work on every partition: expired leases back, each partition to its end. */

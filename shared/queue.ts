@@ -184,8 +184,30 @@ export class Queue {
   async settle(items: SettleItem[], options: { now: number }): Promise<SettleResult[]> {
     const where = "settle";
     const now = checkNow(where, options.now);
+    const args = this.settleArgs(items);
+    return withBatchSpan(
+      this.name,
+      "settle",
+      async () => {
+        const reply = await this.context.run("settle", { now: String(now) }, args);
+        return replyRows("settle", reply, items.length).map((record, i) => ({
+          id: items[i].id,
+          status: itemStatus(where, record.status),
+          state: STATE_BY_LETTER[String(record.state)],
+        }));
+      },
+      () => items.length,
+    );
+  }
+
+  /**
+   * settle's items checked and encoded as its script takes them, sending nothing: throws
+   * InvalidInputError naming the first malformed item (a partitioned queue checks a whole batch so
+   * before it sends any partition its part).
+   */
+  settleArgs(items: SettleItem[]): string[] {
     const maxErrorBytes = this.settings.maxErrorBytes;
-    const args = leasedItemArgs(where, items, (item, id, label) => {
+    return leasedItemArgs("settle", items, (item, id, label) => {
       if (typeof item.token !== "string")
         throw new InvalidInputError(`${label} (id ${id}): token must be a string, got ${shown(item.token)}`);
       const { token } = item;
@@ -222,19 +244,6 @@ export class Queue {
         `${label} (id ${id}): outcome must be "ack", "retry" or "fail", got ${shown((item as { outcome: unknown }).outcome)}`,
       );
     });
-    return withBatchSpan(
-      this.name,
-      "settle",
-      async () => {
-        const reply = await this.context.run("settle", { now: String(now) }, args);
-        return replyRows("settle", reply, items.length).map((record, i) => ({
-          id: items[i].id,
-          status: itemStatus(where, record.status),
-          state: STATE_BY_LETTER[String(record.state)],
-        }));
-      },
-      () => items.length,
-    );
   }
 
   /** Acks tasks (settle with outcome "ack"). */
@@ -252,14 +261,7 @@ export class Queue {
   ): Promise<ExtendResult[]> {
     const where = "extend";
     const now = checkNow(where, options.now);
-    const args = leasedItemArgs(where, items, (item, id, label) =>
-      itemArgs("extend", {
-        id,
-        token: checkToken(label, item.token),
-        leaseMs: String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
-        progress: item.progress === undefined ? "" : progressText(`${label} (id ${id})`, item.progress),
-      }),
-    );
+    const args = this.extendArgs(items);
     const reply = await this.context.run("extend", { now: String(now) }, args);
     return replyRows("extend", reply, items.length).map((record, i) => {
       const status = itemStatus(where, record.status);
@@ -267,13 +269,30 @@ export class Queue {
     });
   }
 
+  /** extend's items checked and encoded, sending nothing (settleArgs). */
+  extendArgs(items: Array<{ id: string; token: string; leaseMs: number; progress?: unknown }>): string[] {
+    return leasedItemArgs("extend", items, (item, id, label) =>
+      itemArgs("extend", {
+        id,
+        token: checkToken(label, item.token),
+        leaseMs: String(checkInteger(label, "leaseMs", item.leaseMs, 1, LIMITS.leaseMaxMs)),
+        progress: item.progress === undefined ? "" : progressText(`${label} (id ${id})`, item.progress),
+      }),
+    );
+  }
+
+  /** release's items checked and encoded, sending nothing (settleArgs). */
+  releaseArgs(items: Array<{ id: string; token: string }>): string[] {
+    return leasedItemArgs("release", items, (item, id, label) =>
+      itemArgs("release", { id, token: checkToken(label, item.token) }),
+    );
+  }
+
   /** Gives back claimed tasks that were never started: READY again, rank kept, attempt returned. */
   async release(items: Array<{ id: string; token: string }>, options: { now: number }): Promise<ItemResult[]> {
     const where = "release";
     const now = checkNow(where, options.now);
-    const args = leasedItemArgs(where, items, (item, id, label) =>
-      itemArgs("release", { id, token: checkToken(label, item.token) }),
-    );
+    const args = this.releaseArgs(items);
     const reply = await this.context.run("release", { now: String(now) }, args);
     return replyRows("release", reply, items.length).map((record, i) => ({
       id: items[i].id,

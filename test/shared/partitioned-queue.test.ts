@@ -208,6 +208,23 @@ for (const adapter of adapters) {
         /ack: item 1 \(id "x"\) has a token of no partition of this queue \(3 partitions\)/,
       );
       await expect(queue.claim({ count: 1, now: NOW, partition: 3 })).rejects.toThrow(InvalidInputError);
+      // A malformed item anywhere in the batch: refused by its place before any partition is sent its part.
+      await queue.enqueue([{ id: "m", type: "t", payload: "{}" }], { now: NOW });
+      const [held] = await queue.claim({ count: 1, now: NOW, partition: queue.partitionFor({ id: "m" }) });
+      await expect(
+        queue.settle(
+          [
+            { id: held.id, token: held.token, outcome: "ack" },
+            { id: "n", token: "2/1.1", outcome: "later" as "ack" },
+          ],
+          { now: NOW },
+        ),
+      ).rejects.toThrow(/^settle: item 2 \(id n\): outcome must be "ack", "retry" or "fail"/);
+      await expect(queue.release([{ id: "n", token: 7 as unknown as string }], { now: NOW })).rejects.toThrow(
+        /^release: item 1: token must be the string a claim returned, got 7/,
+      );
+      expect((await queue.stats({ now: NOW })).total.leased).toBe(1); // the ack in that batch was not sent
+      expect((await queue.ack([held], { now: NOW }))[0].status).toBe("ok");
       await queue.enqueue([{ id: "a", type: "t", payload: "{}" }], { now: NOW });
       const home = queue.partitionFor({ id: "a" });
       const [task] = await queue.claim({ count: 1, now: NOW, partition: home });
