@@ -14,7 +14,9 @@ import { adapters, storeFixture, uniqueQueueName } from "../helpers/stores.js";
 
 const upstash = adapters.filter((adapter) => adapter.name === "upstash"); // the Lambda path
 
-describe.each(upstash)("a worker process that dies mid-batch, over $name", (adapter) => {
+// Each test starts up to 8 worker processes one after another, each waiting out a lease: under a
+// loaded machine (CI runs four test files at once on two cores) that took past the default 30 s once.
+describe.each(upstash)("a worker process that dies mid-batch, over $name", { timeout: 90_000 }, (adapter) => {
   const { redis, open } = storeFixture(adapter);
 
   /**
