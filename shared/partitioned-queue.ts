@@ -19,6 +19,7 @@ import type {
   SettleItem,
   SettleResult,
   TaskInput,
+  TickResult,
 } from "./types.js";
 import { checkBatch } from "./validate.js";
 
@@ -335,6 +336,16 @@ export class PartitionedQueue {
       failed: all.flatMap((result) => result.failed),
       more: all.some((result) => result.more),
     };
+  }
+
+  /**
+   * The reclaimer's pass on every partition (Queue.tick: expired leases back, due tasks promoted,
+   * retention trimmed): each partition's result, by number. A process that consumes without the
+   * Lambda reclaimer runs it periodically, so a partition whose claims are rare still has its due
+   * tasks promoted and its expired leases returned.
+   */
+  async tick(options: { now: number; limit?: number; wakeHorizonMs?: number }): Promise<TickResult[]> {
+    return Promise.all(this.partitions.map((queue) => queue.tick(options)));
   }
 
   /**

@@ -319,6 +319,28 @@ for (const adapter of adapters) {
       );
     });
 
+    it("ticks every partition: due tasks promoted and expired leases returned wherever they are", async () => {
+      const name = uniqueQueueName("pt2");
+      const queue = new PartitionedQueue(await open(), {
+        name,
+        partitions: 3,
+        settings: { trustCallerClock: true, defaultPolicy: { leaseMs: 1_000, maxAttempts: 3 } },
+      });
+      await queue.configure();
+      const delayed = Array.from({ length: 9 }, (_, i) => ({ id: `d${i}`, type: "t", payload: "{}", delayMs: 500 }));
+      await queue.enqueue(delayed, { now: NOW });
+      const ready = { id: "r", type: "t", payload: "{}" };
+      await queue.enqueue([ready], { now: NOW });
+      const [held] = await queue.claim({ count: 1, now: NOW, partition: queue.partitionFor(ready) });
+      const results = await queue.tick({ now: NOW + 5_000 });
+      expect(results).toHaveLength(3);
+      expect(results.reduce((sum, result) => sum + result.promoted, 0)).toBe(9);
+      expect(results.reduce((sum, result) => sum + result.reclaimed, 0)).toBe(1);
+      expect(results[queue.partitionFor(ready)].reclaimed).toBe(1);
+      expect((await queue.ack([held], { now: NOW + 5_000 }))[0].status).not.toBe("ok"); // its lease was taken back
+      expect((await queue.stats({ now: NOW + 5_000 })).total).toMatchObject({ ready: 10, scheduled: 0, leased: 0 });
+    });
+
     it("refuses a batch with a malformed task before any partition is sent anything", async () => {
       const name = uniqueQueueName("pb");
       const queue = new PartitionedQueue(await open(), { name, partitions: 4, settings: { trustCallerClock: true } });
