@@ -59,14 +59,11 @@ if (process.argv.includes("--flow-control")) {
   process.exit(0);
 }
 
-/**
- * Only the instructions and commands per task Redis spends on each system (bench/instructions.ts),
- * on a redis-server of its own under callgrind, merged into results.json (instructions).
- */
-if (process.argv.includes("--instructions")) {
-  const { instructionsMode } = await import("./instructions.js");
+/** A mode that runs alone (its own servers) and ends the process: 0 when it succeeds, 1 when it throws. */
+async function soloMode(flag: string, run: () => Promise<void>): Promise<void> {
+  if (!process.argv.includes(flag)) return;
   try {
-    await instructionsMode(process.argv.slice(2), log);
+    await run();
     process.exit(0);
   } catch (error) {
     console.error(error);
@@ -74,17 +71,15 @@ if (process.argv.includes("--instructions")) {
   }
 }
 
-/** Only the partitioned queue over N redis-servers (bench/partitions.ts), merged into results.json (partitions). */
-if (process.argv.includes("--partitions")) {
-  const { partitionsMode } = await import("./partitions.js");
-  try {
-    await partitionsMode(process.argv.slice(2), log);
-    process.exit(0);
-  } catch (error) {
-    console.error(error);
-    process.exit(1);
-  }
-}
+// Only the instructions and commands per task Redis spends on each system (bench/instructions.ts),
+// on a redis-server of its own under callgrind, merged into results.json (instructions).
+await soloMode("--instructions", async () =>
+  (await import("./instructions.js")).instructionsMode(process.argv.slice(2), log),
+);
+// Only the partitioned queue over N redis-servers (bench/partitions.ts), merged into results.json (partitions).
+await soloMode("--partitions", async () =>
+  (await import("./partitions.js")).partitionsMode(process.argv.slice(2), log),
+);
 
 const redis = await startBenchRedis();
 let upstash: LocalUpstash | undefined;

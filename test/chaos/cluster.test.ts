@@ -12,6 +12,7 @@ import { TcpStore } from "../../shared/stores/tcp.js";
 import { bundled } from "../helpers/bundle.js";
 import { expectClean, isDrained } from "../helpers/check.js";
 import { assertConsistent } from "../helpers/invariants.js";
+import { claimAny, turnUnderLoad } from "../helpers/partitions.js";
 import { configuredQueue, uniqueQueueName } from "../helpers/stores.js";
 import { chaosSeed, random, report, scale, sleep } from "./helpers/chaos.js";
 import { clusterUnavailable, type LocalCluster, startCluster } from "./helpers/cluster.js";
@@ -216,10 +217,7 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
 
     const ran: string[] = [];
     for (let round = 0; round < 1_000; round++) {
-      let claimed = await queue.claim({ count: 8, now: NOW });
-      for (let k = 0; claimed.length === 0 && k < queue.partitions.length; k++) {
-        claimed = await queue.claim({ count: 8, now: NOW, partition: k });
-      }
+      const claimed = await claimAny(queue, 8, NOW);
       if (claimed.length === 0) break;
       ran.push(...claimed.map((task) => task.id));
       expect((await queue.ack(claimed, { now: NOW })).every((result) => result.status === "ok")).toBe(true);
@@ -244,38 +242,7 @@ describe.skipIf(unavailable !== undefined)(`Redis Cluster${unavailable ? ` (skip
     const before = new PartitionedQueue(store, { name, partitions: 1, settings });
     const after = new PartitionedQueue(store, { name, partitions: 4, settings });
     await before.configure();
-    // Two producers and two consumers; halfway every process turns to 4 partitions (a redeploy).
-    let grown = false;
-    const current = () => (grown ? after : before);
-    const sent: string[] = [];
-    const ran = new Map<string, number>();
-    let producing = 2;
-    const producer = async (who: string) => {
-      for (let round = 0; round < 30; round++) {
-        if (round === 15) grown = true;
-        const batch = Array.from({ length: 5 }, (_, i) => ({ id: `${who}-${round}-${i}`, type: "t", payload: "{}" }));
-        expect((await current().enqueue(batch, { now: NOW })).every((result) => result.status === "ok")).toBe(true);
-        sent.push(...batch.map((task) => task.id));
-      }
-      producing--;
-    };
-    const consumer = async () => {
-      for (let idle = 0; idle < 3; ) {
-        const queue = current();
-        let claimed = await queue.claim({ count: 4, now: NOW });
-        for (let k = 0; claimed.length === 0 && k < queue.partitions.length; k++) {
-          claimed = await queue.claim({ count: 4, now: NOW, partition: k });
-        }
-        if (claimed.length === 0) {
-          if (producing === 0) idle++;
-          await sleep(5);
-          continue;
-        }
-        for (const task of claimed) ran.set(task.id, (ran.get(task.id) ?? 0) + 1);
-        expect((await current().ack(claimed, { now: NOW })).every((result) => result.status === "ok")).toBe(true);
-      }
-    };
-    await Promise.all([producer("a"), producer("b"), consumer(), consumer()]);
+    const { sent, ran } = await turnUnderLoad(before, after, { rounds: 30, now: NOW });
     expect([...ran.keys()].sort()).toEqual([...sent].sort());
     expect([...ran.values()].every((times) => times === 1)).toBe(true);
     const stats = await after.stats({ now: NOW });

@@ -13,6 +13,7 @@ import { TcpStore } from "../../shared/stores/tcp.js";
 import { UpstashStore } from "../../shared/stores/upstash.js";
 import type { ClaimedTask, TaskInput } from "../../shared/types.js";
 import { expectClean } from "../helpers/check.js";
+import { claimAny, turnUnderLoad } from "../helpers/partitions.js";
 import { type StartedRedis, startRedisServer } from "../helpers/redis-server.js";
 import { adapters, rawClient, redisUrl, uniqueQueueName } from "../helpers/stores.js";
 
@@ -22,11 +23,7 @@ const NOW = 1_800_000_000_000;
 async function drain(queue: PartitionedQueue, count: number): Promise<ClaimedTask[]> {
   const ran: ClaimedTask[] = [];
   for (;;) {
-    let claimed = await queue.claim({ count, now: NOW });
-    // Two partitions drawn at random may both be empty while another is not: name each in turn.
-    for (let k = 0; claimed.length === 0 && k < queue.partitions.length; k++) {
-      claimed = await queue.claim({ count, now: NOW, partition: k });
-    }
+    const claimed = await claimAny(queue, count, NOW);
     if (claimed.length === 0) return ran;
     ran.push(...claimed);
     const results = await queue.ack(claimed, { now: NOW });
@@ -241,41 +238,7 @@ for (const adapter of adapters) {
       const before = new PartitionedQueue(await open(), { name, partitions: 1, settings });
       const after = new PartitionedQueue(await open(), { name, partitions: 4, settings });
       await before.configure();
-      // Two producers and two consumers run throughout; halfway, each turns to the 4-partition
-      // queue (a redeploy reaching the processes one by one), tasks leased before it acked after.
-      let grown = false;
-      const current = () => (grown ? after : before);
-      const sent: string[] = [];
-      const ran = new Map<string, number>();
-      const producer = async (who: string) => {
-        for (let round = 0; round < 20; round++) {
-          if (round === 10) grown = true;
-          const batch = Array.from({ length: 5 }, (_, i) => ({ id: `${who}-${round}-${i}`, type: "t", payload: "{}" }));
-          const results = await current().enqueue(batch, { now: NOW });
-          expect(results.every((result) => result.status === "ok")).toBe(true);
-          sent.push(...batch.map((task) => task.id));
-        }
-      };
-      let producing = 2;
-      const consumer = async () => {
-        for (let idle = 0; idle < 3; ) {
-          const queue = current();
-          let claimed = await queue.claim({ count: 4, now: NOW });
-          for (let k = 0; claimed.length === 0 && k < queue.partitions.length; k++) {
-            claimed = await queue.claim({ count: 4, now: NOW, partition: k });
-          }
-          if (claimed.length === 0) {
-            if (producing === 0) idle++;
-            await new Promise((resolve) => setTimeout(resolve, 5));
-            continue;
-          }
-          for (const task of claimed) ran.set(task.id, (ran.get(task.id) ?? 0) + 1);
-          // Acked through whichever queue the process holds by then: the token names its partition.
-          const results = await current().ack(claimed, { now: NOW });
-          expect(results.every((result) => result.status === "ok")).toBe(true);
-        }
-      };
-      await Promise.all([...["a", "b"].map((who) => producer(who).finally(() => producing--)), consumer(), consumer()]);
+      const { sent, ran } = await turnUnderLoad(before, after, { rounds: 20, now: NOW });
       expect(sent).toHaveLength(200);
       expect([...ran.keys()].sort()).toEqual([...sent].sort());
       expect([...ran.values()].every((times) => times === 1)).toBe(true);
