@@ -50,15 +50,17 @@ export interface PartitionedStats {
 }
 
 /**
- * The head of a partition's ready set, read-only: its size, then its first member's score (""
- * when empty). The score's priority part (score / 2^42) orders heads across partitions.
+ * The head of a partition's ready set, read-only: its first member's score ("" when empty). The
+ * score's priority part (score / 2^42) orders heads across partitions.
  */
 const HEAD = luaScript(
   "partition-head",
-  "local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n" +
-    "return { redis.call('ZCARD', KEYS[1]), head[2] or '' }",
+  "local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\nreturn head[2] or ''",
   { readOnly: true },
 );
+
+/** The most claims in a row a partitioned queue sends to one partition without reading two heads again. */
+export const STICKY_CLAIMS = 32;
 
 /** The ready-set score's priority part (docs/storage.md: priority band × 2^42 + arrival or turn). */
 const BAND = 2 ** 42;
@@ -77,6 +79,8 @@ export class PartitionedQueue {
   private readonly routed: number;
   /** The partition the last claim filled its batch from: the next one without a named partition goes there. */
   private filling: number | undefined;
+  /** How many claims in a row went to `filling`. */
+  private stuck = 0;
 
   /**
    * `stores`: one store for every partition (a Redis Cluster, whose slots spread them over its
@@ -171,30 +175,22 @@ export class PartitionedQueue {
     return results;
   }
 
-  /** The size and the head's priority band of each of `partitions`' ready sets. */
-  private async heads(
-    partitions: readonly number[],
-  ): Promise<Array<{ partition: number; ready: number; band: number }>> {
+  /** The priority band of the head of each of `partitions`' ready sets (Infinity when empty). */
+  private async heads(partitions: readonly number[]): Promise<Array<{ partition: number; band: number }>> {
     return Promise.all(
       partitions.map(async (partition) => {
         const queue = this.partitions[partition];
-        const [ready, score] = (await this.stores[partition % this.stores.length].evalScript(
-          HEAD,
-          [queue.keys.ready],
-          [],
-        )) as [number, string];
-        return {
-          partition,
-          ready: Number(ready),
-          band: score === "" ? Number.POSITIVE_INFINITY : Math.floor(Number(score) / BAND),
-        };
+        const score = String(
+          await this.stores[partition % this.stores.length].evalScript(HEAD, [queue.keys.ready], []),
+        );
+        return { partition, band: score === "" ? Number.POSITIVE_INFINITY : Math.floor(Number(score) / BAND) };
       }),
     );
   }
 
   /**
    * The partition to claim from without a wake-up naming one: of two drawn at random, the one whose
-   * head has the higher priority, then the one with more READY (power of two choices). Reads two
+   * head has the higher priority, the first drawn when they tie (power of two choices). Reads two
    * heads, never every partition's.
    */
   async choosePartition(random: () => number = Math.random): Promise<number> {
@@ -203,24 +199,26 @@ export class PartitionedQueue {
     const first = Math.floor(random() * n);
     const second = (first + 1 + Math.floor(random() * (n - 1))) % n;
     const [a, b] = await this.heads([first, second]);
-    if (a.band !== b.band) return a.band < b.band ? a.partition : b.partition;
-    return b.ready > a.ready ? b.partition : a.partition;
+    return b.band < a.band ? b.partition : a.partition;
   }
 
   /**
    * Leases up to `count` tasks from one partition: `options.partition` (a wake-up's); else the one
-   * this queue's last claim filled its batch from, while it keeps filling them (no read to choose);
-   * else the better of two (choosePartition). Their tokens carry their partition, so settle, extend
-   * and release go back to it.
+   * this queue's last claim filled its batch from, while it keeps filling them, for at most
+   * STICKY_CLAIMS claims in a row (no read to choose); else the better of two (choosePartition), so
+   * a higher-priority head elsewhere is drawn within that many claims. Their tokens carry their
+   * partition, so settle, extend and release go back to it.
    */
   async claim(options: PartitionedClaimOptions): Promise<ClaimedTask[]> {
     const { partition: named, ...claimOptions } = options;
-    const partition =
-      named !== undefined
-        ? this.checkPartition("claim", named)
-        : (this.filling ?? (this.partitions.length === 1 ? 0 : await this.choosePartition()));
+    let partition: number;
+    if (named !== undefined) partition = this.checkPartition("claim", named);
+    else if (this.filling !== undefined && this.stuck < STICKY_CLAIMS) partition = this.filling;
+    else partition = this.partitions.length === 1 ? 0 : await this.choosePartition();
     const tasks = await this.partitions[partition].claim(claimOptions);
-    this.filling = tasks.length >= claimOptions.count ? partition : undefined;
+    const full = tasks.length >= claimOptions.count;
+    this.stuck = full && partition === this.filling ? this.stuck + 1 : 1;
+    this.filling = full ? partition : undefined;
     return tasks.map((task) => ({ ...task, token: tokenFor(partition, task.token) }));
   }
 

@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startUpstashEndpoint, type UpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { InvalidInputError } from "../../shared/errors.js";
-import { PartitionedQueue } from "../../shared/partitioned-queue.js";
+import { PartitionedQueue, STICKY_CLAIMS } from "../../shared/partitioned-queue.js";
 import { Queue } from "../../shared/queue.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
@@ -194,6 +194,30 @@ for (const adapter of adapters) {
       const rest = await queue.claim({ count: 40, now: NOW, partition: from });
       expect(rest.length).toBeLessThan(40);
       await queue.claim({ count: 2, now: NOW });
+      expect(headReads).toBe(4);
+    });
+
+    it("reads two heads again after STICKY_CLAIMS full claims in a row from one partition", async () => {
+      const name = uniqueQueueName("ps2");
+      const store = await open();
+      let headReads = 0;
+      const counting: Store = {
+        ...store,
+        evalScript: (script, keys, args) => {
+          if (script.name === "partition-head") headReads++;
+          return store.evalScript(script, keys, args);
+        },
+        close: () => store.close(),
+      };
+      const queue = new PartitionedQueue(counting, { name, partitions: 2, settings: { trustCallerClock: true } });
+      await queue.configure();
+      await queue.enqueue(
+        Array.from({ length: 100 }, (_, i) => ({ id: `t${i}`, type: "t", payload: "{}" })),
+        { now: NOW },
+      );
+      for (let i = 0; i < STICKY_CLAIMS; i++) expect(await queue.claim({ count: 1, now: NOW })).toHaveLength(1);
+      expect(headReads).toBe(2); // the first claim's choice, then STICKY_CLAIMS - 1 claims without one
+      await queue.claim({ count: 1, now: NOW });
       expect(headReads).toBe(4);
     });
 
