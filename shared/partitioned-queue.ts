@@ -8,7 +8,7 @@ import { checkPartitions, partitionOf, partitionTag, routingKey } from "./partit
 import { type ClaimOptions, Queue } from "./queue.js";
 import type { QueueOptions } from "./queue-context.js";
 import type { QueueSettings } from "./settings.js";
-import { luaScript, type Store } from "./store.js";
+import type { Store } from "./store.js";
 import type {
   ClaimedTask,
   EnqueueResult,
@@ -49,18 +49,8 @@ export interface PartitionedStats {
   partitions: QueueStats[];
 }
 
-/**
- * The head of a partition's ready set, read-only: its first member's score ("" when empty). The
- * score's priority part (score / 2^42) orders heads across partitions.
- */
-const HEAD = luaScript(
-  "partition-head",
-  "local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\nreturn head[2] or ''",
-  { readOnly: true },
-);
-
 /** The most claims in a row a partitioned queue sends to one partition without reading two heads again. */
-export const STICKY_CLAIMS = 32;
+export const STICKY_CLAIMS = 64;
 
 /** The ready-set score's priority part (docs/storage.md: priority band × 2^42 + arrival or turn). */
 const BAND = 2 ** 42;
@@ -74,13 +64,14 @@ export class PartitionedQueue {
   readonly name: string;
   /** The partitions, by number: each a whole queue under its own hash tag. */
   readonly partitions: readonly Queue[];
-  private readonly stores: readonly Store[];
   /** The partitions new tasks go to: the first `routed` (the rest are draining in a shrink). */
   private readonly routed: number;
   /** The partition the last claim filled its batch from: the next one without a named partition goes there. */
   private filling: number | undefined;
   /** How many claims in a row went to `filling`. */
   private stuck = 0;
+  /** The runner-up of the last choice between two heads, if it had READY tasks: tried once before reading again. */
+  private spare: number | undefined;
 
   /**
    * `stores`: one store for every partition (a Redis Cluster, whose slots spread them over its
@@ -98,7 +89,6 @@ export class PartitionedQueue {
     }
     const list = Array.isArray(stores) ? stores : [stores as Store];
     if (list.length === 0) throw new InvalidInputError("new PartitionedQueue: stores must name at least one store");
-    this.stores = list;
     this.partitions = Array.from(
       { length: n },
       (_, k) =>
@@ -175,15 +165,16 @@ export class PartitionedQueue {
     return results;
   }
 
-  /** The priority band of the head of each of `partitions`' ready sets (Infinity when empty). */
+  /**
+   * The priority band of the head of each of `partitions`' READY tasks (Infinity when none): the
+   * queue's own read-only `list` of one task, whose score's priority part (score / 2^42) orders
+   * heads across partitions.
+   */
   private async heads(partitions: readonly number[]): Promise<Array<{ partition: number; band: number }>> {
     return Promise.all(
       partitions.map(async (partition) => {
-        const queue = this.partitions[partition];
-        const score = String(
-          await this.stores[partition % this.stores.length].evalScript(HEAD, [queue.keys.ready], []),
-        );
-        return { partition, band: score === "" ? Number.POSITIVE_INFINITY : Math.floor(Number(score) / BAND) };
+        const [head] = await this.partitions[partition].admin.list("ready", { limit: 1 });
+        return { partition, band: head ? Math.floor(head.score / BAND) : Number.POSITIVE_INFINITY };
       }),
     );
   }
@@ -199,22 +190,29 @@ export class PartitionedQueue {
     const first = Math.floor(random() * n);
     const second = (first + 1 + Math.floor(random() * (n - 1))) % n;
     const [a, b] = await this.heads([first, second]);
-    return b.band < a.band ? b.partition : a.partition;
+    const [better, other] = b.band < a.band ? [b, a] : [a, b];
+    // The other of the two, when it has READY tasks: where the next claim goes should this one's
+    // come back short, without reading heads again.
+    this.spare = other.band === Number.POSITIVE_INFINITY ? undefined : other.partition;
+    return better.partition;
   }
 
   /**
    * Leases up to `count` tasks from one partition: `options.partition` (a wake-up's); else the one
    * this queue's last claim filled its batch from, while it keeps filling them, for at most
-   * STICKY_CLAIMS claims in a row (no read to choose); else the better of two (choosePartition), so
-   * a higher-priority head elsewhere is drawn within that many claims. Their tokens carry their
-   * partition, so settle, extend and release go back to it.
+   * STICKY_CLAIMS claims in a row (no read to choose); after a short claim, the runner-up of the
+   * last choice once, if it had READY tasks; else the better of two (choosePartition), so a
+   * higher-priority head elsewhere is drawn within about STICKY_CLAIMS claims. Their tokens carry
+   * their partition, so settle, extend and release go back to it.
    */
   async claim(options: PartitionedClaimOptions): Promise<ClaimedTask[]> {
     const { partition: named, ...claimOptions } = options;
     let partition: number;
     if (named !== undefined) partition = this.checkPartition("claim", named);
     else if (this.filling !== undefined && this.stuck < STICKY_CLAIMS) partition = this.filling;
+    else if (this.filling === undefined && this.spare !== undefined) partition = this.spare;
     else partition = this.partitions.length === 1 ? 0 : await this.choosePartition();
+    if (partition === this.spare) this.spare = undefined;
     const tasks = await this.partitions[partition].claim(claimOptions);
     const full = tasks.length >= claimOptions.count;
     this.stuck = full && partition === this.filling ? this.stuck + 1 : 1;

@@ -167,12 +167,12 @@ for (const adapter of adapters) {
     it("goes back to the partition its last claim filled from, reading no head, and chooses again after a short one", async () => {
       const name = uniqueQueueName("ps");
       const store = await open();
-      // The store as the queue sees it, counting the head reads (script "partition-head").
+      // The store as the queue sees it, counting the head reads (the read-only script "list").
       let headReads = 0;
       const counting: Store = {
         ...store,
         evalScript: (script, keys, args) => {
-          if (script.name === "partition-head") headReads++;
+          if (script.name === "list") headReads++;
           return store.evalScript(script, keys, args);
         },
         close: () => store.close(),
@@ -190,9 +190,14 @@ for (const adapter of adapters) {
       const second = await queue.claim({ count: 2, now: NOW });
       expect(headReads).toBe(2); // the second went back to the same partition
       expect(second.map((task) => queue.partitionFor(task))).toEqual([from, from]);
-      // A claim larger than what is left there comes back short: the next one reads two heads again.
+      // A claim larger than what is left there comes back short: the next one goes to the runner-up
+      // of the first choice (it had READY tasks) without a read; the one after that reads two again.
       const rest = await queue.claim({ count: 40, now: NOW, partition: from });
       expect(rest.length).toBeLessThan(40);
+      const spare = await queue.claim({ count: 40, now: NOW });
+      expect(headReads).toBe(2);
+      expect(spare.length).toBeGreaterThan(0);
+      expect(spare.every((task) => queue.partitionFor(task) !== from)).toBe(true);
       await queue.claim({ count: 2, now: NOW });
       expect(headReads).toBe(4);
     });
@@ -204,7 +209,7 @@ for (const adapter of adapters) {
       const counting: Store = {
         ...store,
         evalScript: (script, keys, args) => {
-          if (script.name === "partition-head") headReads++;
+          if (script.name === "list") headReads++;
           return store.evalScript(script, keys, args);
         },
         close: () => store.close(),
@@ -212,7 +217,7 @@ for (const adapter of adapters) {
       const queue = new PartitionedQueue(counting, { name, partitions: 2, settings: { trustCallerClock: true } });
       await queue.configure();
       await queue.enqueue(
-        Array.from({ length: 100 }, (_, i) => ({ id: `t${i}`, type: "t", payload: "{}" })),
+        Array.from({ length: 300 }, (_, i) => ({ id: `t${i}`, type: "t", payload: "{}" })),
         { now: NOW },
       );
       for (let i = 0; i < STICKY_CLAIMS; i++) expect(await queue.claim({ count: 1, now: NOW })).toHaveLength(1);
