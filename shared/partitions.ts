@@ -56,12 +56,27 @@ export function targetSlot(baseSlot: number, index: number): number {
  */
 export function partitionTag(name: string, index: number): string {
   if (index === 0) return name;
+  const key = `${name}${PARTITION_MARK}${index}`;
+  const known = tags.get(key);
+  if (known !== undefined) return known;
   const target = targetSlot(slotOfTag(name), index);
-  for (let salt = 0; ; salt++) {
-    const tag = `${name}${PARTITION_MARK}${index}.${salt}`;
-    if ((slotOfTag(tag) - target + CLUSTER_SLOTS) % CLUSTER_SLOTS < PLACEMENT_WINDOW) return tag;
+  // About CLUSTER_SLOTS / PLACEMENT_WINDOW (1,024) salts on average; a million never all miss in practice.
+  for (let salt = 0; salt < SALTS_MAX; salt++) {
+    const tag = `${key}.${salt}`;
+    if ((slotOfTag(tag) - target + CLUSTER_SLOTS) % CLUSTER_SLOTS < PLACEMENT_WINDOW) {
+      tags.set(key, tag);
+      return tag;
+    }
   }
+  throw new Error(
+    `partitionTag: no salt up to ${SALTS_MAX} places ${key} within ${PLACEMENT_WINDOW} slots of slot ${target}`,
+  );
 }
+
+/** The tags found so far, by `<name>#<index>`: each costs about a thousand CRC16s to find, once per process. */
+const tags = new Map<string, string>();
+/** The most salts partitionTag tries. */
+const SALTS_MAX = 1_000_000;
 
 /** 32-bit FNV-1a of `text` (UTF-16 code units), as an unsigned integer. */
 function fnv1a(text: string): number {
