@@ -31,6 +31,22 @@ async function drain(queue: PartitionedQueue, count: number): Promise<ClaimedTas
   }
 }
 
+/** `store` as a queue sees it, counting the heads a partitioned claim reads (the read-only script "list"). */
+function countingHeadReads(store: Store): { store: Store; count: number } {
+  const reads = {
+    count: 0,
+    store: {
+      ...store,
+      evalScript: (script, keys, args) => {
+        if (script.name === "list") reads.count++;
+        return store.evalScript(script, keys, args);
+      },
+      close: () => store.close(),
+    } as Store,
+  };
+  return reads;
+}
+
 for (const adapter of adapters) {
   describe(`a partitioned queue over ${adapter.name}`, () => {
     const raw = rawClient();
@@ -166,18 +182,8 @@ for (const adapter of adapters) {
 
     it("goes back to the partition its last claim filled from, reading no head, and chooses again after a short one", async () => {
       const name = uniqueQueueName("ps");
-      const store = await open();
-      // The store as the queue sees it, counting the head reads (the read-only script "list").
-      let headReads = 0;
-      const counting: Store = {
-        ...store,
-        evalScript: (script, keys, args) => {
-          if (script.name === "list") headReads++;
-          return store.evalScript(script, keys, args);
-        },
-        close: () => store.close(),
-      };
-      const queue = new PartitionedQueue(counting, { name, partitions: 4, settings: { trustCallerClock: true } });
+      const reads = countingHeadReads(await open());
+      const queue = new PartitionedQueue(reads.store, { name, partitions: 4, settings: { trustCallerClock: true } });
       await queue.configure();
       await queue.enqueue(
         Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, type: "t", payload: "{}" })),
@@ -185,45 +191,36 @@ for (const adapter of adapters) {
       );
       const first = await queue.claim({ count: 2, now: NOW });
       expect(first).toHaveLength(2);
-      expect(headReads).toBe(2); // the first claim chose between two heads
+      expect(reads.count).toBe(2); // the first claim chose between two heads
       const from = first[0].token.includes("/") ? Number(first[0].token.split("/")[0]) : 0;
       const second = await queue.claim({ count: 2, now: NOW });
-      expect(headReads).toBe(2); // the second went back to the same partition
+      expect(reads.count).toBe(2); // the second went back to the same partition
       expect(second.map((task) => queue.partitionFor(task))).toEqual([from, from]);
       // A claim larger than what is left there comes back short: the next one goes to the runner-up
       // of the first choice (it had READY tasks) without a read; the one after that reads two again.
       const rest = await queue.claim({ count: 40, now: NOW, partition: from });
       expect(rest.length).toBeLessThan(40);
       const spare = await queue.claim({ count: 40, now: NOW });
-      expect(headReads).toBe(2);
+      expect(reads.count).toBe(2);
       expect(spare.length).toBeGreaterThan(0);
       expect(spare.every((task) => queue.partitionFor(task) !== from)).toBe(true);
       await queue.claim({ count: 2, now: NOW });
-      expect(headReads).toBe(4);
+      expect(reads.count).toBe(4);
     });
 
     it("reads two heads again after STICKY_CLAIMS full claims in a row from one partition", async () => {
       const name = uniqueQueueName("ps2");
-      const store = await open();
-      let headReads = 0;
-      const counting: Store = {
-        ...store,
-        evalScript: (script, keys, args) => {
-          if (script.name === "list") headReads++;
-          return store.evalScript(script, keys, args);
-        },
-        close: () => store.close(),
-      };
-      const queue = new PartitionedQueue(counting, { name, partitions: 2, settings: { trustCallerClock: true } });
+      const reads = countingHeadReads(await open());
+      const queue = new PartitionedQueue(reads.store, { name, partitions: 2, settings: { trustCallerClock: true } });
       await queue.configure();
       await queue.enqueue(
         Array.from({ length: 300 }, (_, i) => ({ id: `t${i}`, type: "t", payload: "{}" })),
         { now: NOW },
       );
       for (let i = 0; i < STICKY_CLAIMS; i++) expect(await queue.claim({ count: 1, now: NOW })).toHaveLength(1);
-      expect(headReads).toBe(2); // the first claim's choice, then STICKY_CLAIMS - 1 claims without one
+      expect(reads.count).toBe(2); // the first claim's choice, then STICKY_CLAIMS - 1 claims without one
       await queue.claim({ count: 1, now: NOW });
-      expect(headReads).toBe(4);
+      expect(reads.count).toBe(4);
     });
 
     it("refuses a token of no partition of the queue, and a stale one changes nothing", async () => {
