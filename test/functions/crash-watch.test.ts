@@ -74,6 +74,15 @@ describe.each(adapters)("a worker killed mid-run, over $name", (adapter) => {
       }
     };
     await until(async () => (await starts()).length === 1, "the first run", 15_000);
+    // The watch holds the wake-up message only to the lease's end (the queue's own visibility is 30
+    // minutes): its ChangeMessageVisibility, sent as the lease is taken, has landed. Under a loaded
+    // machine it can land after the run starts; a kill before it would leave the message hidden for
+    // the queue's 30 minutes, as SQS would (the reclaimer's minute covers that in a deployment).
+    await until(
+      async () => sqs.queue.all().some((message) => message.availableAtMs < Date.now() + 60_000),
+      "the watch holding the message to the lease's end",
+      15_000,
+    );
     // Past its first heartbeat (a second at most): the lease is confirmed, its attempt charged.
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     const [first] = await starts();
