@@ -3,8 +3,9 @@ import { openConnection } from "../functions/runtime.js";
 import { connectionFromEnv, describeConnection } from "../shared/connection.js";
 import { ConfigError, CredentialsError, StoreError, UnreachableError } from "../shared/errors.js";
 import { queueKeys } from "../shared/keys.js";
-import { PARTITIONS_MAX, partitionTag } from "../shared/partitions.js";
-import { Queue, type QueueOptions } from "../shared/queue.js";
+import { partitionQueue } from "../shared/partitioned-queue.js";
+import { PARTITIONS_MAX } from "../shared/partitions.js";
+import type { Queue, QueueOptions } from "../shared/queue.js";
 import type { Store } from "../shared/store.js";
 import { OperationError, UsageError } from "./errors.js";
 
@@ -85,11 +86,6 @@ export function partitionsOf(
   return { count, only };
 }
 
-/** Partition k of queue `name`: the queue as it is for k = 0, else under its partition's tag. */
-function partitionQueue(store: Store, name: string, k: number, options: Omit<QueueOptions, "name">): Queue {
-  return new Queue(store, { ...options, name, ...(k === 0 ? {} : { partitionTag: partitionTag(name, k) }) });
-}
-
 /**
  * Runs `work` on the queue the command names (withStore): on a partitioned queue, the partition
  * --partition names, which every command but stats and check needs. The queue name is checked
@@ -109,7 +105,7 @@ export async function withQueue<T>(
     );
   }
   return withStore(command, `queue "${name}"${only === undefined ? "" : ` partition ${only}`}`, (store, where) =>
-    work(partitionQueue(store, name, only ?? 0, options), where, store),
+    work(partitionQueue(store, { ...options, name }, only ?? 0), where, store),
   );
 }
 
@@ -127,7 +123,7 @@ export async function withPartitions<T>(
   const numbers = only === undefined ? Array.from({ length: count }, (_, k) => k) : [only];
   return withStore(command, `queue "${name}"`, (store, where) =>
     work(
-      numbers.map((partition) => ({ partition, queue: partitionQueue(store, name, partition, {}) })),
+      numbers.map((partition) => ({ partition, queue: partitionQueue(store, { name }, partition) })),
       where,
     ),
   );

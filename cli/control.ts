@@ -1,7 +1,5 @@
 import { Argument, type Command } from "commander";
-import { sumStats } from "../shared/partitioned-queue.js";
-import { partitionTag } from "../shared/partitions.js";
-import { Queue } from "../shared/queue.js";
+import { partitionQueue, sumStats } from "../shared/partitioned-queue.js";
 import { listQueuePartitions } from "../shared/queue-admin.js";
 import type { QueueStats } from "../shared/types.js";
 import { changeByIds } from "./by-ids.js";
@@ -111,11 +109,7 @@ export function controlCommands(program: Command): void {
         // A partitioned queue (docs/partitions.md): its partitions' counts summed.
         for (const { name, partitions } of await listQueuePartitions(store)) {
           const each = await Promise.all(
-            partitions.map((k) =>
-              new Queue(store, { name, ...(k === 0 ? {} : { partitionTag: partitionTag(name, k) }) }).stats({
-                now: Date.now(),
-              }),
-            ),
+            partitions.map((k) => partitionQueue(store, { name }, k).stats({ now: Date.now() })),
           );
           rows.push({
             queue: name,

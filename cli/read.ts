@@ -122,7 +122,8 @@ export function readCommands(program: Command): void {
     )
     .option("--limit <n>", "with --groups: most groups to list", integer(1, LIMITS.batchMax), 20)
     .action(async (options: { json?: boolean; groups?: boolean; limit: number }, command: Command) => {
-      if (partitionsOf(command).count > 1 && partitionsOf(command).only === undefined) {
+      const { count, only } = partitionsOf(command);
+      if (count > 1 && only === undefined) {
         if (options.groups) throw new UsageError("stats --groups lists one partition's groups: add --partition K");
         return partitionedStats(command, options.json);
       }

@@ -24,6 +24,7 @@ export {
   PartitionedQueue,
   type PartitionedQueueOptions,
   type PartitionedStats,
+  partitionQueue,
 } from "./partitioned-queue.js";
 export { PARTITIONS_MAX, partitionOf, partitionTag, routingKey, slotOfTag } from "./partitions.js";
 export { type ClaimOptions, Queue, type QueueOptions, type ResultOf, type WaitOptions } from "./queue.js";

@@ -67,12 +67,31 @@ const ORDER: Array<keyof QueueKeys> = [
  */
 const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
+/** The most partitions a queue may have (docs/partitions.md). */
+export const PARTITIONS_MAX = 64;
+/** What separates a queue's name from a partition's number in its hash tag: never in a queue name. */
+export const PARTITION_MARK = "#";
+/** A partition's hash tag after partition 0 (shared/partitions.ts partitionTag): name, "#", number, ".", salt. */
+const PARTITION_TAG = /^(.+)#([1-9][0-9]?)\.[0-9]{1,9}$/;
+
+/**
+ * The queue and the partition (1 to PARTITIONS_MAX - 1) a hash tag is of, or undefined when it is
+ * no partition's tag (partition 0's is the queue's name itself).
+ */
+export function parsePartitionTag(tag: string): { name: string; partition: number } | undefined {
+  const match = PARTITION_TAG.exec(tag);
+  if (!match || !NAME_PATTERN.test(match[1]) || match[1].length > LIMITS.queueNameMaxBytes) return undefined;
+  const partition = Number(match[2]);
+  return partition < PARTITIONS_MAX ? { name: match[1], partition } : undefined;
+}
+
 /**
  * Key names of `queue` under `prefix`; throws InvalidInputError when the name is not a valid queue
- * name or the prefix not a valid key prefix. `tag` is a partition's hash tag (shared/partitions.ts
- * partitionTag), the name itself by default: partition 0, a queue of one partition.
+ * name, the prefix not a valid key prefix, or `tag` neither the name nor one of its partitions'
+ * tags. `tag` is a partition's hash tag (shared/partitions.ts partitionTag), the name itself by
+ * default: partition 0, a queue of one partition.
  */
-export function queueKeys(queue: string, prefix = "leaseq", tag = queue): QueueKeys {
+export function queueKeys(queue: string, prefix = "leaseq", tag: unknown = queue): QueueKeys {
   if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
     throw new InvalidInputError(
       `key prefix must be 1-64 characters of A-Z a-z 0-9 _ . - : (no braces: the queue's {name} is the hash tag of every key), got ${JSON.stringify(String(prefix).slice(0, 80))}`,
@@ -86,6 +105,11 @@ export function queueKeys(queue: string, prefix = "leaseq", tag = queue): QueueK
   ) {
     throw new InvalidInputError(
       `queue name must be 1-${LIMITS.queueNameMaxBytes} characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(String(queue).slice(0, 80))}`,
+    );
+  }
+  if (tag !== queue && !(typeof tag === "string" && parsePartitionTag(tag)?.name === queue)) {
+    throw new InvalidInputError(
+      `partitionTag must be the name or "<name>#<partition>.<salt>" (shared/partitions.ts partitionTag), got ${JSON.stringify(String(tag).slice(0, 100))}`,
     );
   }
   const base = `${prefix}:{${tag}}:`;

@@ -60,6 +60,25 @@ function tokenFor(partition: number, token: string): string {
   return partition === 0 ? token : `${partition}/${token}`;
 }
 
+/** Each partition's places in `partitions` (the partition of each item, in order). */
+function indexesBy(partitions: readonly number[]): Map<number, number[]> {
+  const byPartition = new Map<number, number[]>();
+  partitions.forEach((partition, index) => {
+    const indexes = byPartition.get(partition);
+    if (indexes) indexes.push(index);
+    else byPartition.set(partition, [index]);
+  });
+  return byPartition;
+}
+
+/**
+ * Partition `k` of the queue `options` names, as a Queue of its own (partition 0 is the queue as it
+ * always was): what a PartitionedQueue holds, and what an operator's tool addresses one partition by.
+ */
+export function partitionQueue(store: Store, options: Omit<QueueOptions, "partitionTag">, k: number): Queue {
+  return new Queue(store, { ...options, partitionTag: partitionTag(options.name, k) });
+}
+
 export class PartitionedQueue {
   readonly name: string;
   /** The partitions, by number: each a whole queue under its own hash tag. */
@@ -89,14 +108,7 @@ export class PartitionedQueue {
     }
     const list = Array.isArray(stores) ? stores : [stores as Store];
     if (list.length === 0) throw new InvalidInputError("new PartitionedQueue: stores must name at least one store");
-    this.partitions = Array.from(
-      { length: n },
-      (_, k) =>
-        new Queue(list[k % list.length], {
-          ...queueOptions,
-          ...(k === 0 ? {} : { partitionTag: partitionTag(queueOptions.name, k) }),
-        }),
-    );
+    this.partitions = Array.from({ length: n }, (_, k) => partitionQueue(list[k % list.length], queueOptions, k));
     this.name = this.partitions[0].name;
   }
 
@@ -133,20 +145,32 @@ export class PartitionedQueue {
     const problems = this.partitions[0].checkTasks(tasks, options);
     const problem = problems.find((message) => message !== undefined);
     if (problem !== undefined) throw new InvalidInputError(`enqueue: ${problem}`);
-    const byPartition = new Map<number, number[]>();
-    tasks.forEach((task, index) => {
-      const partition = this.partitionFor(task);
-      const list = byPartition.get(partition) ?? [];
-      list.push(index);
-      byPartition.set(partition, list);
-    });
-    const results: EnqueueResult[] = new Array(tasks.length);
+    return this.fanOut(
+      tasks,
+      indexesBy(tasks.map((task) => this.partitionFor(task))),
+      (queue, own) => queue.enqueue(own, options),
+      (others) => `the tasks of ${others} other partition(s) were enqueued; repeating the call is safe`,
+    );
+  }
+
+  /**
+   * Runs `call` on each partition's share of `items` (their indexes by partition), all at once; the
+   * answers come back in the order of `items`. When a partition's call fails, its error is thrown
+   * naming the partition and, by `done`, what the others' calls did (they are not undone).
+   */
+  private async fanOut<T, R>(
+    items: readonly T[],
+    byPartition: ReadonlyMap<number, readonly number[]>,
+    call: (queue: Queue, own: T[]) => Promise<R[]>,
+    done: (others: number) => string,
+  ): Promise<R[]> {
+    const results: R[] = new Array(items.length);
     const calls = [...byPartition];
     const settled = await Promise.allSettled(
       calls.map(async ([partition, indexes]) => {
-        const answered = await this.partitions[partition].enqueue(
-          indexes.map((index) => tasks[index]),
-          options,
+        const answered = await call(
+          this.partitions[partition],
+          indexes.map((index) => items[index]),
         );
         answered.forEach((result, i) => {
           results[indexes[i]] = result;
@@ -156,9 +180,9 @@ export class PartitionedQueue {
     const failed = settled.findIndex((outcome) => outcome.status === "rejected");
     if (failed >= 0) {
       const error = (settled[failed] as PromiseRejectedResult).reason;
-      const others = settled.length - settled.filter((outcome) => outcome.status === "rejected").length;
+      const others = settled.filter((outcome) => outcome.status === "fulfilled").length;
       if (error instanceof Error) {
-        error.message = `partition ${calls[failed][0]} of ${this.partitions.length}: ${error.message} (the tasks of ${others} other partition(s) were enqueued; repeating the call is safe)`;
+        error.message = `partition ${calls[failed][0]} of ${this.partitions.length}: ${error.message} (${done(others)})`;
       }
       throw error;
     }
@@ -185,16 +209,18 @@ export class PartitionedQueue {
    * heads, never every partition's.
    */
   async choosePartition(random: () => number = Math.random): Promise<number> {
+    return (await this.drawTwo(random)).better;
+  }
+
+  /** choosePartition's choice, and the other partition drawn when it has READY tasks (its runner-up). */
+  private async drawTwo(random: () => number): Promise<{ better: number; other: number | undefined }> {
     const n = this.partitions.length;
-    if (n === 1) return 0;
+    if (n === 1) return { better: 0, other: undefined };
     const first = Math.floor(random() * n);
     const second = (first + 1 + Math.floor(random() * (n - 1))) % n;
     const [a, b] = await this.heads([first, second]);
     const [better, other] = b.band < a.band ? [b, a] : [a, b];
-    // The other of the two, when it has READY tasks: where the next claim goes should this one's
-    // come back short, without reading heads again.
-    this.spare = other.band === Number.POSITIVE_INFINITY ? undefined : other.partition;
-    return better.partition;
+    return { better: better.partition, other: other.band === Number.POSITIVE_INFINITY ? undefined : other.partition };
   }
 
   /**
@@ -211,7 +237,13 @@ export class PartitionedQueue {
     if (named !== undefined) partition = this.checkPartition("claim", named);
     else if (this.filling !== undefined && this.stuck < STICKY_CLAIMS) partition = this.filling;
     else if (this.filling === undefined && this.spare !== undefined) partition = this.spare;
-    else partition = this.partitions.length === 1 ? 0 : await this.choosePartition();
+    else {
+      // The other partition drawn, when it has READY tasks: where the next claim goes should this
+      // one come back short, without reading heads again.
+      const drawn = await this.drawTwo(Math.random);
+      partition = drawn.better;
+      this.spare = drawn.other;
+    }
     if (partition === this.spare) this.spare = undefined;
     const tasks = await this.partitions[partition].claim(claimOptions);
     const full = tasks.length >= claimOptions.count;
@@ -234,9 +266,21 @@ export class PartitionedQueue {
     return partition;
   }
 
-  /** Items by the partition their token names, each with its partition's token, and where each came from. */
-  private split<T extends { id: string; token: string }>(where: string, items: readonly T[]) {
-    const byPartition = new Map<number, { items: T[]; at: number[] }>();
+  /**
+   * Runs `call` on each partition's items, by the partition their tokens name, each item with its
+   * partition's token; the answers come back in the order of `items`. `check` sees every item
+   * first (a Queue's settleArgs, extendArgs or releaseArgs), so a malformed item, or a token of no
+   * partition of this queue, is refused by its place in `items` before any partition is sent its part.
+   */
+  private async perPartition<T extends { id: string; token: string }, R>(
+    where: string,
+    items: readonly T[],
+    check: (queue: Queue, items: T[]) => unknown,
+    call: (queue: Queue, items: T[]) => Promise<R[]>,
+  ): Promise<R[]> {
+    checkBatch(where, items, LIMITS.batchMax);
+    const own: T[] = [];
+    const partitions: number[] = [];
     items.forEach((item, at) => {
       // A token that is not a string stays as it is, for the items' check to refuse by its type.
       const token = typeof item?.token === "string" ? item.token : "";
@@ -247,45 +291,16 @@ export class PartitionedQueue {
           `${where}: item ${at + 1} (id ${JSON.stringify(String(item?.id).slice(0, 130))}) has a token of no partition of this queue (${this.partitions.length} partitions): ${JSON.stringify(token.slice(0, 80))}`,
         );
       }
-      const entry = byPartition.get(partition) ?? { items: [], at: [] };
-      entry.items.push(slash < 0 ? item : { ...item, token: token.slice(slash + 1) });
-      entry.at.push(at);
-      byPartition.set(partition, entry);
+      own.push(slash < 0 ? item : { ...item, token: token.slice(slash + 1) });
+      partitions.push(partition);
     });
-    return byPartition;
-  }
-
-  /**
-   * Runs `call` on each partition's items; the answers come back in the items' order. `check` sees
-   * every item first, its token without its partition (a Queue's settleArgs, extendArgs or
-   * releaseArgs), so a malformed item is refused by its place in `items` before any partition is
-   * sent its part.
-   */
-  private async perPartition<T extends { id: string; token: string }, R>(
-    where: string,
-    items: readonly T[],
-    check: (queue: Queue, items: T[]) => unknown,
-    call: (queue: Queue, items: T[]) => Promise<R[]>,
-  ): Promise<R[]> {
-    checkBatch(where, items, LIMITS.batchMax);
-    const parts = this.split(where, items);
-    const stripped: T[] = new Array(items.length);
-    for (const entry of parts.values()) {
-      entry.at.forEach((at, i) => {
-        stripped[at] = entry.items[i];
-      });
-    }
-    check(this.partitions[0], stripped);
-    const results: R[] = new Array(items.length);
-    await Promise.all(
-      [...parts].map(async ([partition, entry]) => {
-        const answered = await call(this.partitions[partition], entry.items);
-        answered.forEach((result, i) => {
-          results[entry.at[i]] = result;
-        });
-      }),
+    check(this.partitions[0], own);
+    return this.fanOut(
+      own,
+      indexesBy(partitions),
+      call,
+      (others) => `the items of ${others} other partition(s) were carried out`,
     );
-    return results;
   }
 
   async settle(items: SettleItem[], options: { now: number }): Promise<SettleResult[]> {

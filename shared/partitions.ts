@@ -3,15 +3,14 @@
 // which partition a task belongs to (its routing key, a stable hash).
 import calculateSlot from "cluster-key-slot";
 import { InvalidInputError } from "./errors.js";
+import { PARTITION_MARK, PARTITIONS_MAX } from "./keys.js";
+
+export { PARTITION_MARK, PARTITIONS_MAX };
 
 /** Redis Cluster's hash slots. */
 export const CLUSTER_SLOTS = 16_384;
-/** The most partitions a queue may have. */
-export const PARTITIONS_MAX = 64;
 /** A partition's tag lands within this many slots after its target slot. */
 const PLACEMENT_WINDOW = 16;
-/** What separates the queue's name from a partition's number in its tag: never in a queue name. */
-export const PARTITION_MARK = "#";
 
 /** Checks a partition count: an integer 1..PARTITIONS_MAX; `where` names the setting in the error. */
 export function checkPartitions(where: string, partitions: unknown): number {

@@ -3,7 +3,7 @@
 // queue's consistency, drop it. The CLI and the dashboard are built on them; a worker needs none.
 import { LIMITS, NAME_PATTERN } from "./config.js";
 import { InvalidInputError, itemStatus } from "./errors.js";
-import { queueKeys } from "./keys.js";
+import { parsePartitionTag, queueKeys } from "./keys.js";
 import { type OperationName, readReply, replyRows } from "./protocol/index.js";
 import { historyEntryRegExp, VALUES } from "./protocol/values.js";
 import { callId, type QueueContext, readWakeUps } from "./queue-context.js";
@@ -430,13 +430,12 @@ export async function listQueuePartitions(
     for (const key of keys) {
       if (!key.endsWith(`}${suffix}`)) continue;
       const tag = key.slice(prefix.length + 2, key.length - suffix.length - 1);
-      // A partition's tag: the name, "#", its number, "." and a salt.
-      const partition = /^(.+)#([1-9][0-9]?)\.[0-9]+$/.exec(tag);
-      const name = partition ? partition[1] : tag;
+      const partition = parsePartitionTag(tag);
+      const name = partition ? partition.name : tag;
       // A key that only looks like one (a name leaseq would refuse) is not a queue of leaseq's.
       if (!NAME_PATTERN.test(name) || name.length > LIMITS.queueNameMaxBytes) continue;
       const set = found.get(name) ?? new Set<number>();
-      set.add(partition ? Number(partition[2]) : 0);
+      set.add(partition ? partition.partition : 0);
       found.set(name, set);
     }
     cursor = next;

@@ -30,8 +30,6 @@ export interface QueueOptions {
 }
 
 const OPTION_NAMES = ["name", "keyPrefix", "settings", "partitionTag"];
-/** A partition's tag after partition 0 (shared/partitions.ts): the name, "#", its number, ".", a salt. */
-const PARTITION_TAG = /^[A-Za-z0-9_.-]{1,64}#[1-9][0-9]{0,2}\.[0-9]{1,9}$/;
 
 /**
  * One queue on one store, as every part of a `Queue` sees it: its name, keys and settings, and the
@@ -40,8 +38,6 @@ const PARTITION_TAG = /^[A-Za-z0-9_.-]{1,64}#[1-9][0-9]{0,2}\.[0-9]{1,9}$/;
 export class QueueContext {
   readonly name: string;
   readonly keys: QueueKeys;
-  /** Its keys' hash tag: the name, or one partition's of a partitioned queue. */
-  readonly partitionTag: string;
   /** The settings this process expects (defaults applied). */
   readonly settings: ResolvedSettings;
   private readonly keyList: string[];
@@ -60,18 +56,7 @@ export class QueueContext {
         `new Queue: unknown option${unknown.length === 1 ? "" : "s"} ${unknown.map((key) => JSON.stringify(key)).join(", ")}: the options are ${OPTION_NAMES.join(", ")}; the queue's settings (order, policies, retention, caps) go in \`settings\` and reach Redis through configure()`,
       );
     }
-    const keys = queueKeys(options.name, options.keyPrefix); // checks the name and the prefix
-    const tag = options.partitionTag ?? options.name;
-    if (
-      tag !== options.name &&
-      !(typeof tag === "string" && PARTITION_TAG.test(tag) && tag.startsWith(`${options.name}#`))
-    ) {
-      throw new InvalidInputError(
-        `new Queue: partitionTag must be the name or "<name>#<partition>.<salt>" (shared/partitions.ts partitionTag), got ${JSON.stringify(String(tag).slice(0, 100))}`,
-      );
-    }
-    this.partitionTag = tag;
-    this.keys = tag === options.name ? keys : queueKeys(options.name, options.keyPrefix, tag);
+    this.keys = queueKeys(options.name, options.keyPrefix, options.partitionTag ?? options.name);
     this.keyList = scriptKeys(this.keys);
     this.name = options.name;
     this.settings = resolveSettings("new Queue", options.settings);
