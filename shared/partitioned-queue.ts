@@ -6,11 +6,12 @@ import { LIMITS } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { checkPartitions, partitionOf, partitionTag, routingKey } from "./partitions.js";
 import { type ClaimOptions, Queue } from "./queue.js";
-import type { QueueOptions } from "./queue-context.js";
+import { mergeWakeTo, type QueueOptions } from "./queue-context.js";
 import type { QueueSettings } from "./settings.js";
 import type { Store } from "./store.js";
 import type {
   ClaimedTask,
+  ClaimOutcome,
   EnqueueResult,
   ExtendResult,
   ItemResult,
@@ -20,8 +21,15 @@ import type {
   SettleResult,
   TaskInput,
   TickResult,
+  WakeTo,
 } from "./types.js";
 import { checkBatch } from "./validate.js";
+
+function earliest(first: number | undefined, ...others: Array<number | undefined>): number | undefined {
+  let found = first;
+  for (const value of others) if (value !== undefined && (found === undefined || value < found)) found = value;
+  return found;
+}
 
 export interface PartitionedQueueOptions extends Omit<QueueOptions, "partitionTag"> {
   /** How many partitions, 1..64: 1 is the queue as it always was (its keys under `{<name>}`). */
@@ -41,6 +49,20 @@ export interface PartitionedClaimOptions extends ClaimOptions {
    * partitions drawn at random.
    */
   partition?: number;
+}
+
+/** A wake-up a partitioned queue asks for: when, and the partition it is for (the message names it). */
+export interface PartitionWake {
+  atMs: number;
+  partition: number;
+}
+
+/**
+ * A partitioned queue's claimOrNextDue: a queue's outcome (`wakeAtMs` the earliest of `wakes`), and
+ * every wake-up to send, each naming its partition.
+ */
+export interface PartitionedClaimOutcome extends ClaimOutcome {
+  wakes: PartitionWake[];
 }
 
 /** A partition's figures and the queue's sums (`oldest` ages: the largest of any partition). */
@@ -91,6 +113,8 @@ export class PartitionedQueue {
   private stuck = 0;
   /** The runner-up of the last choice between two heads, if it had READY tasks: tried once before reading again. */
   private spare: number | undefined;
+  /** The partitions the last claim went to: handed back to wake-ups when a claim leaves them (or at handOff). */
+  private lingering = new Set<number>();
 
   /**
    * `stores`: one store for every partition (a Redis Cluster, whose slots spread them over its
@@ -110,6 +134,11 @@ export class PartitionedQueue {
     if (list.length === 0) throw new InvalidInputError("new PartitionedQueue: stores must name at least one store");
     this.partitions = Array.from({ length: n }, (_, k) => partitionQueue(list[k % list.length], queueOptions, k));
     this.name = this.partitions[0].name;
+  }
+
+  /** The queue's settings (every partition's: configure writes them into each). */
+  get settings(): Queue["settings"] {
+    return this.partitions[0].settings;
   }
 
   /** The partition a task belongs to: by its group, else its flow key, else its id. */
@@ -141,16 +170,43 @@ export class PartitionedQueue {
    * the call is safe: the tasks already in are answered `duplicate`.
    */
   async enqueue(tasks: TaskInput[], options: { now: number }): Promise<EnqueueResult[]> {
+    return (await this.enqueueAndWake(tasks, options)).results;
+  }
+
+  /**
+   * enqueue, and the wake-ups its partitions asked for (a queue's enqueueAndWake, per partition):
+   * `wakes` for this deployment's wake queue, `wakeTo` for other deployments' (a shared queue),
+   * each naming its partition. `traceparent` as a queue's enqueueAndWake takes it.
+   */
+  async enqueueAndWake(
+    tasks: TaskInput[],
+    options: { now: number; traceparent?: string },
+  ): Promise<{ results: EnqueueResult[]; wakes: PartitionWake[]; wakeTo: WakeTo[] }> {
     checkBatch("enqueue", tasks, LIMITS.batchMax);
-    const problems = this.partitions[0].checkTasks(tasks, options);
-    const problem = problems.find((message) => message !== undefined);
+    const problem = this.checkTasks(tasks, options).find((message) => message !== undefined);
     if (problem !== undefined) throw new InvalidInputError(`enqueue: ${problem}`);
-    return this.fanOut(
+    const wakes: PartitionWake[] = [];
+    const wakeTo: WakeTo[] = [];
+    const results = await this.fanOut(
       tasks,
       indexesBy(tasks.map((task) => this.partitionFor(task))),
-      (queue, own) => queue.enqueue(own, options),
+      async (queue, own, partition) => {
+        const answer = await queue.enqueueAndWake(own, options);
+        if (answer.wakeAtMs !== undefined) wakes.push({ atMs: answer.wakeAtMs, partition });
+        mergeWakeTo(
+          wakeTo,
+          answer.wakeTo.map((wake) => ({ ...wake, partition })),
+        );
+        return answer.results;
+      },
       (others) => `the tasks of ${others} other partition(s) were enqueued; repeating the call is safe`,
     );
+    return { results, wakes, wakeTo };
+  }
+
+  /** Checks tasks as enqueue would, sending nothing (a queue's checkTasks: every partition checks alike). */
+  checkTasks(tasks: readonly TaskInput[], options: { now: number }): Array<string | undefined> {
+    return this.partitions[0].checkTasks(tasks, options);
   }
 
   /**
@@ -161,7 +217,7 @@ export class PartitionedQueue {
   private async fanOut<T, R>(
     items: readonly T[],
     byPartition: ReadonlyMap<number, readonly number[]>,
-    call: (queue: Queue, own: T[]) => Promise<R[]>,
+    call: (queue: Queue, own: T[], partition: number) => Promise<R[]>,
     done: (others: number) => string,
   ): Promise<R[]> {
     const results: R[] = new Array(items.length);
@@ -171,6 +227,7 @@ export class PartitionedQueue {
         const answered = await call(
           this.partitions[partition],
           indexes.map((index) => items[index]),
+          partition,
         );
         answered.forEach((result, i) => {
           results[indexes[i]] = result;
@@ -213,43 +270,172 @@ export class PartitionedQueue {
   }
 
   /** choosePartition's choice, and the other partition drawn when it has READY tasks (its runner-up). */
-  private async drawTwo(random: () => number): Promise<{ better: number; other: number | undefined }> {
-    const n = this.partitions.length;
-    if (n === 1) return { better: 0, other: undefined };
+  private async drawTwo(
+    random: () => number,
+    not: number,
+  ): Promise<{ better: number | undefined; other: number | undefined }>;
+  private async drawTwo(random: () => number): Promise<{ better: number; other: number | undefined }>;
+  private async drawTwo(
+    random: () => number,
+    not?: number,
+  ): Promise<{ better: number | undefined; other: number | undefined }> {
+    // With `not` (a second partition for a claim): drawn from the others, and only one with READY tasks.
+    const choices = [...this.partitions.keys()].filter((partition) => partition !== not);
+    const n = choices.length;
+    if (n === 1) return not === undefined ? { better: choices[0], other: undefined } : this.withWork(choices);
     const first = Math.floor(random() * n);
     const second = (first + 1 + Math.floor(random() * (n - 1))) % n;
-    const [a, b] = await this.heads([first, second]);
+    const [a, b] = await this.heads([choices[first], choices[second]]);
     const [better, other] = b.band < a.band ? [b, a] : [a, b];
-    return { better: better.partition, other: other.band === Number.POSITIVE_INFINITY ? undefined : other.partition };
+    const otherWithWork = other.band === Number.POSITIVE_INFINITY ? undefined : other.partition;
+    if (not !== undefined && better.band === Number.POSITIVE_INFINITY) return { better: undefined, other: undefined };
+    return { better: better.partition, other: otherWithWork };
+  }
+
+  /** The one partition of `choices` when its READY head exists. */
+  private async withWork(choices: number[]): Promise<{ better: number | undefined; other: undefined }> {
+    const [head] = await this.heads(choices);
+    return { better: head.band === Number.POSITIVE_INFINITY ? undefined : head.partition, other: undefined };
   }
 
   /**
-   * Leases up to `count` tasks from one partition: `options.partition` (a wake-up's); else the one
-   * this queue's last claim filled its batch from, while it keeps filling them, for at most
-   * STICKY_CLAIMS claims in a row (no read to choose); after a short claim, the runner-up of the
-   * last choice once, if it had READY tasks; else the better of two (choosePartition), so a
-   * higher-priority head elsewhere is drawn within about STICKY_CLAIMS claims. Their tokens carry
-   * their partition, so settle, extend and release go back to it.
+   * Leases up to `count` tasks (see claimOrNextDue): their tokens carry their partition, so settle,
+   * extend and release go back to it.
    */
   async claim(options: PartitionedClaimOptions): Promise<ClaimedTask[]> {
+    return (await this.claimOrNextDue(options)).tasks;
+  }
+
+  /**
+   * Leases up to `count` tasks, as a queue's claimOrNextDue does, from at most two partitions. The
+   * first: `options.partition` (a wake-up's, which `woken` answers); else the one this queue's last
+   * claim filled its batch from, while it keeps filling them, for at most STICKY_CLAIMS claims in a
+   * row (no read to choose); after a short claim, the runner-up of the last choice once, if it had
+   * READY tasks; else the better of two (choosePartition), so a higher-priority head elsewhere is
+   * drawn within about STICKY_CLAIMS claims. When the first comes back short, the rest of `count`
+   * is asked of a second chosen the same way (never the first again): a worker drains the partition
+   * its wake-up named, then others with work. `wakes`: the wake-ups to send, each naming its
+   * partition: what a claim asked for (another worker, for types this one had no room for), and
+   * the hand-off of each partition this queue's claims lingered on and no longer do (docs/wake-ups.md:
+   * leaving a partition hands it back to wake-ups, as a worker that stops does).
+   */
+  async claimOrNextDue(options: PartitionedClaimOptions): Promise<PartitionedClaimOutcome> {
     const { partition: named, ...claimOptions } = options;
-    let partition: number;
-    if (named !== undefined) partition = this.checkPartition("claim", named);
-    else if (this.filling !== undefined && this.stuck < STICKY_CLAIMS) partition = this.filling;
-    else if (this.filling === undefined && this.spare !== undefined) partition = this.spare;
-    else {
+    const first = await this.nextPartition(named === undefined ? undefined : this.checkPartition("claim", named));
+    const wakes: PartitionWake[] = [];
+    const claimed = new Set<number>([first]);
+    const outcome = await this.claimFrom(first, claimOptions, wakes);
+    const short = claimOptions.count - outcome.tasks.length;
+    // Only a claim that could lease more goes on to a second partition (one with room for nothing
+    // asked only whether tasks wait).
+    const room = Object.entries(claimOptions.room ?? {});
+    const roomLeft = room.length === 0 || room.some(([, n]) => n > 0);
+    if (short > 0 && roomLeft && this.partitions.length > 1 && !outcome.soloWaiting) {
+      const second = await this.nextPartition(undefined, first);
+      if (second !== undefined) {
+        claimed.add(second);
+        const taken = (type: string) => outcome.tasks.filter((task) => task.type === type).length;
+        const more = await this.claimFrom(
+          second,
+          {
+            ...claimOptions,
+            count: short,
+            room: Object.fromEntries(room.map(([type, n]) => [type, Math.max(0, n - taken(type))])),
+            busy: claimOptions.busy || outcome.tasks.length > 0,
+            // The wake-up was answered by the first claim.
+            woken: false,
+          },
+          wakes,
+        );
+        outcome.tasks.push(...more.tasks);
+        outcome.soloWaiting ||= more.soloWaiting;
+        outcome.nextDueMs = earliest(outcome.nextDueMs, more.nextDueMs);
+      }
+    }
+    // Partitions claimed from before and not now: a claim there may have left an `active` mark
+    // saying a worker looks again soon (one that lingers, or leased some of what it asked for),
+    // which this one may not, so each is handed back to wake-ups (its hand-off arranges the wake-up
+    // the work left there needs).
+    const left = [...this.lingering].filter((partition) => !claimed.has(partition));
+    this.lingering = claimed;
+    wakes.push(...(await this.handOffEach(left, { now: claimOptions.now })));
+    return { ...outcome, wakeAtMs: earliest(undefined, ...wakes.map((wake) => wake.atMs)), wakes };
+  }
+
+  /** One partition's claim, its tokens made the partitioned queue's; the wake-up it asks for added to `wakes`. */
+  private async claimFrom(
+    partition: number,
+    options: ClaimOptions,
+    wakes: PartitionWake[],
+  ): Promise<PartitionedClaimOutcome> {
+    const outcome = await this.partitions[partition].claimOrNextDue(options);
+    const full = outcome.tasks.length >= options.count;
+    this.stuck = full && partition === this.filling ? this.stuck + 1 : 1;
+    this.filling = full ? partition : undefined;
+    if (outcome.wakeAtMs !== undefined) wakes.push({ atMs: outcome.wakeAtMs, partition });
+    return {
+      ...outcome,
+      tasks: outcome.tasks.map((task) => ({ ...task, token: tokenFor(partition, task.token) })),
+      wakes: [],
+    };
+  }
+
+  /**
+   * The partition the next claim goes to (see claimOrNextDue): `named`, else the filling one, else
+   * the spare, else the better of two drawn. With `not`: a second partition for the same claim, or
+   * undefined when the draw finds no other with READY tasks.
+   */
+  private async nextPartition(named: undefined, not: number): Promise<number | undefined>;
+  private async nextPartition(named: number | undefined): Promise<number>;
+  private async nextPartition(named: number | undefined, not?: number): Promise<number | undefined> {
+    let partition: number | undefined;
+    if (named !== undefined) partition = named;
+    else if (this.filling !== undefined && this.filling !== not && this.stuck < STICKY_CLAIMS) partition = this.filling;
+    else if (this.spare !== undefined && this.spare !== not && (not !== undefined || this.filling === undefined)) {
+      partition = this.spare;
+    } else {
       // The other partition drawn, when it has READY tasks: where the next claim goes should this
       // one come back short, without reading heads again.
-      const drawn = await this.drawTwo(Math.random);
+      const drawn = not === undefined ? await this.drawTwo(Math.random) : await this.drawTwo(Math.random, not);
       partition = drawn.better;
       this.spare = drawn.other;
     }
     if (partition === this.spare) this.spare = undefined;
-    const tasks = await this.partitions[partition].claim(claimOptions);
-    const full = tasks.length >= claimOptions.count;
-    this.stuck = full && partition === this.filling ? this.stuck + 1 : 1;
-    this.filling = full ? partition : undefined;
-    return tasks.map((task) => ({ ...task, token: tokenFor(partition, task.token) }));
+    return partition;
+  }
+
+  /**
+   * Hands the partitions this queue's claims lingered on back to wake-ups (a worker stopping, as a
+   * queue's handOff), and with `woken` the one `partition` names (0 by default: a wake-up naming
+   * none), whose wake-up started the worker and no claim answered. Resolves to the wake-ups to send.
+   */
+  async handOff(options: {
+    now: number;
+    horizonMs?: number;
+    cutOff?: boolean;
+    woken?: boolean;
+    partition?: number;
+  }): Promise<PartitionWake[]> {
+    const { partition: named, ...handOffOptions } = options;
+    const woken = options.woken ? this.checkPartition("handOff", named ?? 0) : undefined;
+    const partitions = [...this.lingering];
+    this.lingering = new Set();
+    if (woken !== undefined && !partitions.includes(woken)) partitions.push(woken);
+    return this.handOffEach(partitions, handOffOptions, woken);
+  }
+
+  private async handOffEach(
+    partitions: readonly number[],
+    options: { now: number; horizonMs?: number; cutOff?: boolean },
+    woken?: number,
+  ): Promise<PartitionWake[]> {
+    const wakes = await Promise.all(
+      partitions.map(async (partition) => {
+        const atMs = await this.partitions[partition].handOff({ ...options, woken: partition === woken });
+        return atMs === undefined ? [] : [{ atMs, partition }];
+      }),
+    );
+    return wakes.flat();
   }
 
   private checkPartition(where: string, partition: unknown): number {

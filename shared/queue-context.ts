@@ -89,10 +89,10 @@ export function optionalTime(value: unknown): number | undefined {
   return value === "" || value === undefined || value === null ? undefined : Number(value);
 }
 
-/** Adds `more` to `into`, keeping the earliest per wake queue. */
+/** Adds `more` to `into`, keeping the earliest per wake queue (and partition). */
 export function mergeWakeTo(into: WakeTo[], more: readonly WakeTo[]): WakeTo[] {
   for (const wake of more) {
-    const known = into.find((entry) => entry.queueUrl === wake.queueUrl);
+    const known = into.find((entry) => entry.queueUrl === wake.queueUrl && entry.partition === wake.partition);
     if (!known) into.push({ ...wake });
     else if (wake.atMs < known.atMs) known.atMs = wake.atMs;
   }

@@ -283,6 +283,8 @@ export interface TaskFilter {
 export interface WakeTo {
   atMs: number;
   queueUrl: string;
+  /** The partition whose work it is for, on a partitioned queue (docs/partitions.md): the wake-up names it. */
+  partition?: number;
 }
 
 export interface TickResult extends QueueStats {
