@@ -4,7 +4,6 @@ import { checkSchedule, checkScheduleName, type ScheduleDefinition } from "../sh
 import type { GroupPolicy, RateLimit, ResultDeclaration, TypeGroupPolicy } from "../shared/types.js";
 import { checkGroupPolicy, checkQueueGroupPolicy, groupPolicyText, shown } from "../shared/validate.js";
 import { type FlowDefaults, flowDefaultProblems } from "./flow-defaults.js";
-import { policyTextMismatches } from "./policy-mismatch.js";
 import { isStandardSchema, type StandardSchemaV1 } from "./schema.js";
 
 /** What a handler receives for one task. */
@@ -540,10 +539,14 @@ export function policyText(declaration: TaskDeclaration): string {
 
 /**
  * Differences between a declaration and the policy text the construct deployed with it, field by
- * field in defineTasks's words, ending with what to do; empty when they match.
+ * field in defineTasks's words, ending with what to do; empty when they match. The words are
+ * loaded only when the two differ (a start that fails): a worker's cold start compares two texts.
  */
-export function policyMismatches(declaration: TaskDeclaration, deployed: string): string[] {
-  return policyTextMismatches(policyText(declaration), deployed);
+export async function policyMismatches(declaration: TaskDeclaration, deployed: string): Promise<string[]> {
+  const mine = policyText(declaration);
+  if (mine === deployed) return [];
+  const { policyTextMismatches } = await import("./policy-mismatch.js");
+  return policyTextMismatches(mine, deployed);
 }
 
 /** The delay before retry number `attempt` (1-based), with "equal jitter": half fixed, half random. */

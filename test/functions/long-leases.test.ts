@@ -283,7 +283,7 @@ describe("defineTasks", () => {
 describe("the cold start's policy check", () => {
   const handler = () => {};
 
-  it("names only the fields that differ, as defineTasks takes them, and says what to do", () => {
+  it("names only the fields that differ, as defineTasks takes them, and says what to do", async () => {
     const worker = defineTasks({
       types: {
         charge: { group: { concurrency: 3 }, handler },
@@ -299,14 +299,14 @@ describe("the cold start's policy check", () => {
         email: { maxAttempts: 3, backoff: { baseMs: 500, maxMs: 60_000 }, handler },
       },
     });
-    expect(policyMismatches(worker, policyText(construct))).toEqual([
+    expect(await policyMismatches(worker, policyText(construct))).toEqual([
       "ordered: the worker declares false, the construct was given true; concurrency: the worker declares 10, the construct was given 1; groups.concurrency: the worker declares none, the construct was given 2",
       'task type "charge": group.concurrency: the worker declares 3, the construct was given 1; group.ordered: the worker declares false, the construct was given true; group.rate: the worker declares none, the construct was given { max: 5, perMs: 1000 }; rate: the worker declares none, the construct was given { max: 50, perMs: 60000 }',
       'task type "email": backoff.maxMs: the worker declares 300000, the construct was given 60000',
       "acceptTypes: the worker declares [report], the construct was given []",
       "the worker entry and the construct were deployed from different declarations: have both import the same defineTasks(...) result (createWorker({ tasks }) and new LeaseQueue(..., { tasks })) and redeploy them together (one cdk deploy)",
     ]);
-    expect(policyMismatches(worker, policyText(worker))).toEqual([]);
+    expect(await policyMismatches(worker, policyText(worker))).toEqual([]);
   });
 
   it("fails a cold start whose policies differ in one field with that field alone", async () => {
