@@ -1,6 +1,7 @@
 import { DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS, NAME_PATTERN } from "../shared/config.js";
 import { type Connection, connectionFromEnv } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
+import { PARTITIONS_MAX } from "../shared/keys.js";
 
 /** Tasks one claim leases when LEASEQ_CLAIM_BATCH is not set. */
 export const DEFAULT_CLAIM_BATCH = 20;
@@ -68,6 +69,10 @@ export interface FunctionConfig {
   lingerMs: number;
   /** How often the reclaimer runs (LEASEQ_RECLAIM_PERIOD_MS, default 60000): it arranges wake-ups for what falls due before its next run. */
   reclaimPeriodMs: number;
+  /** The queue's partitions (LEASEQ_PARTITIONS, 1-64, default 1: the queue as it always was; docs/partitions.md). */
+  partitions: number;
+  /** A shrink under way: the count before it (LEASEQ_SHRINKING_FROM): those past `partitions` are drained, get no new task. */
+  shrinkingFrom: number | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -132,7 +137,14 @@ export function readConfig(env: Env): FunctionConfig {
     role: "worker",
     lingerMs: integer("LEASEQ_LINGER_MS", 5_000, 0, 60_000),
     reclaimPeriodMs: integer("LEASEQ_RECLAIM_PERIOD_MS", 60_000, 100, 3_600_000),
+    partitions: integer("LEASEQ_PARTITIONS", 1, 1, PARTITIONS_MAX),
+    shrinkingFrom: optionalInteger("LEASEQ_SHRINKING_FROM", 2, PARTITIONS_MAX),
   };
+  if (config.shrinkingFrom !== undefined && config.shrinkingFrom <= config.partitions) {
+    problems.push(
+      `LEASEQ_SHRINKING_FROM (${config.shrinkingFrom}) is the count before a shrink, so it must be more than LEASEQ_PARTITIONS (${config.partitions})`,
+    );
+  }
   const role = env.LEASEQ_ROLE || "worker";
   if (role === "worker" || role === "intake") config.role = role;
   else problems.push(`LEASEQ_ROLE must be "worker" or "intake", got ${JSON.stringify(role)}`);

@@ -3,6 +3,7 @@ import type { ClaimedTask, SettleItem } from "../shared/types.js";
 import { type RunOutcome, runTask, Stop } from "./task-run.js";
 import type { DeclaredTaskType, TaskDeclaration } from "./tasks.js";
 import type { TakenWakeUp, WakeListen } from "./wake-listen.js";
+import { type WorkQueue, workQueueOf } from "./work-queue.js";
 
 export interface DrainCounts {
   claimed: number;
@@ -24,7 +25,10 @@ export interface DrainCounts {
 }
 
 export interface DrainOptions {
-  queue: Queue;
+  /** A queue, or a partitioned queue (its partitions as one: docs/partitions.md). */
+  queue: Queue | WorkQueue;
+  /** The partition the wake-up or drain invocation named (a partitioned queue's): the first claim's. */
+  partition?: number;
   tasks: TaskDeclaration;
   /** The most tasks one claim asks for (it asks for no more than the free slots). */
   claimBatch: number;
@@ -48,9 +52,10 @@ export interface DrainOptions {
   onLeases?: (earliestDeadlineMs: number | undefined) => void;
   /**
    * Sends a wake-up a claim asked for: another worker, for tasks of this worker's types it runs as
-   * many of as it may (`forTypes`: those types, when that is why they were left).
+   * many of as it may (`forTypes`: those types, when that is why they were left); on a partitioned
+   * queue, for `partition`.
    */
-  wake?: (atMs: number, forTypes?: string[]) => Promise<void>;
+  wake?: (atMs: number, forTypes?: string[], partition?: number) => Promise<void>;
   /** The drain stops looking for new work while tasks still run: hand the queue back to wake-ups. */
   handOff?: (cutOff: boolean, woken: boolean) => Promise<void>;
   /** A wake-up started this invocation: its first claim answers it (docs/wake-ups.md). */
@@ -104,7 +109,7 @@ interface Held {
  * second after its start), which also confirms the lease (a reclaim then charges its attempt).
  */
 export async function drain(options: DrainOptions): Promise<DrainCounts> {
-  return new Drain(options).run();
+  return new Drain({ ...options, queue: workQueueOf(options.queue) }).run();
 }
 
 class Drain {
@@ -150,7 +155,7 @@ class Drain {
   private readonly pollMs: number;
   private readonly flushAfterMs: number;
 
-  constructor(private readonly options: DrainOptions) {
+  constructor(private readonly options: DrainOptions & { queue: WorkQueue }) {
     this.now = options.now ?? Date.now;
     this.sleep = options.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     this.lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
@@ -250,10 +255,14 @@ class Drain {
     // may be the crash watch of a worker that died, come back).
     const taken = this.taken.shift();
     if (taken) await this.serial(() => this.options.reclaim?.() ?? Promise.resolve()).catch(() => {});
-    let outcome: Awaited<ReturnType<Queue["claimOrNextDue"]>>;
+    let outcome: Awaited<ReturnType<WorkQueue["claimOrNextDue"]>>;
+    // The partition a wake-up named: the one it was sent for (the first claim answers the one that
+    // started the invocation, as a drain invocation's first claim goes where it named).
+    const partition = taken ? taken.partition : this.answered ? undefined : this.options.partition;
     try {
       outcome = await this.serial(() =>
         queue.claimOrNextDue({
+          partition,
           count,
           now: this.now(),
           maxLeaseMs: Math.min(leftMs, 86_400_000),
@@ -272,14 +281,14 @@ class Drain {
     this.answered = true;
     this.probedFull = eligible === 0;
     this.soloWaiting = outcome.soloWaiting;
-    if (outcome.wakeAtMs !== undefined) {
+    if (outcome.wakes.length > 0) {
       // For another worker: one with room for the types this one had none left for, when that is
       // why tasks were left (a claim that filled its free slots left work for any worker).
       const short = Object.keys(room).filter(
         (name) => room[name] - outcome.tasks.filter((task) => task.type === name).length <= 0,
       );
       const forTypes = outcome.tasks.length < count && short.length > 0 ? short : undefined;
-      await this.options.wake?.(outcome.wakeAtMs, forTypes).catch(() => {});
+      for (const wake of outcome.wakes) await this.options.wake?.(wake.atMs, forTypes, wake.partition).catch(() => {});
     }
     this.counts.claimed += outcome.tasks.length;
     for (const task of outcome.tasks) this.start(task);
@@ -485,7 +494,7 @@ class Drain {
     this.finished = [];
     this.urgent = false;
     if (items.length === 0) return;
-    let results: Awaited<ReturnType<Queue["settle"]>>;
+    let results: Awaited<ReturnType<WorkQueue["settle"]>>;
     try {
       results = await this.options.queue.settle(items, { now: this.now() });
     } catch (error) {

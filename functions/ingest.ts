@@ -1,6 +1,5 @@
 import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { InvalidInputError, ScriptArgumentError } from "../shared/errors.js";
-import type { Queue } from "../shared/queue.js";
 import { mergeWakeTo } from "../shared/queue-context.js";
 import type { TaskInput, WakeTo } from "../shared/types.js";
 import type { DeadLetterSender } from "./dead-letter.js";
@@ -9,6 +8,8 @@ import { atLastReceive, receivedText } from "./last-receive.js";
 import { payloadPathsProblem } from "./schema.js";
 import { bodyWithTaskIds, type RejectedTask, readRecord, traceparentOf } from "./sqs.js";
 import type { TaskDeclaration } from "./tasks.js";
+import { wakePartition } from "./wake-listen.js";
+import { mergeWakes, type Wake, type WorkQueue } from "./work-queue.js";
 
 /** What one ingest of an SQS batch did, for the invocation log and the batch response. */
 export interface IngestResult {
@@ -27,18 +28,20 @@ export interface IngestResult {
    * moved to the dead-letter queue by the redrive policy instead.
    */
   failures: SQSBatchResponse["batchItemFailures"];
-  /** The earliest wake-up the enqueues asked for (docs/wake-ups.md), when one did. */
-  wakeAtMs: number | undefined;
+  /** The wake-ups the enqueues asked for (docs/wake-ups.md), the earliest per partition. */
+  wakes: Wake[];
   /** The wake-ups they asked for on other deployments' wake queues (a shared queue), earliest per queue. */
   wakeTo: WakeTo[];
   /** Tasks enqueued that are ready now (no delay), new or not. */
   readyNow: number;
   /** Records that were wake-ups (`{}` or `{"leaseq":"wake"}`), read once with the rest. */
   wakeUps: number;
+  /** The partition the first wake-up named (a partitioned queue's), if it named one. */
+  wokenPartition: number | undefined;
 }
 
 export interface IngestOptions {
-  queue: Queue;
+  queue: WorkQueue;
   tasks: TaskDeclaration;
   /** Where permanently invalid input goes at once; without it, such records fail until SQS's redrive. */
   deadLetters: DeadLetterSender | undefined;
@@ -59,10 +62,11 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     throttled: 0,
     rejected: [],
     failures: [],
-    wakeAtMs: undefined,
+    wakes: [],
     wakeTo: [],
     readyNow: 0,
     wakeUps: 0,
+    wokenPartition: undefined,
   };
   // A FIFO queue's group whose record must come again, and that record's id: the group's later
   // records wait with it, so no task of the group is enqueued ahead of one sent before it. A record
@@ -119,6 +123,7 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
     const intent = readRecord(record);
     if (intent.kind === "wake") {
       result.wakeUps++;
+      result.wokenPartition ??= wakePartition(record.messageAttributes);
       continue;
     }
     if (intent.kind === "reject") {
@@ -166,11 +171,11 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
       try {
         const now = options.now();
         // The tasks store the context the message was sent in (docs/lambda.md#tracing).
-        const { results, wakeAtMs, wakeTo } = await options.queue.enqueueAndWake(
+        const { results, wakes, wakeTo } = await options.queue.enqueueAndWake(
           valid.map((item) => item.task),
           { now, traceparent: traceparentOf(record) },
         );
-        if (wakeAtMs !== undefined) result.wakeAtMs = Math.min(wakeAtMs, result.wakeAtMs ?? wakeAtMs);
+        mergeWakes(result.wakes, wakes);
         mergeWakeTo(result.wakeTo, wakeTo);
         result.readyNow += valid.filter(({ task }) => readyAt(task, now) <= now).length;
         result.enqueued += results.filter((r) => r.status === "ok").length;

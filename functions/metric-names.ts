@@ -28,3 +28,21 @@ export const QUEUE_METRICS = {
 } as const;
 
 export type QueueMetricName = keyof typeof QUEUE_METRICS;
+
+/**
+ * The queue metrics the reclaimer also publishes per partition of a partitioned queue, with the
+ * dimension PARTITION_DIMENSION ("0" to "N-1") beside `queue`: the depths and ages that show one
+ * partition falling behind, which the queue's totals (every QUEUE_METRICS metric, dimension `queue`
+ * alone, what the alarms read) would hide. Not published for a queue of one partition.
+ */
+export const PARTITION_METRICS = [
+  "ready",
+  "leased",
+  "oldestReadyAgeMs",
+  "oldestWaitingAgeMs",
+] as const satisfies readonly QueueMetricName[];
+
+export type PartitionMetricName = (typeof PARTITION_METRICS)[number];
+
+/** The dimension naming a partition of the queue on PARTITION_METRICS: its index as a string, "0" up. */
+export const PARTITION_DIMENSION = "partition";

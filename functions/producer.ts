@@ -6,6 +6,7 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { ConfigError } from "../shared/errors.js";
+import type { PartitionedQueue } from "../shared/partitioned-queue.js";
 import type { Queue } from "../shared/queue.js";
 import { withSendSpan } from "../shared/tracing.js";
 import type { EnqueueResult, TaskInput } from "../shared/types.js";
@@ -22,6 +23,8 @@ import {
 import { checkOutgoingTasks } from "./send-checks.js";
 import type { TaskDeclaration } from "./tasks.js";
 import { sendWakeTo, wakeDelaySeconds } from "./wake.js";
+import { WAKE_PARTITION_ATTRIBUTE } from "./wake-listen.js";
+import type { Wake } from "./work-queue.js";
 
 type Payloads = Record<string, unknown>;
 
@@ -73,7 +76,7 @@ export interface Producer<Declared extends Payloads = Payloads> {
    * nothing twice.
    */
   enqueue(
-    queue: Queue,
+    queue: Queue | PartitionedQueue,
     tasks: readonly DirectTask<Declared>[],
     options?: { now?: number },
   ): Promise<EnqueueAndWakeResult>;
@@ -132,12 +135,26 @@ export function createProducer<Declared extends Payloads = Payloads>(
       `producer: wakeQueueUrl${given} ${wakeQueueUrl} is a FIFO queue, which refuses the per-message delay of a wake-up; pass wakeQueueUrl, a standard queue of the worker`,
     ]);
   };
-  const sendWake = async (delaySeconds: number) => {
+  const sendWake = async (delaySeconds: number, partition?: number) => {
     const body: WakeMessageBody = { leaseq: "wake" };
     const reply = await client.send(
       new SendMessageBatchCommand({
         QueueUrl: wakeQueueUrl,
-        Entries: [{ Id: "0", MessageBody: JSON.stringify(body), DelaySeconds: delaySeconds }],
+        Entries: [
+          {
+            Id: "0",
+            MessageBody: JSON.stringify(body),
+            DelaySeconds: delaySeconds,
+            // A partitioned queue's wake-up names its partition (docs/partitions.md).
+            ...(partition === undefined
+              ? {}
+              : {
+                  MessageAttributes: {
+                    [WAKE_PARTITION_ATTRIBUTE]: { DataType: "Number", StringValue: String(partition) },
+                  },
+                }),
+          },
+        ],
       }),
     );
     const failed = reply.Failed?.[0];
@@ -219,14 +236,19 @@ export function createProducer<Declared extends Payloads = Payloads>(
           (task.id === undefined ? { ...task, id: randomUUID() } : task) as TaskInput,
         ),
       );
-      const { results, wakeAtMs, wakeTo } = await queue.enqueueAndWake(withIds, { now });
+      const answer = await queue.enqueueAndWake(withIds, { now });
+      const { results, wakeTo } = answer;
+      // A partitioned queue asks for a wake-up per partition, each naming it.
+      const wakes: Wake[] =
+        "wakes" in answer ? answer.wakes : answer.wakeAtMs === undefined ? [] : [{ atMs: answer.wakeAtMs }];
+      const wakeAtMs = wakes.length === 0 ? undefined : Math.min(...wakes.map((wake) => wake.atMs));
       // The tasks are in: a wake-up that fails now is said, not thrown (the caller's retry would
       // only find them duplicates); the reclaimer's run starts them. Types another deployment of a
       // shared queue runs wake that deployment's workers, on its wake queue (docs/wake-ups.md).
       const errors = await sendWakeTo(client, wakeTo, now);
-      if (wakeAtMs !== undefined) {
+      for (const wake of wakes) {
         try {
-          await sendWake(wakeDelaySeconds(wakeAtMs, now));
+          await sendWake(wakeDelaySeconds(wake.atMs, now), wake.partition);
         } catch (error) {
           errors.unshift(error instanceof Error ? error.message : String(error));
         }

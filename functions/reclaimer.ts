@@ -3,11 +3,18 @@ import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context } from "aws-lambda";
+import type { Queue } from "../shared/queue.js";
 import type { PlanResult } from "../shared/queue-schedules.js";
 import { redact } from "../shared/text.js";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
-import { METRICS_NAMESPACE, QUEUE_METRICS, type QueueMetricName } from "./metric-names.js";
+import {
+  METRICS_NAMESPACE,
+  PARTITION_DIMENSION,
+  PARTITION_METRICS,
+  QUEUE_METRICS,
+  type QueueMetricName,
+} from "./metric-names.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import { functionSqsClient, sendWakeTo, sqsWakeSender, type WakeSender } from "./wake.js";
 
@@ -15,6 +22,8 @@ const LIMIT = 500; // tasks per reclaim/promote/trim call: a call of 500 moves s
 const TASKS_PER_DRAIN_INVOCATION = 500; // backlog one drain invocation is expected to take on
 /** Wake-ups are arranged for what falls due before the next run, and this much after (a late run). */
 const WAKE_MARGIN_MS = 10_000;
+/** The reclaimer's service name: its logs' and metrics' `service`. */
+const SERVICE = "leaseq-reclaimer";
 
 export interface ReclaimerOptions {
   /** Environment to read the configuration from. Default: process.env. */
@@ -76,8 +85,8 @@ function lambdaClient(config: FunctionConfig): LambdaClient {
  * tasks are waiting. Overlapping runs are harmless: every step is one atomic script.
  */
 export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandler {
-  const logger = options.logger ?? new Logger({ serviceName: "leaseq-reclaimer" });
-  const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: "leaseq-reclaimer" });
+  const logger = options.logger ?? new Logger({ serviceName: SERVICE });
+  const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE });
   let runtime:
     | Promise<Runtime & { lambda: LambdaClient; sqs: SQSClient | undefined; waker: WakeSender | undefined }>
     | undefined;
@@ -89,7 +98,7 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
     const started = await opened?.catch(() => undefined);
     started?.sqs?.destroy();
     started?.lambda.destroy();
-    await started?.store.close();
+    await started?.close();
   };
 
   const run = async (_event: unknown, context: Pick<Context, "getRemainingTimeInMillis">) => {
@@ -101,17 +110,21 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       const waker = config.wakeQueueUrl && sqs ? sqsWakeSender(config.wakeQueueUrl, sqs) : undefined;
       return { ...(await createRuntime(config, undefined)), lambda: lambdaClient(config), sqs, waker };
     })();
-    const { queue, config, lambda, waker, sqs } = await runtime.catch((error: unknown) => {
+    const { queue, partitions, config, lambda, waker, sqs } = await runtime.catch((error: unknown) => {
       runtime = undefined;
       throw error;
     });
     const hasTime = () => context.getRemainingTimeInMillis() > config.safetyMarginMs + 1_000;
+    // A partitioned queue's wake-ups and drain invocations name their partition (docs/partitions.md).
+    const named = (partition: number) => (partitions.length > 1 ? partition : undefined);
 
     // Only a reclaimer that can send a wake-up arranges one (else it would mark one arranged).
     const wakeHorizonMs = waker ? Math.min(900_000, config.reclaimPeriodMs + WAKE_MARGIN_MS) : 0;
-    let tick = await queue.tick({ now: Date.now(), limit: LIMIT, wakeHorizonMs });
+    // Every partition's tick, each to its end while the time lasts: none waits for another's backlog.
+    const ticks = await Promise.all(partitions.map((partition) => tickToEnd(partition, wakeHorizonMs, hasTime)));
     // Schedules: the slots falling before the next run (and a late one) become SCHEDULED tasks,
     // each with its wake-up (docs/schedules.md). The tick says when one is due: no call otherwise.
+    // They live in the queue (a partitioned queue's partition 0).
     const planHorizonMs = config.reclaimPeriodMs + WAKE_MARGIN_MS;
     // A schedule the planner cannot compute is set aside by it (listed with why); should planning
     // fail all the same (the store), the run goes on: the tick's work, its wake-up, the drain
@@ -124,7 +137,8 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       wakeTo: [],
     };
     let planningFailed = false;
-    if (tick.planAtMs !== undefined && tick.planAtMs <= Date.now() + planHorizonMs) {
+    const planAtMs = ticks[0].first.planAtMs;
+    if (planAtMs !== undefined && planAtMs <= Date.now() + planHorizonMs) {
       try {
         planned = await queue.schedules.plan({ now: Date.now(), horizonMs: planHorizonMs, wakeHorizonMs });
       } catch (error) {
@@ -141,24 +155,9 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
         setAside: planned.setAside,
       });
     }
-    const totals = { ...tick, trimmed: tick.doneTrimmed + tick.failedTrimmed };
-    let more = tick.reclaimed + tick.reclaimFailed >= LIMIT || tick.promoted >= LIMIT;
-    more ||= tick.doneTrimmed >= LIMIT || tick.failedTrimmed >= LIMIT;
-    while (more && hasTime()) {
-      tick = await queue.tick({ now: Date.now(), limit: LIMIT, wakeHorizonMs });
-      totals.reclaimed += tick.reclaimed;
-      totals.reclaimFailed += tick.reclaimFailed;
-      totals.promoted += tick.promoted;
-      totals.trimmed += tick.doneTrimmed + tick.failedTrimmed;
-      totals.finishedDone += tick.finishedDone;
-      totals.finishedFailed += tick.finishedFailed;
-      more = [tick.reclaimed + tick.reclaimFailed, tick.promoted, tick.doneTrimmed, tick.failedTrimmed].some(
-        (n) => n >= LIMIT,
-      );
-    }
+    const each = ticks.map(({ totals, last }) => ({ ...totals, ...statsOf(last) }));
     const summary: ReclaimerSummary = {
-      ...totals,
-      ...statsOf(tick),
+      ...sumTicks(each),
       slotsMade: planned.made,
       slotsPassedOver: planned.passedOver,
       schedulesSetAside: planned.setAside,
@@ -167,16 +166,24 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       failedDrainInvocations: 0,
       wakeAtMs: undefined,
     };
-    const wakeAtMs = earliest(totals.wakeAtMs ?? tick.wakeAtMs, planned.wakeAtMs);
-    if (wakeAtMs !== undefined && waker) {
+    const wakes = ticks.flatMap(({ totals, last }, partition) => {
+      const atMs = earliest(totals.wakeAtMs ?? last.wakeAtMs, partition === 0 ? planned.wakeAtMs : undefined);
+      return atMs === undefined ? [] : [{ atMs, partition: named(partition) }];
+    });
+    for (const wake of waker ? wakes : []) {
       try {
-        await waker.wake(wakeAtMs, Date.now());
-        summary.wakeAtMs = wakeAtMs;
+        await waker?.wake(wake.atMs, Date.now(), undefined, wake.partition);
+        summary.wakeAtMs = earliest(summary.wakeAtMs, wake.atMs);
       } catch (error) {
         // As a failed drain invocation: logged, never thrown, so the metrics below are still
         // published. The queue's `wake` says it is arranged; once that time has passed by
         // WAKE.activeMs it no longer counts, and the next run arranges it again.
-        logger.warn("wake-up not sent", { queue: config.queue, wakeAtMs, error: apiError(error) });
+        logger.warn("wake-up not sent", {
+          queue: config.queue,
+          wakeAtMs: wake.atMs,
+          partition: wake.partition,
+          error: apiError(error),
+        });
       }
     }
     // Slots of types another deployment sharing the queue runs: its workers are woken.
@@ -186,20 +193,32 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       }
     }
 
-    // A paused queue is not drained: its resume arranges the wake-up (or the first run after it
-    // starts a drain invocation).
-    if (
-      config.workerFunction &&
-      !summary.paused &&
-      summary.ready > 0 &&
-      summary.oldestReadyAgeMs >= config.drainInvocationAfterMs
-    ) {
-      const wanted = Math.min(config.maxDrainInvocations, Math.ceil(summary.ready / TASKS_PER_DRAIN_INVOCATION));
-      const payload = new TextEncoder().encode(JSON.stringify({ leaseq: "drain" }));
+    // A paused queue (partition) is not drained: its resume arranges the wake-up (or the first run
+    // after it starts a drain invocation). A partition's invocations name it; the most ready first.
+    if (config.workerFunction) {
+      let left = config.maxDrainInvocations;
+      const backlog = each
+        .map((stats, partition) => ({ stats, partition }))
+        .filter(
+          ({ stats }) => !stats.paused && stats.ready > 0 && stats.oldestReadyAgeMs >= config.drainInvocationAfterMs,
+        )
+        .sort((a, b) => b.stats.ready - a.stats.ready);
+      const invocations: Array<number | undefined> = [];
+      for (const { stats, partition } of backlog) {
+        const wanted = Math.min(left, Math.ceil(stats.ready / TASKS_PER_DRAIN_INVOCATION));
+        left -= wanted;
+        for (let i = 0; i < wanted; i++) invocations.push(named(partition));
+      }
       const sent = await Promise.allSettled(
-        Array.from({ length: wanted }, () =>
+        invocations.map((partition) =>
           lambda.send(
-            new InvokeCommand({ FunctionName: config.workerFunction, InvocationType: "Event", Payload: payload }),
+            new InvokeCommand({
+              FunctionName: config.workerFunction,
+              InvocationType: "Event",
+              Payload: new TextEncoder().encode(
+                JSON.stringify(partition === undefined ? { leaseq: "drain" } : { leaseq: "drain", partition }),
+              ),
+            }),
           ),
         ),
       );
@@ -224,10 +243,85 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       metrics.addMetric(name, MetricUnit[unit], summary[name]);
     }
     metrics.publishStoredMetrics();
-    logger.info("reclaimer run", { queue: config.queue, ...summary, durationMs: Date.now() - startedAt });
+    // Each partition's depth and age beside the totals (dimension `partition`), so one falling
+    // behind shows; written as the format's one object, as the worker's run metrics are.
+    if (partitions.length > 1 && process.env.POWERTOOLS_METRICS_DISABLED !== "true") {
+      each.forEach((stats, partition) => {
+        process.stdout.write(
+          `${JSON.stringify({
+            _aws: {
+              Timestamp: Date.now(),
+              CloudWatchMetrics: [
+                {
+                  Namespace: METRICS_NAMESPACE,
+                  Dimensions: [["service", "queue", PARTITION_DIMENSION]],
+                  Metrics: PARTITION_METRICS.map((name) => ({ Name: name, Unit: QUEUE_METRICS[name] })),
+                },
+              ],
+            },
+            service: SERVICE,
+            queue: config.queue,
+            [PARTITION_DIMENSION]: String(partition),
+            ...Object.fromEntries(PARTITION_METRICS.map((name) => [name, stats[name]])),
+          })}\n`,
+        );
+      });
+    }
+    logger.info("reclaimer run", {
+      queue: config.queue,
+      ...summary,
+      ...(partitions.length > 1
+        ? { partitions: each.map(({ ready, leased, reclaimed }) => ({ ready, leased, reclaimed })) }
+        : {}),
+      durationMs: Date.now() - startedAt,
+    });
     return summary;
   };
   return Object.assign(run, { close });
+}
+
+/**
+ * One partition's (or the queue's) tick, again while a call did its most and the time lasts: the
+ * first result (what it says of schedules), the last (the figures), and the work of all summed.
+ */
+async function tickToEnd(queue: Queue, wakeHorizonMs: number, hasTime: () => boolean) {
+  const first = await queue.tick({ now: Date.now(), limit: LIMIT, wakeHorizonMs });
+  let last = first;
+  const totals = { ...first, trimmed: first.doneTrimmed + first.failedTrimmed };
+  const full = (tick: TickResult) =>
+    [tick.reclaimed + tick.reclaimFailed, tick.promoted, tick.doneTrimmed, tick.failedTrimmed].some((n) => n >= LIMIT);
+  while (full(last) && hasTime()) {
+    last = await queue.tick({ now: Date.now(), limit: LIMIT, wakeHorizonMs });
+    totals.reclaimed += last.reclaimed;
+    totals.reclaimFailed += last.reclaimFailed;
+    totals.promoted += last.promoted;
+    totals.trimmed += last.doneTrimmed + last.failedTrimmed;
+    totals.finishedDone += last.finishedDone;
+    totals.finishedFailed += last.finishedFailed;
+  }
+  return { first, last, totals };
+}
+
+type PartitionSummary = Awaited<ReturnType<typeof tickToEnd>>["totals"] & ReturnType<typeof statsOf>;
+
+/** The partitions' figures as the queue's: counts summed, ages the oldest, paused when all are. */
+function sumTicks(each: readonly PartitionSummary[]): PartitionSummary {
+  if (each.length === 1) return each[0];
+  const total = { ...each[0] };
+  for (const stats of each.slice(1)) {
+    for (const [field, value] of Object.entries(stats)) {
+      const key = field as keyof PartitionSummary;
+      if (typeof value !== "number" || typeof total[key] !== "number") continue;
+      const mine = total[key] as number;
+      (total as Record<string, unknown>)[key] = /AgeMs$|LeaseMs$/.test(field)
+        ? Math.max(mine, value)
+        : /AtMs$/.test(field)
+          ? Math.min(mine, value)
+          : mine + value;
+    }
+    total.paused &&= stats.paused;
+  }
+  return total;
 }
 
 function earliest(a: number | undefined, b: number | undefined): number | undefined {

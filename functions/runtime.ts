@@ -1,36 +1,55 @@
-import { type Connection, openStore } from "../shared/connection.js";
+import { type Connection, openStore, openStores, type UpstashDatabase } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
 import { Queue } from "../shared/queue.js";
 import type { QueueSettings } from "../shared/settings.js";
 import type { Store } from "../shared/store.js";
 import type { FunctionConfig } from "./config.js";
 import type { TaskDeclaration } from "./tasks.js";
+import { plainWorkQueue, type WorkQueue } from "./work-queue.js";
 
 /** What a function needs after its cold start: the queue, and the config it came from. */
 export interface Runtime {
   config: FunctionConfig;
+  /** The queue, or on a partitioned queue its partition 0: where its config and schedules live. */
   queue: Queue;
-  store: Store;
+  /** What the worker claims, settles and enqueues through: the queue, or all its partitions as one. */
+  work: WorkQueue;
+  /** Every partition, by number (the queue alone when it has one): what the reclaimer ticks. */
+  partitions: readonly Queue[];
+  /** Closes every store opened. */
+  close(): Promise<void>;
 }
 
-/** Reads `{"url", "token"}` (or the UPSTASH_REDIS_REST_* names) from the secret. Never logs it. */
-export async function readUpstashSecret(secretArn: string): Promise<{ url: string; token: string }> {
+/**
+ * Reads `{"url", "token"}` (or the UPSTASH_REDIS_REST_* names) from the secret, or a list of them:
+ * one Upstash database per partition group (docs/partitions.md). Never logs it.
+ */
+export async function readUpstashSecret(secretArn: string): Promise<UpstashDatabase | UpstashDatabase[]> {
   // Loaded when a secret is read: the CLI and TCP deployments never load this client.
   const { GetSecretValueCommand, SecretsManagerClient } = await import("@aws-sdk/client-secrets-manager");
   const client = new SecretsManagerClient({});
   const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
-  let parsed: Record<string, unknown> = {};
+  let parsed: unknown = {};
   try {
     parsed = JSON.parse(SecretString ?? "{}");
   } catch {
     // Reported below without echoing the secret.
   }
-  const url = parsed.url ?? parsed.UPSTASH_REDIS_REST_URL;
-  const token = parsed.token ?? parsed.UPSTASH_REDIS_REST_TOKEN;
-  if (typeof url !== "string" || typeof token !== "string" || url === "" || token === "") {
-    throw new ConfigError([`secret ${secretArn} must hold JSON {"url": "https://...upstash.io", "token": "..."}`]);
+  const databases = (Array.isArray(parsed) ? parsed : [parsed]).map((entry: Record<string, unknown> | null) => ({
+    url: entry?.url ?? entry?.UPSTASH_REDIS_REST_URL,
+    token: entry?.token ?? entry?.UPSTASH_REDIS_REST_TOKEN,
+  }));
+  if (
+    databases.length === 0 ||
+    !databases.every(
+      ({ url, token }) => typeof url === "string" && typeof token === "string" && url !== "" && token !== "",
+    )
+  ) {
+    throw new ConfigError([
+      `secret ${secretArn} must hold JSON {"url": "https://...upstash.io", "token": "..."}, or a list of them (a partitioned queue's databases)`,
+    ]);
   }
-  return { url, token };
+  return Array.isArray(parsed) ? (databases as UpstashDatabase[]) : (databases[0] as UpstashDatabase);
 }
 
 /** Opens a store under the one connection rule, reading a secret through Secrets Manager. */
@@ -89,15 +108,39 @@ export async function createRuntime(
   tasks: TaskDeclaration | undefined,
   warn: (message: string, fields: Record<string, unknown>) => void = () => {},
 ): Promise<Runtime> {
-  const store = await openConnection(config.connection);
+  const partitioned = config.partitions > 1 || config.shrinkingFrom !== undefined;
+  const stores = await openStores(config.connection, readUpstashSecret, partitioned ? undefined : 1);
+  const close = async () => {
+    await Promise.all(stores.map((store) => store.close().catch(() => {})));
+  };
   try {
-    const queue = new Queue(store, {
+    const options = {
       name: config.queue,
       // The reclaimer declares nothing; its deployment names its wake-up marks on a shared queue.
       settings: tasks ? queueSettings(config, tasks) : { deployment: config.deployment },
-    });
+    };
+    let queue: Queue;
+    let work: WorkQueue;
+    let partitions: readonly Queue[];
+    if (partitioned) {
+      // Loaded for a partitioned queue only: a queue of one partition never parses it on a cold start.
+      const { PartitionedQueue } = await import("../shared/partitioned-queue.js");
+      const partitionedQueue = new PartitionedQueue(stores, {
+        ...options,
+        partitions: config.partitions,
+        shrinkingFrom: config.shrinkingFrom,
+      });
+      work = partitionedQueue;
+      partitions = partitionedQueue.partitions;
+      queue = partitions[0];
+    } else {
+      queue = new Queue(stores[0], options);
+      work = plainWorkQueue(queue);
+      partitions = [queue];
+    }
     if (tasks) {
-      await queue.configure();
+      // Every partition's scripts read the settings; the schedules live in partition 0 (docs/partitions.md).
+      await Promise.all(partitions.map((partition) => partition.configure()));
       const { refused } = await queue.schedules.syncDeclared(tasks.schedules, {
         now: Date.now(),
         owner: config.deployment,
@@ -110,9 +153,9 @@ export async function createRuntime(
         });
       }
     }
-    return { config, queue, store };
+    return { config, queue, work, partitions, close };
   } catch (error) {
-    await store.close().catch(() => {});
+    await close();
     throw error;
   }
 }

@@ -16,10 +16,27 @@ const TAKEN_VISIBILITY_SECONDS = 10;
 /** The message attribute naming the types a wake-up is for: those its sender had no room left for. */
 export const WAKE_TYPES_ATTRIBUTE = "leaseqTypes";
 
+/**
+ * The message attribute naming the partition of a partitioned queue a wake-up is for (docs/partitions.md):
+ * the worker claims from it first. None: a queue of one partition's, or a sender that names none (the worker chooses).
+ */
+export const WAKE_PARTITION_ATTRIBUTE = "leaseqPartition";
+
+/** The partition a wake-up's attributes name (Lambda's record or SQS's message), or undefined. */
+export function wakePartition(
+  attributes: Record<string, { stringValue?: string; StringValue?: string }> | undefined,
+): number | undefined {
+  const value = attributes?.[WAKE_PARTITION_ATTRIBUTE];
+  const partition = Number(value?.stringValue ?? value?.StringValue);
+  return value && Number.isInteger(partition) && partition >= 0 ? partition : undefined;
+}
+
 /** A wake-up message a running worker received from the wake queue, invisible to others meanwhile. */
 export interface TakenWakeUp {
   /** The types it is for (a worker with room for one of them), or undefined: any work. */
   forTypes: string[] | undefined;
+  /** The partition it is for (WAKE_PARTITION_ATTRIBUTE), or undefined. */
+  partition: number | undefined;
   /** The claim it asked for was made: the message is deleted, as Lambda deletes a handled record. */
   done(): Promise<void>;
   /** Not used (the worker had no room by then): visible again at once for another worker. */
@@ -62,7 +79,7 @@ export function wakeListener(options: { client: SQSClient; queueUrl: string }): 
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
           MaxNumberOfMessages: 10,
-          MessageAttributeNames: [WAKE_TYPES_ATTRIBUTE],
+          MessageAttributeNames: [WAKE_TYPES_ATTRIBUTE, WAKE_PARTITION_ATTRIBUTE],
           WaitTimeSeconds: waitSeconds,
           VisibilityTimeout: TAKEN_VISIBILITY_SECONDS,
         }),
@@ -83,6 +100,7 @@ export function wakeListener(options: { client: SQSClient; queueUrl: string }): 
       const types = message.MessageAttributes?.[WAKE_TYPES_ATTRIBUTE]?.StringValue;
       taken.push({
         forTypes: types ? types.split(",") : undefined,
+        partition: wakePartition(message.MessageAttributes),
         done: () => settle(handle, false),
         giveBack: () => settle(handle, true),
       });

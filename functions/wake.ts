@@ -1,7 +1,7 @@
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import type { WakeTo } from "../shared/types.js";
 import type { WakeMessageBody } from "./messages.js";
-import { WAKE_TYPES_ATTRIBUTE } from "./wake-listen.js";
+import { WAKE_PARTITION_ATTRIBUTE, WAKE_TYPES_ATTRIBUTE } from "./wake-listen.js";
 
 /** The longest delay SQS gives a message (DelaySeconds 900). */
 export const MAX_WAKE_DELAY_SECONDS = 900;
@@ -11,9 +11,10 @@ export interface WakeSender {
   /**
    * Sends `{"leaseq":"wake"}` delayed until `atMs` (whole seconds, rounded up), at most 15 minutes;
    * `forTypes`: for a worker with room for one of these types (a message attribute, which workers
-   * of a release before ignore; functions/wake-listen.ts).
+   * of a release before ignore; functions/wake-listen.ts). `partition`: the partition of a
+   * partitioned queue whose work it is for (the attribute WAKE_PARTITION_ATTRIBUTE).
    */
-  wake(atMs: number, now: number, forTypes?: string[]): Promise<void>;
+  wake(atMs: number, now: number, forTypes?: string[], partition?: number): Promise<void>;
 }
 
 /**
@@ -39,15 +40,19 @@ export function functionSqsClient(endpoint: string | undefined): SQSClient {
 export function sqsWakeSender(queueUrl: string, client: SQSClient): WakeSender {
   const body: WakeMessageBody = { leaseq: "wake" };
   return {
-    async wake(atMs, now, forTypes) {
+    async wake(atMs, now, forTypes, partition) {
+      const attributes: Record<string, { DataType: string; StringValue: string }> = {};
+      if (forTypes && forTypes.length > 0) {
+        attributes[WAKE_TYPES_ATTRIBUTE] = { DataType: "String", StringValue: forTypes.join(",") };
+      }
+      if (partition !== undefined)
+        attributes[WAKE_PARTITION_ATTRIBUTE] = { DataType: "Number", StringValue: String(partition) };
       await client.send(
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: JSON.stringify(body),
           DelaySeconds: wakeDelaySeconds(atMs, now),
-          ...(forTypes && forTypes.length > 0
-            ? { MessageAttributes: { [WAKE_TYPES_ATTRIBUTE]: { DataType: "String", StringValue: forTypes.join(",") } } }
-            : {}),
+          ...(Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {}),
         }),
       );
     },
@@ -62,7 +67,7 @@ export async function sendWakeTo(client: SQSClient, wakeTo: readonly WakeTo[], n
   const errors: string[] = [];
   for (const wake of wakeTo) {
     try {
-      await sqsWakeSender(wake.queueUrl, client).wake(wake.atMs, now);
+      await sqsWakeSender(wake.queueUrl, client).wake(wake.atMs, now, undefined, wake.partition);
     } catch (error) {
       errors.push(`${wake.queueUrl}: ${error instanceof Error ? error.message : String(error)}`);
     }

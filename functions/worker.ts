@@ -2,7 +2,6 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { ConfigError } from "../shared/errors.js";
-import type { Queue } from "../shared/queue.js";
 import { readConfig } from "./config.js";
 import { crashWatch } from "./crash-watch.js";
 import { type DeadLetterSender, sqsDeadLetterSender } from "./dead-letter.js";
@@ -20,10 +19,12 @@ import {
 } from "./tasks.js";
 import { functionSqsClient, sendWakeTo, sqsWakeSender, type WakeSender } from "./wake.js";
 import { wakeListener } from "./wake-listen.js";
+import type { WorkQueue } from "./work-queue.js";
 
-/** The reclaimer's direct invocation: drain the queue, no records. */
+/** The reclaimer's direct invocation: drain the queue, no records; a partitioned queue's names the partition to begin with. */
 export interface DrainEvent {
   leaseq: "drain";
+  partition?: number;
 }
 
 export interface WorkerOptions {
@@ -76,7 +77,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
   const start = async () => {
     const config = readConfig(options.env ?? process.env);
     const problems = [
-      ...(config.deployedTasks === undefined ? [] : policyMismatches(tasks, config.deployedTasks)),
+      ...(config.deployedTasks === undefined ? [] : await policyMismatches(tasks, config.deployedTasks)),
       ...(config.workerTimeoutMs === undefined ? [] : timeoutProblems(tasks, config.workerTimeoutMs)),
     ];
     if (problems.length > 0) throw new ConfigError(problems);
@@ -100,7 +101,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     // A start that failed closed what it had opened (createRuntime), so there is nothing to close.
     const started = await opened?.catch(() => undefined);
     started?.sqs?.destroy();
-    await started?.store.close();
+    await started?.close();
   };
 
   const invoke = async (
@@ -109,7 +110,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
   ): Promise<SQSBatchResponse> => {
     const startedAt = Date.now();
     runtime ??= start();
-    const { queue, config, deadLetters, waker, sqs } = await runtime.catch((error: unknown) => {
+    const { work, config, deadLetters, waker, sqs } = await runtime.catch((error: unknown) => {
       runtime = undefined;
       throw error;
     });
@@ -117,7 +118,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     const records = isSqsEvent(event) ? event.Records : [];
     if (config.role === "intake") {
       return intake(records, {
-        queue,
+        queue: work,
         tasks,
         deadLetters,
         waker,
@@ -127,9 +128,11 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
         startedAt,
       });
     }
-    const ingested = await ingest(records, { queue, tasks, deadLetters, now: Date.now });
+    const ingested = await ingest(records, { queue: work, tasks, deadLetters, now: Date.now });
+    // The partition the wake-up or the drain invocation named, claimed from first (a partitioned queue's).
+    const named = isSqsEvent(event) ? ingested.wokenPartition : (event as DrainEvent).partition;
     // A wake-up may be for a lease that ended (its worker gone): return it before draining.
-    let reclaimed = ingested.wakeUps > 0 ? (await queue.reclaim({ now: Date.now() })).reclaimed.length : 0;
+    let reclaimed = ingested.wakeUps > 0 ? (await work.reclaim({ now: Date.now() })).reclaimed.length : 0;
     // The wake-up that started this invocation is its crash watch (functions/crash-watch.ts).
     const watch =
       sqs && config.wakeQueueUrl
@@ -148,10 +151,11 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     const handOff = async (cutOff: boolean, woken: boolean) => {
       try {
         const now = Date.now();
-        wakeAtMs = await queue.handOff({ now, cutOff, woken });
-        if (wakeAtMs !== undefined && waker) {
-          await waker.wake(wakeAtMs, now);
-          wakeUps.push(wakeAtMs);
+        for (const wake of await work.handOff({ now, cutOff, woken, partition: named })) {
+          wakeAtMs = Math.min(wake.atMs, wakeAtMs ?? wake.atMs);
+          if (!waker) continue;
+          await waker.wake(wake.atMs, now, undefined, wake.partition);
+          wakeUps.push(wake.atMs);
         }
       } catch (error) {
         wakeError = (error as Error).message;
@@ -160,7 +164,8 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     };
     const runs = new RunMetrics();
     const counts = await drain({
-      queue,
+      queue: work,
+      partition: named,
       tasks,
       claimBatch: config.claimBatch,
       remainingMs: () => context.getRemainingTimeInMillis(),
@@ -168,9 +173,9 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       flushAfterMs: config.flushAfterMs,
       lingerMs: config.lingerMs,
       onLeases: (earliestDeadlineMs) => void watch?.hold(earliestDeadlineMs),
-      wake: async (atMs, forTypes) => {
+      wake: async (atMs, forTypes, partition) => {
         if (!waker) return;
-        await waker.wake(atMs, Date.now(), forTypes);
+        await waker.wake(atMs, Date.now(), forTypes, partition);
         (forTypes ? roomWakeUps : wakeUps).push(atMs);
       },
       handOff,
@@ -178,7 +183,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       // A free slot takes wake-ups itself while long tasks hold the others (functions/wake-listen.ts).
       listen: sqs && config.wakeQueueUrl ? wakeListener({ client: sqs, queueUrl: config.wakeQueueUrl }) : undefined,
       reclaim: async () => {
-        reclaimed += (await queue.reclaim({ now: Date.now() })).reclaimed.length;
+        reclaimed += (await work.reclaim({ now: Date.now() })).reclaimed.length;
       },
       onRun: (run) => runs.add(run),
     });
@@ -213,7 +218,7 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
 }
 
 interface IntakeOptions {
-  queue: Queue;
+  queue: WorkQueue;
   tasks: TaskDeclaration;
   deadLetters: DeadLetterSender | undefined;
   waker: WakeSender | undefined;
@@ -237,15 +242,19 @@ async function intake(records: SQSRecord[], options: IntakeOptions): Promise<SQS
   const ingested = await ingest(records, { ...options, now: Date.now });
   const now = Date.now();
   // A wake-up sent to the task queue (a producer given its URL for wake-ups, as `createProducer`
-  // does without `wakeQueueUrl`) is passed on to the wake queue: it arrived when it was due.
-  const wakeAtMs = ingested.readyNow >= options.claimBatch || ingested.wakeUps > 0 ? now : ingested.wakeAtMs;
-  let wakeError: string | undefined;
-  if (wakeAtMs !== undefined && options.waker) {
+  // does without `wakeQueueUrl`) is passed on to the wake queue: it arrived when it was due. A
+  // burst's wake-ups are sent now (each partition's that asked for one; one at least).
+  const wakes = ingested.wakes;
+  if (ingested.readyNow >= options.claimBatch || ingested.wakeUps > 0) {
+    for (const wake of wakes) wake.atMs = now;
+    if (wakes.length === 0) wakes.push({ atMs: now, partition: ingested.wokenPartition });
+  }
+  const wakeAtMs = wakes.length === 0 ? undefined : Math.min(...wakes.map((wake) => wake.atMs));
+  for (const wake of options.waker ? wakes : []) {
     try {
-      await options.waker.wake(wakeAtMs, now);
+      await options.waker?.wake(wake.atMs, now, undefined, wake.partition);
     } catch (error) {
-      wakeError = (error as Error).message;
-      logger.warn("wake-up not sent", { queue: queue.name, wakeAtMs, error: wakeError });
+      logger.warn("wake-up not sent", { queue: queue.name, wakeAtMs: wake.atMs, error: (error as Error).message });
     }
   }
   // Tasks of types another deployment sharing the queue runs: that deployment's workers are woken.

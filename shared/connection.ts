@@ -9,7 +9,21 @@ import { UpstashStore } from "./stores/upstash.js";
 export type Connection =
   | { kind: "upstash-secret"; secretArn: string }
   | { kind: "upstash"; url: string; token: string }
-  | { kind: "tcp"; url: string };
+  | {
+      kind: "tcp";
+      url: string;
+      /**
+       * The other servers of a partitioned queue's partitions (REDIS_URL lists them, comma-separated):
+       * partition k on the (k mod count)-th URL (docs/partitions.md).
+       */
+      more?: string[];
+    };
+
+/** A database's REST URL and token: what an Upstash secret holds (a list of them: one per database). */
+export interface UpstashDatabase {
+  url: string;
+  token: string;
+}
 
 /** The environment variables of each connection kind, in the order the rule lists them. */
 export const CONNECTION_VARIABLES = {
@@ -59,9 +73,12 @@ export function connectionFromEnv(env: Env): Connection {
       break;
     }
     default: {
-      const url = env.REDIS_URL ?? "";
-      if (!/^rediss?:\/\/\S+$/.test(url)) problems.push("REDIS_URL must start with redis:// or rediss://");
-      connection = { kind: "tcp", url };
+      // Several URLs, comma-separated: the servers of a partitioned queue's partitions.
+      const [url, ...more] = (env.REDIS_URL ?? "").split(",").map((each) => each.trim());
+      if (![url, ...more].every((each) => /^rediss?:\/\/\S+$/.test(each))) {
+        problems.push("REDIS_URL must start with redis:// or rediss:// (several: comma-separated, each so)");
+      }
+      connection = more.length > 0 ? { kind: "tcp", url, more } : { kind: "tcp", url };
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -76,7 +93,7 @@ export function describeConnection(connection: Connection): string {
     case "upstash":
       return `Upstash at ${originOf(connection.url)}`;
     case "tcp":
-      return `Redis at ${originOf(connection.url)}`;
+      return `Redis at ${[connection.url, ...(connection.more ?? [])].map(originOf).join(", ")}`;
   }
 }
 
@@ -90,25 +107,46 @@ function originOf(url: string): string {
 }
 
 /**
- * Opens a store for `connection`. A secret is read by `readSecret` (leaseq/lambda passes one that
- * uses Secrets Manager; the library itself has no AWS SDK). The TCP client (ioredis) loads on demand,
- * so an Upstash deployment, the default on Lambda, never parses it on a cold start.
+ * Opens a store for `connection` (the first, when it names several databases: openStores opens them
+ * all). A secret is read by `readSecret` (leaseq/lambda passes one that uses Secrets Manager; the
+ * library itself has no AWS SDK). The TCP client (ioredis) loads on demand, so an Upstash
+ * deployment, the default on Lambda, never parses it on a cold start.
  */
 export async function openStore(
   connection: Connection,
-  readSecret?: (secretArn: string) => Promise<{ url: string; token: string }>,
+  readSecret?: (secretArn: string) => Promise<UpstashDatabase | UpstashDatabase[]>,
 ): Promise<Store> {
+  return (await openStores(connection, readSecret, 1))[0];
+}
+
+/**
+ * A store for each database `connection` names: one, or for a partitioned queue several (REDIS_URL
+ * listing several servers, an Upstash secret holding a list), in their order; at most `most`.
+ */
+export async function openStores(
+  connection: Connection,
+  readSecret?: (secretArn: string) => Promise<UpstashDatabase | UpstashDatabase[]>,
+  most = Number.POSITIVE_INFINITY,
+): Promise<Store[]> {
   switch (connection.kind) {
     case "tcp": {
       const { TcpStore } = await import("./stores/tcp.js");
-      return TcpStore.fromUrl(connection.url, { source: "REDIS_URL" });
+      return [connection.url, ...(connection.more ?? [])]
+        .slice(0, most)
+        .map((url) => TcpStore.fromUrl(url, { source: "REDIS_URL" }));
     }
     case "upstash":
-      return new UpstashStore({ url: connection.url, token: connection.token, source: "UPSTASH_REDIS_REST_URL" });
+      return [new UpstashStore({ url: connection.url, token: connection.token, source: "UPSTASH_REDIS_REST_URL" })];
     case "upstash-secret": {
       if (!readSecret) throw new ConfigError(["UPSTASH_SECRET_ARN is set, but nothing here can read secrets"]);
-      const source = `the "url" of secret ${connection.secretArn} (UPSTASH_SECRET_ARN)`;
-      return new UpstashStore({ ...(await readSecret(connection.secretArn)), source });
+      const read = await readSecret(connection.secretArn);
+      return (Array.isArray(read) ? read : [read]).slice(0, most).map(
+        (database, index) =>
+          new UpstashStore({
+            ...database,
+            source: `the "url" of ${Array.isArray(read) ? `database ${index} of ` : ""}secret ${connection.secretArn} (UPSTASH_SECRET_ARN)`,
+          }),
+      );
     }
   }
 }
