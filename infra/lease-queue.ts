@@ -105,6 +105,12 @@ export class LeaseQueue extends Construct {
       LEASEQ_WAKE_QUEUE_URL: this.wakeQueue.queueUrl,
     };
     if (settings.claimBatchSize !== undefined) environment.LEASEQ_CLAIM_BATCH = String(settings.claimBatchSize);
+    // Every function that opens the queue must see the same partitions (docs/partitions.md). A queue
+    // of one partition sets neither, so upgrading leaves an existing template as it was.
+    if (settings.partitions > 1 || settings.shrinkingFrom !== undefined) {
+      environment.LEASEQ_PARTITIONS = String(settings.partitions);
+      if (settings.shrinkingFrom !== undefined) environment.LEASEQ_SHRINKING_FROM = String(settings.shrinkingFrom);
+    }
 
     // The intake and the worker check their declaration against these at cold start.
     const declared = { LEASEQ_TASKS: policyText(settings.tasks), LEASEQ_DLQ_URL: this.deadLetterQueue.queueUrl };

@@ -1,8 +1,10 @@
 import { Duration } from "aws-cdk-lib";
-import { AlarmStatusWidget, Dashboard, GraphWidget, MathExpression, type Metric } from "aws-cdk-lib/aws-cloudwatch";
+import { AlarmStatusWidget, Dashboard, GraphWidget, MathExpression, Metric } from "aws-cdk-lib/aws-cloudwatch";
 import type { IFunction } from "aws-cdk-lib/aws-lambda";
 import { Construct } from "constructs";
+import { PARTITION_DIMENSION, type PartitionMetricName } from "../functions/metric-names.js";
 import { alarmList, createAlarms, type LeaseQueueAlarms, type MonitoredResources } from "./alarms.js";
+import { METRICS_NAMESPACE } from "./metrics.js";
 
 /** What the monitoring watches: the alarms' and the dashboard's resources. */
 export type MonitoringProps = MonitoredResources;
@@ -59,6 +61,30 @@ export class LeaseQueueMonitoring extends Construct {
         props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, label: "dead-letter queue" }),
       ]),
     );
+    // The widgets above read the queue's totals (summed counts, the oldest age of any partition); a
+    // partitioned queue also gets one line per partition, to show one falling behind the others.
+    // A shrink's draining partitions are drawn too: watching them empty is the point of it.
+    const drawn = settings.shrinkingFrom ?? settings.partitions;
+    if (drawn > 1) {
+      const perPartition = (name: PartitionMetricName) =>
+        Array.from(
+          { length: drawn },
+          (_, index) =>
+            new Metric({
+              namespace: METRICS_NAMESPACE,
+              metricName: name,
+              dimensionsMap: { ...metrics.dimensions, [PARTITION_DIMENSION]: String(index) },
+              // Gauges, read as the totals are (QueueMetrics.metric).
+              statistic: "Maximum",
+              period,
+              label: index < settings.partitions ? `partition ${index}` : `partition ${index} (draining)`,
+            }),
+        );
+      this.dashboard.addWidgets(
+        graph("Ready tasks per partition", perPartition("ready"), 12),
+        graph("Oldest ready task age per partition (ms)", perPartition("oldestReadyAgeMs"), 12),
+      );
+    }
     this.dashboard.addWidgets(
       graph(
         "Function errors",

@@ -73,6 +73,21 @@ export interface LeaseQueueProps {
   /** How often the reclaimer runs: whole minutes, 1-60. Default 1 minute. */
   readonly reclaimSchedule?: Duration;
   /**
+   * Partitions of the queue (`LEASEQ_PARTITIONS`, docs/partitions.md): one logical queue over this
+   * many hash tags, spread over a Redis Cluster's masters or over several Upstash databases (the
+   * secret then holds a list of `{"url","token"}`, partition k in entry k mod its length). Each
+   * partition counts type rates and concurrency by itself. 1-64. Default 1: the queue as it always
+   * was, and no variable set.
+   */
+  readonly partitions?: number;
+  /**
+   * The partition count before a shrink under way (`LEASEQ_SHRINKING_FROM`): new tasks go to the
+   * first `partitions`, and the worker and reclaimer still drain the rest. Once
+   * `PartitionedQueue.dropDrained` has dropped them all, deploy without it (docs/partitions.md,
+   * "Growing and shrinking"). More than `partitions`, at most 64. Default none.
+   */
+  readonly shrinkingFrom?: number;
+  /**
    * Complete ARN of a Secrets Manager secret holding `{"url","token"}` (exclusive with `secret`).
    * Default: a new empty secret.
    */
@@ -168,6 +183,7 @@ export const LEASE_QUEUE_DEFAULTS = {
   maxConcurrency: 10,
   maxReceiveCount: 5,
   reclaimScheduleMinutes: 1,
+  partitions: 1,
   secretRemovalPolicy: RemovalPolicy.RETAIN,
   logRetention: RetentionDays.ONE_MONTH,
   oldestWaitingAgeAlarmMs: 300_000,

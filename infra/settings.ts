@@ -12,6 +12,7 @@ import {
 } from "../functions/tasks.js";
 import { DEPLOYMENT_PATTERN, DEPLOYMENT_RULE, LIMITS } from "../shared/config.js";
 import { ConfigError } from "../shared/errors.js";
+import { PARTITIONS_MAX } from "../shared/partitions.js";
 import { checkSchedule, registerCron, slotsBetween } from "../shared/schedules.js";
 import { type AlarmSettings, checkAlarms } from "./alarm-settings.js";
 import { DEFAULT_RECLAIMER_ENTRY, entryFile, NODE_RUNTIMES, type NodeRuntime } from "./bundling.js";
@@ -83,6 +84,10 @@ export interface LeaseQueueSettings extends AlarmSettings {
   maxReceiveCount: number;
   claimBatchSize: number | undefined;
   reclaimSchedule: Duration;
+  /** The queue's partitions (LEASEQ_PARTITIONS); 1 is a queue as it always was. */
+  partitions: number;
+  /** A shrink under way: the partition count before it (LEASEQ_SHRINKING_FROM), more than `partitions`. */
+  shrinkingFrom: number | undefined;
   upstashSecretArn: string | undefined;
   /** A secret given by the user; with neither it nor upstashSecretArn the construct creates one. */
   secret: ISecret | undefined;
@@ -236,6 +241,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
       ? DEFAULT_RECLAIMER_ENTRY
       : entryFile("reclaimerEntry", props.reclaimerEntry, problems);
 
+  const partitionSettings = checkPartitionProps(props, problems);
   const secretSettings = checkSecret(props, problems);
   if (props.alarmEmail !== undefined) name("alarmEmail", props.alarmEmail, EMAIL_PATTERN, "an email address");
   if (props.alarmEmail !== undefined && props.alarmTopic !== undefined) {
@@ -277,6 +283,7 @@ export function resolveSettings(props: LeaseQueueProps): LeaseQueueSettings {
     claimBatchSize:
       props.claimBatchSize === undefined ? undefined : integer("claimBatchSize", props.claimBatchSize, 1, 100),
     reclaimSchedule,
+    ...partitionSettings,
     ...secretSettings,
     logRetention: props.logRetention ?? D.logRetention,
     alarmEmail: props.alarmEmail,
@@ -301,4 +308,33 @@ function defaultTimeoutOf(tasks: LeaseQueueProps["tasks"]): number {
   } catch {
     return LEASE_QUEUE_DEFAULTS.workerTimeoutSeconds * 1000;
   }
+}
+
+/**
+ * Checks `partitions` (1..PARTITIONS_MAX, the library's bound) and `shrinkingFrom` (more than
+ * `partitions`, at most PARTITIONS_MAX), pushing each problem to `problems`, and applies the default
+ * of 1. Neither may be a token: the dashboard draws a line per partition at synth.
+ */
+function checkPartitionProps(
+  props: LeaseQueueProps,
+  problems: string[],
+): Pick<LeaseQueueSettings, "partitions" | "shrinkingFrom"> {
+  const partitions = props.partitions ?? LEASE_QUEUE_DEFAULTS.partitions;
+  const { shrinkingFrom } = props;
+  const known = (value: number) =>
+    Token.isUnresolved(value) ? "a token (the count must be known at synth)" : shown(value);
+  const partitionsValid = Number.isInteger(partitions) && partitions >= 1 && partitions <= PARTITIONS_MAX;
+  if (!partitionsValid) {
+    problems.push(`partitions must be an integer from 1 to ${PARTITIONS_MAX}, got ${known(partitions)}`);
+  }
+  if (shrinkingFrom !== undefined) {
+    // With `partitions` refused above, shrinkingFrom is checked against the least it could follow.
+    const least = partitionsValid ? partitions + 1 : 2;
+    if (!Number.isInteger(shrinkingFrom) || shrinkingFrom < least || shrinkingFrom > PARTITIONS_MAX) {
+      problems.push(
+        `shrinkingFrom must be an integer more than partitions${partitionsValid ? ` (${partitions})` : ""} and at most ${PARTITIONS_MAX}: the partition count before the shrink, whose last ones still drain, got ${known(shrinkingFrom)}`,
+      );
+    }
+  }
+  return { partitions, shrinkingFrom };
 }
