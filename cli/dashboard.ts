@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { listQueues } from "../shared/queue-admin.js";
-import { withQueue, withStore } from "./connect.js";
+import { partitionsOf, withPartitions, withStore } from "./connect.js";
 import { REFRESH_MS_DEFAULT } from "./dashboard/live.js";
 import { type RunningDashboard, startDashboard } from "./dashboard/server.js";
 import { UsageError } from "./errors.js";
@@ -16,8 +16,9 @@ interface DashboardOptions {
 }
 
 /**
- * Registers `dashboard`: the web dashboard of one queue (--queue or $LEASEQ_QUEUE), or of every
- * leaseq queue on the backend without one, served by this process until Ctrl-C.
+ * Registers `dashboard`: the web dashboard of one queue (--queue or $LEASEQ_QUEUE), all of its
+ * partitions (--partitions), or of every leaseq queue on the backend without one, served by this
+ * process until Ctrl-C.
  */
 export function dashboardCommand(program: Command): void {
   program
@@ -43,13 +44,18 @@ the connection rule reaches: "/" lists them (found by SCAN at each visit) with t
 and last hour, and each queue's pages are under /q/<queue>/. With --queue it shows that queue only;
 any other queue's address is 404.
 
+A partitioned queue (docs/partitions.md; with --queue, --partitions N or $LEASEQ_PARTITIONS; without,
+its partitions are found on the backend): its overview sums the partitions and lists each, and its
+task lists, tasks, groups, schedules and actions are each partition's, under /q/<queue>/p/<k>/.
+
 The dashboard prints its address with the access token (http://127.0.0.1:8080/?token=...): every
 request needs it (a cookie after the first). See docs/dashboard.md.
 
 Examples:
   leaseq dashboard
   leaseq dashboard --queue emails
-  leaseq dashboard --queue emails --read-only --port 9000`,
+  leaseq dashboard --queue emails --read-only --port 9000
+  leaseq --partitions 6 dashboard --queue imports`,
     )
     .action(async (options: DashboardOptions, command: Command) => {
       const token = options.token ?? process.env.LEASEQ_DASHBOARD_TOKEN;
@@ -60,13 +66,27 @@ Examples:
       const refreshMs = options.refresh * 1000;
       const mode = readOnly ? ", read-only" : "";
       const name = (command.optsWithGlobals().queue as string | undefined) ?? process.env.LEASEQ_QUEUE;
+      const { count, only } = partitionsOf(command);
+      if (only !== undefined) {
+        throw new UsageError(
+          "dashboard: --partition is not for the dashboard, which shows every partition of the queue (each under /q/<queue>/p/<k>/): drop it",
+        );
+      }
       if (name) {
-        await withQueue(command, async (queue, where) => {
-          const dashboard = await startDashboard({ queue, where, token, readOnly, refreshMs, host, port });
-          console.log(`Dashboard ${dashboard.url}\n  queue "${queue.name}" on ${where}${mode}; Ctrl-C to stop`);
+        // Every partition of the queue (one, partition 0, unless --partitions says more).
+        await withPartitions(command, async (partitions, where) => {
+          const queues = partitions.map(({ queue }) => queue);
+          const dashboard = await startDashboard({ partitions: queues, where, token, readOnly, refreshMs, host, port });
+          const shown = count > 1 ? ` (${count} partitions)` : "";
+          console.log(`Dashboard ${dashboard.url}\n  queue "${name}"${shown} on ${where}${mode}; Ctrl-C to stop`);
           await untilStopped(dashboard);
         });
         return;
+      }
+      if (count > 1) {
+        throw new UsageError(
+          "dashboard: --partitions (or LEASEQ_PARTITIONS) is the partition count of the --queue one; without --queue the dashboard finds each queue's partitions on the backend, as `leaseq queues` does",
+        );
       }
       await withStore(command, "every queue", async (store, where) => {
         // Once now, so that a backend out of reach fails here rather than on the first page.

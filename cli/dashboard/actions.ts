@@ -1,9 +1,10 @@
-// The dashboard's one POST route, /q/<queue>/action: once the request passed the action checks
+// The dashboard's one POST route, /q/<queue>/action (a partitioned queue's: each partition's,
+// /q/<queue>/p/<k>/action): once the request passed the action checks
 // (auth.ts), pause or resume the queue or a task type, pause, resume, run or remove a schedule,
 // requeue, skip, cancel or delete tasks (the selected ones, or all matching a list's filter), or
 // edit a FAILED task's payload and requeue it (amend.ts). Each answers with a page of what it did,
 // and a link back; an edit, with the task's page.
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import type { ItemResult, TaskState } from "../../shared/types.js";
 import { inBatches } from "../batches.js";
 import { counted } from "../output.js";
@@ -12,7 +13,7 @@ import { actionForm } from "./auth.js";
 import type { Directory } from "./directory.js";
 import { durationOf, type Env, HttpError, list, safeBack, stateOf, text } from "./http.js";
 import { actionsFor, resultPage } from "./pages.js";
-import { type DashboardQueue, SCAN_DEFAULT } from "./queue.js";
+import { type DashboardQueue, QUEUE_PREFIXES, SCAN_DEFAULT } from "./queue.js";
 
 /** Most tasks one "all matching" action touches. */
 export const MATCHING_MAX = 10_000;
@@ -37,9 +38,9 @@ type Form = Record<string, unknown>;
 const TASK_ACTIONS = { requeue: "requeued", delete: "deleted", cancel: "cancelled", skip: "skipped" } as const;
 type TaskAction = keyof typeof TASK_ACTIONS;
 
-/** Registers POST /q/:queue/action on `app`. */
+/** Registers POST /q/:queue/action (and a partitioned queue's partition's, /q/:queue/p/:partition/action) on `app`. */
 export function registerActions(app: Hono<Env>, { directory, now, readOnly, csrf }: ActionOptions): void {
-  app.post("/q/:queue/action", async (c) => {
+  const post = async (c: Context<Env>) => {
     const form = await actionForm(c, { readOnly, csrf });
     // Checked after the CSRF token: a forged request learns nothing of which queues exist.
     const { queue, ctx } = await directory.queueOf(c);
@@ -54,7 +55,8 @@ export function registerActions(app: Hono<Env>, { directory, now, readOnly, csrf
           ? await scheduleAction(queue, action, form, at)
           : await taskAction(queue, action, form, at);
     return c.html(resultPage(ctx, title, summary, results, back));
-  });
+  };
+  for (const prefix of QUEUE_PREFIXES) app.post(`${prefix}/action`, post);
 }
 
 /** Pauses or resumes the queue, or the task type of the form's `type`. */

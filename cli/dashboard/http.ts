@@ -9,11 +9,18 @@ import { STATES } from "./queue.js";
 /** The Hono environment: a queue's page context, once its path resolved to a queue. */
 export type Env = { Variables: { page?: PageContext } };
 
-/** Thrown by a handler: answered with `status` and a page saying `message` (server.ts onError). */
+/** A link an error page offers (a path on this dashboard, and its text). */
+export interface Link {
+  href: string;
+  text: string;
+}
+
+/** Thrown by a handler: answered with `status` and a page saying `message`, with `links` (server.ts onError). */
 export class HttpError extends Error {
   constructor(
     readonly status: 400 | 403 | 404,
     message: string,
+    readonly links: readonly Link[] = [],
   ) {
     super(message);
   }

@@ -7,7 +7,8 @@ import { duration } from "../../shared/text.js";
 import type { ItemResult, ListedTask, QueueHistory, QueueStats, TaskState } from "../../shared/types.js";
 import { counted } from "../output.js";
 import { clock, type LiveValues, liveValues } from "./live.js";
-import { timeHtml, timeValue } from "./live-rows.js";
+import { type LiveRow, timeHtml, timeValue } from "./live-rows.js";
+import { partitionsTable } from "./partitions.js";
 import { STATES } from "./queue.js";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -27,9 +28,13 @@ export interface SiteContext {
 /** A page of one queue. */
 export interface PageContext extends SiteContext {
   queueName: string;
-  /** Where the queue's pages are: /q/<segment> (queueBase). */
+  /** Where the pages shown are: the queue's, /q/<segment> (queueBase), or one partition's, /q/<segment>/p/<k>. */
   base: string;
-  /** Which optional queue controls this queue has. */
+  /**
+   * A queue of more than one partition (docs/partitions.md): their numbers, where the queue's
+   * overview (their sum) is, and the partition these pages are of (undefined on that overview).
+   */
+  partitioned?: { partitions: readonly number[]; queueBase: string; partition?: number };
 }
 
 const isQueuePage = (ctx: SiteContext | PageContext): ctx is PageContext => "queueName" in ctx;
@@ -41,12 +46,14 @@ export function layout(
   options: { chart?: boolean } = {},
 ): Html {
   const queue = isQueuePage(ctx) ? ctx : undefined;
+  const partitioned = queue?.partitioned;
+  const partition = partitioned?.partition;
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · leaseq${queue ? ` ${queue.queueName}` : ""}</title>
+<title>${title} · leaseq${queue ? ` ${queue.queueName}` : ""}${partition === undefined ? "" : ` partition ${partition}`}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/app.css">
 ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css">` : ""}
@@ -57,11 +64,16 @@ ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css">` : ""}
   ${ctx.allQueues ? html`<a href="/" data-all-queues>All queues</a>` : ""}
   ${
     queue
-      ? html`<span>queue <b data-queue>${queue.queueName}</b> on ${ctx.where}${ctx.readOnly ? html` · <span data-read-only>read-only</span>` : ""}</span>
-  <a href="${queue.base}/">Overview</a>
+      ? html`<span>queue <b data-queue>${queue.queueName}</b>${partitionLabel(partitioned)} on ${ctx.where}${ctx.readOnly ? html` · <span data-read-only>read-only</span>` : ""}</span>
+  ${partitioned ? html`<a href="${partitioned.queueBase}/" data-nav-queue>All partitions</a>` : ""}
+  ${
+    partitioned && partition === undefined
+      ? ""
+      : html`<a href="${queue.base}/">Overview</a>
   ${STATES.map((state) => html`<a href="${queue.base}/tasks/${state}">${state}</a>`)}
   <a href="${queue.base}/groups" data-nav-groups>groups</a>
-  <a href="${queue.base}/schedules" data-nav-schedules>schedules</a>
+  <a href="${queue.base}/schedules" data-nav-schedules>schedules</a>`
+  }
   <form method="get" action="${queue.base}/search" role="search">
     <input type="search" name="id" placeholder="task id" aria-label="task id" required>
     <button type="submit">Find</button>
@@ -77,6 +89,15 @@ ${options.chart ? html`<script src="/assets/uplot.js"></script>` : ""}
 <script src="/assets/app.js"></script>
 </body>
 </html>`;
+}
+
+/** What the header says after a partitioned queue's name: which partition, or how many. */
+function partitionLabel(partitioned: PageContext["partitioned"]): Html | string {
+  if (!partitioned) return "";
+  const count = partitioned.partitions.length;
+  return partitioned.partition === undefined
+    ? html` (<span data-partitions>${count} partitions</span>)`
+    : html` <span data-partition="${partitioned.partition}">partition ${partitioned.partition}</span> of ${count}`;
 }
 
 /** The hidden fields every action form carries. */
@@ -100,11 +121,22 @@ export function liveNote(ctx: PageContext, url: string, asOf: string, what: stri
     : html`<p class="note">${line}. Reload to refresh.</p>`;
 }
 
-export function overviewPage(ctx: PageContext, stats: QueueStats, history: QueueHistory, now: number) {
+/**
+ * A queue's overview at `now`. With `partitions` (partitions.ts partitionRows), a partitioned
+ * queue's: `stats` their sum, its counts leading to the table of the partitions, and no controls
+ * (a partition is paused and resumed on its own page).
+ */
+export function overviewPage(
+  ctx: PageContext,
+  stats: QueueStats,
+  history: QueueHistory,
+  now: number,
+  partitions?: LiveRow[],
+) {
   // Drawn from the values live.json sends, into the elements the page script updates (live.ts).
   const live = liveValues(stats, now);
   const card = (state: TaskState, note: Html | string = "", shownBy?: keyof LiveValues) =>
-    html`<div class="card"><a href="${ctx.base}/tasks/${state}"><span class="n" data-live-text="${state}" data-count="${state}">${live[state]}</span><span class="label">${state}</span></a>${note ? html`<div class="note" data-live-show="${shownBy}" ${shownBy && !live[shownBy] ? "hidden" : ""}>${note}</div>` : ""}</div>`;
+    html`<div class="card"><a href="${partitions ? "#partitions" : `${ctx.base}/tasks/${state}`}"><span class="n" data-live-text="${state}" data-count="${state}">${live[state]}</span><span class="label">${state}</span></a>${note ? html`<div class="note" data-live-show="${shownBy}" ${shownBy && !live[shownBy] ? "hidden" : ""}>${note}</div>` : ""}</div>`;
   const hiddenWhen = (hidden: boolean) => (hidden ? "hidden" : "");
   const pauseStatus = html`<p class="state" data-live-set="paused pausedAny" data-paused="${String(live.paused)}" data-paused-any="${String(live.pausedAny)}">
           <span data-live-show="paused" ${hiddenWhen(!live.paused)}><b>The queue is paused</b>: workers claim nothing.</span>
@@ -115,7 +147,9 @@ export function overviewPage(ctx: PageContext, stats: QueueStats, history: Queue
   // the queue is paused or resumed elsewhere.
   const controls = ctx.readOnly
     ? ""
-    : html`<div class="actions">
+    : partitions
+      ? html`<p class="note">Pause and resume the queue, or a task type, on each partition's page: a partition is paused on its own.</p>`
+      : html`<div class="actions">
           <form method="post" action="${ctx.base}/action" class="inline">
             ${csrfField(ctx)}<input type="hidden" name="back" value="${ctx.base}/">
             <button id="resume-queue" name="action" value="resume" data-live-show="paused" ${hiddenWhen(!live.paused)} data-confirm="Resume the queue ${ctx.queueName}?">Resume queue</button>
@@ -146,6 +180,7 @@ export function overviewPage(ctx: PageContext, stats: QueueStats, history: Queue
         ${card("failed")}
         ${card("corrupt", html`<span class="warn">records that cannot be read</span>`, "corrupt")}
       </div>
+      ${partitions ? partitionsTable(partitions) : ""}
       <h2>State</h2>
       ${pauseStatus}
       ${controls}
@@ -291,9 +326,19 @@ export function resultPage(ctx: PageContext, title: string, summary: string, res
   );
 }
 
-export function messagePage(ctx: SiteContext | PageContext, title: string, message: string) {
+/** A page saying `message`, with `links` (paths on this dashboard) and one back to the overview. */
+export function messagePage(
+  ctx: SiteContext | PageContext,
+  title: string,
+  message: string,
+  links: ReadonlyArray<{ href: string; text: string }> = [],
+) {
   const home = isQueuePage(ctx) ? `${ctx.base}/` : "/";
-  return layout(ctx, title, html`<p data-message>${message}</p><p><a href="${home}">← overview</a></p>`);
+  return layout(
+    ctx,
+    title,
+    html`<p data-message>${message}</p>${links.length > 0 ? html`<ul data-links>${links.map((link) => html`<li><a href="${link.href}">${link.text}</a></li>`)}</ul>` : ""}<p><a href="${home}">← overview</a></p>`,
+  );
 }
 
 /** A queue's line on the all-queues overview. */
@@ -301,6 +346,8 @@ export interface QueueRow {
   name: string;
   /** Where its pages are (queueBase). */
   base: string;
+  /** How many partitions it has (docs/partitions.md): `stats` and `history` are their sums. */
+  partitions: number;
   stats?: QueueStats;
   history?: QueueHistory;
   /** Why its stats could not be read (redacted). */
@@ -326,7 +373,7 @@ export interface QueuesView {
 export function queuesPage(ctx: SiteContext, view: QueuesView) {
   const { rows, now } = view;
   const count = (row: QueueRow, state: TaskState, note: Html | string = "") =>
-    html`<td class="num"><a href="${row.base}/tasks/${state}" data-count="${state}">${row.stats?.[state] ?? ""}</a>${note ? html`<div class="note small">${note}</div>` : ""}</td>`;
+    html`<td class="num"><a href="${row.partitions > 1 ? `${row.base}/#partitions` : `${row.base}/tasks/${state}`}" data-count="${state}">${row.stats?.[state] ?? ""}</a>${note ? html`<div class="note small">${note}</div>` : ""}</td>`;
   const state = (stats: QueueStats) => {
     const types = stats.pausedTypes;
     const typesNote =
@@ -338,7 +385,7 @@ export function queuesPage(ctx: SiteContext, view: QueuesView) {
       : html`<td data-paused="false"><span class="note">running</span>${typesNote}</td>`;
   };
   const line = (row: QueueRow) => {
-    const link = html`<a href="${row.base}/" data-queue-link>${row.name}</a>`;
+    const link = html`<a href="${row.base}/" data-queue-link>${row.name}</a>${row.partitions > 1 ? html`<div class="note small" data-partitions="${row.partitions}">${row.partitions} partitions</div>` : ""}`;
     if (!row.stats) {
       return html`<tr data-queue-row="${row.name}"><td>${link}</td><td colspan="8" class="error">${row.error ?? "unreadable"}</td></tr>`;
     }

@@ -26,6 +26,19 @@ export type DashboardQueue = Pick<Queue, "name" | "stats"> & {
   readonly schedules: Pick<Queue["schedules"], "list" | "pause" | "resume" | "runNow" | "remove">;
 };
 
+/**
+ * A queue as the dashboard serves it: its partitions by number (docs/partitions.md), each a whole
+ * queue (partitionQueue). A queue of one partition, partition 0, is a queue as it always was.
+ */
+export interface ServedQueue {
+  readonly name: string;
+  /** Ascending by number, partition 0 first. */
+  readonly partitions: ReadonlyArray<{ readonly partition: number; readonly queue: DashboardQueue }>;
+}
+
+/** The route prefixes of a queue's pages: the queue's own, and one partition's (a partitioned queue's lists, tasks, actions). */
+export const QUEUE_PREFIXES = ["/q/:queue", "/q/:queue/p/:partition"] as const;
+
 /** Tasks one find call looks at. */
 export const SCAN_DEFAULT = 1000;
 
@@ -53,6 +66,11 @@ export function queueOfSegment(segment: string): string | undefined {
 /** Where a queue's pages are: /q/<segment> (its overview is that and "/"). */
 export function queueBase(name: string): string {
   return `/q/${queueSegment(name)}`;
+}
+
+/** Where partition `partition` of a partitioned queue has its pages: /q/<segment>/p/<partition>. */
+export function partitionBase(name: string, partition: number): string {
+  return `${queueBase(name)}/p/${partition}`;
 }
 
 /** Runs `work` over `items` with at most `limit` at once; the results in the items' order. */

@@ -1,7 +1,8 @@
 // The operator dashboard: a Hono app over one queue or every queue of a store, and
 // `startDashboard`, which serves it on a port. Each queue's pages are under /q/<queue>/; with one
 // queue, "/" leads there and every other queue's path is 404; with a store, "/" lists its queues
-// (listQueues at each request) and /q/<name>/ serves any of them. Security model (docs/dashboard.md):
+// (listQueuePartitions at each request) and /q/<name>/ serves any of them. A partitioned queue's
+// overview sums its partitions, and each partition's pages are under /q/<queue>/p/<k>/. Security model (docs/dashboard.md):
 // it binds 127.0.0.1 unless told otherwise; every request needs the access token, and the Host
 // header must name the server (auth.ts); actions are POSTs carrying the process's CSRF token and an
 // Origin of the server, refused with 403 by --read-only; every value on a page is escaped by Hono's
@@ -11,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
 import { InvalidInputError } from "../../shared/errors.js";
+import { PARTITIONS_MAX } from "../../shared/partitions.js";
 import type { Store } from "../../shared/store.js";
 import { redact } from "../../shared/text.js";
 import { registerActions } from "./actions.js";
@@ -19,12 +21,18 @@ import { createDirectory } from "./directory.js";
 import { type Env, errorTitle, HttpError } from "./http.js";
 import { REFRESH_MS_DEFAULT } from "./live.js";
 import { messagePage, type SiteContext } from "./pages.js";
-import type { DashboardQueue } from "./queue.js";
+import type { DashboardQueue, ServedQueue } from "./queue.js";
 import { registerRoutes } from "./routes.js";
 
 export interface DashboardOptions {
   /** One queue: "/" leads to its pages, and every other queue's path is 404. */
   queue?: DashboardQueue;
+  /**
+   * Instead of `queue`, one partitioned queue (docs/partitions.md): its partitions by number,
+   * partition k at index k (partitionQueue). Its overview sums them; each partition's pages are
+   * under /q/<queue>/p/<k>/. One partition is `queue`.
+   */
+  partitions?: readonly DashboardQueue[];
   /**
    * Instead of `queue`, a store: the dashboard serves every leaseq queue on it (listQueues, which
    * needs `scanKeys`), "/" listing them.
@@ -60,12 +68,16 @@ export interface Dashboard {
   cookieName: string;
 }
 
-/** The dashboard's app; throws InvalidInputError unless given exactly one of a queue and a store that can SCAN. */
+/**
+ * The dashboard's app; throws InvalidInputError unless given exactly one of a queue, a partitioned
+ * queue's partitions (1 to PARTITIONS_MAX, of one name) and a store that can SCAN.
+ */
 export function createDashboard(options: DashboardOptions): Dashboard {
-  const { queue: single, store, where } = options;
-  if ((single === undefined) === (store === undefined)) {
-    throw new InvalidInputError("createDashboard: give either a queue or a store");
+  const { store, where } = options;
+  if ([options.queue, options.partitions, store].filter((given) => given !== undefined).length !== 1) {
+    throw new InvalidInputError("createDashboard: give one of a queue, a partitioned queue's partitions and a store");
   }
+  const single = servedOf(options.queue ? [options.queue] : options.partitions);
   if (store && typeof store.scanKeys !== "function") {
     throw new InvalidInputError("createDashboard: this store cannot SCAN for queues: give a queue");
   }
@@ -95,7 +107,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   app.onError((error, c) => {
     const ctx = c.get("page") ?? site;
     if (error instanceof HttpError)
-      return c.html(messagePage(ctx, errorTitle(error.status), error.message), error.status);
+      return c.html(messagePage(ctx, errorTitle(error.status), error.message, error.links), error.status);
     if (error instanceof InvalidInputError || error instanceof RangeError) {
       return c.html(messagePage(ctx, "Bad request", redact(error.message)), 400);
     }
@@ -104,6 +116,18 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   });
 
   return { app, token, csrf, cookieName };
+}
+
+/** The queue of `partitions` (partition k at index k); undefined without them. Throws InvalidInputError for a wrong list. */
+function servedOf(partitions: readonly DashboardQueue[] | undefined): ServedQueue | undefined {
+  if (partitions === undefined) return undefined;
+  const name = partitions[0]?.name;
+  if (partitions.length < 1 || partitions.length > PARTITIONS_MAX || partitions.some((queue) => queue.name !== name)) {
+    throw new InvalidInputError(
+      `createDashboard: partitions must be 1 to ${PARTITIONS_MAX} partitions of one queue, got ${partitions.length} of the queues ${JSON.stringify([...new Set(partitions.map((queue) => queue.name))])}`,
+    );
+  }
+  return { name, partitions: partitions.map((queue, partition) => ({ partition, queue })) };
 }
 
 export interface StartOptions extends Omit<DashboardOptions, "allowedHosts"> {
