@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { openConnection } from "../functions/runtime.js";
-import { connectionFromEnv, describeConnection } from "../shared/connection.js";
+import { readUpstashSecret } from "../functions/runtime.js";
+import { connectionFromEnv, describeConnection, openStores } from "../shared/connection.js";
 import { ConfigError, CredentialsError, StoreError, UnreachableError } from "../shared/errors.js";
 import { queueKeys } from "../shared/keys.js";
 import { partitionQueue } from "../shared/partitioned-queue.js";
@@ -22,6 +22,19 @@ export interface Connection {
  * Throws UsageError naming what is missing, malformed or set twice.
  */
 export async function openStore(env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
+  const { stores, where } = await openAllStores(env, 1);
+  return { store: stores[0], where };
+}
+
+/**
+ * A store for each database the environment names (REDIS_URL listing several servers, an Upstash
+ * secret holding several databases: a partitioned queue's, partition k on the (k mod count)-th), at
+ * most `most`; as openStore.
+ */
+async function openAllStores(
+  env: NodeJS.ProcessEnv = process.env,
+  most?: number,
+): Promise<{ stores: Store[]; where: string }> {
   let connection: ReturnType<typeof connectionFromEnv>;
   try {
     connection = connectionFromEnv(env);
@@ -29,7 +42,7 @@ export async function openStore(env: NodeJS.ProcessEnv = process.env): Promise<C
     if (error instanceof ConfigError) throw new UsageError(error.problems.join("; "));
     throw error;
   }
-  return { store: await openConnection(connection), where: describeConnection(connection) };
+  return { stores: await openStores(connection, readUpstashSecret, most), where: describeConnection(connection) };
 }
 
 /** The queue name from --queue or LEASEQ_QUEUE; throws UsageError when neither is given. */
@@ -57,6 +70,26 @@ export async function withStore<T>(
     throw inWords(error, where);
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * withStore over every database the environment names (a partitioned queue's: partition k on
+ * `stores[k % stores.length]`), all closed after `work`.
+ */
+async function withStores<T>(
+  command: Command,
+  what: string,
+  work: (stores: Store[], where: string) => Promise<T>,
+): Promise<T> {
+  const { stores, where } = await openAllStores();
+  if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: ${what} on ${where}\n`);
+  try {
+    return await work(stores, where);
+  } catch (error) {
+    throw inWords(error, where);
+  } finally {
+    await Promise.all(stores.map((store) => store.close()));
   }
 }
 
@@ -104,9 +137,11 @@ export async function withQueue<T>(
       `queue "${name}" has ${count} partitions: pass --partition K (0 to ${count - 1}) to say which one; stats and check cover them all`,
     );
   }
-  return withStore(command, `queue "${name}"${only === undefined ? "" : ` partition ${only}`}`, (store, where) =>
-    work(partitionQueue(store, { ...options, name }, only ?? 0), where, store),
-  );
+  const partition = only ?? 0;
+  return withStores(command, `queue "${name}"${only === undefined ? "" : ` partition ${only}`}`, (stores, where) => {
+    const store = stores[partition % stores.length];
+    return work(partitionQueue(store, { ...options, name }, partition), where, store);
+  });
 }
 
 /**
@@ -121,9 +156,12 @@ export async function withPartitions<T>(
   queueKeys(name);
   const { count, only } = partitionsOf(command);
   const numbers = only === undefined ? Array.from({ length: count }, (_, k) => k) : [only];
-  return withStore(command, `queue "${name}"`, (store, where) =>
+  return withStores(command, `queue "${name}"`, (stores, where) =>
     work(
-      numbers.map((partition) => ({ partition, queue: partitionQueue(store, { name }, partition) })),
+      numbers.map((partition) => ({
+        partition,
+        queue: partitionQueue(stores[partition % stores.length], { name }, partition),
+      })),
       where,
     ),
   );

@@ -1,8 +1,7 @@
-import { type Connection, openStore, openStores, type UpstashDatabase } from "../shared/connection.js";
+import { openStores, type UpstashDatabase } from "../shared/connection.js";
 import { ConfigError } from "../shared/errors.js";
 import { Queue } from "../shared/queue.js";
 import type { QueueSettings } from "../shared/settings.js";
-import type { Store } from "../shared/store.js";
 import type { FunctionConfig } from "./config.js";
 import type { TaskDeclaration } from "./tasks.js";
 import { plainWorkQueue, type WorkQueue } from "./work-queue.js";
@@ -50,11 +49,6 @@ export async function readUpstashSecret(secretArn: string): Promise<UpstashDatab
     ]);
   }
   return Array.isArray(parsed) ? (databases as UpstashDatabase[]) : (databases[0] as UpstashDatabase);
-}
-
-/** Opens a store under the one connection rule, reading a secret through Secrets Manager. */
-export function openConnection(connection: Connection): Promise<Store> {
-  return openStore(connection, readUpstashSecret);
 }
 
 /**

@@ -5,6 +5,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { PartitionedQueue } from "../../shared/partitioned-queue.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
+import { startRedisServer } from "../helpers/redis-server.js";
 import { redisUrl, uniqueQueueName } from "../helpers/stores.js";
 import { runCli } from "./cli-run.js";
 
@@ -80,5 +81,37 @@ describe("leaseq on a partitioned queue", { timeout: 60_000 }, () => {
     const home = queue.partitionFor({ id: "t1" });
     const one = await cli(["--partitions", "3", "--partition", String(home), "inspect", "t1", "--json"]);
     expect(JSON.parse(one.stdout)).toMatchObject({ id: "t1", state: "ready" });
+  });
+
+  it("reaches partitions on several servers when REDIS_URL lists them: partition k on the (k mod count)-th", async () => {
+    const second = await startRedisServer();
+    const stores = [store, TcpStore.fromUrl(second.url)];
+    try {
+      const name = uniqueQueueName("cli-p2");
+      const queue = new PartitionedQueue(stores, { name, partitions: 3 });
+      await queue.configure();
+      const tasks = Array.from({ length: 30 }, (_, i) => ({ id: `t${i}`, type: "email" }));
+      await queue.enqueue(tasks, { now: Date.now() });
+      const cli = (args: string[]) =>
+        runCli(["--partitions", "3", ...args], { REDIS_URL: `${redisUrl()},${second.url}`, LEASEQ_QUEUE: name });
+      const figures = JSON.parse((await cli(["stats", "--json"])).stdout);
+      const each = (await queue.stats({ now: Date.now() })).partitions.map((stats) => stats.ready);
+      expect(each[1]).toBeGreaterThan(0);
+      expect(figures.ready).toBe(30);
+      expect(figures.partitions.map((p: { ready: number }) => p.ready)).toEqual(each);
+      // Partition 1 lives on the second server: listed from there.
+      const listed = JSON.parse((await cli(["--partition", "1", "list", "ready", "--json"])).stdout);
+      expect(listed.map((task: { id: string }) => task.id).sort()).toEqual(
+        tasks
+          .filter((task) => queue.partitionFor(task) === 1)
+          .map((task) => task.id)
+          .sort(),
+      );
+      expect((await cli(["check"])).code).toBe(0);
+      for (const partition of queue.partitions) await partition.admin.drop({ confirm: partition.name });
+    } finally {
+      await stores[1].close();
+      await second.stop();
+    }
   });
 });

@@ -3,12 +3,16 @@
 // its partition and wakes each partition it filled, naming it; a worker woken for a partition drains
 // it first, then the others; the reclaimer ticks every partition, sums their figures, publishes each
 // one's, and names partitions in its wake-ups and drain invocations; the producer wakes per partition.
+
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LocalSqs } from "../../dev/standins/sqs/index.js";
+import { startUpstashEndpoint } from "../../dev/standins/upstash/index.js";
 import { createProducer } from "../../functions/producer.js";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import { defineTasks } from "../../functions/tasks.js";
@@ -259,6 +263,64 @@ describe("the functions on a queue of 3 partitions over two redis-servers", () =
       expect((await queue.stats({ now: Date.now() })).total).toMatchObject({ ready: 0, done: 20 });
     } finally {
       await after.close();
+    }
+  });
+});
+
+describe("a partitioned queue over two Upstash databases named by one Secrets Manager secret", () => {
+  it("reads the secret's list of {url, token} through the real SDK client, and keeps partition k in database k mod 2", async () => {
+    const endpoints = [
+      await startUpstashEndpoint({ redisUrl: redisUrl() }),
+      await startUpstashEndpoint({ redisUrl: second.url }),
+    ];
+    const secretArn = "arn:aws:secretsmanager:us-east-1:000000000000:secret:leaseq-dbs-AbC123";
+    const secret = JSON.stringify(endpoints.map(({ url, token }) => ({ url, token })));
+    // Secrets Manager's JSON protocol, GetSecretValue only: what the function's client sends.
+    const asked: string[] = [];
+    const api = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        asked.push(`${request.headers["x-amz-target"]} ${JSON.parse(body).SecretId}`);
+        response.writeHead(200, { "content-type": "application/x-amz-json-1.1" });
+        response.end(JSON.stringify({ ARN: secretArn, Name: "leaseq-dbs", SecretString: secret }));
+      });
+    });
+    await new Promise<void>((resolve) => api.listen(0, "127.0.0.1", resolve));
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: `http://127.0.0.1:${(api.address() as AddressInfo).port}`,
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: "local",
+      AWS_SECRET_ACCESS_KEY: "local",
+    });
+    const { name, tasks, queue, env } = setup({ LEASEQ_ROLE: "intake" });
+    const { REDIS_URL: _, ...withoutRedis } = env;
+    const intake = createWorker({
+      tasks,
+      env: { ...withoutRedis, UPSTASH_SECRET_ARN: secretArn, LEASEQ_PARTITIONS: "3" },
+      logger: silent("intake"),
+    });
+    const servers = [new Redis(redisUrl()), new Redis(second.url)];
+    try {
+      const sent = someTasks(20);
+      expect((await intake(sqsEvent(sqsRecord({ tasks: sent })), lambdaContext())).batchItemFailures).toEqual([]);
+      expect(asked).toEqual([`secretsmanager.GetSecretValue ${secretArn}`]);
+      for (const task of sent) {
+        const home = queue.partitionFor(task);
+        const key = queue.partitions[home].keys.task;
+        expect(await servers[home % 2].hexists(key, task.id), `${task.id} in database ${home % 2}`).toBe(1);
+        expect(await servers[(home + 1) % 2].hexists(key, task.id)).toBe(0);
+      }
+      expect(name).toBe(queue.name);
+    } finally {
+      await intake.close();
+      process.env = saved;
+      for (const server of servers) server.disconnect();
+      for (const endpoint of endpoints) await endpoint.close();
+      await new Promise((resolve) => api.close(resolve));
     }
   });
 });
