@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { PartitionedQueue } from "../shared/partitioned-queue.js";
 import type { Queue } from "../shared/queue.js";
 import { nodeArgsFor } from "./node-module.js";
 
@@ -15,10 +16,11 @@ const root = fileURLToPath(new URL("..", import.meta.url));
  * Simulates a worker dying mid-batch: enqueues `ids` at the top priority, starts
  * dev/crash-worker.ts in a child process that claims them with a `leaseMs` lease, and SIGKILLs
  * it as soon as it reports its claim. Nothing releases those leases; the reclaimer must recover
- * them once they expire. `env` is how the child reaches Redis (the Upstash endpoint).
+ * them once they expire. `env` is how the child reaches Redis (the Upstash endpoint; a partitioned
+ * queue's endpoints, its claims taking from every partition).
  */
 export async function crashMidBatch(
-  queue: Queue,
+  queue: Queue | PartitionedQueue,
   ids: string[],
   leaseMs: number,
   env: Record<string, string>,
@@ -29,7 +31,13 @@ export async function crashMidBatch(
   );
   const child = spawn(
     process.execPath,
-    [...nodeArgsFor("./crash-worker", import.meta.url), queue.name, String(ids.length), String(leaseMs)],
+    [
+      ...nodeArgsFor("./crash-worker", import.meta.url),
+      queue.name,
+      String(ids.length),
+      String(leaseMs),
+      String("partitions" in queue ? queue.partitions.length : 1),
+    ],
     { cwd: root, env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

@@ -81,6 +81,12 @@ function buildProgram(name: string): Command {
     )
     .option("--fifo", "make the task queue FIFO (leaseq-local.fifo), as the construct's fifo prop")
     .option(
+      "--partitions <n>",
+      "partitions of the queue (docs/partitions.md): each on a redis-server of its own behind an Upstash-compatible endpoint, the others started for the run",
+      integer(1, 8),
+      1,
+    )
+    .option(
       "--timeout-ms <ms>",
       "with --exit-when-drained: give up (exit 1) after this long",
       integer(1_000, 86_400_000),
@@ -106,11 +112,12 @@ async function taskTypes(module: string | undefined, crashLeaseMs: number): Prom
 }
 
 /** Starts a dashboard over the stack's queue: the CLI's own (`leaseq dashboard`), handed in by its `dev` verb. */
-export type DashboardStarter = (options: {
-  queue: Stack["queue"];
-  where: string;
-  port: number;
-}) => Promise<{ url: string; close(): Promise<void> }>;
+export type DashboardStarter = (
+  options: ({ queue: Stack["queue"] } | { partitions: Stack["logical"]["partitions"] }) & {
+    where: string;
+    port: number;
+  },
+) => Promise<{ url: string; close(): Promise<void> }>;
 
 /**
  * Runs the local stack on `args` (the words after `npm start --` or `leaseq dev`); resolves to the
@@ -185,6 +192,7 @@ export async function runDev(
       concurrency: options.concurrency,
       fifo: options.fifo ?? false,
       logLevel: options.logLevel,
+      partitions: options.partitions,
     });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
@@ -197,9 +205,10 @@ export async function runDev(
   started = stack;
   let dashboard: Awaited<ReturnType<DashboardStarter>>;
   try {
+    const partitioned = stack.logical.partitions.length > 1;
     dashboard = await startDashboard({
-      queue: stack.queue,
-      where: `Redis at ${redact(stack.redis.url)}`,
+      ...(partitioned ? { partitions: stack.logical.partitions } : { queue: stack.queue }),
+      where: `Redis at ${redact(stack.redis.url)}${partitioned ? ` and ${stack.logical.partitions.length - 1} more redis-servers` : ""}`,
       port: options.dashboardPort,
     });
   } catch (error) {
@@ -223,9 +232,14 @@ export async function runDev(
       `SQS endpoint ${stack.sqs.endpoint}: task queue ${stack.sqs.queueUrl}, dead letters ${stack.sqs.deadLetterQueueUrl}, wake-ups ${stack.wake.queueUrl}`,
       `Dashboard ${dashboard.url}`,
       `Worker timeout ${budget.timeoutMs / 1000} s${options.workerTimeoutMs === undefined ? " (from the declaration's leases)" : ""}; queue ${queue}`,
-      `Try: REDIS_URL=${redact(stack.redis.url)} LEASEQ_QUEUE=${queue} ${cliHint} stats`,
+      stack.logical.partitions.length > 1
+        ? `Partitions ${stack.logical.partitions.length}, partition k on the k-th of ${stack.connectionEnv.UPSTASH_REDIS_REST_URL}`
+        : undefined,
+      `Try: ${cliConnection(stack)} LEASEQ_QUEUE=${queue} ${cliHint} ${stack.logical.partitions.length > 1 ? `--partitions ${stack.logical.partitions.length} ` : ""}stats`,
       "",
-    ].join("\n"),
+    ]
+      .filter((line) => line !== undefined)
+      .join("\n"),
   );
 
   const run: DemoRun = runDemo(stack, {
@@ -261,4 +275,10 @@ export async function runDev(
   if (options.json) process.stdout.write(`${JSON.stringify(summary.json)}\n`);
   else if (summary.text) process.stdout.write(`${summary.text}\n`);
   return summary.exitCode;
+}
+
+/** How the CLI reaches the stack's queue: its Redis, or with partitions every partition's server (REDIS_URL lists them). */
+function cliConnection(stack: Stack): string {
+  if (stack.logical.partitions.length === 1) return `REDIS_URL=${redact(stack.redis.url)}`;
+  return `REDIS_URL=${stack.servers.map((url) => redact(url)).join(",")}`;
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEAD_LETTER_ATTRIBUTES } from "../functions/dead-letter.js";
 import { liveOutput, Throughput } from "../shared/live.js";
+import type { Queue } from "../shared/queue.js";
 import { redact } from "../shared/text.js";
 import type { QueueStats } from "../shared/types.js";
 import { type CrashReport, crashMidBatch } from "./crash.js";
@@ -63,10 +64,7 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
       if (options.demo) {
         prefix = Date.now().toString(36);
         const ids = Array.from({ length: options.crashTasks }, (_, n) => `${prefix}-crash-${n + 1}`);
-        const report = await crashMidBatch(stack.queue, ids, options.crashLeaseMs, {
-          UPSTASH_REDIS_REST_URL: stack.endpoint.url,
-          UPSTASH_REDIS_REST_TOKEN: stack.endpoint.token,
-        });
+        const report = await crashMidBatch(stack.logical, ids, options.crashLeaseMs, stack.connectionEnv);
         crash = { report, ids };
         output.note(
           `crash: a worker (pid ${report.pid}) claimed ${report.claimed.length} tasks and was killed with SIGKILL; the reclaimer recovers them once their ${options.crashLeaseMs} ms leases expire`,
@@ -79,7 +77,7 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
       const throughput = new Throughput();
       for (;;) {
         const now = Date.now();
-        const stats = await stack.queue.stats({ now });
+        const stats = (await stack.logical.stats({ now })).total;
         const finishedCount = stats.done + stats.failed;
         output.update(
           renderView({
@@ -116,7 +114,7 @@ export function runDemo(stack: Stack, options: DemoRunOptions): DemoRun {
     await stack.stopWork();
     if (crash) {
       // Token-fenced: a no-op for leases the reclaimer already took back, a release for the rest.
-      await stack.queue.release(crash.report.claimed, { now: Date.now() }).catch(() => {});
+      await stack.logical.release(crash.report.claimed, { now: Date.now() }).catch(() => {});
     }
     const result = await buildResult(stack, options, { workload, crash, messages, drained, failure });
     await stack.close();
@@ -136,7 +134,7 @@ async function isDrained(
   const ids = [...workload.tasks.map((task) => task.id), ...(crashIds ?? [])];
   if (stats.done + stats.failed < ids.length) return false;
   // Counts can include tasks from an earlier run on a reused --queue: check every id.
-  const finished = await finishedTasks(stack.queue);
+  const finished = await finishedTasks(stack.logical.partitions);
   return ids.every((id) => finished.has(id));
 }
 
@@ -152,15 +150,16 @@ async function buildResult(
   },
 ): Promise<RunResult> {
   const sqs = stack.sqs.stats();
-  const stats = await stack.queue.stats({ now: Date.now() });
+  const figures = await stack.logical.stats({ now: Date.now() });
+  const stats = figures.total;
   const json = summarize({
     queue: options.queue,
     drained: run.drained,
     ids: [...(run.workload?.tasks.map((task) => task.id) ?? []), ...(run.crash?.ids ?? [])],
-    finished: await finishedTasks(stack.queue),
+    finished: await finishedTasks(stack.logical.partitions),
     reclaimed: stack.counts.reclaimed,
     durationMs: Date.now() - options.startedAt,
-    poison: run.workload ? await stack.queue.admin.inspect(run.workload.poisonId) : undefined,
+    poison: run.workload ? await inspectAnywhere(stack.logical.partitions, run.workload.poisonId) : undefined,
     poisonId: run.workload?.poisonId,
     crash: run.crash ? { pid: run.crash.report.pid, ids: run.crash.ids } : undefined,
     sqs: {
@@ -174,6 +173,9 @@ async function buildResult(
     drainInvocations: stack.lambdaApi.invocations()[WORKER_FUNCTION] ?? 0,
     reclaimerRuns: stack.counts.reclaimerRuns,
   });
+  if (figures.partitions.length > 1) {
+    json.partitions = figures.partitions.map(({ done, failed }) => ({ done, failed }));
+  }
   const left = `  left in the queue: ${stats.ready} ready, ${stats.scheduled} scheduled, ${stats.leased} leased`;
   // Without the demo (your own tasks) the demo's counts mean nothing: say what the queue holds.
   const lines = run.workload
@@ -200,4 +202,13 @@ function deadLetterReasons(stack: Stack): Array<{ reason: string; messages: numb
     counts.set(reason, (counts.get(reason) ?? 0) + 1);
   }
   return [...counts].map(([reason, messages]) => ({ reason, messages }));
+}
+
+/** A task by its id, in whichever partition holds it (the demo's ids are unique across them). */
+async function inspectAnywhere(partitions: readonly Queue[], id: string) {
+  for (const partition of partitions) {
+    const found = await partition.admin.inspect(id);
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -9,10 +9,12 @@ import { queueSettings } from "../functions/runtime.js";
 import type { TaskDeclaration } from "../functions/tasks.js";
 import { createWorker, type DrainEvent } from "../functions/worker.js";
 import { CONNECTION_VARIABLES } from "../shared/connection.js";
-import { Queue } from "../shared/queue.js";
+import { PartitionedQueue } from "../shared/partitioned-queue.js";
+import type { Queue } from "../shared/queue.js";
 import { TcpStore } from "../shared/stores/tcp.js";
 import { redact } from "../shared/text.js";
 import { type LocalRedis, resolveRedis } from "./redis.js";
+import { startRedisServer } from "./redis-server.js";
 import { Environments, type HandlerModule } from "./standins/lambda/environments.js";
 import { type LocalLambdaApi, startLambdaApi } from "./standins/lambda/lambda-api.js";
 import { lambdaContext } from "./standins/lambda/lambda-context.js";
@@ -61,6 +63,12 @@ export interface StackOptions {
   workerLogLevel?: LogLevel;
   /** The most drain invocations one reclaimer run sends (`LEASEQ_MAX_KICKS`; default the functions' 4). */
   maxDrainInvocations?: number;
+  /**
+   * The queue's partitions (LEASEQ_PARTITIONS, docs/partitions.md): partition k on a redis-server of
+   * its own behind an Upstash-compatible endpoint of its own, as over several Upstash databases (the
+   * first server is the stack's Redis, the others started for the run). Default 1.
+   */
+  partitions?: number;
 }
 
 /** The functions whose invocations the stack makes. */
@@ -87,8 +95,17 @@ export interface Stack {
   sqs: LocalSqs;
   /** The wake queue, on the same SQS endpoint; its mapping invokes the worker, one wake-up each. */
   wake: LocalSqs;
-  /** A TCP handle on the queue for the live view and the demo's bookkeeping (not the functions' path). */
+  /**
+   * A TCP handle on the queue for the live view and the demo's bookkeeping (not the functions' path):
+   * with partitions, its partition 0.
+   */
   queue: Queue;
+  /** The queue as one over its partitions (TCP handles on each server; one partition: `queue`'s keys). */
+  logical: PartitionedQueue;
+  /** How a process reaches the queue as the functions do: the Upstash endpoints' URLs and tokens. */
+  connectionEnv: Record<string, string>;
+  /** Each partition's redis-server, by partition (the stack's Redis first). */
+  servers: string[];
   /** The worker's execution environments, when it runs in processes of its own (`workerModule`). */
   environments: Environments | undefined;
   counts: StackCounts;
@@ -126,8 +143,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const redis = await resolveRedis();
   const cleanups: Array<() => Promise<void>> = [() => redis.stop()];
   try {
-    const endpoint = await startUpstashEndpoint({ redisUrl: redis.url });
-    cleanups.unshift(() => endpoint.close());
+    const partitions = options.partitions ?? 1;
+    // Partition k on server k: the stack's Redis, and one started for each other partition.
+    const servers = [redis.url];
+    for (let k = 1; k < partitions; k++) {
+      const started = await startRedisServer();
+      cleanups.unshift(() => started.stop());
+      servers.push(started.url);
+    }
+    const endpoints: UpstashEndpoint[] = [];
+    for (const url of servers) {
+      const started = await startUpstashEndpoint({ redisUrl: url });
+      cleanups.unshift(() => started.close());
+      endpoints.push(started);
+    }
+    const [endpoint] = endpoints;
     let shuttingDown = false;
     let functions: { worker: ReturnType<typeof createWorker>; intake: ReturnType<typeof createWorker> };
     const context = () => lambdaContext(WORKER_FUNCTION, options.workerTimeoutMs, () => shuttingDown);
@@ -196,8 +226,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // The functions' configuration, as the CDK construct sets it, pointed at the local stand-ins.
     const env = {
       LEASEQ_QUEUE: options.queue,
-      UPSTASH_REDIS_REST_URL: endpoint.url,
-      UPSTASH_REDIS_REST_TOKEN: endpoint.token,
+      // Several databases, comma-separated, for a partitioned queue (docs/partitions.md).
+      UPSTASH_REDIS_REST_URL: endpoints.map((each) => each.url).join(","),
+      UPSTASH_REDIS_REST_TOKEN: endpoints.map((each) => each.token).join(","),
+      ...(partitions > 1 ? { LEASEQ_PARTITIONS: String(partitions) } : {}),
       LEASEQ_WORKER_FUNCTION: WORKER_FUNCTION,
       LEASEQ_LAMBDA_ENDPOINT: lambdaApi.url,
       LEASEQ_DLQ_URL: sqs.deadLetterQueueUrl,
@@ -242,12 +274,20 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       logger: logger("leaseq-reclaimer"),
       metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: "leaseq-reclaimer" }),
     });
-    const store = TcpStore.fromUrl(redis.url);
-    cleanups.unshift(() => store.close());
+    const stores = servers.map((url) => TcpStore.fromUrl(url));
+    cleanups.unshift(async () => {
+      for (const store of stores) await store.close();
+    });
     // The queue's config, as the worker writes it at its cold start (the same settings, so the
-    // same revision): before anything claims, so the crash demo's short lease is already in force.
-    const queue = new Queue(store, { name: options.queue, settings: queueSettings(readConfig(env), options.tasks) });
-    await queue.configure();
+    // same revision), in every partition: before anything claims, so the crash demo's short lease
+    // is already in force.
+    const logical = new PartitionedQueue(stores, {
+      name: options.queue,
+      partitions,
+      settings: queueSettings(readConfig(env), options.tasks),
+    });
+    const queue = logical.partitions[0];
+    await logical.configure();
     const owner = readConfig(env).deployment;
     await queue.schedules.syncDeclared(options.tasks.schedules, { now: Date.now(), owner });
 
@@ -275,6 +315,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       sqs,
       wake,
       queue,
+      logical,
+      servers,
+      connectionEnv: {
+        UPSTASH_REDIS_REST_URL: env.UPSTASH_REDIS_REST_URL,
+        UPSTASH_REDIS_REST_TOKEN: env.UPSTASH_REDIS_REST_TOKEN,
+      },
       environments,
       counts,
       run() {

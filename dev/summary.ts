@@ -4,16 +4,17 @@ import type { TaskInfo } from "../shared/types.js";
 /** Where each finished task ended, and after how many attempts. */
 export type Finished = Map<string, { state: "done" | "failed"; attempts: number }>;
 
-/** Every DONE and FAILED task of the queue, read page by page. */
-export async function finishedTasks(queue: Queue): Promise<Finished> {
+/** Every DONE and FAILED task of the queue (of each of its partitions), read page by page. */
+export async function finishedTasks(queues: Queue | readonly Queue[]): Promise<Finished> {
   const finished: Finished = new Map();
-  for (const state of ["done", "failed"] as const) {
-    for (let offset = 0; ; offset += 1000) {
-      const page = await queue.admin.list(state, { offset, limit: 1000 });
-      for (const task of page) finished.set(task.id, { state, attempts: task.attempts });
-      if (page.length < 1000) break;
+  for (const queue of Array.isArray(queues) ? queues : [queues as Queue])
+    for (const state of ["done", "failed"] as const) {
+      for (let offset = 0; ; offset += 1000) {
+        const page = await queue.admin.list(state, { offset, limit: 1000 });
+        for (const task of page) finished.set(task.id, { state, attempts: task.attempts });
+        if (page.length < 1000) break;
+      }
     }
-  }
   return finished;
 }
 
@@ -48,6 +49,8 @@ export interface DemoSummary {
   };
   drainInvocations: number;
   reclaimerRuns: number;
+  /** A partitioned queue's tasks DONE and FAILED in each partition, by number (`--partitions`). */
+  partitions?: Array<{ done: number; failed: number }>;
 }
 
 export interface SummaryInput {

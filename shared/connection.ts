@@ -8,7 +8,13 @@ import { UpstashStore } from "./stores/upstash.js";
  */
 export type Connection =
   | { kind: "upstash-secret"; secretArn: string }
-  | { kind: "upstash"; url: string; token: string }
+  | {
+      kind: "upstash";
+      url: string;
+      token: string;
+      /** The other databases of a partitioned queue's partitions (the variables list them, comma-separated). */
+      more?: UpstashDatabase[];
+    }
   | {
       kind: "tcp";
       url: string;
@@ -64,12 +70,23 @@ export function connectionFromEnv(env: Env): Connection {
       break;
     }
     case "upstash": {
-      const url = env.UPSTASH_REDIS_REST_URL ?? "";
-      const token = env.UPSTASH_REDIS_REST_TOKEN ?? "";
+      // Several databases (a partitioned queue's), comma-separated: the URLs and the tokens in one order.
+      const [url, ...more] = (env.UPSTASH_REDIS_REST_URL ?? "").split(",").map((each) => each.trim());
+      const [token, ...tokens] = (env.UPSTASH_REDIS_REST_TOKEN ?? "").split(",").map((each) => each.trim());
       if (!url) problems.push("UPSTASH_REDIS_REST_URL must be set with UPSTASH_REDIS_REST_TOKEN");
-      else if (!/^https?:\/\/\S+$/.test(url)) problems.push("UPSTASH_REDIS_REST_URL must be an http(s) URL");
+      else if (![url, ...more].every((each) => /^https?:\/\/\S+$/.test(each))) {
+        problems.push("UPSTASH_REDIS_REST_URL must be an http(s) URL (several: comma-separated, each so)");
+      }
       if (!token) problems.push("UPSTASH_REDIS_REST_TOKEN must be set with UPSTASH_REDIS_REST_URL");
-      connection = { kind: "upstash", url, token };
+      else if (tokens.length !== more.length || tokens.some((each) => !each)) {
+        problems.push(
+          `UPSTASH_REDIS_REST_TOKEN must list a token for each URL of UPSTASH_REDIS_REST_URL (${more.length + 1}), comma-separated, got ${tokens.length + 1}`,
+        );
+      }
+      connection =
+        more.length > 0
+          ? { kind: "upstash", url, token, more: more.map((each, i) => ({ url: each, token: tokens[i] })) }
+          : { kind: "upstash", url, token };
       break;
     }
     default: {
@@ -91,7 +108,7 @@ export function describeConnection(connection: Connection): string {
     case "upstash-secret":
       return `Upstash (credentials from secret ${connection.secretArn})`;
     case "upstash":
-      return `Upstash at ${originOf(connection.url)}`;
+      return `Upstash at ${[connection.url, ...(connection.more ?? []).map((database) => database.url)].map(originOf).join(", ")}`;
     case "tcp":
       return `Redis at ${[connection.url, ...(connection.more ?? [])].map(originOf).join(", ")}`;
   }
@@ -136,7 +153,9 @@ export async function openStores(
         .map((url) => TcpStore.fromUrl(url, { source: "REDIS_URL" }));
     }
     case "upstash":
-      return [new UpstashStore({ url: connection.url, token: connection.token, source: "UPSTASH_REDIS_REST_URL" })];
+      return [connection, ...(connection.more ?? [])]
+        .slice(0, most)
+        .map(({ url, token }) => new UpstashStore({ url, token, source: "UPSTASH_REDIS_REST_URL" }));
     case "upstash-secret": {
       if (!readSecret) throw new ConfigError(["UPSTASH_SECRET_ARN is set, but nothing here can read secrets"]);
       const read = await readSecret(connection.secretArn);

@@ -110,6 +110,47 @@ describe("npm start", () => {
     for (const task of flaky) expect(task.attempts).toBeGreaterThanOrEqual(2);
   });
 
+  it("runs the demo over 3 partitions, each on a redis-server of its own: every task terminal, the crash recovered, every partition worked, the servers it started stopped", {
+    timeout: 90_000,
+  }, async () => {
+    const result = await run(
+      "npm",
+      [
+        "start",
+        "--",
+        "--partitions=3",
+        "--exit-when-drained",
+        "--json",
+        "--demo-tasks=120",
+        "--reclaim-interval-ms=300",
+        "--crash-lease-ms=1000",
+        "--slow-ms=2500",
+        "--timeout-ms=60000",
+        "--sqs-port=0",
+        "--dashboard-port=0",
+        `--queue=${uniqueQueueName("start-p")}`,
+      ],
+      { ...process.env, REDIS_URL: redisUrl() },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trim().split("\n");
+    const summary = JSON.parse(lines[lines.length - 1]);
+    expect(summary).toMatchObject({ drained: true, enqueued: 120, lost: 0 });
+    expect(summary.crash).toMatchObject({ claimed: 8, recovered: 8 });
+    expect(summary.partitions).toHaveLength(3);
+    for (const partition of summary.partitions) expect(partition.done).toBeGreaterThan(0);
+    expect(
+      summary.partitions.reduce((sum: number, p: { done: number; failed: number }) => sum + p.done + p.failed, 0),
+    ).toBe(120);
+    // The start-up lines name every partition's server; the two it started are stopped.
+    const servers = /Try: REDIS_URL=(\S+)/.exec(result.stderr)?.[1].split(",") ?? [];
+    expect(servers).toHaveLength(3);
+    for (const url of servers.slice(1)) {
+      const { hostname, port } = new URL(url);
+      expect(await pingRedis(hostname, Number(port))).toBe(false);
+    }
+  });
+
   it("on Ctrl-C releases claimed tasks and stops the redis-server it started", { timeout: 90_000 }, async () => {
     const env: Record<string, string | undefined> = {
       ...process.env,
