@@ -62,27 +62,20 @@ export async function withStore<T>(
   what: string,
   work: (store: Store, where: string) => Promise<T>,
 ): Promise<T> {
-  const { store, where } = await openStore();
-  if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: ${what} on ${where}\n`);
-  try {
-    return await work(store, where);
-  } catch (error) {
-    throw inWords(error, where);
-  } finally {
-    await store.close();
-  }
+  return withStores(command, what, (stores, where) => work(stores[0], where), 1);
 }
 
 /**
  * withStore over every database the environment names (a partitioned queue's: partition k on
- * `stores[k % stores.length]`), all closed after `work`.
+ * `stores[k % stores.length]`), or the first `most`; all closed after `work`.
  */
 async function withStores<T>(
   command: Command,
   what: string,
   work: (stores: Store[], where: string) => Promise<T>,
+  most?: number,
 ): Promise<T> {
-  const { stores, where } = await openAllStores();
+  const { stores, where } = await openAllStores(process.env, most);
   if (command.optsWithGlobals().verbose) process.stderr.write(`leaseq: ${what} on ${where}\n`);
   try {
     return await work(stores, where);

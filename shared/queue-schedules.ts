@@ -5,6 +5,7 @@ import { DEPLOYMENT_PATTERN, DEPLOYMENT_RULE } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { readReply } from "./protocol/index.js";
 import { optionalTime, type QueueContext } from "./queue-context.js";
+import type { PlanOptions, PlanResult } from "./schedule-plan.js";
 import {
   checkSchedule,
   checkScheduleName,
@@ -17,6 +18,8 @@ import {
 } from "./schedules.js";
 import { type EnqueueResult, STATE_BY_LETTER, type TaskInput, type TaskState, type WakeTo } from "./types.js";
 import { checkNow } from "./validate.js";
+
+export type { PlanOptions, PlanResult } from "./schedule-plan.js";
 
 /** One schedule as `schedules.list` answers it. */
 export interface ScheduleInfo {
@@ -49,34 +52,6 @@ export interface ScheduleInfo {
 }
 
 /** What one planner run did. */
-export interface PlanResult {
-  /** Schedules planned (their cursor moved). */
-  planned: number;
-  /** Tasks made, one per slot. */
-  made: number;
-  /** Plans another planner or a change came first to: nothing written for them. */
-  stale: number;
-  /** Slots missed and not caught up by the catch-up policy. */
-  passedOver: number;
-  /** Schedules it could not compute, set aside (each named in `schedules.list` with why). */
-  setAside: number;
-  /** Script calls made. */
-  calls: number;
-  /** The wake-up to send for the first slot made (within the horizon, none arranged yet), or undefined. */
-  wakeAtMs: number | undefined;
-  /** Wake-ups for other deployments' wake queues (a shared queue: docs/wake-ups.md). */
-  wakeTo: WakeTo[];
-}
-
-/** What the planner is told: see QueueSchedules.plan. */
-export interface PlanOptions {
-  now: number;
-  horizonMs: number;
-  /** Wake-ups for slots made within this long (default: the horizon, at most 15 minutes); 0: none. */
-  wakeHorizonMs?: number;
-  graceMs?: number;
-  maxCalls?: number;
-}
 
 /** How the schedules add a task run now: the queue's own enqueue, which admits every task alike. */
 export type EnqueueAndWake = (

@@ -4,10 +4,10 @@ import { DEFAULTS, LIMITS, WAKE } from "./config.js";
 import { InvalidInputError } from "./errors.js";
 import { itemArgs, readReply } from "./protocol/index.js";
 import { callId, mergeWakeTo, type QueueContext, readWakeUps } from "./queue-context.js";
-import type { PlanOptions, PlanResult, QueueSchedules } from "./queue-schedules.js";
 import { buildBody } from "./records.js";
 import { checkSchedule, jitterOf, loadCron, planSlots, type ScheduleDefinition, slotId } from "./schedules.js";
 import { activeTraceparent } from "./tracing.js";
+import type { WakeTo } from "./types.js";
 import { checkInteger, checkNow, serializePayload } from "./validate.js";
 
 /** Schedules read per page of the planner. */
@@ -17,11 +17,47 @@ const SLOTS_PER_CALL = 50;
 /** When a schedule has no slot left (a cron that never fires again): planned never. */
 const NEVER = LIMITS.timeMaxMs;
 
+/** What the planner is told: see QueueSchedules.plan. */
+export interface PlanOptions {
+  now: number;
+  horizonMs: number;
+  /** Wake-ups for slots made within this long (default: the horizon, at most 15 minutes); 0: none. */
+  wakeHorizonMs?: number;
+  graceMs?: number;
+  maxCalls?: number;
+}
+
+/** What a plan did (QueueSchedules.plan). */
+export interface PlanResult {
+  /** Schedules planned (their cursor moved). */
+  planned: number;
+  /** Tasks made, one per slot. */
+  made: number;
+  /** Plans another planner or a change came first to: nothing written for them. */
+  stale: number;
+  /** Slots missed and not caught up by the catch-up policy. */
+  passedOver: number;
+  /** Schedules it could not compute, set aside (each named in `schedules.list` with why). */
+  setAside: number;
+  /** Script calls made. */
+  calls: number;
+  /** The wake-up to send for the first slot made (within the horizon, none arranged yet), or undefined. */
+  wakeAtMs: number | undefined;
+  /** Wake-ups for other deployments' wake queues (a shared queue: docs/wake-ups.md). */
+  wakeTo: WakeTo[];
+}
+
+/** A page of schedules due by `until` (or all), and the store's clock: QueueSchedules.readSchedulesAndClock. */
+type ReadSchedules = (options: { all: boolean; offset: number; count: number; until: number }) => Promise<{
+  schedules: Array<{ name: string; definition: string; revision: string; cursor: string }>;
+  storeTime: number | undefined;
+}>;
+
 /** QueueSchedules.plan: the queue's context, and the schedules' reads and set-asides it plans with. */
 export async function planSchedules(
   context: QueueContext,
-  readSchedulesAndClock: QueueSchedules["readSchedulesAndClock"],
-  setAside: QueueSchedules["setAside"],
+  readSchedulesAndClock: ReadSchedules,
+  setAside: (name: string, revision: string, now: number, error: unknown) => Promise<void>,
   options: PlanOptions,
 ): Promise<PlanResult> {
   const where = "schedules.plan";

@@ -8,7 +8,6 @@ import { sumStats } from "../../shared/partitioned-queue.js";
 import { duration } from "../../shared/text.js";
 import type { QueueHistory, QueueStats } from "../../shared/types.js";
 import { type LiveRow, rowsHtml } from "./live-rows.js";
-import type { PageContext } from "./pages.js";
 import { mapLimited, partitionBase, type ServedQueue } from "./queue.js";
 
 /** Partitions read at once. */
@@ -42,11 +41,11 @@ export async function servedHistory(served: ServedQueue, now: number): Promise<Q
 
 /** The overview's rows of the partitions: number (a link to its pages), counts (links to its lists), oldest ready, paused. */
 export function partitionRows(
-  ctx: PageContext,
+  queueName: string,
   partitions: Array<{ partition: number; stats: QueueStats }>,
 ): LiveRow[] {
   return partitions.map(({ partition, stats }) => {
-    const base = partitionBase(ctx.queueName, partition);
+    const base = partitionBase(queueName, partition);
     return {
       data: { partitionRow: String(partition) },
       cells: [

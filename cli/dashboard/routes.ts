@@ -84,7 +84,7 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
           servedStats(served, at),
           servedHistory(served, at),
         ]);
-        return c.html(overviewPage(ctx, total, history, at, partitionRows(ctx, partitions)));
+        return c.html(overviewPage(ctx, total, history, at, partitionRows(ctx.queueName, partitions)));
       }
       const [stats, history] = await Promise.all([
         queue.stats({ now: at }),
@@ -100,7 +100,7 @@ export function registerRoutes(app: Hono<Env>, { directory, now, log }: RouteOpt
       const at = now();
       if (!queue) {
         const { total, partitions } = await servedStats(served, at);
-        return c.json({ ...liveValues(total, at), partitionRows: partitionRows(ctx, partitions) });
+        return c.json({ ...liveValues(total, at), partitionRows: partitionRows(ctx.queueName, partitions) });
       }
       return c.json(liveValues(await queue.stats({ now: at }), at));
     });
