@@ -18,7 +18,7 @@ import {
   timeoutProblems,
 } from "./tasks.js";
 import { functionSqsClient, sendWakeTo, sqsWakeSender, type WakeSender } from "./wake.js";
-import { wakeListener } from "./wake-listen.js";
+import { type WakeListen, wakeListener } from "./wake-listen.js";
 import type { WorkQueue } from "./work-queue.js";
 
 /** The reclaimer's direct invocation: drain the queue, no records; a partitioned queue's names the partition to begin with. */
@@ -130,7 +130,10 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
     }
     const ingested = await ingest(records, { queue: work, tasks, deadLetters, now: Date.now });
     // The partition the wake-up or the drain invocation named, claimed from first (a partitioned queue's).
-    const named = isSqsEvent(event) ? ingested.wokenPartition : (event as DrainEvent).partition;
+    const named = partitionOf(
+      isSqsEvent(event) ? ingested.wokenPartition : (event as DrainEvent).partition,
+      config.shrinkingFrom ?? config.partitions,
+    );
     // A wake-up may be for a lease that ended (its worker gone): return it before draining.
     let reclaimed = ingested.wakeUps > 0 ? (await work.reclaim({ now: Date.now() })).reclaimed.length : 0;
     // The wake-up that started this invocation is its crash watch (functions/crash-watch.ts).
@@ -181,7 +184,13 @@ export function createWorker(options: WorkerOptions): WorkerHandler {
       handOff,
       woken: ingested.wakeUps > 0,
       // A free slot takes wake-ups itself while long tasks hold the others (functions/wake-listen.ts).
-      listen: sqs && config.wakeQueueUrl ? wakeListener({ client: sqs, queueUrl: config.wakeQueueUrl }) : undefined,
+      listen:
+        sqs && config.wakeQueueUrl
+          ? listenFor(
+              wakeListener({ client: sqs, queueUrl: config.wakeQueueUrl }),
+              config.shrinkingFrom ?? config.partitions,
+            )
+          : undefined,
       reclaim: async () => {
         reclaimed += (await work.reclaim({ now: Date.now() })).reclaimed.length;
       },
@@ -280,4 +289,19 @@ async function intake(records: SQSRecord[], options: IntakeOptions): Promise<SQS
 /** One line on stdout, where Lambda's log stream (and CloudWatch's EMF extraction) reads it. */
 function writeLine(line: string): void {
   process.stdout.write(`${line}\n`);
+}
+
+/**
+ * A partition a wake-up or a drain invocation named, when the queue has it; else none (the claim
+ * chooses): one sent for an earlier count, or an attribute that is no partition, never fails the
+ * invocation (the wake queue would deliver it again and again).
+ */
+function partitionOf(asked: number | undefined, count: number): number | undefined {
+  return Number.isInteger(asked) && (asked as number) >= 0 && (asked as number) < count ? asked : undefined;
+}
+
+/** `listen`, the partitions its wake-ups name checked as partitionOf checks them. */
+function listenFor(listen: WakeListen, count: number): WakeListen {
+  return async (signal, maxWaitMs) =>
+    (await listen(signal, maxWaitMs)).map((wakeUp) => ({ ...wakeUp, partition: partitionOf(wakeUp.partition, count) }));
 }

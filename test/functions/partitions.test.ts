@@ -176,6 +176,22 @@ describe("the functions on a queue of 3 partitions over two redis-servers", () =
     }
   });
 
+  it("a wake-up or drain invocation naming a partition the queue does not have drains all the same (never fails the invocation)", async () => {
+    const { env, tasks, queue, ran } = setup();
+    await queue.enqueue(someTasks(9), { now: Date.now() });
+    const worker = createWorker({ tasks, env, logger: silent("worker") });
+    try {
+      const hostile = wakeRecord(7);
+      expect((await worker(sqsEvent(hostile), lambdaContext())).batchItemFailures).toEqual([]);
+      expect(ran).toHaveLength(9);
+      await queue.enqueue([{ id: "more", type: "job" }], { now: Date.now() });
+      await worker({ leaseq: "drain", partition: -1 }, lambdaContext());
+      expect(ran).toHaveLength(10);
+    } finally {
+      await worker.close();
+    }
+  });
+
   it("the producer wakes each partition it enqueued into, naming it; a drain invocation naming partition 1 starts there", async () => {
     const { env, tasks, queue, ran } = setup();
     const sent = someTasks(12);
