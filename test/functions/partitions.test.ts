@@ -13,10 +13,12 @@ import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LocalSqs } from "../../dev/standins/sqs/index.js";
 import { startUpstashEndpoint } from "../../dev/standins/upstash/index.js";
+import { readConfig } from "../../functions/config.js";
 import { createProducer } from "../../functions/producer.js";
 import { createReclaimer } from "../../functions/reclaimer.js";
 import { defineTasks } from "../../functions/tasks.js";
 import { createWorker } from "../../functions/worker.js";
+import type { ConfigError } from "../../shared/errors.js";
 import { PartitionedQueue } from "../../shared/partitioned-queue.js";
 import type { Store } from "../../shared/store.js";
 import { TcpStore } from "../../shared/stores/tcp.js";
@@ -338,5 +340,58 @@ describe("a partitioned queue over two Upstash databases named by one Secrets Ma
       for (const endpoint of endpoints) await endpoint.close();
       await new Promise((resolve) => api.close(resolve));
     }
+  });
+});
+
+describe("the functions' partition settings", () => {
+  const base = { LEASEQ_QUEUE: "q", REDIS_URL: "redis://127.0.0.1:6379" };
+  const problems = (env: Record<string, string>) => {
+    try {
+      readConfig(env);
+      return [];
+    } catch (error) {
+      return (error as ConfigError).problems;
+    }
+  };
+
+  it("refuses at the cold start a partition count, a shrink or a connection list that cannot be, naming the variable", () => {
+    expect(readConfig({ ...base, LEASEQ_PARTITIONS: "64", LEASEQ_SHRINKING_FROM: "" })).toMatchObject({
+      partitions: 64,
+      shrinkingFrom: undefined,
+    });
+    expect(problems({ ...base, LEASEQ_PARTITIONS: "0" })).toEqual([
+      'LEASEQ_PARTITIONS must be an integer from 1 to 64, got "0"',
+    ]);
+    expect(problems({ ...base, LEASEQ_PARTITIONS: "65" })).toEqual([
+      'LEASEQ_PARTITIONS must be an integer from 1 to 64, got "65"',
+    ]);
+    expect(problems({ ...base, LEASEQ_PARTITIONS: "4", LEASEQ_SHRINKING_FROM: "4" })).toEqual([
+      "LEASEQ_SHRINKING_FROM (4) is the count before a shrink, so it must be more than LEASEQ_PARTITIONS (4)",
+    ]);
+    expect(problems({ ...base, REDIS_URL: "redis://a:6379,http://b:6379" })).toEqual([
+      "REDIS_URL must start with redis:// or rediss:// (several: comma-separated, each so)",
+    ]);
+    expect(
+      problems({
+        LEASEQ_QUEUE: "q",
+        UPSTASH_REDIS_REST_URL: "https://a.upstash.io,https://b.upstash.io",
+        UPSTASH_REDIS_REST_TOKEN: "only-one",
+      }),
+    ).toEqual([
+      "UPSTASH_REDIS_REST_TOKEN must list a token for each URL of UPSTASH_REDIS_REST_URL (2), comma-separated, got 1",
+    ]);
+    // The message names the variable and the count, never a token.
+    expect(
+      readConfig({
+        LEASEQ_QUEUE: "q",
+        UPSTASH_REDIS_REST_URL: "https://a.upstash.io,https://b.upstash.io",
+        UPSTASH_REDIS_REST_TOKEN: "t1,t2",
+      }).connection,
+    ).toEqual({
+      kind: "upstash",
+      url: "https://a.upstash.io",
+      token: "t1",
+      more: [{ url: "https://b.upstash.io", token: "t2" }],
+    });
   });
 });
