@@ -41,31 +41,46 @@ export function crashWatch(
   if (handles.length === 0) return undefined;
   const now = options.now ?? Date.now;
   let heldUntil = 0;
+  /** The time the latest hold asked for: an alignment for an earlier one must not shorten below it. */
+  let wanted = 0;
   let aligning: NodeJS.Timeout | undefined;
   let ended = false;
-  const send = (seconds: number) =>
-    Promise.all(
-      handles.map((handle) =>
-        options.client
-          .send(
-            new ChangeMessageVisibilityCommand({
-              QueueUrl: options.queueUrl,
-              ReceiptHandle: handle,
-              VisibilityTimeout: seconds,
+  // One request at a time, in the order they were asked: two in flight could land in either order,
+  // and a shorter visibility landing last would bring the message back before the lease ends (a
+  // worker then finds the lease live, claims nothing, and its success deletes the message: the
+  // watch is lost).
+  let sending: Promise<unknown> = Promise.resolve();
+  const send = (seconds: number) => {
+    const sent = sending.then(() =>
+      Promise.all(
+        handles.map((handle) =>
+          options.client
+            .send(
+              new ChangeMessageVisibilityCommand({
+                QueueUrl: options.queueUrl,
+                ReceiptHandle: handle,
+                VisibilityTimeout: seconds,
+              }),
+            )
+            .catch(() => {
+              // Best effort: without it the message comes back after the queue's visibility timeout,
+              // and the reclaimer's run is the safety net.
             }),
-          )
-          .catch(() => {
-            // Best effort: without it the message comes back after the queue's visibility timeout,
-            // and the reclaimer's run is the safety net.
-          }),
+        ),
       ),
     );
+    sending = sent;
+    return sent;
+  };
   return {
     async hold(earliestDeadlineMs) {
       if (ended) return;
       const at = now();
       const until = (earliestDeadlineMs ?? at + IDLE_HOLD_MS) + options.clockSkewMs + RETURN_AFTER_MS;
+      wanted = until;
       // Moved on as the leases are; shortened only when it would come back much later than needed.
+      // The hold as it stands covers `until` (its whole seconds rounded up); an alignment pending
+      // for an earlier time stands down (below), so it never shortens the hold under `until`.
       if (until <= heldUntil && until > heldUntil - 5_000) return;
       clearTimeout(aligning);
       // A visibility timeout counts whole seconds from its call: rounded up now, so the message
@@ -79,7 +94,8 @@ export function crashWatch(
       if (heldUntil - until <= 150 || whole < 1 || whole >= VISIBILITY_MAX_SECONDS) return;
       aligning = setTimeout(
         () => {
-          if (ended) return;
+          // A later hold asked for more than this alignment would give: the rounded-up hold stays.
+          if (ended || wanted > until) return;
           heldUntil = until;
           void send(whole);
         },
