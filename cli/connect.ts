@@ -87,7 +87,7 @@ async function withStores<T>(
 }
 
 /** An integer flag's value in `low..high`, or UsageError naming the flag, the environment variable and the range. */
-function integerOption(text: unknown, what: string, low: number, high: number): number {
+export function integerOption(text: unknown, what: string, low: number, high: number): number {
   const value = Number(text);
   if (typeof text !== "string" || !/^\d+$/.test(text) || value < low || value > high) {
     throw new UsageError(`${what} must be an integer from ${low} to ${high}, got ${JSON.stringify(text)}`);

@@ -8,6 +8,7 @@ import { enqueueCommand } from "./enqueue.js";
 import { exitCodeOf } from "./errors.js";
 import { readCommands } from "./read.js";
 import { scheduleCommands } from "./schedules.js";
+import { shrinkCommand } from "./shrink.js";
 import { watchCommand } from "./watch.js";
 import { writeCommands } from "./write.js";
 
@@ -46,6 +47,7 @@ Exit codes: 0 ok, 1 the operation failed, 2 usage error (nothing was sent).`,
   watchCommand(program);
   dlqCommands(program);
   dashboardCommand(program);
+  shrinkCommand(program);
   // Listed for --help; main() hands `leaseq dev ...` to the local stack's own parser before commander.
   program
     .command("dev")

@@ -3,14 +3,25 @@
 -- KEYS the queue's keys (see lib/arguments.lua): all of them
 -- ARGV[1] confirm   the queue's name, repeated: a guard against dropping the wrong queue by mistake
 -- ARGV[2] name      the name the keys were built from (the caller's)
+-- ARGV[3] only      "drained": only when no task waits or runs there (READY, SCHEDULED, LEASED,
+--                   parked in a group, set aside as corrupt), checked in this call, so a task added
+--                   meanwhile (a producer of the count before a shrink) is never dropped with it; ""
+--                   (or absent): whatever it holds
 -- Returns: the number of keys that existed and were deleted (UNLINK: Redis frees big hashes in the
---   background, so a queue of millions of tasks does not block the server).
+--   background, so a queue of millions of tasks does not block the server), or -1 when `only` is
+--   "drained" and a task waits or runs (nothing deleted).
 -- Errors: LEASEQ_BAD_ARGUMENT when confirm differs from name; nothing is deleted then.
--- Uses: bad, drop_args, guard, write_many
+-- Uses: K, bad, drop_args, guard, leased_count, scheduled_count, write_many
 
 return guard('drop', function()
-  local confirm, name = drop_args()
+  local confirm, name, only = drop_args()
   if confirm ~= name then bad('confirm must repeat the queue name exactly') end
+  if only == 'drained' then
+    -- The sets' anchors are no tasks: the counts stats gives.
+    local waiting = leased_count() + scheduled_count()
+    for _, set in ipairs({ 'ready', 'grouped', 'corrupt' }) do waiting = waiting + redis.call('ZCARD', K[set]) end
+    if waiting > 0 then return -1 end
+  end
   local rest = {}
   for i = 2, #KEYS do rest[#rest + 1] = KEYS[i] end
   return write_many('UNLINK', KEYS[1], rest)

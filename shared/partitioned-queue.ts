@@ -552,19 +552,8 @@ export class PartitionedQueue {
    * the count without `shrinkingFrom`.
    */
   async dropDrained(options: { now: number }): Promise<{ dropped: number[]; draining: number[] }> {
-    const dropped: number[] = [];
-    const draining: number[] = [];
-    for (let k = this.routed; k < this.partitions.length; k++) {
-      const queue = this.partitions[k];
-      const stats = await queue.stats(options);
-      if (stats.ready + stats.scheduled + stats.leased + stats.corrupt > 0) {
-        draining.push(k);
-        continue;
-      }
-      await queue.admin.drop({ confirm: queue.name });
-      dropped.push(k);
-    }
-    return { dropped, draining };
+    void options;
+    return dropDrainedPartitions(this.partitions.slice(this.routed), this.routed);
   }
 
   /** Each partition's figures, and their sums (ages: the oldest of any partition). */
@@ -572,6 +561,27 @@ export class PartitionedQueue {
     const partitions = await Promise.all(this.partitions.map((queue) => queue.stats(options)));
     return { total: sumStats(partitions), partitions };
   }
+}
+
+/**
+ * Drops each of `queues` (partitions `first` on, a shrink's) that holds no task waiting or running,
+ * the check and the drop one script (queue.admin.drop `only: "drained"`), so a task a producer of
+ * the count before adds meanwhile is never dropped; names the others as still draining (one with
+ * no key left, dropped before, is neither).
+ */
+export async function dropDrainedPartitions(
+  queues: readonly Queue[],
+  first: number,
+): Promise<{ dropped: number[]; draining: number[] }> {
+  const dropped: number[] = [];
+  const draining: number[] = [];
+  for (const [i, queue] of queues.entries()) {
+    const deleted = await queue.admin.drop({ confirm: queue.name, only: "drained" });
+    // 0: nothing there (dropped before), neither dropped now nor draining.
+    if (deleted < 0) draining.push(first + i);
+    else if (deleted > 0) dropped.push(first + i);
+  }
+  return { dropped, draining };
 }
 
 /**

@@ -361,15 +361,24 @@ export class QueueAdmin {
   /**
    * Deletes the whole queue: every task in every state and every key of it. Irreversible, so the
    * caller repeats the queue's name as `confirm`; returns how many keys existed. Throws
-   * InvalidInputError before anything is sent when `confirm` is not the name.
+   * InvalidInputError before anything is sent when `confirm` is not the name. With `only:
+   * "drained"` (a shrink's partition), only when no task waits or runs there, checked in the same
+   * script as the delete: -1, nothing deleted, when one does.
    */
-  async drop(options: { confirm: string }): Promise<number> {
+  async drop(options: { confirm: string; only?: "drained" }): Promise<number> {
     if (options?.confirm !== this.context.name) {
       throw new InvalidInputError(
         `drop: confirm must repeat the queue name "${this.context.name}" exactly, got ${shown(options?.confirm)}`,
       );
     }
-    const [deleted] = await this.context.run("drop", { confirm: options.confirm, name: this.context.name });
+    if (options.only !== undefined && options.only !== "drained") {
+      throw new InvalidInputError(`drop: only must be "drained" or absent, got ${shown(options.only)}`);
+    }
+    const [deleted] = await this.context.run("drop", {
+      confirm: options.confirm,
+      name: this.context.name,
+      only: options.only ?? "",
+    });
     return Number(deleted);
   }
 

@@ -275,9 +275,9 @@ local function delete_args()
   local t1, t1_text = time_arg('now', ARGV[1])
   return t1, t1_text, choice_arg('state', ARGV[2] or '', ',ready,scheduled,done,failed,corrupt,', true)
 end
--- drop: ARGV[1] confirm, ARGV[2] name
+-- drop: ARGV[1] confirm, ARGV[2] name, ARGV[3] only
 local function drop_args()
-  return ARGV[1] or '', ARGV[2] or ''
+  return ARGV[1] or '', ARGV[2] or '', choice_arg('only', ARGV[3] or '', ',drained,', true)
 end
 -- pause: ARGV[1] now, ARGV[2] action, ARGV[3] type, ARGV[4] callId
 local function pause_args()

@@ -352,8 +352,15 @@ export const OPERATIONS = {
     args: [
       { name: "confirm", kind: "text", note: "the queue's name" },
       { name: "name", kind: "text" },
+      {
+        name: "only",
+        kind: "choice",
+        values: ["drained"],
+        optional: true,
+        note: '`"drained"`: only when no task waits or runs there (a shrink\'s partition); `""`: whatever it holds',
+      },
     ],
-    reply: { head: ["deleted (keys; UNLINK frees them in the background)"] },
+    reply: { head: ["deleted (keys; UNLINK frees them in the background), or -1: tasks wait or run (only drained)"] },
   },
   pause: {
     args: [

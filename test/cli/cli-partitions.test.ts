@@ -114,4 +114,54 @@ describe("leaseq on a partitioned queue", { timeout: 60_000 }, () => {
       await second.stop();
     }
   });
+
+  it("drop-drained ends a shrink: drops each partition past --to once nothing waits or runs there, and names those still draining", async () => {
+    const name = uniqueQueueName("cli-shrink");
+    const before = new PartitionedQueue(store, { name, partitions: 4 });
+    await before.configure();
+    const tasks = Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, type: "email" }));
+    await before.enqueue(tasks, { now: Date.now() });
+    const inPartition = (k: number) => tasks.filter((task) => before.partitionFor(task) === k);
+    const cli = (args: string[]) =>
+      runCli(["--partitions", "4", ...args], { REDIS_URL: redisUrl(), LEASEQ_QUEUE: name });
+    const drain = async (k: number) => {
+      const partition = before.partitions[k];
+      const claimed = await partition.claim({ count: inPartition(k).length, now: Date.now() });
+      expect(claimed).toHaveLength(inPartition(k).length);
+      await partition.ack(claimed, { now: Date.now() });
+    };
+    try {
+      const unconfirmed = await cli(["drop-drained", "--to", "2"]);
+      expect(unconfirmed.code).toBe(2);
+      expect(unconfirmed.stderr).toContain("run it again with --yes");
+      expect((await cli(["drop-drained", "--to", "4", "--yes"])).stderr).toContain(
+        "--to (the count after the shrink) must be an integer from 1 to 3",
+      );
+      // Partitions 2 and 3 hold READY tasks: neither is dropped.
+      const waiting = await cli(["drop-drained", "--to", "2", "--yes"]);
+      expect(waiting.code).toBe(1);
+      expect(waiting.stderr).toContain(`partitions 2, 3 of queue "${name}" still hold tasks waiting or running`);
+      expect(await redis.exists(before.partitions[3].keys.task)).toBe(1);
+      // Partition 3 drained (its tasks DONE): dropped, its finished tasks with it; 2 still drains.
+      await drain(3);
+      const once = await cli(["drop-drained", "--to", "2", "--yes"]);
+      expect(once.code).toBe(1);
+      expect(once.stdout).toBe(`dropped partition 3 of queue "${name}"\n`);
+      expect(once.stderr).toContain(`partition 2 of queue "${name}" still holds tasks waiting or running`);
+      expect(await redis.exists(before.partitions[3].keys.task, before.partitions[3].keys.done)).toBe(0);
+      // A leased task keeps partition 2 too, until it is acked.
+      const partition2 = before.partitions[2];
+      const [kept, ...rest] = await partition2.claim({ count: inPartition(2).length, now: Date.now() });
+      await partition2.ack(rest, { now: Date.now() });
+      expect((await cli(["drop-drained", "--to", "2", "--yes"])).code).toBe(1);
+      await partition2.ack([kept], { now: Date.now() });
+      const last = await cli(["drop-drained", "--to", "2", "--yes"]);
+      expect(last).toMatchObject({ code: 0, stdout: `dropped partition 2 of queue "${name}"\n` });
+      expect(await redis.exists(partition2.keys.config)).toBe(0);
+      // The partitions kept hold their tasks.
+      expect((await before.partitions[0].stats({ now: Date.now() })).ready).toBe(inPartition(0).length);
+    } finally {
+      for (const partition of before.partitions) await partition.admin.drop({ confirm: partition.name });
+    }
+  });
 });

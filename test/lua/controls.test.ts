@@ -211,6 +211,39 @@ describe.each(adapters)("controls over $name", (adapter) => {
     }
   });
 
+  it("drop only when drained refuses, in the same script, while any task waits or runs: READY, parked in a group, SCHEDULED, LEASED", async () => {
+    const queue = await fresh({ defaultPolicy: { leaseMs: 60_000, maxAttempts: 1 }, groups: { concurrency: 1 } });
+    const drained = () => queue.admin.drop({ confirm: queue.name, only: "drained" });
+    await queue.enqueue(
+      [
+        { id: "g1", type: "email", group: "g" },
+        { id: "g2", type: "email", group: "g" },
+        { id: "later", type: "email", delayMs: 60_000 },
+      ],
+      { now: NOW },
+    );
+    const [first] = await queue.claim({ count: 1, now: NOW });
+    expect(first.id).toBe("g1");
+    // g1 LEASED, g2 parked behind it, `later` SCHEDULED: the queue is kept.
+    expect(await drained()).toBe(-1);
+    await queue.ack([first], { now: NOW + 1 });
+    expect(await queue.stats({ now: NOW + 1 })).toMatchObject({ ready: 1, scheduled: 1, leased: 0 });
+    expect(await drained()).toBe(-1);
+    const [second] = await queue.claim({ count: 1, now: NOW + 2 });
+    await queue.ack([second], { now: NOW + 3 });
+    expect(await drained()).toBe(-1); // `later`, SCHEDULED
+    const [last] = await queue.claim({ count: 1, now: NOW + 60_000 });
+    expect(last.id).toBe("later");
+    expect(await drained()).toBe(-1); // LEASED
+    await queue.ack([last], { now: NOW + 60_001 });
+    expect(await queue.stats({ now: NOW + 60_001 })).toMatchObject({ ready: 0, scheduled: 0, leased: 0, done: 3 });
+    expect(await drained()).toBeGreaterThan(0);
+    expect(await redis.exists(queue.keys.config, queue.keys.task, queue.keys.done)).toBe(0);
+    await expect(queue.admin.drop({ confirm: queue.name, only: "all" as never })).rejects.toThrow(
+      /only must be "drained" or absent/,
+    );
+  });
+
   it("history counts DONE and FAILED per minute over the last hour", async () => {
     const queue = await fresh({ defaultPolicy: { leaseMs: 60_000, maxAttempts: 1 } });
     const start = Math.floor(NOW / MINUTE) * MINUTE;
