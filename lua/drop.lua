@@ -18,8 +18,8 @@ return guard('drop', function()
   if confirm ~= name then bad('confirm must repeat the queue name exactly') end
   if only == 'drained' then
     -- The sets' anchors are no tasks: the counts stats gives.
-    local waiting = leased_count() + scheduled_count()
-    for _, set in ipairs({ 'ready', 'grouped', 'corrupt' }) do waiting = waiting + redis.call('ZCARD', K[set]) end
+    local waiting = leased_count() + scheduled_count() + redis.call('ZCARD', K.ready)
+      + redis.call('ZCARD', K.grouped) + redis.call('ZCARD', K.corrupt)
     if waiting > 0 then return -1 end
   end
   local rest = {}

@@ -96,10 +96,11 @@ describe("npm start", () => {
     const crashed = done.filter((task) => task.id.includes("-crash-"));
     expect(crashed).toHaveLength(8);
     // Claimed by the worker that died, which never started them (no attempt charged, a stall each),
-    // then run once after the reclaim.
+    // then run once after the reclaim. Under a loaded machine a later worker's 1 s lease may lapse
+    // too before its first heartbeat confirms it (one more stall, still no attempt charged).
     for (const task of crashed) {
       expect(task.attempts).toBe(1);
-      expect((await queue.admin.inspect(task.id))?.stalls).toBe(1);
+      expect((await queue.admin.inspect(task.id))?.stalls).toBeGreaterThanOrEqual(1);
     }
     const slow = done.filter((task) => task.type === "slow");
     expect(slow).toHaveLength(2);
