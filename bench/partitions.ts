@@ -83,15 +83,18 @@ async function partitionedContender(servers: readonly BenchRedis[], n: number, n
         consumers.map(async ({ queue }) => {
           let acked = 0;
           for (;;) {
+            // A claim goes on to a second partition with work when its first is empty.
             let claimed = await queue.claim({ count: HEADLINE_BATCH, now: Date.now() });
-            // Both partitions drawn empty: the others named in turn before giving up (a worker
-            // would wait for a wake-up naming one).
+            let from: { ack: (typeof queue)["ack"] } = queue;
+            // Both partitions it tried empty: the others asked in turn, each by itself, before giving
+            // up (a worker would wait for a wake-up naming one).
             for (let k = 0; claimed.length === 0 && k < n; k++) {
-              claimed = await queue.claim({ count: HEADLINE_BATCH, now: Date.now(), partition: k });
+              claimed = await queue.partitions[k].claim({ count: HEADLINE_BATCH, now: Date.now() });
+              from = queue.partitions[k];
             }
             if (claimed.length === 0) return acked;
             for (const task of claimed) JSON.parse(task.payload);
-            const results = await queue.ack(claimed, { now: Date.now() });
+            const results = await from.ack(claimed, { now: Date.now() });
             if (results.some((result) => result.status !== "ok")) throw new Error("partitions: an ack was refused");
             acked += claimed.length;
           }

@@ -263,6 +263,8 @@ class Drain {
       outcome = await this.serial(() =>
         queue.claimOrNextDue({
           partition,
+          // A partitioned queue hands off each partition this drain's claims leave (docs/partitions.md).
+          handsOff: true,
           count,
           now: this.now(),
           maxLeaseMs: Math.min(leftMs, 86_400_000),

@@ -18,8 +18,13 @@ export interface WorkQueue
     tasks: TaskInput[],
     options: { now: number; traceparent?: string },
   ): Promise<{ results: EnqueueResult[]; wakes: Wake[]; wakeTo: WakeTo[] }>;
-  /** `partition`: the one a wake-up named, claimed from first (a queue of one partition has only 0). */
-  claimOrNextDue(options: ClaimOptions & { partition?: number }): Promise<ClaimOutcome & { wakes: Wake[] }>;
+  /**
+   * `partition`: the one a wake-up named, claimed from first (a queue of one partition has only 0);
+   * `handsOff`: the caller hands off as it stops, so a partition its claims leave is handed off at once.
+   */
+  claimOrNextDue(
+    options: ClaimOptions & { partition?: number; handsOff?: boolean },
+  ): Promise<ClaimOutcome & { wakes: Wake[] }>;
   handOff(options: { now: number; cutOff?: boolean; woken?: boolean; partition?: number }): Promise<Wake[]>;
 }
 

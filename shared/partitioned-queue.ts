@@ -49,6 +49,13 @@ export interface PartitionedClaimOptions extends ClaimOptions {
    * partitions drawn at random.
    */
   partition?: number;
+  /**
+   * The caller hands the queue back to wake-ups when it stops (handOff: a Lambda worker,
+   * docs/wake-ups.md): a partition its claims leave is handed off at once, as it would be were the
+   * caller to stop, since the caller may not come back to it. Default false: a consumer that polls
+   * without wake-ups spends no call on it.
+   */
+  handsOff?: boolean;
 }
 
 /** A wake-up a partitioned queue asks for: when, and the partition it is for (the message names it). */
@@ -312,41 +319,30 @@ export class PartitionedQueue {
    * claim filled its batch from, while it keeps filling them, for at most STICKY_CLAIMS claims in a
    * row (no read to choose); after a short claim, the runner-up of the last choice once, if it had
    * READY tasks; else the better of two (choosePartition), so a higher-priority head elsewhere is
-   * drawn within about STICKY_CLAIMS claims. When the first comes back short, the rest of `count`
-   * is asked of a second chosen the same way (never the first again): a worker drains the partition
-   * its wake-up named, then others with work. `wakes`: the wake-ups to send, each naming its
-   * partition: what a claim asked for (another worker, for types this one had no room for), and
-   * the hand-off of each partition this queue's claims lingered on and no longer do (docs/wake-ups.md:
-   * leaving a partition hands it back to wake-ups, as a worker that stops does).
+   * drawn within about STICKY_CLAIMS claims. When the first has no task for it, `count` is asked
+   * of a second chosen the same way (never the first again, and only one with READY tasks): a
+   * worker drains the partition its wake-up named, then others with work. (A short claim is not
+   * topped up from a second: two smaller claims cost more commands than the next claim's one.) `wakes`: the wake-ups to send, each naming its
+   * partition: what a claim asked for (another worker, for types this one had no room for), and,
+   * with `handsOff`, the hand-off of each partition this queue's claims went to and no longer do
+   * (docs/wake-ups.md: leaving a partition hands it back to wake-ups, as a worker that stops does).
    */
   async claimOrNextDue(options: PartitionedClaimOptions): Promise<PartitionedClaimOutcome> {
-    const { partition: named, ...claimOptions } = options;
+    const { partition: named, handsOff, ...claimOptions } = options;
     const first = await this.nextPartition(named === undefined ? undefined : this.checkPartition("claim", named));
     const wakes: PartitionWake[] = [];
     const claimed = new Set<number>([first]);
     const outcome = await this.claimFrom(first, claimOptions, wakes);
-    const short = claimOptions.count - outcome.tasks.length;
-    // Only a claim that could lease more goes on to a second partition (one with room for nothing
-    // asked only whether tasks wait).
-    const room = Object.entries(claimOptions.room ?? {});
-    const roomLeft = room.length === 0 || room.some(([, n]) => n > 0);
-    if (short > 0 && roomLeft && this.partitions.length > 1 && !outcome.soloWaiting) {
+    // Only a claim that could lease something goes on to a second partition (one with room for
+    // nothing asked only whether tasks wait).
+    const room = Object.values(claimOptions.room ?? {});
+    const roomLeft = room.length === 0 || room.some((n) => n > 0);
+    if (outcome.tasks.length === 0 && roomLeft && this.partitions.length > 1 && !outcome.soloWaiting) {
       const second = await this.nextPartition(undefined, first);
       if (second !== undefined) {
         claimed.add(second);
-        const taken = (type: string) => outcome.tasks.filter((task) => task.type === type).length;
-        const more = await this.claimFrom(
-          second,
-          {
-            ...claimOptions,
-            count: short,
-            room: Object.fromEntries(room.map(([type, n]) => [type, Math.max(0, n - taken(type))])),
-            busy: claimOptions.busy || outcome.tasks.length > 0,
-            // The wake-up was answered by the first claim.
-            woken: false,
-          },
-          wakes,
-        );
+        // The wake-up was answered by the first claim.
+        const more = await this.claimFrom(second, { ...claimOptions, woken: false }, wakes);
         outcome.tasks.push(...more.tasks);
         outcome.soloWaiting ||= more.soloWaiting;
         outcome.nextDueMs = earliest(outcome.nextDueMs, more.nextDueMs);
@@ -358,7 +354,7 @@ export class PartitionedQueue {
     // the work left there needs).
     const left = [...this.lingering].filter((partition) => !claimed.has(partition));
     this.lingering = claimed;
-    wakes.push(...(await this.handOffEach(left, { now: claimOptions.now })));
+    if (handsOff) wakes.push(...(await this.handOffEach(left, { now: claimOptions.now })));
     return { ...outcome, wakeAtMs: earliest(undefined, ...wakes.map((wake) => wake.atMs)), wakes };
   }
 
