@@ -197,7 +197,8 @@ for (const adapter of adapters) {
       expect(reads.count).toBe(2); // the second went back to the same partition
       expect(second.map((task) => queue.partitionFor(task))).toEqual([from, from]);
       // A claim larger than what is left there comes back short: the next one goes to the runner-up
-      // of the first choice (it had READY tasks) without a read; the one after that reads two again.
+      // of the first choice (it had READY tasks) without a read; the one after that reads two again
+      // (and two more when both it drew are empty by now, as it goes on to a second partition).
       const rest = await queue.claim({ count: 40, now: NOW, partition: from });
       expect(rest.length).toBeLessThan(40);
       const spare = await queue.claim({ count: 40, now: NOW });
@@ -205,7 +206,7 @@ for (const adapter of adapters) {
       expect(spare.length).toBeGreaterThan(0);
       expect(spare.every((task) => queue.partitionFor(task) !== from)).toBe(true);
       await queue.claim({ count: 2, now: NOW });
-      expect(reads.count).toBe(4);
+      expect([4, 6]).toContain(reads.count);
     });
 
     it("goes on, in the same claim, to a partition with work when the one named has no task: two heads read", async () => {
