@@ -9,27 +9,12 @@ import type { Queue, QueueOptions } from "../shared/queue.js";
 import type { Store } from "../shared/store.js";
 import { OperationError, UsageError } from "./errors.js";
 
-/** A store opened from the environment, and what it points at (no secrets in `where`). */
-export interface Connection {
-  store: Store;
-  /** E.g. "Redis at redis://127.0.0.1:6379" or "Upstash at https://x.upstash.io". */
-  where: string;
-}
-
 /**
- * Opens a store under the one connection rule (shared/connection.ts), as the functions do: exactly
- * one of UPSTASH_SECRET_ARN, UPSTASH_REDIS_REST_URL + UPSTASH_REDIS_REST_TOKEN, or REDIS_URL.
- * Throws UsageError naming what is missing, malformed or set twice.
- */
-export async function openStore(env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
-  const { stores, where } = await openAllStores(env, 1);
-  return { store: stores[0], where };
-}
-
-/**
- * A store for each database the environment names (REDIS_URL listing several servers, an Upstash
- * secret holding several databases: a partitioned queue's, partition k on the (k mod count)-th), at
- * most `most`; as openStore.
+ * A store for each database the environment names under the one connection rule
+ * (shared/connection.ts), as the functions do: exactly one of UPSTASH_SECRET_ARN, UPSTASH_REDIS_REST_URL
+ * + UPSTASH_REDIS_REST_TOKEN, or REDIS_URL; several (REDIS_URL listing servers, an Upstash secret
+ * holding databases) for a partitioned queue, partition k on the (k mod count)-th; at most `most`.
+ * Throws UsageError naming what is missing, malformed or set twice. `where` never holds a secret.
  */
 async function openAllStores(
   env: NodeJS.ProcessEnv = process.env,
@@ -53,7 +38,7 @@ export function queueName(command: Command, env: NodeJS.ProcessEnv = process.env
 }
 
 /**
- * Runs `work` on the store the environment names (openStore), then closes it whatever happened; a
+ * Runs `work` on the store the environment names (openAllStores), then closes it whatever happened; a
  * store's failure is thrown in words (inWords). With `--verbose`, says on stderr that `what` (e.g.
  * `queue "emails"`) is on that backend.
  */

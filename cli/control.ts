@@ -1,6 +1,7 @@
 import { Argument, type Command } from "commander";
-import { partitionQueue, sumStats } from "../shared/partitioned-queue.js";
+import { partitionQueue } from "../shared/partitioned-queue.js";
 import { listQueuePartitions } from "../shared/queue-admin.js";
+import { sumStats } from "../shared/sum-stats.js";
 import type { QueueStats } from "../shared/types.js";
 import { changeByIds } from "./by-ids.js";
 import { queueName, withQueue, withStore } from "./connect.js";

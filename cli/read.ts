@@ -1,9 +1,9 @@
 import { Argument, type Command } from "commander";
 import { LIMITS } from "../shared/config.js";
-import { sumStats } from "../shared/partitioned-queue.js";
 import type { Queue } from "../shared/queue.js";
 import { LISTABLE } from "../shared/queue-admin.js";
 import { priorityOfRank } from "../shared/records.js";
+import { sumStats } from "../shared/sum-stats.js";
 import { AT_LABEL, duration } from "../shared/text.js";
 import {
   type GroupStats,

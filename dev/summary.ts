@@ -4,10 +4,10 @@ import type { TaskInfo } from "../shared/types.js";
 /** Where each finished task ended, and after how many attempts. */
 export type Finished = Map<string, { state: "done" | "failed"; attempts: number }>;
 
-/** Every DONE and FAILED task of the queue (of each of its partitions), read page by page. */
-export async function finishedTasks(queues: Queue | readonly Queue[]): Promise<Finished> {
+/** Every DONE and FAILED task of the queue's partitions (one, unpartitioned), read page by page. */
+export async function finishedTasks(partitions: readonly Queue[]): Promise<Finished> {
   const finished: Finished = new Map();
-  for (const queue of Array.isArray(queues) ? queues : [queues as Queue])
+  for (const queue of partitions) {
     for (const state of ["done", "failed"] as const) {
       for (let offset = 0; ; offset += 1000) {
         const page = await queue.admin.list(state, { offset, limit: 1000 });
@@ -15,6 +15,7 @@ export async function finishedTasks(queues: Queue | readonly Queue[]): Promise<F
         if (page.length < 1000) break;
       }
     }
+  }
   return finished;
 }
 

@@ -9,7 +9,7 @@ import { payloadPathsProblem } from "./schema.js";
 import { bodyWithTaskIds, type RejectedTask, readRecord, traceparentOf } from "./sqs.js";
 import type { TaskDeclaration } from "./tasks.js";
 import { wakePartition } from "./wake-listen.js";
-import { mergeWakes, type Wake, type WorkQueue } from "./work-queue.js";
+import type { Wake, WorkQueue } from "./work-queue.js";
 
 /** What one ingest of an SQS batch did, for the invocation log and the batch response. */
 export interface IngestResult {
@@ -175,7 +175,7 @@ export async function ingest(records: SQSRecord[], options: IngestOptions): Prom
           valid.map((item) => item.task),
           { now, traceparent: traceparentOf(record) },
         );
-        mergeWakes(result.wakes, wakes);
+        mergeWakeTo(result.wakes, wakes);
         mergeWakeTo(result.wakeTo, wakeTo);
         result.readyNow += valid.filter(({ task }) => readyAt(task, now) <= now).length;
         result.enqueued += results.filter((r) => r.status === "ok").length;

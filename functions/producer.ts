@@ -22,8 +22,7 @@ import {
 } from "./messages.js";
 import { checkOutgoingTasks } from "./send-checks.js";
 import type { TaskDeclaration } from "./tasks.js";
-import { sendWakeTo, wakeDelaySeconds } from "./wake.js";
-import { WAKE_PARTITION_ATTRIBUTE } from "./wake-listen.js";
+import { sendWakeTo, wakeAttributes, wakeDelaySeconds } from "./wake.js";
 import type { Wake } from "./work-queue.js";
 
 type Payloads = Record<string, unknown>;
@@ -146,13 +145,7 @@ export function createProducer<Declared extends Payloads = Payloads>(
             MessageBody: JSON.stringify(body),
             DelaySeconds: delaySeconds,
             // A partitioned queue's wake-up names its partition (docs/partitions.md).
-            ...(partition === undefined
-              ? {}
-              : {
-                  MessageAttributes: {
-                    [WAKE_PARTITION_ATTRIBUTE]: { DataType: "Number", StringValue: String(partition) },
-                  },
-                }),
+            ...wakeAttributes(undefined, partition),
           },
         ],
       }),

@@ -5,6 +5,7 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context } from "aws-lambda";
 import type { Queue } from "../shared/queue.js";
 import type { PlanResult } from "../shared/queue-schedules.js";
+import { sumStats } from "../shared/sum-stats.js";
 import { redact } from "../shared/text.js";
 import type { TickResult } from "../shared/types.js";
 import { type FunctionConfig, readConfig } from "./config.js";
@@ -155,9 +156,9 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
         setAside: planned.setAside,
       });
     }
-    const each = ticks.map(({ totals, last }) => ({ ...totals, ...statsOf(last) }));
+    const each = ticks.map(({ partition }) => partition);
     const summary: ReclaimerSummary = {
-      ...sumTicks(each),
+      ...sumPartitions(each),
       slotsMade: planned.made,
       slotsPassedOver: planned.passedOver,
       schedulesSetAside: planned.setAside,
@@ -166,8 +167,8 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
       failedDrainInvocations: 0,
       wakeAtMs: undefined,
     };
-    const wakes = ticks.flatMap(({ totals, last }, partition) => {
-      const atMs = earliest(totals.wakeAtMs ?? last.wakeAtMs, partition === 0 ? planned.wakeAtMs : undefined);
+    const wakes = ticks.flatMap(({ first, last }, partition) => {
+      const atMs = earliest(first.wakeAtMs ?? last.wakeAtMs, partition === 0 ? planned.wakeAtMs : undefined);
       return atMs === undefined ? [] : [{ atMs, partition: named(partition) }];
     });
     for (const wake of waker ? wakes : []) {
@@ -282,7 +283,8 @@ export function createReclaimer(options: ReclaimerOptions = {}): ReclaimerHandle
 
 /**
  * One partition's (or the queue's) tick, again while a call did its most and the time lasts: the
- * first result (what it says of schedules), the last (the figures), and the work of all summed.
+ * first result (what it says of schedules and wake-ups), the last, and `partition`: the work of all
+ * summed with the last one's figures.
  */
 async function tickToEnd(queue: Queue, wakeHorizonMs: number, hasTime: () => boolean) {
   const first = await queue.tick({ now: Date.now(), limit: LIMIT, wakeHorizonMs });
@@ -299,28 +301,28 @@ async function tickToEnd(queue: Queue, wakeHorizonMs: number, hasTime: () => boo
     totals.finishedDone += last.finishedDone;
     totals.finishedFailed += last.finishedFailed;
   }
-  return { first, last, totals };
+  return { first, last, partition: { ...totals, ...statsOf(last) } };
 }
 
-type PartitionSummary = Awaited<ReturnType<typeof tickToEnd>>["totals"] & ReturnType<typeof statsOf>;
+type PartitionSummary = Awaited<ReturnType<typeof tickToEnd>>["partition"];
 
-/** The partitions' figures as the queue's: counts summed, ages the oldest, paused when all are. */
-function sumTicks(each: readonly PartitionSummary[]): PartitionSummary {
+/** What a run did in a partition, summed over the partitions. */
+const WORK = [
+  "reclaimed",
+  "reclaimFailed",
+  "promoted",
+  "trimmed",
+  "doneTrimmed",
+  "failedTrimmed",
+  "finishedDone",
+  "finishedFailed",
+] as const;
+
+/** The partitions' run as the queue's: their work summed, their figures as sumStats sums them. */
+function sumPartitions(each: readonly PartitionSummary[]): PartitionSummary {
   if (each.length === 1) return each[0];
-  const total = { ...each[0] };
-  for (const stats of each.slice(1)) {
-    for (const [field, value] of Object.entries(stats)) {
-      const key = field as keyof PartitionSummary;
-      if (typeof value !== "number" || typeof total[key] !== "number") continue;
-      const mine = total[key] as number;
-      (total as Record<string, unknown>)[key] = /AgeMs$|LeaseMs$/.test(field)
-        ? Math.max(mine, value)
-        : /AtMs$/.test(field)
-          ? Math.min(mine, value)
-          : mine + value;
-    }
-    total.paused &&= stats.paused;
-  }
+  const total = { ...each[0], ...sumStats(each) };
+  for (const field of WORK) total[field] = each.reduce((sum, partition) => sum + partition[field], 0);
   return total;
 }
 

@@ -36,23 +36,35 @@ export function functionSqsClient(endpoint: string | undefined): SQSClient {
   });
 }
 
+/**
+ * A wake-up message's attributes (none when it has neither): the types it is for, the partition it
+ * names (functions/wake-listen.ts reads both).
+ */
+export function wakeAttributes(
+  forTypes: readonly string[] | undefined,
+  partition: number | undefined,
+): { MessageAttributes?: Record<string, { DataType: string; StringValue: string }> } {
+  const attributes: Record<string, { DataType: string; StringValue: string }> = {};
+  if (forTypes && forTypes.length > 0) {
+    attributes[WAKE_TYPES_ATTRIBUTE] = { DataType: "String", StringValue: forTypes.join(",") };
+  }
+  if (partition !== undefined) {
+    attributes[WAKE_PARTITION_ATTRIBUTE] = { DataType: "Number", StringValue: String(partition) };
+  }
+  return Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {};
+}
+
 /** A sender for the queue at `queueUrl`. Throws when SQS refuses (callers log it: the reclaimer is the safety net). */
 export function sqsWakeSender(queueUrl: string, client: SQSClient): WakeSender {
   const body: WakeMessageBody = { leaseq: "wake" };
   return {
     async wake(atMs, now, forTypes, partition) {
-      const attributes: Record<string, { DataType: string; StringValue: string }> = {};
-      if (forTypes && forTypes.length > 0) {
-        attributes[WAKE_TYPES_ATTRIBUTE] = { DataType: "String", StringValue: forTypes.join(",") };
-      }
-      if (partition !== undefined)
-        attributes[WAKE_PARTITION_ATTRIBUTE] = { DataType: "Number", StringValue: String(partition) };
       await client.send(
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: JSON.stringify(body),
           DelaySeconds: wakeDelaySeconds(atMs, now),
-          ...(Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {}),
+          ...wakeAttributes(forTypes, partition),
         }),
       );
     },

@@ -51,13 +51,3 @@ export function plainWorkQueue(queue: Queue): WorkQueue {
 export function workQueueOf(queue: Queue | WorkQueue): WorkQueue {
   return queue instanceof Queue ? plainWorkQueue(queue) : queue;
 }
-
-/** Adds `more` to `into`, keeping the earliest per partition. */
-export function mergeWakes(into: Wake[], more: readonly Wake[]): Wake[] {
-  for (const wake of more) {
-    const known = into.find((entry) => entry.partition === wake.partition);
-    if (!known) into.push({ ...wake });
-    else if (wake.atMs < known.atMs) known.atMs = wake.atMs;
-  }
-  return into;
-}

@@ -9,6 +9,7 @@ import { type ClaimOptions, Queue } from "./queue.js";
 import { mergeWakeTo, type QueueOptions } from "./queue-context.js";
 import type { QueueSettings } from "./settings.js";
 import type { Store } from "./store.js";
+import { sumStats } from "./sum-stats.js";
 import type {
   ClaimedTask,
   ClaimOutcome,
@@ -547,8 +548,7 @@ export class PartitionedQueue {
    * finished records with it; the others are named as still draining. Drop them all, then deploy
    * the count without `shrinkingFrom`.
    */
-  async dropDrained(options: { now: number }): Promise<{ dropped: number[]; draining: number[] }> {
-    void options;
+  async dropDrained(_options: { now: number }): Promise<{ dropped: number[]; draining: number[] }> {
     return dropDrainedPartitions(this.partitions.slice(this.routed), this.routed);
   }
 
@@ -578,29 +578,4 @@ export async function dropDrainedPartitions(
     else if (deleted > 0) dropped.push(first + i);
   }
   return { dropped, draining };
-}
-
-/**
- * The figures of a queue's partitions as one queue's: counts summed, ages the oldest of any
- * partition, paused when every partition is, the types paused in any.
- */
-export function sumStats(partitions: readonly QueueStats[]): QueueStats {
-  const sum = (field: "ready" | "scheduled" | "leased" | "done" | "failed" | "dueScheduled" | "corrupt") =>
-    partitions.reduce((total, stats) => total + stats[field], 0);
-  const oldest = (field: "oldestReadyAgeMs" | "oldestWaitingAgeMs" | "mostOverdueLeaseMs") =>
-    Math.max(0, ...partitions.map((stats) => stats[field]));
-  return {
-    ready: sum("ready"),
-    scheduled: sum("scheduled"),
-    leased: sum("leased"),
-    done: sum("done"),
-    failed: sum("failed"),
-    oldestReadyAgeMs: oldest("oldestReadyAgeMs"),
-    oldestWaitingAgeMs: oldest("oldestWaitingAgeMs"),
-    mostOverdueLeaseMs: oldest("mostOverdueLeaseMs"),
-    dueScheduled: sum("dueScheduled"),
-    corrupt: sum("corrupt"),
-    paused: partitions.length > 0 && partitions.every((stats) => stats.paused),
-    pausedTypes: [...new Set(partitions.flatMap((stats) => stats.pausedTypes))].sort(),
-  };
 }

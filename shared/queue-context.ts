@@ -90,7 +90,10 @@ export function optionalTime(value: unknown): number | undefined {
 }
 
 /** Adds `more` to `into`, keeping the earliest per wake queue (and partition). */
-export function mergeWakeTo(into: WakeTo[], more: readonly WakeTo[]): WakeTo[] {
+export function mergeWakeTo<Wake extends { atMs: number; queueUrl?: string; partition?: number }>(
+  into: Wake[],
+  more: readonly Wake[],
+): Wake[] {
   for (const wake of more) {
     const known = into.find((entry) => entry.queueUrl === wake.queueUrl && entry.partition === wake.partition);
     if (!known) into.push({ ...wake });

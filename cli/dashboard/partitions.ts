@@ -4,7 +4,7 @@
 // its pages. The rows are declared as data (live-rows.ts): drawn by the server, sent again by the
 // overview's live.json.
 import { html } from "hono/html";
-import { sumStats } from "../../shared/partitioned-queue.js";
+import { sumStats } from "../../shared/sum-stats.js";
 import { duration } from "../../shared/text.js";
 import type { QueueHistory, QueueStats } from "../../shared/types.js";
 import { type LiveRow, rowsHtml } from "./live-rows.js";

@@ -40,35 +40,41 @@ function run(
 const store = TcpStore.fromUrl(redisUrl());
 afterAll(() => store.close());
 
+/** `npm start -- --exit-when-drained --json` with `extra` flags, and its summary (the last line of stdout). */
+async function demoToTheEnd(extra: string[], queuePrefix: string) {
+  const result = await run(
+    "npm",
+    [
+      "start",
+      "--",
+      ...extra,
+      "--exit-when-drained",
+      "--json",
+      // Short timings so the crashed batch is reclaimed within seconds; still longer than the
+      // slow type's 2 s lease, so the worker must extend it.
+      "--reclaim-interval-ms=300",
+      "--crash-lease-ms=1000",
+      "--slow-ms=2500",
+      "--timeout-ms=60000",
+      // Free ports: test files run side by side.
+      "--sqs-port=0",
+      "--dashboard-port=0",
+      // A name of this run, so the test's cleanup deletes the queue from the shared Redis.
+      `--queue=${uniqueQueueName(queuePrefix)}`,
+    ],
+    { ...process.env, REDIS_URL: redisUrl() },
+  );
+  expect(result.code, result.stderr).toBe(0);
+  const lines = result.stdout.trim().split("\n");
+  return { result, summary: JSON.parse(lines[lines.length - 1]) };
+}
+
 describe("npm start", () => {
   it("runs the demo to the end: every task terminal, none lost, poison FAILED, the crash recovered", {
     timeout: 90_000,
   }, async () => {
     const startedAt = Date.now();
-    const result = await run(
-      "npm",
-      [
-        "start",
-        "--",
-        "--exit-when-drained",
-        "--json",
-        // Short timings so the crashed batch is reclaimed within seconds; still longer than the
-        // slow type's 2 s lease, so the worker must extend it.
-        "--reclaim-interval-ms=300",
-        "--crash-lease-ms=1000",
-        "--slow-ms=2500",
-        "--timeout-ms=60000",
-        // Free ports: test files run side by side.
-        "--sqs-port=0",
-        "--dashboard-port=0",
-        // A name of this run, so the test's cleanup deletes the queue from the shared Redis.
-        `--queue=${uniqueQueueName("start")}`,
-      ],
-      { ...process.env, REDIS_URL: redisUrl() },
-    );
-    expect(result.code, result.stderr).toBe(0);
-    const lines = result.stdout.trim().split("\n");
-    const summary = JSON.parse(lines[lines.length - 1]);
+    const { result, summary } = await demoToTheEnd([], "start");
     expect(summary).toMatchObject({ drained: true, enqueued: 300, lost: 0 });
     expect(summary.done + summary.failed).toBe(300);
     expect(summary.poison).toMatchObject({ state: "failed", attempts: 3 });
@@ -114,28 +120,7 @@ describe("npm start", () => {
   it("runs the demo over 3 partitions, each on a redis-server of its own: every task terminal, the crash recovered, every partition worked, the servers it started stopped", {
     timeout: 90_000,
   }, async () => {
-    const result = await run(
-      "npm",
-      [
-        "start",
-        "--",
-        "--partitions=3",
-        "--exit-when-drained",
-        "--json",
-        "--demo-tasks=120",
-        "--reclaim-interval-ms=300",
-        "--crash-lease-ms=1000",
-        "--slow-ms=2500",
-        "--timeout-ms=60000",
-        "--sqs-port=0",
-        "--dashboard-port=0",
-        `--queue=${uniqueQueueName("start-p")}`,
-      ],
-      { ...process.env, REDIS_URL: redisUrl() },
-    );
-    expect(result.code, result.stderr).toBe(0);
-    const lines = result.stdout.trim().split("\n");
-    const summary = JSON.parse(lines[lines.length - 1]);
+    const { result, summary } = await demoToTheEnd(["--partitions=3", "--demo-tasks=120"], "start-p");
     expect(summary).toMatchObject({ drained: true, enqueued: 120, lost: 0 });
     expect(summary.crash).toMatchObject({ claimed: 8, recovered: 8 });
     expect(summary.partitions).toHaveLength(3);

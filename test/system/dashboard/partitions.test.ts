@@ -3,7 +3,7 @@
 // leads to its own lists, tasks and actions, a partition it does not have is a 404 page, the
 // all-queues page lists it once, and a queue of one partition looks as it always did.
 import { describe, expect, it } from "vitest";
-import { type RunningDashboard, startDashboard } from "../../../cli/dashboard/server.js";
+import { type RunningDashboard, type StartOptions, startDashboard } from "../../../cli/dashboard/server.js";
 import { PartitionedQueue } from "../../../shared/partitioned-queue.js";
 import { TcpStore } from "../../../shared/stores/tcp.js";
 import { duration } from "../../../shared/text.js";
@@ -22,6 +22,22 @@ const COUNTS = ["ready", "scheduled", "leased", "done", "failed"] as const;
  * partition 0 two READY (waiting 1 min) and one DONE; partition 1 one READY (30 s) and one FAILED;
  * partition 2 four READY (2 min), one SCHEDULED and one LEASED. Deleted after the file.
  */
+/** The dashboard of a partitioned queue's partitions, closed with the file's browser. */
+async function servePartitions(
+  queue: PartitionedQueue,
+  options: Partial<StartOptions> = {},
+): Promise<RunningDashboard> {
+  const dashboard = await startDashboard({
+    partitions: queue.partitions,
+    where: "test Redis",
+    port: 0,
+    log: () => {},
+    ...options,
+  });
+  running.push(dashboard.close);
+  return dashboard;
+}
+
 async function partitionedQueue(now: number) {
   const store = TcpStore.fromUrl(redisUrl());
   running.push(() => store.close());
@@ -70,14 +86,7 @@ describe("dashboard of a partitioned queue, in real Chromium", { timeout: 60_000
   it("the overview sums the partitions and lists each; partition 2's link leads to its tasks only and a task's page", async () => {
     const now = Date.now();
     const { queue, readyOf, leased } = await partitionedQueue(now);
-    const dashboard = await startDashboard({
-      partitions: queue.partitions,
-      where: "test Redis",
-      port: 0,
-      now: () => now,
-      log: () => {},
-    });
-    running.push(dashboard.close);
+    const dashboard = await servePartitions(queue, { now: () => now });
     const { page, errors } = await newPage(browser());
     await page.goto(dashboard.url, { waitUntil: "load" });
     const base = `/q/${queue.name}`;
@@ -168,13 +177,7 @@ describe("dashboard of a partitioned queue, in real Chromium", { timeout: 60_000
   it("an action acts on its partition only: partition 1's FAILED task requeued from its page", async () => {
     const now = Date.now();
     const { queue, failed } = await partitionedQueue(now);
-    const dashboard = await startDashboard({
-      partitions: queue.partitions,
-      where: "test Redis",
-      port: 0,
-      log: () => {},
-    });
-    running.push(dashboard.close);
+    const dashboard = await servePartitions(queue);
     const { page, dialogs } = await newPage(browser());
     await page.goto(dashboard.url, { waitUntil: "load" });
     await clickAndWait(page, 'tr[data-partition-row="1"] [data-field=failed] a');
@@ -195,14 +198,7 @@ describe("dashboard of a partitioned queue, in real Chromium", { timeout: 60_000
 
   it("the overview's sum and partitions' rows update live", async () => {
     const { queue } = await partitionedQueue(Date.now());
-    const dashboard = await startDashboard({
-      partitions: queue.partitions,
-      where: "test Redis",
-      port: 0,
-      refreshMs: 200,
-      log: () => {},
-    });
-    running.push(dashboard.close);
+    const dashboard = await servePartitions(queue, { refreshMs: 200 });
     const { page, errors } = await newPage(browser());
     await page.goto(dashboard.url, { waitUntil: "load" });
     expect(await page.$eval('tr[data-partition-row="1"] [data-field=ready]', (el) => el.textContent)).toBe("1");
@@ -224,13 +220,7 @@ describe("dashboard of a partitioned queue, in real Chromium", { timeout: 60_000
 
   it("a partition the queue does not have, or a partitioned queue's page without one, is a clear 404 page", async () => {
     const { queue } = await partitionedQueue(Date.now());
-    const dashboard = await startDashboard({
-      partitions: queue.partitions,
-      where: "test Redis",
-      port: 0,
-      log: () => {},
-    });
-    running.push(dashboard.close);
+    const dashboard = await servePartitions(queue);
     const origin = new URL(dashboard.url).origin;
     const base = `${origin}/q/${queue.name}`;
     const { page, dialogs, errors } = await newPage(browser());
